@@ -1,0 +1,208 @@
+/* pf_format.h - the pyflow profile file, as written by the runtime and read by the reporter.
+ *
+ * A profile is one file per process. The runtime maps it MAP_SHARED and writes records straight into the
+ * mapped pages, so everything written is in the page cache the moment it is stored: the profile survives
+ * os._exit, an uncaught signal and SIGKILL without any flush. Each thread owns one chunk at a time and is the
+ * only writer of it, so the hot path takes no lock; a record becomes visible when its 8-byte header is stored
+ * (last, with release order). A reader therefore stops a chunk at the first zero header, and a process killed
+ * in the middle of a record loses only that record.
+ *
+ * File layout
+ *   OFFSET        SIZE              DESCRIPTION
+ *   0             PF_HEADER_BYTES   pf_file_header_t, zero padded
+ *   4096 + k*C    C = chunk_bytes   chunk k: pf_chunk_header_t, then records, then zeros
+ *
+ * Chunk layout
+ *   OFFSET  SIZE  DESCRIPTION
+ *   0       4     magic PF_CHUNK_MAGIC (0 = chunk never handed out: skip)
+ *   4       4     writer: OS thread id (gettid), or 0 for the launcher's trailer chunk
+ *   8       8     reserved, zero
+ *   16      ...   records, each starting on an 8-byte boundary
+ *
+ * Record layout
+ *   OFFSET  SIZE  DESCRIPTION
+ *   0       2     type (pf_rec_type_t); 0 = end of this chunk's records
+ *   2       2     aux: type-specific small value
+ *   4       4     bytes: total record size including this header, a multiple of 8, >= 8
+ *   8       ...   payload (the pf_rec_*_t structs below; variable parts follow the fixed part)
+ *
+ * Compatibility: readers reject another magic, a newer major version, or a header_bytes/chunk_bytes they
+ * cannot walk, in plain words with the offset. Unknown record types are skipped by their length, so adding
+ * a record type needs no version bump; changing a layout does.
+ */
+#ifndef PF_FORMAT_H
+#define PF_FORMAT_H
+
+#include <stdint.h>
+
+#define PF_FILE_MAGIC "PYFLOWPF"          /* 8 bytes, no terminator stored */
+#define PF_FORMAT_VERSION 1u
+#define PF_HEADER_BYTES 4096u
+#define PF_CHUNK_BYTES (64u * 1024u)
+#define PF_CHUNK_MAGIC 0x4b434650u        /* "PFCK" little-endian */
+#define PF_CHUNK_HEADER_BYTES 16u
+#define PF_ARGV_BYTES 3072u
+#define PF_MAX_PY_FRAMES 128u
+#define PF_MAX_NATIVE_FRAMES 64u
+
+/* Header flags. */
+#define PF_HDR_EXACT 0x1u           /* every allocation recorded (--exact) */
+#define PF_HDR_NATIVE 0x2u          /* native instruction pointers captured (--native) */
+#define PF_HDR_ROOT 0x4u            /* the process the launcher started (not a fork or subprocess) */
+
+typedef struct pf_file_header {
+    char magic[8];                  /* PF_FILE_MAGIC */
+    uint32_t version;               /* PF_FORMAT_VERSION */
+    uint32_t header_bytes;          /* PF_HEADER_BYTES */
+    uint32_t chunk_bytes;           /* PF_CHUNK_BYTES */
+    uint32_t flags;                 /* PF_HDR_* */
+    uint32_t pid;
+    uint32_t ppid;
+    uint64_t start_mono_ns;         /* CLOCK_MONOTONIC at start; record times are relative to it */
+    uint64_t start_real_ns;         /* CLOCK_REALTIME at start */
+    uint64_t mean_sample_bytes;     /* Poisson sampling mean interval, bytes */
+    uint64_t object_threshold;      /* allocations of at least this many bytes are recorded exactly */
+    uint32_t python_hex;            /* PY_VERSION_HEX of the interpreter, 0 if unknown */
+    uint32_t argv_bytes;            /* bytes used in argv[] */
+    char python_version[32];        /* "3.11.2", NUL terminated */
+    char argv[PF_ARGV_BYTES];       /* the process's argv, NUL separated (from /proc/self/cmdline) */
+} pf_file_header_t;
+
+typedef struct pf_chunk_header {
+    uint32_t magic;
+    uint32_t tid;
+    uint64_t reserved;
+} pf_chunk_header_t;
+
+typedef struct pf_rec_header {
+    uint16_t type;
+    uint16_t aux;
+    uint32_t bytes;
+} pf_rec_header_t;
+
+typedef enum pf_rec_type {
+    PF_REC_END = 0,
+    PF_REC_ALLOC = 1,       /* a tracked allocation (sampled or >= threshold), with its stack */
+    PF_REC_FREE = 2,        /* a tracked allocation was freed */
+    PF_REC_CODE = 3,        /* a Python code object seen for the first time */
+    PF_REC_MODULE = 4,      /* an executable mapping of a loaded object, for native symbolization */
+    PF_REC_THREAD = 5,      /* a thread's first record: its name and whether it ever had a Python state */
+    PF_REC_MARK = 6,        /* a point in time: interpreter finalization started, runtime stopped, ... */
+    PF_REC_EXIT = 7,        /* written by the launcher after the process ended */
+    PF_REC_COUNTERS = 8,    /* running totals, exact, written periodically and at finalization */
+    PF_REC_TYPE_MAX
+} pf_rec_type_t;
+
+/* Allocation domains. python_bytes = PYRAW+PYMEM+PYOBJ, native_bytes = MALLOC+MMAP, gpu_bytes = GPU. */
+typedef enum pf_domain {
+    PF_DOMAIN_PYRAW = 0,
+    PF_DOMAIN_PYMEM = 1,
+    PF_DOMAIN_PYOBJ = 2,
+    PF_DOMAIN_MALLOC = 3,
+    PF_DOMAIN_MMAP = 4,
+    PF_DOMAIN_GPU = 5,
+    PF_DOMAIN_COUNT
+} pf_domain_t;
+
+static inline int pf_domain_is_python(unsigned d) { return d <= PF_DOMAIN_PYOBJ; }
+static inline int pf_domain_is_native(unsigned d) { return d == PF_DOMAIN_MALLOC || d == PF_DOMAIN_MMAP; }
+
+/* ALLOC flags (pf_rec_alloc_t.flags). */
+#define PF_ALLOC_SAMPLED 0x1u   /* chosen by the byte sampler: est_bytes = size / P(sampled) */
+#define PF_ALLOC_EXACT 0x2u     /* at/above the object threshold or --exact: est_bytes = size */
+#define PF_ALLOC_NO_PYSTATE 0x4u/* the thread had no Python thread state: a native thread */
+#define PF_ALLOC_TRUNCATED 0x8u /* the Python stack was deeper than recorded (outermost frames dropped) */
+
+/* One Python frame of a stack, innermost first. */
+typedef struct pf_rec_pyframe {
+    uint32_t code_id;       /* id from a PF_REC_CODE record of the same file */
+    uint32_t lasti_bytes;   /* byte offset of the current instruction in co_code */
+} pf_rec_pyframe_t;
+
+/* PF_REC_ALLOC payload; then n_py pf_rec_pyframe_t, then n_native uint64_t instruction pointers
+ * (innermost first), then zero padding to 8 bytes. */
+typedef struct pf_rec_alloc {
+    uint64_t t_ns;          /* since header.start_mono_ns */
+    uint64_t addr;
+    uint64_t size;          /* requested bytes */
+    uint64_t est_bytes;     /* unbiased estimate of the bytes this record stands for */
+    uint8_t domain;         /* pf_domain_t */
+    uint8_t flags;          /* PF_ALLOC_* */
+    uint16_t n_py;
+    uint16_t n_native;
+    uint16_t reserved;
+} pf_rec_alloc_t;
+
+/* PF_REC_FREE payload. aux = domain of the free call. */
+typedef struct pf_rec_free {
+    uint64_t t_ns;
+    uint64_t addr;
+} pf_rec_free_t;
+
+/* Line-table encodings carried by PF_REC_CODE (aux). */
+typedef enum pf_linetable_format {
+    PF_LT_LNOTAB = 1,       /* 3.9: co_lnotab, byte offsets */
+    PF_LT_LINETABLE = 2,    /* 3.10: co_linetable (PEP 626), byte offsets */
+    PF_LT_LOCATIONS = 3     /* 3.11+: co_linetable location table (PEP 657), code units */
+} pf_linetable_format_t;
+
+/* PF_REC_CODE payload; then filename, name, linetable bytes back to back (no terminators), then padding.
+ * aux = pf_linetable_format_t. Strings are UTF-8. */
+typedef struct pf_rec_code {
+    uint32_t code_id;
+    int32_t firstlineno;
+    uint32_t filename_len;
+    uint32_t name_len;
+    uint32_t linetable_len;
+    uint32_t reserved;
+} pf_rec_code_t;
+
+/* PF_REC_MODULE payload; then the path (path_len bytes), padding. One record per executable PT_LOAD. */
+typedef struct pf_rec_module {
+    uint64_t start;         /* runtime address of the segment */
+    uint64_t end;
+    uint64_t load_bias;     /* runtime address = file vaddr + load_bias */
+    uint32_t path_len;
+    uint32_t reserved;
+} pf_rec_module_t;
+
+/* PF_REC_THREAD payload; then the name (name_len bytes), padding. */
+typedef struct pf_rec_thread {
+    uint64_t t_ns;
+    uint32_t tid;
+    uint32_t name_len;
+} pf_rec_thread_t;
+
+typedef enum pf_mark_kind {
+    PF_MARK_FINALIZING = 1, /* interpreter shutdown began: frees after this do not cancel (live-at-exit) */
+    PF_MARK_DROPPED = 2,    /* value = records dropped (file full or unwritable) */
+    PF_MARK_NOTE = 3        /* value = 0; a text note follows in the payload tail (note_len bytes) */
+} pf_mark_kind_t;
+
+/* PF_REC_MARK payload. aux = pf_mark_kind_t; then note text for PF_MARK_NOTE. */
+typedef struct pf_rec_mark {
+    uint64_t t_ns;
+    uint64_t value;
+    uint32_t note_len;
+    uint32_t reserved;
+} pf_rec_mark_t;
+
+/* PF_REC_EXIT payload (launcher). */
+#define PF_EXIT_SIGNALED 0x1u
+typedef struct pf_rec_exit {
+    uint64_t elapsed_ns;    /* wall time from launch to exit as the launcher saw it */
+    int32_t code;           /* exit code, or the signal number when PF_EXIT_SIGNALED */
+    uint32_t flags;
+} pf_rec_exit_t;
+
+/* PF_REC_COUNTERS payload: exact running totals of everything the hooks saw (sampled or not),
+ * per domain. Later records supersede earlier ones of the same thread. */
+typedef struct pf_rec_counters {
+    uint64_t t_ns;
+    uint64_t alloc_bytes[PF_DOMAIN_COUNT];
+    uint64_t alloc_count[PF_DOMAIN_COUNT];
+} pf_rec_counters_t;
+
+static inline uint32_t pf_align8(uint32_t n) { return (n + 7u) & ~7u; }
+
+#endif /* PF_FORMAT_H */

@@ -1,0 +1,61 @@
+/* pf_pyframes.h - the one door to CPython internals.
+ *
+ * The runtime (libpyflow.so, loaded by LD_PRELOAD into any process) must read the current Python stack from
+ * inside malloc, without the GIL and without allocating. Struct layouts differ per CPython minor version, so
+ * each supported version gets its own small shared object, pyframes/pf_pyframes_3XX.so, compiled against that
+ * version's headers and loaded with dlopen once the runtime knows which interpreter it is in (Py_GetVersion).
+ * Nothing else in pyflow includes a CPython header.
+ *
+ * Every function here is async-signal-safe in the sense the hooks need: no malloc, no locks, no Python API
+ * call that may allocate or take the GIL.
+ */
+#ifndef PF_PYFRAMES_H
+#define PF_PYFRAMES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PF_PYFRAMES_ABI 1u
+#define PF_PYFRAMES_ENTRY "pf_pyframes_get"  /* the one exported symbol of each per-version object */
+
+typedef struct pf_pyframe {
+    const void *code;        /* PyCodeObject*, valid while the frame runs */
+    uint32_t lasti_bytes;    /* byte offset of the current instruction in co_code */
+} pf_pyframe_t;
+
+typedef struct pf_pycode_info {
+    int32_t firstlineno;
+    uint32_t linetable_format;   /* pf_linetable_format_t (core/pf_format.h) */
+    const uint8_t *linetable;    /* points into the code object's bytes object; immutable */
+    uint32_t linetable_len;
+    uint32_t filename_len;       /* UTF-8 bytes written to the caller's buffer */
+    uint32_t name_len;
+    const void *identity[3];     /* fields that change when a code object's address is reused */
+} pf_pycode_info_t;
+
+typedef struct pf_pyframes_api {
+    uint32_t abi;                /* PF_PYFRAMES_ABI */
+    uint32_t py_minor;           /* 9..13: the minor version this object was built for */
+
+    /* Fills out[0..max) with the calling thread's Python frames, innermost first, skipping shims and
+     * incomplete frames. Returns the number of frames (0: a thread state but no Python frame running),
+     * -1 when the thread has no Python thread state (a native thread, or before init / after finalization).
+     * Sets *truncated when the stack had more than max frames. */
+    int (*capture)(pf_pyframe_t *out, int max, int *truncated);
+
+    /* Describes a code object seen in a captured frame. filename and name are transcoded to UTF-8 into
+     * the caller's buffers (truncated to their sizes). Returns 0, or -1 when code is not a code object. */
+    int (*describe)(const void *code, pf_pycode_info_t *info, char *filename, size_t filename_size,
+                    char *name, size_t name_size);
+
+    /* Cheap identity check for a cached code pointer: fills identity[] exactly as describe() does.
+     * Returns 0, or -1 when code is not a code object. */
+    int (*identify)(const void *code, const void *identity[3]);
+
+    /* 1 once interpreter finalization has begun, else 0. */
+    int (*is_finalizing)(void);
+} pf_pyframes_api_t;
+
+typedef const pf_pyframes_api_t *(*pf_pyframes_entry_fn)(void);
+
+#endif /* PF_PYFRAMES_H */

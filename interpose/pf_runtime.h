@@ -1,0 +1,39 @@
+/* pf_runtime.h - how the launcher talks to the runtime (libpyflow.so), and the runtime's file layout.
+ *
+ * The launcher (cli/) starts the program as `PYTHON args...` with libpyflow.so prepended to LD_PRELOAD and
+ * the variables below set. The runtime's constructor reads them once. In a process that is not a supported
+ * CPython (a pyenv shim, a shell, a program exec'd by the script) the runtime stays passive: every hook is a
+ * pass-through and no file is written.
+ *
+ * Variables (all optional except PYFLOW_OUTPUT; absent PYFLOW_OUTPUT = passive):
+ *   PYFLOW_OUTPUT        profile path for the launched process. The launcher creates it (empty) beforehand
+ *                        so an unwritable path fails before the program runs. Any other profiled process
+ *                        (fork child, subprocess, a second exec in the same pid) writes PYFLOW_OUTPUT.<pid>
+ *                        (PYFLOW_OUTPUT.<pid>.<n> if that exists).
+ *   PYFLOW_ROOT_PID      pid of the launched process; the process with this pid that first opens the profile
+ *                        writes PYFLOW_OUTPUT itself and sets PF_HDR_ROOT.
+ *   PYFLOW_SAMPLE_BYTES  mean Poisson sampling interval in bytes (default PF_DEFAULT_SAMPLE_BYTES).
+ *   PYFLOW_OBJECT_BYTES  object threshold: allocations this large are recorded exactly
+ *                        (default PF_DEFAULT_OBJECT_BYTES).
+ *   PYFLOW_EXACT=1       record every allocation.
+ *   PYFLOW_NATIVE=1      capture native instruction pointers (libunwind) with each record.
+ *   PYFLOW_QUIET=1       the runtime prints nothing (tests of the launcher's own messages).
+ *
+ * Per-version frame readers are found next to libpyflow.so: <dir of libpyflow.so>/pf_pyframes_3<minor>.so.
+ */
+#ifndef PF_RUNTIME_H
+#define PF_RUNTIME_H
+
+#define PF_RUNTIME_SONAME "libpyflow.so"
+#define PF_DEFAULT_SAMPLE_BYTES (256u * 1024u)
+#define PF_DEFAULT_OBJECT_BYTES (1024u * 1024u)
+
+#define PF_ENV_OUTPUT "PYFLOW_OUTPUT"
+#define PF_ENV_ROOT_PID "PYFLOW_ROOT_PID"
+#define PF_ENV_SAMPLE_BYTES "PYFLOW_SAMPLE_BYTES"
+#define PF_ENV_OBJECT_BYTES "PYFLOW_OBJECT_BYTES"
+#define PF_ENV_EXACT "PYFLOW_EXACT"
+#define PF_ENV_NATIVE "PYFLOW_NATIVE"
+#define PF_ENV_QUIET "PYFLOW_QUIET"
+
+#endif /* PF_RUNTIME_H */

@@ -1,0 +1,42 @@
+/* pf_report.h - the reporter's whole API: load profile files into one model, render it.
+ *
+ * Data flow: reader (validates and walks records) -> model (aggregates per line, per function, timelines,
+ * live-at-exit) -> renderers (text, json). Every renderer reads the same model, so a number never differs
+ * between formats. Nothing here links the runtime; the reporter runs in the launcher's process after the
+ * program ended, or later in `pyflow report`.
+ */
+#ifndef PF_REPORT_H
+#define PF_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct pf_model pf_model_t;
+
+typedef struct pf_load_opts {
+    int merge_children;      /* also load PATH.<pid> files written by forked children and subprocesses */
+} pf_load_opts_t;
+
+/* Loads the profile at path (and, when asked, its children's files) into a new model.
+ * Returns 0 and sets *out; on failure returns -errno or -EINVAL and writes one plain sentence into err
+ * (naming the file and, for corrupt data, the byte offset). A truncated tail is not an error. */
+int pf_model_load(const char *path, const pf_load_opts_t *opts, pf_model_t **out, char *err, size_t errlen);
+
+void pf_model_free(pf_model_t *model);
+
+typedef struct pf_text_opts {
+    int max_lines;           /* rows in the per-line table (0 = default 15) */
+    int width;               /* terminal columns (0 = 100) */
+    int color;               /* ANSI colour */
+    const char *profile_path;/* shown in the footer, may be NULL */
+} pf_text_opts_t;
+
+/* Renders the terminal report. Returns 0, or -errno when writing failed. */
+int pf_render_text(const pf_model_t *model, FILE *out, const pf_text_opts_t *opts);
+
+/* Renders the JSON document of DESIGN.md section 7 ("schema": "pyflow-profile/1").
+ * Returns 0, or -errno when writing failed. */
+int pf_render_json(const pf_model_t *model, FILE *out);
+
+#endif /* PF_REPORT_H */
