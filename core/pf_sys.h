@@ -1,0 +1,61 @@
+/* pf_sys.h - the few system services pyflow's in-process code uses for itself, reached by raw system
+ * calls so they never pass through pyflow's own hooks (or anyone else's interposers), plus a tiny
+ * spinlock for short critical sections that must not allocate.
+ */
+#ifndef PF_SYS_H
+#define PF_SYS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* Anonymous private memory for pyflow's own tables. Returns NULL on failure (errno set). */
+static inline void *pf_sys_alloc_pages(size_t bytes)
+{
+    long r = syscall(SYS_mmap, NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return (r < 0 && r > -4096) ? NULL : (void *)r;
+}
+
+static inline void *pf_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    long r = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+    return (r < 0 && r > -4096) ? MAP_FAILED : (void *)r;
+}
+
+static inline int pf_sys_munmap(void *addr, size_t len)
+{
+    return (int)syscall(SYS_munmap, addr, len);
+}
+
+static inline uint32_t pf_sys_gettid(void)
+{
+    return (uint32_t)syscall(SYS_gettid);
+}
+
+typedef struct pf_spinlock {
+    int locked;
+} pf_spinlock_t;
+
+static inline void pf_spin_lock(pf_spinlock_t *l)
+{
+    for (unsigned spins = 0;; spins++) {
+        if (!__atomic_exchange_n(&l->locked, 1, __ATOMIC_ACQUIRE))
+            return;
+        while (__atomic_load_n(&l->locked, __ATOMIC_RELAXED)) {
+            /* The holder may be preempted (2-core machines): stop burning its CPU after a while. */
+            if (++spins > 200)
+                syscall(SYS_sched_yield);
+            else
+                __builtin_ia32_pause();
+        }
+    }
+}
+
+static inline void pf_spin_unlock(pf_spinlock_t *l)
+{
+    __atomic_store_n(&l->locked, 0, __ATOMIC_RELEASE);
+}
+
+#endif /* PF_SYS_H */

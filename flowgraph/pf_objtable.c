@@ -1,0 +1,254 @@
+/* pf_objtable.c - live tracked objects by address: striped open-addressing tables plus a counting filter.
+ *
+ * Each stripe is a linear-probing array of slots with backward-shift deletion (no tombstones, so a stripe
+ * never degrades under churn), doubled under the stripe's lock when 3/4 full. Memory comes from raw mmap:
+ * this code runs inside malloc.
+ */
+#include "pf_objtable.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "pf_sys.h"
+
+#define PF_STRIPE_INITIAL_SLOTS 1024u
+#define PF_FILTER_BYTES (1u << PF_OBJTABLE_FILTER_BITS)
+#define PF_FILTER_SATURATED 255u
+
+typedef struct pf_stripe {
+    pf_spinlock_t lock;
+    uint32_t mask;          /* slots - 1; 0 when not allocated yet */
+    uint64_t used;
+    pf_objinfo_t *slots;    /* addr == 0: empty */
+    char pad[64 - sizeof(pf_spinlock_t) - sizeof(uint32_t) - sizeof(uint64_t) - sizeof(void *)];
+} pf_stripe_t;
+
+uint8_t *pf_objtable_filter;
+static pf_stripe_t pf_stripes[PF_OBJTABLE_STRIPES] __attribute__((aligned(64)));
+
+/* The filter uses the top bits of the multiplicative hash (they depend on every address bit). Stripes and
+ * slots need good low bits too (page-aligned addresses have 12 zero low bits), so they use a full mixer. */
+static inline uint64_t mix_of(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h;
+}
+
+static inline pf_stripe_t *stripe_of(uint64_t h)
+{
+    return &pf_stripes[mix_of(h) & (PF_OBJTABLE_STRIPES - 1)];
+}
+
+static inline uint32_t slot_of(uint64_t h, uint32_t mask)
+{
+    return (uint32_t)(mix_of(h) >> 8) & mask;
+}
+
+static void filter_inc(uint64_t h)
+{
+    uint8_t *b = &pf_objtable_filter[h >> (64 - PF_OBJTABLE_FILTER_BITS)];
+    uint8_t v = __atomic_load_n(b, __ATOMIC_RELAXED);
+    while (v != PF_FILTER_SATURATED &&
+           !__atomic_compare_exchange_n(b, &v, (uint8_t)(v + 1), 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+
+static void filter_dec(uint64_t h)
+{
+    uint8_t *b = &pf_objtable_filter[h >> (64 - PF_OBJTABLE_FILTER_BITS)];
+    uint8_t v = __atomic_load_n(b, __ATOMIC_RELAXED);
+    while (v != PF_FILTER_SATURATED && v != 0 &&
+           !__atomic_compare_exchange_n(b, &v, (uint8_t)(v - 1), 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+
+int pf_objtable_init(void)
+{
+    if (__atomic_load_n(&pf_objtable_filter, __ATOMIC_ACQUIRE))
+        return 0;
+    uint8_t *f = pf_sys_alloc_pages(PF_FILTER_BYTES);
+    if (!f)
+        return -errno;
+    uint8_t *expected = NULL;
+    if (!__atomic_compare_exchange_n(&pf_objtable_filter, &expected, f, 0, __ATOMIC_RELEASE,
+                                     __ATOMIC_ACQUIRE))
+        pf_sys_munmap(f, PF_FILTER_BYTES);
+    return 0;
+}
+
+/* Inserts into a stripe whose lock is held and which has room. */
+static void stripe_put(pf_stripe_t *s, uint64_t h, const pf_objinfo_t *obj, int *was_present)
+{
+    uint32_t i = slot_of(h, s->mask);
+    for (;;) {
+        pf_objinfo_t *slot = &s->slots[i];
+        if (slot->addr == 0) {
+            *slot = *obj;
+            s->used++;
+            *was_present = 0;
+            return;
+        }
+        if (slot->addr == obj->addr) {
+            *slot = *obj;
+            *was_present = 1;
+            return;
+        }
+        i = (i + 1) & s->mask;
+    }
+}
+
+/* Doubles (or first allocates) a stripe's array. Returns 0 or -ENOMEM; the lock is held. */
+static int stripe_grow(pf_stripe_t *s)
+{
+    uint32_t old_slots = s->mask ? s->mask + 1 : 0;
+    uint32_t new_slots = old_slots ? old_slots * 2 : PF_STRIPE_INITIAL_SLOTS;
+    pf_objinfo_t *fresh = pf_sys_alloc_pages((size_t)new_slots * sizeof(pf_objinfo_t));
+    if (!fresh)
+        return -ENOMEM;
+    pf_objinfo_t *old = s->slots;
+    s->slots = fresh;
+    s->mask = new_slots - 1;
+    s->used = 0;
+    for (uint32_t i = 0; i < old_slots; i++) {
+        if (old[i].addr) {
+            int dup;
+            stripe_put(s, pf_objtable_hash(old[i].addr), &old[i], &dup);
+        }
+    }
+    if (old)
+        pf_sys_munmap(old, (size_t)old_slots * sizeof(pf_objinfo_t));
+    return 0;
+}
+
+int pf_objtable_insert(const pf_objinfo_t *obj)
+{
+    if (!pf_objtable_filter || obj->addr == 0)
+        return -ENOMEM;
+    uint64_t h = pf_objtable_hash(obj->addr);
+    pf_stripe_t *s = stripe_of(h);
+    pf_spin_lock(&s->lock);
+    if ((s->used + 1) * 4 > (uint64_t)(s->mask ? s->mask + 1 : 0) * 3 && stripe_grow(s) < 0) {
+        pf_spin_unlock(&s->lock);
+        return -ENOMEM;
+    }
+    int was_present;
+    stripe_put(s, h, obj, &was_present);
+    /* Count in the filter before the lock is released, so a concurrent free of this address that misses
+     * the filter can only be a free of an older block (which the hooks already saw). */
+    if (!was_present)
+        filter_inc(h);
+    pf_spin_unlock(&s->lock);
+    return 0;
+}
+
+/* Finds addr in a locked stripe. Returns the slot index or -1. */
+static int64_t stripe_find(const pf_stripe_t *s, uint64_t h, uintptr_t addr)
+{
+    if (!s->mask)
+        return -1;
+    uint32_t i = slot_of(h, s->mask);
+    for (;;) {
+        uintptr_t a = s->slots[i].addr;
+        if (a == addr)
+            return i;
+        if (a == 0)
+            return -1;
+        i = (i + 1) & s->mask;
+    }
+}
+
+/* Backward-shift deletion: pull later members of the probe run into the hole so lookups never need
+ * tombstones. */
+static void stripe_erase(pf_stripe_t *s, uint32_t hole)
+{
+    uint32_t i = hole;
+    for (;;) {
+        i = (i + 1) & s->mask;
+        uintptr_t a = s->slots[i].addr;
+        if (a == 0)
+            break;
+        uint32_t home = slot_of(pf_objtable_hash(a), s->mask);
+        /* The member at i may move into the hole when its home is not in (hole, i] cyclically. */
+        int movable = hole <= i ? (home <= hole || home > i) : (home <= hole && home > i);
+        if (movable) {
+            s->slots[hole] = s->slots[i];
+            hole = i;
+        }
+    }
+    s->slots[hole].addr = 0;
+    s->used--;
+}
+
+int pf_objtable_remove(uintptr_t addr, pf_objinfo_t *out)
+{
+    if (!pf_objtable_filter || addr == 0)
+        return 0;
+    uint64_t h = pf_objtable_hash(addr);
+    pf_stripe_t *s = stripe_of(h);
+    pf_spin_lock(&s->lock);
+    int64_t i = stripe_find(s, h, addr);
+    if (i < 0) {
+        pf_spin_unlock(&s->lock);
+        return 0;
+    }
+    if (out)
+        *out = s->slots[i];
+    stripe_erase(s, (uint32_t)i);
+    filter_dec(h);
+    pf_spin_unlock(&s->lock);
+    return 1;
+}
+
+int pf_objtable_lookup(uintptr_t addr, pf_objinfo_t *out)
+{
+    if (!pf_objtable_filter || addr == 0)
+        return 0;
+    uint64_t h = pf_objtable_hash(addr);
+    pf_stripe_t *s = stripe_of(h);
+    pf_spin_lock(&s->lock);
+    int64_t i = stripe_find(s, h, addr);
+    if (i >= 0 && out)
+        *out = s->slots[i];
+    pf_spin_unlock(&s->lock);
+    return i >= 0;
+}
+
+uint64_t pf_objtable_count(void)
+{
+    uint64_t n = 0;
+    for (unsigned k = 0; k < PF_OBJTABLE_STRIPES; k++)
+        n += __atomic_load_n(&pf_stripes[k].used, __ATOMIC_RELAXED);
+    return n;
+}
+
+void pf_objtable_fork_prepare(void)
+{
+    for (unsigned k = 0; k < PF_OBJTABLE_STRIPES; k++)
+        pf_spin_lock(&pf_stripes[k].lock);
+}
+
+void pf_objtable_fork_parent(void)
+{
+    for (unsigned k = 0; k < PF_OBJTABLE_STRIPES; k++)
+        pf_spin_unlock(&pf_stripes[k].lock);
+}
+
+void pf_objtable_fork_child(void)
+{
+    pf_objtable_fork_parent();
+}
+
+void pf_objtable_reset(void)
+{
+    for (unsigned k = 0; k < PF_OBJTABLE_STRIPES; k++) {
+        pf_stripe_t *s = &pf_stripes[k];
+        if (s->slots)
+            pf_sys_munmap(s->slots, (size_t)(s->mask + 1) * sizeof(pf_objinfo_t));
+        memset(s, 0, sizeof *s);
+    }
+    if (pf_objtable_filter)
+        pf_sys_munmap(pf_objtable_filter, PF_FILTER_BYTES);
+    pf_objtable_filter = NULL;
+}

@@ -1,0 +1,220 @@
+/* pf_bootstrap.c - the real allocator functions, found lazily, and the small heap that serves the calls
+ * dlsym itself makes while they are being found.
+ *
+ * pf_real starts out pointing at trampolines: the first call of any hook (which can come before pyflow's
+ * constructor, from another library's constructor or the loader) resolves everything with
+ * dlsym(RTLD_NEXT), so an existing LD_PRELOAD allocator after pyflow is chained, not replaced. While dlsym
+ * runs, allocation requests are served from a static bump heap; a block carries its size just before it,
+ * so realloc and malloc_usable_size work on it, and free of it is ignored.
+ */
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "pf_rt_int.h"
+
+#define PF_BOOTSTRAP_BYTES (256u * 1024u)
+
+static char heap[PF_BOOTSTRAP_BYTES] __attribute__((aligned(64)));
+static size_t heap_used;     /* atomic */
+static int resolving;        /* atomic: 1 while dlsym runs */
+static int resolved;
+
+void *pf_bootstrap_alloc(size_t size, size_t align)
+{
+    if (align < 16)
+        align = 16;
+    for (;;) {
+        size_t used = __atomic_load_n(&heap_used, __ATOMIC_RELAXED);
+        size_t start = (used + sizeof(size_t) + align - 1) & ~(align - 1);
+        size_t end = start + size;
+        if (end > PF_BOOTSTRAP_BYTES || end < start)
+            return NULL;
+        if (__atomic_compare_exchange_n(&heap_used, &used, end, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+            ((size_t *)(heap + start))[-1] = size;
+            return heap + start;    /* static memory is zeroed: calloc needs nothing more */
+        }
+    }
+}
+
+int pf_bootstrap_owns(const void *p)
+{
+    return (const char *)p >= heap && (const char *)p < heap + PF_BOOTSTRAP_BYTES;
+}
+
+int pf_rt_resolving(void)
+{
+    return __atomic_load_n(&resolving, __ATOMIC_ACQUIRE);
+}
+
+static void *early_malloc(size_t size);
+static void early_free(void *p);
+static void *early_calloc(size_t n, size_t size);
+static void *early_realloc(void *p, size_t size);
+static int early_posix_memalign(void **out, size_t align, size_t size);
+static void *early_aligned_alloc(size_t align, size_t size);
+static void *early_memalign(size_t align, size_t size);
+static void *early_valloc(size_t size);
+static void *early_pvalloc(size_t size);
+static size_t early_malloc_usable_size(void *p);
+static void *early_mmap(void *a, size_t l, int p, int f, int fd, off_t o);
+static void *early_mmap64(void *a, size_t l, int p, int f, int fd, off_t o);
+static int early_munmap(void *a, size_t l);
+static void *early_mremap(void *a, size_t ol, size_t nl, int f, ...);
+
+pf_real_fns_t pf_real = {
+    .malloc = early_malloc,
+    .free = early_free,
+    .calloc = early_calloc,
+    .realloc = early_realloc,
+    .posix_memalign = early_posix_memalign,
+    .aligned_alloc = early_aligned_alloc,
+    .memalign = early_memalign,
+    .valloc = early_valloc,
+    .pvalloc = early_pvalloc,
+    .malloc_usable_size = early_malloc_usable_size,
+    .mmap = early_mmap,
+    .mmap64 = early_mmap64,
+    .munmap = early_munmap,
+    .mremap = early_mremap,
+};
+
+#define PF_RESOLVE(field, name)                                                                  \
+    do {                                                                                         \
+        void *f = dlsym(RTLD_NEXT, name);                                                        \
+        if (f)                                                                                   \
+            __atomic_store_n((void **)&pf_real.field, f, __ATOMIC_RELEASE);                      \
+    } while (0)
+
+void pf_rt_resolve_real(void)
+{
+    if (__atomic_load_n(&resolved, __ATOMIC_ACQUIRE))
+        return;
+    int expected = 0;
+    if (!__atomic_compare_exchange_n(&resolving, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return;     /* another thread (or dlsym re-entering us) is resolving: callers use the bootstrap heap */
+    PF_RESOLVE(malloc, "malloc");
+    PF_RESOLVE(free, "free");
+    PF_RESOLVE(calloc, "calloc");
+    PF_RESOLVE(realloc, "realloc");
+    PF_RESOLVE(posix_memalign, "posix_memalign");
+    PF_RESOLVE(aligned_alloc, "aligned_alloc");
+    PF_RESOLVE(memalign, "memalign");
+    PF_RESOLVE(valloc, "valloc");
+    PF_RESOLVE(pvalloc, "pvalloc");
+    PF_RESOLVE(malloc_usable_size, "malloc_usable_size");
+    PF_RESOLVE(mmap, "mmap");
+    PF_RESOLVE(mmap64, "mmap64");
+    PF_RESOLVE(munmap, "munmap");
+    PF_RESOLVE(mremap, "mremap");
+    __atomic_store_n(&resolved, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&resolving, 0, __ATOMIC_RELEASE);
+}
+
+/* Each trampoline resolves, then calls the real function, or falls back to the bootstrap heap while the
+ * real one is still unknown (we are inside dlsym). */
+#define PF_READY(field, early) (pf_rt_resolve_real(), pf_real.field != early)
+
+static void *early_malloc(size_t size)
+{
+    return PF_READY(malloc, early_malloc) ? pf_real.malloc(size) : pf_bootstrap_alloc(size, 16);
+}
+
+static void early_free(void *p)
+{
+    if (!pf_bootstrap_owns(p) && PF_READY(free, early_free))
+        pf_real.free(p);
+}
+
+static void *early_calloc(size_t n, size_t size)
+{
+    if (PF_READY(calloc, early_calloc))
+        return pf_real.calloc(n, size);
+    if (size && n > (size_t)-1 / size)
+        return NULL;
+    return pf_bootstrap_alloc(n * size, 16);
+}
+
+static void *early_realloc(void *p, size_t size)
+{
+    if (PF_READY(realloc, early_realloc))
+        return pf_real.realloc(p, size);
+    void *q = pf_bootstrap_alloc(size, 16);
+    if (q && p)
+        memcpy(q, p, ((size_t *)p)[-1] < size ? ((size_t *)p)[-1] : size);
+    return q;
+}
+
+static int early_posix_memalign(void **out, size_t align, size_t size)
+{
+    if (PF_READY(posix_memalign, early_posix_memalign))
+        return pf_real.posix_memalign(out, align, size);
+    *out = pf_bootstrap_alloc(size, align);
+    return *out ? 0 : 12 /* ENOMEM */;
+}
+
+static void *early_aligned_alloc(size_t align, size_t size)
+{
+    return PF_READY(aligned_alloc, early_aligned_alloc) ? pf_real.aligned_alloc(align, size)
+                                                        : pf_bootstrap_alloc(size, align);
+}
+
+static void *early_memalign(size_t align, size_t size)
+{
+    return PF_READY(memalign, early_memalign) ? pf_real.memalign(align, size) : pf_bootstrap_alloc(size, align);
+}
+
+static void *early_valloc(size_t size)
+{
+    return PF_READY(valloc, early_valloc) ? pf_real.valloc(size) : pf_bootstrap_alloc(size, 4096);
+}
+
+static void *early_pvalloc(size_t size)
+{
+    return PF_READY(pvalloc, early_pvalloc) ? pf_real.pvalloc(size) : pf_bootstrap_alloc(size, 4096);
+}
+
+static size_t early_malloc_usable_size(void *p)
+{
+    if (pf_bootstrap_owns(p))
+        return ((size_t *)p)[-1];
+    return PF_READY(malloc_usable_size, early_malloc_usable_size) ? pf_real.malloc_usable_size(p) : 0;
+}
+
+/* mmap and friends never need the bootstrap heap: fall back to the raw system call. */
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static void *raw_mmap(void *a, size_t l, int p, int f, int fd, off_t o)
+{
+    long r = syscall(SYS_mmap, a, l, p, f, fd, o);
+    return (r < 0 && r > -4096) ? MAP_FAILED : (void *)r;
+}
+
+static void *early_mmap(void *a, size_t l, int p, int f, int fd, off_t o)
+{
+    return PF_READY(mmap, early_mmap) ? pf_real.mmap(a, l, p, f, fd, o) : raw_mmap(a, l, p, f, fd, o);
+}
+
+static void *early_mmap64(void *a, size_t l, int p, int f, int fd, off_t o)
+{
+    return PF_READY(mmap64, early_mmap64) ? pf_real.mmap64(a, l, p, f, fd, o) : raw_mmap(a, l, p, f, fd, o);
+}
+
+static int early_munmap(void *a, size_t l)
+{
+    return PF_READY(munmap, early_munmap) ? pf_real.munmap(a, l) : (int)syscall(SYS_munmap, a, l);
+}
+
+static void *early_mremap(void *a, size_t ol, size_t nl, int f, ...)
+{
+    va_list ap;
+    va_start(ap, f);
+    void *na = (f & MREMAP_FIXED) ? va_arg(ap, void *) : NULL;
+    va_end(ap);
+    if (PF_READY(mremap, early_mremap))
+        return pf_real.mremap(a, ol, nl, f, na);
+    long r = syscall(SYS_mremap, a, ol, nl, f, na);
+    return (r < 0 && r > -4096) ? MAP_FAILED : (void *)r;
+}

@@ -1,0 +1,25 @@
+/* pf_codes.h - gives each Python code object seen in a stack a small id, and writes a PF_REC_CODE record
+ * (file name, function name, first line, raw line table) the first time, so the reporter can turn
+ * (code id, instruction offset) into file:line offline, never on the hot path.
+ *
+ * A code object's address can be reused after it dies, so a cached entry only matches when the object's
+ * identity fields (see pf_pyframes.h) are the same pointers too; otherwise a new id is made.
+ */
+#ifndef PF_CODES_H
+#define PF_CODES_H
+
+#include <stdint.h>
+
+#include "pf_rt_int.h"
+
+/* Returns the id of code (>= 1), writing its CODE record into t's chunk first if it is new; returns 0 when
+ * the code object cannot be described or the table is full (the frame is then reported as unknown). */
+uint32_t pf_codes_id(pf_tls_t *t, const void *code);
+
+/* In a fork child: forget every id (the child's file has none of the parent's CODE records). */
+void pf_codes_reset(void);
+
+void pf_codes_fork_prepare(void);
+void pf_codes_fork_parent(void);
+
+#endif /* PF_CODES_H */

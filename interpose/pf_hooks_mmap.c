@@ -1,0 +1,60 @@
+/* pf_hooks_mmap.c - anonymous mmap / munmap / mremap as allocations. File mappings are not heap and are not
+ * counted. glibc's malloc maps its large blocks through an internal call that never reaches these hooks, so
+ * nothing is counted twice; pymalloc's arenas come here with the guard raised (see pf_pymem.c). */
+#include <stdarg.h>
+#include <sys/mman.h>
+
+#include "pf_objtable.h"
+#include "pf_rt_int.h"
+
+static inline void note_unmap(void *addr)
+{
+    if (PF_LIKELY(pf_tls.guard == 0) && PF_UNLIKELY(pf_objtable_maybe(addr)))
+        pf_on_free_slow(&pf_tls, addr, PF_DOMAIN_MMAP);
+}
+
+static inline void note_map(void *p, size_t len, int flags)
+{
+    if ((flags & MAP_ANONYMOUS) && p != MAP_FAILED && PF_LIKELY(pf_tls.guard == 0))
+        pf_account_alloc(p, len, PF_DOMAIN_MMAP);
+}
+
+PF_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    void *p = pf_real.mmap(addr, len, prot, flags, fd, off);
+    note_map(p, len, flags);
+    return p;
+}
+
+PF_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    void *p = pf_real.mmap64(addr, len, prot, flags, fd, off);
+    note_map(p, len, flags);
+    return p;
+}
+
+PF_EXPORT int munmap(void *addr, size_t len)
+{
+    note_unmap(addr);
+    return pf_real.munmap(addr, len);
+}
+
+PF_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
+{
+    void *new_addr = NULL;
+    if (flags & MREMAP_FIXED) {
+        va_list ap;
+        va_start(ap, flags);
+        new_addr = va_arg(ap, void *);
+        va_end(ap);
+    }
+    /* Only a mapping pyflow tracked is known to be anonymous; it becomes a new block of the new size. */
+    int tracked = PF_LIKELY(pf_tls.guard == 0) && PF_UNLIKELY(pf_objtable_maybe(old)) &&
+                  pf_objtable_lookup((uintptr_t)old, NULL);
+    if (tracked)
+        pf_on_free_slow(&pf_tls, old, PF_DOMAIN_MMAP);
+    void *p = pf_real.mremap(old, old_len, new_len, flags, new_addr);
+    if (tracked)
+        note_map(p, new_len, MAP_ANONYMOUS);
+    return p;
+}

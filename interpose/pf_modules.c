@@ -1,0 +1,97 @@
+/* pf_modules.c - executable segments of loaded objects, written as PF_REC_MODULE records. */
+#include "pf_modules.h"
+
+#include <link.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pf_sys.h"
+#include "pf_writer.h"
+
+#define PF_MAX_MODULE_SEGMENTS 2048u
+
+typedef struct pf_segment {
+    uint64_t start, end;
+} pf_segment_t;
+
+static pf_segment_t known[PF_MAX_MODULE_SEGMENTS];
+static uint32_t n_known;            /* published with release after the entry is filled */
+static pf_spinlock_t lock;
+
+static int is_known(uint64_t ip)
+{
+    uint32_t n = __atomic_load_n(&n_known, __ATOMIC_ACQUIRE);
+    for (uint32_t i = 0; i < n; i++)
+        if (ip >= known[i].start && ip < known[i].end)
+            return 1;
+    return 0;
+}
+
+static void write_module(pf_tls_t *t, uint64_t start, uint64_t end, uint64_t bias, const char *path)
+{
+    uint32_t path_len = (uint32_t)strnlen(path, 4096);
+    uint32_t bytes = pf_align8((uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_module_t)) + path_len);
+    char *rec = pf_writer_reserve(t, bytes);
+    if (!rec)
+        return;
+    memset(rec + sizeof(pf_rec_header_t), 0, bytes - sizeof(pf_rec_header_t));
+    pf_rec_module_t *m = (pf_rec_module_t *)(rec + sizeof(pf_rec_header_t));
+    m->start = start;
+    m->end = end;
+    m->load_bias = bias;
+    m->path_len = path_len;
+    memcpy(m + 1, path, path_len);
+    pf_writer_commit(t, rec, PF_REC_MODULE, 0, bytes);
+}
+
+/* The main program has no name in dl_iterate_phdr; the reporter runs in another process, so resolve it. */
+static const char *exe_path(void)
+{
+    static char path[4096];
+    if (!path[0]) {
+        ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+        path[n > 0 ? n : 0] = '\0';
+    }
+    return path;
+}
+
+static int add_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    pf_tls_t *t = arg;
+    const char *path = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : exe_path();
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+            continue;
+        uint64_t start = info->dlpi_addr + ph->p_vaddr;
+        uint64_t end = start + ph->p_memsz;
+        if (is_known(start) || n_known >= PF_MAX_MODULE_SEGMENTS)
+            continue;
+        known[n_known].start = start;
+        known[n_known].end = end;
+        __atomic_store_n(&n_known, n_known + 1, __ATOMIC_RELEASE);
+        write_module(t, start, end, info->dlpi_addr, path);
+    }
+    return 0;
+}
+
+void pf_modules_note(pf_tls_t *t, const uint64_t *ips, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (PF_LIKELY(is_known(ips[i])))
+            continue;
+        pf_spin_lock(&lock);
+        if (!is_known(ips[i]))
+            dl_iterate_phdr(add_object, t);
+        pf_spin_unlock(&lock);
+        /* an ip in no object at all (JIT code) stays unknown; do not rescan for the rest of this stack */
+        if (!is_known(ips[i]))
+            break;
+    }
+}
+
+void pf_modules_reset(void)
+{
+    n_known = 0;
+    lock.locked = 0;
+}

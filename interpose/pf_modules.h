@@ -1,0 +1,17 @@
+/* pf_modules.h - PF_REC_MODULE records: which loaded object each native instruction pointer belongs to,
+ * so the reporter can symbolize offline. Objects are enumerated with dl_iterate_phdr when an address outside
+ * every known object shows up (a library loaded later with dlopen), and written once per object. */
+#ifndef PF_MODULES_H
+#define PF_MODULES_H
+
+#include <stdint.h>
+
+#include "pf_rt_int.h"
+
+/* Makes sure every ips[i] lies in an object already written to the profile. */
+void pf_modules_note(pf_tls_t *t, const uint64_t *ips, int n);
+
+/* Forget what was written (fork child: a new file). */
+void pf_modules_reset(void);
+
+#endif /* PF_MODULES_H */

@@ -1,0 +1,123 @@
+/* pf_pymem.c - wraps CPython's three allocator domains (RAW, MEM, OBJ) and pymalloc's arena allocator.
+ *
+ * Installed from the runtime's constructor, before Py_Initialize, through PyMem_GetAllocator /
+ * PyMem_SetAllocator found with dlsym (Debian's python3 links libpython statically, so its internal calls
+ * cannot be interposed by symbol: only the allocator tables reach them). Each wrapper raises the guard
+ * around the wrapped allocator, so memory it takes from malloc or mmap is counted once, here, as Python.
+ *
+ * The structs below are the stable public ABI of PyMemAllocatorEx and PyObjectArenaAllocator (unchanged
+ * 3.9-3.13); declaring them here keeps CPython headers out of the runtime (see pf_pyframes.h).
+ */
+#include <dlfcn.h>
+#include <stdint.h>
+
+#include "pf_objtable.h"
+#include "pf_rt_int.h"
+
+typedef struct pf_pymem_allocator {
+    void *ctx;
+    void *(*malloc)(void *ctx, size_t size);
+    void *(*calloc)(void *ctx, size_t nelem, size_t elsize);
+    void *(*realloc)(void *ctx, void *ptr, size_t new_size);
+    void (*free)(void *ctx, void *ptr);
+} pf_pymem_allocator_t;
+
+typedef struct pf_pyarena_allocator {
+    void *ctx;
+    void *(*alloc)(void *ctx, size_t size);
+    void (*free)(void *ctx, void *ptr, size_t size);
+} pf_pyarena_allocator_t;
+
+enum { PF_PYMEM_DOMAINS = 3 };  /* PYMEM_DOMAIN_RAW = 0, MEM = 1, OBJ = 2 == PF_DOMAIN_PY* */
+
+static pf_pymem_allocator_t wrapped[PF_PYMEM_DOMAINS];
+static pf_pyarena_allocator_t wrapped_arena;
+
+static void *pymem_malloc(void *ctx, size_t size)
+{
+    const int domain = (int)(intptr_t)ctx;
+    pf_tls_t *t = &pf_tls;
+    t->guard++;
+    void *p = wrapped[domain].malloc(wrapped[domain].ctx, size);
+    t->guard--;
+    if (PF_LIKELY(t->guard == 0))
+        pf_account_alloc(p, size, domain);
+    return p;
+}
+
+static void *pymem_calloc(void *ctx, size_t nelem, size_t elsize)
+{
+    const int domain = (int)(intptr_t)ctx;
+    pf_tls_t *t = &pf_tls;
+    t->guard++;
+    void *p = wrapped[domain].calloc(wrapped[domain].ctx, nelem, elsize);
+    t->guard--;
+    if (PF_LIKELY(t->guard == 0))
+        pf_account_alloc(p, nelem * elsize, domain);
+    return p;
+}
+
+static void *pymem_realloc(void *ctx, void *old, size_t size)
+{
+    const int domain = (int)(intptr_t)ctx;
+    pf_tls_t *t = &pf_tls;
+    int outer = t->guard == 0;
+    if (outer && old && PF_UNLIKELY(pf_objtable_maybe(old)))
+        pf_on_free_slow(t, old, domain);
+    t->guard++;
+    void *p = wrapped[domain].realloc(wrapped[domain].ctx, old, size);
+    t->guard--;
+    if (outer)
+        pf_account_alloc(p, size, domain);
+    return p;
+}
+
+static void pymem_free(void *ctx, void *p)
+{
+    const int domain = (int)(intptr_t)ctx;
+    pf_tls_t *t = &pf_tls;
+    if (PF_LIKELY(t->guard == 0) && p && PF_UNLIKELY(pf_objtable_maybe(p)))
+        pf_on_free_slow(t, p, domain);
+    t->guard++;
+    wrapped[domain].free(wrapped[domain].ctx, p);
+    t->guard--;
+}
+
+/* Arenas hold the objects the OBJ domain already counted: hide their mmaps from the mmap hook. */
+static void *arena_alloc(void *ctx, size_t size)
+{
+    pf_tls.guard++;
+    void *p = wrapped_arena.alloc(wrapped_arena.ctx, size);
+    pf_tls.guard--;
+    return p;
+}
+
+static void arena_free(void *ctx, void *p, size_t size)
+{
+    pf_tls.guard++;
+    wrapped_arena.free(wrapped_arena.ctx, p, size);
+    pf_tls.guard--;
+}
+
+int pf_pymem_install(void)
+{
+    void (*get)(int, pf_pymem_allocator_t *) = (void (*)(int, pf_pymem_allocator_t *))dlsym(RTLD_DEFAULT, "PyMem_GetAllocator");
+    void (*set)(int, pf_pymem_allocator_t *) = (void (*)(int, pf_pymem_allocator_t *))dlsym(RTLD_DEFAULT, "PyMem_SetAllocator");
+    void (*get_arena)(pf_pyarena_allocator_t *) =
+        (void (*)(pf_pyarena_allocator_t *))dlsym(RTLD_DEFAULT, "PyObject_GetArenaAllocator");
+    void (*set_arena)(pf_pyarena_allocator_t *) =
+        (void (*)(pf_pyarena_allocator_t *))dlsym(RTLD_DEFAULT, "PyObject_SetArenaAllocator");
+    if (!get || !set)
+        return -1;
+    for (int d = 0; d < PF_PYMEM_DOMAINS; d++) {
+        get(d, &wrapped[d]);
+        pf_pymem_allocator_t mine = {(void *)(intptr_t)d, pymem_malloc, pymem_calloc, pymem_realloc, pymem_free};
+        set(d, &mine);
+    }
+    if (get_arena && set_arena) {
+        get_arena(&wrapped_arena);
+        pf_pyarena_allocator_t mine = {NULL, arena_alloc, arena_free};
+        set_arena(&mine);
+    }
+    return 0;
+}

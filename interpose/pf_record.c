@@ -1,0 +1,246 @@
+/* pf_record.c - the slow paths behind the allocation hooks: the byte sampler's decision, stack capture and
+ * the ALLOC / FREE / THREAD / MARK records.
+ *
+ * Sampling is Poisson by bytes: each thread draws exponential gaps with mean pf_cfg.mean_sample_bytes; an
+ * allocation of n bytes that contains a sample point is recorded with est_bytes = n / (1 - exp(-n/mean)),
+ * which makes every total an unbiased estimate. Allocations of at least the object threshold are recorded
+ * exactly. All of this runs with t->guard raised, so whatever it allocates (libunwind, dl_iterate_phdr) is
+ * not seen.
+ */
+#include <libunwind.h>
+#include <math.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pf_codes.h"
+#include "pf_modules.h"
+#include "pf_objtable.h"
+#include "pf_rt_int.h"
+#include "pf_sys.h"
+#include "pf_writer.h"
+
+/* Frames of pyflow itself at the top of a native stack: the hook and the slow path. */
+#define PF_NATIVE_SKIP 2
+
+static int finalizing_marked;
+static uint32_t marked_gen;
+
+uint64_t pf_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec - pf_cfg.start_mono_ns;
+}
+
+static uint64_t rng_next(pf_tls_t *t)
+{
+    /* xorshift64*: plenty for choosing sample gaps */
+    uint64_t x = t->rng;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    t->rng = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+/* An exponential gap with mean pf_cfg.mean_sample_bytes (>= 1). */
+static int64_t draw_gap(pf_tls_t *t)
+{
+    double u = ((double)(rng_next(t) >> 11) + 0.5) * (1.0 / 9007199254740992.0);  /* (0,1) */
+    double gap = -log(u) * (double)pf_cfg.mean_sample_bytes;
+    if (gap < 1.0)
+        return 1;
+    if (gap > 4e18)
+        return (int64_t)4e18;
+    return (int64_t)gap;
+}
+
+static void rearm(pf_tls_t *t)
+{
+    int64_t next = t->sample_left;
+    if ((uint64_t)next > pf_cfg.object_threshold)
+        next = (int64_t)pf_cfg.object_threshold;
+    t->countdown = t->armed = next;
+}
+
+static void write_thread_record(pf_tls_t *t)
+{
+    char name[17] = {0};
+    prctl(PR_GET_NAME, name, 0, 0, 0);
+    uint32_t name_len = (uint32_t)strnlen(name, 16);
+    uint32_t bytes = pf_align8((uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_thread_t)) + name_len);
+    char *rec = pf_writer_reserve(t, bytes);
+    if (!rec)
+        return;
+    memset(rec + sizeof(pf_rec_header_t), 0, bytes - sizeof(pf_rec_header_t));
+    pf_rec_thread_t *r = (pf_rec_thread_t *)(rec + sizeof(pf_rec_header_t));
+    r->t_ns = pf_now_ns();
+    r->tid = t->tid;
+    r->name_len = name_len;
+    memcpy(r + 1, name, name_len);
+    pf_writer_commit(t, rec, PF_REC_THREAD, 0, bytes);
+}
+
+/* Per-thread set-up on the first slow path, and again in a fork child (new file, new tid). */
+static void thread_start(pf_tls_t *t)
+{
+    if (!t->ready) {
+        t->rng = ((uint64_t)pf_sys_gettid() << 32) ^ pf_now_ns() ^ (uint64_t)(uintptr_t)t ^ 0x9E3779B97F4A7C15ull;
+        if (!t->rng)
+            t->rng = 1;
+        t->sample_left = draw_gap(t);
+        t->ready = 1;
+    }
+    t->tid = pf_sys_gettid();
+    write_thread_record(t);
+}
+
+void pf_record_thread_reset(pf_tls_t *t)
+{
+    t->chunk_pos = t->chunk_end = NULL;
+    t->chunk_gen = 0;
+}
+
+void pf_record_mark(pf_tls_t *t, int kind, uint64_t value, const char *note)
+{
+    uint32_t note_len = note ? (uint32_t)strlen(note) : 0;
+    if (note_len > 1024)
+        note_len = 1024;
+    uint32_t bytes = pf_align8((uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_mark_t)) + note_len);
+    char *rec = pf_writer_reserve(t, bytes);
+    if (!rec)
+        return;
+    memset(rec + sizeof(pf_rec_header_t), 0, bytes - sizeof(pf_rec_header_t));
+    pf_rec_mark_t *m = (pf_rec_mark_t *)(rec + sizeof(pf_rec_header_t));
+    m->t_ns = pf_now_ns();
+    m->value = value;
+    m->note_len = note_len;
+    if (note_len)
+        memcpy(m + 1, note, note_len);
+    pf_writer_commit(t, rec, PF_REC_MARK, (uint16_t)kind, bytes);
+}
+
+/* Common entry of both slow paths: the thread's file generation and the finalization mark. */
+static void enter_recording(pf_tls_t *t)
+{
+    uint32_t gen = pf_writer_generation();
+    if (PF_UNLIKELY(t->chunk_gen != gen || !t->ready)) {
+        t->chunk_gen = gen;     /* so the THREAD record below lands in this generation's chunk */
+        t->chunk_pos = t->chunk_end = NULL;
+        thread_start(t);
+    }
+    if (PF_UNLIKELY((!finalizing_marked || marked_gen != gen) && pf_cfg.py && pf_cfg.py->is_finalizing())) {
+        finalizing_marked = 1;
+        marked_gen = gen;
+        pf_record_mark(t, PF_MARK_FINALIZING, 0, NULL);
+    }
+}
+
+static void record_alloc(pf_tls_t *t, void *p, size_t size, int domain, uint64_t est, uint8_t flags)
+{
+    pf_pyframe_t frames[PF_MAX_PY_FRAMES];
+    int truncated = 0;
+    int n_py = pf_cfg.py ? pf_cfg.py->capture(frames, PF_MAX_PY_FRAMES, &truncated) : -1;
+    if (n_py < 0) {
+        /* No thread state. On the main thread that is interpreter start-up or shutdown, not a native
+         * thread: report it without frames so it lands on "[python startup]". */
+        if (t->tid != (uint32_t)getpid())
+            flags |= PF_ALLOC_NO_PYSTATE;
+        n_py = 0;
+    }
+    if (truncated)
+        flags |= PF_ALLOC_TRUNCATED;
+
+    void *ips[PF_MAX_NATIVE_FRAMES + PF_NATIVE_SKIP];
+    int n_native = 0;
+    if (pf_cfg.native) {
+        int got = unw_backtrace(ips, PF_MAX_NATIVE_FRAMES + PF_NATIVE_SKIP);
+        n_native = got > PF_NATIVE_SKIP ? got - PF_NATIVE_SKIP : 0;
+        if (n_native)
+            pf_modules_note(t, (const uint64_t *)(ips + PF_NATIVE_SKIP), n_native);
+    }
+
+    /* Code ids first: a new one writes its CODE record into this chunk before the ALLOC. */
+    uint32_t ids[PF_MAX_PY_FRAMES];
+    for (int i = 0; i < n_py; i++)
+        ids[i] = pf_codes_id(t, frames[i].code);
+
+    uint32_t bytes = pf_align8((uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_alloc_t) +
+                                          (size_t)n_py * sizeof(pf_rec_pyframe_t) + (size_t)n_native * 8));
+    char *rec = pf_writer_reserve(t, bytes);
+    if (!rec)
+        return;
+    pf_rec_alloc_t *a = (pf_rec_alloc_t *)(rec + sizeof(pf_rec_header_t));
+    a->t_ns = pf_now_ns();
+    a->addr = (uint64_t)(uintptr_t)p;
+    a->size = size;
+    a->est_bytes = est;
+    a->domain = (uint8_t)domain;
+    a->flags = flags;
+    a->n_py = (uint16_t)n_py;
+    a->n_native = (uint16_t)n_native;
+    a->reserved = 0;
+    pf_rec_pyframe_t *pf = (pf_rec_pyframe_t *)(a + 1);
+    for (int i = 0; i < n_py; i++) {
+        pf[i].code_id = ids[i];
+        pf[i].lasti_bytes = frames[i].lasti_bytes;
+    }
+    if (n_native)
+        memcpy(pf + n_py, ips + PF_NATIVE_SKIP, (size_t)n_native * 8);
+    pf_writer_commit(t, rec, PF_REC_ALLOC, 0, bytes);
+
+    pf_objinfo_t obj = {.addr = (uintptr_t)p, .size = size, .domain = (uint32_t)domain, .flags = flags};
+    pf_objtable_insert(&obj);
+}
+
+void pf_on_alloc_slow(pf_tls_t *t, void *p, size_t size, int domain)
+{
+    if (t->guard)
+        return;
+    t->guard++;
+    if (PF_UNLIKELY(!__atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE))) {
+        /* Passive process (not Python, or no profile): never come back here. */
+        t->countdown = t->armed = INT64_MAX / 4;
+        t->guard--;
+        return;
+    }
+    enter_recording(t);
+
+    /* Bytes that went by since the last visit, this allocation included. */
+    int64_t consumed = t->armed - t->countdown;
+    t->sample_left -= consumed;
+    int sampled = t->sample_left <= 0;
+    if (sampled)
+        t->sample_left = draw_gap(t);
+    if (size >= pf_cfg.object_threshold) {
+        record_alloc(t, p, size, domain, size, PF_ALLOC_EXACT);
+    } else if (sampled) {
+        double prob = -expm1(-(double)size / (double)pf_cfg.mean_sample_bytes);
+        uint64_t est = prob > 0 ? (uint64_t)((double)size / prob + 0.5) : size;
+        record_alloc(t, p, size, domain, est < size ? size : est, PF_ALLOC_SAMPLED);
+    }
+    rearm(t);
+    t->guard--;
+}
+
+void pf_on_free_slow(pf_tls_t *t, void *p, int domain)
+{
+    if (t->guard)
+        return;
+    t->guard++;
+    pf_objinfo_t obj;
+    if (pf_objtable_remove((uintptr_t)p, &obj) && __atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE)) {
+        enter_recording(t);
+        uint32_t bytes = (uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_free_t));
+        char *rec = pf_writer_reserve(t, bytes);
+        if (rec) {
+            pf_rec_free_t *f = (pf_rec_free_t *)(rec + sizeof(pf_rec_header_t));
+            f->t_ns = pf_now_ns();
+            f->addr = (uint64_t)(uintptr_t)p;
+            pf_writer_commit(t, rec, PF_REC_FREE, (uint16_t)domain, bytes);
+        }
+    }
+    t->guard--;
+}

@@ -1,0 +1,185 @@
+/* pf_rt_init.c - the runtime's start: read the launcher's variables, recognise the interpreter, load its
+ * frame reader, open the profile, wrap the PyMem domains, and keep all of that right across fork.
+ *
+ * Anything that is not a supported CPython with PYFLOW_OUTPUT set stays passive: the hooks forward and the
+ * first slow-path visit of each thread parks its countdown out of reach.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pf_codes.h"
+#include "pf_modules.h"
+#include "pf_objtable.h"
+#include "pf_rt_int.h"
+#include "pf_runtime.h"
+#include "pf_writer.h"
+
+__thread pf_tls_t pf_tls __attribute__((tls_model("initial-exec")));
+pf_config_t pf_cfg;
+
+void pf_log(const char *fmt, ...)
+{
+    if (pf_cfg.quiet)
+        return;
+    char buf[512];
+    int n = snprintf(buf, sizeof buf, "pyflow: ");
+    va_list ap;
+    va_start(ap, fmt);
+    int m = vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    if (m < 0)
+        return;
+    size_t len = (size_t)n + ((size_t)m < sizeof buf - (size_t)n - 1 ? (size_t)m : sizeof buf - (size_t)n - 2);
+    buf[len++] = '\n';
+    ssize_t ignored = write(STDERR_FILENO, buf, len);
+    (void)ignored;
+}
+
+static uint64_t env_u64(const char *name, uint64_t fallback)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return fallback;
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (errno || *end || x == 0) {
+        pf_log("ignoring %s=%s (expected a positive integer)", name, v);
+        return fallback;
+    }
+    return x;
+}
+
+static int env_flag(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+/* Reads "3.11.2 (main, ...)" from the interpreter. Returns the minor version, or -1 when this process is
+ * not a CPython. */
+static int detect_python(char *version, size_t size, uint32_t *hex)
+{
+    const char *(*get_version)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "Py_GetVersion");
+    if (!get_version || !dlsym(RTLD_DEFAULT, "PyMem_SetAllocator"))
+        return -1;
+    const char *v = get_version();
+    size_t n = strcspn(v, " ");
+    snprintf(version, size, "%.*s", (int)(n < size ? n : size - 1), v);
+    unsigned major = 0, minor = 0, micro = 0;
+    if (sscanf(version, "%u.%u.%u", &major, &minor, &micro) < 2 || major != 3)
+        return -1;
+    *hex = (major << 24) | (minor << 16) | (micro << 8);
+    return (int)minor;
+}
+
+/* Loads pf_pyframes_3<minor>.so from the directory of this library. Returns the API or NULL. */
+static const pf_pyframes_api_t *load_frame_reader(int minor)
+{
+    Dl_info self;
+    if (!dladdr((void *)load_frame_reader, &self) || !self.dli_fname)
+        return NULL;
+    char path[PATH_MAX];
+    const char *slash = strrchr(self.dli_fname, '/');
+    int dir_len = slash ? (int)(slash - self.dli_fname) : 1;
+    snprintf(path, sizeof path, "%.*s/pf_pyframes_3%d.so", dir_len, slash ? self.dli_fname : ".", minor);
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return NULL;
+    pf_pyframes_entry_fn entry = (pf_pyframes_entry_fn)dlsym(h, PF_PYFRAMES_ENTRY);
+    const pf_pyframes_api_t *api = entry ? entry() : NULL;
+    if (!api || api->abi != PF_PYFRAMES_ABI || api->py_minor != (uint32_t)minor)
+        return NULL;
+    return api;
+}
+
+static void fork_prepare(void)
+{
+    pf_tls.guard++;
+    pf_codes_fork_prepare();
+    pf_writer_fork_prepare();
+    pf_objtable_fork_prepare();
+}
+
+static void fork_parent(void)
+{
+    pf_objtable_fork_parent();
+    pf_writer_fork_parent();
+    pf_codes_fork_parent();
+    pf_tls.guard--;
+}
+
+/* The child has one thread and the parent's tables: a new file, fresh code ids and module list. */
+static void fork_child(void)
+{
+    pf_objtable_fork_child();
+    pf_writer_fork_parent();
+    pf_codes_reset();
+    pf_modules_reset();
+    if (pf_writer_reopen_child() < 0)
+        __atomic_store_n(&pf_cfg.enabled, 0, __ATOMIC_RELEASE);
+    pf_record_thread_reset(&pf_tls);
+    pf_tls.guard--;
+}
+
+__attribute__((constructor)) static void pf_rt_init(void)
+{
+    pf_rt_resolve_real();
+    pf_tls.guard++;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    pf_cfg.start_mono_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    pf_cfg.quiet = env_flag(PF_ENV_QUIET);
+
+    const char *output = getenv(PF_ENV_OUTPUT);
+    char version[32];
+    uint32_t hex = 0;
+    int minor = output && *output ? detect_python(version, sizeof version, &hex) : -1;
+    if (minor < 0)
+        goto passive;   /* not asked to profile, or not a Python: a shell, a shim, an exec'd tool */
+
+    pf_cfg.py = load_frame_reader(minor);
+    if (!pf_cfg.py) {
+        pf_log("Python %s is not supported by this build (no frame reader for 3.%d); running unprofiled", version,
+               minor);
+        goto passive;
+    }
+    pf_cfg.exact = env_flag(PF_ENV_EXACT);
+    pf_cfg.native = env_flag(PF_ENV_NATIVE);
+    pf_cfg.mean_sample_bytes = env_u64(PF_ENV_SAMPLE_BYTES, PF_DEFAULT_SAMPLE_BYTES);
+    pf_cfg.object_threshold = pf_cfg.exact ? 1 : env_u64(PF_ENV_OBJECT_BYTES, PF_DEFAULT_OBJECT_BYTES);
+
+    const char *root = getenv(PF_ENV_ROOT_PID);
+    int is_root = root && atoi(root) == (int)getpid();
+    pf_writer_info_t info = {
+        .flags = (pf_cfg.exact ? PF_HDR_EXACT : 0) | (pf_cfg.native ? PF_HDR_NATIVE : 0),
+        .python_hex = hex,
+        .python_version = version,
+    };
+    int rc = pf_objtable_init();
+    if (rc == 0)
+        rc = pf_writer_open(output, is_root, &info);
+    if (rc < 0) {
+        pf_log("cannot write the profile next to %s: %s; running unprofiled", output, strerror(-rc));
+        goto passive;
+    }
+    if (pf_pymem_install() < 0)
+        pf_log("this interpreter has no PyMem_SetAllocator: Python-domain allocations are not seen");
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    __atomic_store_n(&pf_cfg.enabled, 1, __ATOMIC_RELEASE);
+    /* Allocations before this point may have parked this thread's countdown as if passive. */
+    pf_tls.countdown = pf_tls.armed = 0;
+    pf_tls.guard--;
+    return;
+
+passive:
+    pf_tls.guard--;
+}

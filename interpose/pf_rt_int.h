@@ -1,0 +1,109 @@
+/* pf_rt_int.h - private to the runtime (libpyflow.so): thread-local state, the real allocator functions,
+ * the slow paths the hooks fall into, and the process-wide configuration.
+ *
+ * Invariants the hooks rely on:
+ *  - pf_tls is initial-exec TLS, so reading it never calls into the loader (no malloc, no lock).
+ *  - guard != 0 means "this thread is inside pyflow or inside an allocator pyflow already counted":
+ *    nothing is recorded and every hook is a pass-through. The PyMem wrappers raise it around the wrapped
+ *    allocator so a PyMem allocation that reaches malloc is counted once, as Python.
+ *  - countdown is the number of bytes this thread may allocate before it must visit the slow path; it is
+ *    never larger than the object threshold, so one unlikely branch covers both the sampler and the
+ *    "large allocations are recorded exactly" rule.
+ */
+#ifndef PF_RT_INT_H
+#define PF_RT_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "pf_format.h"
+#include "pf_pyframes.h"
+
+#define PF_LIKELY(x) __builtin_expect(!!(x), 1)
+#define PF_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define PF_HIDDEN __attribute__((visibility("hidden")))
+#define PF_EXPORT __attribute__((visibility("default")))
+#define PF_NOINLINE __attribute__((noinline))
+
+typedef struct pf_tls {
+    /* hot: touched by every hook */
+    int64_t countdown;          /* bytes until the next slow-path visit (<= object threshold) */
+    uint32_t guard;             /* re-entrancy depth; see above */
+    uint32_t ready;             /* 0 until the slow path initialized this thread */
+    /* warm: slow path only */
+    int64_t armed;              /* countdown as last set (to know how many bytes went by) */
+    int64_t sample_left;        /* bytes until the sampler's next point */
+    uint64_t rng;               /* xorshift state, seeded per thread */
+    char *chunk_pos;            /* next free byte in this thread's chunk of the profile */
+    char *chunk_end;
+    uint32_t chunk_gen;         /* writer generation the chunk belongs to (a fork starts a new one) */
+    uint32_t tid;
+} pf_tls_t;
+
+extern __thread pf_tls_t pf_tls __attribute__((tls_model("initial-exec"))) PF_HIDDEN;
+
+/* The allocator functions the hooks forward to: whatever came next in the symbol search order
+ * (libc, or a malloc that an existing LD_PRELOAD put in). */
+typedef struct pf_real_fns {
+    void *(*malloc)(size_t);
+    void (*free)(void *);
+    void *(*calloc)(size_t, size_t);
+    void *(*realloc)(void *, size_t);
+    int (*posix_memalign)(void **, size_t, size_t);
+    void *(*aligned_alloc)(size_t, size_t);
+    void *(*memalign)(size_t, size_t);
+    void *(*valloc)(size_t);
+    void *(*pvalloc)(size_t);
+    size_t (*malloc_usable_size)(void *);
+    void *(*mmap)(void *, size_t, int, int, int, off_t);
+    void *(*mmap64)(void *, size_t, int, int, int, off_t);
+    int (*munmap)(void *, size_t);
+    void *(*mremap)(void *, size_t, size_t, int, ...);
+} pf_real_fns_t;
+
+extern pf_real_fns_t pf_real PF_HIDDEN;
+
+/* Process-wide configuration, written once by the constructor (or the fork handler) before any thread
+ * can see enabled = 1. */
+typedef struct pf_config {
+    int enabled;                /* recording; 0 = every hook is a pass-through */
+    int native;                 /* capture native IPs */
+    int exact;
+    int quiet;
+    uint64_t mean_sample_bytes;
+    uint64_t object_threshold;
+    const pf_pyframes_api_t *py;/* the interpreter's frame reader; NULL until loaded */
+    uint64_t start_mono_ns;
+} pf_config_t;
+
+extern pf_config_t pf_cfg PF_HIDDEN;
+
+/* pf_rt_init.c */
+void pf_rt_resolve_real(void) PF_HIDDEN;     /* idempotent; safe to call from any hook */
+int pf_rt_resolving(void) PF_HIDDEN;         /* 1 while dlsym runs: hooks must use the bootstrap heap */
+void pf_log(const char *fmt, ...) PF_HIDDEN __attribute__((format(printf, 1, 2)));
+
+/* pf_bootstrap.c: the few bytes dlsym may ask for before the real allocator is known. */
+void *pf_bootstrap_alloc(size_t size, size_t align) PF_HIDDEN;
+int pf_bootstrap_owns(const void *p) PF_HIDDEN;
+
+/* pf_record.c: the slow paths. */
+void pf_on_alloc_slow(pf_tls_t *t, void *p, size_t size, int domain) PF_HIDDEN PF_NOINLINE;
+void pf_on_free_slow(pf_tls_t *t, void *p, int domain) PF_HIDDEN PF_NOINLINE;
+void pf_record_thread_reset(pf_tls_t *t) PF_HIDDEN;
+void pf_record_mark(pf_tls_t *t, int kind, uint64_t value, const char *note) PF_HIDDEN;
+uint64_t pf_now_ns(void) PF_HIDDEN;
+
+/* pf_pymem.c */
+int pf_pymem_install(void) PF_HIDDEN;        /* 0, or -1 when the interpreter lacks the API */
+
+/* The fast-path test shared by every allocation hook: one unlikely branch into the slow path. */
+static inline void pf_account_alloc(void *p, size_t size, int domain)
+{
+    pf_tls_t *t = &pf_tls;
+    if (PF_UNLIKELY((t->countdown -= (int64_t)size) <= 0) && p)
+        pf_on_alloc_slow(t, p, size, domain);
+}
+
+#endif /* PF_RT_INT_H */
