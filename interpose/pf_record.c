@@ -8,7 +8,6 @@
  * not seen.
  */
 #include <libunwind.h>
-#include <math.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <time.h>
@@ -34,37 +33,6 @@ uint64_t pf_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec - pf_cfg.start_mono_ns;
 }
 
-static uint64_t rng_next(pf_tls_t *t)
-{
-    /* xorshift64*: plenty for choosing sample gaps */
-    uint64_t x = t->rng;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    t->rng = x;
-    return x * 0x2545F4914F6CDD1Dull;
-}
-
-/* An exponential gap with mean pf_cfg.mean_sample_bytes (>= 1). */
-static int64_t draw_gap(pf_tls_t *t)
-{
-    double u = ((double)(rng_next(t) >> 11) + 0.5) * (1.0 / 9007199254740992.0);  /* (0,1) */
-    double gap = -log(u) * (double)pf_cfg.mean_sample_bytes;
-    if (gap < 1.0)
-        return 1;
-    if (gap > 4e18)
-        return (int64_t)4e18;
-    return (int64_t)gap;
-}
-
-static void rearm(pf_tls_t *t)
-{
-    int64_t next = t->sample_left;
-    if ((uint64_t)next > pf_cfg.object_threshold)
-        next = (int64_t)pf_cfg.object_threshold;
-    t->countdown = t->armed = next;
-}
-
 static void write_thread_record(pf_tls_t *t)
 {
     char name[17] = {0};
@@ -87,10 +55,10 @@ static void write_thread_record(pf_tls_t *t)
 static void thread_start(pf_tls_t *t)
 {
     if (!t->ready) {
-        t->rng = ((uint64_t)pf_sys_gettid() << 32) ^ pf_now_ns() ^ (uint64_t)(uintptr_t)t ^ 0x9E3779B97F4A7C15ull;
-        if (!t->rng)
-            t->rng = 1;
-        t->sample_left = draw_gap(t);
+        uint64_t seed = ((uint64_t)pf_sys_gettid() << 32) ^ pf_now_ns() ^ (uint64_t)(uintptr_t)t;
+        int64_t pending = t->sampler.armed - t->sampler.countdown;  /* bytes of the allocation at hand */
+        pf_sampler_seed(&t->sampler, seed, pf_cfg.mean_sample_bytes, pf_cfg.object_threshold);
+        t->sampler.countdown = t->sampler.armed - pending;
         t->ready = 1;
     }
     t->tid = pf_sys_gettid();
@@ -202,26 +170,23 @@ void pf_on_alloc_slow(pf_tls_t *t, void *p, size_t size, int domain)
     t->guard++;
     if (PF_UNLIKELY(!__atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE))) {
         /* Passive process (not Python, or no profile): never come back here. */
-        t->countdown = t->armed = INT64_MAX / 4;
+        t->sampler.countdown = t->sampler.armed = INT64_MAX / 4;
         t->guard--;
         return;
     }
     enter_recording(t);
 
-    /* Bytes that went by since the last visit, this allocation included. */
-    int64_t consumed = t->armed - t->countdown;
-    t->sample_left -= consumed;
-    int sampled = t->sample_left <= 0;
-    if (sampled)
-        t->sample_left = draw_gap(t);
-    if (size >= pf_cfg.object_threshold) {
-        record_alloc(t, p, size, domain, size, PF_ALLOC_EXACT);
-    } else if (sampled) {
-        double prob = -expm1(-(double)size / (double)pf_cfg.mean_sample_bytes);
-        uint64_t est = prob > 0 ? (uint64_t)((double)size / prob + 0.5) : size;
-        record_alloc(t, p, size, domain, est < size ? size : est, PF_ALLOC_SAMPLED);
+    uint64_t est;
+    switch (pf_sampler_visit(&t->sampler, size, pf_cfg.mean_sample_bytes, pf_cfg.object_threshold, &est)) {
+    case PF_SAMPLE_EXACT:
+        record_alloc(t, p, size, domain, est, PF_ALLOC_EXACT);
+        break;
+    case PF_SAMPLE_POISSON:
+        record_alloc(t, p, size, domain, est, PF_ALLOC_SAMPLED);
+        break;
+    case PF_SAMPLE_SKIP:
+        break;
     }
-    rearm(t);
     t->guard--;
 }
 

@@ -176,7 +176,7 @@ __attribute__((constructor)) static void pf_rt_init(void)
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     __atomic_store_n(&pf_cfg.enabled, 1, __ATOMIC_RELEASE);
     /* Allocations before this point may have parked this thread's countdown as if passive. */
-    pf_tls.countdown = pf_tls.armed = 0;
+    pf_tls.sampler.countdown = pf_tls.sampler.armed = 0;
     pf_tls.guard--;
     return;
 

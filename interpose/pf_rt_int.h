@@ -19,6 +19,7 @@
 
 #include "pf_format.h"
 #include "pf_pyframes.h"
+#include "pf_sampler.h"
 
 #define PF_LIKELY(x) __builtin_expect(!!(x), 1)
 #define PF_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -27,14 +28,11 @@
 #define PF_NOINLINE __attribute__((noinline))
 
 typedef struct pf_tls {
-    /* hot: touched by every hook */
-    int64_t countdown;          /* bytes until the next slow-path visit (<= object threshold) */
+    /* hot: sampler.countdown and guard are touched by every hook */
+    pf_sampler_t sampler;       /* countdown first; see pf_sampler.h */
     uint32_t guard;             /* re-entrancy depth; see above */
     uint32_t ready;             /* 0 until the slow path initialized this thread */
     /* warm: slow path only */
-    int64_t armed;              /* countdown as last set (to know how many bytes went by) */
-    int64_t sample_left;        /* bytes until the sampler's next point */
-    uint64_t rng;               /* xorshift state, seeded per thread */
     char *chunk_pos;            /* next free byte in this thread's chunk of the profile */
     char *chunk_end;
     uint32_t chunk_gen;         /* writer generation the chunk belongs to (a fork starts a new one) */
@@ -102,7 +100,7 @@ int pf_pymem_install(void) PF_HIDDEN;        /* 0, or -1 when the interpreter la
 static inline void pf_account_alloc(void *p, size_t size, int domain)
 {
     pf_tls_t *t = &pf_tls;
-    if (PF_UNLIKELY((t->countdown -= (int64_t)size) <= 0) && p)
+    if (PF_UNLIKELY((t->sampler.countdown -= (int64_t)size) <= 0) && p)
         pf_on_alloc_slow(t, p, size, domain);
 }
 

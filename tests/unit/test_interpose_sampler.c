@@ -1,0 +1,95 @@
+/* Unit tests for interpose/pf_sampler.h: large allocations are exact, the countdown never exceeds the
+ * threshold, and the Poisson estimates are unbiased (sums within a few standard errors of the truth). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "pf_sampler.h"
+
+/* Feeds an allocation through the hot path's test and the slow path, as the runtime does. */
+static pf_sample_verdict_t feed(pf_sampler_t *s, uint64_t size, uint64_t mean, uint64_t thr, uint64_t *est)
+{
+    if ((s->countdown -= (int64_t)size) > 0) {
+        *est = 0;
+        return PF_SAMPLE_SKIP;
+    }
+    return pf_sampler_visit(s, size, mean, thr, est);
+}
+
+static void test_large_is_exact(void **state)
+{
+    pf_sampler_t s;
+    pf_sampler_seed(&s, 42, 1 << 20, 1 << 16);
+    for (int i = 0; i < 1000; i++) {
+        uint64_t est;
+        assert_int_equal(feed(&s, 1 << 16, 1 << 20, 1 << 16, &est), PF_SAMPLE_EXACT);
+        assert_int_equal(est, 1 << 16);
+        assert_true(s.countdown <= (1 << 16));
+    }
+}
+
+static void test_exact_mode_records_everything(void **state)
+{
+    pf_sampler_t s;
+    pf_sampler_seed(&s, 3, 1 << 20, 1);
+    for (uint64_t n = 1; n < 5000; n++) {
+        uint64_t est;
+        assert_int_equal(feed(&s, n, 1 << 20, 1, &est), PF_SAMPLE_EXACT);
+        assert_int_equal(est, n);
+    }
+}
+
+static void check_unbiased(uint64_t mean, uint64_t size_lo, uint64_t size_hi, uint64_t seed)
+{
+    pf_sampler_t s;
+    const uint64_t thr = 1 << 30;
+    pf_sampler_seed(&s, seed, mean, thr);
+    double truth = 0, estimate = 0;
+    uint64_t x = seed | 1;
+    for (int i = 0; i < 2000000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        uint64_t n = size_lo + x % (size_hi - size_lo + 1);
+        uint64_t est;
+        truth += (double)n;
+        if (feed(&s, n, mean, thr, &est) != PF_SAMPLE_SKIP)
+            estimate += (double)est;
+    }
+    double rel = fabs(estimate - truth) / truth;
+    /* ~truth/mean samples; relative standard error ~ 1/sqrt(that): allow 5 standard errors */
+    double allowed = 5.0 / sqrt(truth / (double)mean);
+    assert_true(rel < allowed);
+}
+
+static void test_unbiased_small(void **state)
+{
+    check_unbiased(64 * 1024, 16, 512, 1);
+}
+
+static void test_unbiased_mixed(void **state)
+{
+    check_unbiased(256 * 1024, 16, 200000, 2);
+}
+
+static void test_estimate_bounds(void **state)
+{
+    /* tiny allocations stand for about the mean; huge ones for themselves */
+    uint64_t e = pf_sampler_estimate(8, 1 << 20);
+    assert_true(e > (1 << 20) - 16 && e < (1 << 20) + 16);
+    assert_int_equal(pf_sampler_estimate(1ull << 40, 1 << 20), 1ull << 40);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_large_is_exact),
+        cmocka_unit_test(test_exact_mode_records_everything),
+        cmocka_unit_test(test_unbiased_small),
+        cmocka_unit_test(test_unbiased_mixed),
+        cmocka_unit_test(test_estimate_bounds),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
