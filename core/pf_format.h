@@ -89,7 +89,8 @@ typedef enum pf_rec_type {
     PF_REC_THREAD = 5,      /* a thread's first record: its name and whether it ever had a Python state */
     PF_REC_MARK = 6,        /* a point in time: interpreter finalization started, runtime stopped, ... */
     PF_REC_EXIT = 7,        /* written by the launcher after the process ended */
-    PF_REC_COUNTERS = 8,    /* running totals, exact, written periodically and at finalization */
+    PF_REC_COPY = 8,        /* a sampled or large copy (memcpy family, or a realloc that moved) */
+    PF_REC_VERDICT = 9,     /* whether a recorded copy turned out redundant */
     PF_REC_TYPE_MAX
 } pf_rec_type_t;
 
@@ -195,13 +196,47 @@ typedef struct pf_rec_exit {
     uint32_t flags;
 } pf_rec_exit_t;
 
-/* PF_REC_COUNTERS payload: exact running totals of everything the hooks saw (sampled or not),
- * per domain. Later records supersede earlier ones of the same thread. */
-typedef struct pf_rec_counters {
+/* Copy kinds (PF_REC_COPY aux). */
+typedef enum pf_copy_kind {
+    PF_COPY_MEMCPY = 1,     /* memcpy, mempcpy, __memcpy_chk */
+    PF_COPY_MEMMOVE = 2,    /* memmove, __memmove_chk */
+    PF_COPY_REALLOC = 3     /* a realloc that moved the block: src = old block, dst = new block */
+} pf_copy_kind_t;
+
+/* PF_REC_COPY payload; then n_py pf_rec_pyframe_t and n_native uint64_t, as for ALLOC. The reporter maps
+ * src and dst to the tracked objects live at t_ns that contain them (or to "untracked"). */
+typedef struct pf_rec_copy {
     uint64_t t_ns;
-    uint64_t alloc_bytes[PF_DOMAIN_COUNT];
-    uint64_t alloc_count[PF_DOMAIN_COUNT];
-} pf_rec_counters_t;
+    uint64_t copy_id;       /* unique in the file; referenced by PF_REC_VERDICT */
+    uint64_t dst;
+    uint64_t src;
+    uint64_t bytes;
+    uint64_t est_bytes;     /* bytes / P(sampled): copy volume estimate */
+    uint8_t flags;          /* PF_ALLOC_SAMPLED / PF_ALLOC_EXACT / PF_ALLOC_NO_PYSTATE / PF_ALLOC_TRUNCATED */
+    uint8_t reserved8;
+    uint16_t n_py;
+    uint16_t n_native;
+    uint16_t reserved16;
+} pf_rec_copy_t;
+
+/* Verdicts (PF_REC_VERDICT aux). */
+typedef enum pf_verdict_kind {
+    PF_VERDICT_REDUNDANT = 1,   /* the two buffers still held the same bytes when the first was freed */
+    PF_VERDICT_MODIFIED = 2     /* one of them was written after the copy */
+} pf_verdict_kind_t;
+
+/* Evidence (pf_rec_verdict_t.evidence). */
+#define PF_EVIDENCE_COMPARE_AT_FREE 1u
+#define PF_EVIDENCE_WATCH 2u
+
+/* PF_REC_VERDICT payload. aux = pf_verdict_kind_t. */
+typedef struct pf_rec_verdict {
+    uint64_t t_ns;
+    uint64_t copy_id;
+    uint64_t compared_bytes;
+    uint32_t evidence;      /* PF_EVIDENCE_* */
+    uint32_t reserved;
+} pf_rec_verdict_t;
 
 static inline uint32_t pf_align8(uint32_t n) { return (n + 7u) & ~7u; }
 

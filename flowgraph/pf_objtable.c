@@ -24,6 +24,7 @@ typedef struct pf_stripe {
 } pf_stripe_t;
 
 uint8_t *pf_objtable_filter;
+static uint64_t next_serial = 1;
 static pf_stripe_t pf_stripes[PF_OBJTABLE_STRIPES] __attribute__((aligned(64)));
 
 /* The filter uses the top bits of the multiplicative hash (they depend on every address bit). Stripes and
@@ -134,7 +135,9 @@ int pf_objtable_insert(const pf_objinfo_t *obj)
         return -ENOMEM;
     }
     int was_present;
-    stripe_put(s, h, obj, &was_present);
+    pf_objinfo_t rec = *obj;
+    rec.serial = __atomic_fetch_add(&next_serial, 1, __ATOMIC_RELAXED);
+    stripe_put(s, h, &rec, &was_present);
     /* Count in the filter before the lock is released, so a concurrent free of this address that misses
      * the filter can only be a free of an older block (which the hooks already saw). */
     if (!was_present)
@@ -213,6 +216,44 @@ int pf_objtable_lookup(uintptr_t addr, pf_objinfo_t *out)
         *out = s->slots[i];
     pf_spin_unlock(&s->lock);
     return i >= 0;
+}
+
+int pf_objtable_find_start(uintptr_t addr, uint64_t max_back, pf_objinfo_t *out)
+{
+    for (uint64_t back = 0; back <= max_back && back <= addr; back += 8) {
+        uintptr_t start = addr - back;
+        if (pf_objtable_maybe((const void *)start) && pf_objtable_lookup(start, out) &&
+            addr < start + out->size)
+            return 1;
+    }
+    return 0;
+}
+
+int pf_objtable_set_link(uintptr_t addr, const pf_copylink_t *link)
+{
+    if (!pf_objtable_filter || addr == 0)
+        return 0;
+    uint64_t h = pf_objtable_hash(addr);
+    pf_stripe_t *s = stripe_of(h);
+    pf_spin_lock(&s->lock);
+    int64_t i = stripe_find(s, h, addr);
+    if (i >= 0)
+        s->slots[i].link = *link;
+    pf_spin_unlock(&s->lock);
+    return i >= 0;
+}
+
+int pf_objtable_with_object(uintptr_t addr, int (*fn)(pf_objinfo_t *obj, void *arg), void *arg)
+{
+    if (!pf_objtable_filter || addr == 0)
+        return -1;
+    uint64_t h = pf_objtable_hash(addr);
+    pf_stripe_t *s = stripe_of(h);
+    pf_spin_lock(&s->lock);
+    int64_t i = stripe_find(s, h, addr);
+    int rc = i >= 0 ? fn(&s->slots[i], arg) : -1;
+    pf_spin_unlock(&s->lock);
+    return rc;
 }
 
 uint64_t pf_objtable_count(void)

@@ -17,11 +17,24 @@
 #define PF_OBJTABLE_FILTER_BITS 20u
 #define PF_OBJTABLE_STRIPES 64u
 
+/* The most recent recorded copy an object took part in, kept on both ends so that whichever is freed first
+ * can compare the two buffers (the redundant-copy verdict). */
+typedef struct pf_copylink {
+    uint64_t copy_id;       /* 0 = none */
+    uintptr_t peer_obj;     /* start of the other object (its key here) */
+    uint64_t peer_serial;   /* and its serial: the address may hold another object by now */
+    uintptr_t peer_data;    /* first copied byte in the other object */
+    uintptr_t self_data;    /* first copied byte in this object */
+    uint64_t len;
+} pf_copylink_t;
+
 typedef struct pf_objinfo {
     uintptr_t addr;
     uint64_t size;
     uint32_t domain;
     uint32_t flags;
+    uint64_t serial;        /* set by pf_objtable_insert: unique per tracked object */
+    pf_copylink_t link;
 } pf_objinfo_t;
 
 extern uint8_t *pf_objtable_filter;   /* NULL until pf_objtable_init() */
@@ -45,7 +58,7 @@ static inline int pf_objtable_maybe(const void *addr)
  * every call below is a no-op that reports "not found"). Idempotent. */
 int pf_objtable_init(void);
 
-/* Records a live object. An address already present is overwritten (its old object was freed without the
+/* Records a live object (obj->serial is assigned here). An address already present is overwritten (its old object was freed without the
  * hooks seeing it). Returns 0, or -ENOMEM when the stripe could not grow (the object is then untracked). */
 int pf_objtable_insert(const pf_objinfo_t *obj);
 
@@ -55,6 +68,18 @@ int pf_objtable_remove(uintptr_t addr, pf_objinfo_t *out);
 
 /* Copies the object at addr into *out without removing it. Returns 1 when found, else 0. */
 int pf_objtable_lookup(uintptr_t addr, pf_objinfo_t *out);
+
+/* Finds the live object whose first bytes contain addr: addr itself, or up to max_back bytes before it
+ * (in 8-byte steps: Python objects keep their data a small header away from their start, e.g. bytes).
+ * Returns 1 and fills *out, else 0. */
+int pf_objtable_find_start(uintptr_t addr, uint64_t max_back, pf_objinfo_t *out);
+
+/* Stores a copy link on the live object at addr. Returns 1, or 0 when addr is not tracked. */
+int pf_objtable_set_link(uintptr_t addr, const pf_copylink_t *link);
+
+/* Runs fn(obj, arg) with the object at addr held live (its stripe locked: a concurrent free of it waits).
+ * fn may change the object's link, and must not call into the table. Returns fn's result, or -1 when addr is not tracked. */
+int pf_objtable_with_object(uintptr_t addr, int (*fn)(pf_objinfo_t *obj, void *arg), void *arg);
 
 /* Number of live tracked objects (sum over stripes; approximate while other threads run). */
 uint64_t pf_objtable_count(void);

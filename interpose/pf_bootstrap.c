@@ -62,6 +62,11 @@ static void *early_mmap(void *a, size_t l, int p, int f, int fd, off_t o);
 static void *early_mmap64(void *a, size_t l, int p, int f, int fd, off_t o);
 static int early_munmap(void *a, size_t l);
 static void *early_mremap(void *a, size_t ol, size_t nl, int f, ...);
+static void *early_memcpy(void *d, const void *s, size_t n);
+static void *early_memmove(void *d, const void *s, size_t n);
+static void *early_mempcpy(void *d, const void *s, size_t n);
+static void *early_memcpy_chk(void *d, const void *s, size_t n, size_t dl);
+static void *early_memmove_chk(void *d, const void *s, size_t n, size_t dl);
 
 pf_real_fns_t pf_real = {
     .malloc = early_malloc,
@@ -78,6 +83,11 @@ pf_real_fns_t pf_real = {
     .mmap64 = early_mmap64,
     .munmap = early_munmap,
     .mremap = early_mremap,
+    .memcpy = early_memcpy,
+    .memmove = early_memmove,
+    .mempcpy = early_mempcpy,
+    .memcpy_chk = early_memcpy_chk,
+    .memmove_chk = early_memmove_chk,
 };
 
 #define PF_RESOLVE(field, name)                                                                  \
@@ -108,6 +118,11 @@ void pf_rt_resolve_real(void)
     PF_RESOLVE(mmap64, "mmap64");
     PF_RESOLVE(munmap, "munmap");
     PF_RESOLVE(mremap, "mremap");
+    PF_RESOLVE(memcpy, "memcpy");
+    PF_RESOLVE(memmove, "memmove");
+    PF_RESOLVE(mempcpy, "mempcpy");
+    PF_RESOLVE(memcpy_chk, "__memcpy_chk");
+    PF_RESOLVE(memmove_chk, "__memmove_chk");
     __atomic_store_n(&resolved, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&resolving, 0, __ATOMIC_RELEASE);
 }
@@ -217,4 +232,45 @@ static void *early_mremap(void *a, size_t ol, size_t nl, int f, ...)
         return pf_real.mremap(a, ol, nl, f, na);
     long r = syscall(SYS_mremap, a, ol, nl, f, na);
     return (r < 0 && r > -4096) ? MAP_FAILED : (void *)r;
+}
+
+/* Copies needed before the real functions are known (inside dlsym) use a plain loop that the compiler
+ * must not turn back into a memmove call. */
+__attribute__((optimize("no-tree-loop-distribute-patterns"))) static void *slow_move(void *d, const void *s,
+                                                                                    size_t n)
+{
+    volatile unsigned char *dp = d;
+    const unsigned char *sp = s;
+    if (dp < sp)
+        for (size_t i = 0; i < n; i++)
+            dp[i] = sp[i];
+    else
+        for (size_t i = n; i > 0; i--)
+            dp[i - 1] = sp[i - 1];
+    return d;
+}
+
+static void *early_memcpy(void *d, const void *s, size_t n)
+{
+    return PF_READY(memcpy, early_memcpy) ? pf_real.memcpy(d, s, n) : slow_move(d, s, n);
+}
+
+static void *early_memmove(void *d, const void *s, size_t n)
+{
+    return PF_READY(memmove, early_memmove) ? pf_real.memmove(d, s, n) : slow_move(d, s, n);
+}
+
+static void *early_mempcpy(void *d, const void *s, size_t n)
+{
+    return PF_READY(mempcpy, early_mempcpy) ? pf_real.mempcpy(d, s, n) : (char *)slow_move(d, s, n) + n;
+}
+
+static void *early_memcpy_chk(void *d, const void *s, size_t n, size_t dl)
+{
+    return PF_READY(memcpy_chk, early_memcpy_chk) ? pf_real.memcpy_chk(d, s, n, dl) : slow_move(d, s, n);
+}
+
+static void *early_memmove_chk(void *d, const void *s, size_t n, size_t dl)
+{
+    return PF_READY(memmove_chk, early_memmove_chk) ? pf_real.memmove_chk(d, s, n, dl) : slow_move(d, s, n);
 }

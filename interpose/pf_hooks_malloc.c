@@ -61,12 +61,17 @@ PF_EXPORT void *realloc(void *old, size_t size)
     }
     if (pf_guarded())
         return pf_real.realloc(old, size);
-    /* A realloc is the old block's end and a new block's start. If the real realloc fails the old block
-     * stays alive but untracked: a small, rare under-count. */
-    pf_note_free(old);
+    /* A realloc is the old block's end and a new block's start, and, when the block moved, a copy from
+     * one to the other. If the real realloc fails the old block stays alive but untracked: a small, rare
+     * under-count. */
+    pf_objinfo_t old_obj;
+    int tracked = old && PF_UNLIKELY(pf_objtable_maybe(old)) &&
+                  pf_on_free_slow_info(&pf_tls, old, PF_DOMAIN_MALLOC, &old_obj);
     void *p = pf_real.realloc(old, size);
     if (size)
         pf_account_alloc(p, size, PF_DOMAIN_MALLOC);
+    if (PF_UNLIKELY(tracked) && p && p != old)
+        pf_on_realloc_moved(&pf_tls, p, &old_obj, size);
     return p;
 }
 

@@ -90,6 +90,30 @@ void pf_modules_note(pf_tls_t *t, const uint64_t *ips, int n)
     }
 }
 
+static uint64_t self_lo, self_hi;
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    uint64_t probe = (uint64_t)(uintptr_t)arg;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uint64_t start = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && probe >= start && probe < start + ph->p_memsz) {
+            self_lo = start;
+            self_hi = start + ph->p_memsz;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int pf_modules_is_self(uint64_t ip)
+{
+    if (PF_UNLIKELY(!self_hi))
+        dl_iterate_phdr(find_self, (void *)(uintptr_t)pf_modules_is_self);
+    return ip >= self_lo && ip < self_hi;
+}
+
 void pf_modules_reset(void)
 {
     n_known = 0;

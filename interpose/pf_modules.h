@@ -11,6 +11,9 @@
 /* Makes sure every ips[i] lies in an object already written to the profile. */
 void pf_modules_note(pf_tls_t *t, const uint64_t *ips, int n);
 
+/* 1 when ip lies in libpyflow.so itself (its frames are dropped from native stacks). */
+int pf_modules_is_self(uint64_t ip);
+
 /* Forget what was written (fork child: a new file). */
 void pf_modules_reset(void);
 

@@ -62,13 +62,15 @@ static void *pymem_realloc(void *ctx, void *old, size_t size)
     const int domain = (int)(intptr_t)ctx;
     pf_tls_t *t = &pf_tls;
     int outer = t->guard == 0;
-    if (outer && old && PF_UNLIKELY(pf_objtable_maybe(old)))
-        pf_on_free_slow(t, old, domain);
+    pf_objinfo_t old_obj;
+    int tracked = outer && old && PF_UNLIKELY(pf_objtable_maybe(old)) && pf_on_free_slow_info(t, old, domain, &old_obj);
     t->guard++;
     void *p = wrapped[domain].realloc(wrapped[domain].ctx, old, size);
     t->guard--;
     if (outer)
         pf_account_alloc(p, size, domain);
+    if (PF_UNLIKELY(tracked) && p && p != old)
+        pf_on_realloc_moved(t, p, &old_obj, size);
     return p;
 }
 

@@ -20,8 +20,8 @@
 #include "pf_sys.h"
 #include "pf_writer.h"
 
-/* Frames of pyflow itself at the top of a native stack: the hook and the slow path. */
-#define PF_NATIVE_SKIP 2
+/* Room for pyflow's own frames at the top of a native stack (dropped: they are the hook and slow path). */
+#define PF_NATIVE_SKIP 8
 
 static int finalizing_marked;
 static uint32_t marked_gen;
@@ -57,8 +57,11 @@ static void thread_start(pf_tls_t *t)
     if (!t->ready) {
         uint64_t seed = ((uint64_t)pf_sys_gettid() << 32) ^ pf_now_ns() ^ (uint64_t)(uintptr_t)t;
         int64_t pending = t->sampler.armed - t->sampler.countdown;  /* bytes of the allocation at hand */
+        int64_t copy_pending = t->copy_sampler.armed - t->copy_sampler.countdown;
         pf_sampler_seed(&t->sampler, seed, pf_cfg.mean_sample_bytes, pf_cfg.object_threshold);
         t->sampler.countdown = t->sampler.armed - pending;
+        pf_sampler_seed(&t->copy_sampler, seed ^ 0x5DEECE66Dull, pf_cfg.copy_sample_bytes, pf_cfg.copy_threshold);
+        t->copy_sampler.countdown = t->copy_sampler.armed - copy_pending;
         t->ready = 1;
     }
     t->tid = pf_sys_gettid();
@@ -90,8 +93,7 @@ void pf_record_mark(pf_tls_t *t, int kind, uint64_t value, const char *note)
     pf_writer_commit(t, rec, PF_REC_MARK, (uint16_t)kind, bytes);
 }
 
-/* Common entry of both slow paths: the thread's file generation and the finalization mark. */
-static void enter_recording(pf_tls_t *t)
+void pf_enter_recording(pf_tls_t *t)
 {
     uint32_t gen = pf_writer_generation();
     if (PF_UNLIKELY(t->chunk_gen != gen || !t->ready)) {
@@ -106,37 +108,55 @@ static void enter_recording(pf_tls_t *t)
     }
 }
 
-static void record_alloc(pf_tls_t *t, void *p, size_t size, int domain, uint64_t est, uint8_t flags)
+void pf_stack_capture(pf_tls_t *t, pf_stack_t *st)
 {
     pf_pyframe_t frames[PF_MAX_PY_FRAMES];
     int truncated = 0;
     int n_py = pf_cfg.py ? pf_cfg.py->capture(frames, PF_MAX_PY_FRAMES, &truncated) : -1;
+    st->flags = 0;
     if (n_py < 0) {
         /* No thread state. On the main thread that is interpreter start-up or shutdown, not a native
          * thread: report it without frames so it lands on "[python startup]". */
         if (t->tid != (uint32_t)getpid())
-            flags |= PF_ALLOC_NO_PYSTATE;
+            st->flags |= PF_ALLOC_NO_PYSTATE;
         n_py = 0;
     }
     if (truncated)
-        flags |= PF_ALLOC_TRUNCATED;
-
-    void *ips[PF_MAX_NATIVE_FRAMES + PF_NATIVE_SKIP];
-    int n_native = 0;
-    if (pf_cfg.native) {
-        int got = unw_backtrace(ips, PF_MAX_NATIVE_FRAMES + PF_NATIVE_SKIP);
-        n_native = got > PF_NATIVE_SKIP ? got - PF_NATIVE_SKIP : 0;
-        if (n_native)
-            pf_modules_note(t, (const uint64_t *)(ips + PF_NATIVE_SKIP), n_native);
+        st->flags |= PF_ALLOC_TRUNCATED;
+    /* Code ids first: a new one writes its CODE record into this chunk before the record using it. */
+    for (int i = 0; i < n_py; i++) {
+        st->py[i].code_id = pf_codes_id(t, frames[i].code);
+        st->py[i].lasti_bytes = frames[i].lasti_bytes;
     }
+    st->n_py = (uint16_t)n_py;
 
-    /* Code ids first: a new one writes its CODE record into this chunk before the ALLOC. */
-    uint32_t ids[PF_MAX_PY_FRAMES];
-    for (int i = 0; i < n_py; i++)
-        ids[i] = pf_codes_id(t, frames[i].code);
+    st->n_native = 0;
+    if (pf_cfg.native) {
+        void *ips[PF_MAX_NATIVE_FRAMES + PF_NATIVE_SKIP];
+        int got = unw_backtrace(ips, PF_MAX_NATIVE_FRAMES + PF_NATIVE_SKIP);
+        int first = 0;
+        while (first < got && pf_modules_is_self((uint64_t)(uintptr_t)ips[first]))
+            first++;
+        int n = got - first > (int)PF_MAX_NATIVE_FRAMES ? (int)PF_MAX_NATIVE_FRAMES : got - first;
+        if (n > 0) {
+            st->n_native = (uint16_t)n;
+            memcpy(st->native, ips + first, (size_t)n * 8);
+            pf_modules_note(t, st->native, st->n_native);
+        }
+    }
+}
 
-    uint32_t bytes = pf_align8((uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_alloc_t) +
-                                          (size_t)n_py * sizeof(pf_rec_pyframe_t) + (size_t)n_native * 8));
+void pf_stack_store(const pf_stack_t *st, void *dst)
+{
+    memcpy(dst, st->py, (size_t)st->n_py * sizeof(pf_rec_pyframe_t));
+    memcpy((char *)dst + (size_t)st->n_py * sizeof(pf_rec_pyframe_t), st->native, (size_t)st->n_native * 8);
+}
+
+static void record_alloc(pf_tls_t *t, void *p, size_t size, int domain, uint64_t est, uint8_t flags)
+{
+    pf_stack_t st;
+    pf_stack_capture(t, &st);
+    uint32_t bytes = pf_align8((uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_alloc_t)) + pf_stack_bytes(&st));
     char *rec = pf_writer_reserve(t, bytes);
     if (!rec)
         return;
@@ -146,20 +166,14 @@ static void record_alloc(pf_tls_t *t, void *p, size_t size, int domain, uint64_t
     a->size = size;
     a->est_bytes = est;
     a->domain = (uint8_t)domain;
-    a->flags = flags;
-    a->n_py = (uint16_t)n_py;
-    a->n_native = (uint16_t)n_native;
+    a->flags = flags | st.flags;
+    a->n_py = st.n_py;
+    a->n_native = st.n_native;
     a->reserved = 0;
-    pf_rec_pyframe_t *pf = (pf_rec_pyframe_t *)(a + 1);
-    for (int i = 0; i < n_py; i++) {
-        pf[i].code_id = ids[i];
-        pf[i].lasti_bytes = frames[i].lasti_bytes;
-    }
-    if (n_native)
-        memcpy(pf + n_py, ips + PF_NATIVE_SKIP, (size_t)n_native * 8);
+    pf_stack_store(&st, a + 1);
     pf_writer_commit(t, rec, PF_REC_ALLOC, 0, bytes);
 
-    pf_objinfo_t obj = {.addr = (uintptr_t)p, .size = size, .domain = (uint32_t)domain, .flags = flags};
+    pf_objinfo_t obj = {.addr = (uintptr_t)p, .size = size, .domain = (uint32_t)domain, .flags = a->flags};
     pf_objtable_insert(&obj);
 }
 
@@ -174,7 +188,7 @@ void pf_on_alloc_slow(pf_tls_t *t, void *p, size_t size, int domain)
         t->guard--;
         return;
     }
-    enter_recording(t);
+    pf_enter_recording(t);
 
     uint64_t est;
     switch (pf_sampler_visit(&t->sampler, size, pf_cfg.mean_sample_bytes, pf_cfg.object_threshold, &est)) {
@@ -190,14 +204,16 @@ void pf_on_alloc_slow(pf_tls_t *t, void *p, size_t size, int domain)
     t->guard--;
 }
 
-void pf_on_free_slow(pf_tls_t *t, void *p, int domain)
+int pf_on_free_slow_info(pf_tls_t *t, void *p, int domain, pf_objinfo_t *obj)
 {
     if (t->guard)
-        return;
+        return 0;
     t->guard++;
-    pf_objinfo_t obj;
-    if (pf_objtable_remove((uintptr_t)p, &obj) && __atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE)) {
-        enter_recording(t);
+    int found = pf_objtable_remove((uintptr_t)p, obj);
+    if (found && __atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE)) {
+        pf_enter_recording(t);
+        if (obj->link.copy_id)
+            pf_copy_verdict_on_free(t, obj);   /* before the FREE: the bytes are still there */
         uint32_t bytes = (uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_free_t));
         char *rec = pf_writer_reserve(t, bytes);
         if (rec) {
@@ -208,4 +224,11 @@ void pf_on_free_slow(pf_tls_t *t, void *p, int domain)
         }
     }
     t->guard--;
+    return found;
+}
+
+void pf_on_free_slow(pf_tls_t *t, void *p, int domain)
+{
+    pf_objinfo_t obj;
+    pf_on_free_slow_info(t, p, domain, &obj);
 }

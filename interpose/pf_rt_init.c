@@ -156,6 +156,8 @@ __attribute__((constructor)) static void pf_rt_init(void)
     pf_cfg.native = env_flag(PF_ENV_NATIVE);
     pf_cfg.mean_sample_bytes = env_u64(PF_ENV_SAMPLE_BYTES, PF_DEFAULT_SAMPLE_BYTES);
     pf_cfg.object_threshold = pf_cfg.exact ? 1 : env_u64(PF_ENV_OBJECT_BYTES, PF_DEFAULT_OBJECT_BYTES);
+    pf_cfg.copy_sample_bytes = env_u64(PF_ENV_COPY_SAMPLE_BYTES, pf_cfg.mean_sample_bytes);
+    pf_cfg.copy_threshold = env_u64(PF_ENV_COPY_BYTES, PF_DEFAULT_COPY_BYTES);
 
     const char *root = getenv(PF_ENV_ROOT_PID);
     int is_root = root && atoi(root) == (int)getpid();

@@ -21,6 +21,8 @@
 #include "pf_pyframes.h"
 #include "pf_sampler.h"
 
+struct pf_objinfo;
+
 #define PF_LIKELY(x) __builtin_expect(!!(x), 1)
 #define PF_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define PF_HIDDEN __attribute__((visibility("hidden")))
@@ -32,6 +34,7 @@ typedef struct pf_tls {
     pf_sampler_t sampler;       /* countdown first; see pf_sampler.h */
     uint32_t guard;             /* re-entrancy depth; see above */
     uint32_t ready;             /* 0 until the slow path initialized this thread */
+    pf_sampler_t copy_sampler;  /* the same sampling, over bytes copied by the memcpy family */
     /* warm: slow path only */
     char *chunk_pos;            /* next free byte in this thread's chunk of the profile */
     char *chunk_end;
@@ -58,6 +61,11 @@ typedef struct pf_real_fns {
     void *(*mmap64)(void *, size_t, int, int, int, off_t);
     int (*munmap)(void *, size_t);
     void *(*mremap)(void *, size_t, size_t, int, ...);
+    void *(*memcpy)(void *, const void *, size_t);
+    void *(*memmove)(void *, const void *, size_t);
+    void *(*mempcpy)(void *, const void *, size_t);
+    void *(*memcpy_chk)(void *, const void *, size_t, size_t);
+    void *(*memmove_chk)(void *, const void *, size_t, size_t);
 } pf_real_fns_t;
 
 extern pf_real_fns_t pf_real PF_HIDDEN;
@@ -71,6 +79,8 @@ typedef struct pf_config {
     int quiet;
     uint64_t mean_sample_bytes;
     uint64_t object_threshold;
+    uint64_t copy_sample_bytes; /* sampling mean for copy volume */
+    uint64_t copy_threshold;    /* copies this large are always recorded */
     const pf_pyframes_api_t *py;/* the interpreter's frame reader; NULL until loaded */
     uint64_t start_mono_ns;
 } pf_config_t;
@@ -89,12 +99,36 @@ int pf_bootstrap_owns(const void *p) PF_HIDDEN;
 /* pf_record.c: the slow paths. */
 void pf_on_alloc_slow(pf_tls_t *t, void *p, size_t size, int domain) PF_HIDDEN PF_NOINLINE;
 void pf_on_free_slow(pf_tls_t *t, void *p, int domain) PF_HIDDEN PF_NOINLINE;
+/* As pf_on_free_slow; returns 1 and fills *obj when p was tracked (realloc needs the old block). */
+int pf_on_free_slow_info(pf_tls_t *t, void *p, int domain, struct pf_objinfo *obj) PF_HIDDEN PF_NOINLINE;
+/* pf_copies.c */
+void pf_on_copy_slow(pf_tls_t *t, void *dst, const void *src, size_t n, int kind) PF_HIDDEN PF_NOINLINE;
+void pf_on_realloc_moved(pf_tls_t *t, void *dst, const struct pf_objinfo *old, size_t new_size) PF_HIDDEN PF_NOINLINE;
+void pf_copy_verdict_on_free(pf_tls_t *t, struct pf_objinfo *obj) PF_HIDDEN;
 void pf_record_thread_reset(pf_tls_t *t) PF_HIDDEN;
 void pf_record_mark(pf_tls_t *t, int kind, uint64_t value, const char *note) PF_HIDDEN;
 uint64_t pf_now_ns(void) PF_HIDDEN;
 
 /* pf_pymem.c */
 int pf_pymem_install(void) PF_HIDDEN;        /* 0, or -1 when the interpreter lacks the API */
+
+/* Stack capture shared by ALLOC and COPY records: Python frames (with code ids) and native IPs. */
+typedef struct pf_stack {
+    uint16_t n_py;
+    uint16_t n_native;
+    uint8_t flags;                  /* PF_ALLOC_NO_PYSTATE / PF_ALLOC_TRUNCATED */
+    pf_rec_pyframe_t py[PF_MAX_PY_FRAMES];
+    uint64_t native[PF_MAX_NATIVE_FRAMES];
+} pf_stack_t;
+
+void pf_stack_capture(pf_tls_t *t, pf_stack_t *st) PF_HIDDEN;
+static inline uint32_t pf_stack_bytes(const pf_stack_t *st)
+{
+    return (uint32_t)st->n_py * sizeof(pf_rec_pyframe_t) + (uint32_t)st->n_native * 8u;
+}
+void pf_stack_store(const pf_stack_t *st, void *dst) PF_HIDDEN;
+/* Common entry of the slow paths: per-thread start, the file generation, the finalization mark. */
+void pf_enter_recording(pf_tls_t *t) PF_HIDDEN;
 
 /* The fast-path test shared by every allocation hook: one unlikely branch into the slow path. */
 static inline void pf_account_alloc(void *p, size_t size, int domain)

@@ -15,7 +15,9 @@
  *   PYFLOW_SAMPLE_BYTES  mean Poisson sampling interval in bytes (default PF_DEFAULT_SAMPLE_BYTES).
  *   PYFLOW_OBJECT_BYTES  object threshold: allocations this large are recorded exactly
  *                        (default PF_DEFAULT_OBJECT_BYTES).
- *   PYFLOW_EXACT=1       record every allocation.
+ *   PYFLOW_COPY_SAMPLE_BYTES  mean sampling interval over copied bytes (default: PYFLOW_SAMPLE_BYTES).
+ *   PYFLOW_COPY_BYTES    copies this large are always recorded (default PF_DEFAULT_COPY_BYTES).
+ *   PYFLOW_EXACT=1       record every allocation (copies stay sampled: every memcpy would be too many).
  *   PYFLOW_NATIVE=1      capture native instruction pointers (libunwind) with each record.
  *   PYFLOW_QUIET=1       the runtime prints nothing (tests of the launcher's own messages).
  *
@@ -27,11 +29,14 @@
 #define PF_RUNTIME_SONAME "libpyflow.so"
 #define PF_DEFAULT_SAMPLE_BYTES (256u * 1024u)
 #define PF_DEFAULT_OBJECT_BYTES (1024u * 1024u)
+#define PF_DEFAULT_COPY_BYTES PF_DEFAULT_OBJECT_BYTES
 
 #define PF_ENV_OUTPUT "PYFLOW_OUTPUT"
 #define PF_ENV_ROOT_PID "PYFLOW_ROOT_PID"
 #define PF_ENV_SAMPLE_BYTES "PYFLOW_SAMPLE_BYTES"
 #define PF_ENV_OBJECT_BYTES "PYFLOW_OBJECT_BYTES"
+#define PF_ENV_COPY_SAMPLE_BYTES "PYFLOW_COPY_SAMPLE_BYTES"
+#define PF_ENV_COPY_BYTES "PYFLOW_COPY_BYTES"
 #define PF_ENV_EXACT "PYFLOW_EXACT"
 #define PF_ENV_NATIVE "PYFLOW_NATIVE"
 #define PF_ENV_QUIET "PYFLOW_QUIET"

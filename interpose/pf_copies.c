@@ -1,0 +1,138 @@
+/* pf_copies.c - COPY records and the redundant-copy verdict (DESIGN.md section 5).
+ *
+ * A recorded copy whose two ends both lie in tracked objects links the objects (pf_copylink_t, kept on
+ * both). When the first of the two is freed, its bytes are compared with the other's, before the memory
+ * is released: still equal means neither was modified while both lived, so one buffer would have done
+ * (the DrPy criterion). The compare reads at most the bytes the copy itself moved, so it costs no more than
+ * the copy did; the peer is held live (its table stripe locked) while it is read.
+ */
+#include <string.h>
+
+#include "pf_objtable.h"
+#include "pf_rt_int.h"
+#include "pf_writer.h"
+
+/* How far before a copied address an object may start and still own it (CPython object headers). */
+#define PF_COPY_MAX_HEADER 64u
+
+static uint64_t next_copy_id = 1;
+
+static void write_copy(pf_tls_t *t, uint64_t id, const void *dst, const void *src, uint64_t n, uint64_t est,
+                       uint8_t flags, int kind)
+{
+    pf_stack_t st;
+    pf_stack_capture(t, &st);
+    uint32_t bytes = pf_align8((uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_copy_t)) + pf_stack_bytes(&st));
+    char *rec = pf_writer_reserve(t, bytes);
+    if (!rec)
+        return;
+    pf_rec_copy_t *c = (pf_rec_copy_t *)(rec + sizeof(pf_rec_header_t));
+    c->t_ns = pf_now_ns();
+    c->copy_id = id;
+    c->dst = (uint64_t)(uintptr_t)dst;
+    c->src = (uint64_t)(uintptr_t)src;
+    c->bytes = n;
+    c->est_bytes = est;
+    c->flags = flags | st.flags;
+    c->reserved8 = 0;
+    c->n_py = st.n_py;
+    c->n_native = st.n_native;
+    c->reserved16 = 0;
+    pf_stack_store(&st, c + 1);
+    pf_writer_commit(t, rec, PF_REC_COPY, (uint16_t)kind, bytes);
+}
+
+/* Links the two objects of a copy so the first free can judge it. */
+static void link_copy(uint64_t id, const void *dst, const void *src, uint64_t n)
+{
+    pf_objinfo_t d, s;
+    if (!pf_objtable_find_start((uintptr_t)dst, PF_COPY_MAX_HEADER, &d) ||
+        !pf_objtable_find_start((uintptr_t)src, PF_COPY_MAX_HEADER, &s) || d.addr == s.addr)
+        return;
+    uint64_t len = n;
+    if ((uintptr_t)dst + len > d.addr + d.size)
+        len = d.addr + d.size - (uintptr_t)dst;
+    if ((uintptr_t)src + len > s.addr + s.size)
+        len = s.addr + s.size - (uintptr_t)src;
+    pf_copylink_t on_dst = {id, s.addr, s.serial, (uintptr_t)src, (uintptr_t)dst, len};
+    pf_copylink_t on_src = {id, d.addr, d.serial, (uintptr_t)dst, (uintptr_t)src, len};
+    pf_objtable_set_link(d.addr, &on_dst);
+    pf_objtable_set_link(s.addr, &on_src);
+}
+
+void pf_on_copy_slow(pf_tls_t *t, void *dst, const void *src, size_t n, int kind)
+{
+    if (t->guard) {
+        t->copy_sampler.countdown += (int64_t)n;   /* pyflow's own copies are not the program's */
+        return;
+    }
+    t->guard++;
+    if (PF_UNLIKELY(!__atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE))) {
+        t->copy_sampler.countdown = t->copy_sampler.armed = INT64_MAX / 4;
+        t->guard--;
+        return;
+    }
+    pf_enter_recording(t);
+    uint64_t est;
+    pf_sample_verdict_t v = pf_sampler_visit(&t->copy_sampler, n, pf_cfg.copy_sample_bytes, pf_cfg.copy_threshold, &est);
+    if (v != PF_SAMPLE_SKIP && n > 0 && dst != src) {
+        uint64_t id = __atomic_fetch_add(&next_copy_id, 1, __ATOMIC_RELAXED);
+        write_copy(t, id, dst, src, n, est, v == PF_SAMPLE_EXACT ? PF_ALLOC_EXACT : PF_ALLOC_SAMPLED, kind);
+        link_copy(id, dst, src, n);
+    }
+    t->guard--;
+}
+
+void pf_on_realloc_moved(pf_tls_t *t, void *dst, const pf_objinfo_t *old, size_t new_size)
+{
+    if (t->guard || !__atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE))
+        return;
+    t->guard++;
+    uint64_t n = old->size < new_size ? old->size : new_size;
+    /* The old block stood for its estimate; the move carries the same share of it. */
+    uint64_t est = (old->flags & PF_ALLOC_EXACT) || !old->size
+                       ? n
+                       : (uint64_t)((double)pf_sampler_estimate(old->size, pf_cfg.mean_sample_bytes) * (double)n /
+                                    (double)old->size);
+    uint64_t id = __atomic_fetch_add(&next_copy_id, 1, __ATOMIC_RELAXED);
+    write_copy(t, id, dst, (const void *)old->addr, n, est,
+               (old->flags & PF_ALLOC_EXACT) ? PF_ALLOC_EXACT : PF_ALLOC_SAMPLED, PF_COPY_REALLOC);
+    t->guard--;
+}
+
+typedef struct compare_ctx {
+    const pf_objinfo_t *freed;
+    int equal;
+} compare_ctx_t;
+
+/* Runs with the peer held live. Returns 0 when compared, -2 when the address holds another object now.
+ * (The peer may have taken part in later copies: each copy is still judged by its own link.) */
+static int compare_with_peer(pf_objinfo_t *peer, void *arg)
+{
+    compare_ctx_t *c = arg;
+    const pf_copylink_t *l = &c->freed->link;
+    if (peer->serial != l->peer_serial)
+        return -2;
+    c->equal = memcmp((const void *)l->self_data, (const void *)l->peer_data, l->len) == 0;
+    if (peer->link.copy_id == l->copy_id)
+        peer->link.copy_id = 0;     /* judged once */
+    return 0;
+}
+
+void pf_copy_verdict_on_free(pf_tls_t *t, pf_objinfo_t *obj)
+{
+    compare_ctx_t c = {obj, 0};
+    if (pf_objtable_with_object(obj->link.peer_obj, compare_with_peer, &c) != 0)
+        return;
+    uint32_t bytes = (uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_verdict_t));
+    char *rec = pf_writer_reserve(t, bytes);
+    if (!rec)
+        return;
+    pf_rec_verdict_t *v = (pf_rec_verdict_t *)(rec + sizeof(pf_rec_header_t));
+    v->t_ns = pf_now_ns();
+    v->copy_id = obj->link.copy_id;
+    v->compared_bytes = obj->link.len;
+    v->evidence = PF_EVIDENCE_COMPARE_AT_FREE;
+    v->reserved = 0;
+    pf_writer_commit(t, rec, PF_REC_VERDICT, c.equal ? PF_VERDICT_REDUNDANT : PF_VERDICT_MODIFIED, bytes);
+}
