@@ -91,6 +91,8 @@ typedef enum pf_rec_type {
     PF_REC_EXIT = 7,        /* written by the launcher after the process ended */
     PF_REC_COPY = 8,        /* a sampled or large copy (memcpy family, or a realloc that moved) */
     PF_REC_VERDICT = 9,     /* whether a recorded copy turned out redundant */
+    PF_REC_ACCESS_PAIR = 10,/* watch/: a watched access and its repetition (redundant store or load) */
+    PF_REC_WATCH_STATS = 11,/* watch/: running counts of samples, traps and verdicts, per thread */
     PF_REC_TYPE_MAX
 } pf_rec_type_t;
 
@@ -200,7 +202,11 @@ typedef struct pf_rec_exit {
 typedef enum pf_copy_kind {
     PF_COPY_MEMCPY = 1,     /* memcpy, mempcpy, __memcpy_chk */
     PF_COPY_MEMMOVE = 2,    /* memmove, __memmove_chk */
-    PF_COPY_REALLOC = 3     /* a realloc that moved the block: src = old block, dst = new block */
+    PF_COPY_REALLOC = 3,    /* a realloc that moved the block: src = old block, dst = new block */
+    PF_COPY_H2D = 4,        /* cudaMemcpy* / cuMemcpy* host to device */
+    PF_COPY_D2H = 5,        /* device to host */
+    PF_COPY_D2D = 6,        /* device to device */
+    PF_COPY_H2H = 7         /* a CUDA copy call between two host buffers */
 } pf_copy_kind_t;
 
 /* PF_REC_COPY payload; then n_py pf_rec_pyframe_t and n_native uint64_t, as for ALLOC. The reporter maps
@@ -237,6 +243,11 @@ typedef struct pf_rec_verdict {
     uint32_t evidence;      /* PF_EVIDENCE_* */
     uint32_t reserved;
 } pf_rec_verdict_t;
+
+/* Records of watch/ (PF_REC_ACCESS_PAIR, PF_REC_WATCH_STATS) are specified in the section below, kept
+ * by watch/'s authors. */
+/* ---- watch records ---- */
+/* ---- end of watch records ---- */
 
 static inline uint32_t pf_align8(uint32_t n) { return (n + 7u) & ~7u; }
 
