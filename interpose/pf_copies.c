@@ -83,6 +83,19 @@ void pf_on_copy_slow(pf_tls_t *t, void *dst, const void *src, size_t n, int kind
     t->guard--;
 }
 
+uint64_t pf_on_copy_exact(pf_tls_t *t, void *dst, const void *src, size_t n, int kind)
+{
+    if (t->guard || !__atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE))
+        return 0;
+    t->guard++;
+    pf_enter_recording(t);
+    uint64_t id = __atomic_fetch_add(&next_copy_id, 1, __ATOMIC_RELAXED);
+    write_copy(t, id, dst, src, n, n, PF_ALLOC_EXACT, kind);
+    link_copy(id, dst, src, n);
+    t->guard--;
+    return id;
+}
+
 void pf_on_realloc_moved(pf_tls_t *t, void *dst, const pf_objinfo_t *old, size_t new_size)
 {
     if (t->guard || !__atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE))
@@ -119,20 +132,26 @@ static int compare_with_peer(pf_objinfo_t *peer, void *arg)
     return 0;
 }
 
-void pf_copy_verdict_on_free(pf_tls_t *t, pf_objinfo_t *obj)
+void pf_copy_write_verdict(pf_tls_t *t, uint64_t copy_id, int verdict, uint64_t compared, uint32_t evidence)
 {
-    compare_ctx_t c = {obj, 0};
-    if (pf_objtable_with_object(obj->link.peer_obj, compare_with_peer, &c) != 0)
-        return;
     uint32_t bytes = (uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_verdict_t));
     char *rec = pf_writer_reserve(t, bytes);
     if (!rec)
         return;
     pf_rec_verdict_t *v = (pf_rec_verdict_t *)(rec + sizeof(pf_rec_header_t));
     v->t_ns = pf_now_ns();
-    v->copy_id = obj->link.copy_id;
-    v->compared_bytes = obj->link.len;
-    v->evidence = PF_EVIDENCE_COMPARE_AT_FREE;
+    v->copy_id = copy_id;
+    v->compared_bytes = compared;
+    v->evidence = evidence;
     v->reserved = 0;
-    pf_writer_commit(t, rec, PF_REC_VERDICT, c.equal ? PF_VERDICT_REDUNDANT : PF_VERDICT_MODIFIED, bytes);
+    pf_writer_commit(t, rec, PF_REC_VERDICT, (uint16_t)verdict, bytes);
+}
+
+void pf_copy_verdict_on_free(pf_tls_t *t, pf_objinfo_t *obj)
+{
+    compare_ctx_t c = {obj, 0};
+    if (pf_objtable_with_object(obj->link.peer_obj, compare_with_peer, &c) != 0)
+        return;
+    pf_copy_write_verdict(t, obj->link.copy_id, c.equal ? PF_VERDICT_REDUNDANT : PF_VERDICT_MODIFIED, obj->link.len,
+                          PF_EVIDENCE_COMPARE_AT_FREE);
 }

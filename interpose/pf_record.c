@@ -204,6 +204,16 @@ void pf_on_alloc_slow(pf_tls_t *t, void *p, size_t size, int domain)
     t->guard--;
 }
 
+void pf_on_alloc_exact(pf_tls_t *t, void *p, size_t size, int domain)
+{
+    if (t->guard || !p || !__atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE))
+        return;
+    t->guard++;
+    pf_enter_recording(t);
+    record_alloc(t, p, size, domain, size, PF_ALLOC_EXACT);
+    t->guard--;
+}
+
 int pf_on_free_slow_info(pf_tls_t *t, void *p, int domain, pf_objinfo_t *obj)
 {
     if (t->guard)

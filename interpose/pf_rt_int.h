@@ -101,7 +101,13 @@ void pf_on_alloc_slow(pf_tls_t *t, void *p, size_t size, int domain) PF_HIDDEN P
 void pf_on_free_slow(pf_tls_t *t, void *p, int domain) PF_HIDDEN PF_NOINLINE;
 /* As pf_on_free_slow; returns 1 and fills *obj when p was tracked (realloc needs the old block). */
 int pf_on_free_slow_info(pf_tls_t *t, void *p, int domain, struct pf_objinfo *obj) PF_HIDDEN PF_NOINLINE;
+/* Records an allocation exactly, whatever its size (GPU allocations: few, large, all wanted). */
+void pf_on_alloc_exact(pf_tls_t *t, void *p, size_t size, int domain) PF_HIDDEN PF_NOINLINE;
 /* pf_copies.c */
+/* Records a copy exactly (CUDA copies), links its ends. Returns the copy id, or 0 when not recorded. */
+uint64_t pf_on_copy_exact(pf_tls_t *t, void *dst, const void *src, size_t n, int kind) PF_HIDDEN PF_NOINLINE;
+/* Writes a VERDICT record (pf_verdict_kind_t, PF_EVIDENCE_*) for a recorded copy. Caller holds the guard. */
+void pf_copy_write_verdict(pf_tls_t *t, uint64_t copy_id, int verdict, uint64_t compared, uint32_t evidence) PF_HIDDEN;
 void pf_on_copy_slow(pf_tls_t *t, void *dst, const void *src, size_t n, int kind) PF_HIDDEN PF_NOINLINE;
 void pf_on_realloc_moved(pf_tls_t *t, void *dst, const struct pf_objinfo *old, size_t new_size) PF_HIDDEN PF_NOINLINE;
 void pf_copy_verdict_on_free(pf_tls_t *t, struct pf_objinfo *obj) PF_HIDDEN;
