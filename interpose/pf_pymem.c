@@ -101,21 +101,51 @@ static void arena_free(void *ctx, void *p, size_t size)
     pf_tls.guard--;
 }
 
+typedef void (*pf_get_allocator_fn)(int, pf_pymem_allocator_t *);
+typedef void (*pf_set_allocator_fn)(int, pf_pymem_allocator_t *);
+static pf_get_allocator_fn get_allocator;
+static pf_set_allocator_fn set_allocator;
+static int (*is_initialized)(void);
+static int verified;    /* 1 once the wrappers were seen in place after Py_Initialize */
+
+static void wrap_domains(void)
+{
+    for (int d = 0; d < PF_PYMEM_DOMAINS; d++) {
+        get_allocator(d, &wrapped[d]);
+        pf_pymem_allocator_t mine = {(void *)(intptr_t)d, pymem_malloc, pymem_calloc, pymem_realloc, pymem_free};
+        set_allocator(d, &mine);
+    }
+}
+
+void pf_pymem_recheck(void)
+{
+    if (PF_LIKELY(verified) || !get_allocator)
+        return;
+    /* PYTHONMALLOC=... and -X dev install fresh allocators during start-up, replacing the wrappers set from
+     * the constructor. Wrapping again is allowed at any time (the new ones are what we wrap), so put them
+     * back, until the interpreter is initialized and they are seen in place. */
+    pf_pymem_allocator_t cur;
+    get_allocator(PF_PYMEM_DOMAINS - 1, &cur);
+    if (cur.malloc != pymem_malloc)
+        wrap_domains();
+    if (is_initialized && is_initialized())
+        verified = 1;
+}
+
 int pf_pymem_install(void)
 {
-    void (*get)(int, pf_pymem_allocator_t *) = (void (*)(int, pf_pymem_allocator_t *))dlsym(RTLD_DEFAULT, "PyMem_GetAllocator");
-    void (*set)(int, pf_pymem_allocator_t *) = (void (*)(int, pf_pymem_allocator_t *))dlsym(RTLD_DEFAULT, "PyMem_SetAllocator");
+    pf_get_allocator_fn get = (pf_get_allocator_fn)dlsym(RTLD_DEFAULT, "PyMem_GetAllocator");
+    pf_set_allocator_fn set = (pf_set_allocator_fn)dlsym(RTLD_DEFAULT, "PyMem_SetAllocator");
+    is_initialized = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
     void (*get_arena)(pf_pyarena_allocator_t *) =
         (void (*)(pf_pyarena_allocator_t *))dlsym(RTLD_DEFAULT, "PyObject_GetArenaAllocator");
     void (*set_arena)(pf_pyarena_allocator_t *) =
         (void (*)(pf_pyarena_allocator_t *))dlsym(RTLD_DEFAULT, "PyObject_SetArenaAllocator");
     if (!get || !set)
         return -1;
-    for (int d = 0; d < PF_PYMEM_DOMAINS; d++) {
-        get(d, &wrapped[d]);
-        pf_pymem_allocator_t mine = {(void *)(intptr_t)d, pymem_malloc, pymem_calloc, pymem_realloc, pymem_free};
-        set(d, &mine);
-    }
+    get_allocator = get;
+    set_allocator = set;
+    wrap_domains();
     if (get_arena && set_arena) {
         get_arena(&wrapped_arena);
         pf_pyarena_allocator_t mine = {NULL, arena_alloc, arena_free};

@@ -95,6 +95,7 @@ void pf_record_mark(pf_tls_t *t, int kind, uint64_t value, const char *note)
 
 void pf_enter_recording(pf_tls_t *t)
 {
+    pf_pymem_recheck();
     uint32_t gen = pf_writer_generation();
     if (PF_UNLIKELY(t->chunk_gen != gen || !t->ready)) {
         t->chunk_gen = gen;     /* so the THREAD record below lands in this generation's chunk */

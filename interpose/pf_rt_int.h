@@ -117,6 +117,7 @@ uint64_t pf_now_ns(void) PF_HIDDEN;
 
 /* pf_pymem.c */
 int pf_pymem_install(void) PF_HIDDEN;        /* 0, or -1 when the interpreter lacks the API */
+void pf_pymem_recheck(void) PF_HIDDEN;       /* re-wrap if start-up replaced the allocators (slow paths) */
 
 /* Stack capture shared by ALLOC and COPY records: Python frames (with code ids) and native IPs. */
 typedef struct pf_stack {
