@@ -2,3 +2,10 @@ pf_unit_test(test_interpose_sampler
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_interpose_sampler.c
   LIBS pf_core m)
 target_include_directories(test_interpose_sampler PRIVATE ${PROJECT_SOURCE_DIR}/interpose)
+
+# The writer alone (no hooks): records from several threads, chunk turnover, and a writer killed with
+# SIGKILL mid-stream whose committed records all survive.
+pf_unit_test(test_interpose_writer
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_interpose_writer.c ${PROJECT_SOURCE_DIR}/interpose/pf_writer.c
+  LIBS pf_core pthread)
+target_include_directories(test_interpose_writer PRIVATE ${PROJECT_SOURCE_DIR}/interpose)

@@ -1,0 +1,206 @@
+/* Unit tests for interpose/pf_writer.c: the mmap'd profile file. Records are parsed back with a minimal
+ * reader written here from core/pf_format.h (the real reader lives in report/ and has its own tests). */
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "pf_writer.h"
+
+/* What the runtime normally provides. */
+__thread pf_tls_t pf_tls __attribute__((tls_model("initial-exec")));
+pf_config_t pf_cfg;
+
+static char dir[] = "/tmp/pf-writer-XXXXXX";
+
+typedef struct parsed {
+    uint64_t records, payload_sum, chunks, bad;
+} parsed_t;
+
+/* Walks a profile: every record is an 8-byte header + a u64 payload equal to its sequence tag. */
+static parsed_t parse(const char *path)
+{
+    parsed_t p = {0};
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)size);
+    assert_int_equal(fread(buf, 1, (size_t)size, f), (size_t)size);
+    fclose(f);
+    assert_memory_equal(buf, PF_FILE_MAGIC, 8);
+    for (long off = PF_HEADER_BYTES; off + (long)PF_CHUNK_BYTES <= size; off += PF_CHUNK_BYTES) {
+        const pf_chunk_header_t *ch = (const pf_chunk_header_t *)(buf + off);
+        if (ch->magic == 0)
+            continue;
+        if (ch->magic != PF_CHUNK_MAGIC) {
+            p.bad++;
+            continue;
+        }
+        p.chunks++;
+        for (long r = off + PF_CHUNK_HEADER_BYTES; r + 8 <= off + (long)PF_CHUNK_BYTES;) {
+            const pf_rec_header_t *h = (const pf_rec_header_t *)(buf + r);
+            if (h->type == 0)
+                break;
+            if (h->bytes != 16 || h->type != PF_REC_MARK) {
+                p.bad++;
+                break;
+            }
+            p.records++;
+            p.payload_sum += *(const uint64_t *)(buf + r + 8);
+            r += h->bytes;
+        }
+    }
+    free(buf);
+    return p;
+}
+
+static int write_tagged(pf_tls_t *t, uint64_t tag)
+{
+    char *rec = pf_writer_reserve(t, 16);
+    if (!rec)
+        return -1;
+    *(uint64_t *)(rec + 8) = tag;
+    pf_writer_commit(t, rec, PF_REC_MARK, 0, 16);
+    return 0;
+}
+
+static void open_writer(const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+    close(fd);
+    pf_writer_info_t info = {.flags = 0, .python_hex = 0x030b0200, .python_version = "3.11.2"};
+    assert_int_equal(pf_writer_open(path, 1, &info), 0);
+    memset(&pf_tls, 0, sizeof pf_tls);
+}
+
+static void test_single_thread_many_chunks(void **state)
+{
+    open_writer("one.pflow");
+    const uint64_t n = 50000;  /* 800 KB of records: ~13 chunks */
+    uint64_t sum = 0;
+    for (uint64_t i = 1; i <= n; i++) {
+        assert_int_equal(write_tagged(&pf_tls, i), 0);
+        sum += i;
+    }
+    char path[256];
+    snprintf(path, sizeof path, "%s/one.pflow", dir);
+    parsed_t p = parse(path);
+    assert_int_equal(p.bad, 0);
+    assert_int_equal(p.records, n);
+    assert_int_equal(p.payload_sum, sum);
+    assert_true(p.chunks >= 12);
+}
+
+static void test_oversized_record_is_dropped(void **state)
+{
+    open_writer("big.pflow");
+    uint64_t before = pf_writer_dropped();
+    assert_null(pf_writer_reserve(&pf_tls, PF_CHUNK_BYTES));
+    assert_int_equal(pf_writer_dropped(), before + 1);
+}
+
+static void *thread_writer(void *arg)
+{
+    uint64_t base = (uint64_t)(uintptr_t)arg;
+    for (uint64_t i = 0; i < 20000; i++)
+        if (write_tagged(&pf_tls, base + i) != 0)
+            return (void *)1;
+    return NULL;
+}
+
+static void test_threads_do_not_mix(void **state)
+{
+    open_writer("threads.pflow");
+    enum { T = 6 };
+    pthread_t th[T];
+    uint64_t sum = 0;
+    for (int i = 0; i < T; i++) {
+        uint64_t base = (uint64_t)(i + 1) * 1000000;
+        for (uint64_t k = 0; k < 20000; k++)
+            sum += base + k;
+        pthread_create(&th[i], NULL, thread_writer, (void *)(uintptr_t)base);
+    }
+    for (int i = 0; i < T; i++) {
+        void *rc;
+        pthread_join(th[i], &rc);
+        assert_null(rc);
+    }
+    char path[256];
+    snprintf(path, sizeof path, "%s/threads.pflow", dir);
+    parsed_t p = parse(path);
+    assert_int_equal(p.bad, 0);
+    assert_int_equal(p.records, T * 20000);
+    assert_int_equal(p.payload_sum, sum);
+}
+
+/* A child writes records and reports how many it committed through a pipe, then is killed with SIGKILL
+ * while it keeps writing: every record committed before the kill must be in the file. */
+static void test_sigkill_keeps_committed_records(void **state)
+{
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        open_writer("killed.pflow");
+        for (uint64_t i = 1;; i++) {
+            write_tagged(&pf_tls, 1);
+            if (i == 30000) {
+                uint64_t n = i;
+                ssize_t w = write(fds[1], &n, sizeof n);
+                (void)w;
+            }
+        }
+    }
+    uint64_t committed = 0;
+    assert_int_equal(read(fds[0], &committed, sizeof committed), sizeof committed);
+    kill(pid, SIGKILL);
+    int status;
+    waitpid(pid, &status, 0);
+    assert_true(WIFSIGNALED(status));
+    char path[256];
+    snprintf(path, sizeof path, "%s/killed.pflow", dir);
+    parsed_t p = parse(path);
+    assert_int_equal(p.bad, 0);
+    assert_true(p.records >= committed);
+    assert_int_equal(p.payload_sum, p.records);
+}
+
+static int group_setup(void **state)
+{
+    pf_cfg.mean_sample_bytes = 1;
+    pf_cfg.object_threshold = 1;
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    return system(cmd);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_single_thread_many_chunks),
+        cmocka_unit_test(test_oversized_record_is_dropped),
+        cmocka_unit_test(test_threads_do_not_mix),
+        cmocka_unit_test(test_sigkill_keeps_committed_records),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
