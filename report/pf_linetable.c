@@ -1,0 +1,115 @@
+/* pf_linetable.c - CPython line tables, decoded the way each version's PyCode_Addr2Line walks them.
+ *   3.9  co_lnotab: (address increment, signed line increment) byte pairs; byte offsets.
+ *   3.10 co_linetable (PEP 626): (byte length, signed line delta) pairs; -128 = no line; byte offsets.
+ *   3.11+ location table (PEP 657): entries of 1..8 code units; a first byte 1CCCCLLL (code, length-1)
+ *        then code-dependent varints; code 15 = no location; 13/14 carry a signed line delta, 10-12 a
+ *        delta of 0-2, others keep the line.
+ */
+#include "pf_linetable_int.h"
+
+#include "pf_format.h"
+
+static int lnotab_line(const uint8_t *t, size_t len, int first, uint32_t lasti)
+{
+    int line = first;
+    uint32_t addr = 0;
+    for (size_t i = 0; i + 1 < len; i += 2) {
+        addr += t[i];
+        if (addr > lasti)
+            break;
+        line += (int8_t)t[i + 1];
+    }
+    return line;
+}
+
+static int linetable310_line(const uint8_t *t, size_t len, int first, uint32_t lasti)
+{
+    int computed = first, last_valid = first;
+    uint32_t start, end = 0;
+    for (size_t i = 0; i + 1 < len; i += 2) {
+        start = end;
+        end += t[i];
+        int8_t ldelta = (int8_t)t[i + 1];
+        int line = -1;
+        if (ldelta != -128) {
+            computed += ldelta;
+            line = computed;
+        }
+        if (start == end)
+            continue;
+        if (lasti >= start && lasti < end)
+            return line >= 0 ? line : last_valid;
+        if (line >= 0)
+            last_valid = line;
+    }
+    return last_valid;
+}
+
+/* Reads an unsigned varint of 6-bit chunks (bit 6 = more). Returns the value; advances *i. */
+static uint32_t read_varint(const uint8_t *t, size_t len, size_t *i)
+{
+    uint32_t v = 0;
+    unsigned shift = 0;
+    while (*i < len) {
+        uint8_t b = t[(*i)++];
+        v |= (uint32_t)(b & 63) << shift;
+        shift += 6;
+        if (!(b & 64) || shift > 30)
+            break;
+    }
+    return v;
+}
+
+static int read_svarint(const uint8_t *t, size_t len, size_t *i)
+{
+    uint32_t v = read_varint(t, len, i);
+    return (v & 1) ? -(int)(v >> 1) : (int)(v >> 1);
+}
+
+static int locations_line(const uint8_t *t, size_t len, int first, uint32_t lasti)
+{
+    int computed = first, last_valid = first;
+    uint32_t end = 0;
+    size_t i = 0;
+    while (i < len) {
+        uint8_t head = t[i];
+        if (!(head & 128))
+            break;  /* not at an entry start: corrupt or cut table */
+        int code = (head >> 3) & 15;
+        uint32_t start = end;
+        end += (uint32_t)((head & 7) + 1) * 2;
+        size_t j = i + 1;
+        int delta = 0;
+        if (code == 13 || code == 14)
+            delta = read_svarint(t, len, &j);
+        else if (code >= 10 && code <= 12)
+            delta = code - 10;
+        computed += delta;
+        int line = code == 15 ? -1 : computed;
+        if (lasti >= start && lasti < end)
+            return line >= 0 ? line : last_valid;
+        if (line >= 0)
+            last_valid = line;
+        /* skip to the next entry start */
+        i++;
+        while (i < len && !(t[i] & 128))
+            i++;
+    }
+    return last_valid;
+}
+
+int pf_linetable_line(uint32_t format, const uint8_t *table, size_t len, int firstlineno, uint32_t lasti_bytes)
+{
+    if (!table)
+        return firstlineno;
+    switch (format) {
+    case PF_LT_LNOTAB:
+        return lnotab_line(table, len, firstlineno, lasti_bytes);
+    case PF_LT_LINETABLE:
+        return linetable310_line(table, len, firstlineno, lasti_bytes);
+    case PF_LT_LOCATIONS:
+        return locations_line(table, len, firstlineno, lasti_bytes);
+    default:
+        return firstlineno;
+    }
+}

@@ -1,0 +1,104 @@
+/* pf_model_int.h - the reporter's model: everything the renderers print, computed once from the records.
+ *
+ * Lines and functions are keyed by interned strings (file, function) and a line number, so records from
+ * several processes (each with its own code ids) land on the same rows. Numbers are doubles because they
+ * are estimates (sampled records stand for est_bytes); the renderers round.
+ */
+#ifndef PF_MODEL_INT_H
+#define PF_MODEL_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pf_format.h"
+#include "pf_report.h"
+
+#define PF_TIMELINE_POINTS 100
+
+/* What a row (a line, a function, or the whole program) accumulates. */
+typedef struct pf_stats {
+    double alloc_bytes, alloc_count;
+    double python_bytes, native_bytes, gpu_bytes;
+    double live;                /* during the sweep: live bytes now */
+    double peak_bytes;          /* live bytes at the instant the program peaked */
+    double max_live;            /* its own maximum */
+    double area;                /* integral of live over time (byte-seconds), for the average */
+    double leaked_bytes;        /* live at exit */
+    double copy_bytes, copy_count, redundant_copy_bytes;
+    uint64_t first_ns, last_ns; /* span over which this row had events (copy rate) */
+    uint64_t live_since_ns;     /* time of the last change of live (for area) */
+    double timeline[PF_TIMELINE_POINTS];
+    int timeline_filled;        /* buckets [0, timeline_filled) hold final values */
+} pf_stats_t;
+
+typedef struct pf_line {
+    uint32_t file, function;    /* interned string ids */
+    int line;
+    pf_stats_t s;
+} pf_line_t;
+
+typedef struct pf_func {
+    uint32_t file, function;
+    int first_line;
+    pf_stats_t s;
+} pf_func_t;
+
+/* A site for the flow graph: the line an object was allocated at (row index, or -1 for untracked). */
+typedef struct pf_flow {
+    int32_t src_line, dst_line, at_line;    /* indexes into lines; -1 = untracked / unknown */
+    uint16_t kind;                          /* pf_copy_kind_t */
+    double bytes, count;
+    double redundant_bytes, modified_bytes; /* of the copies judged */
+    uint32_t judged, redundant;
+} pf_flow_t;
+
+typedef struct pf_process {
+    uint32_t pid, ppid;
+    int root;
+    char *argv;             /* space-joined */
+    char *python;
+    uint64_t offset_ns;     /* start relative to the root process */
+} pf_process_t;
+
+struct pf_model {
+    /* interned strings */
+    char **strings;
+    size_t n_strings, cap_strings;
+    void *string_index;     /* pf_map_t*: hash -> id+1 chains (see pf_model.c) */
+
+    pf_line_t *lines;
+    size_t n_lines, cap_lines;
+    pf_func_t *funcs;
+    size_t n_funcs, cap_funcs;
+    pf_flow_t *flows;
+    size_t n_flows, cap_flows;
+    pf_process_t *procs;
+    size_t n_procs, cap_procs;
+
+    pf_stats_t total;
+    double timeline_end_s;
+    uint64_t end_ns;            /* last event (or exit) */
+    uint64_t peak_ns;
+    /* run facts */
+    int has_exit;
+    int exit_code;
+    int exit_signaled;
+    double elapsed_s;
+    int exact;
+    uint64_t mean_sample_bytes, object_threshold;
+    char *python_version;
+    char **argv;                /* the profiled program's argv (interpreter dropped) */
+    size_t argc;
+    uint64_t records, dropped;
+};
+
+/* The row a name refers to. */
+static inline const char *pf_model_str(const struct pf_model *m, uint32_t id)
+{
+    return id < m->n_strings ? m->strings[id] : "";
+}
+
+/* 1 when file is the user's code (not the standard library, site-packages or a frozen module). */
+int pf_model_is_user_file(const char *file);
+
+#endif /* PF_MODEL_INT_H */

@@ -1,0 +1,195 @@
+/* pf_reader.c - profile file validation and record walking. See pf_reader_int.h. */
+#include "pf_reader_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pf_util_int.h"
+
+int pf_file_open(const char *path, pf_file_t *f, char *err, size_t errlen)
+{
+    memset(f, 0, sizeof *f);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        snprintf(err, errlen, "%s: %s", path, strerror(e));
+        return -e;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        int e = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+        snprintf(err, errlen, "%s: %s", path, e == EISDIR ? "is a directory" : "not a regular file");
+        close(fd);
+        return -e;
+    }
+    if (st.st_size == 0) {
+        snprintf(err, errlen, "%s is empty: the program did not start under pyflow's runtime", path);
+        close(fd);
+        return -EINVAL;
+    }
+    if ((size_t)st.st_size < sizeof(pf_file_header_t) || (size_t)st.st_size < 8) {
+        snprintf(err, errlen, "%s is not a pyflow profile (%lld bytes, too short for a header)", path,
+                 (long long)st.st_size);
+        close(fd);
+        return -EINVAL;
+    }
+    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED) {
+        int e = errno;
+        snprintf(err, errlen, "%s: cannot map it: %s", path, strerror(e));
+        return -e;
+    }
+    f->data = m;
+    f->size = (size_t)st.st_size;
+    f->path = pf_xstrndup(path, strlen(path));
+    memcpy(&f->header, f->data, sizeof f->header);
+    const pf_file_header_t *h = &f->header;
+    const char *why = NULL;
+    if (memcmp(h->magic, PF_FILE_MAGIC, 8) != 0)
+        why = "is not a pyflow profile (wrong magic at offset 0)";
+    else if (h->version > PF_FORMAT_VERSION)
+        why = "was written by a newer pyflow (format version too new): update pyflow to read it";
+    else if (h->version == 0)
+        why = "is corrupt: format version 0 at offset 8";
+    else if (h->header_bytes != PF_HEADER_BYTES)
+        why = "is corrupt: unexpected header size at offset 12";
+    else if (h->chunk_bytes < 4096 || h->chunk_bytes > (64u << 20) || (h->chunk_bytes & 7))
+        why = "is corrupt: unexpected chunk size at offset 16";
+    else if (h->argv_bytes > PF_ARGV_BYTES)
+        why = "is corrupt: argv length out of range";
+    if (why) {
+        snprintf(err, errlen, "%s %s", path, why);
+        pf_file_close(f);
+        return -EINVAL;
+    }
+    f->header.argv[PF_ARGV_BYTES - 1] = '\0';
+    f->header.python_version[sizeof f->header.python_version - 1] = '\0';
+    return 0;
+}
+
+void pf_file_close(pf_file_t *f)
+{
+    if (f->data)
+        munmap((void *)f->data, f->size);
+    free(f->path);
+    memset(f, 0, sizeof *f);
+}
+
+/* Checks a record's type-specific lengths. Returns NULL when consistent, else what is wrong. */
+static const char *check_payload(const pf_record_t *r)
+{
+    const unsigned char *p = r->payload;
+    uint32_t n = r->payload_bytes;
+    switch (r->type) {
+    case PF_REC_ALLOC: {
+        if (n < sizeof(pf_rec_alloc_t))
+            return "allocation record shorter than its fixed part";
+        const pf_rec_alloc_t *a = (const void *)p;
+        if ((uint64_t)sizeof *a + (uint64_t)a->n_py * sizeof(pf_rec_pyframe_t) + (uint64_t)a->n_native * 8 > n)
+            return "allocation record's frame counts exceed its length";
+        if (a->domain >= PF_DOMAIN_COUNT)
+            return "allocation record with an unknown domain";
+        return NULL;
+    }
+    case PF_REC_FREE:
+        return n < sizeof(pf_rec_free_t) ? "free record too short" : NULL;
+    case PF_REC_CODE: {
+        if (n < sizeof(pf_rec_code_t))
+            return "code record shorter than its fixed part";
+        const pf_rec_code_t *c = (const void *)p;
+        if ((uint64_t)sizeof *c + c->filename_len + c->name_len + c->linetable_len > n)
+            return "code record's string lengths exceed its length";
+        return NULL;
+    }
+    case PF_REC_MODULE: {
+        if (n < sizeof(pf_rec_module_t))
+            return "module record too short";
+        const pf_rec_module_t *m = (const void *)p;
+        return sizeof *m + (uint64_t)m->path_len > n ? "module record's path exceeds its length" : NULL;
+    }
+    case PF_REC_THREAD: {
+        if (n < sizeof(pf_rec_thread_t))
+            return "thread record too short";
+        const pf_rec_thread_t *t = (const void *)p;
+        return sizeof *t + (uint64_t)t->name_len > n ? "thread record's name exceeds its length" : NULL;
+    }
+    case PF_REC_MARK: {
+        if (n < sizeof(pf_rec_mark_t))
+            return "mark record too short";
+        const pf_rec_mark_t *m = (const void *)p;
+        return sizeof *m + (uint64_t)m->note_len > n ? "mark record's note exceeds its length" : NULL;
+    }
+    case PF_REC_EXIT:
+        return n < sizeof(pf_rec_exit_t) ? "exit record too short" : NULL;
+    case PF_REC_COPY: {
+        if (n < sizeof(pf_rec_copy_t))
+            return "copy record shorter than its fixed part";
+        const pf_rec_copy_t *c = (const void *)p;
+        if ((uint64_t)sizeof *c + (uint64_t)c->n_py * sizeof(pf_rec_pyframe_t) + (uint64_t)c->n_native * 8 > n)
+            return "copy record's frame counts exceed its length";
+        return NULL;
+    }
+    case PF_REC_VERDICT:
+        return n < sizeof(pf_rec_verdict_t) ? "verdict record too short" : NULL;
+    default:
+        return NULL;    /* unknown types are skipped by length */
+    }
+}
+
+int pf_file_walk(const pf_file_t *f, int (*fn)(void *ctx, const pf_record_t *r), void *ctx, char *err,
+                 size_t errlen)
+{
+    const uint64_t cb = f->header.chunk_bytes;
+    for (uint64_t off = PF_HEADER_BYTES; off + PF_CHUNK_HEADER_BYTES <= f->size; off += cb) {
+        pf_chunk_header_t ch;
+        memcpy(&ch, f->data + off, sizeof ch);
+        if (ch.magic == 0)
+            continue;   /* never handed out */
+        if (ch.magic != PF_CHUNK_MAGIC) {
+            snprintf(err, errlen, "%s is corrupt: bad chunk magic 0x%08x at offset %llu", f->path, ch.magic,
+                     (unsigned long long)off);
+            return -EINVAL;
+        }
+        uint64_t end = off + cb < f->size ? off + cb : f->size;    /* the last chunk may be cut short */
+        int cut = off + cb > f->size;
+        for (uint64_t p = off + PF_CHUNK_HEADER_BYTES; p + sizeof(pf_rec_header_t) <= end;) {
+            pf_rec_header_t h;
+            memcpy(&h, f->data + p, sizeof h);
+            if (h.type == PF_REC_END)
+                break;
+            const char *why = NULL;
+            if (h.bytes < sizeof h || (h.bytes & 7))
+                why = "its length is not a multiple of 8 of at least 8";
+            else if (p + h.bytes > off + cb)
+                why = "it runs past the end of its chunk";
+            if (why) {
+                snprintf(err, errlen, "%s is corrupt: record at offset %llu (type %u, length %u): %s", f->path,
+                         (unsigned long long)p, h.type, h.bytes, why);
+                return -EINVAL;
+            }
+            if (p + h.bytes > end) {
+                if (cut)
+                    break;  /* truncated file: the rest never made it to disk */
+            }
+            pf_record_t r = {h.type, h.aux, h.bytes - (uint32_t)sizeof h, f->data + p + sizeof h, ch.tid, p};
+            why = check_payload(&r);
+            if (why) {
+                snprintf(err, errlen, "%s is corrupt: record at offset %llu: %s", f->path, (unsigned long long)p,
+                         why);
+                return -EINVAL;
+            }
+            int rc = fn(ctx, &r);
+            if (rc)
+                return rc;
+            p += h.bytes;
+        }
+    }
+    return 0;
+}

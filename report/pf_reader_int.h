@@ -1,0 +1,42 @@
+/* pf_reader_int.h - opens a profile file, checks it, and walks its records (layout: core/pf_format.h).
+ *
+ * Validation happens at two depths: the header when the file is opened (magic, version, sizes), and every
+ * record while walking (length, alignment, bounds, and each type's own counts against its length). What
+ * is wrong is said in one sentence naming the file and the byte offset. A file cut short (the program was
+ * killed while the file grew) is not an error: the walk ends where the data ends.
+ */
+#ifndef PF_READER_INT_H
+#define PF_READER_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pf_format.h"
+
+typedef struct pf_file {
+    char *path;
+    const unsigned char *data;
+    size_t size;
+    pf_file_header_t header;    /* copied out, argv NUL-terminated */
+} pf_file_t;
+
+/* Maps path and checks its header. Returns 0, or -errno / -EINVAL with a sentence in err. */
+int pf_file_open(const char *path, pf_file_t *f, char *err, size_t errlen);
+void pf_file_close(pf_file_t *f);
+
+/* One record: its header, payload (bytes after the header) and where it was found. */
+typedef struct pf_record {
+    uint16_t type;
+    uint16_t aux;
+    uint32_t payload_bytes;
+    const void *payload;
+    uint32_t tid;       /* the chunk's writer */
+    uint64_t offset;    /* of the record header in the file */
+} pf_record_t;
+
+/* Calls fn for every record of every chunk, in file order (per thread, that is time order). fn returns 0
+ * to go on. Returns 0, fn's non-zero result, or -EINVAL with a sentence in err for a corrupt record. */
+int pf_file_walk(const pf_file_t *f, int (*fn)(void *ctx, const pf_record_t *r), void *ctx, char *err,
+                 size_t errlen);
+
+#endif /* PF_READER_INT_H */

@@ -1,0 +1,241 @@
+/* pf_render_json.c - the JSON rendering of the model: the contract of DESIGN.md section 7
+ * ("schema": "pyflow-profile/1"; bytes and seconds, never MB). Fields may be added, never renamed. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pf_json_int.h"
+#include "pf_model_int.h"
+#include "pf_report_int.h"
+
+static void bytes(pf_json_t *j, const char *key, double v)
+{
+    pf_json_key(j, key);
+    pf_json_number(j, v > 0 ? floor(v + 0.5) : 0);
+}
+
+static void timeline(pf_json_t *j, const pf_model_t *m, const pf_stats_t *s)
+{
+    pf_json_begin_array(j);
+    for (int b = 0; b < PF_TIMELINE_POINTS; b++) {
+        pf_json_begin_array(j);
+        pf_json_number(j, round(m->timeline_end_s * b / PF_TIMELINE_POINTS * 1e6) / 1e6);
+        pf_json_number(j, floor(s->timeline[b] + 0.5));
+        pf_json_end_array(j);
+    }
+    pf_json_end_array(j);
+}
+
+static void stats_fields(pf_json_t *j, const pf_model_t *m, const pf_stats_t *s)
+{
+    bytes(j, "alloc_bytes", s->alloc_bytes);
+    pf_json_key(j, "alloc_count");
+    pf_json_number(j, floor(s->alloc_count + 0.5));
+    bytes(j, "python_bytes", s->python_bytes);
+    bytes(j, "native_bytes", s->native_bytes);
+    bytes(j, "gpu_bytes", s->gpu_bytes);
+    bytes(j, "peak_bytes", s->peak_bytes);
+    bytes(j, "avg_bytes", m->timeline_end_s > 0 ? s->area / m->timeline_end_s : s->live);
+    bytes(j, "leaked_bytes", s->leaked_bytes);
+    bytes(j, "copy_bytes", s->copy_bytes);
+    pf_json_key(j, "copy_count");
+    pf_json_number(j, floor(s->copy_count + 0.5));
+    pf_json_key(j, "copy_rate_bytes_s");
+    pf_json_number(j, floor(pf_report_copy_rate(s) + 0.5));
+    bytes(j, "redundant_copy_bytes", s->redundant_copy_bytes);
+    pf_json_key(j, "timeline");
+    timeline(j, m, s);
+}
+
+static void site(pf_json_t *j, const pf_model_t *m, int32_t row)
+{
+    pf_json_begin_object(j);
+    pf_json_key(j, "file");
+    pf_json_string(j, row >= 0 ? pf_model_str(m, m->lines[row].file) : "[untracked]");
+    pf_json_key(j, "line");
+    pf_json_int(j, row >= 0 ? m->lines[row].line : 0);
+    pf_json_key(j, "function");
+    pf_json_string(j, row >= 0 ? pf_model_str(m, m->lines[row].function) : "");
+    pf_json_key(j, "native");
+    pf_json_begin_array(j);
+    pf_json_end_array(j);
+    pf_json_end_object(j);
+}
+
+static const char *copy_kind_name(unsigned kind)
+{
+    switch (kind) {
+    case PF_COPY_REALLOC: return "realloc";
+    case PF_COPY_H2D: return "h2d";
+    case PF_COPY_D2H: return "d2h";
+    case PF_COPY_D2D: return "d2d";
+    default: return "copy";
+    }
+}
+
+int pf_render_json(const pf_model_t *m, FILE *out)
+{
+    pf_json_t j;
+    pf_json_init(&j, out);
+    pf_json_begin_object(&j);
+    pf_json_key(&j, "schema");
+    pf_json_string(&j, "pyflow-profile/1");
+
+    pf_json_key(&j, "program");
+    pf_json_begin_object(&j);
+    pf_json_key(&j, "argv");
+    pf_json_begin_array(&j);
+    for (size_t i = 0; i < m->argc; i++)
+        pf_json_string(&j, m->argv[i]);
+    pf_json_end_array(&j);
+    pf_json_key(&j, "python");
+    pf_json_string(&j, m->python_version ? m->python_version : "");
+    pf_json_key(&j, "exit_code");
+    if (m->has_exit && !m->exit_signaled)
+        pf_json_int(&j, m->exit_code);
+    else
+        pf_json_null(&j);
+    pf_json_key(&j, "signal");
+    if (m->has_exit && m->exit_signaled)
+        pf_json_int(&j, m->exit_code);
+    else
+        pf_json_null(&j);
+    pf_json_key(&j, "elapsed_s");
+    pf_json_number(&j, round(m->elapsed_s * 1e6) / 1e6);
+    pf_json_end_object(&j);
+
+    pf_json_key(&j, "sampling");
+    pf_json_begin_object(&j);
+    pf_json_key(&j, "mode");
+    pf_json_string(&j, m->exact ? "exact" : "sampled");
+    pf_json_key(&j, "mean_sample_bytes");
+    pf_json_number(&j, (double)m->mean_sample_bytes);
+    pf_json_key(&j, "object_threshold_bytes");
+    pf_json_number(&j, (double)m->object_threshold);
+    pf_json_end_object(&j);
+
+    pf_json_key(&j, "totals");
+    pf_json_begin_object(&j);
+    bytes(&j, "peak_bytes", m->total.peak_bytes);
+    bytes(&j, "alloc_bytes", m->total.alloc_bytes);
+    bytes(&j, "python_bytes", m->total.python_bytes);
+    bytes(&j, "native_bytes", m->total.native_bytes);
+    bytes(&j, "gpu_bytes", m->total.gpu_bytes);
+    bytes(&j, "copy_bytes", m->total.copy_bytes);
+    bytes(&j, "redundant_copy_bytes", m->total.redundant_copy_bytes);
+    bytes(&j, "leaked_bytes", m->total.leaked_bytes);
+    pf_json_end_object(&j);
+
+    pf_json_key(&j, "timeline");
+    timeline(&j, m, &m->total);
+
+    size_t *order = pf_report_line_order(m);
+    pf_json_key(&j, "lines");
+    pf_json_begin_array(&j);
+    for (size_t k = 0; k < m->n_lines; k++) {
+        const pf_line_t *l = &m->lines[order[k]];
+        pf_json_begin_object(&j);
+        pf_json_key(&j, "file");
+        pf_json_string(&j, pf_model_str(m, l->file));
+        pf_json_key(&j, "line");
+        pf_json_int(&j, l->line);
+        pf_json_key(&j, "function");
+        pf_json_string(&j, pf_model_str(m, l->function));
+        stats_fields(&j, m, &l->s);
+        pf_json_end_object(&j);
+    }
+    pf_json_end_array(&j);
+
+    size_t *forder = pf_report_func_order(m);
+    pf_json_key(&j, "functions");
+    pf_json_begin_array(&j);
+    for (size_t k = 0; k < m->n_funcs; k++) {
+        const pf_func_t *f = &m->funcs[forder[k]];
+        pf_json_begin_object(&j);
+        pf_json_key(&j, "file");
+        pf_json_string(&j, pf_model_str(m, f->file));
+        pf_json_key(&j, "line");
+        pf_json_int(&j, f->first_line);
+        pf_json_key(&j, "function");
+        pf_json_string(&j, pf_model_str(m, f->function));
+        stats_fields(&j, m, &f->s);
+        pf_json_end_object(&j);
+    }
+    pf_json_end_array(&j);
+
+    pf_json_key(&j, "flows");
+    pf_json_begin_array(&j);
+    for (size_t i = 0; i < m->n_flows; i++) {
+        const pf_flow_t *fl = &m->flows[i];
+        pf_json_begin_object(&j);
+        pf_json_key(&j, "src");
+        site(&j, m, fl->src_line);
+        pf_json_key(&j, "dst");
+        site(&j, m, fl->dst_line);
+        pf_json_key(&j, "kind");
+        pf_json_string(&j, copy_kind_name(fl->kind));
+        bytes(&j, "bytes", fl->bytes);
+        pf_json_key(&j, "count");
+        pf_json_number(&j, floor(fl->count + 0.5));
+        pf_json_key(&j, "at");
+        site(&j, m, fl->at_line);
+        pf_json_key(&j, "redundant");
+        pf_json_bool(&j, pf_report_flow_redundant(fl));
+        bytes(&j, "redundant_bytes", fl->redundant_bytes);
+        pf_json_key(&j, "evidence");
+        pf_json_string(&j, fl->judged ? "compare-at-free" : "none");
+        pf_json_end_object(&j);
+    }
+    pf_json_end_array(&j);
+
+    pf_json_key(&j, "leaks");
+    pf_json_begin_array(&j);
+    for (size_t k = 0; k < m->n_lines; k++) {
+        const pf_line_t *l = &m->lines[order[k]];
+        if (l->s.leaked_bytes <= 0 || !pf_model_is_user_file(pf_model_str(m, l->file)))
+            continue;
+        pf_json_begin_object(&j);
+        pf_json_key(&j, "file");
+        pf_json_string(&j, pf_model_str(m, l->file));
+        pf_json_key(&j, "line");
+        pf_json_int(&j, l->line);
+        pf_json_key(&j, "function");
+        pf_json_string(&j, pf_model_str(m, l->function));
+        bytes(&j, "leaked_bytes", l->s.leaked_bytes);
+        pf_json_key(&j, "likelihood");
+        pf_json_number(&j, round(pf_report_leak_likelihood(&l->s) * 1000) / 1000);
+        pf_json_key(&j, "rate_bytes_s");
+        pf_json_number(&j, m->elapsed_s > 0 ? floor(l->s.leaked_bytes / m->elapsed_s + 0.5) : 0);
+        pf_json_end_object(&j);
+    }
+    pf_json_end_array(&j);
+
+    pf_json_key(&j, "redundancies");
+    pf_json_begin_array(&j);
+    pf_json_end_array(&j);
+
+    pf_json_key(&j, "processes");
+    pf_json_begin_array(&j);
+    for (size_t i = 0; i < m->n_procs; i++) {
+        const pf_process_t *p = &m->procs[i];
+        pf_json_begin_object(&j);
+        pf_json_key(&j, "pid");
+        pf_json_int(&j, p->pid);
+        pf_json_key(&j, "ppid");
+        pf_json_int(&j, p->ppid);
+        pf_json_key(&j, "root");
+        pf_json_bool(&j, p->root);
+        pf_json_key(&j, "argv");
+        pf_json_string(&j, p->argv);
+        pf_json_key(&j, "python");
+        pf_json_string(&j, p->python);
+        pf_json_end_object(&j);
+    }
+    pf_json_end_array(&j);
+    pf_json_end_object(&j);
+    fputc('\n', out);
+    free(order);
+    free(forder);
+    return ferror(out) ? -EIO : 0;
+}

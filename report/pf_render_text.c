@@ -1,0 +1,297 @@
+/* pf_render_text.c - the terminal report: a header with the run's totals, the user's lines that matter
+ * (with their source text), the functions, and the findings (redundant copies, memory live at exit).
+ * Every line it prints fits opts->width columns; colour only when asked. */
+#include <errno.h>
+#include <stdarg.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pf_model_int.h"
+#include "pf_report_int.h"
+#include "pf_util_int.h"
+
+#define DEFAULT_WIDTH 100
+#define DEFAULT_ROWS 15
+
+typedef struct out {
+    FILE *f;
+    int width;
+    int color;
+} out_t;
+
+/* Human bytes in at most 7 characters: "512 B", "1.5 KiB", "32.0 MiB". */
+static const char *human(double v, char buf[16])
+{
+    static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    if (v < 0.5) {
+        strcpy(buf, "-");
+        return buf;
+    }
+    int u = 0;
+    while (v >= 1024 && u < 4) {
+        v /= 1024;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, 16, "%.0f B", v);
+    else
+        snprintf(buf, 16, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s", v, units[u]);
+    return buf;
+}
+
+/* Number of display columns of UTF-8 text (each code point = one column). */
+static size_t columns(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++) {
+        if (*s == '\033') {    /* ANSI colour sequences take no columns */
+            while (*s && *s != 'm')
+                s++;
+            if (!*s)
+                break;
+            continue;
+        }
+        if (((unsigned char)*s & 0xC0) != 0x80)
+            n++;
+    }
+    return n;
+}
+
+/* Prints s cut to at most `room` columns (with an ellipsis when cut). */
+static void put_cut(out_t *o, const char *s, int room)
+{
+    if (room <= 0)
+        return;
+    if ((int)columns(s) <= room) {
+        fputs(s, o->f);
+        return;
+    }
+    int cols = 0;
+    const char *p = s;
+    while (*p && cols < room - 1) {
+        p++;
+        while (((unsigned char)*p & 0xC0) == 0x80)
+            p++;
+        cols++;
+    }
+    fwrite(s, 1, (size_t)(p - s), o->f);
+    fputs("…", o->f);
+}
+
+/* Prints one line of at most o->width columns, built with printf. */
+__attribute__((format(printf, 2, 3))) static void line(out_t *o, const char *fmt, ...)
+{
+    char buf[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    put_cut(o, buf, o->width);
+    fputc('\n', o->f);
+}
+
+static const char *shorten_path(const char *file)
+{
+    const char *slash = strrchr(file, '/');
+    return slash && slash[1] ? slash + 1 : file;
+}
+
+/* The text of a source line, trimmed; "" when unavailable. Caches the last file read. */
+static const char *source_line(const char *file, int lineno)
+{
+    static char *cached_name, *cached_text;
+    static char result[512];
+    result[0] = '\0';
+    if (lineno <= 0 || file[0] == '<' || file[0] == '[')
+        return result;
+    if (!cached_name || strcmp(cached_name, file) != 0) {
+        free(cached_name);
+        free(cached_text);
+        cached_name = pf_xstrndup(file, strlen(file));
+        cached_text = NULL;
+        FILE *f = fopen(file, "rb");
+        if (f) {
+            size_t cap = 1 << 16, len = 0;
+            cached_text = pf_xmalloc(cap);
+            size_t n;
+            while ((n = fread(cached_text + len, 1, cap - len - 1, f)) > 0) {
+                len += n;
+                if (len + 1 == cap)
+                    cached_text = pf_xrealloc(cached_text, cap *= 2);
+                if (len > (64u << 20))
+                    break;
+            }
+            cached_text[len] = '\0';
+            fclose(f);
+        }
+    }
+    if (!cached_text)
+        return result;
+    const char *p = cached_text;
+    for (int i = 1; i < lineno && p; i++) {
+        p = strchr(p, '\n');
+        if (p)
+            p++;
+    }
+    if (!p)
+        return result;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    size_t n = strcspn(p, "\r\n");
+    if (n >= sizeof result)
+        n = sizeof result - 1;
+    memcpy(result, p, n);
+    result[n] = '\0';
+    return result;
+}
+
+static const char *bold(const out_t *o) { return o->color ? "\033[1m" : ""; }
+static const char *red(const out_t *o) { return o->color ? "\033[31m" : ""; }
+static const char *reset(const out_t *o) { return o->color ? "\033[0m" : ""; }
+
+static void header(out_t *o, const pf_model_t *m, const pf_text_opts_t *opts)
+{
+    char a[16], b[16], c[16], d[16];
+    char argv[512] = "";
+    for (size_t i = 0; i < m->argc; i++) {
+        size_t used = strlen(argv);
+        snprintf(argv + used, sizeof argv - used, "%s%s", i ? " " : "", m->argv[i]);
+    }
+    char status[64];
+    if (!m->has_exit)
+        snprintf(status, sizeof status, "exit status unknown");
+    else if (m->exit_signaled)
+        snprintf(status, sizeof status, "killed by signal %d", m->exit_code);
+    else
+        snprintf(status, sizeof status, "exit %d", m->exit_code);
+    line(o, "%spyflow%s  %s  (Python %s, %.2f s, %s)", bold(o), reset(o), argv,
+         m->python_version ? m->python_version : "?", m->elapsed_s, status);
+    line(o, "memory: peak %s   allocated %s (python %s, native %s)   live at exit %s",
+         human(m->total.peak_bytes, a), human(m->total.alloc_bytes, b), human(m->total.python_bytes, c),
+         human(m->total.native_bytes, d), human(m->total.leaked_bytes, a));
+    if (m->total.gpu_bytes > 0)
+        line(o, "gpu: allocated %s", human(m->total.gpu_bytes, a));
+    if (m->total.copy_bytes > 0)
+        line(o, "copies: %s copied, %s of it redundant", human(m->total.copy_bytes, a),
+             human(m->total.redundant_copy_bytes, b));
+    if (m->exact)
+        line(o, "sampling: exact (every allocation recorded)");
+    else
+        line(o, "sampling: one sample per %s allocated on average; allocations of %s or more recorded exactly",
+             human((double)m->mean_sample_bytes, a), human((double)m->object_threshold, b));
+    if (m->n_procs > 1)
+        line(o, "processes: %zu (children merged)", m->n_procs);
+}
+
+static double share(double part, double whole)
+{
+    return whole > 0 ? 100.0 * part / whole : 0;
+}
+
+static void lines_table(out_t *o, const pf_model_t *m, int rows)
+{
+    size_t *order = pf_report_line_order(m);
+    char a[16], b[16], c[16], d[16], e[16];
+    fputc('\n', o->f);
+    line(o, "%s%-24s %9s %9s %9s %6s %9s %9s  %s%s", bold(o), "line", "allocated", "python", "native", "peak%",
+         "at exit", "copied", "source", reset(o));
+    int shown = 0;
+    for (size_t k = 0; k < m->n_lines && shown < rows; k++) {
+        const pf_line_t *l = &m->lines[order[k]];
+        const char *file = pf_model_str(m, l->file);
+        if (!pf_model_is_user_file(file) && file[0] != '[')
+            continue;
+        if (l->s.alloc_bytes < 0.5 && l->s.copy_bytes < 0.5)
+            continue;
+        char where[64];
+        snprintf(where, sizeof where, "%s:%d", shorten_path(file), l->line);
+        char where_cut[96];
+        snprintf(where_cut, sizeof where_cut, "%s", where);
+        if (columns(where_cut) > 24) {
+            /* keep the tail (the line number) visible */
+            const char *tail = where + strlen(where) - 23;
+            while (((unsigned char)*tail & 0xC0) == 0x80)
+                tail++;
+            snprintf(where_cut, sizeof where_cut, "…%s", tail);
+        }
+        int pad = 24 - (int)columns(where_cut);
+        line(o, "%s%*s %9s %9s %9s %5.1f%% %9s %9s  %s", where_cut, pad > 0 ? pad : 0, "",
+             human(l->s.alloc_bytes, a), human(l->s.python_bytes, b), human(l->s.native_bytes, c),
+             share(l->s.peak_bytes, m->total.peak_bytes), human(l->s.leaked_bytes, d),
+             human(l->s.copy_bytes, e), source_line(file, l->line));
+        shown++;
+    }
+    if (!shown)
+        line(o, "(no allocation in the program's own files was recorded)");
+    free(order);
+}
+
+static void funcs_table(out_t *o, const pf_model_t *m, int rows)
+{
+    size_t *order = pf_report_func_order(m);
+    char a[16], b[16], c[16], d[16];
+    fputc('\n', o->f);
+    line(o, "%s%-40s %9s %9s %9s %6s %9s%s", bold(o), "function", "allocated", "python", "native", "peak%",
+         "at exit", reset(o));
+    int shown = 0;
+    for (size_t k = 0; k < m->n_funcs && shown < rows; k++) {
+        const pf_func_t *f = &m->funcs[order[k]];
+        const char *file = pf_model_str(m, f->file);
+        if (!pf_model_is_user_file(file) || f->s.alloc_bytes < 0.5)
+            continue;
+        char name[128];
+        snprintf(name, sizeof name, "%s (%s)", pf_model_str(m, f->function), shorten_path(file));
+        char cut[160];
+        snprintf(cut, sizeof cut, "%s", name);
+        int pad = 40 - (int)columns(cut);
+        if (pad < 0) {
+            cut[0] = '\0';
+            FILE *mem = fmemopen(cut, sizeof cut, "w");
+            out_t tmp = {mem, 40, 0};
+            put_cut(&tmp, name, 40);
+            fclose(mem);
+            pad = 40 - (int)columns(cut);
+        }
+        line(o, "%s%*s %9s %9s %9s %5.1f%% %9s", cut, pad > 0 ? pad : 0, "", human(f->s.alloc_bytes, a),
+             human(f->s.python_bytes, b), human(f->s.native_bytes, c), share(f->s.peak_bytes, m->total.peak_bytes),
+             human(f->s.leaked_bytes, d));
+        shown++;
+    }
+    free(order);
+}
+
+static void findings(out_t *o, const pf_model_t *m)
+{
+    char a[16];
+    int any = 0;
+    for (size_t i = 0; i < m->n_flows; i++) {
+        const pf_flow_t *f = &m->flows[i];
+        if (!pf_report_flow_redundant(f) || f->at_line < 0)
+            continue;
+        const pf_line_t *at = &m->lines[f->at_line];
+        if (!any++) {
+            fputc('\n', o->f);
+            line(o, "%sredundant copies%s (neither copy nor source was modified while both lived)", bold(o),
+                 reset(o));
+        }
+        line(o, "  %s%s:%d%s  %s in %.0f copies: %s", red(o), shorten_path(pf_model_str(m, at->file)), at->line,
+             reset(o), human(f->redundant_bytes, a), f->count, source_line(pf_model_str(m, at->file), at->line));
+        line(o, "      fix: share the buffer (np.asarray(x), or use x itself) instead of copying it");
+    }
+}
+
+int pf_render_text(const pf_model_t *m, FILE *f, const pf_text_opts_t *opts)
+{
+    out_t o = {f, opts && opts->width > 20 ? opts->width : DEFAULT_WIDTH, opts ? opts->color : 0};
+    int rows = opts && opts->max_lines > 0 ? opts->max_lines : DEFAULT_ROWS;
+    header(&o, m, opts);
+    lines_table(&o, m, rows);
+    funcs_table(&o, m, rows < 8 ? rows : 8);
+    findings(&o, m);
+    if (opts && opts->profile_path) {
+        fputc('\n', f);
+        line(&o, "profile saved: %s (render again: pyflow report %s)", opts->profile_path, opts->profile_path);
+    }
+    return ferror(f) ? -EIO : 0;
+}

@@ -1,0 +1,75 @@
+/* pf_report_calc.c - derived figures shared by the renderers (see pf_report_int.h). */
+#include <stdlib.h>
+
+#include "pf_report_int.h"
+#include "pf_util_int.h"
+
+static const pf_model_t *sort_model;
+
+static int cmp_stats(const pf_stats_t *a, const pf_stats_t *b)
+{
+    if (a->alloc_bytes != b->alloc_bytes)
+        return a->alloc_bytes > b->alloc_bytes ? -1 : 1;
+    if (a->peak_bytes != b->peak_bytes)
+        return a->peak_bytes > b->peak_bytes ? -1 : 1;
+    if (a->copy_bytes != b->copy_bytes)
+        return a->copy_bytes > b->copy_bytes ? -1 : 1;
+    return 0;
+}
+
+static int cmp_line(const void *x, const void *y)
+{
+    size_t a = *(const size_t *)x, b = *(const size_t *)y;
+    int c = cmp_stats(&sort_model->lines[a].s, &sort_model->lines[b].s);
+    return c ? c : (a < b ? -1 : a > b);
+}
+
+static int cmp_func(const void *x, const void *y)
+{
+    size_t a = *(const size_t *)x, b = *(const size_t *)y;
+    int c = cmp_stats(&sort_model->funcs[a].s, &sort_model->funcs[b].s);
+    return c ? c : (a < b ? -1 : a > b);
+}
+
+size_t *pf_report_line_order(const pf_model_t *m)
+{
+    size_t *o = pf_xmalloc((m->n_lines + 1) * sizeof *o);
+    for (size_t i = 0; i < m->n_lines; i++)
+        o[i] = i;
+    sort_model = m;
+    qsort(o, m->n_lines, sizeof *o, cmp_line);
+    return o;
+}
+
+size_t *pf_report_func_order(const pf_model_t *m)
+{
+    size_t *o = pf_xmalloc((m->n_funcs + 1) * sizeof *o);
+    for (size_t i = 0; i < m->n_funcs; i++)
+        o[i] = i;
+    sort_model = m;
+    qsort(o, m->n_funcs, sizeof *o, cmp_func);
+    return o;
+}
+
+double pf_report_copy_rate(const pf_stats_t *s)
+{
+    if (s->copy_bytes <= 0)
+        return 0;
+    double span = (double)(s->last_ns - s->first_ns) / 1e9;
+    return s->copy_bytes / (span > 1e-3 ? span : 1e-3);
+}
+
+double pf_report_leak_likelihood(const pf_stats_t *s)
+{
+    if (s->leaked_bytes <= 0 || s->alloc_bytes <= 0)
+        return 0;
+    double kept = s->leaked_bytes / s->alloc_bytes;           /* 1: nothing ever freed */
+    double at_max = s->max_live > 0 ? s->leaked_bytes / s->max_live : 0;  /* 1: still at its high point */
+    double l = 0.5 * kept + 0.5 * at_max;
+    return l > 1 ? 1 : l;
+}
+
+int pf_report_flow_redundant(const pf_flow_t *f)
+{
+    return f->judged > 0 && f->redundant * 2 > f->judged;
+}

@@ -1,0 +1,23 @@
+/* pf_report_int.h - derived figures shared by the renderers, so text and JSON never disagree. */
+#ifndef PF_REPORT_INT_H
+#define PF_REPORT_INT_H
+
+#include <stddef.h>
+
+#include "pf_model_int.h"
+
+/* Row indexes sorted by allocated bytes (then peak share), largest first. Caller frees. */
+size_t *pf_report_line_order(const pf_model_t *m);
+size_t *pf_report_func_order(const pf_model_t *m);
+
+/* Bytes copied per second over the span in which the row had events (at least 1 ms). */
+double pf_report_copy_rate(const pf_stats_t *s);
+
+/* Probability-like score that what is live at exit is a leak: the share of the row's peak it still holds,
+ * weighted by how much of its allocated volume stayed. */
+double pf_report_leak_likelihood(const pf_stats_t *s);
+
+/* A flow is reported redundant when most of its judged copies were. */
+int pf_report_flow_redundant(const pf_flow_t *f);
+
+#endif /* PF_REPORT_INT_H */

@@ -1,0 +1,157 @@
+/* pf_util.c - containers for the reporter (see pf_util_int.h). */
+#include "pf_util_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void oom(size_t n)
+{
+    fprintf(stderr, "pyflow: out of memory (asked for %zu bytes) while building the report\n", n);
+    abort();
+}
+
+void *pf_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        oom(n);
+    return p;
+}
+
+void *pf_xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p)
+        oom(n * size);
+    return p;
+}
+
+void *pf_xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q)
+        oom(n);
+    return q;
+}
+
+char *pf_xstrndup(const char *s, size_t n)
+{
+    char *d = pf_xmalloc(n + 1);
+    memcpy(d, s, n);
+    d[n] = '\0';
+    return d;
+}
+
+void *pf_vec_push(void **items, size_t *len, size_t *cap, size_t elem_size)
+{
+    if (*len == *cap) {
+        *cap = *cap ? *cap * 2 : 16;
+        *items = pf_xrealloc(*items, *cap * elem_size);
+    }
+    void *slot = (char *)*items + (*len)++ * elem_size;
+    memset(slot, 0, elem_size);
+    return slot;
+}
+
+static uint64_t mix(uint64_t k)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    k *= 0xc4ceb9fe1a85ec53ull;
+    k ^= k >> 33;
+    return k;
+}
+
+uint64_t pf_hash_bytes(const void *data, size_t n, uint64_t seed)
+{
+    const unsigned char *p = data;
+    uint64_t h = 0xcbf29ce484222325ull ^ seed;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ull;
+    }
+    return mix(h);
+}
+
+void pf_map_free(pf_map_t *m)
+{
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof *m);
+}
+
+static size_t find_slot(const pf_map_t *m, uint64_t key)
+{
+    size_t mask = m->cap - 1;
+    size_t i = (size_t)mix(key) & mask;
+    while (m->keys[i] && m->keys[i] != key + 1)
+        i = (i + 1) & mask;
+    return i;
+}
+
+uint64_t *pf_map_get(const pf_map_t *m, uint64_t key)
+{
+    if (!m->cap)
+        return NULL;
+    size_t i = find_slot(m, key);
+    return m->keys[i] ? &m->vals[i] : NULL;
+}
+
+static void grow(pf_map_t *m)
+{
+    pf_map_t bigger = {0};
+    bigger.cap = m->cap ? m->cap * 2 : 64;
+    bigger.keys = pf_xcalloc(bigger.cap, sizeof *bigger.keys);
+    bigger.vals = pf_xcalloc(bigger.cap, sizeof *bigger.vals);
+    for (size_t i = 0; i < m->cap; i++) {
+        if (m->keys[i]) {
+            size_t j = find_slot(&bigger, m->keys[i] - 1);
+            bigger.keys[j] = m->keys[i];
+            bigger.vals[j] = m->vals[i];
+            bigger.len++;
+        }
+    }
+    pf_map_free(m);
+    *m = bigger;
+}
+
+uint64_t *pf_map_put(pf_map_t *m, uint64_t key, int *created)
+{
+    if ((m->len + 1) * 4 > m->cap * 3)
+        grow(m);
+    size_t i = find_slot(m, key);
+    if (created)
+        *created = !m->keys[i];
+    if (!m->keys[i]) {
+        m->keys[i] = key + 1;
+        m->vals[i] = 0;
+        m->len++;
+    }
+    return &m->vals[i];
+}
+
+int pf_map_del(pf_map_t *m, uint64_t key)
+{
+    if (!m->cap)
+        return 0;
+    size_t mask = m->cap - 1;
+    size_t i = find_slot(m, key);
+    if (!m->keys[i])
+        return 0;
+    /* backward-shift deletion keeps probe runs intact without tombstones */
+    size_t hole = i;
+    for (size_t j = (i + 1) & mask; m->keys[j]; j = (j + 1) & mask) {
+        size_t home = (size_t)mix(m->keys[j] - 1) & mask;
+        int movable = hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
+        if (movable) {
+            m->keys[hole] = m->keys[j];
+            m->vals[hole] = m->vals[j];
+            hole = j;
+        }
+    }
+    m->keys[hole] = 0;
+    m->len--;
+    return 1;
+}

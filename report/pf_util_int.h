@@ -1,0 +1,36 @@
+/* pf_util_int.h - the reporter's small containers: a growable array and an open-addressing map from
+ * 64-bit keys to 64-bit values. The reporter runs after the program, in the launcher; plain malloc
+ * (jemalloc in the pyflow binary) is fine here. Allocation failure aborts with a message: a reporter that
+ * cannot allocate has nothing useful left to do. */
+#ifndef PF_UTIL_INT_H
+#define PF_UTIL_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+void *pf_xmalloc(size_t n);
+void *pf_xcalloc(size_t n, size_t size);
+void *pf_xrealloc(void *p, size_t n);
+char *pf_xstrndup(const char *s, size_t n);
+
+/* Appends one element slot to a growable array (*items, *len, *cap) and returns it (zeroed). */
+void *pf_vec_push(void **items, size_t *len, size_t *cap, size_t elem_size);
+#define PF_VEC_PUSH(vec, len, cap) ((__typeof__(vec))pf_vec_push((void **)&(vec), &(len), &(cap), sizeof *(vec)))
+
+typedef struct pf_map {
+    uint64_t *keys;     /* key + 1 stored, 0 = empty (so key UINT64_MAX is not allowed) */
+    uint64_t *vals;
+    size_t cap, len;
+} pf_map_t;
+
+void pf_map_free(pf_map_t *m);
+/* Returns a pointer to the value slot of key, or NULL when absent. */
+uint64_t *pf_map_get(const pf_map_t *m, uint64_t key);
+/* Returns the value slot of key, inserting it with value 0 (and *created = 1) when absent. */
+uint64_t *pf_map_put(pf_map_t *m, uint64_t key, int *created);
+/* Removes key; returns 1 if it was present. */
+int pf_map_del(pf_map_t *m, uint64_t key);
+
+uint64_t pf_hash_bytes(const void *data, size_t n, uint64_t seed);
+
+#endif /* PF_UTIL_INT_H */
