@@ -315,17 +315,20 @@ static int32_t attribute(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *fr
         *func = func_row(S, file, fn, 0);
         return line_row(S, file, fn, 0);
     }
-    int pick = -1, fallback = -1;
-    for (int i = 0; i < n; i++) {
+    /* The innermost frame in a real user file. Code without a file (<string>: python -c, exec) counts only
+     * while every frame outside it is user code too: library code generates such code (namedtuple), and
+     * that is not the user's line. Else the innermost frame at all. */
+    int pick = -1, fallback = -1, chain = 1;
+    for (int i = n - 1; i >= 0; i--) {
         uint64_t *ci = pf_map_get(&P->codes, frames[i].code_id);
         if (!ci)
             continue;
-        if (fallback < 0)
-            fallback = i;
-        if (P->pcodes[*ci - 1].is_user) {
+        fallback = i;
+        const pcode_t *pc = &P->pcodes[*ci - 1];
+        if (!pc->is_user)
+            chain = 0;
+        else if (m->strings[pc->file][0] != '<' || chain)
             pick = i;
-            break;
-        }
     }
     if (pick < 0)
         pick = fallback;

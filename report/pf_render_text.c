@@ -152,7 +152,7 @@ static const char *reset(const out_t *o) { return o->color ? "\033[0m" : ""; }
 
 static void header(out_t *o, const pf_model_t *m, const pf_text_opts_t *opts)
 {
-    char a[16], b[16], c[16], d[16];
+    char a[16], b[16], c[16], d[16], e[16];
     char argv[512] = "";
     for (size_t i = 0; i < m->argc; i++) {
         size_t used = strlen(argv);
@@ -165,23 +165,24 @@ static void header(out_t *o, const pf_model_t *m, const pf_text_opts_t *opts)
         snprintf(status, sizeof status, "killed by signal %d", m->exit_code);
     else
         snprintf(status, sizeof status, "exit %d", m->exit_code);
-    line(o, "%spyflow%s  %s  (Python %s, %.2f s, %s)", bold(o), reset(o), argv,
-         m->python_version ? m->python_version : "?", m->elapsed_s, status);
-    line(o, "memory: peak %s   allocated %s (python %s, native %s)   live at exit %s",
-         human(m->total.peak_bytes, a), human(m->total.alloc_bytes, b), human(m->total.python_bytes, c),
-         human(m->total.native_bytes, d), human(m->total.leaked_bytes, a));
-    if (m->total.gpu_bytes > 0)
-        line(o, "gpu: allocated %s", human(m->total.gpu_bytes, a));
-    if (m->total.copy_bytes > 0)
-        line(o, "copies: %s copied, %s of it redundant", human(m->total.copy_bytes, a),
-             human(m->total.redundant_copy_bytes, b));
+    line(o, "%spyflow%s  %s", bold(o), reset(o), argv);
+    char mode[96];
     if (m->exact)
-        line(o, "sampling: exact (every allocation recorded)");
+        snprintf(mode, sizeof mode, "exact: every allocation recorded");
     else
-        line(o, "sampling: one sample per %s allocated on average; allocations of %s or more recorded exactly",
-             human((double)m->mean_sample_bytes, a), human((double)m->object_threshold, b));
+        snprintf(mode, sizeof mode, "sampled: 1 per %s, >= %s exact", human((double)m->mean_sample_bytes, a),
+                 human((double)m->object_threshold, b));
+    line(o, "  Python %s | %.2f s | %s | %s", m->python_version ? m->python_version : "?", m->elapsed_s, status,
+         mode);
+    line(o, "  peak %s | allocated %s (python %s, native %s) | live at exit %s", human(m->total.peak_bytes, a),
+         human(m->total.alloc_bytes, b), human(m->total.python_bytes, c), human(m->total.native_bytes, d),
+         human(m->total.leaked_bytes, e));
+    if (m->total.gpu_bytes > 0)
+        line(o, "  gpu allocated %s", human(m->total.gpu_bytes, a));
+    if (m->total.copy_bytes > 0)
+        line(o, "  copied %s, redundant %s", human(m->total.copy_bytes, a), human(m->total.redundant_copy_bytes, b));
     if (m->n_procs > 1)
-        line(o, "processes: %zu (children merged)", m->n_procs);
+        line(o, "  processes: %zu (children merged)", m->n_procs);
 }
 
 static double share(double part, double whole)

@@ -1,0 +1,142 @@
+/* pf_cli_args.c - `pyflow run` options. Options stop at the script, -m MODULE or -c CODE: everything
+ * after belongs to the program, exactly as python itself would receive it. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pf_cli_int.h"
+
+int pf_cli_parse_bytes(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || v <= 0)
+        return -1;
+    double mult = 1;
+    if (*end) {
+        switch (*end) {
+        case 'k': case 'K': mult = 1024.0; break;
+        case 'm': case 'M': mult = 1024.0 * 1024; break;
+        case 'g': case 'G': mult = 1024.0 * 1024 * 1024; break;
+        default: return -1;
+        }
+        end++;
+        if (*end == 'i' || *end == 'I')
+            end++;
+        if (*end == 'b' || *end == 'B')
+            end++;
+        if (*end)
+            return -1;
+    }
+    v *= mult;
+    if (v < 1 || v > 1e18)
+        return -1;
+    *out = (uint64_t)v;
+    return 0;
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fputs("pyflow: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputs("\n(see `pyflow run --help`)\n", stderr);
+    return 2;
+}
+
+/* The value of an option given as "--opt VALUE" or "--opt=VALUE". */
+static const char *option_value(int argc, char **argv, int *i, const char *name)
+{
+    size_t n = strlen(name);
+    if (argv[*i][n] == '=')
+        return argv[*i] + n + 1;
+    if (*i + 1 >= argc)
+        return NULL;
+    return argv[++*i];
+}
+
+static int is_option(const char *arg, const char *name)
+{
+    size_t n = strlen(name);
+    return strncmp(arg, name, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
+}
+
+int pf_cli_parse_run(int argc, char **argv, pf_run_opts_t *o)
+{
+    memset(o, 0, sizeof *o);
+    const char *env_python = getenv("PYFLOW_PYTHON");
+    o->python = env_python && *env_python ? env_python : "python3";
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v;
+        if (strcmp(a, "-m") == 0 || strcmp(a, "-c") == 0) {
+            if (i + 1 >= argc)
+                return usage_error("%s needs an argument", a);
+            o->kind = a[1] == 'm' ? PF_TARGET_MODULE : PF_TARGET_CODE;
+            o->target = argv[++i];
+            i++;
+            break;
+        }
+        if (a[0] != '-' || strcmp(a, "-") == 0) {
+            o->kind = PF_TARGET_SCRIPT;
+            o->target = a;
+            i++;
+            break;
+        }
+        if (strcmp(a, "--") == 0) {
+            if (i + 1 >= argc)
+                return usage_error("%s must be followed by the script", a);
+            o->kind = PF_TARGET_SCRIPT;
+            o->target = argv[++i];
+            i++;
+            break;
+        }
+        if (is_option(a, "--python")) {
+            if (!(v = option_value(argc, argv, &i, "--python")))
+                return usage_error("%s needs a path", "--python");
+            o->python = v;
+        } else if (strcmp(a, "-o") == 0 || is_option(a, "--output")) {
+            if (!(v = option_value(argc, argv, &i, a[1] == 'o' ? "-o" : "--output")))
+                return usage_error("%s needs a file name", a);
+            o->profile = v;
+        } else if (is_option(a, "--json")) {
+            if (!(v = option_value(argc, argv, &i, "--json")))
+                return usage_error("%s needs a file name", "--json");
+            o->json = v;
+        } else if (strcmp(a, "--exact") == 0) {
+            o->exact = 1;
+        } else if (strcmp(a, "--native") == 0) {
+            o->native = 1;
+        } else if (strcmp(a, "--no-report") == 0) {
+            o->no_report = 1;
+        } else if (is_option(a, "--sample-bytes") || is_option(a, "--object-bytes")) {
+            int sample = a[2] == 's';
+            const char *name = sample ? "--sample-bytes" : "--object-bytes";
+            if (!(v = option_value(argc, argv, &i, name)) ||
+                pf_cli_parse_bytes(v, sample ? &o->sample_bytes : &o->object_bytes) != 0)
+                return usage_error("%s needs a positive byte count (like 512k or 4m)", name);
+        } else if (is_option(a, "--max-lines") || is_option(a, "--width")) {
+            int lines = a[2] == 'm';
+            const char *name = lines ? "--max-lines" : "--width";
+            char *end;
+            if (!(v = option_value(argc, argv, &i, name)))
+                return usage_error("%s needs a number", name);
+            long n = strtol(v, &end, 10);
+            if (*end || n <= 0 || n > 100000)
+                return usage_error("%s needs a positive number", name);
+            if (lines)
+                o->max_lines = (int)n;
+            else
+                o->width = (int)n;
+        } else {
+            return usage_error("unknown option %s", a);
+        }
+    }
+    if (!o->target)
+        return usage_error("%s", "nothing to run: give a script, -m MODULE or -c CODE");
+    o->args = argv + i;
+    o->nargs = argc - i;
+    return 0;
+}

@@ -1,0 +1,56 @@
+/* pf_cli_int.h - the pyflow executable's parts: options, the launch of the profiled program, the EXIT
+ * record, and the commands. */
+#ifndef PF_CLI_INT_H
+#define PF_CLI_INT_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef enum pf_target_kind { PF_TARGET_SCRIPT, PF_TARGET_MODULE, PF_TARGET_CODE } pf_target_kind_t;
+
+typedef struct pf_run_opts {
+    const char *python;         /* as given (--python, PYFLOW_PYTHON) or "python3" */
+    const char *profile;        /* -o: keep the profile here; NULL = temporary */
+    const char *json;           /* --json FILE */
+    int exact, native, no_report, max_lines, width;
+    uint64_t sample_bytes, object_bytes;    /* 0 = runtime defaults */
+    pf_target_kind_t kind;
+    const char *target;         /* script path, module name, or code */
+    char **args;                /* the program's own arguments */
+    int nargs;
+} pf_run_opts_t;
+
+/* Parses `pyflow run ...` arguments (argv[0] is "run"). Returns 0, or 2 after printing a message. */
+int pf_cli_parse_run(int argc, char **argv, pf_run_opts_t *o);
+
+/* Parses a byte count with an optional k/m/g suffix. Returns 0 and sets *out, or -1. */
+int pf_cli_parse_bytes(const char *s, uint64_t *out);
+
+typedef struct pf_python {
+    int major, minor;
+    char executable[4096];
+} pf_python_t;
+
+/* Runs the interpreter once (without pyflow) to learn its version and real executable. Returns 0, or -1
+ * after printing why it is not a usable Python. */
+int pf_launch_probe(const char *python, pf_python_t *py);
+
+/* Directory of the runtime (…/lib/pyflow) next to this executable. Returns 0 or -1. */
+int pf_launch_libdir(char *out, size_t size);
+
+typedef struct pf_child_status {
+    int signaled;   /* 1: code is the signal number */
+    int code;
+    uint64_t elapsed_ns;
+} pf_child_status_t;
+
+/* Starts the program under the runtime and waits for it. Returns 0 with *st filled, or -1 after printing
+ * why it could not start. */
+int pf_launch_run(const pf_run_opts_t *o, const pf_python_t *py, const char *libdir, const char *profile,
+                  pf_child_status_t *st);
+
+/* Appends the launcher's chunk with a PF_REC_EXIT record to a profile the runtime wrote.
+ * Returns 0, 1 when the profile is empty (nothing to append to), or -errno. */
+int pf_trailer_append(const char *profile, const pf_child_status_t *st);
+
+#endif /* PF_CLI_INT_H */

@@ -1,0 +1,370 @@
+/* pf_cli_main.c - the `pyflow` command: run, report, info.
+ *
+ * `pyflow run` checks what it can before the program starts (the interpreter, the script, the output
+ * paths: one clear line and exit 2 on a problem), runs the program, then renders the report to stderr
+ * (stdout stays the program's) and ends with the program's own exit status, re-raising its signal if it
+ * died of one.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pf_cli_int.h"
+#include "pf_report.h"
+#include "pf_runtime.h"
+
+#define PYFLOW_VERSION "0.1.0"
+
+static const char *usage_text =
+    "usage: pyflow run [options] app.py [args...]\n"
+    "       pyflow run [options] -m module [args...]\n"
+    "       pyflow run [options] -c CODE [args...]\n"
+    "       pyflow report PROFILE [--format text|json] [-o FILE] [--max-lines N] [--width N]\n"
+    "       pyflow info\n"
+    "\n"
+    "run options (they come before the script; what follows it is the program's):\n"
+    "  --python PATH       interpreter to run (default: $PYFLOW_PYTHON, else python3 on PATH)\n"
+    "  -o, --output FILE   keep the binary profile in FILE (default: a temporary file, removed)\n"
+    "  --json FILE         also write the JSON rendering to FILE\n"
+    "  --exact             record every allocation (slower; for tests and small programs)\n"
+    "  --sample-bytes N    mean sampling interval in bytes (default 256k; suffixes k, m, g)\n"
+    "  --object-bytes N    allocations of N bytes or more are recorded exactly (default 1m)\n"
+    "  --native            also capture native call stacks (libunwind)\n"
+    "  --max-lines N       rows in the per-line table (default 15)\n"
+    "  --width N           report width in columns (default: the terminal's, else 100)\n"
+    "  --no-report         do not print the report (use with -o or --json)\n"
+    "\n"
+    "The report goes to stderr; the program's stdout, stdin and exit status are its own.\n";
+
+static void usage(FILE *f)
+{
+    fputs(usage_text, f);
+}
+
+static int terminal_width(int requested)
+{
+    if (requested > 0)
+        return requested;
+    struct winsize ws;
+    if (isatty(STDERR_FILENO) && ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40)
+        return ws.ws_col;
+    const char *cols = getenv("COLUMNS");
+    if (cols && atoi(cols) >= 40)
+        return atoi(cols);
+    return 100;
+}
+
+static int want_color(void)
+{
+    const char *nc = getenv("NO_COLOR");
+    return isatty(STDERR_FILENO) && !(nc && *nc);
+}
+
+/* Checks that path can be written (creating it if needed). Returns 0, or -1 after saying why. */
+static int check_writable(const char *what, const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "pyflow: cannot write the %s to %s: %s\n", what, path, strerror(errno));
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
+static int check_script(const pf_run_opts_t *o)
+{
+    if (o->kind != PF_TARGET_SCRIPT || strcmp(o->target, "-") == 0)
+        return 0;
+    struct stat st;
+    if (stat(o->target, &st) != 0) {
+        fprintf(stderr, "pyflow: can't open file '%s': %s\n", o->target, strerror(errno));
+        return -1;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        char main_py[PATH_MAX];
+        snprintf(main_py, sizeof main_py, "%s/__main__.py", o->target);
+        if (access(main_py, R_OK) != 0) {
+            fprintf(stderr, "pyflow: %s is a directory without a __main__.py\n", o->target);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Removes PATH.<pid>[.<n>] files left by an earlier run with the same -o, so they are not merged. */
+static void remove_children(const char *path)
+{
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+    if (slash == path)
+        strcpy(dir, "/");
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    size_t bl = strlen(base);
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        const char *n = de->d_name;
+        if (strncmp(n, base, bl) != 0 || n[bl] != '.' || n[bl + 1] < '0' || n[bl + 1] > '9')
+            continue;
+        if (strspn(n + bl + 1, "0123456789.") != strlen(n + bl + 1))
+            continue;
+        char full[PATH_MAX + 256];
+        snprintf(full, sizeof full, "%s/%s", dir, n);
+        unlink(full);
+    }
+    closedir(d);
+}
+
+static int supported_minor(const char *libdir, int minor)
+{
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/pf_pyframes_3%d.so", libdir, minor);
+    return access(path, R_OK) == 0;
+}
+
+static void list_supported(const char *libdir, char *out, size_t size)
+{
+    out[0] = '\0';
+    for (int m = 9; m <= 13; m++) {
+        if (!supported_minor(libdir, m))
+            continue;
+        size_t used = strlen(out);
+        snprintf(out + used, size - used, "%s3.%d", used ? ", " : "", m);
+    }
+    if (!out[0])
+        snprintf(out, size, "none (rebuild with python3-dev installed)");
+}
+
+static int render(const char *profile, const char *json, int text, const pf_text_opts_t *topts, FILE *text_out)
+{
+    char err[1024];
+    pf_model_t *model;
+    pf_load_opts_t lo = {.merge_children = 1};
+    if (pf_model_load(profile, &lo, &model, err, sizeof err) < 0) {
+        fprintf(stderr, "pyflow: %s\n", err);
+        return -1;
+    }
+    int rc = 0;
+    if (text)
+        rc = pf_render_text(model, text_out, topts);
+    if (json) {
+        FILE *f = strcmp(json, "-") == 0 ? stdout : fopen(json, "w");
+        if (!f) {
+            fprintf(stderr, "pyflow: cannot write %s: %s\n", json, strerror(errno));
+            rc = -1;
+        } else {
+            if (pf_render_json(model, f) < 0)
+                rc = -1;
+            if (f != stdout && fclose(f) != 0)
+                rc = -1;
+        }
+    }
+    pf_model_free(model);
+    return rc;
+}
+
+/* Ends pyflow the way the program ended: its exit code, or death by its signal. */
+static int finish_like(const pf_child_status_t *st)
+{
+    if (!st->signaled)
+        return st->code;
+    fflush(NULL);
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);   /* the program already dumped (or not) its own core */
+    signal(st->code, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, st->code);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+    kill(getpid(), st->code);
+    return 128 + st->code;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+        usage(stdout);
+        return 0;
+    }
+    pf_run_opts_t o;
+    int rc = pf_cli_parse_run(argc, argv, &o);
+    if (rc)
+        return rc;
+    char libdir[PATH_MAX];
+    if (pf_launch_libdir(libdir, sizeof libdir) != 0) {
+        fprintf(stderr, "pyflow: cannot find where pyflow is installed (/proc/self/exe unreadable)\n");
+        return 2;
+    }
+    char runtime[PATH_MAX + 32];
+    snprintf(runtime, sizeof runtime, "%s/%s", libdir, PF_RUNTIME_SONAME);
+    if (access(runtime, R_OK) != 0) {
+        fprintf(stderr, "pyflow: the runtime %s is missing: reinstall pyflow\n", runtime);
+        return 2;
+    }
+    if (check_script(&o) != 0)
+        return 2;
+    pf_python_t py;
+    if (pf_launch_probe(o.python, &py) != 0)
+        return 2;
+    if (py.major != 3 || !supported_minor(libdir, py.minor)) {
+        char list[128];
+        list_supported(libdir, list, sizeof list);
+        fprintf(stderr, "pyflow: Python %d.%d is not supported (supported here: %s)\n", py.major, py.minor, list);
+        return 2;
+    }
+    if (o.json && strcmp(o.json, "-") != 0 && check_writable("JSON report", o.json) != 0)
+        return 2;
+
+    char tmpdir[PATH_MAX] = "";
+    char profile[PATH_MAX];
+    if (o.profile) {
+        snprintf(profile, sizeof profile, "%s", o.profile);
+        remove_children(profile);
+        if (unlink(profile) != 0 && errno != ENOENT) {
+            fprintf(stderr, "pyflow: cannot replace the profile %s: %s\n", profile, strerror(errno));
+            return 2;
+        }
+        if (check_writable("profile", profile) != 0)
+            return 2;
+    } else {
+        const char *t = getenv("TMPDIR");
+        snprintf(tmpdir, sizeof tmpdir, "%s/pyflow-XXXXXX", t && *t ? t : "/tmp");
+        if (!mkdtemp(tmpdir)) {
+            fprintf(stderr, "pyflow: cannot create a temporary directory for the profile (%s): %s\n", tmpdir,
+                    strerror(errno));
+            return 2;
+        }
+        snprintf(profile, sizeof profile, "%s/profile.pflow", tmpdir);
+        if (check_writable("profile", profile) != 0)
+            return 2;
+    }
+
+    pf_child_status_t st;
+    if (pf_launch_run(&o, &py, libdir, profile, &st) != 0)
+        return 2;
+    int appended = pf_trailer_append(profile, &st);
+    if (appended == 1) {
+        fprintf(stderr, "pyflow: no profile was recorded: the program did not start under pyflow's runtime\n");
+    } else {
+        pf_text_opts_t topts = {.max_lines = o.max_lines, .width = terminal_width(o.width), .color = want_color(),
+                                .profile_path = o.profile};
+        if (render(profile, o.json, !o.no_report, &topts, stderr) != 0 && !o.no_report)
+            fprintf(stderr, "pyflow: the report could not be produced (see above)\n");
+    }
+    if (tmpdir[0]) {
+        remove_children(profile);
+        unlink(profile);
+        rmdir(tmpdir);
+    }
+    return finish_like(&st);
+}
+
+static int cmd_report(int argc, char **argv)
+{
+    const char *profile = NULL, *format = "text", *out = NULL;
+    pf_text_opts_t topts = {0};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if ((strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) && i + 1 < argc)
+            format = argv[++i];
+        else if (strncmp(a, "--format=", 9) == 0)
+            format = a + 9;
+        else if (strcmp(a, "-o") == 0 && i + 1 < argc)
+            out = argv[++i];
+        else if (strcmp(a, "--max-lines") == 0 && i + 1 < argc)
+            topts.max_lines = atoi(argv[++i]);
+        else if (strcmp(a, "--width") == 0 && i + 1 < argc)
+            topts.width = atoi(argv[++i]);
+        else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "pyflow: unknown option %s (see `pyflow --help`)\n", a);
+            return 2;
+        } else if (!profile)
+            profile = a;
+        else {
+            fprintf(stderr, "pyflow: report takes one profile (got %s and %s)\n", profile, a);
+            return 2;
+        }
+    }
+    if (!profile) {
+        fprintf(stderr, "pyflow: report needs a profile file (see `pyflow --help`)\n");
+        return 2;
+    }
+    int json = strcmp(format, "json") == 0;
+    if (!json && strcmp(format, "text") != 0) {
+        fprintf(stderr, "pyflow: unknown format %s (text or json)\n", format);
+        return 2;
+    }
+    if (json)
+        return render(profile, out ? out : "-", 0, NULL, NULL) == 0 ? 0 : 2;
+    FILE *f = out ? fopen(out, "w") : stdout;
+    if (!f) {
+        fprintf(stderr, "pyflow: cannot write %s: %s\n", out, strerror(errno));
+        return 2;
+    }
+    topts.width = out ? (topts.width ? topts.width : 100) : terminal_width(topts.width);
+    topts.color = !out && isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
+    int rc = render(profile, NULL, 1, &topts, f);
+    if (out)
+        fclose(f);
+    return rc == 0 ? 0 : 2;
+}
+
+static int cmd_info(void)
+{
+    char libdir[PATH_MAX], list[128];
+    if (pf_launch_libdir(libdir, sizeof libdir) != 0)
+        snprintf(libdir, sizeof libdir, "(unknown)");
+    list_supported(libdir, list, sizeof list);
+    printf("pyflow %s\n", PYFLOW_VERSION);
+    printf("runtime            %s/%s\n", libdir, PF_RUNTIME_SONAME);
+    printf("python versions    %s\n", list);
+    FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
+    int paranoid = 99;
+    if (f) {
+        if (fscanf(f, "%d", &paranoid) != 1)
+            paranoid = 99;
+        fclose(f);
+    }
+    if (paranoid == 99)
+        printf("perf_event          unavailable (no /proc/sys/kernel/perf_event_paranoid)\n");
+    else
+        printf("perf_event_paranoid %d%s\n", paranoid,
+               paranoid > 2 ? " (user-space events forbidden: sysctl kernel.perf_event_paranoid=2)" : "");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("pyflow %s\n", PYFLOW_VERSION);
+        return 0;
+    }
+    if (strcmp(argv[1], "run") == 0)
+        return cmd_run(argc - 1, argv + 1);
+    if (strcmp(argv[1], "report") == 0)
+        return cmd_report(argc - 1, argv + 1);
+    if (strcmp(argv[1], "info") == 0)
+        return cmd_info();
+    fprintf(stderr, "pyflow: unknown command %s (run, report or info; see `pyflow --help`)\n", argv[1]);
+    return 2;
+}

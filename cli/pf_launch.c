@@ -1,0 +1,192 @@
+/* pf_launch.c - starting the program under the runtime, so that it behaves exactly as `python3 app.py`:
+ * same argv (the script as typed), cwd, stdin/stdout/stderr, environment plus pyflow's variables, and
+ * LD_PRELOAD with the runtime in front of whatever was already preloaded.
+ *
+ * While the program runs, pyflow ignores SIGINT and SIGQUIT (the terminal delivers them to the program
+ * too, as `time` does) and passes SIGTERM and SIGHUP on to it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pf_cli_int.h"
+#include "pf_runtime.h"
+
+int pf_launch_libdir(char *out, size_t size)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return -1;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return -1;
+    *slash = '\0';  /* .../bin */
+    snprintf(out, size, "%s/../lib/pyflow", exe);
+    char real[PATH_MAX];
+    if (realpath(out, real))
+        snprintf(out, size, "%s", real);
+    return 0;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int pf_launch_probe(const char *python, pf_python_t *py)
+{
+    int fds[2];
+    if (pipe(fds) != 0) {
+        perror("pyflow: pipe");
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("pyflow: fork");
+        return -1;
+    }
+    if (pid == 0) {
+        dup2(fds[1], STDOUT_FILENO);
+        int devnull = open("/dev/null", O_RDWR);
+        if (devnull >= 0) {
+            dup2(devnull, STDIN_FILENO);
+            dup2(devnull, STDERR_FILENO);
+        }
+        close(fds[0]);
+        unsetenv("LD_PRELOAD");   /* the probe itself is not profiled */
+        execlp(python, python, "-S", "-c",
+               "import sys; print('PYFLOW-PROBE', sys.version_info[0], sys.version_info[1], sys.executable)",
+               (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    char buf[8192];
+    size_t used = 0;
+    ssize_t n;
+    while (used < sizeof buf - 1 && (n = read(fds[0], buf + used, sizeof buf - 1 - used)) > 0)
+        used += (size_t)n;
+    buf[used] = '\0';
+    close(fds[0]);
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    char exe[4096];
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && used == 0) {
+        fprintf(stderr, "pyflow: cannot run the interpreter %s: not found (use --python PATH or PYFLOW_PYTHON)\n",
+                python);
+        return -1;
+    }
+    const char *line = strstr(buf, "PYFLOW-PROBE ");
+    if (!line || sscanf(line, "PYFLOW-PROBE %d %d %4095[^\n]", &py->major, &py->minor, exe) != 3) {
+        fprintf(stderr, "pyflow: --python %s is not a Python interpreter\n", python);
+        return -1;
+    }
+    snprintf(py->executable, sizeof py->executable, "%s", exe);
+    return 0;
+}
+
+static volatile sig_atomic_t child_pid;
+
+static void forward_signal(int sig)
+{
+    if (child_pid > 0)
+        kill((pid_t)child_pid, sig);
+}
+
+static void set_env_u64(const char *name, uint64_t v)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
+    setenv(name, buf, 1);
+}
+
+/* In the child: the environment for the runtime, then exec. Never returns. */
+static void exec_program(const pf_run_opts_t *o, const pf_python_t *py, const char *libdir, const char *profile)
+{
+    char runtime[PATH_MAX + 32];
+    snprintf(runtime, sizeof runtime, "%s/%s", libdir, PF_RUNTIME_SONAME);
+    const char *old = getenv("LD_PRELOAD");
+    size_t n = strlen(runtime) + (old ? strlen(old) : 0) + 2;
+    char *preload = malloc(n);
+    if (!preload)
+        _exit(127);
+    snprintf(preload, n, "%s%s%s", runtime, old && *old ? ":" : "", old && *old ? old : "");
+    setenv("LD_PRELOAD", preload, 1);
+    setenv(PF_ENV_OUTPUT, profile, 1);
+    set_env_u64(PF_ENV_ROOT_PID, (uint64_t)getpid());
+    if (o->exact)
+        setenv(PF_ENV_EXACT, "1", 1);
+    if (o->native)
+        setenv(PF_ENV_NATIVE, "1", 1);
+    if (o->sample_bytes)
+        set_env_u64(PF_ENV_SAMPLE_BYTES, o->sample_bytes);
+    if (o->object_bytes)
+        set_env_u64(PF_ENV_OBJECT_BYTES, o->object_bytes);
+
+    char **argv = calloc((size_t)o->nargs + 4, sizeof *argv);
+    if (!argv)
+        _exit(127);
+    int k = 0;
+    argv[k++] = (char *)py->executable;
+    if (o->kind == PF_TARGET_MODULE)
+        argv[k++] = "-m";
+    else if (o->kind == PF_TARGET_CODE)
+        argv[k++] = "-c";
+    argv[k++] = (char *)o->target;
+    for (int i = 0; i < o->nargs; i++)
+        argv[k++] = o->args[i];
+    argv[k] = NULL;
+    execv(py->executable, argv);
+    fprintf(stderr, "pyflow: cannot execute %s: %s\n", py->executable, strerror(errno));
+    _exit(127);
+}
+
+int pf_launch_run(const pf_run_opts_t *o, const pf_python_t *py, const char *libdir, const char *profile,
+                  pf_child_status_t *st)
+{
+    struct sigaction ign = {.sa_handler = SIG_IGN}, fwd = {.sa_handler = forward_signal}, old_int, old_quit,
+                     old_term, old_hup;
+    sigemptyset(&ign.sa_mask);
+    sigemptyset(&fwd.sa_mask);
+    fflush(NULL);
+    uint64_t start = now_ns();
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "pyflow: cannot start the program: %s\n", strerror(errno));
+        return -1;
+    }
+    if (pid == 0)
+        exec_program(o, py, libdir, profile);
+    child_pid = pid;
+    sigaction(SIGINT, &ign, &old_int);
+    sigaction(SIGQUIT, &ign, &old_quit);
+    sigaction(SIGTERM, &fwd, &old_term);
+    sigaction(SIGHUP, &fwd, &old_hup);
+    int status;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) {
+            fprintf(stderr, "pyflow: waiting for the program failed: %s\n", strerror(errno));
+            return -1;
+        }
+    }
+    st->elapsed_ns = now_ns() - start;
+    child_pid = 0;
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGQUIT, &old_quit, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGHUP, &old_hup, NULL);
+    st->signaled = WIFSIGNALED(status);
+    st->code = st->signaled ? WTERMSIG(status) : WEXITSTATUS(status);
+    return 0;
+}
