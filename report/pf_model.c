@@ -102,8 +102,12 @@ static int on_record(void *ctx, const pf_record_t *r)
         const pf_rec_code_t *c = r->payload;
         const char *tail = (const char *)(c + 1);
         pcode_t *pc = PF_VEC_PUSH(P->pcodes, P->n_pcodes, P->cap_pcodes);
-        pc->file = intern(m, tail, c->filename_len);
-        pc->function = intern(m, tail + c->filename_len, c->name_len);
+        /* names come from the profiled process: make them valid UTF-8 once, for every renderer */
+        char *file = pf_utf8_clean(tail, c->filename_len), *name = pf_utf8_clean(tail + c->filename_len, c->name_len);
+        pc->file = intern(m, file, strlen(file));
+        pc->function = intern(m, name, strlen(name));
+        free(file);
+        free(name);
         pc->firstlineno = c->firstlineno;
         pc->format = r->aux;
         pc->table = (const uint8_t *)tail + c->filename_len + c->name_len;

@@ -155,3 +155,53 @@ int pf_map_del(pf_map_t *m, uint64_t key)
     m->len--;
     return 1;
 }
+
+/* Length of a valid UTF-8 sequence at s (at most n bytes available), or 0. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    size_t len;
+    uint32_t cp;
+    if (c < 0x80)
+        return 1;
+    if ((c & 0xE0) == 0xC0)
+        len = 2, cp = c & 0x1F;
+    else if ((c & 0xF0) == 0xE0)
+        len = 3, cp = c & 0x0F;
+    else if ((c & 0xF8) == 0xF0)
+        len = 4, cp = c & 0x07;
+    else
+        return 0;
+    if (len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3F);
+    }
+    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return len;
+}
+
+char *pf_utf8_clean(const char *s, size_t n)
+{
+    char *out = pf_xmalloc(n * 3 + 1);
+    size_t o = 0;
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        size_t len = p[i] ? utf8_seq(p + i, n - i) : 0;
+        if (len == 0) {
+            memcpy(out + o, "\xEF\xBF\xBD", 3);
+            o += 3;
+            i++;
+        } else {
+            memcpy(out + o, p + i, len);
+            o += len;
+            i += len;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}

@@ -31,6 +31,9 @@ uint64_t *pf_map_put(pf_map_t *m, uint64_t key, int *created);
 /* Removes key; returns 1 if it was present. */
 int pf_map_del(pf_map_t *m, uint64_t key);
 
+/* A copy of s[0..n) as valid UTF-8 (invalid bytes become U+FFFD) and without NUL bytes. */
+char *pf_utf8_clean(const char *s, size_t n);
+
 uint64_t pf_hash_bytes(const void *data, size_t n, uint64_t seed);
 
 #endif /* PF_UTIL_INT_H */

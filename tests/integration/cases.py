@@ -1,0 +1,291 @@
+#!/usr/bin/env python3
+"""Integration tests: the real `pyflow` launcher on real interpreters, checked against ground truth.
+
+Usage: cases.py CASE --pyflow BUILD/bin/pyflow --python INTERPRETER
+Exit 0 = pass, 1 = fail (with the failing assertion), 77 = skipped (with the reason).
+Each case is a function below; tolerances are stated where numbers are compared.
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROGRAMS = os.path.join(HERE, "programs")
+SKIP = 77
+
+
+class Skip(Exception):
+    pass
+
+
+def run(cmd, **kw):
+    kw.setdefault("capture_output", True)
+    kw.setdefault("text", True)
+    kw.setdefault("errors", "replace")
+    kw.setdefault("timeout", 300)
+    return subprocess.run(cmd, **kw)
+
+
+def prog(name):
+    return os.path.join(PROGRAMS, name)
+
+
+def row(doc, script, line):
+    """The per-line entry of `script` (a file name) at `line`, summed over functions."""
+    rows = [r for r in doc["lines"] if os.path.basename(r["file"]) == script and r["line"] == line]
+    assert rows, f"no row for {script}:{line} in {[(r['file'], r['line']) for r in doc['lines'][:12]]}"
+    out = dict(rows[0])
+    for r in rows[1:]:
+        for k, v in r.items():
+            if isinstance(v, (int, float)) and k != "line":
+                out[k] += v
+    return out
+
+
+def near(value, expected, rel, what):
+    assert abs(value - expected) <= rel * expected, (
+        f"{what}: {value} is not within {rel:.0%} of {expected}")
+
+
+class Ctx:
+    def __init__(self, pyflow, python, tmp):
+        self.pyflow, self.python, self.tmp = pyflow, python, tmp
+
+    def profile(self, script, *args, extra=(), stdin=""):
+        """Runs pyflow with --json; returns (completed process, json document)."""
+        out = os.path.join(self.tmp, "out.json")
+        if os.path.exists(out):
+            os.unlink(out)
+        cp = run([self.pyflow, "run", "--python", self.python, "--json", out, *extra, script, *args],
+                 input=stdin)
+        assert os.path.exists(out), f"no JSON written; stderr:\n{cp.stderr}"
+        with open(out) as f:
+            return cp, json.load(f)
+
+    def need_numpy(self):
+        if run([self.python, "-c", "import numpy"]).returncode != 0:
+            raise Skip(f"{self.python} has no numpy")
+
+
+# ---- ground truth ----
+
+def case_numpy_native(c):
+    """A numpy line is native bytes of known size; a list-of-str line is Python bytes."""
+    c.need_numpy()
+    cp, d = c.profile(prog("numpy_lines.py"))
+    assert cp.returncode == 0, cp.stderr
+    big = row(d, "numpy_lines.py", 4)
+    near(big["native_bytes"], 32_000_000, 0.05, "np.ones line native bytes")
+    assert big["python_bytes"] < 1_000_000, f"np.ones line python bytes {big['python_bytes']}"
+    assert big["function"] == "native_big"
+    objs = row(d, "numpy_lines.py", 7)
+    assert objs["python_bytes"] > 10_000_000, f"list line python bytes {objs['python_bytes']}"
+    assert objs["native_bytes"] < 0.05 * objs["python_bytes"], f"list line native bytes {objs['native_bytes']}"
+
+
+def case_temporaries_and_live(c):
+    """Freed temporaries: allocated but not live at exit. A growing global list: live at exit."""
+    for extra, rel in ((("--exact",), 0.02), ((), 0.15)):   # sampled: 2000 x 100 KB at 256 KiB mean
+        cp, d = c.profile(prog("live_and_temp.py"), extra=extra)
+        assert cp.returncode == 0, cp.stderr
+        temp = row(d, "live_and_temp.py", 5)
+        near(temp["alloc_bytes"], 200_000_000, rel, f"temporaries allocated ({extra})")
+        assert temp["leaked_bytes"] < 1_000_000, f"temporaries live at exit: {temp['leaked_bytes']}"
+        kept = row(d, "live_and_temp.py", 10)
+        near(kept["leaked_bytes"], 10_000_000, 0.02 if extra else 0.35, f"kept bytes at exit ({extra})")
+
+
+def case_tracemalloc_agreement(c):
+    """Python-domain live bytes of the script's own lines agree with tracemalloc (exact mode, within 10%)."""
+    plain = run([c.python, prog("objects_kept.py"), "measure"])
+    assert plain.returncode == 0, plain.stderr
+    truth = int(plain.stdout.split()[-1])
+    cp, d = c.profile(prog("objects_kept.py"), extra=("--exact",))
+    assert cp.returncode == 0, cp.stderr
+    ours = sum(r["leaked_bytes"] for r in d["lines"] if os.path.basename(r["file"]) == "objects_kept.py"
+               and r["line"] in (7, 8))
+    near(ours, truth, 0.10, "live bytes of lines 7-8 vs tracemalloc")
+
+
+# ---- fidelity ----
+
+def case_stdout_and_exit_codes(c):
+    """Same stdout, stdin, argv and exit status as a plain run."""
+    for mode, want in (("ok", 0), ("exit3", 3), ("raise", 1)):
+        plain = run([c.python, prog("fidelity.py"), mode], input="hello stdin\n")
+        cp = run([c.pyflow, "run", "--python", c.python, prog("fidelity.py"), mode], input="hello stdin\n")
+        assert plain.returncode == want, (mode, plain.returncode)
+        assert cp.returncode == want, f"{mode}: pyflow exit {cp.returncode}, want {want}\n{cp.stderr}"
+        assert cp.stdout == plain.stdout, f"{mode}: stdout differs"
+        if mode == "raise":
+            tail = plain.stderr.strip().splitlines()[-1]
+            assert tail == "ValueError: boom from the program"
+            assert "ValueError: boom from the program" in cp.stderr
+            # the program's traceback comes first, unchanged
+            assert cp.stderr.startswith(plain.stderr), "traceback changed under pyflow"
+
+
+def case_module_and_code(c):
+    """-m module and -c code run with their own argv and __main__."""
+    cp = run([c.pyflow, "run", "--python", c.python, "-m", "pkgmod", "a", "b"], cwd=PROGRAMS)
+    assert cp.returncode == 0, cp.stderr
+    assert cp.stdout == "module main ['a', 'b']\n", cp.stdout
+    cp = run([c.pyflow, "run", "--python", c.python, "-c",
+              "import sys; print(__name__, sys.argv[1:])", "x", "--flag"])
+    assert cp.returncode == 0, cp.stderr
+    assert cp.stdout == "__main__ ['x', '--flag']\n", cp.stdout
+
+
+def case_keyboard_interrupt(c):
+    """An uncaught KeyboardInterrupt ends the program by SIGINT, as with plain python."""
+    plain = run([c.python, prog("fidelity.py"), "interrupt"], input="")
+    cp = run([c.pyflow, "run", "--python", c.python, prog("fidelity.py"), "interrupt"], input="")
+    assert plain.returncode == -signal.SIGINT, plain.returncode
+    assert cp.returncode == -signal.SIGINT, f"pyflow status {cp.returncode}\n{cp.stderr}"
+
+
+def case_os_exit_and_sigkill(c):
+    """os._exit and SIGKILL: the exit status is the program's, and the profile up to then survives."""
+    saved = os.path.join(c.tmp, "kept.pflow")
+    cp, d = c.profile(prog("fidelity.py"), "osexit")
+    assert cp.returncode == 7, cp.returncode
+    near(row(d, "fidelity.py", 18)["leaked_bytes"], 3_000_000, 0.01, "bytes made before os._exit")
+    cp = run([c.pyflow, "run", "--python", c.python, "-o", saved, prog("fidelity.py"), "sigkill"], input="")
+    assert cp.returncode == -signal.SIGKILL, cp.returncode
+    rep = run([c.pyflow, "report", saved, "--format", "json"])
+    assert rep.returncode == 0, rep.stderr
+    d = json.loads(rep.stdout)
+    near(row(d, "fidelity.py", 22)["leaked_bytes"], 3_000_000, 0.01, "bytes made before SIGKILL")
+    assert d["program"]["signal"] == 9, d["program"]
+
+
+def case_fork_merged(c):
+    """A forked child's allocations are in the report."""
+    cp, d = c.profile(prog("forker.py"))
+    assert cp.returncode == 0, cp.stderr
+    near(row(d, "forker.py", 6)["alloc_bytes"], 5_000_000, 0.01, "child's allocation")
+    near(row(d, "forker.py", 3)["alloc_bytes"], 2_000_000, 0.01, "parent's allocation")
+    assert len(d["processes"]) == 2, d["processes"]
+
+
+# ---- bad input ----
+
+def case_bad_input(c):
+    """Each bad input: one clear line on stderr, non-zero exit, nothing run."""
+    checks = [
+        ([c.pyflow, "run", "--python", c.python, os.path.join(c.tmp, "missing.py")], 2, "missing.py"),
+        ([c.pyflow, "run", "--python", c.python, c.tmp], 2, "directory"),
+        ([c.pyflow, "run", "--python", "/bin/ls", prog("fidelity.py")], 2, "not a Python interpreter"),
+        ([c.pyflow, "run", "--python", "/nonexistent/python", prog("fidelity.py")], 2, "not found"),
+        ([c.pyflow, "run", "--python", c.python, "--json", "/proc/nope/out.json", prog("fidelity.py")], 2,
+         "cannot write"),
+        ([c.pyflow, "run", "--bogus", prog("fidelity.py")], 2, "unknown option"),
+        ([c.pyflow, "report", os.path.join(c.tmp, "none.pflow")], 2, "No such file"),
+    ]
+    for cmd, code, text in checks:
+        cp = run(cmd, input="")
+        assert cp.returncode == code, f"{cmd}: exit {cp.returncode}, want {code}\n{cp.stderr}"
+        assert text in cp.stderr, f"{cmd}: stderr lacks {text!r}: {cp.stderr!r}"
+        assert cp.stderr.startswith("pyflow: "), cp.stderr
+        assert cp.stdout == "", cp.stdout
+    # a syntax error is the program's: its own traceback and exit code 1
+    plain = run([c.python, prog("syntax_error.py")])
+    cp = run([c.pyflow, "run", "--python", c.python, prog("syntax_error.py")])
+    assert cp.returncode == plain.returncode == 1, (cp.returncode, plain.returncode)
+    assert "SyntaxError" in cp.stderr and cp.stderr.startswith(plain.stderr)
+
+
+def case_corrupt_profiles(c):
+    """Empty, foreign, truncated and corrupt profiles get the reader's sentence, never a crash."""
+    saved = os.path.join(c.tmp, "good.pflow")
+    cp = run([c.pyflow, "run", "--python", c.python, "-o", saved, "--no-report", prog("live_and_temp.py")])
+    assert cp.returncode == 0, cp.stderr
+    data = open(saved, "rb").read()
+
+    def report(blob, name):
+        p = os.path.join(c.tmp, name)
+        with open(p, "wb") as f:
+            f.write(blob)
+        return run([c.pyflow, "report", p])
+
+    r = report(b"", "empty.pflow")
+    assert r.returncode == 2 and "is empty" in r.stderr, r.stderr
+    r = report(b"hello world, not a profile at all" * 200, "foreign.pflow")
+    assert r.returncode == 2 and "not a pyflow profile" in r.stderr, r.stderr
+    r = report(data[: 4096 + 70_000], "cut.pflow")
+    assert r.returncode == 0, f"a truncated profile must still load: {r.stderr}"
+    bad = bytearray(data)
+    bad[4096 + 16 + 4: 4096 + 16 + 8] = (3).to_bytes(4, "little")   # first record's length: 3
+    r = report(bytes(bad), "corrupt.pflow")
+    assert r.returncode == 2 and "corrupt" in r.stderr and "offset 4112" in r.stderr, r.stderr
+    import random
+    rnd = random.Random(1234)
+    for i in range(60):
+        blob = bytearray(data[: 4096 + 65536 * 2])
+        for _ in range(20):
+            blob[rnd.randrange(4096, len(blob))] = rnd.randrange(256)
+        r = report(bytes(blob), f"fuzz{i}.pflow")
+        assert r.returncode in (0, 2), f"reader crashed on a fuzzed profile (status {r.returncode})"
+
+
+def case_report_rerender(c):
+    """`pyflow report` renders a saved profile again; its JSON equals the one written at run time."""
+    saved = os.path.join(c.tmp, "again.pflow")
+    out = os.path.join(c.tmp, "run.json")
+    cp = run([c.pyflow, "run", "--python", c.python, "-o", saved, "--json", out, prog("live_and_temp.py")])
+    assert cp.returncode == 0, cp.stderr
+    assert "live_and_temp.py:5" in cp.stderr, cp.stderr
+    rep = run([c.pyflow, "report", saved, "--format", "json"])
+    assert rep.returncode == 0, rep.stderr
+    assert json.loads(rep.stdout) == json.load(open(out)), "re-rendered JSON differs"
+    txt = run([c.pyflow, "report", saved, "--width", "80"])
+    assert txt.returncode == 0 and "live_and_temp.py:5" in txt.stdout, txt.stdout
+    assert max(len(l) for l in txt.stdout.splitlines()) <= 80, "text report wider than --width"
+
+
+def case_install_prefix(c):
+    """`cmake --install` gives a working PREFIX/bin/pyflow."""
+    build = os.path.dirname(os.path.dirname(os.path.abspath(c.pyflow)))
+    prefix = os.path.join(c.tmp, "prefix")
+    inst = run(["cmake", "--install", build, "--prefix", prefix])
+    assert inst.returncode == 0, inst.stderr
+    cp = run([os.path.join(prefix, "bin", "pyflow"), "run", "--python", c.python, "-c",
+              "x = bytearray(2_000_000)"])
+    assert cp.returncode == 0, cp.stderr
+    assert "<string>:1" in cp.stderr, cp.stderr
+
+
+CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case", choices=sorted(CASES))
+    ap.add_argument("--pyflow", required=True)
+    ap.add_argument("--python", required=True)
+    a = ap.parse_args()
+    if not os.path.exists(a.python):
+        print(f"SKIP: interpreter {a.python} is not installed here")
+        return SKIP
+    tmp = tempfile.mkdtemp(prefix="pyflow-it-")
+    try:
+        CASES[a.case](Ctx(os.path.abspath(a.pyflow), a.python, tmp))
+    except Skip as s:
+        print(f"SKIP: {s}")
+        return SKIP
+    except AssertionError as e:
+        print(f"FAIL {a.case} on {a.python}: {e}")
+        return 1
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"PASS {a.case} on {a.python}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

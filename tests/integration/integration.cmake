@@ -1,0 +1,28 @@
+# Integration tests: tests/integration/cases.py runs the real build/bin/pyflow on real interpreters.
+# Version-dependent cases run on Debian's python3 and on one interpreter per supported minor (the ones the
+# frame readers were built from); the others once, on Debian's python3. A missing interpreter skips (77).
+set(PF_IT_SCRIPT ${CMAKE_CURRENT_LIST_DIR}/cases.py)
+get_property(pf_it_pythons GLOBAL PROPERTY PYFLOW_PYFRAMES_PYTHONS)
+set(pf_it_all /usr/bin/python3 ${pf_it_pythons})
+set(pf_it_per_version numpy_native temporaries_and_live tracemalloc_agreement stdout_and_exit_codes
+    module_and_code keyboard_interrupt os_exit_and_sigkill fork_merged)
+set(pf_it_once bad_input corrupt_profiles report_rerender install_prefix)
+
+function(pf_it_add case py)
+  string(REGEX REPLACE ".*/" "" tag ${py})
+  if(py STREQUAL "/usr/bin/python3")
+    set(tag debian-python3)
+  endif()
+  add_test(NAME integration.${case}.${tag}
+           COMMAND ${Python3_EXECUTABLE} ${PF_IT_SCRIPT} ${case} --pyflow $<TARGET_FILE:pyflow> --python ${py})
+  set_tests_properties(integration.${case}.${tag} PROPERTIES LABELS integration SKIP_RETURN_CODE 77 TIMEOUT 600)
+endfunction()
+
+foreach(case ${pf_it_per_version})
+  foreach(py ${pf_it_all})
+    pf_it_add(${case} ${py})
+  endforeach()
+endforeach()
+foreach(case ${pf_it_once})
+  pf_it_add(${case} /usr/bin/python3)
+endforeach()
