@@ -237,8 +237,19 @@ int pf_objtable_set_link(uintptr_t addr, const pf_copylink_t *link)
     pf_stripe_t *s = stripe_of(h);
     pf_spin_lock(&s->lock);
     int64_t i = stripe_find(s, h, addr);
-    if (i >= 0)
-        s->slots[i].link = *link;
+    if (i >= 0) {
+        pf_copylink_t *links = s->slots[i].link;
+        int pick = 0;   /* a free slot, else the oldest (smallest copy id) */
+        for (int k = 0; k < PF_OBJ_LINKS; k++) {
+            if (!links[k].copy_id) {
+                pick = k;
+                break;
+            }
+            if (links[k].copy_id < links[pick].copy_id)
+                pick = k;
+        }
+        links[pick] = *link;
+    }
     pf_spin_unlock(&s->lock);
     return i >= 0;
 }

@@ -17,8 +17,10 @@
 #define PF_OBJTABLE_FILTER_BITS 20u
 #define PF_OBJTABLE_STRIPES 64u
 
-/* The most recent recorded copy an object took part in, kept on both ends so that whichever is freed first
- * can compare the two buffers (the redundant-copy verdict). */
+/* A recorded copy an object took part in, kept on both ends so that whichever is freed first can compare
+ * the two buffers (the redundant-copy verdict). An object keeps its PF_OBJ_LINKS most recent copies (a
+ * source copied twice, say: b = bytes(a); c = bytearray(a)). */
+#define PF_OBJ_LINKS 3
 typedef struct pf_copylink {
     uint64_t copy_id;       /* 0 = none */
     uintptr_t peer_obj;     /* start of the other object (its key here) */
@@ -34,7 +36,7 @@ typedef struct pf_objinfo {
     uint32_t domain;
     uint32_t flags;
     uint64_t serial;        /* set by pf_objtable_insert: unique per tracked object */
-    pf_copylink_t link;
+    pf_copylink_t link[PF_OBJ_LINKS];
 } pf_objinfo_t;
 
 extern uint8_t *pf_objtable_filter;   /* NULL until pf_objtable_init() */
@@ -74,11 +76,12 @@ int pf_objtable_lookup(uintptr_t addr, pf_objinfo_t *out);
  * Returns 1 and fills *out, else 0. */
 int pf_objtable_find_start(uintptr_t addr, uint64_t max_back, pf_objinfo_t *out);
 
-/* Stores a copy link on the live object at addr. Returns 1, or 0 when addr is not tracked. */
+/* Adds a copy link to the live object at addr, in a free slot or over its oldest link. Returns 1, or 0
+ * when addr is not tracked. */
 int pf_objtable_set_link(uintptr_t addr, const pf_copylink_t *link);
 
 /* Runs fn(obj, arg) with the object at addr held live (its stripe locked: a concurrent free of it waits).
- * fn may change the object's link, and must not call into the table. Returns fn's result, or -1 when addr is not tracked. */
+ * fn may change the object's links, and must not call into the table. Returns fn's result, or -1 when addr is not tracked. */
 int pf_objtable_with_object(uintptr_t addr, int (*fn)(pf_objinfo_t *obj, void *arg), void *arg);
 
 /* Number of live tracked objects (sum over stripes; approximate while other threads run). */

@@ -114,7 +114,7 @@ void pf_on_realloc_moved(pf_tls_t *t, void *dst, const pf_objinfo_t *old, size_t
 }
 
 typedef struct compare_ctx {
-    const pf_objinfo_t *freed;
+    const pf_copylink_t *link;  /* of the object being freed */
     int equal;
 } compare_ctx_t;
 
@@ -123,12 +123,13 @@ typedef struct compare_ctx {
 static int compare_with_peer(pf_objinfo_t *peer, void *arg)
 {
     compare_ctx_t *c = arg;
-    const pf_copylink_t *l = &c->freed->link;
+    const pf_copylink_t *l = c->link;
     if (peer->serial != l->peer_serial)
         return -2;
     c->equal = memcmp((const void *)l->self_data, (const void *)l->peer_data, l->len) == 0;
-    if (peer->link.copy_id == l->copy_id)
-        peer->link.copy_id = 0;     /* judged once */
+    for (int k = 0; k < PF_OBJ_LINKS; k++)
+        if (peer->link[k].copy_id == l->copy_id)
+            peer->link[k].copy_id = 0;     /* judged once */
     return 0;
 }
 
@@ -149,9 +150,14 @@ void pf_copy_write_verdict(pf_tls_t *t, uint64_t copy_id, int verdict, uint64_t 
 
 void pf_copy_verdict_on_free(pf_tls_t *t, pf_objinfo_t *obj)
 {
-    compare_ctx_t c = {obj, 0};
-    if (pf_objtable_with_object(obj->link.peer_obj, compare_with_peer, &c) != 0)
-        return;
-    pf_copy_write_verdict(t, obj->link.copy_id, c.equal ? PF_VERDICT_REDUNDANT : PF_VERDICT_MODIFIED, obj->link.len,
-                          PF_EVIDENCE_COMPARE_AT_FREE);
+    for (int k = 0; k < PF_OBJ_LINKS; k++) {
+        const pf_copylink_t *l = &obj->link[k];
+        if (!l->copy_id)
+            continue;
+        compare_ctx_t c = {l, 0};
+        if (pf_objtable_with_object(l->peer_obj, compare_with_peer, &c) != 0)
+            continue;
+        pf_copy_write_verdict(t, l->copy_id, c.equal ? PF_VERDICT_REDUNDANT : PF_VERDICT_MODIFIED, l->len,
+                              PF_EVIDENCE_COMPARE_AT_FREE);
+    }
 }

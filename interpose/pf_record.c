@@ -223,7 +223,8 @@ int pf_on_free_slow_info(pf_tls_t *t, void *p, int domain, pf_objinfo_t *obj)
     int found = pf_objtable_remove((uintptr_t)p, obj);
     if (found && __atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE)) {
         pf_enter_recording(t);
-        if (obj->link.copy_id)
+        _Static_assert(PF_OBJ_LINKS == 3, "test every link below");
+        if (obj->link[0].copy_id | obj->link[1].copy_id | obj->link[2].copy_id)
             pf_copy_verdict_on_free(t, obj);   /* before the FREE: the bytes are still there */
         uint32_t bytes = (uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_free_t));
         char *rec = pf_writer_reserve(t, bytes);

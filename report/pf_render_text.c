@@ -278,7 +278,7 @@ static void findings(out_t *o, const pf_model_t *m)
         }
         line(o, "  %s%s:%d%s  %s in %.0f copies: %s", red(o), shorten_path(pf_model_str(m, at->file)), at->line,
              reset(o), human(f->redundant_bytes, a), f->count, source_line(pf_model_str(m, at->file), at->line));
-        line(o, "      fix: share the buffer (np.asarray(x), or use x itself) instead of copying it");
+        line(o, "      fix: share one buffer (numpy: np.asarray(x) or x itself; bytes: memoryview(x))");
     }
 }
 

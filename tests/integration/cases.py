@@ -112,6 +112,56 @@ def case_tracemalloc_agreement(c):
     near(ours, truth, 0.10, "live bytes of lines 7-8 vs tracemalloc")
 
 
+# ---- copies and the flow graph ----
+
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(HERE)), "examples")
+
+
+def example(name):
+    return os.path.join(EXAMPLES, name)
+
+
+def flows_at(doc, script, line):
+    return [f for f in doc["flows"] if os.path.basename(f["at"]["file"]) == script and f["at"]["line"] == line]
+
+
+def case_copies_numpy(c):
+    """np.array(a) never written: redundant; the same copy written: not; a copy of a temporary: redundant."""
+    c.need_numpy()
+    cp, d = c.profile(example("redundant_copy.py"))
+    assert cp.returncode == 0, cp.stderr
+    red = row(d, "redundant_copy.py", 14)
+    near(red["copy_bytes"], 80_000_000, 0.02, "np.array(a) copy volume")
+    near(red["redundant_copy_bytes"], 80_000_000, 0.02, "np.array(a) redundant bytes")
+    assert red["copy_count"] == 1, red["copy_count"]
+    mod = row(d, "redundant_copy.py", 18)
+    near(mod["copy_bytes"], 80_000_000, 0.02, "modified copy volume")
+    assert mod["redundant_copy_bytes"] == 0, "a modified copy was flagged redundant"
+    edge = [f for f in flows_at(d, "redundant_copy.py", 14) if f["kind"] == "copy"]
+    assert edge and edge[0]["redundant"] and edge[0]["src"]["line"] == 13 and edge[0]["dst"]["line"] == 14, edge
+    assert edge[0]["evidence"] == "compare-at-free"
+    assert not any(f["redundant"] for f in flows_at(d, "redundant_copy.py", 18))
+    assert "redundant_copy.py:14" in cp.stderr.split("redundant copies")[1], cp.stderr
+    cp, d = c.profile(example("copy_of_temporary.py"))
+    tmp = row(d, "copy_of_temporary.py", 8)
+    near(tmp["redundant_copy_bytes"], 40_000_000, 0.02, "copies of temporaries, redundant bytes")
+    assert tmp["copy_count"] == 5, tmp["copy_count"]
+
+
+def case_copies_python(c):
+    """bytes(bytearray) of a buffer nobody changes: redundant; a changed copy: not; realloc growth: edges."""
+    cp, d = c.profile(example("bytes_copies.py"))
+    assert cp.returncode == 0, cp.stderr
+    near(row(d, "bytes_copies.py", 8)["redundant_copy_bytes"], 16_000_000, 0.02, "bytes(buf) redundant bytes")
+    changed = row(d, "bytes_copies.py", 11)
+    near(changed["copy_bytes"], 16_000_000, 0.02, "bytearray(buf) copy volume")
+    assert changed["redundant_copy_bytes"] == 0, "a modified bytearray copy was flagged"
+    cp, d = c.profile(example("list_growth.py"))
+    grows = [f for f in d["flows"] if f["kind"] == "realloc" and os.path.basename(f["at"]["file"]) == "list_growth.py"]
+    assert grows, "no realloc edge for growing containers"
+    assert sum(f["bytes"] for f in grows) > 10_000_000, grows
+
+
 # ---- fidelity ----
 
 def case_stdout_and_exit_codes(c):
