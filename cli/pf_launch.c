@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,7 +45,118 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Finds an interpreter name on PATH the way execlp would. Returns 0 and the path, or -1. */
+static int resolve_on_path(const char *name, char *out, size_t size)
+{
+    if (strchr(name, '/')) {
+        snprintf(out, size, "%s", name);
+        return access(out, X_OK);
+    }
+    const char *path = getenv("PATH");
+    if (!path)
+        return -1;
+    for (const char *p = path; *p;) {
+        size_t n = strcspn(p, ":");
+        snprintf(out, size, "%.*s/%s", (int)n, n ? p : ".", name);
+        if (access(out, X_OK) == 0)
+            return 0;
+        p += n + (p[n] == ':');
+    }
+    return -1;
+}
+
+/* The probe costs a Python start-up (~20 ms) per run; its answer only changes when the binary does, so it
+ * is cached per ELF binary (path, inode, size, mtime). Scripts such as pyenv's shims pick the interpreter
+ * at each call and are always probed. Returns 1 and fills *key when the interpreter can be cached. */
+static int cache_key(const char *python, char *key, size_t size)
+{
+    char path[PATH_MAX], real[PATH_MAX];
+    if (resolve_on_path(python, path, sizeof path) != 0 || !realpath(path, real))
+        return 0;
+    int fd = open(real, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    unsigned char magic[4] = {0};
+    struct stat st;
+    int elf = read(fd, magic, 4) == 4 && memcmp(magic, "\x7f" "ELF", 4) == 0 && fstat(fd, &st) == 0;
+    close(fd);
+    if (!elf)
+        return 0;
+    snprintf(key, size, "%s|%llu|%lld|%lld", real, (unsigned long long)st.st_ino, (long long)st.st_size,
+             (long long)st.st_mtime);
+    return 1;
+}
+
+static void cache_file(char *out, size_t size)
+{
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (xdg && *xdg)
+        snprintf(out, size, "%s/pyflow", xdg);
+    else if (home && *home)
+        snprintf(out, size, "%s/.cache/pyflow", home);
+    else
+        out[0] = '\0';
+}
+
+static int cache_lookup(const char *key, pf_python_t *py)
+{
+    char dir[PATH_MAX], file[PATH_MAX + 16], line[PATH_MAX * 3];
+    cache_file(dir, sizeof dir);
+    if (!dir[0])
+        return 0;
+    snprintf(file, sizeof file, "%s/interpreters", dir);
+    FILE *f = fopen(file, "r");
+    if (!f)
+        return 0;
+    int found = 0;
+    size_t kl = strlen(key);
+    while (!found && fgets(line, sizeof line, f)) {
+        if (strncmp(line, key, kl) == 0 && line[kl] == ' ' &&
+            sscanf(line + kl + 1, "%d %d %4095[^\n]", &py->major, &py->minor, py->executable) == 3)
+            found = 1;
+    }
+    fclose(f);
+    return found;
+}
+
+static void cache_store(const char *key, const pf_python_t *py)
+{
+    char dir[PATH_MAX], file[PATH_MAX + 16];
+    cache_file(dir, sizeof dir);
+    if (!dir[0])
+        return;
+    char parent[PATH_MAX];
+    snprintf(parent, sizeof parent, "%s", dir);
+    char *slash = strrchr(parent, '/');
+    if (slash) {
+        *slash = '\0';
+        mkdir(parent, 0755);
+    }
+    mkdir(dir, 0755);
+    snprintf(file, sizeof file, "%s/interpreters", dir);
+    FILE *f = fopen(file, "a");
+    if (!f)
+        return;     /* a read-only home: just probe every time */
+    fprintf(f, "%s %d %d %s\n", key, py->major, py->minor, py->executable);
+    fclose(f);
+}
+
+static int probe_uncached(const char *python, pf_python_t *py);
+
 int pf_launch_probe(const char *python, pf_python_t *py)
+{
+    char key[PATH_MAX * 2];
+    int cacheable = cache_key(python, key, sizeof key);
+    if (cacheable && cache_lookup(key, py) && access(py->executable, X_OK) == 0)
+        return 0;
+    if (probe_uncached(python, py) != 0)
+        return -1;
+    if (cacheable)
+        cache_store(key, py);
+    return 0;
+}
+
+static int probe_uncached(const char *python, pf_python_t *py)
 {
     int fds[2];
     if (pipe(fds) != 0) {

@@ -27,8 +27,7 @@ uint8_t *pf_objtable_filter;
 static uint64_t next_serial = 1;
 static pf_stripe_t pf_stripes[PF_OBJTABLE_STRIPES] __attribute__((aligned(64)));
 
-/* The filter uses the top bits of the multiplicative hash (they depend on every address bit). Stripes and
- * slots need good low bits too (page-aligned addresses have 12 zero low bits), so they use a full mixer. */
+/* Stripes and slots need good low bits (page-aligned addresses have 12 zero low bits): a full mixer. */
 static inline uint64_t mix_of(uint64_t h)
 {
     h ^= h >> 33;
@@ -47,18 +46,18 @@ static inline uint32_t slot_of(uint64_t h, uint32_t mask)
     return (uint32_t)(mix_of(h) >> 8) & mask;
 }
 
-static void filter_inc(uint64_t h)
+static void filter_inc(uintptr_t addr)
 {
-    uint8_t *b = &pf_objtable_filter[h >> (64 - PF_OBJTABLE_FILTER_BITS)];
+    uint8_t *b = &pf_objtable_filter[pf_objtable_bucket(addr)];
     uint8_t v = __atomic_load_n(b, __ATOMIC_RELAXED);
     while (v != PF_FILTER_SATURATED &&
            !__atomic_compare_exchange_n(b, &v, (uint8_t)(v + 1), 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
     }
 }
 
-static void filter_dec(uint64_t h)
+static void filter_dec(uintptr_t addr)
 {
-    uint8_t *b = &pf_objtable_filter[h >> (64 - PF_OBJTABLE_FILTER_BITS)];
+    uint8_t *b = &pf_objtable_filter[pf_objtable_bucket(addr)];
     uint8_t v = __atomic_load_n(b, __ATOMIC_RELAXED);
     while (v != PF_FILTER_SATURATED && v != 0 &&
            !__atomic_compare_exchange_n(b, &v, (uint8_t)(v - 1), 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
@@ -141,7 +140,7 @@ int pf_objtable_insert(const pf_objinfo_t *obj)
     /* Count in the filter before the lock is released, so a concurrent free of this address that misses
      * the filter can only be a free of an older block (which the hooks already saw). */
     if (!was_present)
-        filter_inc(h);
+        filter_inc(obj->addr);
     pf_spin_unlock(&s->lock);
     return 0;
 }
@@ -199,7 +198,7 @@ int pf_objtable_remove(uintptr_t addr, pf_objinfo_t *out)
     if (out)
         *out = s->slots[i];
     stripe_erase(s, (uint32_t)i);
-    filter_dec(h);
+    filter_dec(addr);
     pf_spin_unlock(&s->lock);
     return 1;
 }
