@@ -1,0 +1,20 @@
+# Line tables, checked against each interpreter present: the vectors come from CPython itself at test time.
+add_executable(test_report_linetable ${CMAKE_CURRENT_LIST_DIR}/test_report_linetable.c)
+target_link_libraries(test_report_linetable PRIVATE PkgConfig::CMOCKA pf_report)
+target_include_directories(test_report_linetable PRIVATE ${PROJECT_SOURCE_DIR}/report)
+get_property(pf_lt_pythons GLOBAL PROPERTY PYFLOW_PYFRAMES_PYTHONS)
+foreach(py /usr/bin/python3 ${pf_lt_pythons})
+  string(REGEX REPLACE ".*/" "" tag ${py})
+  if(py STREQUAL "/usr/bin/python3")
+    set(tag debian-python3)
+  endif()
+  add_test(NAME unit.report_linetable.${tag}
+           COMMAND sh -c "[ -x '${py}' ] || exit 77; '${py}' '${CMAKE_CURRENT_LIST_DIR}/data/linetable_vectors.py' | '$<TARGET_FILE:test_report_linetable>'")
+  set_tests_properties(unit.report_linetable.${tag} PROPERTIES LABELS unit SKIP_RETURN_CODE 77 TIMEOUT 60)
+endforeach()
+
+# JSON writer, reader validation and the model, on profiles built by the test itself.
+pf_unit_test(test_report_model
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report_model.c
+  LIBS pf_report)
+target_include_directories(test_report_model PRIVATE ${PROJECT_SOURCE_DIR}/report)

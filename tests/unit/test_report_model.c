@@ -1,0 +1,455 @@
+/* Unit tests for report/: the reader's validation, the model's sweep (frees, peak shares, live at exit,
+ * finalization, attribution, copies and verdicts, children), and the renderers (JSON escaping checked by a
+ * real JSON parser, text width). Profiles are built here from core/pf_format.h, record by record. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "pf_format.h"
+#include "pf_model_int.h"
+#include "pf_report.h"
+
+/* ---- a tiny profile builder: one chunk per call of chunk_begin ---- */
+
+typedef struct builder {
+    unsigned char *buf;
+    size_t size;        /* bytes used (header + whole chunks) */
+    size_t pos;         /* next record in the current chunk */
+    size_t chunk_end;
+} builder_t;
+
+static void b_init(builder_t *b, uint32_t flags, uint32_t pid)
+{
+    b->buf = calloc(1, PF_HEADER_BYTES);
+    b->size = PF_HEADER_BYTES;
+    pf_file_header_t *h = (pf_file_header_t *)b->buf;
+    memcpy(h->magic, PF_FILE_MAGIC, 8);
+    h->version = PF_FORMAT_VERSION;
+    h->header_bytes = PF_HEADER_BYTES;
+    h->chunk_bytes = PF_CHUNK_BYTES;
+    h->flags = flags;
+    h->pid = pid;
+    h->mean_sample_bytes = 1000;
+    h->object_threshold = 1 << 20;
+    strcpy(h->python_version, "3.11.2");
+    static const char argv[] = "/usr/bin/python3\0app.py\0--flag";
+    memcpy(h->argv, argv, sizeof argv);
+    h->argv_bytes = sizeof argv;
+}
+
+static void b_chunk(builder_t *b, uint32_t tid)
+{
+    b->buf = realloc(b->buf, b->size + PF_CHUNK_BYTES);
+    memset(b->buf + b->size, 0, PF_CHUNK_BYTES);
+    pf_chunk_header_t ch = {PF_CHUNK_MAGIC, tid, 0};
+    memcpy(b->buf + b->size, &ch, sizeof ch);
+    b->pos = b->size + PF_CHUNK_HEADER_BYTES;
+    b->size += PF_CHUNK_BYTES;
+    b->chunk_end = b->size;
+}
+
+static void b_rec(builder_t *b, uint16_t type, uint16_t aux, const void *payload, size_t n)
+{
+    uint32_t bytes = pf_align8((uint32_t)(sizeof(pf_rec_header_t) + n));
+    assert_true(b->pos + bytes <= b->chunk_end);
+    pf_rec_header_t h = {type, aux, bytes};
+    memcpy(b->buf + b->pos, &h, sizeof h);
+    memcpy(b->buf + b->pos + sizeof h, payload, n);
+    b->pos += bytes;
+}
+
+/* A code object whose every instruction is on `line` (an empty 3.9 line table). */
+static void b_code(builder_t *b, uint32_t id, const char *file, const char *name, int line)
+{
+    unsigned char tmp[512];
+    pf_rec_code_t c = {id, line, (uint32_t)strlen(file), (uint32_t)strlen(name), 0, 0};
+    memcpy(tmp, &c, sizeof c);
+    memcpy(tmp + sizeof c, file, c.filename_len);
+    memcpy(tmp + sizeof c + c.filename_len, name, c.name_len);
+    b_rec(b, PF_REC_CODE, PF_LT_LNOTAB, tmp, sizeof c + c.filename_len + c.name_len);
+}
+
+static void b_alloc(builder_t *b, uint64_t t, uint64_t addr, uint64_t size, uint64_t est, uint8_t domain, uint8_t flags,
+                    int n, const uint32_t *code_ids)
+{
+    unsigned char tmp[1024];
+    pf_rec_alloc_t a = {t, addr, size, est, domain, flags, (uint16_t)n, 0, 0};
+    memcpy(tmp, &a, sizeof a);
+    for (int i = 0; i < n; i++) {
+        pf_rec_pyframe_t f = {code_ids[i], 0};
+        memcpy(tmp + sizeof a + i * sizeof f, &f, sizeof f);
+    }
+    b_rec(b, PF_REC_ALLOC, 0, tmp, sizeof a + (size_t)n * sizeof(pf_rec_pyframe_t));
+}
+
+static void b_free(builder_t *b, uint64_t t, uint64_t addr)
+{
+    pf_rec_free_t f = {t, addr};
+    b_rec(b, PF_REC_FREE, PF_DOMAIN_MALLOC, &f, sizeof f);
+}
+
+static void b_mark(builder_t *b, uint64_t t, uint16_t kind)
+{
+    pf_rec_mark_t m = {t, 0, 0, 0};
+    b_rec(b, PF_REC_MARK, kind, &m, sizeof m);
+}
+
+static void b_copy(builder_t *b, uint64_t t, uint64_t id, uint64_t dst, uint64_t src, uint64_t n, uint32_t at_code)
+{
+    unsigned char tmp[256];
+    pf_rec_copy_t c = {t, id, dst, src, n, n, PF_ALLOC_EXACT, 0, 1, 0, 0};
+    pf_rec_pyframe_t f = {at_code, 0};
+    memcpy(tmp, &c, sizeof c);
+    memcpy(tmp + sizeof c, &f, sizeof f);
+    b_rec(b, PF_REC_COPY, PF_COPY_MEMMOVE, tmp, sizeof c + sizeof f);
+}
+
+static void b_verdict(builder_t *b, uint64_t t, uint64_t id, uint16_t verdict)
+{
+    pf_rec_verdict_t v = {t, id, 100, PF_EVIDENCE_COMPARE_AT_FREE, 0};
+    b_rec(b, PF_REC_VERDICT, verdict, &v, sizeof v);
+}
+
+static char tmpdir[] = "/tmp/pf-report-test-XXXXXX";
+
+static const char *b_save(builder_t *b, const char *name, size_t cut)
+{
+    static char path[256];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    size_t n = cut ? cut : b->size;
+    assert_int_equal(fwrite(b->buf, 1, n, f), n);
+    fclose(f);
+    free(b->buf);
+    b->buf = NULL;
+    return path;
+}
+
+static pf_model_t *load_ok(const char *path)
+{
+    char err[512] = "";
+    pf_model_t *m = NULL;
+    pf_load_opts_t o = {.merge_children = 1};
+    int rc = pf_model_load(path, &o, &m, err, sizeof err);
+    if (rc != 0)
+        fail_msg("load failed: %s", err);
+    return m;
+}
+
+static const pf_line_t *find_line(const pf_model_t *m, const char *file, int line)
+{
+    for (size_t i = 0; i < m->n_lines; i++)
+        if (m->lines[i].line == line && strcmp(pf_model_str(m, m->lines[i].file), file) == 0)
+            return &m->lines[i];
+    fail_msg("no line %s:%d", file, line);
+    return NULL;
+}
+
+/* ---- the model ---- */
+
+static void test_frees_peak_and_live_at_exit(void **state)
+{
+    builder_t b;
+    b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, 100);
+    b_chunk(&b, 100);
+    b_code(&b, 1, "/app/app.py", "f", 10);
+    b_code(&b, 2, "/app/app.py", "g", 20);
+    uint32_t f = 1, g = 2;
+    b_alloc(&b, 1000, 0x1000, 1000, 1000, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &f);
+    b_alloc(&b, 2000, 0x2000, 500, 500, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &g);
+    b_free(&b, 3000, 0x1000);
+    b_alloc(&b, 4000, 0x3000, 200, 200, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &f);
+    b_free(&b, 5000, 0x9999);   /* unknown address: ignored */
+    pf_model_t *m = load_ok(b_save(&b, "peak.pflow", 0));
+    assert_int_equal((int)m->total.peak_bytes, 1500);
+    const pf_line_t *l10 = find_line(m, "/app/app.py", 10), *l20 = find_line(m, "/app/app.py", 20);
+    assert_int_equal((int)l10->s.alloc_bytes, 1200);
+    assert_int_equal((int)l10->s.python_bytes, 1000);
+    assert_int_equal((int)l10->s.native_bytes, 200);
+    assert_int_equal((int)l10->s.peak_bytes, 1000);    /* its share at the peak (t=2000) */
+    assert_int_equal((int)l20->s.peak_bytes, 500);
+    assert_int_equal((int)l10->s.leaked_bytes, 200);
+    assert_int_equal((int)l20->s.leaked_bytes, 500);
+    assert_int_equal((int)m->total.leaked_bytes, 700);
+    /* the timeline keeps each bucket's maximum: the 1500 peak is there */
+    double top = 0;
+    for (int i = 0; i < PF_TIMELINE_POINTS; i++)
+        top = m->total.timeline[i] > top ? m->total.timeline[i] : top;
+    assert_int_equal((int)top, 1500);
+    assert_int_equal((int)m->argc, 2);
+    assert_string_equal(m->argv[0], "app.py");
+    pf_model_free(m);
+}
+
+static void test_finalization_keeps_objects_live(void **state)
+{
+    builder_t b;
+    b_init(&b, PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    b_code(&b, 1, "/app/app.py", "<module>", 3);
+    uint32_t c = 1;
+    b_alloc(&b, 10, 0x5000, 4000, 4000, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &c);
+    b_alloc(&b, 20, 0x6000, 4000, 4000, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &c);
+    b_free(&b, 30, 0x6000);                 /* freed by the program */
+    b_mark(&b, 40, PF_MARK_FINALIZING);
+    b_free(&b, 50, 0x5000);                 /* freed by interpreter shutdown */
+    pf_model_t *m = load_ok(b_save(&b, "fin.pflow", 0));
+    assert_int_equal((int)find_line(m, "/app/app.py", 3)->s.leaked_bytes, 4000);
+    pf_model_free(m);
+}
+
+static void test_attribution(void **state)
+{
+    builder_t b;
+    b_init(&b, PF_HDR_ROOT, 1);
+    b_chunk(&b, 7);
+    b_code(&b, 1, "/usr/lib/python3.11/json/decoder.py", "decode", 300);
+    b_code(&b, 2, "/home/me/app.py", "main", 7);
+    b_code(&b, 3, "/usr/lib/python3/dist-packages/numpy/core/numeric.py", "ones", 150);
+    b_code(&b, 4, "<string>", "<lambda>", 1);
+    uint32_t lib_then_user[] = {1, 3, 2};
+    b_alloc(&b, 1, 0x100, 10, 10, PF_DOMAIN_MALLOC, PF_ALLOC_SAMPLED, 3, lib_then_user);
+    uint32_t only_lib[] = {3, 1};
+    b_alloc(&b, 2, 0x200, 20, 20, PF_DOMAIN_MALLOC, PF_ALLOC_SAMPLED, 2, only_lib);
+    b_alloc(&b, 3, 0x300, 30, 30, PF_DOMAIN_MALLOC, PF_ALLOC_SAMPLED | PF_ALLOC_NO_PYSTATE, 0, NULL);
+    b_alloc(&b, 4, 0x400, 40, 40, PF_DOMAIN_PYRAW, PF_ALLOC_SAMPLED, 0, NULL);
+    uint32_t generated[] = {4, 1, 2};       /* <string> code made by a library: not the user's line */
+    b_alloc(&b, 5, 0x500, 50, 50, PF_DOMAIN_PYOBJ, PF_ALLOC_SAMPLED, 3, generated);
+    pf_model_t *m = load_ok(b_save(&b, "attr.pflow", 0));
+    assert_int_equal((int)find_line(m, "/home/me/app.py", 7)->s.alloc_bytes, 10 + 50);
+    assert_int_equal((int)find_line(m, "/usr/lib/python3/dist-packages/numpy/core/numeric.py", 150)->s.alloc_bytes, 20);
+    assert_int_equal((int)find_line(m, "[native thread]", 0)->s.alloc_bytes, 30);
+    assert_int_equal((int)find_line(m, "[python startup]", 0)->s.alloc_bytes, 40);
+    pf_model_free(m);
+}
+
+static void test_sampled_estimates_and_counts(void **state)
+{
+    builder_t b;
+    b_init(&b, PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    b_code(&b, 1, "/a.py", "f", 1);
+    uint32_t c = 1;
+    for (int i = 0; i < 10; i++)  /* 10 samples of 100-byte objects, each standing for 1000 bytes */
+        b_alloc(&b, (uint64_t)i, 0x1000 + (uint64_t)i * 128, 100, 1000, PF_DOMAIN_PYOBJ, PF_ALLOC_SAMPLED, 1, &c);
+    pf_model_t *m = load_ok(b_save(&b, "est.pflow", 0));
+    const pf_line_t *l = find_line(m, "/a.py", 1);
+    assert_int_equal((int)l->s.alloc_bytes, 10000);
+    assert_int_equal((int)(l->s.alloc_count + 0.5), 100);
+    pf_model_free(m);
+}
+
+static void test_copies_and_verdicts(void **state)
+{
+    builder_t b;
+    b_init(&b, PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    b_code(&b, 1, "/c.py", "<module>", 1);
+    b_code(&b, 2, "/c.py", "<module>", 2);
+    b_code(&b, 3, "/c.py", "<module>", 3);
+    uint32_t l1 = 1, l2 = 2;
+    b_alloc(&b, 1, 0x10000, 4096, 4096, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &l1);
+    b_alloc(&b, 2, 0x20000, 4096, 4096, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &l2);
+    b_copy(&b, 3, 7, 0x20000, 0x10000, 4096, 3);
+    b_copy(&b, 4, 8, 0x20000 + 32, 0x10000 + 32, 64, 3);  /* inside both objects (header offset) */
+    b_verdict(&b, 5, 7, PF_VERDICT_REDUNDANT);
+    b_verdict(&b, 6, 8, PF_VERDICT_MODIFIED);
+    b_verdict(&b, 7, 99, PF_VERDICT_REDUNDANT);           /* unknown copy: ignored */
+    pf_model_t *m = load_ok(b_save(&b, "copy.pflow", 0));
+    const pf_line_t *at = find_line(m, "/c.py", 3);
+    assert_int_equal((int)at->s.copy_bytes, 4096 + 64);
+    assert_int_equal((int)at->s.copy_count, 2);
+    assert_int_equal((int)at->s.redundant_copy_bytes, 4096);
+    assert_int_equal((int)m->n_flows, 1);
+    const pf_flow_t *f = &m->flows[0];
+    assert_int_equal(m->lines[f->src_line].line, 1);
+    assert_int_equal(m->lines[f->dst_line].line, 2);
+    assert_int_equal(f->judged, 2);
+    assert_int_equal(f->redundant, 1);
+    pf_model_free(m);
+}
+
+static void test_children_merged(void **state)
+{
+    builder_t b;
+    b_init(&b, PF_HDR_ROOT, 10);
+    b_chunk(&b, 10);
+    b_code(&b, 1, "/p.py", "<module>", 1);
+    uint32_t c = 1;
+    b_alloc(&b, 1, 0x1000, 100, 100, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &c);
+    b_save(&b, "kids.pflow", 0);
+    b_init(&b, 0, 11);
+    b_chunk(&b, 11);
+    b_code(&b, 5, "/p.py", "<module>", 1);      /* the child has its own code ids */
+    c = 5;
+    b_alloc(&b, 1, 0x1000, 300, 300, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &c);  /* same address, other process */
+    b_save(&b, "kids.pflow.11", 0);
+    char path[256];
+    snprintf(path, sizeof path, "%s/kids.pflow", tmpdir);
+    pf_model_t *m = load_ok(path);
+    assert_int_equal((int)m->n_procs, 2);
+    const pf_line_t *l = find_line(m, "/p.py", 1);
+    assert_int_equal((int)l->s.alloc_bytes, 400);
+    assert_int_equal((int)l->s.leaked_bytes, 400);
+    pf_model_free(m);
+}
+
+/* ---- the reader ---- */
+
+static void expect_error(const char *path, const char *needle)
+{
+    char err[512] = "";
+    pf_model_t *m = NULL;
+    pf_load_opts_t o = {0};
+    int rc = pf_model_load(path, &o, &m, err, sizeof err);
+    assert_true(rc < 0);
+    assert_null(m);
+    if (!strstr(err, needle))
+        fail_msg("error %s lacks '%s'", err, needle);
+}
+
+static void test_reader_rejects_and_tolerates(void **state)
+{
+    builder_t b;
+    b_init(&b, PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    b_code(&b, 1, "/r.py", "f", 1);
+    uint32_t c = 1;
+    b_alloc(&b, 1, 0x1000, 8, 8, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &c);
+    /* truncated in the middle of the chunk: loads */
+    size_t good_size = b.size;
+    unsigned char *copy = malloc(good_size);
+    memcpy(copy, b.buf, good_size);
+    pf_model_t *m = load_ok(b_save(&b, "cut.pflow", PF_HEADER_BYTES + 200));
+    pf_model_free(m);
+    /* a record length that is not a multiple of 8 */
+    b.buf = malloc(good_size);
+    memcpy(b.buf, copy, good_size);
+    b.size = good_size;
+    ((pf_rec_header_t *)(b.buf + PF_HEADER_BYTES + PF_CHUNK_HEADER_BYTES))->bytes = 3;
+    expect_error(b_save(&b, "len.pflow", 0), "offset 4112");
+    /* frame counts larger than the record */
+    b.buf = malloc(good_size);
+    memcpy(b.buf, copy, good_size);
+    b.size = good_size;
+    size_t first = PF_HEADER_BYTES + PF_CHUNK_HEADER_BYTES;
+    size_t second = first + ((pf_rec_header_t *)(b.buf + first))->bytes;
+    ((pf_rec_alloc_t *)(b.buf + second + 8))->n_py = 5000;
+    expect_error(b_save(&b, "frames.pflow", 0), "frame counts");
+    /* wrong magic, newer version, empty */
+    b.buf = malloc(good_size);
+    memcpy(b.buf, copy, good_size);
+    b.size = good_size;
+    b.buf[0] = 'X';
+    expect_error(b_save(&b, "magic.pflow", 0), "not a pyflow profile");
+    b.buf = malloc(good_size);
+    memcpy(b.buf, copy, good_size);
+    b.size = good_size;
+    ((pf_file_header_t *)b.buf)->version = PF_FORMAT_VERSION + 1;
+    expect_error(b_save(&b, "newer.pflow", 0), "newer pyflow");
+    b.buf = malloc(1);
+    expect_error(b_save(&b, "empty.pflow", 1) /* one byte */, "not a pyflow profile");
+    char path[256];
+    snprintf(path, sizeof path, "%s/really-empty.pflow", tmpdir);
+    fclose(fopen(path, "w"));
+    expect_error(path, "is empty");
+    snprintf(path, sizeof path, "%s/absent.pflow", tmpdir);
+    expect_error(path, "No such file");
+    /* an unknown record type is skipped by its length */
+    b.buf = malloc(good_size);
+    memcpy(b.buf, copy, good_size);
+    b.size = good_size;
+    ((pf_rec_header_t *)(b.buf + first))->type = 999;
+    m = load_ok(b_save(&b, "unknown.pflow", 0));
+    pf_model_free(m);
+    free(copy);
+}
+
+/* ---- renderers ---- */
+
+static void test_json_escaping_parses(void **state)
+{
+    builder_t b;
+    b_init(&b, PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    b_code(&b, 1, "/odd/quo\"te\\back\nnew\tline \xff\xfe bad \xc3\xa9.py", "f\x01", 1);
+    uint32_t c = 1;
+    b_alloc(&b, 1, 0x1000, 8, 8, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &c);
+    pf_model_t *m = load_ok(b_save(&b, "odd.pflow", 0));
+    char json_path[256], cmd[600];
+    snprintf(json_path, sizeof json_path, "%s/odd.json", tmpdir);
+    FILE *f = fopen(json_path, "w");
+    assert_int_equal(pf_render_json(m, f), 0);
+    fclose(f);
+    snprintf(cmd, sizeof cmd,
+             "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+             "f=d[\"lines\"][0][\"file\"]; assert \"quo\\\"te\" in f and \"\\n\" in f and \"\\ufffd\" in f and "
+             "\"\\u00e9\" in f, f' %s",
+             json_path);
+    assert_int_equal(system(cmd), 0);
+    pf_model_free(m);
+}
+
+static void test_text_fits_width(void **state)
+{
+    builder_t b;
+    b_init(&b, PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    b_code(&b, 1, "/a/very/long/path/that/goes/on/and/on/forever/with_a_really_long_module_name_here.py",
+           "a_function_with_an_extremely_long_name_for_testing", 1234);
+    uint32_t c = 1;
+    b_alloc(&b, 1, 0x1000, 123456789, 123456789, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &c);
+    pf_model_t *m = load_ok(b_save(&b, "wide.pflow", 0));
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    pf_text_opts_t o = {.width = 60};
+    assert_int_equal(pf_render_text(m, f, &o), 0);
+    fclose(f);
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        size_t cols = 0;
+        for (char *p = line; *p; p++)
+            cols += ((unsigned char)*p & 0xC0) != 0x80;
+        if (cols > 60)
+            fail_msg("line of %zu columns: %s", cols, line);
+    }
+    free(text);
+    pf_model_free(m);
+}
+
+static int setup(void **state)
+{
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    return system(cmd);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_frees_peak_and_live_at_exit),
+        cmocka_unit_test(test_finalization_keeps_objects_live),
+        cmocka_unit_test(test_attribution),
+        cmocka_unit_test(test_sampled_estimates_and_counts),
+        cmocka_unit_test(test_copies_and_verdicts),
+        cmocka_unit_test(test_children_merged),
+        cmocka_unit_test(test_reader_rejects_and_tolerates),
+        cmocka_unit_test(test_json_escaping_parses),
+        cmocka_unit_test(test_text_fits_width),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
