@@ -105,6 +105,13 @@ int pf_cli_parse_run(int argc, char **argv, pf_run_opts_t *o)
             if (!(v = option_value(argc, argv, &i, "--json")))
                 return usage_error("%s needs a file name", "--json");
             o->json = v;
+        } else if (is_option(a, "--dot-min-bytes")) {
+            if (!(v = option_value(argc, argv, &i, "--dot-min-bytes")) || pf_cli_parse_bytes(v, &o->dot_min_bytes) != 0)
+                return usage_error("%s needs a positive byte count (like 64k)", "--dot-min-bytes");
+        } else if (is_option(a, "--dot")) {
+            if (!(v = option_value(argc, argv, &i, "--dot")))
+                return usage_error("%s needs a file name", "--dot");
+            o->dot = v;
         } else if (strcmp(a, "--exact") == 0) {
             o->exact = 1;
         } else if (strcmp(a, "--native") == 0) {

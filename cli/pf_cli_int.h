@@ -12,6 +12,8 @@ typedef struct pf_run_opts {
     const char *python;         /* as given (--python, PYFLOW_PYTHON) or "python3" */
     const char *profile;        /* -o: keep the profile here; NULL = temporary */
     const char *json;           /* --json FILE */
+    const char *dot;            /* --dot FILE (and FILE.svg when Graphviz is installed) */
+    uint64_t dot_min_bytes;     /* --dot-min-bytes: smaller flows folded */
     int exact, native, no_report, max_lines, width;
     uint64_t sample_bytes, object_bytes;    /* 0 = runtime defaults */
     pf_target_kind_t kind;

@@ -16,6 +16,7 @@
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "pf_cli_int.h"
@@ -28,13 +29,15 @@ static const char *usage_text =
     "usage: pyflow run [options] app.py [args...]\n"
     "       pyflow run [options] -m module [args...]\n"
     "       pyflow run [options] -c CODE [args...]\n"
-    "       pyflow report PROFILE [--format text|json] [-o FILE] [--max-lines N] [--width N]\n"
+    "       pyflow report PROFILE [--format text|json|dot] [-o FILE] [--max-lines N] [--width N]\n"
     "       pyflow info\n"
     "\n"
     "run options (they come before the script; what follows it is the program's):\n"
     "  --python PATH       interpreter to run (default: $PYFLOW_PYTHON, else python3 on PATH)\n"
     "  -o, --output FILE   keep the binary profile in FILE (default: a temporary file, removed)\n"
     "  --json FILE         also write the JSON rendering to FILE\n"
+    "  --dot FILE          also write the object flow graph (Graphviz; FILE.svg too if `dot` is installed)\n"
+    "  --dot-min-bytes N   leave flows smaller than N out of the graph (default 64k)\n"
     "  --exact             record every allocation (slower; for tests and small programs)\n"
     "  --sample-bytes N    mean sampling interval in bytes (default 256k; suffixes k, m, g)\n"
     "  --object-bytes N    allocations of N bytes or more are recorded exactly (default 1m)\n"
@@ -148,7 +151,54 @@ static void list_supported(const char *libdir, char *out, size_t size)
         snprintf(out, size, "none (rebuild with python3-dev installed)");
 }
 
-static int render(const char *profile, const char *json, int text, const pf_text_opts_t *topts, FILE *text_out)
+typedef struct outputs {
+    int text;                       /* the terminal report, to text_out */
+    FILE *text_out;
+    const pf_text_opts_t *topts;
+    const char *json;               /* file or "-" */
+    const char *dot;                /* file or "-" */
+    double dot_min_bytes;
+} outputs_t;
+
+/* Runs Graphviz on a .dot file when it is installed; says why not otherwise (once, on stderr). */
+static void dot_to_svg(const char *dot)
+{
+    char svg[PATH_MAX + 8];
+    snprintf(svg, sizeof svg, "%s.svg", dot);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0)
+            dup2(devnull, STDERR_FILENO);
+        execlp("dot", "dot", "-Tsvg", dot, "-o", svg, (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fprintf(stderr, "pyflow: %s written; no SVG (Graphviz's `dot` is %s)\n", dot,
+                pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 127 ? "not installed" : "failing");
+}
+
+/* Writes one rendering to path ("-" = stdout). Returns 0 or -1 after saying why. */
+static int write_rendering(const pf_model_t *model, const char *path, const outputs_t *o, int dot)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "pyflow: cannot write %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    pf_dot_opts_t dopts = {.min_bytes = o->dot_min_bytes};
+    int rc = dot ? pf_render_dot(model, f, &dopts) : pf_render_json(model, f);
+    if (f != stdout && fclose(f) != 0)
+        rc = -1;
+    if (rc < 0)
+        fprintf(stderr, "pyflow: writing %s failed\n", path);
+    else if (dot && f != stdout)
+        dot_to_svg(path);
+    return rc < 0 ? -1 : 0;
+}
+
+static int render(const char *profile, const outputs_t *o)
 {
     char err[1024];
     pf_model_t *model;
@@ -158,20 +208,12 @@ static int render(const char *profile, const char *json, int text, const pf_text
         return -1;
     }
     int rc = 0;
-    if (text)
-        rc = pf_render_text(model, text_out, topts);
-    if (json) {
-        FILE *f = strcmp(json, "-") == 0 ? stdout : fopen(json, "w");
-        if (!f) {
-            fprintf(stderr, "pyflow: cannot write %s: %s\n", json, strerror(errno));
-            rc = -1;
-        } else {
-            if (pf_render_json(model, f) < 0)
-                rc = -1;
-            if (f != stdout && fclose(f) != 0)
-                rc = -1;
-        }
-    }
+    if (o->text && pf_render_text(model, o->text_out, o->topts) < 0)
+        rc = -1;
+    if (o->json && write_rendering(model, o->json, o, 0) < 0)
+        rc = -1;
+    if (o->dot && write_rendering(model, o->dot, o, 1) < 0)
+        rc = -1;
     pf_model_free(model);
     return rc;
 }
@@ -227,6 +269,8 @@ static int cmd_run(int argc, char **argv)
     }
     if (o.json && strcmp(o.json, "-") != 0 && check_writable("JSON report", o.json) != 0)
         return 2;
+    if (o.dot && strcmp(o.dot, "-") != 0 && check_writable("flow graph", o.dot) != 0)
+        return 2;
 
     char tmpdir[PATH_MAX] = "";
     char profile[PATH_MAX];
@@ -261,7 +305,9 @@ static int cmd_run(int argc, char **argv)
     } else {
         pf_text_opts_t topts = {.max_lines = o.max_lines, .width = terminal_width(o.width), .color = want_color(),
                                 .profile_path = o.profile};
-        if (render(profile, o.json, !o.no_report, &topts, stderr) != 0 && !o.no_report)
+        outputs_t out = {.text = !o.no_report, .text_out = stderr, .topts = &topts, .json = o.json, .dot = o.dot,
+                         .dot_min_bytes = o.dot_min_bytes ? (double)o.dot_min_bytes : 65536.0};
+        if (render(profile, &out) != 0 && !o.no_report)
             fprintf(stderr, "pyflow: the report could not be produced (see above)\n");
     }
     if (tmpdir[0]) {
@@ -305,13 +351,16 @@ static int cmd_report(int argc, char **argv)
         fprintf(stderr, "pyflow: report needs a profile file (see `pyflow --help`)\n");
         return 2;
     }
-    int json = strcmp(format, "json") == 0;
-    if (!json && strcmp(format, "text") != 0) {
-        fprintf(stderr, "pyflow: unknown format %s (text or json)\n", format);
+    int json = strcmp(format, "json") == 0, dot = strcmp(format, "dot") == 0;
+    if (!json && !dot && strcmp(format, "text") != 0) {
+        fprintf(stderr, "pyflow: unknown format %s (text, json or dot)\n", format);
         return 2;
     }
-    if (json)
-        return render(profile, out ? out : "-", 0, NULL, NULL) == 0 ? 0 : 2;
+    if (json || dot) {
+        outputs_t o = {.json = json ? (out ? out : "-") : NULL, .dot = dot ? (out ? out : "-") : NULL,
+                       .dot_min_bytes = 65536.0};
+        return render(profile, &o) == 0 ? 0 : 2;
+    }
     FILE *f = out ? fopen(out, "w") : stdout;
     if (!f) {
         fprintf(stderr, "pyflow: cannot write %s: %s\n", out, strerror(errno));
@@ -319,7 +368,8 @@ static int cmd_report(int argc, char **argv)
     }
     topts.width = out ? (topts.width ? topts.width : 100) : terminal_width(topts.width);
     topts.color = !out && isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
-    int rc = render(profile, NULL, 1, &topts, f);
+    outputs_t o = {.text = 1, .text_out = f, .topts = &topts};
+    int rc = render(profile, &o);
     if (out)
         fclose(f);
     return rc == 0 ? 0 : 2;

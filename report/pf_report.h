@@ -39,4 +39,12 @@ int pf_render_text(const pf_model_t *model, FILE *out, const pf_text_opts_t *opt
  * Returns 0, or -errno when writing failed. */
 int pf_render_json(const pf_model_t *model, FILE *out);
 
+typedef struct pf_dot_opts {
+    double min_bytes;        /* flows moving fewer bytes are folded into one "smaller flows" note */
+} pf_dot_opts_t;
+
+/* Renders the object flow graph in Graphviz: nodes are allocation sites (clustered by function), edges are
+ * copies and reallocs with bytes and counts; redundant copies in red with the fix. Returns 0 or -errno. */
+int pf_render_dot(const pf_model_t *model, FILE *out, const pf_dot_opts_t *opts);
+
 #endif /* PF_REPORT_H */

@@ -162,6 +162,24 @@ def case_copies_python(c):
     assert sum(f["bytes"] for f in grows) > 10_000_000, grows
 
 
+def case_flow_graph_dot(c):
+    """--dot writes the flow graph: the redundant bytes(buf) edge in red, the modified copy not; SVG too."""
+    dot = os.path.join(c.tmp, "flows.dot")
+    cp = run([c.pyflow, "run", "--python", c.python, "--no-report", "--dot", dot, example("bytes_copies.py")])
+    assert cp.returncode == 0, cp.stderr
+    text = open(dot).read()
+    assert text.startswith("digraph pyflow"), text[:80]
+    red = [l for l in text.splitlines() if "color=red" in l]
+    assert any("at bytes_copies.py:8" in l for l in red), red
+    assert not any("at bytes_copies.py:11" in l for l in red), red
+    assert "cluster_" in text and "bytes_copies.py:6" in text
+    if shutil.which("dot"):
+        assert os.path.getsize(dot + ".svg") > 0, "no SVG written though Graphviz is installed"
+    small = run([c.pyflow, "run", "--python", c.python, "--no-report", "--dot", dot, "--dot-min-bytes", "1g",
+                 example("bytes_copies.py")])
+    assert small.returncode == 0 and "->" not in open(dot).read(), "--dot-min-bytes did not fold flows"
+
+
 # ---- fidelity ----
 
 def case_stdout_and_exit_codes(c):
