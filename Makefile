@@ -5,7 +5,7 @@ PREFIX ?= /usr/local
 JOBS ?= 2
 PYTHON ?= /usr/bin/python3
 
-.PHONY: all deps configure build demo check bench install clean
+.PHONY: all deps configure build demo check check-sanitize bench install clean
 
 all: build
 
@@ -23,6 +23,15 @@ demo: build
 
 check: build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+	@$(MAKE) --no-print-directory check-sanitize
+
+# The unit tests again, built with AddressSanitizer and UndefinedBehaviorSanitizer.
+check-sanitize: deps
+	@cmake -S . -B $(BUILD)-sanitize -DCMAKE_BUILD_TYPE=Debug -DPYFLOW_SANITIZE=ON >/dev/null
+	@cmake --build $(BUILD)-sanitize -j$(JOBS) --target test_flowgraph_objtable test_interpose_sampler \
+	    test_interpose_writer test_report_model test_report_linetable
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	    ctest --test-dir $(BUILD)-sanitize --output-on-failure -j$(JOBS) -L unit
 
 bench: build
 	$(PYTHON) bench/run_bench.py --pyflow $(BUILD)/bin/pyflow

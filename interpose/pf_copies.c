@@ -3,8 +3,12 @@
  * A recorded copy whose two ends both lie in tracked objects links the objects (pf_copylink_t, kept on
  * both). When the first of the two is freed, its bytes are compared with the other's, before the memory
  * is released: still equal means neither was modified while both lived, so one buffer would have done
- * (the DrPy criterion). The compare reads at most the bytes the copy itself moved, so it costs no more than
- * the copy did; the peer is held live (its table stripe locked) while it is read.
+ * (the DrPy criterion). The peer is held live (its table stripe locked) while it is read.
+ *
+ * A compare reads as many bytes as the copy wrote, which would double the cost of a copy-bound program.
+ * So each thread has a compare budget: the first PF_COMPARE_INITIAL bytes of copies are all judged, then
+ * 1/PF_COMPARE_SHARE of the copied bytes; a copy beyond the budget is recorded but not linked. The reporter
+ * extrapolates each edge's redundant share from the copies it judged.
  */
 #include <string.h>
 
@@ -14,6 +18,8 @@
 
 /* How far before a copied address an object may start and still own it (CPython object headers). */
 #define PF_COPY_MAX_HEADER 64u
+#define PF_COMPARE_INITIAL (256ll << 20)
+#define PF_COMPARE_SHARE 8
 
 static uint64_t next_copy_id = 1;
 
@@ -42,9 +48,16 @@ static void write_copy(pf_tls_t *t, uint64_t id, const void *dst, const void *sr
     pf_writer_commit(t, rec, PF_REC_COPY, (uint16_t)kind, bytes);
 }
 
-/* Links the two objects of a copy so the first free can judge it. */
-static void link_copy(uint64_t id, const void *dst, const void *src, uint64_t n)
+/* Links the two objects of a copy so the first free can judge it, within the thread's compare budget. */
+static void link_copy(pf_tls_t *t, uint64_t id, const void *dst, const void *src, uint64_t n)
 {
+    if (!t->compare_credit_set) {
+        t->compare_credit = PF_COMPARE_INITIAL;
+        t->compare_credit_set = 1;
+    }
+    t->compare_credit += (int64_t)(n / PF_COMPARE_SHARE);
+    if (t->compare_credit < (int64_t)n)
+        return;
     pf_objinfo_t d, s;
     if (!pf_objtable_find_start((uintptr_t)dst, PF_COPY_MAX_HEADER, &d) ||
         !pf_objtable_find_start((uintptr_t)src, PF_COPY_MAX_HEADER, &s) || d.addr == s.addr)
@@ -58,6 +71,7 @@ static void link_copy(uint64_t id, const void *dst, const void *src, uint64_t n)
     pf_copylink_t on_src = {id, d.addr, d.serial, (uintptr_t)dst, (uintptr_t)src, len};
     pf_objtable_set_link(d.addr, &on_dst);
     pf_objtable_set_link(s.addr, &on_src);
+    t->compare_credit -= (int64_t)len;
 }
 
 void pf_on_copy_slow(pf_tls_t *t, void *dst, const void *src, size_t n, int kind)
@@ -78,7 +92,7 @@ void pf_on_copy_slow(pf_tls_t *t, void *dst, const void *src, size_t n, int kind
     if (v != PF_SAMPLE_SKIP && n > 0 && dst != src) {
         uint64_t id = __atomic_fetch_add(&next_copy_id, 1, __ATOMIC_RELAXED);
         write_copy(t, id, dst, src, n, est, v == PF_SAMPLE_EXACT ? PF_ALLOC_EXACT : PF_ALLOC_SAMPLED, kind);
-        link_copy(id, dst, src, n);
+        link_copy(t, id, dst, src, n);
     }
     t->guard--;
 }
@@ -91,7 +105,7 @@ uint64_t pf_on_copy_exact(pf_tls_t *t, void *dst, const void *src, size_t n, int
     pf_enter_recording(t);
     uint64_t id = __atomic_fetch_add(&next_copy_id, 1, __ATOMIC_RELAXED);
     write_copy(t, id, dst, src, n, n, PF_ALLOC_EXACT, kind);
-    link_copy(id, dst, src, n);
+    link_copy(t, id, dst, src, n);
     t->guard--;
     return id;
 }

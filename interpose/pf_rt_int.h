@@ -40,6 +40,8 @@ typedef struct pf_tls {
     char *chunk_end;
     uint32_t chunk_gen;         /* writer generation the chunk belongs to (a fork starts a new one) */
     uint32_t tid;
+    int64_t compare_credit;     /* bytes this thread may still spend comparing copies (pf_copies.c) */
+    int compare_credit_set;
 } pf_tls_t;
 
 extern __thread pf_tls_t pf_tls __attribute__((tls_model("initial-exec"))) PF_HIDDEN;

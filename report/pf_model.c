@@ -252,7 +252,7 @@ typedef struct live_obj {
 } live_obj_t;
 
 typedef struct copy_info {
-    int32_t flow, at, func;
+    int32_t flow;
     double est;
 } copy_info_t;
 
@@ -481,6 +481,7 @@ static void on_copy(sweeper_t *S, const event_t *e)
         fl->src_line = src_line;
         fl->dst_line = dst_line;
         fl->at_line = at;
+        fl->at_func = fn;
         fl->kind = e->aux;
         *fv = m->n_flows;
     }
@@ -489,8 +490,6 @@ static void on_copy(sweeper_t *S, const event_t *e)
     fl->count += count;
     copy_info_t *ci = PF_VEC_PUSH(S->cinfo, S->n_cinfo, S->cap_cinfo);
     ci->flow = (int32_t)(*fv - 1);
-    ci->at = at;
-    ci->func = fn;
     ci->est = est;
     *pf_map_put(&S->copies, key3(e->proc, c->copy_id, 0xC0), NULL) = S->n_cinfo - 1;
 }
@@ -506,16 +505,29 @@ static void on_verdict(sweeper_t *S, const event_t *e)
     const copy_info_t *ci = &S->cinfo[*c];
     pf_flow_t *fl = &m->flows[ci->flow];
     fl->judged++;
+    fl->judged_bytes += ci->est;
     if (e->aux == PF_VERDICT_REDUNDANT) {
         fl->redundant++;
-        fl->redundant_bytes += ci->est;
-        m->lines[ci->at].s.redundant_copy_bytes += ci->est;
-        m->funcs[ci->func].s.redundant_copy_bytes += ci->est;
-        m->total.redundant_copy_bytes += ci->est;
-    } else {
-        fl->modified_bytes += ci->est;
+        fl->redundant_judged_bytes += ci->est;
     }
     pf_map_del(&S->copies, ck);
+}
+
+/* The runtime judges only the copies its compare budget allows: each edge's redundant bytes are its bytes
+ * times the redundant share of the copies that were judged. */
+static void extrapolate_redundancy(pf_model_t *m)
+{
+    for (size_t i = 0; i < m->n_flows; i++) {
+        pf_flow_t *fl = &m->flows[i];
+        if (fl->judged_bytes <= 0)
+            continue;
+        fl->redundant_bytes = fl->bytes * (fl->redundant_judged_bytes / fl->judged_bytes);
+        if (fl->at_line >= 0)
+            m->lines[fl->at_line].s.redundant_copy_bytes += fl->redundant_bytes;
+        if (fl->at_func >= 0)
+            m->funcs[fl->at_func].s.redundant_copy_bytes += fl->redundant_bytes;
+        m->total.redundant_copy_bytes += fl->redundant_bytes;
+    }
 }
 
 static int cmp_event(const void *a, const void *b)
@@ -605,6 +617,7 @@ static void sweep(loader_t *L)
         }
     }
     m->total.peak_bytes = peak > 0 ? peak : 0;
+    extrapolate_redundancy(m);
     for (size_t i = 0; i < m->n_lines; i++)
         finish_stats(&m->lines[i].s, S.t_end);
     for (size_t i = 0; i < m->n_funcs; i++)

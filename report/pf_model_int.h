@@ -46,10 +46,12 @@ typedef struct pf_func {
 /* A site for the flow graph: the line an object was allocated at (row index, or -1 for untracked). */
 typedef struct pf_flow {
     int32_t src_line, dst_line, at_line;    /* indexes into lines; -1 = untracked / unknown */
+    int32_t at_func;                        /* the copying line's function row */
     uint16_t kind;                          /* pf_copy_kind_t */
     double bytes, count;
-    double redundant_bytes, modified_bytes; /* of the copies judged */
-    uint32_t judged, redundant;
+    uint32_t judged, redundant;             /* copies with a verdict, and of those the redundant ones */
+    double judged_bytes, redundant_judged_bytes;
+    double redundant_bytes;                 /* estimate for the whole edge: bytes x judged redundant share */
 } pf_flow_t;
 
 typedef struct pf_process {

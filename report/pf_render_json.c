@@ -183,6 +183,8 @@ int pf_render_json(const pf_model_t *m, FILE *out)
         pf_json_key(&j, "redundant");
         pf_json_bool(&j, pf_report_flow_redundant(fl));
         bytes(&j, "redundant_bytes", fl->redundant_bytes);
+        pf_json_key(&j, "judged");
+        pf_json_int(&j, fl->judged);
         pf_json_key(&j, "evidence");
         pf_json_string(&j, fl->judged ? "compare-at-free" : "none");
         pf_json_end_object(&j);

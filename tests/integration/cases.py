@@ -142,6 +142,13 @@ def case_copies_numpy(c):
     assert edge[0]["evidence"] == "compare-at-free"
     assert not any(f["redundant"] for f in flows_at(d, "redundant_copy.py", 18))
     assert "redundant_copy.py:14" in cp.stderr.split("redundant copies")[1], cp.stderr
+    cp, d = c.profile(example("copy_through_functions.py"))
+    assert cp.returncode == 0, cp.stderr
+    near(row(d, "copy_through_functions.py", 12)["redundant_copy_bytes"], 40_000_000, 0.02,
+         "x.copy() passed through functions, redundant bytes")
+    conv = [f for f in flows_at(d, "copy_through_functions.py", 26) if f["redundant"]]
+    assert not conv, f"a list->array conversion was called a redundant copy: {conv}"
+    assert row(d, "copy_through_functions.py", 26)["redundant_copy_bytes"] == 0
     cp, d = c.profile(example("copy_of_temporary.py"))
     tmp = row(d, "copy_of_temporary.py", 8)
     near(tmp["redundant_copy_bytes"], 40_000_000, 0.02, "copies of temporaries, redundant bytes")
