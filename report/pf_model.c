@@ -238,7 +238,8 @@ static size_t find_children(const char *path, char ***out)
         *slot = pf_xstrndup(full, strlen(full));
     }
     closedir(d);
-    qsort(names, n, sizeof *names, cmp_str);
+    if (n)
+        qsort(names, n, sizeof *names, cmp_str);
     *out = names;
     return n;
 }
