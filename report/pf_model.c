@@ -18,6 +18,7 @@
 #include "pf_linetable_int.h"
 #include "pf_model_int.h"
 #include "pf_reader_int.h"
+#include "pf_symbols_int.h"
 #include "pf_util_int.h"
 
 #define PF_MAX_CHILD_FILES 4096
@@ -74,8 +75,15 @@ typedef struct event {
     const void *payload;
 } event_t;
 
+typedef struct module {
+    uint64_t start, end, bias;
+    uint32_t path;      /* interned */
+} module_t;
+
 typedef struct proc_state {
     pf_file_t file;
+    module_t *modules;
+    size_t n_modules, cap_modules;
     pf_map_t codes;         /* code id -> index+1 into pcodes */
     pcode_t *pcodes;
     size_t n_pcodes, cap_pcodes;
@@ -114,6 +122,15 @@ static int on_record(void *ctx, const pf_record_t *r)
         pc->table_len = c->linetable_len;
         pc->is_user = pf_model_is_user_file(m->strings[pc->file]);
         *pf_map_put(&P->codes, c->code_id, NULL) = P->n_pcodes;
+        return 0;
+    }
+    case PF_REC_MODULE: {
+        const pf_rec_module_t *mo = r->payload;
+        module_t *slot = PF_VEC_PUSH(P->modules, P->n_modules, P->cap_modules);
+        slot->start = mo->start;
+        slot->end = mo->end;
+        slot->bias = mo->load_bias;
+        slot->path = intern(m, (const char *)(mo + 1), mo->path_len);
         return 0;
     }
     case PF_REC_MARK: {
@@ -248,6 +265,7 @@ static size_t find_children(const char *path, char ***out)
 
 typedef struct live_obj {
     int32_t line, func;
+    uint32_t native;    /* native site string, 0 = none */
     double est;
     uint64_t size;
 } live_obj_t;
@@ -272,6 +290,8 @@ typedef struct sweeper {
     live_obj_t *objs;
     size_t n_objs, cap_objs;
     uint64_t t_end;
+    pf_symbols_t *symbols;
+    pf_map_t native_cache;  /* (proc, ip) -> native site string id + 1 (0 stored as 1: none) */
 } sweeper_t;
 
 static uint64_t key3(uint64_t a, uint64_t b, uint64_t c)
@@ -354,6 +374,37 @@ static int32_t attribute(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *fr
     return (int32_t)(*v - 1);
 }
 
+/* The innermost native frame outside the interpreter, libc and pyflow, as an interned "symbol (library)";
+ * 0 when there is none (or no native stack was captured). */
+static uint32_t native_site(sweeper_t *S, uint32_t proc, const uint64_t *ips, uint16_t n)
+{
+    const proc_state_t *P = &S->L->procs[proc];
+    for (uint16_t i = 0; i < n; i++) {
+        uint64_t ip = ips[i];
+        int created;
+        uint64_t *v = pf_map_put(&S->native_cache, key3(proc, ip, 0x5e), &created);
+        if (created) {
+            *v = 1;     /* none, unless a module below says otherwise */
+            for (size_t k = 0; k < P->n_modules; k++) {
+                const module_t *mo = &P->modules[k];
+                if (ip < mo->start || ip >= mo->end)
+                    continue;
+                const char *path = S->m->strings[mo->path];
+                if (!pf_symbols_is_runtime_library(path)) {
+                    char name[512];
+                    /* return addresses point after the call: look up the call itself */
+                    pf_symbols_name(S->symbols, path, ip - mo->bias - (i > 0), name, sizeof name);
+                    *v = (uint64_t)intern(S->m, name, strlen(name)) + 1;
+                }
+                break;
+            }
+        }
+        if (*v > 1)
+            return (uint32_t)(*v - 1);
+    }
+    return 0;
+}
+
 static int bucket_of(const sweeper_t *S, uint64_t t)
 {
     if (S->t_end == 0)
@@ -428,6 +479,9 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     live_obj_t *o = PF_VEC_PUSH(S->objs, S->n_objs, S->cap_objs);
     o->line = row;
     o->func = fn;
+    if (a->n_native)
+        o->native = native_site(S, e->proc, (const uint64_t *)((const pf_rec_pyframe_t *)(a + 1) + a->n_py),
+                                a->n_native);
     o->est = est;
     o->size = a->size;
     *pf_map_put(&S->live, addr_key(e->proc, a->addr), NULL) = S->n_objs - 1;
@@ -484,6 +538,11 @@ static void on_copy(sweeper_t *S, const event_t *e)
         fl->at_line = at;
         fl->at_func = fn;
         fl->kind = e->aux;
+        fl->src_native = src >= 0 ? S->objs[src].native : 0;
+        fl->dst_native = dst >= 0 ? S->objs[dst].native : 0;
+        if (c->n_native)
+            fl->at_native = native_site(S, e->proc, (const uint64_t *)((const pf_rec_pyframe_t *)(c + 1) + c->n_py),
+                                        c->n_native);
         *fv = m->n_flows;
     }
     pf_flow_t *fl = &m->flows[*fv - 1];
@@ -588,7 +647,7 @@ static void sweep(loader_t *L)
 {
     pf_model_t *m = L->m;
     qsort(L->events, L->n_events, sizeof *L->events, cmp_event);
-    sweeper_t S = {.m = m, .L = L};
+    sweeper_t S = {.m = m, .L = L, .symbols = pf_symbols_new()};
     S.t_end = L->n_events ? L->events[L->n_events - 1].t : 0;
     if (m->has_exit && (uint64_t)(m->elapsed_s * 1e9) > S.t_end)
         S.t_end = (uint64_t)(m->elapsed_s * 1e9);
@@ -634,6 +693,8 @@ static void sweep(loader_t *L)
     pf_map_free(&S.freed);
     pf_map_free(&S.flow_index);
     pf_map_free(&S.copies);
+    pf_map_free(&S.native_cache);
+    pf_symbols_free(S.symbols);
     free(S.cinfo);
     free(S.objs);
 }
@@ -697,6 +758,7 @@ int pf_model_load(const char *path, const pf_load_opts_t *opts, pf_model_t **out
     for (size_t i = 0; i < L.n_procs; i++) {
         pf_map_free(&L.procs[i].codes);
         free(L.procs[i].pcodes);
+        free(L.procs[i].modules);
         pf_file_close(&L.procs[i].file);
     }
     free(L.procs);

@@ -47,6 +47,7 @@ typedef struct pf_func {
 typedef struct pf_flow {
     int32_t src_line, dst_line, at_line;    /* indexes into lines; -1 = untracked / unknown */
     int32_t at_func;                        /* the copying line's function row */
+    uint32_t src_native, dst_native, at_native;  /* interned "symbol (library)", 0 = none (no --native) */
     uint16_t kind;                          /* pf_copy_kind_t */
     double bytes, count;
     uint32_t judged, redundant;             /* copies with a verdict, and of those the redundant ones */

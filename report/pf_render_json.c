@@ -48,7 +48,7 @@ static void stats_fields(pf_json_t *j, const pf_model_t *m, const pf_stats_t *s)
     timeline(j, m, s);
 }
 
-static void site(pf_json_t *j, const pf_model_t *m, int32_t row)
+static void site(pf_json_t *j, const pf_model_t *m, int32_t row, uint32_t native)
 {
     pf_json_begin_object(j);
     pf_json_key(j, "file");
@@ -59,6 +59,8 @@ static void site(pf_json_t *j, const pf_model_t *m, int32_t row)
     pf_json_string(j, row >= 0 ? pf_model_str(m, m->lines[row].function) : "");
     pf_json_key(j, "native");
     pf_json_begin_array(j);
+    if (native)
+        pf_json_string(j, pf_model_str(m, native));
     pf_json_end_array(j);
     pf_json_end_object(j);
 }
@@ -170,16 +172,16 @@ int pf_render_json(const pf_model_t *m, FILE *out)
         const pf_flow_t *fl = &m->flows[i];
         pf_json_begin_object(&j);
         pf_json_key(&j, "src");
-        site(&j, m, fl->src_line);
+        site(&j, m, fl->src_line, fl->src_native);
         pf_json_key(&j, "dst");
-        site(&j, m, fl->dst_line);
+        site(&j, m, fl->dst_line, fl->dst_native);
         pf_json_key(&j, "kind");
         pf_json_string(&j, copy_kind_name(fl->kind));
         bytes(&j, "bytes", fl->bytes);
         pf_json_key(&j, "count");
         pf_json_number(&j, floor(fl->count + 0.5));
         pf_json_key(&j, "at");
-        site(&j, m, fl->at_line);
+        site(&j, m, fl->at_line, fl->at_native);
         pf_json_key(&j, "redundant");
         pf_json_bool(&j, pf_report_flow_redundant(fl));
         bytes(&j, "redundant_bytes", fl->redundant_bytes);

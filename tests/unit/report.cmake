@@ -16,5 +16,5 @@ endforeach()
 # JSON writer, reader validation and the model, on profiles built by the test itself.
 pf_unit_test(test_report_model
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report_model.c
-  LIBS pf_report)
+  LIBS pf_report dl)
 target_include_directories(test_report_model PRIVATE ${PROJECT_SOURCE_DIR}/report)

@@ -16,6 +16,8 @@
 #include "pf_format.h"
 #include "pf_model_int.h"
 #include "pf_report.h"
+#include "pf_symbols_int.h"
+#include <dlfcn.h>
 
 /* ---- a tiny profile builder: one chunk per call of chunk_begin ---- */
 
@@ -426,6 +428,24 @@ static void test_text_fits_width(void **state)
     pf_model_free(m);
 }
 
+/* ---- native symbols ---- */
+
+static void test_symbols_resolve_a_real_library(void **state)
+{
+    Dl_info info;
+    assert_true(dladdr((void *)getpid, &info) && info.dli_fname);
+    pf_symbols_t *sy = pf_symbols_new();
+    char name[256];
+    uint64_t vaddr = (uint64_t)(uintptr_t)getpid - (uint64_t)(uintptr_t)info.dli_fbase;
+    pf_symbols_name(sy, info.dli_fname, vaddr + 1, name, sizeof name);
+    if (!strstr(name, "getpid"))
+        fail_msg("getpid resolved as %s", name);
+    assert_true(pf_symbols_is_runtime_library(info.dli_fname));  /* libc: never a native site */
+    pf_symbols_name(sy, "/nonexistent/libnothing.so", 0x1234, name, sizeof name);
+    assert_string_equal(name, "0x1234 (libnothing.so)");
+    pf_symbols_free(sy);
+}
+
 static int setup(void **state)
 {
     return mkdtemp(tmpdir) ? 0 : -1;
@@ -450,6 +470,7 @@ int main(void)
         cmocka_unit_test(test_reader_rejects_and_tolerates),
         cmocka_unit_test(test_json_escaping_parses),
         cmocka_unit_test(test_text_fits_width),
+        cmocka_unit_test(test_symbols_resolve_a_real_library),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,23 @@
+/* pf_symbols_int.h - native symbolization, offline: instruction pointers recorded in the profile are turned
+ * into "symbol (library)" by reading the ELF symbol tables (.symtab, else .dynsym) of the loaded objects
+ * named by PF_REC_MODULE records. Tables are read once per path and cached. */
+#ifndef PF_SYMBOLS_INT_H
+#define PF_SYMBOLS_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct pf_symbols pf_symbols_t;
+
+pf_symbols_t *pf_symbols_new(void);
+void pf_symbols_free(pf_symbols_t *s);
+
+/* Writes "symbol (library)" for the file address vaddr of the ELF object at path into out, or
+ * "0x<vaddr> (library)" when no symbol covers it. Returns out. */
+const char *pf_symbols_name(pf_symbols_t *s, const char *path, uint64_t vaddr, char *out, size_t size);
+
+/* 1 when a library path is the interpreter, libc, the loader or pyflow itself: frames there are not the
+ * "native site" of an allocation. */
+int pf_symbols_is_runtime_library(const char *path);
+
+#endif /* PF_SYMBOLS_INT_H */
