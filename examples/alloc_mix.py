@@ -1,9 +1,9 @@
 """Where memory goes, in both layers.
 
 What the report shows:
-  - line 18 (`np.ones`): ~80 MB of *native* memory (numpy's data buffer), the biggest share of the peak;
-  - line 22 (list of strings): tens of MB of *Python* objects;
-  - line 27 (temporaries in a loop): a lot allocated, nothing live at exit;
+  - line 16 (`np.ones`): ~80 MB of *native* memory (numpy's data buffer), the biggest share of the peak;
+  - line 20 (list of strings): tens of MB of *Python* objects;
+  - line 26 (temporaries in a loop): a lot allocated, nothing live at exit;
   - line 32 (`cache.append`): memory that stays live until the program ends.
 """
 import numpy as np

@@ -146,6 +146,30 @@ static const char *source_line(const char *file, int lineno)
     return result;
 }
 
+/* A sparkline of a timeline in `cells` characters; each cell shows the maximum of its slice, scaled to the
+ * timeline's own maximum, so a short peak stays visible. */
+static const char *sparkline(const double *points, int n, int cells, char *buf, size_t size)
+{
+    static const char *const bars[] = {" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+    double top = 0;
+    for (int i = 0; i < n; i++)
+        top = points[i] > top ? points[i] : top;
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int c = 0; c < cells; c++) {
+        double v = 0;
+        for (int i = c * n / cells; i < (c + 1) * n / cells; i++)
+            v = points[i] > v ? points[i] : v;
+        int level = top > 0 ? (int)ceil(8.0 * v / top) : 0;
+        if (level > 8)
+            level = 8;
+        used += (size_t)snprintf(buf + used, size - used, "%s", bars[level]);
+        if (used >= size)
+            break;
+    }
+    return buf;
+}
+
 static const char *bold(const out_t *o) { return o->color ? "\033[1m" : ""; }
 static const char *red(const out_t *o) { return o->color ? "\033[31m" : ""; }
 static const char *reset(const out_t *o) { return o->color ? "\033[0m" : ""; }
@@ -177,6 +201,10 @@ static void header(out_t *o, const pf_model_t *m, const pf_text_opts_t *opts)
     line(o, "  peak %s | allocated %s (python %s, native %s) | live at exit %s", human(m->total.peak_bytes, a),
          human(m->total.alloc_bytes, b), human(m->total.python_bytes, c), human(m->total.native_bytes, d),
          human(m->total.leaked_bytes, e));
+    char spark[128];
+    line(o, "  memory over time %s  (peak at %.2f s of %.2f s)",
+         sparkline(m->total.timeline, PF_TIMELINE_POINTS, 40, spark, sizeof spark), (double)m->peak_ns / 1e9,
+         m->timeline_end_s);
     if (m->total.gpu_bytes > 0)
         line(o, "  gpu allocated %s", human(m->total.gpu_bytes, a));
     if (m->total.copy_bytes > 0)
@@ -195,8 +223,8 @@ static void lines_table(out_t *o, const pf_model_t *m, int rows)
     size_t *order = pf_report_line_order(m);
     char a[16], b[16], c[16], d[16], e[16];
     fputc('\n', o->f);
-    line(o, "%s%-24s %9s %9s %9s %6s %9s %9s  %s%s", bold(o), "line", "allocated", "python", "native", "peak%",
-         "at exit", "copied", "source", reset(o));
+    line(o, "%s%-24s %9s %9s %9s %6s %9s %9s %-10s %s%s", bold(o), "line", "allocated", "python", "native",
+         "peak%", "at exit", "copied", "trend", "source", reset(o));
     int shown = 0;
     for (size_t k = 0; k < m->n_lines && shown < rows; k++) {
         const pf_line_t *l = &m->lines[order[k]];
@@ -217,10 +245,11 @@ static void lines_table(out_t *o, const pf_model_t *m, int rows)
             snprintf(where_cut, sizeof where_cut, "…%s", tail);
         }
         int pad = 24 - (int)columns(where_cut);
-        line(o, "%s%*s %9s %9s %9s %5.1f%% %9s %9s  %s", where_cut, pad > 0 ? pad : 0, "",
+        char spark[64];
+        line(o, "%s%*s %9s %9s %9s %5.1f%% %9s %9s %s %s", where_cut, pad > 0 ? pad : 0, "",
              human(l->s.alloc_bytes, a), human(l->s.python_bytes, b), human(l->s.native_bytes, c),
-             share(l->s.peak_bytes, m->total.peak_bytes), human(l->s.leaked_bytes, d),
-             human(l->s.copy_bytes, e), source_line(file, l->line));
+             share(l->s.peak_bytes, m->total.peak_bytes), human(l->s.leaked_bytes, d), human(l->s.copy_bytes, e),
+             sparkline(l->s.timeline, PF_TIMELINE_POINTS, 10, spark, sizeof spark), source_line(file, l->line));
         shown++;
     }
     if (!shown)
