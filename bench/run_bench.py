@@ -38,7 +38,7 @@ def tools(args, script):
         "tracemalloc": [py, "-X", "tracemalloc", script],
     }
     if shutil.which("scalene") or subprocess.run([py, "-c", "import scalene"], capture_output=True).returncode == 0:
-        out["scalene"] = [py, "-m", "scalene", "--cli", "--memory", "--no-browser",
+        out["scalene"] = [py, "-m", "scalene", "--cli", "--memory",
                           "--outfile", os.devnull, script]
     return out
 
