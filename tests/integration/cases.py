@@ -248,6 +248,37 @@ def case_fork_merged(c):
     assert len(d["processes"]) == 2, d["processes"]
 
 
+# ---- robustness ----
+
+def case_threads_stress(c):
+    """8 threads allocating and freeing across threads: no deadlock, live bytes equal ground truth."""
+    cp, d = c.profile(prog("threads_stress.py"), extra=("--exact",))
+    assert cp.returncode == 0 and cp.stdout.strip() == "kept 200", (cp.returncode, cp.stdout, cp.stderr[-500:])
+    moved = row(d, "threads_stress.py", 13)
+    near(moved["alloc_bytes"], 8 * 3000 * 100_000, 0.01, "blocks allocated by producers")
+    assert moved["leaked_bytes"] < 100_000 * 70, f"blocks freed on other threads still live: {moved['leaked_bytes']}"
+    near(row(d, "threads_stress.py", 16)["leaked_bytes"], 200 * 100_000, 0.01, "kept blocks live at exit")
+
+
+def case_child_processes(c):
+    """subprocess and multiprocessing (spawn, forkserver) children are profiled and merged."""
+    cp, d = c.profile(prog("spawner.py"))
+    assert cp.returncode == 0, cp.stderr[-2000:]
+    assert "spawn 8000000" in cp.stdout and "forkserver 8000000" in cp.stdout, cp.stdout
+    near(row(d, "spawner.py", 8)["alloc_bytes"], 16_000_000, 0.02, "workers' allocations, merged")
+    assert len(d["processes"]) >= 4, d["processes"]
+    sub = [r for r in d["lines"] if r["file"] == "<string>" and r["line"] == 1]
+    assert sub and sum(r["alloc_bytes"] for r in sub) >= 3_000_000, "the python subprocess is missing"
+
+
+def case_odd_script_names(c):
+    """A script path with spaces and non-ASCII characters works and is reported by name."""
+    script = os.path.join(PROGRAMS, "odd dir \u00fc", "na\u00efve script.py")
+    cp, d = c.profile(script)
+    assert cp.returncode == 0 and cp.stdout == "odd ok\n", (cp.returncode, cp.stdout, cp.stderr)
+    near(row(d, "na\u00efve script.py", 1)["alloc_bytes"], 1_500_000, 0.01, "odd-named script's line")
+
+
 # ---- bad input ----
 
 def case_bad_input(c):
