@@ -234,6 +234,7 @@ typedef enum pf_verdict_kind {
 /* Evidence (pf_rec_verdict_t.evidence). */
 #define PF_EVIDENCE_COMPARE_AT_FREE 1u
 #define PF_EVIDENCE_WATCH 2u
+#define PF_EVIDENCE_CONTENT_HASH 3u     /* the same bytes were sent again (a repeated host-to-device upload) */
 
 /* PF_REC_VERDICT payload. aux = pf_verdict_kind_t. */
 typedef struct pf_rec_verdict {

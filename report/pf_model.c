@@ -265,6 +265,7 @@ static size_t find_children(const char *path, char ***out)
 
 typedef struct live_obj {
     int32_t line, func;
+    int gpu;            /* a GPU allocation */
     uint32_t native;    /* native site string, 0 = none */
     double est;
     uint64_t size;
@@ -475,10 +476,13 @@ static void on_alloc(sweeper_t *S, const event_t *e)
             s->gpu_bytes += est;
         touch(s, e->t);
         set_live(S, s, e->t, s->live + est);
+        if (a->domain == PF_DOMAIN_GPU)
+            s->gpu_live += est;
     }
     live_obj_t *o = PF_VEC_PUSH(S->objs, S->n_objs, S->cap_objs);
     o->line = row;
     o->func = fn;
+    o->gpu = a->domain == PF_DOMAIN_GPU;
     if (a->n_native)
         o->native = native_site(S, e->proc, (const uint64_t *)((const pf_rec_pyframe_t *)(a + 1) + a->n_py),
                                 a->n_native);
@@ -502,8 +506,11 @@ static void on_free(sweeper_t *S, const event_t *e)
     const live_obj_t *o = &S->objs[idx];
     pf_model_t *m = S->m;
     pf_stats_t *rows[3] = {&m->lines[o->line].s, &m->funcs[o->func].s, &m->total};
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 3; i++) {
         set_live(S, rows[i], e->t, rows[i]->live - o->est);
+        if (o->gpu)
+            rows[i]->gpu_live -= o->est;
+    }
 }
 
 static void on_copy(sweeper_t *S, const event_t *e)
@@ -566,6 +573,7 @@ static void on_verdict(sweeper_t *S, const event_t *e)
     pf_flow_t *fl = &m->flows[ci->flow];
     fl->judged++;
     fl->judged_bytes += ci->est;
+    fl->evidence = v->evidence;
     if (e->aux == PF_VERDICT_REDUNDANT) {
         fl->redundant++;
         fl->redundant_judged_bytes += ci->est;
@@ -609,7 +617,7 @@ static void finish_stats(pf_stats_t *s, uint64_t t_end)
 
 /* Replays allocations and frees up to (and including) event `upto`, to know each row's live bytes at the
  * program's peak. */
-static void peak_shares(sweeper_t *S, size_t upto)
+static void peak_shares(sweeper_t *S, size_t upto, int gpu_only)
 {
     pf_model_t *m = S->m;
     pf_map_t live = {0};
@@ -620,16 +628,20 @@ static void peak_shares(sweeper_t *S, size_t upto)
             const pf_rec_alloc_t *a = e->payload;
             const live_obj_t *o = &S->objs[obj];
             *pf_map_put(&live, addr_key(e->proc, a->addr), NULL) = obj++;
-            m->lines[o->line].s.peak_bytes += o->est;
-            m->funcs[o->func].s.peak_bytes += o->est;
+            if (gpu_only && !o->gpu)
+                continue;
+            *(gpu_only ? &m->lines[o->line].s.gpu_peak_bytes : &m->lines[o->line].s.peak_bytes) += o->est;
+            *(gpu_only ? &m->funcs[o->func].s.gpu_peak_bytes : &m->funcs[o->func].s.peak_bytes) += o->est;
         } else if (e->type == PF_REC_FREE && e->t < S->L->procs[e->proc].fin_ns) {
             const pf_rec_free_t *f = e->payload;
             uint64_t k = addr_key(e->proc, f->addr);
             uint64_t *v = pf_map_get(&live, k);
             if (v) {
                 const live_obj_t *o = &S->objs[*v];
-                m->lines[o->line].s.peak_bytes -= o->est;
-                m->funcs[o->func].s.peak_bytes -= o->est;
+                if (!gpu_only || o->gpu) {
+                    *(gpu_only ? &m->lines[o->line].s.gpu_peak_bytes : &m->lines[o->line].s.peak_bytes) -= o->est;
+                    *(gpu_only ? &m->funcs[o->func].s.gpu_peak_bytes : &m->funcs[o->func].s.peak_bytes) -= o->est;
+                }
                 pf_map_del(&live, k);
             }
         }
@@ -652,8 +664,8 @@ static void sweep(loader_t *L)
     if (m->has_exit && (uint64_t)(m->elapsed_s * 1e9) > S.t_end)
         S.t_end = (uint64_t)(m->elapsed_s * 1e9);
     m->end_ns = S.t_end;
-    double peak = -1;
-    size_t peak_at = 0;
+    double peak = -1, gpu_peak = 0;
+    size_t peak_at = 0, gpu_peak_at = 0;
     for (size_t i = 0; i < L->n_events; i++) {
         const event_t *e = &L->events[i];
         switch (e->type) {
@@ -675,6 +687,10 @@ static void sweep(loader_t *L)
             peak_at = i;
             m->peak_ns = e->t;
         }
+        if (m->total.gpu_live > gpu_peak) {
+            gpu_peak = m->total.gpu_live;
+            gpu_peak_at = i;
+        }
     }
     m->total.peak_bytes = peak > 0 ? peak : 0;
     extrapolate_redundancy(m);
@@ -684,7 +700,10 @@ static void sweep(loader_t *L)
         finish_stats(&m->funcs[i].s, S.t_end);
     finish_stats(&m->total, S.t_end);
     if (peak > 0)
-        peak_shares(&S, peak_at);
+        peak_shares(&S, peak_at, 0);
+    m->total.gpu_peak_bytes = gpu_peak;
+    if (gpu_peak > 0)
+        peak_shares(&S, gpu_peak_at, 1);
     m->timeline_end_s = (double)S.t_end / 1e9;
     pf_map_free(&S.line_index);
     pf_map_free(&S.func_index);

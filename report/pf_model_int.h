@@ -21,6 +21,8 @@ typedef struct pf_stats {
     double python_bytes, native_bytes, gpu_bytes;
     double live;                /* during the sweep: live bytes now */
     double peak_bytes;          /* live bytes at the instant the program peaked */
+    double gpu_live;            /* during the sweep: live GPU bytes now */
+    double gpu_peak_bytes;      /* live GPU bytes at the instant GPU memory peaked */
     double max_live;            /* its own maximum */
     double area;                /* integral of live over time (byte-seconds), for the average */
     double leaked_bytes;        /* live at exit */
@@ -52,6 +54,7 @@ typedef struct pf_flow {
     double bytes, count;
     uint32_t judged, redundant;             /* copies with a verdict, and of those the redundant ones */
     double judged_bytes, redundant_judged_bytes;
+    uint32_t evidence;                      /* PF_EVIDENCE_* of the last verdict */
     double redundant_bytes;                 /* estimate for the whole edge: bytes x judged redundant share */
 } pf_flow_t;
 

@@ -51,6 +51,7 @@ static const char *kind_name(unsigned kind)
     case PF_COPY_H2D: return "h2d";
     case PF_COPY_D2H: return "d2h";
     case PF_COPY_D2D: return "d2d";
+    case PF_COPY_H2H: return "h2h";
     default: return "copy";
     }
 }

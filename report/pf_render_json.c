@@ -36,6 +36,7 @@ static void stats_fields(pf_json_t *j, const pf_model_t *m, const pf_stats_t *s)
     bytes(j, "native_bytes", s->native_bytes);
     bytes(j, "gpu_bytes", s->gpu_bytes);
     bytes(j, "peak_bytes", s->peak_bytes);
+    bytes(j, "gpu_peak_bytes", s->gpu_peak_bytes);
     bytes(j, "avg_bytes", m->timeline_end_s > 0 ? s->area / m->timeline_end_s : s->live);
     bytes(j, "leaked_bytes", s->leaked_bytes);
     bytes(j, "copy_bytes", s->copy_bytes);
@@ -72,6 +73,7 @@ static const char *copy_kind_name(unsigned kind)
     case PF_COPY_H2D: return "h2d";
     case PF_COPY_D2H: return "d2h";
     case PF_COPY_D2D: return "d2d";
+    case PF_COPY_H2H: return "h2h";
     default: return "copy";
     }
 }
@@ -124,6 +126,7 @@ int pf_render_json(const pf_model_t *m, FILE *out)
     bytes(&j, "python_bytes", m->total.python_bytes);
     bytes(&j, "native_bytes", m->total.native_bytes);
     bytes(&j, "gpu_bytes", m->total.gpu_bytes);
+    bytes(&j, "gpu_peak_bytes", m->total.gpu_peak_bytes);
     bytes(&j, "copy_bytes", m->total.copy_bytes);
     bytes(&j, "redundant_copy_bytes", m->total.redundant_copy_bytes);
     bytes(&j, "leaked_bytes", m->total.leaked_bytes);
@@ -188,7 +191,8 @@ int pf_render_json(const pf_model_t *m, FILE *out)
         pf_json_key(&j, "judged");
         pf_json_int(&j, fl->judged);
         pf_json_key(&j, "evidence");
-        pf_json_string(&j, fl->judged ? "compare-at-free" : "none");
+        pf_json_string(&j, !fl->judged ? "none" : fl->evidence == PF_EVIDENCE_CONTENT_HASH ? "content-hash"
+                               : fl->evidence == PF_EVIDENCE_WATCH ? "watch" : "compare-at-free");
         pf_json_end_object(&j);
     }
     pf_json_end_array(&j);

@@ -248,6 +248,57 @@ def case_fork_merged(c):
     assert len(d["processes"]) == 2, d["processes"]
 
 
+# ---- GPU (a mock CUDA library on machines without one) ----
+
+GPU = os.path.join(os.path.dirname(HERE), "gpu")
+
+
+def case_gpu_ctypes(c):
+    """CUDA loaded late with ctypes: GPU bytes per line, frees, h2d/d2h edges, a redundant upload."""
+    lib = os.environ.get("PYFLOW_TEST_MOCKCUDA")
+    if not lib or not os.path.exists(lib):
+        raise Skip("the mock CUDA library was not built")
+    cp, d = c.profile(os.path.join(GPU, "gpu_ctypes.py"), lib)
+    assert cp.returncode == 0 and cp.stdout == "gpu ok\n", (cp.returncode, cp.stdout, cp.stderr[-800:])
+    big, kept = row(d, "gpu_ctypes.py", 18), row(d, "gpu_ctypes.py", 19)
+    assert big["gpu_bytes"] == 64 << 20 and big["leaked_bytes"] == 0, big
+    assert kept["gpu_bytes"] == 16 << 20 and kept["leaked_bytes"] == 16 << 20, kept
+    assert big["native_bytes"] == 0 and kept["python_bytes"] < 1 << 20, "device bytes counted as host bytes"
+    assert d["totals"]["gpu_bytes"] == 80 << 20 and d["totals"]["gpu_peak_bytes"] == 80 << 20, d["totals"]
+    same = [f for f in flows_at(d, "gpu_ctypes.py", 22) if f["kind"] == "h2d"]
+    assert same and same[0]["bytes"] == 5 * (4 << 20) and same[0]["count"] == 5, same
+    assert same[0]["redundant"] and same[0]["evidence"] == "content-hash", same
+    assert same[0]["dst"]["line"] == 19, same
+    changed = [f for f in flows_at(d, "gpu_ctypes.py", 25) if f["kind"] == "h2d"]
+    assert changed and not changed[0]["redundant"], changed
+    down = [f for f in flows_at(d, "gpu_ctypes.py", 27) if f["kind"] == "d2h"]
+    assert down and down[0]["bytes"] == 4 << 20 and down[0]["src"]["line"] == 19, down
+
+
+def case_gpu_extension(c):
+    """A C extension linked against CUDA (calls through the PLT) is seen too."""
+    ext = os.environ.get("PYFLOW_TEST_GPUEXT")
+    if not ext or not os.path.isdir(ext):
+        raise Skip("the test extension was not built (no python3-dev)")
+    cp, d = c.profile(os.path.join(GPU, "gpu_extension.py"), ext)
+    assert cp.returncode == 0 and cp.stdout == "ext ok\n", (cp.returncode, cp.stdout, cp.stderr[-800:])
+    keep, tmp = row(d, "gpu_extension.py", 8), row(d, "gpu_extension.py", 9)
+    assert keep["gpu_bytes"] == 32 << 20 and keep["leaked_bytes"] == 32 << 20, keep
+    assert tmp["gpu_bytes"] == 8 << 20 and tmp["leaked_bytes"] == 0, tmp
+
+
+def case_preload_chain(c):
+    """An existing LD_PRELOAD is kept, and its dlsym(RTLD_NEXT) still finds the next definition."""
+    lib = os.environ.get("PYFLOW_TEST_NEXT_PRELOAD")
+    if not lib or not os.path.exists(lib):
+        raise Skip("the test preload library was not built")
+    env = dict(os.environ, LD_PRELOAD=lib)
+    cp = run([c.pyflow, "run", "--python", c.python, "-c", "import os; print(os.getpid() > 0)"], env=env)
+    assert cp.returncode == 0, (cp.returncode, cp.stderr[-800:])
+    assert cp.stdout == "True\n", cp.stdout
+    assert "next-preload: loaded" in cp.stderr, "the user's LD_PRELOAD was dropped"
+
+
 # ---- robustness ----
 
 def case_threads_stress(c):

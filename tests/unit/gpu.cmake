@@ -1,0 +1,37 @@
+# GPU without a GPU: a mock CUDA library (host memory behind the CUDA entry points), loaded by Python
+# programs with ctypes (dlopen/dlsym) and through a C extension linked against it (PLT). The checks run
+# the real launcher (tests/integration/cases.py, cases gpu_*).
+add_library(pf_mockcuda SHARED ${PROJECT_SOURCE_DIR}/tests/gpu/mock_cuda.c)
+set_target_properties(pf_mockcuda PROPERTIES C_VISIBILITY_PRESET hidden LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/gpu)
+
+set(pf_gpu_env "PYFLOW_TEST_MOCKCUDA=$<TARGET_FILE:pf_mockcuda>")
+execute_process(COMMAND /usr/bin/python3 -c "import sysconfig; print(sysconfig.get_paths()['include'])"
+                OUTPUT_VARIABLE pf_debian_py_inc OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+if(pf_debian_py_inc AND EXISTS ${pf_debian_py_inc}/Python.h)
+  add_library(pf_gpu_ext MODULE ${PROJECT_SOURCE_DIR}/tests/gpu/gpu_ext.c)
+  execute_process(COMMAND /usr/bin/python3 -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))"
+                  OUTPUT_VARIABLE pf_ext_suffix OUTPUT_STRIP_TRAILING_WHITESPACE)
+  set_target_properties(pf_gpu_ext PROPERTIES PREFIX "" OUTPUT_NAME pf_gpu_ext SUFFIX ${pf_ext_suffix}
+                        LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/gpu/ext)
+  target_include_directories(pf_gpu_ext PRIVATE ${pf_debian_py_inc})
+  target_link_libraries(pf_gpu_ext PRIVATE pf_mockcuda)
+  list(APPEND pf_gpu_env "PYFLOW_TEST_GPUEXT=${CMAKE_BINARY_DIR}/tests/gpu/ext")
+endif()
+
+foreach(case gpu_ctypes gpu_extension)
+  add_test(NAME integration.${case}.debian-python3
+           COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/tests/integration/cases.py ${case}
+                   --pyflow $<TARGET_FILE:pyflow> --python /usr/bin/python3)
+  set_tests_properties(integration.${case}.debian-python3 PROPERTIES LABELS "integration;gpu"
+                       SKIP_RETURN_CODE 77 TIMEOUT 300 ENVIRONMENT "${pf_gpu_env}")
+endforeach()
+
+# An existing LD_PRELOAD interposer using dlsym(RTLD_NEXT) keeps working under pyflow's dlsym.
+add_library(pf_next_preload SHARED ${PROJECT_SOURCE_DIR}/tests/gpu/next_preload.c)
+set_target_properties(pf_next_preload PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/gpu)
+target_link_libraries(pf_next_preload PRIVATE dl)
+add_test(NAME integration.preload_chain.debian-python3
+         COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/tests/integration/cases.py preload_chain
+                 --pyflow $<TARGET_FILE:pyflow> --python /usr/bin/python3)
+set_tests_properties(integration.preload_chain.debian-python3 PROPERTIES LABELS integration SKIP_RETURN_CODE 77
+                     TIMEOUT 120 ENVIRONMENT "PYFLOW_TEST_NEXT_PRELOAD=$<TARGET_FILE:pf_next_preload>")
