@@ -123,7 +123,7 @@ static void note_free(void *p, int domain)
         pf_on_free_slow(&pf_tls, p, domain);
 }
 
-/* Repeated uploads: the last content hash sent from (host address, length) to each destination. */
+/* Repeated uploads: the last content hash sent from each (host address, length), to any destination. */
 #define PF_UPLOADS 1024u
 typedef struct upload {
     uintptr_t host, dst;
@@ -148,7 +148,8 @@ static uint64_t content_hash(const void *p, size_t n)
     return h;
 }
 
-/* Judges an upload against the previous one from the same host buffer to the same place. */
+/* Judges an upload against the previous one of the same host buffer: the same bytes sent again (to the
+ * same device buffer or another) were already on the device once. */
 static void judge_upload(uint64_t copy_id, const void *dst, const void *host, size_t n)
 {
     pf_tls_t *t = &pf_tls;
@@ -160,10 +161,10 @@ static void judge_upload(uint64_t copy_id, const void *dst, const void *host, si
     t->compare_credit -= (int64_t)n;
     t->guard++;
     uint64_t h = content_hash(host, n);
-    uint32_t slot = (uint32_t)(((uintptr_t)host >> 4) ^ ((uintptr_t)dst >> 8) ^ n) % PF_UPLOADS;
+    uint32_t slot = (uint32_t)(((uintptr_t)host >> 4) ^ n) % PF_UPLOADS;
     pf_spin_lock(&uploads_lock);
     upload_t *u = &uploads[slot];
-    int seen = u->host == (uintptr_t)host && u->dst == (uintptr_t)dst && u->len == n;
+    int seen = u->host == (uintptr_t)host && u->len == n;
     int same = seen && u->hash == h;
     u->host = (uintptr_t)host;
     u->dst = (uintptr_t)dst;

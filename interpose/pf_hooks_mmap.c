@@ -13,23 +13,27 @@ static inline void note_unmap(void *addr)
         pf_on_free_slow(&pf_tls, addr, PF_DOMAIN_MMAP);
 }
 
-static inline void note_map(void *p, size_t len, int flags)
+/* Anonymous, accessible mappings are memory. PROT_NONE or MAP_NORESERVE ones are address-space
+ * reservations (the CUDA driver reserves ~13 GiB this way at start-up; allocators reserve arenas), not
+ * memory: counting them made every CUDA program look 13 GiB bigger. */
+static inline void note_map(void *p, size_t len, int prot, int flags)
 {
-    if ((flags & MAP_ANONYMOUS) && p != MAP_FAILED && PF_LIKELY(pf_tls.guard == 0))
+    if ((flags & MAP_ANONYMOUS) && !(flags & MAP_NORESERVE) && prot != PROT_NONE && p != MAP_FAILED &&
+        PF_LIKELY(pf_tls.guard == 0))
         pf_account_alloc(p, len, PF_DOMAIN_MMAP);
 }
 
 PF_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
     void *p = pf_real.mmap(addr, len, prot, flags, fd, off);
-    note_map(p, len, flags);
+    note_map(p, len, prot, flags);
     return p;
 }
 
 PF_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
     void *p = pf_real.mmap64(addr, len, prot, flags, fd, off);
-    note_map(p, len, flags);
+    note_map(p, len, prot, flags);
     return p;
 }
 
@@ -55,6 +59,6 @@ PF_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...
         pf_on_free_slow(&pf_tls, old, PF_DOMAIN_MMAP);
     void *p = pf_real.mremap(old, old_len, new_len, flags, new_addr);
     if (tracked)
-        note_map(p, new_len, MAP_ANONYMOUS);
+        note_map(p, new_len, PROT_READ, MAP_ANONYMOUS);
     return p;
 }

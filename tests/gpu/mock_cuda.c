@@ -1,6 +1,9 @@
 /* A stand-in for the CUDA runtime and driver libraries, for tests on machines without a GPU: the same
- * entry points with host-memory behaviour. "Device" memory comes from raw mmap (as a driver's would, it
- * never passes through malloc), copies are plain byte copies. Return codes: 0 = success. */
+ * entry points with host-memory behaviour. Like real device memory, a "device" pointer cannot be read from
+ * the host: it is an inaccessible (PROT_NONE) reservation, and the bytes live in a separate host mapping
+ * that only this library's copies use, so a profiler that touches device memory from the host crashes here
+ * as it would on a GPU. Memory comes from raw mmap (a driver's never passes through malloc); copies are
+ * plain byte loops. Return codes: 0 = success. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -10,56 +13,71 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-static void *device_alloc(size_t n)
+static void *raw_map(size_t n, int prot)
 {
-    long r = syscall(SYS_mmap, NULL, n ? n : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    long r = syscall(SYS_mmap, NULL, n ? n : 1, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     return (r < 0 && r > -4096) ? NULL : (void *)r;
 }
 
-/* sizes of live device blocks, to unmap them (a tiny table: tests allocate a few) */
-static struct { void *p; size_t n; } blocks[4096];
+/* live device blocks: the device address, its size, and where its bytes really are */
+static struct { char *dev, *backing; size_t n; } blocks[4096];
 
-static int remember(void *p, size_t n)
+static int device_alloc(void **out, size_t n)
 {
     for (int i = 0; i < 4096; i++)
-        if (!blocks[i].p) {
-            blocks[i].p = p;
+        if (!blocks[i].dev) {
+            blocks[i].dev = raw_map(n, PROT_NONE);
+            blocks[i].backing = raw_map(n, PROT_READ | PROT_WRITE);
             blocks[i].n = n;
-            return 0;
+            *out = blocks[i].dev;
+            return blocks[i].dev && blocks[i].backing ? 0 : 2;
         }
-    return 2;
+    return 2;   /* cudaErrorMemoryAllocation */
 }
 
 static int forget(void *p)
 {
     for (int i = 0; i < 4096; i++)
-        if (blocks[i].p == p) {
-            syscall(SYS_munmap, p, blocks[i].n);
-            blocks[i].p = NULL;
+        if (blocks[i].dev == p) {
+            syscall(SYS_munmap, blocks[i].dev, blocks[i].n);
+            syscall(SYS_munmap, blocks[i].backing, blocks[i].n);
+            blocks[i].dev = NULL;
             return 0;
         }
     return 1;   /* cudaErrorInvalidValue */
 }
 
+/* The host address of a device address (or p itself when it is host memory). */
+static void *host_view(const void *p)
+{
+    for (int i = 0; i < 4096; i++)
+        if (blocks[i].dev && (const char *)p >= blocks[i].dev && (const char *)p < blocks[i].dev + blocks[i].n)
+            return blocks[i].backing + ((const char *)p - blocks[i].dev);
+    return (void *)p;
+}
+
 static void bytecopy(void *d, const void *s, size_t n)
 {
-    volatile unsigned char *dp = d;
-    const unsigned char *sp = s;
+    volatile unsigned char *dp = host_view(d);
+    const unsigned char *sp = host_view(s);
     for (size_t i = 0; i < n; i++)  /* not memcpy: the test counts only the CUDA copy */
         dp[i] = sp[i];
 }
 
 EXPORT int cudaMalloc(void **p, size_t n)
 {
-    *p = device_alloc(n);
-    return *p ? remember(*p, n) : 2;
+    return device_alloc(p, n);
 }
 EXPORT int cudaMallocManaged(void **p, size_t n, unsigned flags) { return cudaMalloc(p, n); }
 EXPORT int cudaMallocAsync(void **p, size_t n, void *stream) { return cudaMalloc(p, n); }
-EXPORT int cudaMallocHost(void **p, size_t n) { return cudaMalloc(p, n); }
+EXPORT int cudaMallocHost(void **p, size_t n)
+{
+    *p = raw_map(n, PROT_READ | PROT_WRITE);   /* pinned host memory is host memory */
+    return *p ? 0 : 2;
+}
 EXPORT int cudaFree(void *p) { return p ? forget(p) : 0; }
 EXPORT int cudaFreeAsync(void *p, void *stream) { return cudaFree(p); }
-EXPORT int cudaFreeHost(void *p) { return cudaFree(p); }
+EXPORT int cudaFreeHost(void *p) { return 0; }  /* the mock leaks pinned blocks: it keeps no size for them */
 EXPORT int cudaMemcpy(void *d, const void *s, size_t n, int kind)
 {
     bytecopy(d, s, n);
