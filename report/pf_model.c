@@ -431,6 +431,17 @@ static void set_live(sweeper_t *S, pf_stats_t *s, uint64_t t, double live)
         s->max_live = live;
 }
 
+/* The program's live GPU bytes changed at t (its timeline keeps each bucket's maximum). */
+static void gpu_timeline_set(sweeper_t *S, uint64_t t, double live)
+{
+    pf_model_t *m = S->m;
+    int b = bucket_of(S, t);
+    while (m->gpu_timeline_filled <= b)
+        m->gpu_timeline[m->gpu_timeline_filled++] = m->total.gpu_live;
+    if (live > m->gpu_timeline[b])
+        m->gpu_timeline[b] = live;
+}
+
 static void touch(pf_stats_t *s, uint64_t t)
 {
     if (!s->first_ns || t < s->first_ns)
@@ -476,8 +487,11 @@ static void on_alloc(sweeper_t *S, const event_t *e)
             s->gpu_bytes += est;
         touch(s, e->t);
         set_live(S, s, e->t, s->live + est);
-        if (a->domain == PF_DOMAIN_GPU)
+        if (a->domain == PF_DOMAIN_GPU) {
+            if (s == &m->total)
+                gpu_timeline_set(S, e->t, s->gpu_live + est);
             s->gpu_live += est;
+        }
     }
     live_obj_t *o = PF_VEC_PUSH(S->objs, S->n_objs, S->cap_objs);
     o->line = row;
@@ -508,8 +522,11 @@ static void on_free(sweeper_t *S, const event_t *e)
     pf_stats_t *rows[3] = {&m->lines[o->line].s, &m->funcs[o->func].s, &m->total};
     for (int i = 0; i < 3; i++) {
         set_live(S, rows[i], e->t, rows[i]->live - o->est);
-        if (o->gpu)
+        if (o->gpu) {
+            if (rows[i] == &m->total)
+                gpu_timeline_set(S, e->t, rows[i]->gpu_live - o->est);
             rows[i]->gpu_live -= o->est;
+        }
     }
 }
 
@@ -699,6 +716,8 @@ static void sweep(loader_t *L)
     for (size_t i = 0; i < m->n_funcs; i++)
         finish_stats(&m->funcs[i].s, S.t_end);
     finish_stats(&m->total, S.t_end);
+    while (m->gpu_timeline_filled < PF_TIMELINE_POINTS)
+        m->gpu_timeline[m->gpu_timeline_filled++] = m->total.gpu_live;
     if (peak > 0)
         peak_shares(&S, peak_at, 0);
     m->total.gpu_peak_bytes = gpu_peak;

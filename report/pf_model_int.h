@@ -82,6 +82,8 @@ struct pf_model {
     size_t n_procs, cap_procs;
 
     pf_stats_t total;
+    double gpu_timeline[PF_TIMELINE_POINTS];    /* the program's live GPU bytes, each bucket's maximum */
+    int gpu_timeline_filled;
     double timeline_end_s;
     uint64_t end_ns;            /* last event (or exit) */
     uint64_t peak_ns;

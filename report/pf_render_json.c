@@ -15,16 +15,21 @@ static void bytes(pf_json_t *j, const char *key, double v)
     pf_json_number(j, v > 0 ? floor(v + 0.5) : 0);
 }
 
-static void timeline(pf_json_t *j, const pf_model_t *m, const pf_stats_t *s)
+static void series(pf_json_t *j, const pf_model_t *m, const double *points)
 {
     pf_json_begin_array(j);
     for (int b = 0; b < PF_TIMELINE_POINTS; b++) {
         pf_json_begin_array(j);
         pf_json_number(j, round(m->timeline_end_s * b / PF_TIMELINE_POINTS * 1e6) / 1e6);
-        pf_json_number(j, floor(s->timeline[b] + 0.5));
+        pf_json_number(j, floor(points[b] + 0.5));
         pf_json_end_array(j);
     }
     pf_json_end_array(j);
+}
+
+static void timeline(pf_json_t *j, const pf_model_t *m, const pf_stats_t *s)
+{
+    series(j, m, s->timeline);
 }
 
 static void stats_fields(pf_json_t *j, const pf_model_t *m, const pf_stats_t *s)
@@ -134,6 +139,8 @@ int pf_render_json(const pf_model_t *m, FILE *out)
 
     pf_json_key(&j, "timeline");
     timeline(&j, m, &m->total);
+    pf_json_key(&j, "gpu_timeline");
+    series(&j, m, m->gpu_timeline);
 
     size_t *order = pf_report_line_order(m);
     pf_json_key(&j, "lines");

@@ -176,7 +176,7 @@ static const char *reset(const out_t *o) { return o->color ? "\033[0m" : ""; }
 
 static void header(out_t *o, const pf_model_t *m, const pf_text_opts_t *opts)
 {
-    char a[16], b[16], c[16], d[16], e[16];
+    char a[16], b[16], c[16], d[16], e[16], spark[128];
     char argv[512] = "";
     for (size_t i = 0; i < m->argc; i++) {
         size_t used = strlen(argv);
@@ -201,12 +201,13 @@ static void header(out_t *o, const pf_model_t *m, const pf_text_opts_t *opts)
     line(o, "  peak %s | allocated %s (python %s, native %s) | live at exit %s", human(m->total.peak_bytes, a),
          human(m->total.alloc_bytes, b), human(m->total.python_bytes, c), human(m->total.native_bytes, d),
          human(m->total.leaked_bytes, e));
-    char spark[128];
     line(o, "  memory over time %s  (peak at %.2f s of %.2f s)",
          sparkline(m->total.timeline, PF_TIMELINE_POINTS, 40, spark, sizeof spark), (double)m->peak_ns / 1e9,
          m->timeline_end_s);
     if (m->total.gpu_bytes > 0)
-        line(o, "  gpu allocated %s", human(m->total.gpu_bytes, a));
+        line(o, "  gpu: allocated %s | peak %s | live at exit %s | over time %s", human(m->total.gpu_bytes, a),
+             human(m->total.gpu_peak_bytes, b), human(m->total.gpu_live, c),
+             sparkline(m->gpu_timeline, PF_TIMELINE_POINTS, 20, spark, sizeof spark));
     if (m->total.copy_bytes > 0)
         line(o, "  copied %s, redundant %s", human(m->total.copy_bytes, a), human(m->total.redundant_copy_bytes, b));
     if (m->n_procs > 1)
@@ -221,10 +222,11 @@ static double share(double part, double whole)
 static void lines_table(out_t *o, const pf_model_t *m, int rows)
 {
     size_t *order = pf_report_line_order(m);
-    char a[16], b[16], c[16], d[16], e[16];
+    char a[16], b[16], c[16], d[16], e[16], f[16];
     fputc('\n', o->f);
-    line(o, "%s%-24s %9s %9s %9s %6s %9s %9s %-10s %s%s", bold(o), "line", "allocated", "python", "native",
-         "peak%", "at exit", "copied", "trend", "source", reset(o));
+    int gpu = m->total.gpu_bytes > 0;   /* a GPU column only for programs that used GPU memory */
+    line(o, "%s%-24s %9s %9s %9s%s%s %6s %9s %9s %-10s %s%s", bold(o), "line", "allocated", "python", "native",
+         gpu ? " " : "", gpu ? "      gpu" : "", "peak%", "at exit", "copied", "trend", "source", reset(o));
     int shown = 0;
     for (size_t k = 0; k < m->n_lines && shown < rows; k++) {
         const pf_line_t *l = &m->lines[order[k]];
@@ -245,9 +247,11 @@ static void lines_table(out_t *o, const pf_model_t *m, int rows)
             snprintf(where_cut, sizeof where_cut, "…%s", tail);
         }
         int pad = 24 - (int)columns(where_cut);
-        char spark[64];
-        line(o, "%s%*s %9s %9s %9s %5.1f%% %9s %9s %s %s", where_cut, pad > 0 ? pad : 0, "",
-             human(l->s.alloc_bytes, a), human(l->s.python_bytes, b), human(l->s.native_bytes, c),
+        char spark[64], g[24] = "";
+        if (gpu)
+            snprintf(g, sizeof g, " %9s", human(l->s.gpu_bytes, f));
+        line(o, "%s%*s %9s %9s %9s%s %5.1f%% %9s %9s %s %s", where_cut, pad > 0 ? pad : 0, "",
+             human(l->s.alloc_bytes, a), human(l->s.python_bytes, b), human(l->s.native_bytes, c), g,
              share(l->s.peak_bytes, m->total.peak_bytes), human(l->s.leaked_bytes, d), human(l->s.copy_bytes, e),
              sparkline(l->s.timeline, PF_TIMELINE_POINTS, 10, spark, sizeof spark), source_line(file, l->line));
         shown++;

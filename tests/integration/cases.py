@@ -265,6 +265,9 @@ def case_gpu_ctypes(c):
     assert kept["gpu_bytes"] == 16 << 20 and kept["leaked_bytes"] == 16 << 20, kept
     assert big["native_bytes"] == 0 and kept["python_bytes"] < 1 << 20, "device bytes counted as host bytes"
     assert d["totals"]["gpu_bytes"] == 80 << 20 and d["totals"]["gpu_peak_bytes"] == 80 << 20, d["totals"]
+    gpu_series = [b for _, b in d["gpu_timeline"]]
+    assert max(gpu_series) == 80 << 20 and gpu_series[-1] == 16 << 20, gpu_series
+    assert "gpu" in cp.stderr.split("line ")[1].splitlines()[0], "no GPU column in the text report"
     same = [f for f in flows_at(d, "gpu_ctypes.py", 22) if f["kind"] == "h2d"]
     assert same and same[0]["bytes"] == 5 * (4 << 20) and same[0]["count"] == 5, same
     assert same[0]["redundant"] and same[0]["evidence"] == "content-hash", same
