@@ -36,14 +36,16 @@ enum pf_cuda_fn {
     F_cudaMalloc, F_cudaFree, F_cudaMallocManaged, F_cudaMallocHost, F_cudaFreeHost, F_cudaMallocAsync,
     F_cudaFreeAsync, F_cudaMemcpy, F_cudaMemcpyAsync, F_cuMemAlloc_v2, F_cuMemFree_v2, F_cuMemAllocManaged,
     F_cuMemcpy, F_cuMemcpyHtoD_v2, F_cuMemcpyDtoH_v2, F_cuMemcpyDtoD_v2, F_cuMemcpyHtoDAsync_v2,
-    F_cuMemcpyDtoHAsync_v2, F_COUNT
+    F_cuMemcpyDtoHAsync_v2, F_cuGetProcAddress, F_cuGetProcAddress_v2, F_cudaGetDriverEntryPoint,
+    F_cudaGetDriverEntryPointByVersion, F_COUNT
 };
 
 static const char *const fn_names[F_COUNT] = {
     "cudaMalloc", "cudaFree", "cudaMallocManaged", "cudaMallocHost", "cudaFreeHost", "cudaMallocAsync",
     "cudaFreeAsync", "cudaMemcpy", "cudaMemcpyAsync", "cuMemAlloc_v2", "cuMemFree_v2", "cuMemAllocManaged",
     "cuMemcpy", "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2", "cuMemcpyDtoD_v2", "cuMemcpyHtoDAsync_v2",
-    "cuMemcpyDtoHAsync_v2",
+    "cuMemcpyDtoHAsync_v2", "cuGetProcAddress", "cuGetProcAddress_v2", "cudaGetDriverEntryPoint",
+    "cudaGetDriverEntryPointByVersion",
 };
 
 static void *real_fn[F_COUNT];      /* published with release once found */
@@ -203,12 +205,16 @@ static void note_copy(void *dst, const void *src, size_t n, int kind)
 
 /* ---- the hooks ---- */
 
-/* Calls the real fn (same signature as our hook of that name), or fails as CUDA without a driver would. */
+/* Calls the real fn (same signature as our hook of that name), or fails as CUDA without a driver would.
+ * The guard is raised during the call: the runtime API calls driver entry points that are hooked too, and
+ * a cudaMalloc must count once, not again as the cuMemAlloc inside it. */
 #define CALL(fn, ...)                                                                                        \
     __typeof__(&fn) f = (__typeof__(&fn))real(F_##fn);                                                       \
     if (!f)                                                                                                  \
         return PF_CUDA_NOT_INITIALIZED;                                                                      \
-    pf_cuda_status_t rc = f(__VA_ARGS__)
+    pf_tls.guard++;                                                                                          \
+    pf_cuda_status_t rc = f(__VA_ARGS__);                                                                    \
+    pf_tls.guard--
 
 PF_EXPORT pf_cuda_status_t cudaMalloc(void **p, size_t size)
 {
@@ -352,19 +358,89 @@ PF_EXPORT pf_cuda_status_t cuMemcpyDtoHAsync_v2(void *dst, pf_cudeviceptr_t src,
     return rc;
 }
 
+/* ---- entry points handed out by name: cuGetProcAddress, cudaGetDriverEntryPoint ---- */
+
+/* The hook for a driver symbol as these calls name it ("cuMemAlloc", the version picks the _v2 ABI), or
+ * F_COUNT when it is not one pyflow hooks. */
+static enum pf_cuda_fn driver_entry(const char *symbol)
+{
+    static const struct { const char *base; enum pf_cuda_fn fn; } map[] = {
+        {"cuMemAlloc", F_cuMemAlloc_v2}, {"cuMemFree", F_cuMemFree_v2}, {"cuMemAllocManaged", F_cuMemAllocManaged},
+        {"cuMemcpy", F_cuMemcpy}, {"cuMemcpyHtoD", F_cuMemcpyHtoD_v2}, {"cuMemcpyDtoH", F_cuMemcpyDtoH_v2},
+        {"cuMemcpyDtoD", F_cuMemcpyDtoD_v2}, {"cuMemcpyHtoDAsync", F_cuMemcpyHtoDAsync_v2},
+        {"cuMemcpyDtoHAsync", F_cuMemcpyDtoHAsync_v2},
+    };
+    if (!symbol)
+        return F_COUNT;
+    size_t n = strlen(symbol);
+    if (n > 3 && strcmp(symbol + n - 3, "_v2") == 0)
+        n -= 3;
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (strlen(map[i].base) == n && strncmp(symbol, map[i].base, n) == 0)
+            return map[i].fn;
+    return F_COUNT;
+}
+
+/* After a successful lookup: keep the real pointer, hand out the hook. */
+static void swap_entry(const char *symbol, void **pfn)
+{
+    enum pf_cuda_fn fn = driver_entry(symbol);
+    if (fn == F_COUNT || !pfn || !*pfn || *pfn == hook_fn[fn])
+        return;
+    void *expected = NULL;
+    __atomic_compare_exchange_n(&real_fn[fn], &expected, *pfn, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+    *pfn = hook_fn[fn];
+}
+
+PF_EXPORT pf_cuda_status_t cuGetProcAddress(const char *symbol, void **pfn, int version, uint64_t flags)
+{
+    CALL(cuGetProcAddress, symbol, pfn, version, flags);
+    if (rc == 0)
+        swap_entry(symbol, pfn);
+    return rc;
+}
+
+PF_EXPORT pf_cuda_status_t cuGetProcAddress_v2(const char *symbol, void **pfn, int version, uint64_t flags,
+                                               void *status)
+{
+    CALL(cuGetProcAddress_v2, symbol, pfn, version, flags, status);
+    if (rc == 0)
+        swap_entry(symbol, pfn);
+    return rc;
+}
+
+PF_EXPORT pf_cuda_status_t cudaGetDriverEntryPoint(const char *symbol, void **pfn, unsigned long long flags,
+                                                   void *status)
+{
+    CALL(cudaGetDriverEntryPoint, symbol, pfn, flags, status);
+    if (rc == 0)
+        swap_entry(symbol, pfn);
+    return rc;
+}
+
+PF_EXPORT pf_cuda_status_t cudaGetDriverEntryPointByVersion(const char *symbol, void **pfn, unsigned version,
+                                                            unsigned long long flags, void *status)
+{
+    CALL(cudaGetDriverEntryPointByVersion, symbol, pfn, version, flags, status);
+    if (rc == 0)
+        swap_entry(symbol, pfn);
+    return rc;
+}
+
 __attribute__((constructor)) static void fill_hooks(void)
 {
     void *mine[F_COUNT] = {
         cudaMalloc, cudaFree, cudaMallocManaged, cudaMallocHost, cudaFreeHost, cudaMallocAsync, cudaFreeAsync,
         cudaMemcpy, cudaMemcpyAsync, cuMemAlloc_v2, cuMemFree_v2, cuMemAllocManaged, cuMemcpy, cuMemcpyHtoD_v2,
-        cuMemcpyDtoH_v2, cuMemcpyDtoD_v2, cuMemcpyHtoDAsync_v2, cuMemcpyDtoHAsync_v2,
+        cuMemcpyDtoH_v2, cuMemcpyDtoD_v2, cuMemcpyHtoDAsync_v2, cuMemcpyDtoHAsync_v2, cuGetProcAddress,
+        cuGetProcAddress_v2, cudaGetDriverEntryPoint, cudaGetDriverEntryPointByVersion,
     };
     memcpy(hook_fn, mine, sizeof mine);
 }
 
 /* ---- dlsym ---- */
 
-/* Which hooked function a name is, or F_COUNT. Names are short: a linear scan of 18 is fine here (dlsym
+/* Which hooked function a name is, or F_COUNT. Names are short: a linear scan of 22 is fine here (dlsym
  * itself costs a symbol-table walk). */
 static enum pf_cuda_fn hooked_name(const char *name)
 {

@@ -103,3 +103,17 @@ EXPORT int cuMemcpyDtoH_v2(void *d, unsigned long long s, size_t n)
     bytecopy(d, (const void *)(uintptr_t)s, n);
     return 0;
 }
+
+/* Driver entry points by name, as the CUDA runtime and frameworks fetch them. */
+EXPORT int cuGetProcAddress_v2(const char *sym, void **pfn, int version, unsigned long long flags, void *status)
+{
+    if (strcmp(sym, "cuMemAlloc") == 0)
+        *pfn = (void *)cuMemAlloc_v2;
+    else if (strcmp(sym, "cuMemFree") == 0)
+        *pfn = (void *)cuMemFree_v2;
+    else {
+        *pfn = NULL;
+        return 500;     /* CUDA_ERROR_NOT_FOUND */
+    }
+    return 0;
+}

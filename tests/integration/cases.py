@@ -278,6 +278,18 @@ def case_gpu_ctypes(c):
     assert down and down[0]["bytes"] == 4 << 20 and down[0]["src"]["line"] == 19, down
 
 
+def case_gpu_procaddress(c):
+    """Driver functions fetched with cuGetProcAddress are hooked too."""
+    lib = os.environ.get("PYFLOW_TEST_MOCKCUDA")
+    if not lib or not os.path.exists(lib):
+        raise Skip("the mock CUDA library was not built")
+    cp, d = c.profile(os.path.join(GPU, "gpu_procaddress.py"), lib)
+    assert cp.returncode == 0 and cp.stdout.endswith("procaddress ok\n"), (cp.returncode, cp.stdout, cp.stderr[-800:])
+    freed, kept = row(d, "gpu_procaddress.py", 17), row(d, "gpu_procaddress.py", 19)
+    assert freed["gpu_bytes"] == 24 << 20 and freed["leaked_bytes"] == 0, freed
+    assert kept["gpu_bytes"] == 8 << 20 and kept["leaked_bytes"] == 8 << 20, kept
+
+
 def case_gpu_extension(c):
     """A C extension linked against CUDA (calls through the PLT) is seen too."""
     ext = os.environ.get("PYFLOW_TEST_GPUEXT")
