@@ -5,7 +5,6 @@
  * (stdout stays the program's) and ends with the program's own exit status, re-raising its signal if it
  * died of one.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -107,28 +106,11 @@ static int check_script(const pf_run_opts_t *o)
 /* Removes PATH.<pid>[.<n>] files left by an earlier run with the same -o, so they are not merged. */
 static void remove_children(const char *path)
 {
-    char dir[PATH_MAX];
-    const char *slash = strrchr(path, '/');
-    const char *base = slash ? slash + 1 : path;
-    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
-    if (slash == path)
-        strcpy(dir, "/");
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    size_t bl = strlen(base);
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        const char *n = de->d_name;
-        if (strncmp(n, base, bl) != 0 || n[bl] != '.' || n[bl + 1] < '0' || n[bl + 1] > '9')
-            continue;
-        if (strspn(n + bl + 1, "0123456789.") != strlen(n + bl + 1))
-            continue;
-        char full[PATH_MAX + 256];
-        snprintf(full, sizeof full, "%s/%s", dir, n);
-        unlink(full);
-    }
-    closedir(d);
+    char **kids;
+    size_t n = pf_profile_children(path, &kids);
+    for (size_t i = 0; i < n; i++)
+        unlink(kids[i]);
+    pf_profile_children_free(kids, n);
 }
 
 static int supported_minor(const char *libdir, int minor)

@@ -1,5 +1,6 @@
 /* pf_json.c - see pf_json_int.h. */
 #include "pf_json_int.h"
+#include "pf_util_int.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -52,33 +53,6 @@ void pf_json_key(pf_json_t *j, const char *key)
     j->after_key = 1;
 }
 
-/* Length of the valid UTF-8 sequence at s (1-4), or 0 when invalid. */
-static int utf8_len(const unsigned char *s)
-{
-    unsigned c = s[0];
-    int n;
-    uint32_t cp;
-    if (c < 0x80)
-        return 1;
-    if ((c & 0xE0) == 0xC0)
-        n = 2, cp = c & 0x1F;
-    else if ((c & 0xF0) == 0xE0)
-        n = 3, cp = c & 0x0F;
-    else if ((c & 0xF8) == 0xF0)
-        n = 4, cp = c & 0x07;
-    else
-        return 0;
-    for (int i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-        (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;   /* overlong, out of range, or a surrogate */
-    return n;
-}
-
 void pf_json_write_string(FILE *out, const char *str)
 {
     const unsigned char *s = (const unsigned char *)(str ? str : "");
@@ -101,12 +75,12 @@ void pf_json_write_string(FILE *out, const char *str)
             fputc((int)c, out);
             s++;
         } else {
-            int n = utf8_len(s);
+            size_t n = pf_utf8_seq(s, strnlen((const char *)s, 4));
             if (n == 0) {
                 fputs("\\ufffd", out);
                 s++;
             } else {
-                fwrite(s, 1, (size_t)n, out);
+                fwrite(s, 1, n, out);
                 s += n;
             }
         }

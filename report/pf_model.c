@@ -231,9 +231,9 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Paths of the children's files next to path. Returns how many (sorted), in *out. */
-static size_t find_children(const char *path, char ***out)
+size_t pf_profile_children(const char *path, char ***out)
 {
+    *out = NULL;
     char dir[PATH_MAX];
     const char *slash = strrchr(path, '/');
     const char *base = slash ? slash + 1 : path;
@@ -259,6 +259,13 @@ static size_t find_children(const char *path, char ***out)
         qsort(names, n, sizeof *names, cmp_str);
     *out = names;
     return n;
+}
+
+void pf_profile_children_free(char **list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(list[i]);
+    free(list);
 }
 
 /* ---- the sweep ---- */
@@ -781,15 +788,14 @@ int pf_model_load(const char *path, const pf_load_opts_t *opts, pf_model_t **out
     int rc = add_process(&L, path, 1, err, errlen);
     if (rc == 0 && opts && opts->merge_children) {
         char **kids = NULL;
-        size_t n = find_children(path, &kids);
+        size_t n = pf_profile_children(path, &kids);
         for (size_t i = 0; i < n; i++) {
             char kid_err[512];
             /* A child killed before it wrote anything leaves an empty file, and one cut mid-record a
              * corrupt tail: skip what cannot be read, keep the rest. */
             add_process(&L, kids[i], 0, kid_err, sizeof kid_err);
-            free(kids[i]);
         }
-        free(kids);
+        pf_profile_children_free(kids, n);
     }
     if (rc == 0)
         sweep(&L);

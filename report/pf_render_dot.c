@@ -44,18 +44,6 @@ static const char *basename_of(const char *file)
     return s && s[1] ? s + 1 : file;
 }
 
-static const char *kind_name(unsigned kind)
-{
-    switch (kind) {
-    case PF_COPY_REALLOC: return "realloc";
-    case PF_COPY_H2D: return "h2d";
-    case PF_COPY_D2H: return "d2h";
-    case PF_COPY_D2D: return "d2d";
-    case PF_COPY_H2H: return "h2h";
-    default: return "copy";
-    }
-}
-
 /* Edges drawn: large enough, and touching at least one tracked object (untracked to untracked says
  * nothing about objects: it only counts in the copy volume). */
 static int kept(const pf_flow_t *fl, double min)
@@ -119,7 +107,7 @@ int pf_render_dot(const pf_model_t *m, FILE *f, const pf_dot_opts_t *opts)
         snprintf(dst, sizeof dst, fl->dst_line >= 0 ? "n%d" : "untracked", fl->dst_line);
         int red = pf_report_flow_redundant(fl);
         const pf_line_t *at = fl->at_line >= 0 ? &m->lines[fl->at_line] : NULL;
-        snprintf(label, sizeof label, "%s %s x%.0f%s%s:%d%s", kind_name(fl->kind), human(fl->bytes, b),
+        snprintf(label, sizeof label, "%s %s x%.0f%s%s:%d%s", pf_report_copy_kind_name(fl->kind), human(fl->bytes, b),
                  floor(fl->count + 0.5), at ? "\nat " : "", at ? basename_of(pf_model_str(m, at->file)) : "",
                  at ? at->line : 0, red ? "\nREDUNDANT: share the buffer" : "");
         fprintf(f, "  %s -> %s [label=", src, dst);

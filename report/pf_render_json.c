@@ -54,6 +54,21 @@ static void stats_fields(pf_json_t *j, const pf_model_t *m, const pf_stats_t *s)
     timeline(j, m, s);
 }
 
+/* One entry of "lines" or "functions". */
+static void row_object(pf_json_t *j, const pf_model_t *m, uint32_t file, int line, uint32_t function,
+                       const pf_stats_t *s)
+{
+    pf_json_begin_object(j);
+    pf_json_key(j, "file");
+    pf_json_string(j, pf_model_str(m, file));
+    pf_json_key(j, "line");
+    pf_json_int(j, line);
+    pf_json_key(j, "function");
+    pf_json_string(j, pf_model_str(m, function));
+    stats_fields(j, m, s);
+    pf_json_end_object(j);
+}
+
 static void site(pf_json_t *j, const pf_model_t *m, int32_t row, uint32_t native)
 {
     pf_json_begin_object(j);
@@ -69,18 +84,6 @@ static void site(pf_json_t *j, const pf_model_t *m, int32_t row, uint32_t native
         pf_json_string(j, pf_model_str(m, native));
     pf_json_end_array(j);
     pf_json_end_object(j);
-}
-
-static const char *copy_kind_name(unsigned kind)
-{
-    switch (kind) {
-    case PF_COPY_REALLOC: return "realloc";
-    case PF_COPY_H2D: return "h2d";
-    case PF_COPY_D2H: return "d2h";
-    case PF_COPY_D2D: return "d2d";
-    case PF_COPY_H2H: return "h2h";
-    default: return "copy";
-    }
 }
 
 int pf_render_json(const pf_model_t *m, FILE *out)
@@ -147,15 +150,7 @@ int pf_render_json(const pf_model_t *m, FILE *out)
     pf_json_begin_array(&j);
     for (size_t k = 0; k < m->n_lines; k++) {
         const pf_line_t *l = &m->lines[order[k]];
-        pf_json_begin_object(&j);
-        pf_json_key(&j, "file");
-        pf_json_string(&j, pf_model_str(m, l->file));
-        pf_json_key(&j, "line");
-        pf_json_int(&j, l->line);
-        pf_json_key(&j, "function");
-        pf_json_string(&j, pf_model_str(m, l->function));
-        stats_fields(&j, m, &l->s);
-        pf_json_end_object(&j);
+        row_object(&j, m, l->file, l->line, l->function, &l->s);
     }
     pf_json_end_array(&j);
 
@@ -164,15 +159,7 @@ int pf_render_json(const pf_model_t *m, FILE *out)
     pf_json_begin_array(&j);
     for (size_t k = 0; k < m->n_funcs; k++) {
         const pf_func_t *f = &m->funcs[forder[k]];
-        pf_json_begin_object(&j);
-        pf_json_key(&j, "file");
-        pf_json_string(&j, pf_model_str(m, f->file));
-        pf_json_key(&j, "line");
-        pf_json_int(&j, f->first_line);
-        pf_json_key(&j, "function");
-        pf_json_string(&j, pf_model_str(m, f->function));
-        stats_fields(&j, m, &f->s);
-        pf_json_end_object(&j);
+        row_object(&j, m, f->file, f->first_line, f->function, &f->s);
     }
     pf_json_end_array(&j);
 
@@ -186,7 +173,7 @@ int pf_render_json(const pf_model_t *m, FILE *out)
         pf_json_key(&j, "dst");
         site(&j, m, fl->dst_line, fl->dst_native);
         pf_json_key(&j, "kind");
-        pf_json_string(&j, copy_kind_name(fl->kind));
+        pf_json_string(&j, pf_report_copy_kind_name(fl->kind));
         bytes(&j, "bytes", fl->bytes);
         pf_json_key(&j, "count");
         pf_json_number(&j, floor(fl->count + 0.5));

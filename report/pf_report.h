@@ -25,6 +25,11 @@ int pf_model_load(const char *path, const pf_load_opts_t *opts, pf_model_t **out
 
 void pf_model_free(pf_model_t *model);
 
+/* The files written next to a profile by its forked children and subprocesses (PATH.<pid>[.<n>]), sorted.
+ * Returns how many and sets *out (free with pf_profile_children_free); 0 when none or unreadable. */
+size_t pf_profile_children(const char *path, char ***out);
+void pf_profile_children_free(char **list, size_t n);
+
 typedef struct pf_text_opts {
     int max_lines;           /* rows in the per-line table (0 = default 15) */
     int width;               /* terminal columns (0 = 100) */

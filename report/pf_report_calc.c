@@ -73,3 +73,15 @@ int pf_report_flow_redundant(const pf_flow_t *f)
 {
     return f->judged > 0 && f->redundant * 2 > f->judged;
 }
+
+const char *pf_report_copy_kind_name(unsigned kind)
+{
+    switch (kind) {
+    case PF_COPY_REALLOC: return "realloc";
+    case PF_COPY_H2D: return "h2d";
+    case PF_COPY_D2H: return "d2h";
+    case PF_COPY_D2D: return "d2d";
+    case PF_COPY_H2H: return "h2h";
+    default: return "copy";
+    }
+}

@@ -20,4 +20,7 @@ double pf_report_leak_likelihood(const pf_stats_t *s);
 /* A flow is reported redundant when most of its judged copies were. */
 int pf_report_flow_redundant(const pf_flow_t *f);
 
+/* The JSON / Graphviz name of a pf_copy_kind_t: "copy", "realloc", "h2d", "d2h", "d2d", "h2h". */
+const char *pf_report_copy_kind_name(unsigned kind);
+
 #endif /* PF_REPORT_INT_H */

@@ -156,8 +156,7 @@ int pf_map_del(pf_map_t *m, uint64_t key)
     return 1;
 }
 
-/* Length of a valid UTF-8 sequence at s (at most n bytes available), or 0. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
+size_t pf_utf8_seq(const unsigned char *s, size_t n)
 {
     unsigned c = s[0];
     size_t len;
@@ -191,7 +190,7 @@ char *pf_utf8_clean(const char *s, size_t n)
     size_t o = 0;
     const unsigned char *p = (const unsigned char *)s;
     for (size_t i = 0; i < n;) {
-        size_t len = p[i] ? utf8_seq(p + i, n - i) : 0;
+        size_t len = p[i] ? pf_utf8_seq(p + i, n - i) : 0;
         if (len == 0) {
             memcpy(out + o, "\xEF\xBF\xBD", 3);
             o += 3;

@@ -31,6 +31,10 @@ uint64_t *pf_map_put(pf_map_t *m, uint64_t key, int *created);
 /* Removes key; returns 1 if it was present. */
 int pf_map_del(pf_map_t *m, uint64_t key);
 
+/* Length of the valid UTF-8 sequence at s (at most n bytes readable), or 0 when invalid (overlong,
+ * surrogate, out of range, truncated). */
+size_t pf_utf8_seq(const unsigned char *s, size_t n);
+
 /* A copy of s[0..n) as valid UTF-8 (invalid bytes become U+FFFD) and without NUL bytes. */
 char *pf_utf8_clean(const char *s, size_t n);
 
