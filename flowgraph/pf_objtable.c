@@ -183,14 +183,25 @@ static void stripe_erase(pf_stripe_t *s, uint32_t hole)
     s->used--;
 }
 
-int pf_objtable_remove(uintptr_t addr, pf_objinfo_t *out)
+/* Locks addr's stripe and looks addr up in it. Returns the locked stripe with the slot index in *slot
+ * (-1 when absent), or NULL (nothing locked) when there is no table. */
+static pf_stripe_t *lock_and_find(uintptr_t addr, int64_t *slot)
 {
     if (!pf_objtable_filter || addr == 0)
-        return 0;
+        return NULL;
     uint64_t h = pf_objtable_hash(addr);
     pf_stripe_t *s = stripe_of(h);
     pf_spin_lock(&s->lock);
-    int64_t i = stripe_find(s, h, addr);
+    *slot = stripe_find(s, h, addr);
+    return s;
+}
+
+int pf_objtable_remove(uintptr_t addr, pf_objinfo_t *out)
+{
+    int64_t i;
+    pf_stripe_t *s = lock_and_find(addr, &i);
+    if (!s)
+        return 0;
     if (i < 0) {
         pf_spin_unlock(&s->lock);
         return 0;
@@ -205,12 +216,10 @@ int pf_objtable_remove(uintptr_t addr, pf_objinfo_t *out)
 
 int pf_objtable_lookup(uintptr_t addr, pf_objinfo_t *out)
 {
-    if (!pf_objtable_filter || addr == 0)
+    int64_t i;
+    pf_stripe_t *s = lock_and_find(addr, &i);
+    if (!s)
         return 0;
-    uint64_t h = pf_objtable_hash(addr);
-    pf_stripe_t *s = stripe_of(h);
-    pf_spin_lock(&s->lock);
-    int64_t i = stripe_find(s, h, addr);
     if (i >= 0 && out)
         *out = s->slots[i];
     pf_spin_unlock(&s->lock);
@@ -230,12 +239,10 @@ int pf_objtable_find_start(uintptr_t addr, uint64_t max_back, pf_objinfo_t *out)
 
 int pf_objtable_set_link(uintptr_t addr, const pf_copylink_t *link)
 {
-    if (!pf_objtable_filter || addr == 0)
+    int64_t i;
+    pf_stripe_t *s = lock_and_find(addr, &i);
+    if (!s)
         return 0;
-    uint64_t h = pf_objtable_hash(addr);
-    pf_stripe_t *s = stripe_of(h);
-    pf_spin_lock(&s->lock);
-    int64_t i = stripe_find(s, h, addr);
     if (i >= 0) {
         pf_copylink_t *links = s->slots[i].link;
         int pick = 0;   /* a free slot, else the oldest (smallest copy id) */
@@ -255,12 +262,10 @@ int pf_objtable_set_link(uintptr_t addr, const pf_copylink_t *link)
 
 int pf_objtable_with_object(uintptr_t addr, int (*fn)(pf_objinfo_t *obj, void *arg), void *arg)
 {
-    if (!pf_objtable_filter || addr == 0)
+    int64_t i;
+    pf_stripe_t *s = lock_and_find(addr, &i);
+    if (!s)
         return -1;
-    uint64_t h = pf_objtable_hash(addr);
-    pf_stripe_t *s = stripe_of(h);
-    pf_spin_lock(&s->lock);
-    int64_t i = stripe_find(s, h, addr);
     int rc = i >= 0 ? fn(&s->slots[i], arg) : -1;
     pf_spin_unlock(&s->lock);
     return rc;
