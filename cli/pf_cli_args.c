@@ -112,6 +112,14 @@ int pf_cli_parse_run(int argc, char **argv, pf_run_opts_t *o)
             if (!(v = option_value(argc, argv, &i, "--dot")))
                 return usage_error("%s needs a file name", "--dot");
             o->dot = v;
+        } else if (is_option(a, "--profile-only")) {
+            if (!(v = option_value(argc, argv, &i, "--profile-only")) || !*v)
+                return usage_error("%s needs a pattern (a part of the file names to report)", "--profile-only");
+            o->profile_only = v;
+        } else if (strcmp(a, "--profile-all") == 0) {
+            o->profile_all = 1;
+        } else if (strcmp(a, "--reduced") == 0) {
+            o->reduced = 1;
         } else if (strcmp(a, "--exact") == 0) {
             o->exact = 1;
         } else if (strcmp(a, "--native") == 0) {

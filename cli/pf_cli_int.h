@@ -15,6 +15,8 @@ typedef struct pf_run_opts {
     const char *dot;            /* --dot FILE (and FILE.svg when Graphviz is installed) */
     uint64_t dot_min_bytes;     /* --dot-min-bytes: smaller flows folded */
     int exact, native, no_report, max_lines, width;
+    int reduced, profile_all;   /* report: only lines that matter; every file counts as the user's */
+    const char *profile_only;   /* report: only files containing one of these comma-separated substrings */
     uint64_t sample_bytes, object_bytes;    /* 0 = runtime defaults */
     pf_target_kind_t kind;
     const char *target;         /* script path, module name, or code */

@@ -29,6 +29,7 @@ static const char *usage_text =
     "       pyflow run [options] -m module [args...]\n"
     "       pyflow run [options] -c CODE [args...]\n"
     "       pyflow report PROFILE [--format text|json|dot] [-o FILE] [--max-lines N] [--width N]\n"
+    "                     [--reduced] [--profile-only PAT] [--profile-all]\n"
     "       pyflow info\n"
     "\n"
     "run options (they come before the script; what follows it is the program's):\n"
@@ -44,6 +45,9 @@ static const char *usage_text =
     "  --max-lines N       rows in the per-line table (default 15)\n"
     "  --width N           report width in columns (default: the terminal's, else 100)\n"
     "  --no-report         do not print the report (use with -o or --json)\n"
+    "  --reduced           only lines with at least 1% of the allocated bytes, the peak or the copies\n"
+    "  --profile-only PAT  only files whose path contains PAT (comma-separated) count as your code\n"
+    "  --profile-all       every file counts as your code (the standard library and packages too)\n"
     "\n"
     "The report goes to stderr; the program's stdout, stdin and exit status are its own.\n";
 
@@ -134,6 +138,7 @@ static void list_supported(const char *libdir, char *out, size_t size)
 }
 
 typedef struct outputs {
+    pf_load_opts_t load;            /* merge children, the user-code rule */
     int text;                       /* the terminal report, to text_out */
     FILE *text_out;
     const pf_text_opts_t *topts;
@@ -184,7 +189,8 @@ static int render(const char *profile, const outputs_t *o)
 {
     char err[1024];
     pf_model_t *model;
-    pf_load_opts_t lo = {.merge_children = 1};
+    pf_load_opts_t lo = o->load;
+    lo.merge_children = 1;
     if (pf_model_load(profile, &lo, &model, err, sizeof err) < 0) {
         fprintf(stderr, "pyflow: %s\n", err);
         return -1;
@@ -286,8 +292,9 @@ static int cmd_run(int argc, char **argv)
         fprintf(stderr, "pyflow: no profile was recorded: the program did not start under pyflow's runtime\n");
     } else {
         pf_text_opts_t topts = {.max_lines = o.max_lines, .width = terminal_width(o.width), .color = want_color(),
-                                .profile_path = o.profile};
-        outputs_t out = {.text = !o.no_report, .text_out = stderr, .topts = &topts, .json = o.json, .dot = o.dot,
+                                .profile_path = o.profile, .reduced = o.reduced};
+        outputs_t out = {.load = {.profile_only = o.profile_only, .profile_all = o.profile_all},
+                         .text = !o.no_report, .text_out = stderr, .topts = &topts, .json = o.json, .dot = o.dot,
                          .dot_min_bytes = o.dot_min_bytes ? (double)o.dot_min_bytes : 65536.0};
         if (render(profile, &out) != 0 && !o.no_report)
             fprintf(stderr, "pyflow: the report could not be produced (see above)\n");
@@ -304,6 +311,7 @@ static int cmd_report(int argc, char **argv)
 {
     const char *profile = NULL, *format = "text", *out = NULL;
     pf_text_opts_t topts = {0};
+    pf_load_opts_t load = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if ((strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) && i + 1 < argc)
@@ -316,6 +324,12 @@ static int cmd_report(int argc, char **argv)
             topts.max_lines = atoi(argv[++i]);
         else if (strcmp(a, "--width") == 0 && i + 1 < argc)
             topts.width = atoi(argv[++i]);
+        else if (strcmp(a, "--reduced") == 0)
+            topts.reduced = 1;
+        else if (strcmp(a, "--profile-only") == 0 && i + 1 < argc)
+            load.profile_only = argv[++i];
+        else if (strcmp(a, "--profile-all") == 0)
+            load.profile_all = 1;
         else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage(stdout);
             return 0;
@@ -339,8 +353,8 @@ static int cmd_report(int argc, char **argv)
         return 2;
     }
     if (json || dot) {
-        outputs_t o = {.json = json ? (out ? out : "-") : NULL, .dot = dot ? (out ? out : "-") : NULL,
-                       .dot_min_bytes = 65536.0};
+        outputs_t o = {.load = load, .json = json ? (out ? out : "-") : NULL,
+                       .dot = dot ? (out ? out : "-") : NULL, .dot_min_bytes = 65536.0};
         return render(profile, &o) == 0 ? 0 : 2;
     }
     FILE *f = out ? fopen(out, "w") : stdout;
@@ -350,7 +364,7 @@ static int cmd_report(int argc, char **argv)
     }
     topts.width = out ? (topts.width ? topts.width : 100) : terminal_width(topts.width);
     topts.color = !out && isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
-    outputs_t o = {.text = 1, .text_out = f, .topts = &topts};
+    outputs_t o = {.load = load, .text = 1, .text_out = f, .topts = &topts};
     int rc = render(profile, &o);
     if (out)
         fclose(f);

@@ -44,10 +44,21 @@ static uint32_t intern(pf_model_t *m, const char *s, size_t n)
     }
 }
 
-int pf_model_is_user_file(const char *file)
+int pf_model_is_user_file(const pf_model_t *m, const char *file)
 {
     if (!file[0] || file[0] == '[')
         return 0;
+    if (m->profile_only) {
+        for (const char *p = m->profile_only; *p;) {
+            size_t n = strcspn(p, ",");
+            if (n && memmem(file, strlen(file), p, n))
+                return 1;
+            p += n + (p[n] == ',');
+        }
+        return 0;
+    }
+    if (m->profile_all)
+        return 1;
     if (strncmp(file, "<frozen ", 8) == 0 || strcmp(file, "<built-in>") == 0)
         return 0;
     if (strstr(file, "/lib/python3") || strstr(file, "/site-packages/") || strstr(file, "/dist-packages/"))
@@ -120,7 +131,7 @@ static int on_record(void *ctx, const pf_record_t *r)
         pc->format = r->aux;
         pc->table = (const uint8_t *)tail + c->filename_len + c->name_len;
         pc->table_len = c->linetable_len;
-        pc->is_user = pf_model_is_user_file(m->strings[pc->file]);
+        pc->is_user = pf_model_is_user_file(m, m->strings[pc->file]);
         *pf_map_put(&P->codes, c->code_id, NULL) = P->n_pcodes;
         return 0;
     }
@@ -486,6 +497,7 @@ static void on_alloc(sweeper_t *S, const event_t *e)
         pf_stats_t *s = rows[i];
         s->alloc_bytes += est;
         s->alloc_count += count;
+        s->n_recs++;
         if (pf_domain_is_python(a->domain))
             s->python_bytes += est;
         else if (pf_domain_is_native(a->domain))
@@ -528,6 +540,7 @@ static void on_free(sweeper_t *S, const event_t *e)
     pf_model_t *m = S->m;
     pf_stats_t *rows[3] = {&m->lines[o->line].s, &m->funcs[o->func].s, &m->total};
     for (int i = 0; i < 3; i++) {
+        rows[i]->n_freed++;
         set_live(S, rows[i], e->t, rows[i]->live - o->est);
         if (o->gpu) {
             if (rows[i] == &m->total)
@@ -784,6 +797,9 @@ int pf_model_load(const char *path, const pf_load_opts_t *opts, pf_model_t **out
     pf_model_t *m = pf_xcalloc(1, sizeof *m);
     m->string_index = pf_xcalloc(1, sizeof(pf_map_t));
     intern(m, "", 0);
+    if (opts && opts->profile_only && *opts->profile_only)
+        m->profile_only = pf_xstrndup(opts->profile_only, strlen(opts->profile_only));
+    m->profile_all = opts && opts->profile_all;
     loader_t L = {.m = m};
     int rc = add_process(&L, path, 1, err, errlen);
     if (rc == 0 && opts && opts->merge_children) {
@@ -839,5 +855,6 @@ void pf_model_free(pf_model_t *m)
         free(m->argv[i]);
     free(m->argv);
     free(m->python_version);
+    free(m->profile_only);
     free(m);
 }

@@ -27,6 +27,7 @@ typedef struct pf_stats {
     double area;                /* integral of live over time (byte-seconds), for the average */
     double leaked_bytes;        /* live at exit */
     double copy_bytes, copy_count, redundant_copy_bytes;
+    uint32_t n_recs, n_freed;   /* recorded allocations, and how many of them were freed (leak test) */
     uint64_t first_ns, last_ns; /* span over which this row had events (copy rate) */
     uint64_t live_since_ns;     /* time of the last change of live (for area) */
     double timeline[PF_TIMELINE_POINTS];
@@ -98,6 +99,8 @@ struct pf_model {
     char **argv;                /* the profiled program's argv (interpreter dropped) */
     size_t argc;
     uint64_t records, dropped;
+    char *profile_only;         /* the user-code rule (see pf_load_opts_t) */
+    int profile_all;
 };
 
 /* The row a name refers to. */
@@ -106,7 +109,8 @@ static inline const char *pf_model_str(const struct pf_model *m, uint32_t id)
     return id < m->n_strings ? m->strings[id] : "";
 }
 
-/* 1 when file is the user's code (not the standard library, site-packages or a frozen module). */
-int pf_model_is_user_file(const char *file);
+/* 1 when file is the user's code under the model's rule: by default not the standard library,
+ * site-packages or a frozen module; --profile-only / --profile-all change it (pf_load_opts_t). */
+int pf_model_is_user_file(const struct pf_model *m, const char *file);
 
 #endif /* PF_MODEL_INT_H */

@@ -195,7 +195,8 @@ int pf_render_json(const pf_model_t *m, FILE *out)
     pf_json_begin_array(&j);
     for (size_t k = 0; k < m->n_lines; k++) {
         const pf_line_t *l = &m->lines[order[k]];
-        if (l->s.leaked_bytes <= 0 || !pf_model_is_user_file(pf_model_str(m, l->file)))
+        if (l->s.leaked_bytes <= 0 || !pf_model_is_user_file(m, pf_model_str(m, l->file)) ||
+            pf_report_leak_likelihood(&l->s) < PF_LEAK_REPORT_THRESHOLD)
             continue;
         pf_json_begin_object(&j);
         pf_json_key(&j, "file");
@@ -208,7 +209,8 @@ int pf_render_json(const pf_model_t *m, FILE *out)
         pf_json_key(&j, "likelihood");
         pf_json_number(&j, round(pf_report_leak_likelihood(&l->s) * 1000) / 1000);
         pf_json_key(&j, "rate_bytes_s");
-        pf_json_number(&j, m->elapsed_s > 0 ? floor(l->s.leaked_bytes / m->elapsed_s + 0.5) : 0);
+        double span = (double)(m->end_ns - l->s.first_ns) / 1e9;   /* since the line first allocated */
+        pf_json_number(&j, floor((span > 1e-3 ? l->s.leaked_bytes / span : l->s.leaked_bytes) + 0.5));
         pf_json_end_object(&j);
     }
     pf_json_end_array(&j);

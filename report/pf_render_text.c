@@ -219,7 +219,7 @@ static double share(double part, double whole)
     return whole > 0 ? 100.0 * part / whole : 0;
 }
 
-static void lines_table(out_t *o, const pf_model_t *m, int rows)
+static void lines_table(out_t *o, const pf_model_t *m, int rows, int reduced)
 {
     size_t *order = pf_report_line_order(m);
     char a[16], b[16], c[16], d[16], e[16], f[16];
@@ -231,9 +231,12 @@ static void lines_table(out_t *o, const pf_model_t *m, int rows)
     for (size_t k = 0; k < m->n_lines && shown < rows; k++) {
         const pf_line_t *l = &m->lines[order[k]];
         const char *file = pf_model_str(m, l->file);
-        if (!pf_model_is_user_file(file) && file[0] != '[')
+        if (!pf_model_is_user_file(m, file) && file[0] != '[')
             continue;
         if (l->s.alloc_bytes < 0.5 && l->s.copy_bytes < 0.5)
+            continue;
+        if (reduced && l->s.alloc_bytes < 0.01 * m->total.alloc_bytes && l->s.peak_bytes < 0.01 * m->total.peak_bytes &&
+            l->s.copy_bytes < 0.01 * m->total.copy_bytes)
             continue;
         char where[64];
         snprintf(where, sizeof where, "%s:%d", shorten_path(file), l->line);
@@ -272,7 +275,7 @@ static void funcs_table(out_t *o, const pf_model_t *m, int rows)
     for (size_t k = 0; k < m->n_funcs && shown < rows; k++) {
         const pf_func_t *f = &m->funcs[order[k]];
         const char *file = pf_model_str(m, f->file);
-        if (!pf_model_is_user_file(file) || f->s.alloc_bytes < 0.5)
+        if (!pf_model_is_user_file(m, file) || f->s.alloc_bytes < 0.5)
             continue;
         char name[128];
         snprintf(name, sizeof name, "%s (%s)", pf_model_str(m, f->function), shorten_path(file));
@@ -291,6 +294,29 @@ static void funcs_table(out_t *o, const pf_model_t *m, int rows)
              human(f->s.python_bytes, b), human(f->s.native_bytes, c), share(f->s.peak_bytes, m->total.peak_bytes),
              human(f->s.leaked_bytes, d));
         shown++;
+    }
+    free(order);
+}
+
+static void leaks(out_t *o, const pf_model_t *m)
+{
+    char a[16], b[16];
+    int any = 0;
+    size_t *order = pf_report_line_order(m);
+    for (size_t k = 0; k < m->n_lines; k++) {
+        const pf_line_t *l = &m->lines[order[k]];
+        double p = pf_report_leak_likelihood(&l->s);
+        if (p < PF_LEAK_REPORT_THRESHOLD || !pf_model_is_user_file(m, pf_model_str(m, l->file)))
+            continue;
+        if (!any++) {
+            fputc('\n', o->f);
+            line(o, "%sprobable leaks%s (live at exit and still growing)", bold(o), reset(o));
+        }
+        double span = (double)(m->end_ns - l->s.first_ns) / 1e9;
+        line(o, "  %s%s:%d%s  %s live at exit, likelihood %.0f%%, growing %s/s: %s", red(o),
+             shorten_path(pf_model_str(m, l->file)), l->line, reset(o), human(l->s.leaked_bytes, a), 100 * p,
+             human(span > 1e-3 ? l->s.leaked_bytes / span : l->s.leaked_bytes, b),
+             source_line(pf_model_str(m, l->file), l->line));
     }
     free(order);
 }
@@ -320,9 +346,10 @@ int pf_render_text(const pf_model_t *m, FILE *f, const pf_text_opts_t *opts)
     out_t o = {f, opts && opts->width > 20 ? opts->width : DEFAULT_WIDTH, opts ? opts->color : 0};
     int rows = opts && opts->max_lines > 0 ? opts->max_lines : DEFAULT_ROWS;
     header(&o, m, opts);
-    lines_table(&o, m, rows);
+    lines_table(&o, m, rows, opts && opts->reduced);
     funcs_table(&o, m, rows < 8 ? rows : 8);
     findings(&o, m);
+    leaks(&o, m);
     if (opts && opts->profile_path) {
         fputc('\n', f);
         line(&o, "profile saved: %s (render again: pyflow report %s)", opts->profile_path, opts->profile_path);

@@ -16,6 +16,8 @@ typedef struct pf_model pf_model_t;
 
 typedef struct pf_load_opts {
     int merge_children;      /* also load PATH.<pid> files written by forked children and subprocesses */
+    const char *profile_only;/* comma-separated substrings: only files containing one are the user's code */
+    int profile_all;         /* every file is the user's code (the standard library and packages too) */
 } pf_load_opts_t;
 
 /* Loads the profile at path (and, when asked, its children's files) into a new model.
@@ -35,6 +37,7 @@ typedef struct pf_text_opts {
     int width;               /* terminal columns (0 = 100) */
     int color;               /* ANSI colour */
     const char *profile_path;/* shown in the footer, may be NULL */
+    int reduced;             /* only lines holding at least 1% of the allocated bytes, the peak or the copies */
 } pf_text_opts_t;
 
 /* Renders the terminal report. Returns 0, or -errno when writing failed. */

@@ -13,8 +13,9 @@ size_t *pf_report_func_order(const pf_model_t *m);
 /* Bytes copied per second over the span in which the row had events (at least 1 ms). */
 double pf_report_copy_rate(const pf_stats_t *s);
 
-/* Probability-like score that what is live at exit is a leak: the share of the row's peak it still holds,
- * weighted by how much of its allocated volume stayed. */
+/* Likelihood (0-1) that what a row holds at exit is a leak: Laplace's rule on its recorded allocations
+ * never freed, times the Mann-Kendall trend of its live bytes over the run. Reported at >= 0.5. */
+#define PF_LEAK_REPORT_THRESHOLD 0.5
 double pf_report_leak_likelihood(const pf_stats_t *s);
 
 /* A flow is reported redundant when most of its judged copies were. */

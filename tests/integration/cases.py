@@ -187,6 +187,20 @@ def case_flow_graph_dot(c):
     assert small.returncode == 0 and "->" not in open(dot).read(), "--dot-min-bytes did not fold flows"
 
 
+def case_leaks(c):
+    """A growing cache is a probable leak; data made once and freed temporaries are not."""
+    cp, d = c.profile(example("leaky_cache.py"))
+    assert cp.returncode == 0, cp.stderr
+    leaks = {(os.path.basename(l["file"]), l["line"]): l for l in d["leaks"]}
+    cache = leaks.get(("leaky_cache.py", 18))
+    assert cache and cache["likelihood"] >= 0.9, d["leaks"]
+    near(cache["leaked_bytes"], 300 * 100_000, 0.25, "the cache's live bytes (sampled)")
+    assert cache["rate_bytes_s"] > 0
+    assert ("leaky_cache.py", 8) not in leaks, "data made once was called a leak"
+    assert ("leaky_cache.py", 17) not in leaks, "freed temporaries were called a leak"
+    assert "probable leaks" in cp.stderr and "leaky_cache.py:18" in cp.stderr.split("probable leaks")[1]
+
+
 # ---- fidelity ----
 
 def case_stdout_and_exit_codes(c):
