@@ -108,6 +108,10 @@ int pf_cli_parse_run(int argc, char **argv, pf_run_opts_t *o)
         } else if (is_option(a, "--dot-min-bytes")) {
             if (!(v = option_value(argc, argv, &i, "--dot-min-bytes")) || pf_cli_parse_bytes(v, &o->dot_min_bytes) != 0)
                 return usage_error("%s needs a positive byte count (like 64k)", "--dot-min-bytes");
+        } else if (is_option(a, "--html")) {
+            if (!(v = option_value(argc, argv, &i, "--html")))
+                return usage_error("%s needs a file name", "--html");
+            o->html = v;
         } else if (is_option(a, "--dot")) {
             if (!(v = option_value(argc, argv, &i, "--dot")))
                 return usage_error("%s needs a file name", "--dot");

@@ -13,6 +13,7 @@ typedef struct pf_run_opts {
     const char *profile;        /* -o: keep the profile here; NULL = temporary */
     const char *json;           /* --json FILE */
     const char *dot;            /* --dot FILE (and FILE.svg when Graphviz is installed) */
+    const char *html;           /* --html FILE */
     uint64_t dot_min_bytes;     /* --dot-min-bytes: smaller flows folded */
     int exact, native, no_report, max_lines, width;
     int reduced, profile_all;   /* report: only lines that matter; every file counts as the user's */

@@ -28,7 +28,7 @@ static const char *usage_text =
     "usage: pyflow run [options] app.py [args...]\n"
     "       pyflow run [options] -m module [args...]\n"
     "       pyflow run [options] -c CODE [args...]\n"
-    "       pyflow report PROFILE [--format text|json|dot] [-o FILE] [--max-lines N] [--width N]\n"
+    "       pyflow report PROFILE [--format text|json|dot|html] [-o FILE] [--max-lines N] [--width N]\n"
     "                     [--reduced] [--profile-only PAT] [--profile-all]\n"
     "       pyflow info\n"
     "\n"
@@ -36,6 +36,7 @@ static const char *usage_text =
     "  --python PATH       interpreter to run (default: $PYFLOW_PYTHON, else python3 on PATH)\n"
     "  -o, --output FILE   keep the binary profile in FILE (default: a temporary file, removed)\n"
     "  --json FILE         also write the JSON rendering to FILE\n"
+    "  --html FILE         also write one self-contained HTML page (sortable tables, timeline, flow graph)\n"
     "  --dot FILE          also write the object flow graph (Graphviz; FILE.svg too if `dot` is installed)\n"
     "  --dot-min-bytes N   leave flows smaller than N out of the graph (default 64k)\n"
     "  --exact             record every allocation (slower; for tests and small programs)\n"
@@ -144,8 +145,11 @@ typedef struct outputs {
     const pf_text_opts_t *topts;
     const char *json;               /* file or "-" */
     const char *dot;                /* file or "-" */
+    const char *html;               /* file or "-" */
     double dot_min_bytes;
 } outputs_t;
+
+typedef enum rendering { R_JSON, R_DOT, R_HTML } rendering_t;
 
 /* Runs Graphviz on a .dot file when it is installed; says why not otherwise (once, on stderr). */
 static void dot_to_svg(const char *dot)
@@ -166,8 +170,60 @@ static void dot_to_svg(const char *dot)
                 pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 127 ? "not installed" : "failing");
 }
 
+/* The flow graph as SVG text, through Graphviz (NULL when it is not installed). Caller frees. */
+static char *flow_graph_svg(const pf_model_t *model, double min_bytes)
+{
+    char dir[] = "/tmp/pyflow-svg-XXXXXX", dot[64], svg[80];
+    if (!mkdtemp(dir))
+        return NULL;
+    snprintf(dot, sizeof dot, "%s/g.dot", dir);
+    snprintf(svg, sizeof svg, "%s/g.svg", dir);
+    char *text = NULL;
+    FILE *f = fopen(dot, "w");
+    pf_dot_opts_t dopts = {.min_bytes = min_bytes};
+    if (f && pf_render_dot(model, f, &dopts) == 0 && fclose(f) == 0) {
+        f = NULL;
+        pid_t pid = fork();
+        if (pid == 0) {
+            int devnull = open("/dev/null", O_WRONLY);
+            if (devnull >= 0)
+                dup2(devnull, STDERR_FILENO);
+            execlp("dot", "dot", "-Tsvg", dot, "-o", svg, (char *)NULL);
+            _exit(127);
+        }
+        int status;
+        if (pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+            FILE *in = fopen(svg, "r");
+            if (in) {
+                size_t cap = 1 << 16, len = 0, n;
+                text = malloc(cap);
+                while (text && (n = fread(text + len, 1, cap - len - 1, in)) > 0) {
+                    len += n;
+                    if (len + 1 == cap) {
+                        char *bigger = realloc(text, cap *= 2);
+                        if (!bigger) {
+                            free(text);
+                            text = NULL;
+                        } else
+                            text = bigger;
+                    }
+                }
+                if (text)
+                    text[len] = '\0';
+                fclose(in);
+            }
+        }
+    }
+    if (f)
+        fclose(f);
+    unlink(dot);
+    unlink(svg);
+    rmdir(dir);
+    return text;
+}
+
 /* Writes one rendering to path ("-" = stdout). Returns 0 or -1 after saying why. */
-static int write_rendering(const pf_model_t *model, const char *path, const outputs_t *o, int dot)
+static int write_rendering(const pf_model_t *model, const char *path, const outputs_t *o, rendering_t kind)
 {
     FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
     if (!f) {
@@ -175,12 +231,21 @@ static int write_rendering(const pf_model_t *model, const char *path, const outp
         return -1;
     }
     pf_dot_opts_t dopts = {.min_bytes = o->dot_min_bytes};
-    int rc = dot ? pf_render_dot(model, f, &dopts) : pf_render_json(model, f);
+    int rc;
+    if (kind == R_DOT) {
+        rc = pf_render_dot(model, f, &dopts);
+    } else if (kind == R_HTML) {
+        pf_html_opts_t hopts = {.flow_svg = flow_graph_svg(model, o->dot_min_bytes)};
+        rc = pf_render_html(model, f, &hopts);
+        free((char *)hopts.flow_svg);
+    } else {
+        rc = pf_render_json(model, f);
+    }
     if (f != stdout && fclose(f) != 0)
         rc = -1;
     if (rc < 0)
         fprintf(stderr, "pyflow: writing %s failed\n", path);
-    else if (dot && f != stdout)
+    else if (kind == R_DOT && f != stdout)
         dot_to_svg(path);
     return rc < 0 ? -1 : 0;
 }
@@ -198,9 +263,11 @@ static int render(const char *profile, const outputs_t *o)
     int rc = 0;
     if (o->text && pf_render_text(model, o->text_out, o->topts) < 0)
         rc = -1;
-    if (o->json && write_rendering(model, o->json, o, 0) < 0)
+    if (o->json && write_rendering(model, o->json, o, R_JSON) < 0)
         rc = -1;
-    if (o->dot && write_rendering(model, o->dot, o, 1) < 0)
+    if (o->dot && write_rendering(model, o->dot, o, R_DOT) < 0)
+        rc = -1;
+    if (o->html && write_rendering(model, o->html, o, R_HTML) < 0)
         rc = -1;
     pf_model_free(model);
     return rc;
@@ -259,6 +326,8 @@ static int cmd_run(int argc, char **argv)
         return 2;
     if (o.dot && strcmp(o.dot, "-") != 0 && check_writable("flow graph", o.dot) != 0)
         return 2;
+    if (o.html && strcmp(o.html, "-") != 0 && check_writable("HTML report", o.html) != 0)
+        return 2;
 
     char tmpdir[PATH_MAX] = "";
     char profile[PATH_MAX];
@@ -295,6 +364,7 @@ static int cmd_run(int argc, char **argv)
                                 .profile_path = o.profile, .reduced = o.reduced};
         outputs_t out = {.load = {.profile_only = o.profile_only, .profile_all = o.profile_all},
                          .text = !o.no_report, .text_out = stderr, .topts = &topts, .json = o.json, .dot = o.dot,
+                         .html = o.html,
                          .dot_min_bytes = o.dot_min_bytes ? (double)o.dot_min_bytes : 65536.0};
         if (render(profile, &out) != 0 && !o.no_report)
             fprintf(stderr, "pyflow: the report could not be produced (see above)\n");
@@ -347,14 +417,15 @@ static int cmd_report(int argc, char **argv)
         fprintf(stderr, "pyflow: report needs a profile file (see `pyflow --help`)\n");
         return 2;
     }
-    int json = strcmp(format, "json") == 0, dot = strcmp(format, "dot") == 0;
-    if (!json && !dot && strcmp(format, "text") != 0) {
-        fprintf(stderr, "pyflow: unknown format %s (text, json or dot)\n", format);
+    int json = strcmp(format, "json") == 0, dot = strcmp(format, "dot") == 0, html = strcmp(format, "html") == 0;
+    if (!json && !dot && !html && strcmp(format, "text") != 0) {
+        fprintf(stderr, "pyflow: unknown format %s (text, json, dot or html)\n", format);
         return 2;
     }
-    if (json || dot) {
+    if (json || dot || html) {
         outputs_t o = {.load = load, .json = json ? (out ? out : "-") : NULL,
-                       .dot = dot ? (out ? out : "-") : NULL, .dot_min_bytes = 65536.0};
+                       .dot = dot ? (out ? out : "-") : NULL, .html = html ? (out ? out : "-") : NULL,
+                       .dot_min_bytes = 65536.0};
         return render(profile, &o) == 0 ? 0 : 2;
     }
     FILE *f = out ? fopen(out, "w") : stdout;

@@ -97,55 +97,6 @@ static const char *shorten_path(const char *file)
     return slash && slash[1] ? slash + 1 : file;
 }
 
-/* The text of a source line, trimmed; "" when unavailable. Caches the last file read. */
-static const char *source_line(const char *file, int lineno)
-{
-    static char *cached_name, *cached_text;
-    static char result[512];
-    result[0] = '\0';
-    if (lineno <= 0 || file[0] == '<' || file[0] == '[')
-        return result;
-    if (!cached_name || strcmp(cached_name, file) != 0) {
-        free(cached_name);
-        free(cached_text);
-        cached_name = pf_xstrndup(file, strlen(file));
-        cached_text = NULL;
-        FILE *f = fopen(file, "rb");
-        if (f) {
-            size_t cap = 1 << 16, len = 0;
-            cached_text = pf_xmalloc(cap);
-            size_t n;
-            while ((n = fread(cached_text + len, 1, cap - len - 1, f)) > 0) {
-                len += n;
-                if (len + 1 == cap)
-                    cached_text = pf_xrealloc(cached_text, cap *= 2);
-                if (len > (64u << 20))
-                    break;
-            }
-            cached_text[len] = '\0';
-            fclose(f);
-        }
-    }
-    if (!cached_text)
-        return result;
-    const char *p = cached_text;
-    for (int i = 1; i < lineno && p; i++) {
-        p = strchr(p, '\n');
-        if (p)
-            p++;
-    }
-    if (!p)
-        return result;
-    while (*p == ' ' || *p == '\t')
-        p++;
-    size_t n = strcspn(p, "\r\n");
-    if (n >= sizeof result)
-        n = sizeof result - 1;
-    memcpy(result, p, n);
-    result[n] = '\0';
-    return result;
-}
-
 /* A sparkline of a timeline in `cells` characters; each cell shows the maximum of its slice, scaled to the
  * timeline's own maximum, so a short peak stays visible. */
 static const char *sparkline(const double *points, int n, int cells, char *buf, size_t size)
@@ -256,7 +207,7 @@ static void lines_table(out_t *o, const pf_model_t *m, int rows, int reduced)
         line(o, "%s%*s %9s %9s %9s%s %5.1f%% %9s %9s %s %s", where_cut, pad > 0 ? pad : 0, "",
              human(l->s.alloc_bytes, a), human(l->s.python_bytes, b), human(l->s.native_bytes, c), g,
              share(l->s.peak_bytes, m->total.peak_bytes), human(l->s.leaked_bytes, d), human(l->s.copy_bytes, e),
-             sparkline(l->s.timeline, PF_TIMELINE_POINTS, 10, spark, sizeof spark), source_line(file, l->line));
+             sparkline(l->s.timeline, PF_TIMELINE_POINTS, 10, spark, sizeof spark), pf_report_source_line(file, l->line));
         shown++;
     }
     if (!shown)
@@ -316,7 +267,7 @@ static void leaks(out_t *o, const pf_model_t *m)
         line(o, "  %s%s:%d%s  %s live at exit, likelihood %.0f%%, growing %s/s: %s", red(o),
              shorten_path(pf_model_str(m, l->file)), l->line, reset(o), human(l->s.leaked_bytes, a), 100 * p,
              human(span > 1e-3 ? l->s.leaked_bytes / span : l->s.leaked_bytes, b),
-             source_line(pf_model_str(m, l->file), l->line));
+             pf_report_source_line(pf_model_str(m, l->file), l->line));
     }
     free(order);
 }
@@ -336,7 +287,7 @@ static void findings(out_t *o, const pf_model_t *m)
                  reset(o));
         }
         line(o, "  %s%s:%d%s  %s in %.0f copies: %s", red(o), shorten_path(pf_model_str(m, at->file)), at->line,
-             reset(o), human(f->redundant_bytes, a), f->count, source_line(pf_model_str(m, at->file), at->line));
+             reset(o), human(f->redundant_bytes, a), f->count, pf_report_source_line(pf_model_str(m, at->file), at->line));
         line(o, "      fix: share one buffer (numpy: np.asarray(x) or x itself; bytes: memoryview(x))");
     }
 }

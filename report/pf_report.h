@@ -55,4 +55,12 @@ typedef struct pf_dot_opts {
  * copies and reallocs with bytes and counts; redundant copies in red with the fix. Returns 0 or -errno. */
 int pf_render_dot(const pf_model_t *model, FILE *out, const pf_dot_opts_t *opts);
 
+typedef struct pf_html_opts {
+    const char *flow_svg;    /* the flow graph already rendered to SVG by Graphviz, or NULL */
+} pf_html_opts_t;
+
+/* Renders one self-contained HTML page (no network): findings, timeline, sortable tables, flow graph.
+ * Returns 0 or -errno. */
+int pf_render_html(const pf_model_t *model, FILE *out, const pf_html_opts_t *opts);
+
 #endif /* PF_REPORT_H */

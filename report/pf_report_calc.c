@@ -1,5 +1,7 @@
 /* pf_report_calc.c - derived figures shared by the renderers (see pf_report_int.h). */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "pf_report_int.h"
 #include "pf_util_int.h"
@@ -106,3 +108,53 @@ const char *pf_report_copy_kind_name(unsigned kind)
     default: return "copy";
     }
 }
+
+/* The text of a source line, trimmed; "" when unavailable. Caches the last file read. */
+const char *pf_report_source_line(const char *file, int lineno)
+{
+    static char *cached_name, *cached_text;
+    static char result[512];
+    result[0] = '\0';
+    if (lineno <= 0 || file[0] == '<' || file[0] == '[')
+        return result;
+    if (!cached_name || strcmp(cached_name, file) != 0) {
+        free(cached_name);
+        free(cached_text);
+        cached_name = pf_xstrndup(file, strlen(file));
+        cached_text = NULL;
+        FILE *f = fopen(file, "rb");
+        if (f) {
+            size_t cap = 1 << 16, len = 0;
+            cached_text = pf_xmalloc(cap);
+            size_t n;
+            while ((n = fread(cached_text + len, 1, cap - len - 1, f)) > 0) {
+                len += n;
+                if (len + 1 == cap)
+                    cached_text = pf_xrealloc(cached_text, cap *= 2);
+                if (len > (64u << 20))
+                    break;
+            }
+            cached_text[len] = '\0';
+            fclose(f);
+        }
+    }
+    if (!cached_text)
+        return result;
+    const char *p = cached_text;
+    for (int i = 1; i < lineno && p; i++) {
+        p = strchr(p, '\n');
+        if (p)
+            p++;
+    }
+    if (!p)
+        return result;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    size_t n = strcspn(p, "\r\n");
+    if (n >= sizeof result)
+        n = sizeof result - 1;
+    memcpy(result, p, n);
+    result[n] = '\0';
+    return result;
+}
+

@@ -21,6 +21,10 @@ double pf_report_leak_likelihood(const pf_stats_t *s);
 /* A flow is reported redundant when most of its judged copies were. */
 int pf_report_flow_redundant(const pf_flow_t *f);
 
+/* The text of a source line, trimmed (at most 511 bytes; "" when the file cannot be read). The result is
+ * overwritten by the next call. */
+const char *pf_report_source_line(const char *file, int lineno);
+
 /* The JSON / Graphviz name of a pf_copy_kind_t: "copy", "realloc", "h2d", "d2h", "d2d", "h2h". */
 const char *pf_report_copy_kind_name(unsigned kind);
 

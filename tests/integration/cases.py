@@ -201,6 +201,41 @@ def case_leaks(c):
     assert "probable leaks" in cp.stderr and "leaky_cache.py:18" in cp.stderr.split("probable leaks")[1]
 
 
+def chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def case_html_page(c):
+    """--html writes one self-contained page; it opens in headless Chromium, sorts, and is screenshotted."""
+    page = os.path.join(c.tmp, "report.html")
+    cp = run([c.pyflow, "run", "--python", c.python, "--no-report", "--html", page, example("bytes_copies.py")])
+    assert cp.returncode == 0, cp.stderr
+    html = open(page, encoding="utf-8").read()
+    import re
+    fetched = re.findall(r'(?:src|href)=["\'](?:https?:)?//', html)
+    assert not fetched, f"the page loads something from the network: {fetched}"
+    assert "redundant copy" in html and "bytes_copies.py:8" in html, "findings missing"
+    assert '<table id="lines"' in html and "<polyline" in html
+    browser = chromium()
+    if not browser:
+        raise Skip("no Chromium here: the page was checked without a browser")
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync", "--no-first-run",
+             "--user-data-dir=" + os.path.join(c.tmp, "chrome")]
+    shot = os.path.join(c.tmp, "report.png")
+    r = run([browser, *flags, "--window-size=1300,1200", "--screenshot=" + shot, "file://" + page], timeout=120)
+    assert os.path.exists(shot) and os.path.getsize(shot) > 10_000, ("no screenshot", r.stderr[-500:])
+    for direction in ("asc", "desc"):
+        r = run([browser, *flags, "--dump-dom", f"file://{page}#sort=alloc:{direction}"], timeout=120)
+        body = r.stdout.split('<table id="lines"')[1].split("</table>")[0]
+        values = [float(v) for v in re.findall(r'<tr><td data-v="[^"]*"[^>]*>[^<]*</td><td>[^<]*</td><td data-v="([0-9.]+)"', body)]
+        assert len(values) >= 3, body[:500]
+        assert values == sorted(values, reverse=direction == "desc"), (direction, values)
+
+
 # ---- fidelity ----
 
 def case_stdout_and_exit_codes(c):
