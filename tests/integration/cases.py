@@ -201,6 +201,20 @@ def case_leaks(c):
     assert "probable leaks" in cp.stderr and "leaky_cache.py:18" in cp.stderr.split("probable leaks")[1]
 
 
+def case_peak_in_middle(c):
+    """A hump in the middle: its line holds the peak share, and its timeline rises then falls."""
+    cp, d = c.profile(example("peak_in_middle.py"))
+    assert cp.returncode == 0, cp.stderr
+    hump = row(d, "peak_in_middle.py", 10)
+    assert hump["peak_bytes"] >= 0.9 * d["totals"]["peak_bytes"], (hump["peak_bytes"], d["totals"]["peak_bytes"])
+    series = [b for _, b in hump["timeline"]]
+    top = series.index(max(series))
+    assert 15 <= top <= 85, f"the peak is not in the middle of the timeline: bucket {top}"
+    assert series[5] < 0.05 * max(series) and series[-1] < 0.05 * max(series), series
+    spark = [l for l in cp.stderr.splitlines() if l.startswith("peak_in_middle.py:10")]
+    assert spark, cp.stderr
+
+
 def chromium():
     for name in ("chromium", "chromium-browser", "google-chrome"):
         if shutil.which(name):

@@ -18,3 +18,4 @@ pf_unit_test(test_report_model
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report_model.c
   LIBS pf_report dl)
 target_include_directories(test_report_model PRIVATE ${PROJECT_SOURCE_DIR}/report)
+target_compile_definitions(test_report_model PRIVATE PF_TEST_DATA_DIR="${CMAKE_CURRENT_LIST_DIR}/data")

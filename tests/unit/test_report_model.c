@@ -428,6 +428,56 @@ static void test_text_fits_width(void **state)
     pf_model_free(m);
 }
 
+/* ---- golden output: a layout regression shows up as a diff ---- */
+
+static void test_text_golden(void **state)
+{
+    builder_t b;
+    b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, 42);
+    b_chunk(&b, 42);
+    b_code(&b, 1, "/golden/app.py", "load", 12);
+    b_code(&b, 2, "/golden/app.py", "<module>", 30);
+    b_code(&b, 3, "/golden/util.py", "helper", 7);
+    b_code(&b, 4, "/usr/lib/python3.11/json/decoder.py", "decode", 353);
+    uint32_t load = 1, mod = 2, util[] = {4, 3, 2};
+    for (int i = 0; i < 20; i++)
+        b_alloc(&b, 1000000ull * (uint64_t)i, 0x100000 + (uint64_t)i * 4096, 1 << 20, 1 << 20, PF_DOMAIN_MALLOC,
+                PF_ALLOC_EXACT, 1, &load);
+    for (int i = 0; i < 20; i++)
+        b_free(&b, 30000000 + 1000000ull * (uint64_t)i, 0x100000 + (uint64_t)i * 4096);
+    for (int i = 0; i < 50; i++)
+        b_alloc(&b, 60000000 + 100000ull * (uint64_t)i, 0x900000 + (uint64_t)i * 256, 200, 200, PF_DOMAIN_PYOBJ,
+                PF_ALLOC_EXACT, 3, util);
+    b_alloc(&b, 70000000, 0x2000000, 3 << 20, 3 << 20, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &mod);
+    b_copy(&b, 71000000, 9, 0x2000000, 0x100000, 1 << 20, 2);
+    pf_rec_exit_t x = {100000000, 0, 0};
+    b_rec(&b, PF_REC_EXIT, 0, &x, sizeof x);
+    pf_model_t *m = load_ok(b_save(&b, "golden.pflow", 0));
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    pf_text_opts_t o = {.width = 100};
+    assert_int_equal(pf_render_text(m, f, &o), 0);
+    fclose(f);
+    const char *golden = PF_TEST_DATA_DIR "/report_golden.txt";
+    if (getenv("PYFLOW_UPDATE_GOLDEN")) {
+        FILE *g = fopen(golden, "w");
+        assert_non_null(g);
+        fputs(text, g);
+        fclose(g);
+    }
+    FILE *g = fopen(golden, "r");
+    assert_non_null(g);
+    char want[8192];
+    size_t n = fread(want, 1, sizeof want - 1, g);
+    fclose(g);
+    want[n] = '\0';
+    if (strcmp(want, text) != 0)
+        fail_msg("text report differs from %s (PYFLOW_UPDATE_GOLDEN=1 rewrites it):\n%s", golden, text);
+    free(text);
+    pf_model_free(m);
+}
+
 /* ---- native symbols ---- */
 
 static void test_symbols_resolve_a_real_library(void **state)
@@ -471,6 +521,7 @@ int main(void)
         cmocka_unit_test(test_json_escaping_parses),
         cmocka_unit_test(test_text_fits_width),
         cmocka_unit_test(test_symbols_resolve_a_real_library),
+        cmocka_unit_test(test_text_golden),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
