@@ -21,6 +21,7 @@
 #include "pf_cli_int.h"
 #include "pf_report.h"
 #include "pf_runtime.h"
+#include "pf_watch.h"
 
 #define PYFLOW_VERSION "0.1.0"
 
@@ -449,20 +450,13 @@ static int cmd_info(void)
         snprintf(libdir, sizeof libdir, "(unknown)");
     list_supported(libdir, list, sizeof list);
     printf("pyflow %s\n", PYFLOW_VERSION);
-    printf("runtime            %s/%s\n", libdir, PF_RUNTIME_SONAME);
-    printf("python versions    %s\n", list);
-    FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
-    int paranoid = 99;
-    if (f) {
-        if (fscanf(f, "%d", &paranoid) != 1)
-            paranoid = 99;
-        fclose(f);
-    }
-    if (paranoid == 99)
-        printf("perf_event          unavailable (no /proc/sys/kernel/perf_event_paranoid)\n");
-    else
-        printf("perf_event_paranoid %d%s\n", paranoid,
-               paranoid > 2 ? " (user-space events forbidden: sysctl kernel.perf_event_paranoid=2)" : "");
+    printf("%-20s %s/%s\n", "runtime", libdir, PF_RUNTIME_SONAME);
+    printf("%-20s %s\n", "python versions", list);
+    pf_probe_t probes[16];
+    size_t n = pf_watch_probe(probes, 16);
+    static const char *status[] = {"ok", "skip", "FAIL"};
+    for (size_t i = 0; i < n; i++)
+        printf("%-20s %-4s %s\n", probes[i].name, status[probes[i].status], probes[i].detail);
     return 0;
 }
 

@@ -215,6 +215,16 @@ def case_peak_in_middle(c):
     assert spark, cp.stderr
 
 
+def case_info(c):
+    """pyflow info: the runtime, the Python versions, and one line per machine probe with its verdict."""
+    cp = run([c.pyflow, "info"])
+    assert cp.returncode == 0, cp.stderr
+    for probe in ("perf_event_paranoid", "cycles sampling", "precise addresses", "breakpoint slots", "libpfm4"):
+        lines = [l for l in cp.stdout.splitlines() if l.startswith(probe)]
+        assert lines and lines[0][21:25].strip() in ("ok", "skip", "FAIL"), (probe, cp.stdout)
+    assert "3.11" in cp.stdout
+
+
 def chromium():
     for name in ("chromium", "chromium-browser", "google-chrome"):
         if shutil.which(name):

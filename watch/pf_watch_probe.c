@@ -1,0 +1,159 @@
+/* pf_watch_probe.c - the capability probes behind `pyflow info` (see pf_watch.h). */
+#include "pf_watch.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <linux/hw_breakpoint.h>
+#include <linux/perf_event.h>
+#include <perfmon/pfmlib_perf_event.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static int perf_open(struct perf_event_attr *attr)
+{
+    return (int)syscall(SYS_perf_event_open, attr, 0, -1, -1, 0);
+}
+
+static int read_int(const char *path, int *out)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    int ok = fscanf(f, "%d", out) == 1;
+    fclose(f);
+    return ok ? 0 : -1;
+}
+
+static pf_probe_t *add(pf_probe_t *out, size_t max, size_t *n, const char *name, pf_probe_status_t st,
+                       const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+static pf_probe_t *add(pf_probe_t *out, size_t max, size_t *n, const char *name, pf_probe_status_t st,
+                       const char *fmt, ...)
+{
+    if (*n >= max)
+        return NULL;
+    pf_probe_t *p = &out[(*n)++];
+    p->name = name;
+    p->status = st;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->detail, sizeof p->detail, fmt, ap);
+    va_end(ap);
+    return p;
+}
+
+/* Why perf_event_open failed, with the knob to turn. */
+static const char *why(int err, int paranoid)
+{
+    static char buf[160];
+    if (err == EACCES || err == EPERM)
+        snprintf(buf, sizeof buf, "not permitted (perf_event_paranoid=%d; try: sysctl kernel.perf_event_paranoid=2, "
+                 "or allow perf_event_open in the container's seccomp profile)", paranoid);
+    else if (err == ENOENT || err == EOPNOTSUPP || err == ENODEV)
+        snprintf(buf, sizeof buf, "this CPU or VM exposes no such event (%s)", strerror(err));
+    else
+        snprintf(buf, sizeof buf, "%s", strerror(err));
+    return buf;
+}
+
+size_t pf_watch_probe(pf_probe_t *out, size_t max)
+{
+    size_t n = 0;
+    int paranoid = 99;
+    if (read_int("/proc/sys/kernel/perf_event_paranoid", &paranoid) != 0)
+        add(out, max, &n, "perf_event_paranoid", PF_PROBE_FAIL, "no /proc/sys/kernel/perf_event_paranoid: the "
+            "kernel has no perf_event support");
+    else
+        add(out, max, &n, "perf_event_paranoid", paranoid <= 2 ? PF_PROBE_OK : PF_PROBE_FAIL, "%d%s", paranoid,
+            paranoid <= 2 ? " (user-space events of one's own process allowed)"
+                          : ": user-space events forbidden; run: sysctl kernel.perf_event_paranoid=2");
+
+    /* a cycles counter that can sample (what the decode fallback needs) */
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.type = PERF_TYPE_HARDWARE;
+    a.config = PERF_COUNT_HW_CPU_CYCLES;
+    a.sample_period = 1000000;
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    a.disabled = 1;
+    int fd = perf_open(&a);
+    if (fd >= 0) {
+        close(fd);
+        int rate = 0;
+        read_int("/proc/sys/kernel/perf_event_max_sample_rate", &rate);
+        add(out, max, &n, "cycles sampling", PF_PROBE_OK, "hardware cycles overflow sampling works (max %d samples/s "
+            "per CPU)", rate);
+    } else {
+        add(out, max, &n, "cycles sampling", PF_PROBE_FAIL, "%s", why(errno, paranoid));
+    }
+
+    /* precise data addresses: Intel PEBS (max_precise) or AMD IBS (ibs_op PMU) */
+    int precise = 0;
+    int has_precise = read_int("/sys/bus/event_source/devices/cpu/caps/max_precise", &precise) == 0 && precise > 0;
+    int has_ibs = access("/sys/bus/event_source/devices/ibs_op", F_OK) == 0;
+    if (has_precise || has_ibs)
+        add(out, max, &n, "precise addresses", PF_PROBE_OK, "%s%s", has_precise ? "PEBS (max_precise > 0)" : "",
+            has_ibs ? " AMD IBS (ibs_op)" : "");
+    else
+        add(out, max, &n, "precise addresses", PF_PROBE_SKIP, "no PEBS or IBS here (common in VMs): the watch engine "
+            "decodes the sampled instruction instead");
+
+    /* hardware breakpoints: count the slots a thread can hold */
+    static volatile long target[4];
+    int fds[8], slots = 0, err = 0;
+    for (int i = 0; i < 8; i++) {
+        memset(&a, 0, sizeof a);
+        a.size = sizeof a;
+        a.type = PERF_TYPE_BREAKPOINT;
+        a.bp_type = HW_BREAKPOINT_W;
+        a.bp_addr = (unsigned long)&target[i % 4];
+        a.bp_len = HW_BREAKPOINT_LEN_8;
+        a.sample_period = 1;
+        a.exclude_kernel = 1;
+        a.exclude_hv = 1;
+        a.disabled = 1;
+        fds[i] = perf_open(&a);
+        if (fds[i] < 0) {
+            err = errno;
+            break;
+        }
+        slots++;
+    }
+    for (int i = 0; i < slots; i++)
+        close(fds[i]);
+    if (slots)
+        add(out, max, &n, "breakpoint slots", PF_PROBE_OK, "%d per thread (PERF_TYPE_BREAKPOINT)", slots);
+    else
+        add(out, max, &n, "breakpoint slots", PF_PROBE_FAIL, "%s", why(err, paranoid));
+
+    /* libpfm4 names events for --event */
+    if (pfm_initialize() != PFM_SUCCESS) {
+        add(out, max, &n, "libpfm4", PF_PROBE_FAIL, "pfm_initialize failed");
+    } else {
+        pfm_perf_encode_arg_t arg;
+        memset(&arg, 0, sizeof arg);
+        memset(&a, 0, sizeof a);
+        arg.size = sizeof arg;
+        arg.attr = &a;
+        int rc = pfm_get_os_event_encoding("cycles", PFM_PLM3, PFM_OS_PERF_EVENT_EXT, &arg);
+        pfm_pmu_info_t pinfo;
+        memset(&pinfo, 0, sizeof pinfo);
+        pinfo.size = sizeof pinfo;
+        const char *pmu = "generic events only";
+        for (int p = PFM_PMU_NONE; p < PFM_PMU_MAX; p++)
+            if (pfm_get_pmu_info((pfm_pmu_t)p, &pinfo) == PFM_SUCCESS && pinfo.is_present && pinfo.type == PFM_PMU_TYPE_CORE) {
+                pmu = pinfo.name;
+                break;
+            }
+        add(out, max, &n, "libpfm4", rc == PFM_SUCCESS ? PF_PROBE_OK : PF_PROBE_FAIL, "%s; core PMU: %s",
+            rc == PFM_SUCCESS ? "events encode by name" : pfm_strerror(rc), pmu);
+        pfm_terminate();
+    }
+    return n;
+}
