@@ -512,6 +512,13 @@ static void on_alloc(sweeper_t *S, const event_t *e)
             s->gpu_live += est;
         }
     }
+    pf_process_t *pr = &m->procs[e->proc];
+    pr->alloc_bytes += est;
+    *(pf_domain_is_python(a->domain) ? &pr->python_bytes
+      : pf_domain_is_native(a->domain) ? &pr->native_bytes : &pr->gpu_bytes) += est;
+    pr->live += est;
+    if (pr->live > pr->peak_bytes)
+        pr->peak_bytes = pr->live;
     live_obj_t *o = PF_VEC_PUSH(S->objs, S->n_objs, S->cap_objs);
     o->line = row;
     o->func = fn;
@@ -538,6 +545,7 @@ static void on_free(sweeper_t *S, const event_t *e)
     pf_map_del(&S->live, k);
     const live_obj_t *o = &S->objs[idx];
     pf_model_t *m = S->m;
+    m->procs[e->proc].live -= o->est;
     pf_stats_t *rows[3] = {&m->lines[o->line].s, &m->funcs[o->func].s, &m->total};
     for (int i = 0; i < 3; i++) {
         rows[i]->n_freed++;

@@ -65,6 +65,8 @@ typedef struct pf_process {
     char *argv;             /* space-joined */
     char *python;
     uint64_t offset_ns;     /* start relative to the root process */
+    double alloc_bytes, python_bytes, native_bytes, gpu_bytes;
+    double live, peak_bytes;/* its own live bytes (at exit: live at exit) and their maximum */
 } pf_process_t;
 
 struct pf_model {

@@ -234,6 +234,12 @@ int pf_render_json(const pf_model_t *m, FILE *out)
         pf_json_string(&j, p->argv);
         pf_json_key(&j, "python");
         pf_json_string(&j, p->python);
+        bytes(&j, "alloc_bytes", p->alloc_bytes);
+        bytes(&j, "python_bytes", p->python_bytes);
+        bytes(&j, "native_bytes", p->native_bytes);
+        bytes(&j, "gpu_bytes", p->gpu_bytes);
+        bytes(&j, "peak_bytes", p->peak_bytes);
+        bytes(&j, "leaked_bytes", p->live);
         pf_json_end_object(&j);
     }
     pf_json_end_array(&j);

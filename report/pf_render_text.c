@@ -160,7 +160,8 @@ static void header(out_t *o, const pf_model_t *m, const pf_text_opts_t *opts)
              human(m->total.gpu_peak_bytes, b), human(m->total.gpu_live, c),
              sparkline(m->gpu_timeline, PF_TIMELINE_POINTS, 20, spark, sizeof spark));
     if (m->total.copy_bytes > 0)
-        line(o, "  copied %s, redundant %s", human(m->total.copy_bytes, a), human(m->total.redundant_copy_bytes, b));
+        line(o, "  copied %s (%s/s while copying), redundant %s", human(m->total.copy_bytes, a),
+             human(pf_report_copy_rate(&m->total), c), human(m->total.redundant_copy_bytes, b));
     if (m->n_procs > 1)
         line(o, "  processes: %zu (children merged)", m->n_procs);
 }
@@ -249,6 +250,53 @@ static void funcs_table(out_t *o, const pf_model_t *m, int rows)
     free(order);
 }
 
+/* One row per process when children were merged. */
+static void processes(out_t *o, const pf_model_t *m)
+{
+    if (m->n_procs < 2)
+        return;
+    char a[16], b[16], c[16];
+    fputc('\n', o->f);
+    line(o, "%s%-8s %-8s %9s %9s %9s  %s%s", bold(o), "pid", "parent", "allocated", "peak", "at exit", "command",
+         reset(o));
+    for (size_t i = 0; i < m->n_procs; i++) {
+        const pf_process_t *p = &m->procs[i];
+        line(o, "%-8u %-8s %9s %9s %9s  %s", p->pid, p->root ? "(root)" : "", human(p->alloc_bytes, a),
+             human(p->peak_bytes, b), human(p->live, c), p->argv);
+    }
+}
+
+/* The lines holding most of the program's peak. */
+static void peak_contributors(out_t *o, const pf_model_t *m)
+{
+    if (m->total.peak_bytes <= 0)
+        return;
+    char a[16];
+    int shown = 0;
+    for (int pass = 0; pass < 3; pass++) {
+        const pf_line_t *best = NULL;
+        static const pf_line_t *taken[3];
+        for (size_t i = 0; i < m->n_lines; i++) {
+            const pf_line_t *l = &m->lines[i];
+            int used = 0;
+            for (int k = 0; k < pass; k++)
+                used |= taken[k] == l;
+            if (!used && l->s.peak_bytes > 0 && (!best || l->s.peak_bytes > best->s.peak_bytes))
+                best = l;
+        }
+        if (!best || best->s.peak_bytes < 0.05 * m->total.peak_bytes)
+            break;
+        taken[pass] = best;
+        if (!shown++) {
+            fputc('\n', o->f);
+            line(o, "%slargest at the peak%s (%.2f s)", bold(o), reset(o), (double)m->peak_ns / 1e9);
+        }
+        line(o, "  %s:%d  %s (%.0f%% of the peak): %s", shorten_path(pf_model_str(m, best->file)), best->line,
+             human(best->s.peak_bytes, a), 100 * best->s.peak_bytes / m->total.peak_bytes,
+             pf_report_source_line(pf_model_str(m, best->file), best->line));
+    }
+}
+
 static void leaks(out_t *o, const pf_model_t *m)
 {
     char a[16], b[16];
@@ -286,8 +334,10 @@ static void findings(out_t *o, const pf_model_t *m)
             line(o, "%sredundant copies%s (neither copy nor source was modified while both lived)", bold(o),
                  reset(o));
         }
-        line(o, "  %s%s:%d%s  %s in %.0f copies: %s", red(o), shorten_path(pf_model_str(m, at->file)), at->line,
-             reset(o), human(f->redundant_bytes, a), f->count, pf_report_source_line(pf_model_str(m, at->file), at->line));
+        char rate[16];
+        line(o, "  %s%s:%d%s  %s in %.0f copies (%s/s): %s", red(o), shorten_path(pf_model_str(m, at->file)),
+             at->line, reset(o), human(f->redundant_bytes, a), f->count, human(pf_report_copy_rate(&at->s), rate),
+             pf_report_source_line(pf_model_str(m, at->file), at->line));
         line(o, "      fix: share one buffer (numpy: np.asarray(x) or x itself; bytes: memoryview(x))");
     }
 }
@@ -299,6 +349,8 @@ int pf_render_text(const pf_model_t *m, FILE *f, const pf_text_opts_t *opts)
     header(&o, m, opts);
     lines_table(&o, m, rows, opts && opts->reduced);
     funcs_table(&o, m, rows < 8 ? rows : 8);
+    processes(&o, m);
+    peak_contributors(&o, m);
     findings(&o, m);
     leaks(&o, m);
     if (opts && opts->profile_path) {

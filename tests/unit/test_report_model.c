@@ -401,6 +401,28 @@ static void test_json_escaping_parses(void **state)
     pf_model_free(m);
 }
 
+static void test_html_escapes_names(void **state)
+{
+    builder_t b;
+    b_init(&b, PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    b_code(&b, 1, "/odd/<script>alert('x')</script> & \"q\".py", "f<b>", 3);
+    uint32_t c = 1;
+    b_alloc(&b, 1, 0x1000, 4096, 4096, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &c);
+    pf_model_t *m = load_ok(b_save(&b, "odd-html.pflow", 0));
+    char *html = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&html, &len);
+    assert_int_equal(pf_render_html(m, f, NULL), 0);
+    fclose(f);
+    assert_null(strstr(html, "<script>alert"));
+    assert_null(strstr(html, "f<b>"));
+    assert_non_null(strstr(html, "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;.py"));
+    assert_non_null(strstr(html, "f&lt;b&gt;"));
+    free(html);
+    pf_model_free(m);
+}
+
 static void test_text_fits_width(void **state)
 {
     builder_t b;
@@ -522,6 +544,7 @@ int main(void)
         cmocka_unit_test(test_text_fits_width),
         cmocka_unit_test(test_symbols_resolve_a_real_library),
         cmocka_unit_test(test_text_golden),
+        cmocka_unit_test(test_html_escapes_names),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
