@@ -171,15 +171,55 @@ static double share(double part, double whole)
     return whole > 0 ? 100.0 * part / whole : 0;
 }
 
+/* Appends printf output to a fixed buffer (a row being assembled column by column). */
+__attribute__((format(printf, 3, 4))) static void cat(char *buf, size_t size, const char *fmt, ...)
+{
+    size_t used = strlen(buf);
+    if (used + 1 >= size)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + used, size - used, fmt, ap);
+    va_end(ap);
+}
+
+/* A value with a one-character marker, right-aligned in 9 columns ("24.4 MiB!"). */
+static const char *marked(double v, char mark, char out[16])
+{
+    human(v, out);
+    if (mark) {
+        size_t n = strlen(out);
+        out[n] = mark;
+        out[n + 1] = '\0';
+    }
+    return out;
+}
+
+/* The per-line table. Columns that matter most always show (with '!' on a probable leak's live bytes and
+ * '*' on copies judged redundant); redundant bytes, copy rate and the trend sparkline join as the width
+ * allows, and the source text takes what is left. */
 static void lines_table(out_t *o, const pf_model_t *m, int rows, int reduced)
 {
     size_t *order = pf_report_line_order(m);
-    char a[16], b[16], c[16], d[16], e[16], f[16];
-    fputc('\n', o->f);
+    char a[16], b[16], c[16], d[16], e[16];
     int gpu = m->total.gpu_bytes > 0;   /* a GPU column only for programs that used GPU memory */
-    line(o, "%s%-24s %9s %9s %9s%s%s %6s %9s %9s %-10s %s%s", bold(o), "line", "allocated", "python", "native",
-         gpu ? " " : "", gpu ? "      gpu" : "", "peak%", "at exit", "copied", "trend", "source", reset(o));
-    int shown = 0;
+    int trend = o->width >= 100, redundant = o->width >= 120, rate = o->width >= 130;
+    int lw = o->width < 100 ? 18 : 24, nw = o->width < 100 ? 8 : 9;    /* narrow terminals: tighter columns */
+    char head[512] = "";
+    cat(head, sizeof head, "%s%-*s %*s %*s %*s", bold(o), lw, "line", nw, "allocated", nw, "python", nw, "native");
+    if (gpu)
+        cat(head, sizeof head, " %*s", nw, "gpu");
+    cat(head, sizeof head, " %6s %9s %9s", "peak%", "at exit", "copied");
+    if (redundant)
+        cat(head, sizeof head, " %9s", "redundant");
+    if (rate)
+        cat(head, sizeof head, " %9s", "copy/s");
+    if (trend)
+        cat(head, sizeof head, " %-10s", "trend");
+    cat(head, sizeof head, " %s%s", "source", reset(o));
+    fputc('\n', o->f);
+    line(o, "%s", head);
+    int shown = 0, any_leak = 0, any_red = 0;
     for (size_t k = 0; k < m->n_lines && shown < rows; k++) {
         const pf_line_t *l = &m->lines[order[k]];
         const char *file = pf_model_str(m, l->file);
@@ -194,25 +234,39 @@ static void lines_table(out_t *o, const pf_model_t *m, int rows, int reduced)
         snprintf(where, sizeof where, "%s:%d", shorten_path(file), l->line);
         char where_cut[96];
         snprintf(where_cut, sizeof where_cut, "%s", where);
-        if (columns(where_cut) > 24) {
+        if ((int)columns(where_cut) > lw) {
             /* keep the tail (the line number) visible */
-            const char *tail = where + strlen(where) - 23;
+            const char *tail = where + strlen(where) - (lw - 1);
             while (((unsigned char)*tail & 0xC0) == 0x80)
                 tail++;
             snprintf(where_cut, sizeof where_cut, "…%s", tail);
         }
-        int pad = 24 - (int)columns(where_cut);
-        char spark[64], g[24] = "";
+        int pad = lw - (int)columns(where_cut);
+        int leak = pf_report_leak_likelihood(&l->s) >= PF_LEAK_REPORT_THRESHOLD;
+        int red = l->s.redundant_copy_bytes > 0.5;
+        any_leak |= leak;
+        any_red |= red;
+        char row[1024] = "", spark[64];
+        cat(row, sizeof row, "%s%*s %*s %*s %*s", where_cut, pad > 0 ? pad : 0, "", nw, human(l->s.alloc_bytes, a),
+            nw, human(l->s.python_bytes, b), nw, human(l->s.native_bytes, c));
         if (gpu)
-            snprintf(g, sizeof g, " %9s", human(l->s.gpu_bytes, f));
-        line(o, "%s%*s %9s %9s %9s%s %5.1f%% %9s %9s %s %s", where_cut, pad > 0 ? pad : 0, "",
-             human(l->s.alloc_bytes, a), human(l->s.python_bytes, b), human(l->s.native_bytes, c), g,
-             share(l->s.peak_bytes, m->total.peak_bytes), human(l->s.leaked_bytes, d), human(l->s.copy_bytes, e),
-             sparkline(l->s.timeline, PF_TIMELINE_POINTS, 10, spark, sizeof spark), pf_report_source_line(file, l->line));
+            cat(row, sizeof row, " %*s", nw, human(l->s.gpu_bytes, a));
+        cat(row, sizeof row, " %5.1f%% %9s %9s", share(l->s.peak_bytes, m->total.peak_bytes),
+            marked(l->s.leaked_bytes, leak ? '!' : 0, d), marked(l->s.copy_bytes, red ? '*' : 0, e));
+        if (redundant)
+            cat(row, sizeof row, " %9s", human(l->s.redundant_copy_bytes, a));
+        if (rate)
+            cat(row, sizeof row, " %9s", human(pf_report_copy_rate(&l->s), b));
+        if (trend)
+            cat(row, sizeof row, " %s", sparkline(l->s.timeline, PF_TIMELINE_POINTS, 10, spark, sizeof spark));
+        cat(row, sizeof row, " %s", pf_report_source_line(file, l->line));
+        line(o, "%s", row);
         shown++;
     }
     if (!shown)
         line(o, "(no allocation in the program's own files was recorded)");
+    if (any_leak || any_red)
+        line(o, "%s%s", any_leak ? "! probable leak (see below)   " : "", any_red ? "* copies judged redundant" : "");
     free(order);
 }
 
