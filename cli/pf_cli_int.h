@@ -49,8 +49,8 @@ typedef struct pf_child_status {
     uint64_t elapsed_ns;
 } pf_child_status_t;
 
-/* Starts the program under the runtime and waits for it. Returns 0 with *st filled, or -1 after printing
- * why it could not start. */
+/* Starts the program under the runtime (profile NULL: without it) and waits for it. Returns 0 with *st
+ * filled, or -1 after printing why it could not start. */
 int pf_launch_run(const pf_run_opts_t *o, const pf_python_t *py, const char *libdir, const char *profile,
                   pf_child_status_t *st);
 

@@ -345,9 +345,13 @@ static int cmd_run(int argc, char **argv)
         const char *t = getenv("TMPDIR");
         snprintf(tmpdir, sizeof tmpdir, "%s/pyflow-XXXXXX", t && *t ? t : "/tmp");
         if (!mkdtemp(tmpdir)) {
-            fprintf(stderr, "pyflow: cannot create a temporary directory for the profile (%s): %s\n", tmpdir,
-                    strerror(errno));
-            return 2;
+            /* Nowhere to put the profile: the program still runs, as the user asked, just unprofiled. */
+            fprintf(stderr, "pyflow: cannot create a temporary directory for the profile (%s): %s; running the "
+                    "program without profiling (set TMPDIR, or use -o FILE)\n", tmpdir, strerror(errno));
+            pf_child_status_t st;
+            if (pf_launch_run(&o, &py, libdir, NULL, &st) != 0)
+                return 2;
+            return finish_like(&st);
         }
         snprintf(profile, sizeof profile, "%s/profile.pflow", tmpdir);
         if (check_writable("profile", profile) != 0)
@@ -358,6 +362,9 @@ static int cmd_run(int argc, char **argv)
     if (pf_launch_run(&o, &py, libdir, profile, &st) != 0)
         return 2;
     int appended = pf_trailer_append(profile, &st);
+    if (appended < 0)
+        fprintf(stderr, "pyflow: could not finish the profile %s (%s): the report may miss the exit status\n",
+                profile, strerror(-appended));
     if (appended == 1) {
         fprintf(stderr, "pyflow: no profile was recorded: the program did not start under pyflow's runtime\n");
     } else {

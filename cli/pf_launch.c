@@ -223,9 +223,14 @@ static void set_env_u64(const char *name, uint64_t v)
     setenv(name, buf, 1);
 }
 
-/* In the child: the environment for the runtime, then exec. Never returns. */
+static void exec_argv(const pf_run_opts_t *o, const pf_python_t *py);
+
+/* In the child: the environment for the runtime (none when profile is NULL: run unprofiled), then exec.
+ * Never returns. */
 static void exec_program(const pf_run_opts_t *o, const pf_python_t *py, const char *libdir, const char *profile)
 {
+    if (!profile)
+        exec_argv(o, py);
     char runtime[PATH_MAX + 32];
     snprintf(runtime, sizeof runtime, "%s/%s", libdir, PF_RUNTIME_SONAME);
     const char *old = getenv("LD_PRELOAD");
@@ -245,7 +250,12 @@ static void exec_program(const pf_run_opts_t *o, const pf_python_t *py, const ch
         set_env_u64(PF_ENV_SAMPLE_BYTES, o->sample_bytes);
     if (o->object_bytes)
         set_env_u64(PF_ENV_OBJECT_BYTES, o->object_bytes);
+    exec_argv(o, py);
+}
 
+/* Execs the interpreter on the program, with the user's argv. Never returns. */
+static void exec_argv(const pf_run_opts_t *o, const pf_python_t *py)
+{
     char **argv = calloc((size_t)o->nargs + 4, sizeof *argv);
     if (!argv)
         _exit(127);

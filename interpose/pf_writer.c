@@ -28,6 +28,7 @@ static struct {
     uint32_t flags;
     uint32_t python_hex;
     char python_version[32];
+    int full_reported;
 } W = {.fd = -1};
 
 uint32_t pf_writer_generation(void)
@@ -174,9 +175,14 @@ static char *map_segment(unsigned s)
     seg = W.segs[s];
     if (!seg && W.fd >= 0) {
         off_t off = (off_t)PF_HEADER_BYTES + (off_t)s * (off_t)PF_SEGMENT_BYTES;
-        struct stat st;
-        if (fstat(W.fd, &st) == 0 && st.st_size < off + (off_t)PF_SEGMENT_BYTES &&
-            ftruncate(W.fd, off + (off_t)PF_SEGMENT_BYTES) != 0) {
+        /* Reserve the blocks now: a sparse file on a full disk would turn a later store into SIGBUS in the
+         * program. When the disk is full, recording stops and the program runs on. */
+        int err = posix_fallocate(W.fd, off, (off_t)PF_SEGMENT_BYTES);
+        if (err != 0) {
+            if (!W.full_reported) {
+                W.full_reported = 1;
+                pf_log("cannot grow the profile (%s): recording stops here, the program goes on", strerror(err));
+            }
             pf_spin_unlock(&W.lock);
             return NULL;
         }

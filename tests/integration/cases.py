@@ -418,6 +418,33 @@ def case_odd_script_names(c):
     near(row(d, "na\u00efve script.py", 1)["alloc_bytes"], 1_500_000, 0.01, "odd-named script's line")
 
 
+def case_full_disk(c):
+    """The profile's disk fills up mid-run: recording stops, the program runs on, what was written reports."""
+    if os.geteuid() != 0:
+        raise Skip("needs root to mount a small tmpfs")
+    mnt = os.path.join(c.tmp, "small")
+    os.mkdir(mnt)
+    if run(["mount", "-t", "tmpfs", "-o", "size=5m", "tmpfs", mnt]).returncode != 0:
+        raise Skip("cannot mount a tmpfs here")
+    try:
+        saved = os.path.join(mnt, "p.pflow")
+        code = "x = [str(i) for i in range(300000)]; print('program ok', len(x))"
+        cp = run([c.pyflow, "run", "--python", c.python, "--exact", "-o", saved, "-c", code])
+        assert cp.returncode == 0 and cp.stdout == "program ok 300000\n", (cp.returncode, cp.stdout, cp.stderr[-800:])
+        assert "recording stops here" in cp.stderr, cp.stderr[-800:]
+        assert "<string>:1" in cp.stderr, "what was recorded before the disk filled is not reported"
+    finally:
+        run(["umount", mnt])
+
+
+def case_unwritable_tmpdir(c):
+    """No place for the temporary profile: one clear line, and the program still runs with its own status."""
+    env = dict(os.environ, TMPDIR="/proc/nonexistent")
+    cp = run([c.pyflow, "run", "--python", c.python, "-c", "import sys; print('ran'); sys.exit(4)"], env=env)
+    assert cp.returncode == 4 and cp.stdout == "ran\n", (cp.returncode, cp.stdout)
+    assert cp.stderr.startswith("pyflow: cannot create a temporary directory") and "without profiling" in cp.stderr
+
+
 # ---- bad input ----
 
 def case_bad_input(c):

@@ -21,6 +21,9 @@
 /* What the runtime normally provides. */
 __thread pf_tls_t pf_tls __attribute__((tls_model("initial-exec")));
 pf_config_t pf_cfg;
+void pf_log(const char *fmt, ...)
+{
+}
 
 static char dir[] = "/tmp/pf-writer-XXXXXX";
 
