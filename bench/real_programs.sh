@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs real programs plain and under pyflow and compares what they report: numpy's own test suite (Debian's
+# python3-numpy, with python3-pytest and python3-hypothesis) and a scipy workload. Prints the pytest summary
+# lines and wall times of both runs, so a change in results under pyflow shows at once.
+#   bench/real_programs.sh [build/bin/pyflow]
+set -u
+PYFLOW=${1:-build/bin/pyflow}
+PY=/usr/bin/python3
+out=$(mktemp -d)
+run() {  # name, then the command
+  local name=$1; shift
+  local start=$(date +%s.%N)
+  "$@" > "$out/$name.log" 2>&1
+  local rc=$?
+  local end=$(date +%s.%N)
+  printf '%-22s rc=%-3s %7.1f s  %s\n' "$name" "$rc" "$(echo "$end - $start" | bc)" \
+    "$(grep -E '[0-9]+ (passed|failed)' "$out/$name.log" | tail -1)"
+}
+cd /tmp
+run numpy-plain $PY -m pytest --pyargs numpy -q -p no:cacheprovider --continue-on-collection-errors
+run numpy-pyflow "$PYFLOW" run --no-report --python $PY -m pytest --pyargs numpy -q -p no:cacheprovider --continue-on-collection-errors
+SCIPY='import numpy as np, scipy.linalg as la, scipy.signal as sg, scipy.sparse as sp
+a = np.random.default_rng(0).random((400, 400))
+for _ in range(20):
+    q, r = la.qr(a); w = la.eigvals(a @ a.T)
+x = np.random.default_rng(1).random(2**20); y = sg.fftconvolve(x, x[:4096], mode="same")
+m = sp.random(20000, 20000, density=1e-3, random_state=0, format="csr"); v = (m @ m.T).sum()
+print(round(float(abs(w).sum()), 3), round(float(y.sum()), 3), round(float(v), 3))'
+run scipy-plain $PY -c "$SCIPY"
+run scipy-pyflow "$PYFLOW" run --no-report --python $PY -c "$SCIPY"
+if cmp -s "$out/scipy-plain.log" "$out/scipy-pyflow.log"; then echo "scipy: identical output"; else echo "scipy: OUTPUT DIFFERS"; diff "$out/scipy-plain.log" "$out/scipy-pyflow.log" | head; fi
+rm -rf "$out"
