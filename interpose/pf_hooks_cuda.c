@@ -2,24 +2,55 @@
  *
  * How calls reach these hooks, whether the program links CUDA or loads it late (PyTorch, CuPy):
  *  - through the PLT: libpyflow.so is preloaded, so its definitions of cudaMalloc & co. come first in the
- *    global scope and bind the calls of every library loaded later, RTLD_LOCAL ones included;
- *  - through dlsym (ctypes, frameworks that look entry points up by name): dlsym is interposed too, and
- *    hands out the hook for a hooked name when the library asked for really defines it, remembering the
- *    real function. RTLD_NEXT lookups are passed on by a tail call, so glibc still sees the original
- *    caller (the one thing RTLD_NEXT depends on).
- * The real function is the one dlsym saw, else the first definition in a loaded object other than this
- * one (found by dl_iterate_phdr + dlopen(RTLD_NOLOAD)): CUDA libraries loaded RTLD_LOCAL are not visible
- * to dlsym(RTLD_NEXT). A process without CUDA calling an exported hook gets cudaErrorInitializationError
- * / CUDA_ERROR_NOT_INITIALIZED, as from a CUDA library without a driver.
+ *    global scope and bind the calls of every library loaded later, RTLD_LOCAL ones included (an extension
+ *    module linked against libcudart, libc10_cuda.so);
+ *  - through dlsym/dlvsym (ctypes, libcudart fetching the driver from libcuda.so.1): both are interposed,
+ *    and hand out the hook for a hooked name when the lookup really finds a CUDA definition, remembering
+ *    that definition as the real function;
+ *  - through cuGetProcAddress(_v2) / cudaGetDriverEntryPoint(ByVersion), how CUDA >= 11.3 runtimes and
+ *    frameworks reach the driver: the real pointer handed out is kept and the hook handed out instead.
+ * Exporting was chosen over wrapping only what dlsym hands out: the PLT route is the one PyTorch's caching
+ * allocator and every extension linked against libcudart take, and GOT patching would need a dlopen hook,
+ * which cannot be written (glibc's dlopen searches the *caller's* RUNPATH, and a wrapper is the caller).
+ * The price of exporting is that pyflow's symbols could pose as a CUDA library, so the dlsym wrapper keeps
+ * lookups truthful: when glibc's answer is pyflow's own hook (a global-scope lookup: RTLD_DEFAULT or the
+ * main program's handle), the hook is returned only when a real definition is visible in the global scope
+ * too (dlsym(RTLD_NEXT) from here); otherwise the lookup fails with dlerror() set, exactly as without
+ * pyflow. So `dlsym(RTLD_DEFAULT, "cudaMalloc")` is NULL in a process without CUDA, and also in one that
+ * loaded CUDA RTLD_LOCAL (ctypes' default), as it would be. RTLD_NEXT lookups are passed on by a tail call
+ * (forced, also at -O0), so glibc still sees the original caller, the one thing RTLD_NEXT depends on.
  *
- * What is counted: device and managed allocations are GPU bytes (PF_DOMAIN_GPU), every one recorded exactly
- * (they are few and large); pinned host memory (cudaMallocHost) is host RAM and is counted as native.
- * With a caching allocator (PyTorch), these are the reservations from the driver, charged to the line whose
- * allocation made the cache grow. Copies become flow edges h2d / d2h / d2d / h2h; an upload of the same
- * host bytes to the same destination again is a redundant copy (content hash, within the thread's
- * compare budget).
+ * The real function is the one a lookup saw, else the first definition in a loaded object other than this
+ * one, found by reading each object's dynamic symbol table (GNU or SysV hash) inside dl_iterate_phdr: a
+ * CUDA library loaded RTLD_LOCAL is invisible to dlsym(RTLD_NEXT), and calling dlopen from inside
+ * dl_iterate_phdr could deadlock against a concurrent dlopen (the two loader locks taken in opposite
+ * order). A hook reached with no CUDA loaded (a weak or lazily bound reference in a library that would
+ * otherwise fail) returns cudaErrorInitializationError / CUDA_ERROR_NOT_INITIALIZED, as CUDA without a
+ * driver does.
+ *
+ * What is counted:
+ *  - device allocations are GPU bytes (PF_DOMAIN_GPU), every one recorded exactly (few and large);
+ *  - managed (unified) memory is GPU bytes too: it is reserved on the device and migrates on demand; the
+ *    host RSS it may occupy while the CPU touches it is not counted twice;
+ *  - pinned host memory (cudaMallocHost, cudaHostAlloc, cuMemAllocHost, cuMemHostAlloc) is host RAM that
+ *    the driver maps and locks: it is counted as native (PF_DOMAIN_MALLOC), at the line that asked for it;
+ *  - with a caching allocator (PyTorch, CuPy's pool) these are the reservations from the driver, charged to
+ *    the line whose allocation made the cache grow; blocks the cache hands out again cost nothing more and
+ *    are not seen, and a cached block freed by the program stays live until the cache releases it;
+ *  - copies become flow edges h2d / d2h / d2d / h2h with bytes and the copying line. The kind is the API's
+ *    (cudaMemcpyKind, or the HtoD/DtoH/DtoD entry point); cudaMemcpyDefault and cuMemcpy (unified
+ *    addressing) are classified by which ends lie inside a live GPU block (a range table here, so a view
+ *    into a block counts, not only its first byte);
+ *  - an upload of the same host bytes again from the same host buffer (to any device buffer) is a
+ *    redundant copy: a 64-bit content hash per (host address, length), evidence PF_EVIDENCE_CONTENT_HASH,
+ *    within the thread's compare budget. Only uploads whose host end is known to be host memory are hashed
+ *    (an explicit host-to-device API or kind, and a source that is not a tracked GPU/managed block): device
+ *    memory read from the host would fault.
+ * Invariants: the guard is raised around every real CUDA call, so a cudaMalloc counts once and not again as
+ * the cuMemAlloc (or mmap, malloc) inside it; frees are reported before the real free; no stdio, no malloc.
  */
 #include <dlfcn.h>
+#include <elf.h>
 #include <link.h>
 #include <string.h>
 
@@ -31,145 +62,364 @@ typedef int pf_cuda_status_t;       /* cudaError_t / CUresult: 0 = success */
 typedef unsigned long long pf_cudeviceptr_t;
 
 #define PF_CUDA_NOT_INITIALIZED 3   /* cudaErrorInitializationError == CUDA_ERROR_NOT_INITIALIZED == 3 */
+#define PF_CUDA_PER_THREAD_STREAM 2 /* CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, cudaEnablePerThread... */
+#define PF_CUDA_V2_SINCE 3020       /* the CUDA version whose ABI the _v2 entry points are */
+#define PF_UPLOAD_MIN_BYTES 4096u   /* smaller uploads are not worth a verdict */
 
-enum pf_cuda_fn {
-    F_cudaMalloc, F_cudaFree, F_cudaMallocManaged, F_cudaMallocHost, F_cudaFreeHost, F_cudaMallocAsync,
-    F_cudaFreeAsync, F_cudaMemcpy, F_cudaMemcpyAsync, F_cuMemAlloc_v2, F_cuMemFree_v2, F_cuMemAllocManaged,
-    F_cuMemcpy, F_cuMemcpyHtoD_v2, F_cuMemcpyDtoH_v2, F_cuMemcpyDtoD_v2, F_cuMemcpyHtoDAsync_v2,
-    F_cuMemcpyDtoHAsync_v2, F_cuGetProcAddress, F_cuGetProcAddress_v2, F_cudaGetDriverEntryPoint,
-    F_cudaGetDriverEntryPointByVersion, F_COUNT
-};
+/* Every hooked function. Adding one: a line here, its hook below, and (for a driver function reachable
+ * by cuGetProcAddress) a line in driver_entry's table. */
+#define PF_CUDA_FNS(X)                                                                                       \
+    X(cudaMalloc) X(cudaFree) X(cudaMallocManaged) X(cudaMallocHost) X(cudaHostAlloc) X(cudaFreeHost)        \
+    X(cudaMallocAsync) X(cudaFreeAsync) X(cudaMemcpy) X(cudaMemcpyAsync) X(cudaGetDriverEntryPoint)          \
+    X(cudaGetDriverEntryPointByVersion) X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemAllocManaged)                \
+    X(cuMemAllocAsync) X(cuMemFreeAsync) X(cuMemAllocHost_v2) X(cuMemHostAlloc) X(cuMemFreeHost)             \
+    X(cuMemcpy) X(cuMemcpyAsync) X(cuMemcpyHtoD_v2) X(cuMemcpyDtoH_v2) X(cuMemcpyDtoD_v2)                    \
+    X(cuMemcpyHtoDAsync_v2) X(cuMemcpyDtoHAsync_v2) X(cuMemcpyDtoDAsync_v2) X(cuGetProcAddress)             \
+    X(cuGetProcAddress_v2)
 
-static const char *const fn_names[F_COUNT] = {
-    "cudaMalloc", "cudaFree", "cudaMallocManaged", "cudaMallocHost", "cudaFreeHost", "cudaMallocAsync",
-    "cudaFreeAsync", "cudaMemcpy", "cudaMemcpyAsync", "cuMemAlloc_v2", "cuMemFree_v2", "cuMemAllocManaged",
-    "cuMemcpy", "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2", "cuMemcpyDtoD_v2", "cuMemcpyHtoDAsync_v2",
-    "cuMemcpyDtoHAsync_v2", "cuGetProcAddress", "cuGetProcAddress_v2", "cudaGetDriverEntryPoint",
-    "cudaGetDriverEntryPointByVersion",
-};
+#define PF_X_ENUM(n) F_##n,
+enum pf_cuda_fn { PF_CUDA_FNS(PF_X_ENUM) F_COUNT };
+#define PF_X_NAME(n) #n,
+static const char *const fn_names[F_COUNT] = {PF_CUDA_FNS(PF_X_NAME)};
 
-static void *real_fn[F_COUNT];      /* published with release once found */
-static void *hook_fn[F_COUNT];      /* filled below: our own definitions */
+static void *real_fn[F_COUNT];              /* published with release once found */
+static void *const hook_fn[F_COUNT];        /* our own definitions; defined after the hooks */
 
 /* ---- finding the real functions ---- */
 
 static void *(*real_dlsym)(void *, const char *);
+static void *(*real_dlvsym)(void *, const char *, const char *);
+static void *elf_find(const char *name, const void *skip);
+PF_EXPORT void *dlsym(void *handle, const char *name);
+PF_EXPORT void *dlvsym(void *handle, const char *name, const char *version);
+/* our own wrappers' addresses, even if another preload defines the names first */
+extern __typeof__(dlsym) pf_self_dlsym __attribute__((alias("dlsym"), visibility("hidden"), copy(dlsym)));
+extern __typeof__(dlvsym) pf_self_dlvsym __attribute__((alias("dlvsym"), visibility("hidden"), copy(dlvsym)));
 
-static void init_real_dlsym(void)
+/* glibc's dlsym and dlvsym, found in the symbol tables (default versions): asking the loader would
+ * reach our own wrappers. Leaves them NULL when absent (then every lookup fails). */
+static PF_NOINLINE void init_real_dlsym(void)
 {
-    if (!real_dlsym) {
-        void *f = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-        if (!f)
-            f = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-        __atomic_store_n(&real_dlsym, (void *(*)(void *, const char *))f, __ATOMIC_RELEASE);
-    }
+    pf_tls.guard++;
+    void *v = elf_find("dlvsym", (const void *)pf_self_dlvsym);
+    void *f = elf_find("dlsym", (const void *)pf_self_dlsym);
+    pf_tls.guard--;
+    __atomic_store_n(&real_dlvsym, (void *(*)(void *, const char *, const char *))v, __ATOMIC_RELEASE);
+    __atomic_store_n(&real_dlsym, (void *(*)(void *, const char *))f, __ATOMIC_RELEASE);
 }
 
-typedef struct search {
-    enum pf_cuda_fn fn;
-    void *found;
-} search_t;
+static uint32_t gnu_hash(const char *s)
+{
+    uint32_t h = 5381;
+    for (; *s; s++)
+        h = h * 33 + (unsigned char)*s;
+    return h;
+}
 
+static uint32_t sysv_hash(const char *s)
+{
+    uint32_t h = 0;
+    for (; *s; s++) {
+        h = (h << 4) + (unsigned char)*s;
+        uint32_t g = h & 0xf0000000u;
+        if (g)
+            h ^= g >> 24;
+        h &= ~g;
+    }
+    return h;
+}
+
+typedef struct elf_search {
+    const char *name;
+    uint32_t gnu, sysv;
+    const void *skip;               /* the hook: a definition at this address is ours */
+    void *found;
+} elf_search_t;
+
+/* The dynamic section's pointers are relocated in place by glibc, except in objects it did not relocate
+ * (the vDSO): an address below the load base is still an offset. */
+static const void *dyn_ptr(const struct dl_phdr_info *info, ElfW(Addr) p)
+{
+    return (const void *)(p < info->dlpi_addr ? p + info->dlpi_addr : p);
+}
+
+/* Whether symbol i is a usable definition of s->name: a default-visibility, default-version function.
+ * Returns its address, or NULL. */
+static void *elf_match(const struct dl_phdr_info *info, const elf_search_t *s, const ElfW(Sym) *syms,
+                       const char *strs, const ElfW(Half) *versym, uint32_t i)
+{
+    const ElfW(Sym) *sym = &syms[i];
+    if (sym->st_shndx == SHN_UNDEF || sym->st_value == 0 || ELF64_ST_TYPE(sym->st_info) != STT_FUNC ||
+        ELF64_ST_BIND(sym->st_info) == STB_LOCAL || ELF64_ST_VISIBILITY(sym->st_other) == STV_HIDDEN ||
+        ELF64_ST_VISIBILITY(sym->st_other) == STV_INTERNAL || (versym && (versym[i] & 0x8000)) ||
+        strcmp(strs + sym->st_name, s->name) != 0)
+        return NULL;
+    void *addr = (void *)(info->dlpi_addr + sym->st_value);
+    return addr == s->skip ? NULL : addr;
+}
+
+/* dl_iterate_phdr callback: looks s->name up in one object's dynamic symbol table, without the loader
+ * (no dlopen, no locks). Returns 1 (stop) when found. */
 static int search_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
-    search_t *s = arg;
-    if (!info->dlpi_name || !info->dlpi_name[0])
+    elf_search_t *s = arg;
+    const ElfW(Dyn) *dyn = NULL;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+            dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+    if (!dyn)
         return 0;
-    void *h = dlopen(info->dlpi_name, RTLD_NOLOAD | RTLD_LAZY);
-    if (!h)
+    const ElfW(Sym) *syms = NULL;
+    const char *strs = NULL;
+    const uint32_t *gnu = NULL, *sysv = NULL;
+    const ElfW(Half) *versym = NULL;
+    for (; dyn->d_tag != DT_NULL; dyn++) {
+        switch (dyn->d_tag) {
+        case DT_SYMTAB: syms = dyn_ptr(info, dyn->d_un.d_ptr); break;
+        case DT_STRTAB: strs = dyn_ptr(info, dyn->d_un.d_ptr); break;
+        case DT_GNU_HASH: gnu = dyn_ptr(info, dyn->d_un.d_ptr); break;
+        case DT_HASH: sysv = dyn_ptr(info, dyn->d_un.d_ptr); break;
+        case DT_VERSYM: versym = dyn_ptr(info, dyn->d_un.d_ptr); break;
+        }
+    }
+    if (!syms || !strs)
         return 0;
-    void *f = real_dlsym(h, fn_names[s->fn]);
-    dlclose(h);
-    if (f && f != hook_fn[s->fn]) {
-        s->found = f;
-        return 1;
+    if (gnu) {
+        uint32_t nbuckets = gnu[0], symoffset = gnu[1], bloom_size = gnu[2], shift = gnu[3];
+        if (!nbuckets || !bloom_size)
+            return 0;
+        const ElfW(Addr) *bloom = (const ElfW(Addr) *)(gnu + 4);
+        const uint32_t *buckets = (const uint32_t *)(bloom + bloom_size);
+        const uint32_t *chain = buckets + nbuckets;
+        const unsigned bits = sizeof(ElfW(Addr)) * 8;
+        ElfW(Addr) word = bloom[(s->gnu / bits) % bloom_size];
+        ElfW(Addr) mask = ((ElfW(Addr))1 << (s->gnu % bits)) | ((ElfW(Addr))1 << ((s->gnu >> shift) % bits));
+        if ((word & mask) != mask)
+            return 0;
+        uint32_t i = buckets[s->gnu % nbuckets];
+        if (i < symoffset)
+            return 0;
+        for (;; i++) {
+            uint32_t h = chain[i - symoffset];
+            if ((h | 1) == (s->gnu | 1) && (s->found = elf_match(info, s, syms, strs, versym, i)))
+                return 1;
+            if (h & 1)
+                return 0;
+        }
+    }
+    if (sysv) {
+        uint32_t nbucket = sysv[0];
+        const uint32_t *bucket = sysv + 2, *chain = bucket + nbucket;
+        if (!nbucket)
+            return 0;
+        for (uint32_t i = bucket[s->sysv % nbucket]; i != STN_UNDEF; i = chain[i])
+            if ((s->found = elf_match(info, s, syms, strs, versym, i)))
+                return 1;
     }
     return 0;
 }
 
-/* The real function, or NULL when no loaded object defines it. Never returns a hook. */
-static void *real(enum pf_cuda_fn fn)
+/* The first definition of name in a loaded object, in load order, other than the one at skip; NULL when
+ * none. Takes no loader lock beyond dl_iterate_phdr's own. */
+static void *elf_find(const char *name, const void *skip)
+{
+    elf_search_t s = {name, gnu_hash(name), sysv_hash(name), skip, NULL};
+    dl_iterate_phdr(search_object, &s);
+    return s.found;
+}
+
+/* The first definition of a hooked function in a loaded object other than pyflow, or NULL when no loaded
+ * object defines it. Never returns a hook. */
+static PF_NOINLINE void *real_slow(enum pf_cuda_fn fn)
+{
+    pf_tls.guard++;
+    void *found = elf_find(fn_names[fn], hook_fn[fn]);
+    pf_tls.guard--;
+    if (found) {
+        void *expected = NULL;
+        if (!__atomic_compare_exchange_n(&real_fn[fn], &expected, found, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            return expected;    /* a lookup published one first: use the same everywhere */
+    }
+    return found;
+}
+
+static inline void *real(enum pf_cuda_fn fn)
 {
     void *f = __atomic_load_n(&real_fn[fn], __ATOMIC_ACQUIRE);
-    if (PF_LIKELY(f != NULL))
-        return f;
-    init_real_dlsym();
-    if (!real_dlsym)
-        return NULL;
-    pf_tls.guard++;
-    search_t s = {fn, NULL};
-    dl_iterate_phdr(search_object, &s);
-    pf_tls.guard--;
-    if (s.found)
-        __atomic_store_n(&real_fn[fn], s.found, __ATOMIC_RELEASE);
-    return s.found;
+    return PF_LIKELY(f != NULL) ? f : real_slow(fn);
+}
+
+/* Remembers a real definition that a lookup found (the first one wins, as the loader's would). */
+static void remember_real(enum pf_cuda_fn fn, void *f)
+{
+    void *expected = NULL;
+    __atomic_compare_exchange_n(&real_fn[fn], &expected, f, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}
+
+/* ---- live GPU ranges ----
+ * The object table is keyed by start address, but copies name any byte of a device block (a PyTorch tensor
+ * is a view into a cached segment). Classifying a cudaMemcpyDefault / cuMemcpy end, and telling managed
+ * memory from host memory, needs "which GPU block contains p": a sorted array of live GPU ranges, one
+ * short lock, binary search. GPU blocks are few (thousands) and large, so inserts that shift the array are
+ * rare enough. */
+typedef struct gpu_range {
+    uintptr_t start, end;
+} gpu_range_t;
+
+static struct {
+    pf_spinlock_t lock;
+    gpu_range_t *v;         /* sorted by start; raw pages, grown by doubling */
+    size_t n, cap;
+} gpu_ranges;
+
+/* Index of the first range whose start is > p. Caller holds the lock. */
+static size_t ranges_upper(uintptr_t p)
+{
+    size_t lo = 0, hi = gpu_ranges.n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (gpu_ranges.v[mid].start <= p)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Records a live GPU block. Best effort: when pages cannot be mapped the block is not classified (its
+ * copies fall back to the API's kind). */
+static PF_NOINLINE void ranges_add(const void *p, size_t size)
+{
+    uintptr_t a = (uintptr_t)p;
+    pf_spin_lock(&gpu_ranges.lock);
+    if (gpu_ranges.n == gpu_ranges.cap) {
+        size_t cap = gpu_ranges.cap ? gpu_ranges.cap * 2 : 4096;
+        gpu_range_t *v = pf_sys_alloc_pages(cap * sizeof *v);
+        if (!v) {
+            pf_spin_unlock(&gpu_ranges.lock);
+            return;
+        }
+        if (gpu_ranges.v) {
+            __builtin_memcpy(v, gpu_ranges.v, gpu_ranges.n * sizeof *v);
+            pf_sys_munmap(gpu_ranges.v, gpu_ranges.cap * sizeof *v);
+        }
+        gpu_ranges.v = v;
+        gpu_ranges.cap = cap;
+    }
+    size_t i = ranges_upper(a);
+    if (i > 0 && gpu_ranges.v[i - 1].start == a) {
+        gpu_ranges.v[i - 1].end = a + size;      /* the address came back without our seeing a free */
+    } else {
+        __builtin_memmove(&gpu_ranges.v[i + 1], &gpu_ranges.v[i], (gpu_ranges.n - i) * sizeof *gpu_ranges.v);
+        gpu_ranges.v[i] = (gpu_range_t){a, a + size};
+        gpu_ranges.n++;
+    }
+    pf_spin_unlock(&gpu_ranges.lock);
+}
+
+static PF_NOINLINE void ranges_remove(const void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    pf_spin_lock(&gpu_ranges.lock);
+    size_t i = ranges_upper(a);
+    if (i > 0 && gpu_ranges.v[i - 1].start == a) {
+        __builtin_memmove(&gpu_ranges.v[i - 1], &gpu_ranges.v[i], (gpu_ranges.n - i) * sizeof *gpu_ranges.v);
+        gpu_ranges.n--;
+    }
+    pf_spin_unlock(&gpu_ranges.lock);
+}
+
+/* 1 when p lies in a live GPU (device or managed) block pyflow saw allocated, else 0. */
+static int tracked_gpu(const void *p)
+{
+    if (!__atomic_load_n(&gpu_ranges.n, __ATOMIC_RELAXED))
+        return 0;
+    uintptr_t a = (uintptr_t)p;
+    pf_spin_lock(&gpu_ranges.lock);
+    size_t i = ranges_upper(a);
+    int in = i > 0 && a < gpu_ranges.v[i - 1].end;
+    pf_spin_unlock(&gpu_ranges.lock);
+    return in;
 }
 
 /* ---- recording ---- */
 
-static int tracked_gpu(const void *p)
+static inline void note_alloc(void *p, size_t size, int domain)
 {
-    pf_objinfo_t o;
-    return pf_objtable_maybe(p) && pf_objtable_find_start((uintptr_t)p, 0, &o) && o.domain == PF_DOMAIN_GPU;
-}
-
-static void note_alloc(void *p, size_t size, int domain)
-{
-    if (p && pf_tls.guard == 0)
+    if (PF_UNLIKELY(p != NULL && pf_tls.guard == 0)) {
+        if (domain == PF_DOMAIN_GPU)
+            ranges_add(p, size);
         pf_on_alloc_exact(&pf_tls, p, size, domain);
+    }
 }
 
-static void note_free(void *p, int domain)
+static inline void note_free(void *p, int domain)
 {
-    if (p && pf_tls.guard == 0 && pf_objtable_maybe(p))
+    if (!p || pf_tls.guard != 0)
+        return;
+    if (domain == PF_DOMAIN_GPU)
+        ranges_remove(p);
+    if (pf_objtable_maybe(p))
         pf_on_free_slow(&pf_tls, p, domain);
 }
 
-/* Repeated uploads: the last content hash sent from each (host address, length), to any destination. */
+/* Repeated uploads: the last content hash sent from each (host address, length), to any destination.
+ * Direct-mapped: a collision forgets the older buffer (a missed verdict, never a wrong one). */
 #define PF_UPLOADS 1024u
 typedef struct upload {
-    uintptr_t host, dst;
+    uintptr_t host;
     uint64_t len, hash;
 } upload_t;
 static upload_t uploads[PF_UPLOADS];
 static pf_spinlock_t uploads_lock;
 
+/* A 64-bit hash of n bytes: four independent multiply-xor lanes over 32-byte blocks (so the multiplies
+ * overlap, ~4x a single chain), folded at the end. Not cryptographic: a program would have to craft two
+ * buffers to collide. */
 static uint64_t content_hash(const void *p, size_t n)
 {
     const unsigned char *b = p;
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
+    const uint64_t k = 0xff51afd7ed558ccdull;
+    uint64_t h0 = 0x9E3779B97F4A7C15ull ^ n, h1 = 0xC2B2AE3D27D4EB4Full, h2 = 0x165667B19E3779F9ull,
+             h3 = 0x27D4EB2F165667C5ull;
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        __builtin_memcpy(&w, b + i, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdull;
-        h ^= h >> 32;
+    for (; i + 32 <= n; i += 32) {
+        uint64_t w[4];
+        __builtin_memcpy(w, b + i, 32);
+        h0 = (h0 ^ w[0]) * k;
+        h1 = (h1 ^ w[1]) * k;
+        h2 = (h2 ^ w[2]) * k;
+        h3 = (h3 ^ w[3]) * k;
+        h0 ^= h0 >> 29;
+        h1 ^= h1 >> 29;
+        h2 ^= h2 >> 29;
+        h3 ^= h3 >> 29;
     }
+    uint64_t h = h0 ^ (h1 * 31) ^ (h2 * 961) ^ (h3 * 29791);
     for (; i < n; i++)
         h = (h ^ b[i]) * 0x100000001b3ull;
-    return h;
+    h ^= h >> 33;
+    h *= k;
+    return h ^ (h >> 33);
 }
 
-/* Judges an upload against the previous one of the same host buffer: the same bytes sent again (to the
- * same device buffer or another) were already on the device once. */
-static void judge_upload(uint64_t copy_id, const void *dst, const void *host, size_t n)
+/* Judges an upload against the previous one from the same host buffer: the same bytes sent again (to the
+ * same device buffer or another) were already on the device once. The compare credit was topped up by
+ * pf_on_copy_exact for this copy (which never spends it on a copy with a GPU end). */
+static PF_NOINLINE void judge_upload(uint64_t copy_id, const void *host, size_t n)
 {
     pf_tls_t *t = &pf_tls;
-    if (!copy_id || n < 4096)
-        return;
-    t->compare_credit += (int64_t)(n / 8);
-    if (t->compare_credit < (int64_t)n)
-        return;     /* over this thread's compare budget (see pf_copies.c) */
+    if (!copy_id || n < PF_UPLOAD_MIN_BYTES || t->compare_credit < (int64_t)n || tracked_gpu(host))
+        return;     /* over this thread's compare budget (pf_copies.c), or a managed block as source */
     t->compare_credit -= (int64_t)n;
     t->guard++;
     uint64_t h = content_hash(host, n);
-    uint32_t slot = (uint32_t)(((uintptr_t)host >> 4) ^ n) % PF_UPLOADS;
+    uint32_t slot = (uint32_t)((((uintptr_t)host >> 4) ^ n) * 0x9E3779B1u >> 8) % PF_UPLOADS;
     pf_spin_lock(&uploads_lock);
     upload_t *u = &uploads[slot];
     int seen = u->host == (uintptr_t)host && u->len == n;
     int same = seen && u->hash == h;
     u->host = (uintptr_t)host;
-    u->dst = (uintptr_t)dst;
     u->len = n;
     u->hash = h;
     pf_spin_unlock(&uploads_lock);
@@ -179,7 +429,8 @@ static void judge_upload(uint64_t copy_id, const void *dst, const void *host, si
     t->guard--;
 }
 
-/* cudaMemcpyKind: 0 host->host, 1 host->device, 2 device->host, 3 device->device, 4 default (unified). */
+/* cudaMemcpyKind: 0 host->host, 1 host->device, 2 device->host, 3 device->device, 4 default (unified:
+ * the ends say). Returns a PF_COPY_* kind. */
 static int copy_kind(int kind, const void *dst, const void *src)
 {
     switch (kind) {
@@ -194,14 +445,20 @@ static int copy_kind(int kind, const void *dst, const void *src)
     }
 }
 
-static void note_copy(void *dst, const void *src, size_t n, int kind)
+/* Records a finished copy; kind is the cudaMemcpyKind the API implies. Only an explicit host-to-device copy
+ * has a source known to be host memory, whose bytes may be hashed: one classified by its tracked ends may
+ * come from device memory pyflow never saw allocated. */
+static inline void note_copy(void *dst, const void *src, size_t n, int kind)
 {
-    if (pf_tls.guard != 0 || n == 0)
+    if (PF_LIKELY(pf_tls.guard != 0 || n == 0))
         return;
-    uint64_t id = pf_on_copy_exact(&pf_tls, dst, src, n, kind);
-    if (kind == PF_COPY_H2D)
-        judge_upload(id, dst, src, n);
+    int pf_kind = copy_kind(kind, dst, src);
+    uint64_t id = pf_on_copy_exact(&pf_tls, dst, src, n, pf_kind);
+    if (kind == 1)
+        judge_upload(id, src, n);
 }
+
+#define DEV(p) ((void *)(uintptr_t)(p))
 
 /* ---- the hooks ---- */
 
@@ -210,70 +467,55 @@ static void note_copy(void *dst, const void *src, size_t n, int kind)
  * a cudaMalloc must count once, not again as the cuMemAlloc inside it. */
 #define CALL(fn, ...)                                                                                        \
     __typeof__(&fn) f = (__typeof__(&fn))real(F_##fn);                                                       \
-    if (!f)                                                                                                  \
+    if (PF_UNLIKELY(!f))                                                                                     \
         return PF_CUDA_NOT_INITIALIZED;                                                                      \
     pf_tls.guard++;                                                                                          \
     pf_cuda_status_t rc = f(__VA_ARGS__);                                                                    \
     pf_tls.guard--
 
-PF_EXPORT pf_cuda_status_t cudaMalloc(void **p, size_t size)
-{
-    CALL(cudaMalloc, p, size);
-    if (rc == 0)
-        note_alloc(*p, size, PF_DOMAIN_GPU);
-    return rc;
-}
+/* Allocation hooks: the pointer out-parameter is read only on success. */
+#define ALLOC_HOOK(fn, domain, params, args)                                                          \
+    PF_EXPORT pf_cuda_status_t fn params                                                                     \
+    {                                                                                                        \
+        CALL(fn, args);                                                                                      \
+        if (rc == 0)                                                                                         \
+            note_alloc(DEV(*p), size, domain);                                                               \
+        return rc;                                                                                           \
+    }
+#define FREE_HOOK(fn, domain, params, args)                                                                  \
+    PF_EXPORT pf_cuda_status_t fn params                                                                     \
+    {                                                                                                        \
+        note_free(DEV(p), domain);                                                                           \
+        CALL(fn, args);                                                                                      \
+        return rc;                                                                                           \
+    }
+#define ARGS(...) __VA_ARGS__
 
-PF_EXPORT pf_cuda_status_t cudaMallocManaged(void **p, size_t size, unsigned flags)
-{
-    CALL(cudaMallocManaged, p, size, flags);
-    if (rc == 0)
-        note_alloc(*p, size, PF_DOMAIN_GPU);
-    return rc;
-}
+ALLOC_HOOK(cudaMalloc, PF_DOMAIN_GPU, (void **p, size_t size), ARGS(p, size))
+ALLOC_HOOK(cudaMallocManaged, PF_DOMAIN_GPU, (void **p, size_t size, unsigned flags), ARGS(p, size, flags))
+ALLOC_HOOK(cudaMallocAsync, PF_DOMAIN_GPU, (void **p, size_t size, void *stream), ARGS(p, size, stream))
+ALLOC_HOOK(cudaMallocHost, PF_DOMAIN_MALLOC, (void **p, size_t size), ARGS(p, size))
+ALLOC_HOOK(cudaHostAlloc, PF_DOMAIN_MALLOC, (void **p, size_t size, unsigned flags), ARGS(p, size, flags))
+ALLOC_HOOK(cuMemAlloc_v2, PF_DOMAIN_GPU, (pf_cudeviceptr_t *p, size_t size), ARGS(p, size))
+ALLOC_HOOK(cuMemAllocManaged, PF_DOMAIN_GPU, (pf_cudeviceptr_t *p, size_t size, unsigned flags),
+           ARGS(p, size, flags))
+ALLOC_HOOK(cuMemAllocAsync, PF_DOMAIN_GPU, (pf_cudeviceptr_t *p, size_t size, void *stream),
+           ARGS(p, size, stream))
+ALLOC_HOOK(cuMemAllocHost_v2, PF_DOMAIN_MALLOC, (void **p, size_t size), ARGS(p, size))
+ALLOC_HOOK(cuMemHostAlloc, PF_DOMAIN_MALLOC, (void **p, size_t size, unsigned flags), ARGS(p, size, flags))
 
-PF_EXPORT pf_cuda_status_t cudaMallocAsync(void **p, size_t size, void *stream)
-{
-    CALL(cudaMallocAsync, p, size, stream);
-    if (rc == 0)
-        note_alloc(*p, size, PF_DOMAIN_GPU);
-    return rc;
-}
-
-PF_EXPORT pf_cuda_status_t cudaMallocHost(void **p, size_t size)
-{
-    CALL(cudaMallocHost, p, size);
-    if (rc == 0)
-        note_alloc(*p, size, PF_DOMAIN_MALLOC);   /* pinned host RAM */
-    return rc;
-}
-
-PF_EXPORT pf_cuda_status_t cudaFree(void *p)
-{
-    note_free(p, PF_DOMAIN_GPU);
-    CALL(cudaFree, p);
-    return rc;
-}
-
-PF_EXPORT pf_cuda_status_t cudaFreeAsync(void *p, void *stream)
-{
-    note_free(p, PF_DOMAIN_GPU);
-    CALL(cudaFreeAsync, p, stream);
-    return rc;
-}
-
-PF_EXPORT pf_cuda_status_t cudaFreeHost(void *p)
-{
-    note_free(p, PF_DOMAIN_MALLOC);
-    CALL(cudaFreeHost, p);
-    return rc;
-}
+FREE_HOOK(cudaFree, PF_DOMAIN_GPU, (void *p), ARGS(p))
+FREE_HOOK(cudaFreeAsync, PF_DOMAIN_GPU, (void *p, void *stream), ARGS(p, stream))
+FREE_HOOK(cudaFreeHost, PF_DOMAIN_MALLOC, (void *p), ARGS(p))
+FREE_HOOK(cuMemFree_v2, PF_DOMAIN_GPU, (pf_cudeviceptr_t p), ARGS(p))
+FREE_HOOK(cuMemFreeAsync, PF_DOMAIN_GPU, (pf_cudeviceptr_t p, void *stream), ARGS(p, stream))
+FREE_HOOK(cuMemFreeHost, PF_DOMAIN_MALLOC, (void *p), ARGS(p))
 
 PF_EXPORT pf_cuda_status_t cudaMemcpy(void *dst, const void *src, size_t n, int kind)
 {
     CALL(cudaMemcpy, dst, src, n, kind);
     if (rc == 0)
-        note_copy(dst, src, n, copy_kind(kind, dst, src));
+        note_copy(dst, src, n, kind);
     return rc;
 }
 
@@ -281,30 +523,7 @@ PF_EXPORT pf_cuda_status_t cudaMemcpyAsync(void *dst, const void *src, size_t n,
 {
     CALL(cudaMemcpyAsync, dst, src, n, kind, stream);
     if (rc == 0)
-        note_copy(dst, src, n, copy_kind(kind, dst, src));
-    return rc;
-}
-
-PF_EXPORT pf_cuda_status_t cuMemAlloc_v2(pf_cudeviceptr_t *p, size_t size)
-{
-    CALL(cuMemAlloc_v2, p, size);
-    if (rc == 0)
-        note_alloc((void *)(uintptr_t)*p, size, PF_DOMAIN_GPU);
-    return rc;
-}
-
-PF_EXPORT pf_cuda_status_t cuMemAllocManaged(pf_cudeviceptr_t *p, size_t size, unsigned flags)
-{
-    CALL(cuMemAllocManaged, p, size, flags);
-    if (rc == 0)
-        note_alloc((void *)(uintptr_t)*p, size, PF_DOMAIN_GPU);
-    return rc;
-}
-
-PF_EXPORT pf_cuda_status_t cuMemFree_v2(pf_cudeviceptr_t p)
-{
-    note_free((void *)(uintptr_t)p, PF_DOMAIN_GPU);
-    CALL(cuMemFree_v2, p);
+        note_copy(dst, src, n, kind);
     return rc;
 }
 
@@ -312,8 +531,15 @@ PF_EXPORT pf_cuda_status_t cuMemcpy(pf_cudeviceptr_t dst, pf_cudeviceptr_t src, 
 {
     CALL(cuMemcpy, dst, src, n);
     if (rc == 0)
-        note_copy((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n,
-                  copy_kind(4, (void *)(uintptr_t)dst, (void *)(uintptr_t)src));
+        note_copy(DEV(dst), DEV(src), n, 4);
+    return rc;
+}
+
+PF_EXPORT pf_cuda_status_t cuMemcpyAsync(pf_cudeviceptr_t dst, pf_cudeviceptr_t src, size_t n, void *stream)
+{
+    CALL(cuMemcpyAsync, dst, src, n, stream);
+    if (rc == 0)
+        note_copy(DEV(dst), DEV(src), n, 4);
     return rc;
 }
 
@@ -321,7 +547,15 @@ PF_EXPORT pf_cuda_status_t cuMemcpyHtoD_v2(pf_cudeviceptr_t dst, const void *src
 {
     CALL(cuMemcpyHtoD_v2, dst, src, n);
     if (rc == 0)
-        note_copy((void *)(uintptr_t)dst, src, n, PF_COPY_H2D);
+        note_copy(DEV(dst), src, n, 1);
+    return rc;
+}
+
+PF_EXPORT pf_cuda_status_t cuMemcpyHtoDAsync_v2(pf_cudeviceptr_t dst, const void *src, size_t n, void *stream)
+{
+    CALL(cuMemcpyHtoDAsync_v2, dst, src, n, stream);
+    if (rc == 0)
+        note_copy(DEV(dst), src, n, 1);
     return rc;
 }
 
@@ -329,24 +563,7 @@ PF_EXPORT pf_cuda_status_t cuMemcpyDtoH_v2(void *dst, pf_cudeviceptr_t src, size
 {
     CALL(cuMemcpyDtoH_v2, dst, src, n);
     if (rc == 0)
-        note_copy(dst, (const void *)(uintptr_t)src, n, PF_COPY_D2H);
-    return rc;
-}
-
-PF_EXPORT pf_cuda_status_t cuMemcpyDtoD_v2(pf_cudeviceptr_t dst, pf_cudeviceptr_t src, size_t n)
-{
-    CALL(cuMemcpyDtoD_v2, dst, src, n);
-    if (rc == 0)
-        note_copy((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n, PF_COPY_D2D);
-    return rc;
-}
-
-PF_EXPORT pf_cuda_status_t cuMemcpyHtoDAsync_v2(pf_cudeviceptr_t dst, const void *src, size_t n, void *stream)
-{
-    CALL(cuMemcpyHtoDAsync_v2, dst, src, n,
-         stream);
-    if (rc == 0)
-        note_copy((void *)(uintptr_t)dst, src, n, PF_COPY_H2D);
+        note_copy(dst, DEV(src), n, 2);
     return rc;
 }
 
@@ -354,41 +571,79 @@ PF_EXPORT pf_cuda_status_t cuMemcpyDtoHAsync_v2(void *dst, pf_cudeviceptr_t src,
 {
     CALL(cuMemcpyDtoHAsync_v2, dst, src, n, stream);
     if (rc == 0)
-        note_copy(dst, (const void *)(uintptr_t)src, n, PF_COPY_D2H);
+        note_copy(dst, DEV(src), n, 2);
+    return rc;
+}
+
+PF_EXPORT pf_cuda_status_t cuMemcpyDtoD_v2(pf_cudeviceptr_t dst, pf_cudeviceptr_t src, size_t n)
+{
+    CALL(cuMemcpyDtoD_v2, dst, src, n);
+    if (rc == 0)
+        note_copy(DEV(dst), DEV(src), n, 3);
+    return rc;
+}
+
+PF_EXPORT pf_cuda_status_t cuMemcpyDtoDAsync_v2(pf_cudeviceptr_t dst, pf_cudeviceptr_t src, size_t n, void *stream)
+{
+    CALL(cuMemcpyDtoDAsync_v2, dst, src, n, stream);
+    if (rc == 0)
+        note_copy(DEV(dst), DEV(src), n, 3);
     return rc;
 }
 
 /* ---- entry points handed out by name: cuGetProcAddress, cudaGetDriverEntryPoint ---- */
 
-/* The hook for a driver symbol as these calls name it ("cuMemAlloc", the version picks the _v2 ABI), or
- * F_COUNT when it is not one pyflow hooks. */
-static enum pf_cuda_fn driver_entry(const char *symbol)
+/* The hook for a driver symbol as these calls name it ("cuMemAlloc": the version picks the ABI), or
+ * F_COUNT when pyflow does not hook it in that version and stream mode. A _v2 hook is never handed out
+ * for an older version (the v1 ABI has 32-bit device pointers), and a stream-ordered function is not
+ * swapped when the per-thread default stream variant (_ptds/_ptsz) was asked for: the hook calls one real
+ * function per name, and must not change which default stream a copy runs on. */
+static enum pf_cuda_fn driver_entry(const char *symbol, long version, unsigned long long flags)
 {
-    static const struct { const char *base; enum pf_cuda_fn fn; } map[] = {
-        {"cuMemAlloc", F_cuMemAlloc_v2}, {"cuMemFree", F_cuMemFree_v2}, {"cuMemAllocManaged", F_cuMemAllocManaged},
-        {"cuMemcpy", F_cuMemcpy}, {"cuMemcpyHtoD", F_cuMemcpyHtoD_v2}, {"cuMemcpyDtoH", F_cuMemcpyDtoH_v2},
-        {"cuMemcpyDtoD", F_cuMemcpyDtoD_v2}, {"cuMemcpyHtoDAsync", F_cuMemcpyHtoDAsync_v2},
-        {"cuMemcpyDtoHAsync", F_cuMemcpyDtoHAsync_v2},
+    static const struct {
+        const char *base;
+        enum pf_cuda_fn fn;
+        int since;          /* minimum version for this ABI */
+        int streamed;       /* has a per-thread-default-stream variant */
+    } map[] = {
+        {"cuMemAlloc", F_cuMemAlloc_v2, PF_CUDA_V2_SINCE, 0},
+        {"cuMemFree", F_cuMemFree_v2, PF_CUDA_V2_SINCE, 0},
+        {"cuMemAllocManaged", F_cuMemAllocManaged, 0, 0},
+        {"cuMemAllocAsync", F_cuMemAllocAsync, 0, 1},
+        {"cuMemFreeAsync", F_cuMemFreeAsync, 0, 1},
+        {"cuMemAllocHost", F_cuMemAllocHost_v2, PF_CUDA_V2_SINCE, 0},
+        {"cuMemHostAlloc", F_cuMemHostAlloc, 0, 0},
+        {"cuMemFreeHost", F_cuMemFreeHost, 0, 0},
+        {"cuMemcpy", F_cuMemcpy, 0, 1},
+        {"cuMemcpyAsync", F_cuMemcpyAsync, 0, 1},
+        {"cuMemcpyHtoD", F_cuMemcpyHtoD_v2, PF_CUDA_V2_SINCE, 1},
+        {"cuMemcpyDtoH", F_cuMemcpyDtoH_v2, PF_CUDA_V2_SINCE, 1},
+        {"cuMemcpyDtoD", F_cuMemcpyDtoD_v2, PF_CUDA_V2_SINCE, 1},
+        {"cuMemcpyHtoDAsync", F_cuMemcpyHtoDAsync_v2, PF_CUDA_V2_SINCE, 1},
+        {"cuMemcpyDtoHAsync", F_cuMemcpyDtoHAsync_v2, PF_CUDA_V2_SINCE, 1},
+        {"cuMemcpyDtoDAsync", F_cuMemcpyDtoDAsync_v2, PF_CUDA_V2_SINCE, 1},
     };
-    if (!symbol)
+    if (!symbol || symbol[0] != 'c' || symbol[1] != 'u')
         return F_COUNT;
     size_t n = strlen(symbol);
     if (n > 3 && strcmp(symbol + n - 3, "_v2") == 0)
         n -= 3;
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-        if (strlen(map[i].base) == n && strncmp(symbol, map[i].base, n) == 0)
+        if (strlen(map[i].base) == n && strncmp(symbol, map[i].base, n) == 0) {
+            if (version < map[i].since || (map[i].streamed && (flags & PF_CUDA_PER_THREAD_STREAM)))
+                return F_COUNT;
             return map[i].fn;
+        }
     return F_COUNT;
 }
 
 /* After a successful lookup: keep the real pointer, hand out the hook. */
-static void swap_entry(const char *symbol, void **pfn)
+static void swap_entry(const char *symbol, void **pfn, long version, unsigned long long flags)
 {
-    enum pf_cuda_fn fn = driver_entry(symbol);
+    enum pf_cuda_fn fn = driver_entry(symbol, version, flags);
     if (fn == F_COUNT || !pfn || !*pfn || *pfn == hook_fn[fn])
         return;
-    void *expected = NULL;
-    __atomic_compare_exchange_n(&real_fn[fn], &expected, *pfn, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+    remember_real(fn, *pfn);
     *pfn = hook_fn[fn];
 }
 
@@ -396,7 +651,7 @@ PF_EXPORT pf_cuda_status_t cuGetProcAddress(const char *symbol, void **pfn, int 
 {
     CALL(cuGetProcAddress, symbol, pfn, version, flags);
     if (rc == 0)
-        swap_entry(symbol, pfn);
+        swap_entry(symbol, pfn, version, flags);
     return rc;
 }
 
@@ -405,16 +660,17 @@ PF_EXPORT pf_cuda_status_t cuGetProcAddress_v2(const char *symbol, void **pfn, i
 {
     CALL(cuGetProcAddress_v2, symbol, pfn, version, flags, status);
     if (rc == 0)
-        swap_entry(symbol, pfn);
+        swap_entry(symbol, pfn, version, flags);
     return rc;
 }
 
+/* No version argument: the runtime asks for its own, always past the _v2 ABIs (CUDA >= 11.3). */
 PF_EXPORT pf_cuda_status_t cudaGetDriverEntryPoint(const char *symbol, void **pfn, unsigned long long flags,
                                                    void *status)
 {
     CALL(cudaGetDriverEntryPoint, symbol, pfn, flags, status);
     if (rc == 0)
-        swap_entry(symbol, pfn);
+        swap_entry(symbol, pfn, 11030, flags);
     return rc;
 }
 
@@ -423,28 +679,24 @@ PF_EXPORT pf_cuda_status_t cudaGetDriverEntryPointByVersion(const char *symbol, 
 {
     CALL(cudaGetDriverEntryPointByVersion, symbol, pfn, version, flags, status);
     if (rc == 0)
-        swap_entry(symbol, pfn);
+        swap_entry(symbol, pfn, (long)version, flags);
     return rc;
 }
 
-__attribute__((constructor)) static void fill_hooks(void)
-{
-    void *mine[F_COUNT] = {
-        cudaMalloc, cudaFree, cudaMallocManaged, cudaMallocHost, cudaFreeHost, cudaMallocAsync, cudaFreeAsync,
-        cudaMemcpy, cudaMemcpyAsync, cuMemAlloc_v2, cuMemFree_v2, cuMemAllocManaged, cuMemcpy, cuMemcpyHtoD_v2,
-        cuMemcpyDtoH_v2, cuMemcpyDtoD_v2, cuMemcpyHtoDAsync_v2, cuMemcpyDtoHAsync_v2, cuGetProcAddress,
-        cuGetProcAddress_v2, cudaGetDriverEntryPoint, cudaGetDriverEntryPointByVersion,
-    };
-    memcpy(hook_fn, mine, sizeof mine);
-}
+/* Our own definitions, by hidden aliases: the address of this object's function even if another preload
+ * defined the same name first. */
+#define PF_X_ALIAS(n) extern __typeof__(n) pf_hook_##n __attribute__((alias(#n), visibility("hidden")));
+PF_CUDA_FNS(PF_X_ALIAS)
+#define PF_X_HOOK(n) (void *)pf_hook_##n,
+static void *const hook_fn[F_COUNT] = {PF_CUDA_FNS(PF_X_HOOK)};
 
-/* ---- dlsym ---- */
+/* ---- dlsym, dlvsym ---- */
 
-/* Which hooked function a name is, or F_COUNT. Names are short: a linear scan of 22 is fine here (dlsym
- * itself costs a symbol-table walk). */
+/* Which hooked function a name is, or F_COUNT. A linear scan of 30 short names is fine here: dlsym
+ * itself costs a symbol-table walk, and almost every name fails the first test. */
 static enum pf_cuda_fn hooked_name(const char *name)
 {
-    if (!name || (name[0] != 'c' || name[1] != 'u'))
+    if (!name || name[0] != 'c' || name[1] != 'u')
         return F_COUNT;
     for (int i = 0; i < F_COUNT; i++)
         if (strcmp(name, fn_names[i]) == 0)
@@ -452,22 +704,76 @@ static enum pf_cuda_fn hooked_name(const char *name)
     return F_COUNT;
 }
 
-static void *dlsym_lookup(void *handle, const char *name)
+/* Sets dlerror() to an "undefined symbol" failure for name (a lookup in libc, which defines no CUDA
+ * function) and returns NULL: callers such as ctypes pass dlerror()'s text on and must not get NULL. The
+ * libc handle stays open (libc is never unloaded anyway): a dlclose after the lookup would clear the error. */
+static PF_NOINLINE void *lookup_fails(const char *name)
 {
-    void *f = real_dlsym(handle, name);
-    enum pf_cuda_fn fn = hooked_name(name);
-    if (fn == F_COUNT || !f || f == hook_fn[fn] || !hook_fn[fn])
-        return f;
-    /* a library really defines it: remember it as the real one and hand out the hook */
-    void *expected = NULL;
-    __atomic_compare_exchange_n(&real_fn[fn], &expected, f, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+    static void *libc;
+    void *h = __atomic_load_n(&libc, __ATOMIC_ACQUIRE);
+    if (!h) {
+        h = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+        void *expected = NULL;
+        if (h && !__atomic_compare_exchange_n(&libc, &expected, h, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            dlclose(h), h = expected;
+    }
+    if (h)
+        real_dlsym(h, name);
+    return NULL;
+}
+
+/* What a lookup of a hooked name answers, given glibc's answer f: the hook when a real CUDA definition
+ * was found (remembered as the real function), NULL (dlerror set) when only pyflow's own was. */
+static PF_NOINLINE void *lookup_hooked(enum pf_cuda_fn fn, const char *name, void *f)
+{
+    if (f != hook_fn[fn]) {
+        remember_real(fn, f);
+        return hook_fn[fn];
+    }
+    /* glibc found pyflow's hook first: a global-scope lookup. Truthful only if CUDA is global too. */
+    void *next = real_dlsym(RTLD_NEXT, name);   /* not a tail call: the caller must be this object */
+    if (!next || next == f)
+        return lookup_fails(name);
+    remember_real(fn, next);
     return hook_fn[fn];
 }
 
-PF_EXPORT void *dlsym(void *handle, const char *name)
+static PF_NOINLINE void *dlsym_lookup(void *handle, const char *name)
 {
-    init_real_dlsym();
+    void *f = real_dlsym(handle, name);
+    enum pf_cuda_fn fn = hooked_name(name);
+    if (PF_LIKELY(fn == F_COUNT || !f))
+        return f;
+    return lookup_hooked(fn, name, f);
+}
+
+static PF_NOINLINE void *dlvsym_lookup(void *handle, const char *name, const char *version)
+{
+    void *f = real_dlvsym(handle, name, version);
+    enum pf_cuda_fn fn = hooked_name(name);
+    if (PF_LIKELY(fn == F_COUNT || !f))
+        return f;
+    return lookup_hooked(fn, name, f);
+}
+
+/* The RTLD_NEXT branch must compile to a jump (glibc finds "next" from the return address), also in a
+ * build without optimization: hence the attribute. */
+#define PF_TAIL_CALLS __attribute__((optimize("O2", "optimize-sibling-calls")))
+
+PF_EXPORT PF_TAIL_CALLS void *dlsym(void *handle, const char *name)
+{
+    if (PF_UNLIKELY(!real_dlsym))
+        init_real_dlsym();
     if (handle == RTLD_NEXT)
-        return real_dlsym(handle, name);   /* tail call: glibc must see our caller, not us */
+        return real_dlsym(handle, name);
     return dlsym_lookup(handle, name);
+}
+
+PF_EXPORT PF_TAIL_CALLS void *dlvsym(void *handle, const char *name, const char *version)
+{
+    if (PF_UNLIKELY(!real_dlvsym))
+        init_real_dlsym();
+    if (handle == RTLD_NEXT)
+        return real_dlvsym(handle, name, version);
+    return dlvsym_lookup(handle, name, version);
 }

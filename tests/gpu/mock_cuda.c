@@ -104,16 +104,70 @@ EXPORT int cuMemcpyDtoH_v2(void *d, unsigned long long s, size_t n)
     return 0;
 }
 
+EXPORT int cuMemAllocManaged(unsigned long long *p, size_t n, unsigned flags) { return cuMemAlloc_v2(p, n); }
+EXPORT int cuMemAllocAsync(unsigned long long *p, size_t n, void *stream) { return cuMemAlloc_v2(p, n); }
+EXPORT int cuMemFreeAsync(unsigned long long p, void *stream) { return cuMemFree_v2(p); }
+EXPORT int cuMemAllocHost_v2(void **p, size_t n) { return cudaMallocHost(p, n); }
+EXPORT int cuMemHostAlloc(void **p, size_t n, unsigned flags) { return cudaMallocHost(p, n); }
+EXPORT int cudaHostAlloc(void **p, size_t n, unsigned flags) { return cudaMallocHost(p, n); }
+EXPORT int cuMemFreeHost(void *p) { return 0; }
+EXPORT int cuMemcpy(unsigned long long d, unsigned long long s, size_t n)
+{
+    bytecopy((void *)(uintptr_t)d, (const void *)(uintptr_t)s, n);
+    return 0;
+}
+EXPORT int cuMemcpyAsync(unsigned long long d, unsigned long long s, size_t n, void *stream) { return cuMemcpy(d, s, n); }
+EXPORT int cuMemcpyDtoD_v2(unsigned long long d, unsigned long long s, size_t n) { return cuMemcpy(d, s, n); }
+EXPORT int cuMemcpyDtoDAsync_v2(unsigned long long d, unsigned long long s, size_t n, void *stream) { return cuMemcpy(d, s, n); }
+EXPORT int cuMemcpyHtoDAsync_v2(unsigned long long d, const void *s, size_t n, void *stream) { return cuMemcpyHtoD_v2(d, s, n); }
+EXPORT int cuMemcpyDtoHAsync_v2(void *d, unsigned long long s, size_t n, void *stream) { return cuMemcpyDtoH_v2(d, s, n); }
+
+/* Device memory that no hooked entry point hands out (as cuMemCreate + cuMemMap would): a profiler sees
+ * only its address in a later copy, and must not read it from the host. */
+EXPORT int mockDeviceAllocUntracked(void **p, size_t n) { return device_alloc(p, n); }
+
+/* The variants cuGetProcAddress hands out for other versions and stream modes: the v1 ABI (32-bit device
+ * pointers, before CUDA 3.2) and the per-thread-default-stream copy. Distinct functions, so a test can see
+ * which one it got. */
+static int cuMemAlloc_v1(unsigned *p, unsigned n)
+{
+    unsigned long long q;
+    int rc = cuMemAlloc_v2(&q, n);
+    *p = (unsigned)q;
+    return rc;
+}
+static int cuMemcpyHtoD_v2_ptds(unsigned long long d, const void *s, size_t n) { return cuMemcpyHtoD_v2(d, s, n); }
+
 /* Driver entry points by name, as the CUDA runtime and frameworks fetch them. */
 EXPORT int cuGetProcAddress_v2(const char *sym, void **pfn, int version, unsigned long long flags, void *status)
 {
-    if (strcmp(sym, "cuMemAlloc") == 0)
-        *pfn = (void *)cuMemAlloc_v2;
-    else if (strcmp(sym, "cuMemFree") == 0)
-        *pfn = (void *)cuMemFree_v2;
-    else {
-        *pfn = NULL;
-        return 500;     /* CUDA_ERROR_NOT_FOUND */
+    static const struct { const char *name; void *fn; } table[] = {
+        {"cuMemAlloc", (void *)cuMemAlloc_v2}, {"cuMemFree", (void *)cuMemFree_v2},
+        {"cuMemAllocManaged", (void *)cuMemAllocManaged}, {"cuMemAllocAsync", (void *)cuMemAllocAsync},
+        {"cuMemFreeAsync", (void *)cuMemFreeAsync}, {"cuMemAllocHost", (void *)cuMemAllocHost_v2},
+        {"cuMemHostAlloc", (void *)cuMemHostAlloc}, {"cuMemFreeHost", (void *)cuMemFreeHost},
+        {"cuMemcpy", (void *)cuMemcpy}, {"cuMemcpyAsync", (void *)cuMemcpyAsync},
+        {"cuMemcpyHtoD", (void *)cuMemcpyHtoD_v2}, {"cuMemcpyDtoH", (void *)cuMemcpyDtoH_v2},
+        {"cuMemcpyDtoD", (void *)cuMemcpyDtoD_v2}, {"cuMemcpyHtoDAsync", (void *)cuMemcpyHtoDAsync_v2},
+        {"cuMemcpyDtoHAsync", (void *)cuMemcpyDtoHAsync_v2}, {"cuMemcpyDtoDAsync", (void *)cuMemcpyDtoDAsync_v2},
+    };
+    *pfn = NULL;
+    if (strcmp(sym, "cuMemAlloc") == 0 && version < 3020) {
+        *pfn = (void *)cuMemAlloc_v1;
+        return 0;
     }
-    return 0;
+    if (strcmp(sym, "cuMemcpyHtoD") == 0 && (flags & 2)) {
+        *pfn = (void *)cuMemcpyHtoD_v2_ptds;
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (strcmp(sym, table[i].name) == 0) {
+            *pfn = table[i].fn;
+            return 0;
+        }
+    return 500;     /* CUDA_ERROR_NOT_FOUND */
+}
+EXPORT int cuGetProcAddress(const char *sym, void **pfn, int version, unsigned long long flags)
+{
+    return cuGetProcAddress_v2(sym, pfn, version, flags, NULL);
 }

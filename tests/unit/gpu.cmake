@@ -26,6 +26,16 @@ foreach(case gpu_ctypes gpu_extension gpu_procaddress)
                        SKIP_RETURN_CODE 77 TIMEOUT 300 ENVIRONMENT "${pf_gpu_env}")
 endforeach()
 
+# tests/gpu/check_gpu.py: probes answer as without the profiler; the driver API, pinned memory, unified
+# addressing and cuGetProcAddress variants.
+foreach(case probe driver)
+  add_test(NAME gpu.${case}.debian-python3
+           COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/tests/gpu/check_gpu.py ${case}
+                   --pyflow $<TARGET_FILE:pyflow> --python /usr/bin/python3 --mock $<TARGET_FILE:pf_mockcuda>)
+  set_tests_properties(gpu.${case}.debian-python3 PROPERTIES LABELS "integration;gpu" SKIP_RETURN_CODE 77
+                       TIMEOUT 300)
+endforeach()
+
 # An existing LD_PRELOAD interposer using dlsym(RTLD_NEXT) keeps working under pyflow's dlsym.
 add_library(pf_next_preload SHARED ${PROJECT_SOURCE_DIR}/tests/gpu/next_preload.c)
 set_target_properties(pf_next_preload PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/gpu)

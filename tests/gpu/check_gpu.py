@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""GPU checks beyond tests/integration/cases.py's gpu_* cases: the real launcher on the mock CUDA library.
+
+Usage: check_gpu.py CASE --pyflow BUILD/bin/pyflow --python INTERPRETER --mock libpf_mockcuda.so
+Exit 0 = pass, 1 = fail (with the failing assertion), 77 = skipped (with the reason).
+  probe   the profiler never poses as CUDA: every dlsym probe answers as without it (no CUDA, CUDA loaded
+          RTLD_LOCAL, then RTLD_GLOBAL), and dlerror() text stays usable;
+  driver  driver API allocations (plain, managed, async) are GPU bytes per line, pinned host memory is
+          native bytes, frees end liveness, d2d/d2h edges, cudaMemcpyDefault classified by the ends (interior
+          pointers too), a copy from device memory pyflow never saw is not read on the host, the same upload
+          3 times is redundant, and cuGetProcAddress hands out the library's own v1 / per-thread-stream
+          variants.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SKIP = 77
+MiB = 1 << 20
+
+
+def run(cmd):
+    return subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=300)
+
+
+def profile(a, script, *args):
+    with tempfile.TemporaryDirectory(prefix="pyflow-gpu-") as tmp:
+        out = os.path.join(tmp, "out.json")
+        cp = run([a.pyflow, "run", "--python", a.python, "--json", out, script, *args])
+        assert os.path.exists(out), f"no JSON written; stderr:\n{cp.stderr[-1500:]}"
+        with open(out) as f:
+            return cp, json.load(f)
+
+
+def row(doc, script, line):
+    rows = [r for r in doc["lines"] if os.path.basename(r["file"]) == script and r["line"] == line]
+    assert rows, f"no row for {script}:{line}"
+    out = dict(rows[0])
+    for r in rows[1:]:
+        for k, v in r.items():
+            if isinstance(v, (int, float)) and k != "line":
+                out[k] += v
+    return out
+
+
+def flows_at(doc, script, line, kind):
+    return [f for f in doc["flows"]
+            if os.path.basename(f["at"]["file"]) == script and f["at"]["line"] == line and f["kind"] == kind]
+
+
+def case_probe(a):
+    script = os.path.join(HERE, "gpu_probe.py")
+    for args in ([], [a.mock]):
+        plain = run([a.python, script, *args])
+        assert plain.returncode == 0, plain.stderr[-800:]
+        cp = run([a.pyflow, "run", "--python", a.python, script, *args])
+        assert cp.returncode == 0, (cp.returncode, cp.stderr[-800:])
+        assert cp.stdout == plain.stdout, f"probes differ under pyflow:\n{cp.stdout}\nwithout:\n{plain.stdout}"
+        assert "global cudaMalloc absent\n" in cp.stdout and "odd dlerror" not in cp.stdout, cp.stdout
+
+
+def case_driver(a):
+    s = "gpu_driver.py"
+    cp, d = profile(a, os.path.join(HERE, s), a.mock)
+    assert cp.returncode == 0 and cp.stdout == "driver ok True True\n", (cp.returncode, cp.stdout, cp.stderr[-800:])
+    for line, gpu, leaked in ((25, 16 * MiB, 0), (27, 8 * MiB, 8 * MiB), (28, 4 * MiB, 0)):
+        r = row(d, s, line)
+        assert r["gpu_bytes"] == gpu and r["leaked_bytes"] == leaked and r["native_bytes"] == 0, (line, r)
+    for line, native, leaked in ((30, 2 * MiB, 0), (32, MiB, MiB)):
+        r = row(d, s, line)
+        assert r["gpu_bytes"] == 0 and r["native_bytes"] == native and r["leaked_bytes"] == leaked, (line, r)
+    up = flows_at(d, s, 35, "h2d")
+    assert up and up[0]["bytes"] == 3 * MiB and up[0]["count"] == 3 and up[0]["redundant"], up
+    assert up[0]["dst"]["line"] == 27, up
+    dd = flows_at(d, s, 37, "d2d")
+    assert dd and dd[0]["bytes"] == MiB and dd[0]["src"]["line"] == 27, dd
+    down = flows_at(d, s, 38, "d2h")
+    assert down and down[0]["bytes"] == MiB and down[0]["src"]["line"] == 27, down
+    assert flows_at(d, s, 39, "h2d"), "cudaMemcpyDefault into a device block's interior is not h2d"
+    assert flows_at(d, s, 40, "d2h"), "cudaMemcpyDefault from a device block's interior is not d2h"
+    unseen = flows_at(d, s, 42, "h2d")
+    assert unseen and not unseen[0]["redundant"], unseen
+    assert d["totals"]["gpu_bytes"] == 28 * MiB, d["totals"]
+
+
+CASES = {"probe": case_probe, "driver": case_driver}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case", choices=sorted(CASES))
+    ap.add_argument("--pyflow", required=True)
+    ap.add_argument("--python", required=True)
+    ap.add_argument("--mock", required=True)
+    a = ap.parse_args()
+    for what, path in (("interpreter", a.python), ("launcher", a.pyflow), ("mock CUDA library", a.mock)):
+        if not os.path.exists(path):
+            print(f"SKIP: the {what} {path} is not there")
+            return SKIP
+    try:
+        CASES[a.case](a)
+    except AssertionError as e:
+        print(f"FAIL gpu.{a.case}: {e}")
+        return 1
+    print(f"PASS gpu.{a.case}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
