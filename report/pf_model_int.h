@@ -12,8 +12,8 @@
 
 #include "pf_format.h"
 #include "pf_report.h"
+#include "pf_timeline_int.h"
 
-#define PF_TIMELINE_POINTS 100
 
 /* What a row (a line, a function, or the whole program) accumulates. */
 typedef struct pf_stats {

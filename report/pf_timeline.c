@@ -1,0 +1,26 @@
+/* pf_timeline.c - downsampled timelines that keep each bucket's maximum (see pf_timeline_int.h). */
+#include "pf_timeline_int.h"
+
+int pf_timeline_bucket(uint64_t t, uint64_t t_end)
+{
+    if (t_end == 0)
+        return 0;
+    /* 128-bit product: a hostile or far-future t must not wrap into an early bucket */
+    unsigned __int128 b = (unsigned __int128)t * PF_TIMELINE_POINTS / ((unsigned __int128)t_end + 1);
+    return b >= PF_TIMELINE_POINTS ? PF_TIMELINE_POINTS - 1 : (int)b;
+}
+
+void pf_timeline_set(double *tl, int *filled, uint64_t t, uint64_t t_end, double before, double after)
+{
+    int b = pf_timeline_bucket(t, t_end);
+    while (*filled <= b)
+        tl[(*filled)++] = before;   /* buckets with no change hold the value carried in */
+    if (after > tl[b])
+        tl[b] = after;
+}
+
+void pf_timeline_finish(double *tl, int *filled, double last)
+{
+    while (*filled < PF_TIMELINE_POINTS)
+        tl[(*filled)++] = last;
+}
