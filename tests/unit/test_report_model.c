@@ -1,6 +1,6 @@
 /* Unit tests for report/: the reader's validation, the model's sweep (frees, peak shares, live at exit,
  * finalization, attribution, copies and verdicts, children), and the renderers (JSON escaping checked by a
- * real JSON parser, text width). Profiles are built here from core/pf_format.h, record by record. */
+ * real JSON parser, text width). Profiles are built by test_report_writer.h. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,142 +19,7 @@
 #include "pf_symbols_int.h"
 #include <dlfcn.h>
 
-/* ---- a tiny profile builder: one chunk per call of chunk_begin ---- */
-
-typedef struct builder {
-    unsigned char *buf;
-    size_t size;        /* bytes used (header + whole chunks) */
-    size_t pos;         /* next record in the current chunk */
-    size_t chunk_end;
-} builder_t;
-
-static void b_init(builder_t *b, uint32_t flags, uint32_t pid)
-{
-    b->buf = calloc(1, PF_HEADER_BYTES);
-    b->size = PF_HEADER_BYTES;
-    pf_file_header_t *h = (pf_file_header_t *)b->buf;
-    memcpy(h->magic, PF_FILE_MAGIC, 8);
-    h->version = PF_FORMAT_VERSION;
-    h->header_bytes = PF_HEADER_BYTES;
-    h->chunk_bytes = PF_CHUNK_BYTES;
-    h->flags = flags;
-    h->pid = pid;
-    h->mean_sample_bytes = 1000;
-    h->object_threshold = 1 << 20;
-    strcpy(h->python_version, "3.11.2");
-    static const char argv[] = "/usr/bin/python3\0app.py\0--flag";
-    memcpy(h->argv, argv, sizeof argv);
-    h->argv_bytes = sizeof argv;
-}
-
-static void b_chunk(builder_t *b, uint32_t tid)
-{
-    b->buf = realloc(b->buf, b->size + PF_CHUNK_BYTES);
-    memset(b->buf + b->size, 0, PF_CHUNK_BYTES);
-    pf_chunk_header_t ch = {PF_CHUNK_MAGIC, tid, 0};
-    memcpy(b->buf + b->size, &ch, sizeof ch);
-    b->pos = b->size + PF_CHUNK_HEADER_BYTES;
-    b->size += PF_CHUNK_BYTES;
-    b->chunk_end = b->size;
-}
-
-static void b_rec(builder_t *b, uint16_t type, uint16_t aux, const void *payload, size_t n)
-{
-    uint32_t bytes = pf_align8((uint32_t)(sizeof(pf_rec_header_t) + n));
-    assert_true(b->pos + bytes <= b->chunk_end);
-    pf_rec_header_t h = {type, aux, bytes};
-    memcpy(b->buf + b->pos, &h, sizeof h);
-    memcpy(b->buf + b->pos + sizeof h, payload, n);
-    b->pos += bytes;
-}
-
-/* A code object whose every instruction is on `line` (an empty 3.9 line table). */
-static void b_code(builder_t *b, uint32_t id, const char *file, const char *name, int line)
-{
-    unsigned char tmp[512];
-    pf_rec_code_t c = {id, line, (uint32_t)strlen(file), (uint32_t)strlen(name), 0, 0};
-    memcpy(tmp, &c, sizeof c);
-    memcpy(tmp + sizeof c, file, c.filename_len);
-    memcpy(tmp + sizeof c + c.filename_len, name, c.name_len);
-    b_rec(b, PF_REC_CODE, PF_LT_LNOTAB, tmp, sizeof c + c.filename_len + c.name_len);
-}
-
-static void b_alloc(builder_t *b, uint64_t t, uint64_t addr, uint64_t size, uint64_t est, uint8_t domain, uint8_t flags,
-                    int n, const uint32_t *code_ids)
-{
-    unsigned char tmp[1024];
-    pf_rec_alloc_t a = {t, addr, size, est, domain, flags, (uint16_t)n, 0, 0};
-    memcpy(tmp, &a, sizeof a);
-    for (int i = 0; i < n; i++) {
-        pf_rec_pyframe_t f = {code_ids[i], 0};
-        memcpy(tmp + sizeof a + i * sizeof f, &f, sizeof f);
-    }
-    b_rec(b, PF_REC_ALLOC, 0, tmp, sizeof a + (size_t)n * sizeof(pf_rec_pyframe_t));
-}
-
-static void b_free(builder_t *b, uint64_t t, uint64_t addr)
-{
-    pf_rec_free_t f = {t, addr};
-    b_rec(b, PF_REC_FREE, PF_DOMAIN_MALLOC, &f, sizeof f);
-}
-
-static void b_mark(builder_t *b, uint64_t t, uint16_t kind)
-{
-    pf_rec_mark_t m = {t, 0, 0, 0};
-    b_rec(b, PF_REC_MARK, kind, &m, sizeof m);
-}
-
-static void b_copy(builder_t *b, uint64_t t, uint64_t id, uint64_t dst, uint64_t src, uint64_t n, uint32_t at_code)
-{
-    unsigned char tmp[256];
-    pf_rec_copy_t c = {t, id, dst, src, n, n, PF_ALLOC_EXACT, 0, 1, 0, 0};
-    pf_rec_pyframe_t f = {at_code, 0};
-    memcpy(tmp, &c, sizeof c);
-    memcpy(tmp + sizeof c, &f, sizeof f);
-    b_rec(b, PF_REC_COPY, PF_COPY_MEMMOVE, tmp, sizeof c + sizeof f);
-}
-
-static void b_verdict(builder_t *b, uint64_t t, uint64_t id, uint16_t verdict)
-{
-    pf_rec_verdict_t v = {t, id, 100, PF_EVIDENCE_COMPARE_AT_FREE, 0};
-    b_rec(b, PF_REC_VERDICT, verdict, &v, sizeof v);
-}
-
-static char tmpdir[] = "/tmp/pf-report-test-XXXXXX";
-
-static const char *b_save(builder_t *b, const char *name, size_t cut)
-{
-    static char path[256];
-    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    size_t n = cut ? cut : b->size;
-    assert_int_equal(fwrite(b->buf, 1, n, f), n);
-    fclose(f);
-    free(b->buf);
-    b->buf = NULL;
-    return path;
-}
-
-static pf_model_t *load_ok(const char *path)
-{
-    char err[512] = "";
-    pf_model_t *m = NULL;
-    pf_load_opts_t o = {.merge_children = 1};
-    int rc = pf_model_load(path, &o, &m, err, sizeof err);
-    if (rc != 0)
-        fail_msg("load failed: %s", err);
-    return m;
-}
-
-static const pf_line_t *find_line(const pf_model_t *m, const char *file, int line)
-{
-    for (size_t i = 0; i < m->n_lines; i++)
-        if (m->lines[i].line == line && strcmp(pf_model_str(m, m->lines[i].file), file) == 0)
-            return &m->lines[i];
-    fail_msg("no line %s:%d", file, line);
-    return NULL;
-}
+#include "test_report_writer.h"
 
 /* ---- the model ---- */
 
@@ -518,18 +383,6 @@ static void test_symbols_resolve_a_real_library(void **state)
     pf_symbols_free(sy);
 }
 
-static int setup(void **state)
-{
-    return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    return system(cmd);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -546,5 +399,5 @@ int main(void)
         cmocka_unit_test(test_text_golden),
         cmocka_unit_test(test_html_escapes_names),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, writer_setup, writer_teardown);
 }

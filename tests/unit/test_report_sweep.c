@@ -1,0 +1,335 @@
+/* Unit tests for the model's sweep and the reader's walk: timelines that keep peaks, reused addresses,
+ * finalization in children (on the root's clock), zero chunks and zero headers, corruption named with its
+ * offset, and line numbers decoded from a real line table inside a profile. */
+#include "test_report_writer.h"
+
+#include <errno.h>
+
+/* ---- the timeline function ---- */
+
+static void test_timeline_bucket_edges(void **state)
+{
+    (void)state;
+    assert_int_equal(pf_timeline_bucket(0, 0), 0);
+    assert_int_equal(pf_timeline_bucket(5, 0), 0);
+    assert_int_equal(pf_timeline_bucket(0, 1000), 0);
+    assert_int_equal(pf_timeline_bucket(1000, 1000), PF_TIMELINE_POINTS - 1);
+    assert_int_equal(pf_timeline_bucket(500, 999), 50);
+    assert_int_equal(pf_timeline_bucket(UINT64_MAX, 10), PF_TIMELINE_POINTS - 1);  /* no wrap-around */
+    assert_int_equal(pf_timeline_bucket(UINT64_MAX / 2, UINT64_MAX - 1), PF_TIMELINE_POINTS / 2 - 1);
+}
+
+/* A million steps with one-nanosecond spikes: every bucket must hold the true maximum of its slice, which
+ * a brute-force pass computes independently. */
+static void test_timeline_keeps_every_peak(void **state)
+{
+    (void)state;
+    const uint64_t end = 1000000;
+    double tl[PF_TIMELINE_POINTS], want[PF_TIMELINE_POINTS];
+    int filled = 0;
+    for (int i = 0; i < PF_TIMELINE_POINTS; i++)
+        want[i] = 0;
+    double v = 0;
+    srand(7);
+    for (uint64_t t = 1; t <= end; t++) {
+        double next = (t % 9973 == 0) ? 1e6 + (double)t : (double)(rand() % 1000);  /* rare spikes */
+        if (t % 9973 == 1)
+            next = 0;   /* the spike ends at once */
+        pf_timeline_set(tl, &filled, t, end, v, next);
+        int b = pf_timeline_bucket(t, end);
+        if (next > want[b])
+            want[b] = next;
+        v = next;
+    }
+    pf_timeline_finish(tl, &filled, v);
+    assert_int_equal(filled, PF_TIMELINE_POINTS);
+    for (int i = 0; i < PF_TIMELINE_POINTS; i++)
+        if (tl[i] != want[i])
+            fail_msg("bucket %d holds %.0f, its slice's maximum is %.0f", i, tl[i], want[i]);
+}
+
+/* Buckets with no event hold the value carried in; the one holding a short peak shows it. */
+static void test_timeline_carries_values(void **state)
+{
+    (void)state;
+    double tl[PF_TIMELINE_POINTS];
+    int filled = 0;
+    pf_timeline_set(tl, &filled, 10, 1000, 0, 500);     /* bucket 0 */
+    pf_timeline_set(tl, &filled, 505, 1000, 500, 9000); /* bucket 50: a spike */
+    pf_timeline_set(tl, &filled, 506, 1000, 9000, 100); /* gone at once */
+    pf_timeline_finish(tl, &filled, 100);
+    assert_true(tl[0] == 500 && tl[1] == 500 && tl[49] == 500);
+    assert_true(tl[50] == 9000);
+    assert_true(tl[51] == 100 && tl[99] == 100);
+}
+
+/* ---- liveness ---- */
+
+static void test_reused_address_releases_the_unseen_block(void **state)
+{
+    (void)state;
+    builder_t b;
+    b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    b_code(&b, 1, "/app/r.py", "f", 1);
+    b_code(&b, 2, "/app/r.py", "g", 2);
+    uint32_t f = 1, g = 2;
+    b_alloc(&b, 10, 0x1000, 100, 100, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &f);
+    /* its free was not recorded (e.g. freed by a path the hooks did not see); the address comes back */
+    b_alloc(&b, 20, 0x1000, 300, 300, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &g);
+    b_free(&b, 30, 0x1000);
+    b_free(&b, 40, 0x1000);     /* a second free of the same address: nothing is live there */
+    pf_model_t *m = load_ok(b_save(&b, "reuse.pflow", 0));
+    assert_int_equal((int)m->total.peak_bytes, 300);
+    assert_int_equal((int)m->total.leaked_bytes, 0);
+    assert_int_equal((int)find_line(m, "/app/r.py", 1)->s.leaked_bytes, 0);
+    assert_int_equal((int)find_line(m, "/app/r.py", 2)->s.peak_bytes, 300);
+    assert_int_equal((int)find_line(m, "/app/r.py", 1)->s.peak_bytes, 0);
+    pf_model_free(m);
+}
+
+/* A child starts 2 s after the root: its frees before its own finalization mark count, those after do
+ * not, and its events land 2 s into the root's timeline. */
+static void test_child_finalization_on_root_clock(void **state)
+{
+    (void)state;
+    builder_t b;
+    b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, 10);
+    ((pf_file_header_t *)b.buf)->start_mono_ns = 1000000000ull;
+    b_chunk(&b, 10);
+    b_code(&b, 1, "/p/main.py", "<module>", 1);
+    uint32_t c = 1;
+    b_alloc(&b, 1000, 0x1000, 64, 64, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &c);
+    b_free(&b, 2000, 0x1000);
+    b_save(&b, "clock.pflow", 0);
+    b_init(&b, PF_HDR_EXACT, 11);
+    ((pf_file_header_t *)b.buf)->start_mono_ns = 3000000000ull;
+    ((pf_file_header_t *)b.buf)->ppid = 10;
+    b_chunk(&b, 11);
+    b_code(&b, 7, "/p/worker.py", "work", 5);
+    c = 7;
+    b_alloc(&b, 100, 0x2000, 1000, 1000, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &c);
+    b_alloc(&b, 200, 0x3000, 50, 50, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &c);
+    b_free(&b, 300, 0x2000);                    /* the program's own free: counts */
+    b_mark(&b, 400, PF_MARK_FINALIZING);
+    b_free(&b, 500, 0x3000);                    /* shutdown: stays live at exit */
+    b_save(&b, "clock.pflow.11", 0);
+    char path[256];
+    snprintf(path, sizeof path, "%s/clock.pflow", tmpdir);
+    pf_model_t *m = load_ok(path);
+    const pf_line_t *w = find_line(m, "/p/worker.py", 5);
+    assert_int_equal((int)w->s.leaked_bytes, 50);
+    assert_int_equal((int)m->total.leaked_bytes, 50);
+    assert_int_equal((int)m->total.peak_bytes, 1050);
+    assert_true(m->peak_ns >= 2000000000ull);   /* the child's peak, on the root's clock */
+    assert_int_equal((int)m->n_procs, 2);
+    assert_int_equal(m->procs[1].pid, 11);
+    assert_int_equal(m->procs[1].ppid, 10);
+    assert_false(m->procs[1].root);
+    pf_model_free(m);
+}
+
+/* Per-line peak is the line's live bytes at the instant the whole program peaked, not its own maximum. */
+static void test_peak_share_at_the_programs_peak(void **state)
+{
+    (void)state;
+    builder_t b;
+    b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    b_code(&b, 1, "/s/a.py", "a", 1);
+    b_code(&b, 2, "/s/a.py", "b", 2);
+    uint32_t l1 = 1, l2 = 2;
+    b_alloc(&b, 10, 0x1000, 800, 800, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &l1);   /* line 1 alone: 800 */
+    b_free(&b, 20, 0x1000);
+    b_alloc(&b, 30, 0x2000, 500, 500, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &l1);
+    b_alloc(&b, 40, 0x3000, 600, 600, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &l2);   /* total 1100: the peak */
+    b_free(&b, 50, 0x2000);
+    b_free(&b, 60, 0x3000);
+    pf_model_t *m = load_ok(b_save(&b, "share.pflow", 0));
+    assert_int_equal((int)m->total.peak_bytes, 1100);
+    assert_int_equal((int)find_line(m, "/s/a.py", 1)->s.peak_bytes, 500);   /* not its own 800 */
+    assert_int_equal((int)find_line(m, "/s/a.py", 1)->s.max_live, 800);
+    assert_int_equal((int)find_line(m, "/s/a.py", 2)->s.peak_bytes, 600);
+    assert_int_equal(m->peak_ns, 40);
+    pf_model_free(m);
+}
+
+/* ---- the reader's walk ---- */
+
+static void test_walk_skips_zero_chunks_and_stops_at_zero_headers(void **state)
+{
+    (void)state;
+    builder_t b;
+    b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    b_code(&b, 1, "/w/a.py", "f", 3);
+    uint32_t c = 1;
+    b_alloc(&b, 10, 0x1000, 100, 100, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &c);
+    size_t after_first = b.pos;
+    /* a chunk never handed out: all zeros */
+    b.buf = realloc(b.buf, b.size + PF_CHUNK_BYTES);
+    memset(b.buf + b.size, 0, PF_CHUNK_BYTES);
+    b.size += PF_CHUNK_BYTES;
+    b_chunk(&b, 2);     /* another thread, later in the file, earlier in time */
+    b_code(&b, 2, "/w/a.py", "g", 4);
+    c = 2;
+    b_alloc(&b, 5, 0x2000, 200, 200, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &c);
+    /* junk after a zero header in chunk 1 must never be read */
+    memset(b.buf + after_first + 8, 0xAB, 64);
+    pf_model_t *m = load_ok(b_save(&b, "zero.pflow", 0));
+    assert_int_equal((int)m->total.alloc_bytes, 300);
+    assert_int_equal((int)find_line(m, "/w/a.py", 3)->s.alloc_bytes, 100);
+    assert_int_equal((int)find_line(m, "/w/a.py", 4)->s.alloc_bytes, 200);
+    pf_model_free(m);
+}
+
+static char *load_err(const char *path)
+{
+    static char err[512];
+    err[0] = '\0';
+    pf_model_t *m = NULL;
+    pf_load_opts_t o = {0};
+    int rc = pf_model_load(path, &o, &m, err, sizeof err);
+    assert_int_equal(rc, -EINVAL);
+    assert_null(m);
+    return err;
+}
+
+static void expect(const char *err, const char *needle)
+{
+    if (!strstr(err, needle))
+        fail_msg("error \"%s\" lacks \"%s\"", err, needle);
+}
+
+/* One good profile, corrupted in several ways: each gets a sentence with the file and the offset. */
+static void test_corruption_named_with_offset(void **state)
+{
+    (void)state;
+    builder_t b;
+    b_init(&b, PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    b_code(&b, 1, "/c/a.py", "f", 1);
+    size_t second = b.pos;
+    uint32_t c = 1;
+    b_alloc(&b, 1, 0x1000, 8, 8, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &c);
+    b_chunk(&b, 2);
+    size_t size = b.size;
+    unsigned char *good = b.buf;
+    char off[64];
+#define FRESH() (b.buf = memcpy(malloc(size), good, size), b.size = size)
+
+    FRESH();    /* a record running past its chunk */
+    ((pf_rec_header_t *)(b.buf + second))->bytes = PF_CHUNK_BYTES;
+    char *e = load_err(b_save(&b, "past.pflow", 0));
+    snprintf(off, sizeof off, "offset %zu", second);
+    expect(e, off);
+    expect(e, "past.pflow");
+    expect(e, "past the end of its chunk");
+
+    FRESH();    /* a bad chunk magic in the second chunk */
+    size_t chunk2 = PF_HEADER_BYTES + PF_CHUNK_BYTES;
+    memcpy(b.buf + chunk2, "JUNK", 4);
+    e = load_err(b_save(&b, "chunk.pflow", 0));
+    snprintf(off, sizeof off, "offset %zu", chunk2);
+    expect(e, off);
+    expect(e, "chunk magic");
+
+    FRESH();    /* a code record whose strings are longer than itself */
+    ((pf_rec_code_t *)(b.buf + PF_HEADER_BYTES + PF_CHUNK_HEADER_BYTES + 8))->filename_len = 100000;
+    e = load_err(b_save(&b, "code.pflow", 0));
+    snprintf(off, sizeof off, "offset %u", PF_HEADER_BYTES + PF_CHUNK_HEADER_BYTES);
+    expect(e, off);
+    expect(e, "string lengths");
+
+    FRESH();    /* a zero-length record (would loop forever if accepted) */
+    ((pf_rec_header_t *)(b.buf + second))->bytes = 0;
+    e = load_err(b_save(&b, "zerolen.pflow", 0));
+    snprintf(off, sizeof off, "offset %zu", second);
+    expect(e, off);
+
+    FRESH();    /* an allocation record with an unknown domain */
+    ((pf_rec_alloc_t *)(b.buf + second + 8))->domain = 77;
+    expect(load_err(b_save(&b, "domain.pflow", 0)), "domain");
+
+    FRESH();    /* header sizes nobody could walk */
+    ((pf_file_header_t *)b.buf)->chunk_bytes = 0;
+    expect(load_err(b_save(&b, "chunksize.pflow", 0)), "chunk size");
+    FRESH();
+    ((pf_file_header_t *)b.buf)->header_bytes = 12;
+    expect(load_err(b_save(&b, "hdrsize.pflow", 0)), "header size");
+
+    FRESH();    /* cut inside the second record: the first one still loads */
+    pf_model_t *m = load_ok(b_save(&b, "cutrec.pflow", second + 20));
+    assert_int_equal((int)m->total.alloc_bytes, 0);
+    pf_model_free(m);
+    FRESH();    /* cut just after it: the allocation is there */
+    m = load_ok(b_save(&b, "cutafter.pflow", second + 8 + sizeof(pf_rec_alloc_t) + 8));
+    assert_int_equal((int)m->total.alloc_bytes, 8);
+    pf_model_free(m);
+    FRESH();    /* cut inside the header: not a profile */
+    expect(load_err(b_save(&b, "cuthdr.pflow", 100)), "not a pyflow profile");
+#undef FRESH
+    free(good);
+}
+
+/* ---- line numbers inside a profile ---- */
+
+/* CPython 3.11's location table for
+ *     def f():          # line 10
+ *         a = 1         # line 11
+ *         b = [a] * 9   # line 12
+ * (code units: RESUME at 0 on line 10; line 11 from unit 1; line 12 from unit 3). Hand-encoded entries:
+ * 0x80|code 10 (delta 0)... kept simple: three "one line, no column" entries (code 13, signed varint). */
+static void test_lines_from_lasti(void **state)
+{
+    (void)state;
+    const uint8_t table[] = {
+        0x80 | (13 << 3) | 0, 0x00,         /* 1 unit, line delta 0 -> 10 */
+        0x80 | (13 << 3) | 1, 0x02,         /* 2 units, delta +1 -> 11 */
+        0x80 | (13 << 3) | 3, 0x02,         /* 4 units, delta +1 -> 12 */
+    };
+    builder_t b;
+    b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    unsigned char tmp[256];
+    const char *file = "/l/f.py", *name = "f";
+    pf_rec_code_t code = {1, 10, (uint32_t)strlen(file), (uint32_t)strlen(name), sizeof table, 0};
+    memcpy(tmp, &code, sizeof code);
+    memcpy(tmp + sizeof code, file, code.filename_len);
+    memcpy(tmp + sizeof code + code.filename_len, name, code.name_len);
+    memcpy(tmp + sizeof code + code.filename_len + code.name_len, table, sizeof table);
+    b_rec(&b, PF_REC_CODE, PF_LT_LOCATIONS, tmp, sizeof code + code.filename_len + code.name_len + sizeof table);
+    static const uint32_t lasti[] = {0, 2, 4, 6, 8, 12, 14};
+    static const int want[] = {10, 11, 11, 12, 12, 12, 12};
+    for (int i = 0; i < 7; i++) {
+        unsigned char rec[128];
+        pf_rec_alloc_t a = {(uint64_t)i, 0x1000 + (uint64_t)i * 64, 10, 10, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, 0, 0};
+        pf_rec_pyframe_t fr = {1, lasti[i]};
+        memcpy(rec, &a, sizeof a);
+        memcpy(rec + sizeof a, &fr, sizeof fr);
+        b_rec(&b, PF_REC_ALLOC, 0, rec, sizeof a + sizeof fr);
+    }
+    pf_model_t *m = load_ok(b_save(&b, "lasti.pflow", 0));
+    int per_line[3] = {0, 0, 0};
+    for (int i = 0; i < 7; i++)
+        per_line[want[i] - 10] += 10;
+    for (int l = 0; l < 3; l++)
+        assert_int_equal((int)find_line(m, "/l/f.py", 10 + l)->s.alloc_bytes, per_line[l]);
+    pf_model_free(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_timeline_bucket_edges),
+        cmocka_unit_test(test_timeline_keeps_every_peak),
+        cmocka_unit_test(test_timeline_carries_values),
+        cmocka_unit_test(test_reused_address_releases_the_unseen_block),
+        cmocka_unit_test(test_child_finalization_on_root_clock),
+        cmocka_unit_test(test_peak_share_at_the_programs_peak),
+        cmocka_unit_test(test_walk_skips_zero_chunks_and_stops_at_zero_headers),
+        cmocka_unit_test(test_corruption_named_with_offset),
+        cmocka_unit_test(test_lines_from_lasti),
+    };
+    return cmocka_run_group_tests(tests, writer_setup, writer_teardown);
+}
