@@ -90,14 +90,16 @@ def case_numpy_native(c):
 
 def case_temporaries_and_live(c):
     """Freed temporaries: allocated but not live at exit. A growing global list: live at exit."""
-    for extra, rel in ((("--exact",), 0.02), ((), 0.15)):   # sampled: 2000 x 100 KB at 256 KiB mean
+    # sampled at a 64 KiB mean: ~79 samples of the 100 kept blocks, so 35% is about 7 standard errors (at
+    # the default 256 KiB it was 2.4 and failed now and then across the six interpreters)
+    for extra, rel in ((("--exact",), 0.02), (("--sample-bytes", "64k"), 0.15)):
         cp, d = c.profile(prog("live_and_temp.py"), extra=extra)
         assert cp.returncode == 0, cp.stderr
         temp = row(d, "live_and_temp.py", 5)
         near(temp["alloc_bytes"], 200_000_000, rel, f"temporaries allocated ({extra})")
         assert temp["leaked_bytes"] < 1_000_000, f"temporaries live at exit: {temp['leaked_bytes']}"
         kept = row(d, "live_and_temp.py", 10)
-        near(kept["leaked_bytes"], 10_000_000, 0.02 if extra else 0.35, f"kept bytes at exit ({extra})")
+        near(kept["leaked_bytes"], 10_000_000, 0.02 if "--exact" in extra else 0.35, f"kept bytes at exit ({extra})")
 
 
 def case_tracemalloc_agreement(c):
@@ -189,7 +191,7 @@ def case_flow_graph_dot(c):
 
 def case_leaks(c):
     """A growing cache is a probable leak; data made once and freed temporaries are not."""
-    cp, d = c.profile(example("leaky_cache.py"))
+    cp, d = c.profile(example("leaky_cache.py"), extra=("--sample-bytes", "64k"))   # 25% = ~8 std errors
     assert cp.returncode == 0, cp.stderr
     leaks = {(os.path.basename(l["file"]), l["line"]): l for l in d["leaks"]}
     cache = leaks.get(("leaky_cache.py", 18))
