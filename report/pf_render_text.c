@@ -40,43 +40,104 @@ static const char *human(double v, char buf[16])
     return buf;
 }
 
-/* Number of display columns of UTF-8 text (each code point = one column). */
-static size_t columns(const char *s)
+/* 1 for code points a terminal draws two columns wide (CJK, Hangul, full-width forms, emoji). */
+static int is_wide(uint32_t c)
 {
-    size_t n = 0;
-    for (; *s; s++) {
-        if (*s == '\033') {    /* ANSI colour sequences take no columns */
-            while (*s && *s != 'm')
-                s++;
-            if (!*s)
-                break;
-            continue;
-        }
-        if (((unsigned char)*s & 0xC0) != 0x80)
+    return (c >= 0x1100 && c <= 0x115F) || (c >= 0x2E80 && c <= 0x303E) || (c >= 0x3041 && c <= 0x33FF) ||
+           (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0xA000 && c <= 0xA4CF) ||
+           (c >= 0xAC00 && c <= 0xD7A3) || (c >= 0xF900 && c <= 0xFAFF) || (c >= 0xFE30 && c <= 0xFE4F) ||
+           (c >= 0xFF00 && c <= 0xFF60) || (c >= 0xFFE0 && c <= 0xFFE6) || (c >= 0x1F300 && c <= 0x1F64F) ||
+           (c >= 0x1F900 && c <= 0x1F9FF) || (c >= 0x20000 && c <= 0x3FFFD);
+}
+
+/* The glyph at s: sets *len (bytes) and *safe (0 = print it as '?': a control character, or an escape
+ * sequence that is not our own colour) and returns its columns. Names and source text come from the
+ * profiled program: a newline, tab or escape in them must not break the table or drive the terminal. */
+static int glyph(const char *s, int color, size_t *len, int *safe)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    *safe = 1;
+    if (u[0] == 0x1B && color && u[1] == '[') {     /* our SGR colour codes: ESC [ digits ; m */
+        size_t n = 2;
+        while ((u[n] >= '0' && u[n] <= '9') || u[n] == ';')
             n++;
+        if (u[n] == 'm') {
+            *len = n + 1;
+            return 0;
+        }
     }
+    if (u[0] < 0x20 || u[0] == 0x7F) {
+        *len = 1;
+        *safe = 0;
+        return 1;
+    }
+    size_t n = pf_utf8_seq(u, strnlen(s, 4));
+    if (n == 0) {
+        *len = 1;
+        *safe = 0;
+        return 1;
+    }
+    *len = n;
+    if (n == 1)
+        return 1;
+    uint32_t c = n == 2 ? (u[0] & 0x1Fu) : n == 3 ? (u[0] & 0x0Fu) : (u[0] & 0x07u);
+    for (size_t i = 1; i < n; i++)
+        c = (c << 6) | (u[i] & 0x3Fu);
+    if ((c >= 0x0300 && c <= 0x036F) || (c >= 0x200B && c <= 0x200F) || (c >= 0xFE00 && c <= 0xFE0F))
+        return 0;   /* combining marks and zero-width characters */
+    return is_wide(c) ? 2 : 1;
+}
+
+/* Display columns of s as put_cut prints it. */
+static int columns(const out_t *o, const char *s)
+{
+    int n = 0;
+    size_t len;
+    int safe;
+    for (; *s; s += len)
+        n += glyph(s, o->color, &len, &safe);
     return n;
 }
 
-/* Prints s cut to at most `room` columns (with an ellipsis when cut). */
+/* Prints s cut to at most `room` columns (with an ellipsis when cut); unsafe glyphs print as '?'. */
 static void put_cut(out_t *o, const char *s, int room)
 {
     if (room <= 0)
         return;
-    if ((int)columns(s) <= room) {
-        fputs(s, o->f);
-        return;
+    int fits = columns(o, s) <= room, cols = 0;
+    size_t len;
+    int safe;
+    for (; *s; s += len) {
+        int w = glyph(s, o->color, &len, &safe);
+        if (!fits && cols + w > room - 1)
+            break;
+        cols += w;
+        if (safe)
+            fwrite(s, 1, len, o->f);
+        else
+            fputc('?', o->f);
     }
-    int cols = 0;
+    if (!fits) {
+        fputs("…", o->f);
+        if (o->color)
+            fputs("\033[0m", o->f);  /* a cut may have dropped the reset */
+    }
+}
+
+/* Writes into out the tail of s that fits `room` columns, with a leading ellipsis when cut: for
+ * "file:line", whose end (the line number) matters most. */
+static void cut_left(const out_t *o, const char *s, int room, char *out, size_t size)
+{
     const char *p = s;
-    while (*p && cols < room - 1) {
-        p++;
-        while (((unsigned char)*p & 0xC0) == 0x80)
-            p++;
-        cols++;
+    size_t len;
+    int safe, total = columns(o, s);
+    while (*p && total > room) {
+        total -= glyph(p, o->color, &len, &safe);
+        p += len;
+        if (total <= room - 1)
+            break;
     }
-    fwrite(s, 1, (size_t)(p - s), o->f);
-    fputs("…", o->f);
+    snprintf(out, size, "%s%s", p == s ? "" : "…", p);
 }
 
 /* Prints one line of at most o->width columns, built with printf. */
@@ -230,18 +291,10 @@ static void lines_table(out_t *o, const pf_model_t *m, int rows, int reduced)
         if (reduced && l->s.alloc_bytes < 0.01 * m->total.alloc_bytes && l->s.peak_bytes < 0.01 * m->total.peak_bytes &&
             l->s.copy_bytes < 0.01 * m->total.copy_bytes)
             continue;
-        char where[64];
+        char where[512], where_cut[520];
         snprintf(where, sizeof where, "%s:%d", shorten_path(file), l->line);
-        char where_cut[96];
-        snprintf(where_cut, sizeof where_cut, "%s", where);
-        if ((int)columns(where_cut) > lw) {
-            /* keep the tail (the line number) visible */
-            const char *tail = where + strlen(where) - (lw - 1);
-            while (((unsigned char)*tail & 0xC0) == 0x80)
-                tail++;
-            snprintf(where_cut, sizeof where_cut, "…%s", tail);
-        }
-        int pad = lw - (int)columns(where_cut);
+        cut_left(o, where, lw, where_cut, sizeof where_cut);
+        int pad = lw - columns(o, where_cut);
         int leak = pf_report_leak_likelihood(&l->s) >= PF_LEAK_REPORT_THRESHOLD;
         int red = l->s.redundant_copy_bytes > 0.5;
         any_leak |= leak;
@@ -283,18 +336,18 @@ static void funcs_table(out_t *o, const pf_model_t *m, int rows)
         const char *file = pf_model_str(m, f->file);
         if (!pf_model_is_user_file(m, file) || f->s.alloc_bytes < 0.5)
             continue;
-        char name[128];
+        char name[512];
         snprintf(name, sizeof name, "%s (%s)", pf_model_str(m, f->function), shorten_path(file));
-        char cut[160];
+        char cut[520];
         snprintf(cut, sizeof cut, "%s", name);
-        int pad = 40 - (int)columns(cut);
+        int pad = 40 - columns(o, cut);
         if (pad < 0) {
             cut[0] = '\0';
             FILE *mem = fmemopen(cut, sizeof cut, "w");
             out_t tmp = {mem, 40, 0};
             put_cut(&tmp, name, 40);
             fclose(mem);
-            pad = 40 - (int)columns(cut);
+            pad = 40 - columns(o, cut);
         }
         line(o, "%s%*s %9s %9s %9s %5.1f%% %9s", cut, pad > 0 ? pad : 0, "", human(f->s.alloc_bytes, a),
              human(f->s.python_bytes, b), human(f->s.native_bytes, c), share(f->s.peak_bytes, m->total.peak_bytes),

@@ -25,3 +25,9 @@ pf_unit_test(test_report_sweep
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report_sweep.c
   LIBS pf_report)
 target_include_directories(test_report_sweep PRIVATE ${PROJECT_SOURCE_DIR}/report)
+
+# The terminal report's layout with hostile names (width by glibc's wcwidth, control characters).
+pf_unit_test(test_report_text
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report_text.c
+  LIBS pf_report)
+target_include_directories(test_report_text PRIVATE ${PROJECT_SOURCE_DIR}/report)

@@ -1,0 +1,115 @@
+/* Unit tests for the terminal report's layout with hostile names: file and function names with newlines,
+ * tabs, escape sequences, invalid UTF-8, double-width characters and great length. Every line must fit
+ * the width (measured by glibc's wcwidth, not by the renderer's own rule), carry no control character but
+ * the newline, and keep a long file's line number visible. */
+#include "test_report_writer.h"
+
+#include <locale.h>
+#include <wchar.h>
+
+/* Display columns of one output line by glibc; control characters count as failures. */
+static int display_width(const char *line, int color)
+{
+    mbstate_t st;
+    memset(&st, 0, sizeof st);
+    int cols = 0;
+    for (const char *p = line; *p;) {
+        if (color && p[0] == '\033' && p[1] == '[') {
+            p += 2;
+            while (*p && *p != 'm')
+                p++;
+            p += *p == 'm';
+            continue;
+        }
+        wchar_t wc;
+        size_t n = mbrtowc(&wc, p, strlen(p), &st);
+        if (n == (size_t)-1 || n == (size_t)-2)
+            fail_msg("invalid UTF-8 in output line: %s", line);
+        int w = wcwidth(wc);
+        if (w < 0)
+            fail_msg("control character U+%04X in output line: %s", (unsigned)wc, line);
+        cols += w;
+        p += n;
+    }
+    return cols;
+}
+
+static char *render(const pf_model_t *m, int width, int color, int rows)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    pf_text_opts_t o = {.width = width, .color = color, .max_lines = rows, .profile_path = "/tmp/p.pflow"};
+    assert_int_equal(pf_render_text(m, f, &o), 0);
+    fclose(f);
+    return text;
+}
+
+static pf_model_t *odd_model(void)
+{
+    static const char *files[] = {
+        "/tmp/new\nline.py",
+        "/tmp/tab\there\x1b[31mred.py",
+        "/tmp/\xe6\xbc\xa2\xe5\xad\x97\xe3\x81\xae\xe5\x90\x8d\xe5\x89\x8d\xe6\xbc\xa2\xe5\xad\x97\xe3\x81\xae"
+        "\xe5\x90\x8d\xe5\x89\x8d\xe6\xbc\xa2\xe5\xad\x97.py",                      /* CJK: two columns each */
+        "/tmp/emoji\xf0\x9f\x98\x80\xf0\x9f\x98\x80\xf0\x9f\x98\x80.py",
+        "/tmp/bad\xff\xfe\xc3.py",
+        "/a/very/long/path/that/goes/on/and/on/forever/with_a_really_long_module_name_that_never_ends_here.py",
+    };
+    builder_t b;
+    b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    for (uint32_t i = 0; i < 6; i++) {
+        char fn[64];
+        snprintf(fn, sizeof fn, "fn\x1b]0;title\x07%u_\xe5\x90\x8d\xe5\x89\x8d_with_a_long_tail_name", i);
+        b_code(&b, i + 1, files[i], fn, 1234 + (int)i);
+        uint32_t c = i + 1;
+        b_alloc(&b, i, 0x1000 + i * 0x100, 1000 + i, 123456789 + i, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &c);
+    }
+    return load_ok(b_save(&b, "oddtext.pflow", 0));
+}
+
+static void test_width_never_exceeded(void **state)
+{
+    (void)state;
+    assert_non_null(setlocale(LC_CTYPE, "C.UTF-8"));
+    pf_model_t *m = odd_model();
+    static const int widths[] = {30, 40, 60, 80, 100, 132, 200};
+    for (int color = 0; color <= 1; color++)
+        for (size_t w = 0; w < sizeof widths / sizeof *widths; w++) {
+            char *text = render(m, widths[w], color, 20);
+            int lines = 0;
+            for (char *save, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+                int cols = display_width(l, color);
+                if (cols > widths[w])
+                    fail_msg("width %d, colour %d: a line of %d columns: %s", widths[w], color, cols, l);
+                lines++;
+            }
+            assert_true(lines >= 10);
+            free(text);
+        }
+    pf_model_free(m);
+}
+
+/* The line table keeps "…name.py:1239" for a file name far wider than its column. */
+static void test_long_file_keeps_line_number(void **state)
+{
+    (void)state;
+    pf_model_t *m = odd_model();
+    char *text = render(m, 100, 0, 20);
+    if (!strstr(text, "ends_here.py:1239"))
+        fail_msg("the long file's line number is gone:\n%s", text);
+    assert_non_null(strstr(text, "new?line.py:1234"));     /* the newline became '?' */
+    assert_null(strstr(text, "\x1b"));                      /* no escape reaches the terminal uncoloured */
+    free(text);
+    pf_model_free(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_width_never_exceeded),
+        cmocka_unit_test(test_long_file_keeps_line_number),
+    };
+    return cmocka_run_group_tests(tests, writer_setup, writer_teardown);
+}
