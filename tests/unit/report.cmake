@@ -31,3 +31,10 @@ pf_unit_test(test_report_text
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report_text.c
   LIBS pf_report)
 target_include_directories(test_report_text PRIVATE ${PROJECT_SOURCE_DIR}/report)
+
+# Line tables against vectors embedded from real interpreters (regenerate with
+# tests/unit/data/report/gen_linetable_vectors.py): runs without any interpreter installed.
+pf_unit_test(test_report_linetable_vectors
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report_linetable_vectors.c
+  LIBS pf_report)
+target_include_directories(test_report_linetable_vectors PRIVATE ${PROJECT_SOURCE_DIR}/report ${CMAKE_CURRENT_LIST_DIR})
