@@ -148,6 +148,23 @@ const char *pf_symbols_name(pf_symbols_t *s, const char *path, uint64_t vaddr, c
     return out;
 }
 
+size_t pf_symbols_stack(pf_symbols_t *s, const pf_symbols_module_t *mods, size_t n_mods, const uint64_t *ips,
+                        size_t n, char **out)
+{
+    for (size_t i = 0; i < n; i++) {
+        char name[512];
+        uint64_t ip = ips[i] - (i > 0 && ips[i] > 0);   /* a return address points after its call */
+        snprintf(name, sizeof name, "0x%llx (?)", (unsigned long long)ips[i]);
+        for (size_t k = 0; k < n_mods; k++)
+            if (ip >= mods[k].start && ip < mods[k].end) {
+                pf_symbols_name(s, mods[k].path, ip - mods[k].load_bias, name, sizeof name);
+                break;
+            }
+        out[i] = pf_xstrndup(name, strlen(name));
+    }
+    return n;
+}
+
 int pf_symbols_is_runtime_library(const char *path)
 {
     const char *slash = strrchr(path, '/');

@@ -38,3 +38,9 @@ pf_unit_test(test_report_linetable_vectors
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report_linetable_vectors.c
   LIBS pf_report)
 target_include_directories(test_report_linetable_vectors PRIVATE ${PROJECT_SOURCE_DIR}/report ${CMAKE_CURRENT_LIST_DIR})
+
+# Native symbolization on this process's own libraries (libc's getpid, a static function of the test).
+pf_unit_test(test_report_symbols
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report_symbols.c
+  LIBS pf_report dl)
+target_include_directories(test_report_symbols PRIVATE ${PROJECT_SOURCE_DIR}/report)
