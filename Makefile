@@ -28,8 +28,7 @@ check: build
 # The unit tests again, built with AddressSanitizer and UndefinedBehaviorSanitizer.
 check-sanitize: deps
 	@cmake -S . -B $(BUILD)-sanitize -DCMAKE_BUILD_TYPE=Debug -DPYFLOW_SANITIZE=ON >/dev/null
-	@cmake --build $(BUILD)-sanitize -j$(JOBS) --target test_flowgraph_objtable test_interpose_sampler \
-	    test_interpose_writer test_report_model test_report_linetable
+	@cmake --build $(BUILD)-sanitize -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	    ctest --test-dir $(BUILD)-sanitize --output-on-failure -j$(JOBS) -L unit
 
