@@ -436,7 +436,8 @@ static void peak_shares(sweeper_t *S, size_t upto, int gpu_only)
 void pf_model_sweep(loader_t *L)
 {
     pf_model_t *m = L->m;
-    qsort(L->events, L->n_events, sizeof *L->events, cmp_event);
+    if (L->n_events)    /* qsort(NULL, 0, ...) is undefined behaviour (UBSan) */
+        qsort(L->events, L->n_events, sizeof *L->events, cmp_event);
     sweeper_t S = {.m = m, .L = L, .symbols = pf_symbols_new()};
     S.t_end = L->n_events ? L->events[L->n_events - 1].t : 0;
     if (m->has_exit && (uint64_t)(m->elapsed_s * 1e9) > S.t_end)
