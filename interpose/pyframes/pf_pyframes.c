@@ -2,19 +2,39 @@
  *
  * Compiled once per version against that version's headers (internal ones included) into
  * pf_pyframes_3<minor>.so; the runtime dlopens the one matching the interpreter it finds itself in. This is
- * the only file in pyflow that knows CPython's structs. Everything here runs inside malloc hooks on any
- * thread, with or without the GIL: it never allocates, never locks, and only reads the calling thread's
- * own frames (which cannot change under it: the thread is here, not executing bytecode).
+ * the only file in pyflow that knows CPython's structs; the version differences live in capture_frames()
+ * (one body per version family) and the PF_LINETABLE macros. Everything here runs inside malloc hooks on
+ * any thread, with or without the GIL, at any point of the process's life: it never allocates, never locks,
+ * calls only CPython functions that read globals, and only walks the calling thread's own frames (which
+ * cannot change under it: the thread is here, not executing bytecode).
  *
- * The thread state comes from PyGILState_GetThisThreadState(), which returns this thread's state whether
- * or not it holds the GIL, and NULL before the runtime is set up, after finalization and on threads that
- * never ran Python (each version checks its key is initialized first).
+ * Where the thread state comes from, and why each moment of the process's life is safe (checked against
+ * the disassembly of each version's PyGILState_GetThisThreadState and its pystate.c):
+ *  - PyGILState_GetThisThreadState() returns this thread's state whether or not it holds the GIL.
+ *    3.9-3.11 return NULL while _PyRuntime.gilstate.autoInterpreterState is NULL; 3.12/3.13 return NULL
+ *    while the TSS key is not created. Both live in _PyRuntime's static (zero / _PyRuntimeState_INIT)
+ *    data, so before Py_Initialize (our constructor runs before main) and after _PyGILState_Fini the
+ *    answer is NULL without touching anything uninitialized. Native threads never had the key set: NULL.
+ *  - A thread state is unbound from the key before it is freed (tstate_delete_common), so a thread that
+ *    is exiting, or whose data-stack chunks are being unmapped, gets NULL, not a dangling pointer.
+ *  - The exception is finalization: Py_FinalizeEx frees the states of daemon threads
+ *    (_PyThreadState_DeleteExcept) while those threads, blocked in C with the GIL released, still have the
+ *    key pointing at them. Once finalization has begun only the finalizing thread may run Python, and it
+ *    is the one holding the GIL, so capture() then trusts a state only if it is also the GIL holder's
+ *    (_PyThreadState_UncheckedGet: the GIL holder on 3.9-3.11, this thread's attached state on 3.12+);
+ *    anyone else is reported as having no Python state. Cost: one extra call (a global read) per capture.
+ *  - _PyThreadState_UncheckedGet is NOT the main source: on 3.9-3.11 it is the GIL holder, i.e. another
+ *    thread's state after Py_BEGIN_ALLOW_THREADS; on 3.12+ it is NULL once the GIL is released.
+ *  - Frames on the chain are alive: the interpreter unlinks a frame (tstate->frame / current_frame moves
+ *    to the caller) before clearing it, and a frame's code object is a strong reference.
+ * Debian's /usr/bin/python3.11 (3.11.2) and pyenv's 3.11.7 ship byte-identical pycore_frame.h, code.h and
+ * cpython/pystate.h, so one pf_pyframes_311.so serves both.
  */
 #include <Python.h>
 #include <frameobject.h>
 
 #if PY_MINOR_VERSION >= 13
-#define Py_BUILD_CORE 1
+#define Py_BUILD_CORE 1     /* 3.13's internal headers refuse to compile without it */
 #endif
 #if PY_MINOR_VERSION >= 11
 #include <internal/pycore_frame.h>
@@ -25,22 +45,39 @@
 #include "pf_format.h"
 #include "pf_pyframes.h"
 
+#if PY_MAJOR_VERSION != 3 || PY_MINOR_VERSION < 9 || PY_MINOR_VERSION > 13
+#error "pf_pyframes.c supports CPython 3.9 to 3.13"
+#endif
+#ifdef Py_GIL_DISABLED
+#error "free-threaded builds (3.13t) have other layouts: a separate reader is needed"
+#endif
+_Static_assert(sizeof(_Py_CODEUNIT) == 2, "instruction offsets are reported in bytes, two per code unit");
+
 #define PF_API __attribute__((visibility("default")))
 
-/* ---- one function per version family: walk the frames ---- */
+/* A frame chain is never longer than the recursion limit allows, but skipped frames do not count towards
+ * max: bound the walk so that a corrupted chain cannot keep a hook spinning. */
+#define PF_MAX_STEPS(max) ((max) + 4096)
+
+/* ---- one function per version family: walk the frames ----
+ * Each returns the number of frames written (0..max) and sets *truncated when frames remained. */
 
 #if PY_MINOR_VERSION <= 10
+/* 3.9/3.10: a linked list of PyFrameObject; one eval call per frame, no shims. f_lasti is -1 before the
+ * first instruction, bytes on 3.9 and code units on 3.10. */
 static int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, int *truncated)
 {
-    int n = 0;
-    for (PyFrameObject *f = ts->frame; f; f = f->f_back) {
+    int n = 0, steps = 0;
+    for (PyFrameObject *f = ts->frame; f && steps < PF_MAX_STEPS(max); f = f->f_back, steps++) {
+        if (!f->f_code)
+            continue;
         if (n == max) {
             *truncated = 1;
             break;
         }
         int lasti = f->f_lasti < 0 ? 0 : f->f_lasti;
 #if PY_MINOR_VERSION == 10
-        lasti *= (int)sizeof(_Py_CODEUNIT);     /* 3.10 counts code units */
+        lasti *= (int)sizeof(_Py_CODEUNIT);
 #endif
         out[n].code = f->f_code;
         out[n].lasti_bytes = (uint32_t)lasti;
@@ -49,14 +86,19 @@ static int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, int *tr
     return n;
 }
 #elif PY_MINOR_VERSION <= 12
+/* 3.11/3.12: _PyInterpreterFrame records in the thread's data stack (or in generators), reached through
+ * the current cframe. prev_instr is the instruction being executed (updated at each instruction start).
+ * 3.12 pushes a C-stack-owned shim at each C->Python entry; both skip incomplete frames (still copying
+ * arguments, before RESUME) as frame.f_back does. */
 static int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, int *truncated)
 {
-    int n = 0;
+    int n = 0, steps = 0;
     if (!ts->cframe)
         return 0;
-    for (_PyInterpreterFrame *f = ts->cframe->current_frame; f; f = f->previous) {
+    for (_PyInterpreterFrame *f = ts->cframe->current_frame; f && steps < PF_MAX_STEPS(max);
+         f = f->previous, steps++) {
 #if PY_MINOR_VERSION == 12
-        if (f->owner == FRAME_OWNED_BY_CSTACK)   /* the shim pushed at each C->Python entry */
+        if (f->owner == FRAME_OWNED_BY_CSTACK)
             continue;
 #endif
         PyCodeObject *co = f->f_code;
@@ -74,18 +116,21 @@ static int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, int *tr
     return n;
 }
 #else /* 3.13 */
+/* 3.13: tstate->current_frame; the executable is a code object or None (C-stack shims), instr_ptr is the
+ * instruction being executed. The __init__ cleanup shim (_Py_InitCleanup) sits before its
+ * _co_firsttraceable and is skipped as incomplete, like frame.f_back does. */
 static int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, int *truncated)
 {
-    int n = 0;
-    for (_PyInterpreterFrame *f = ts->current_frame; f; f = f->previous) {
+    int n = 0, steps = 0;
+    for (_PyInterpreterFrame *f = ts->current_frame; f && steps < PF_MAX_STEPS(max); f = f->previous, steps++) {
         if (f->owner == FRAME_OWNED_BY_CSTACK)
             continue;
         PyObject *ex = f->f_executable;
-        if (!ex || Py_TYPE(ex) != &PyCode_Type)     /* None for shims; __init__ cleanup frames */
+        if (!ex || Py_TYPE(ex) != &PyCode_Type)
             continue;
         PyCodeObject *co = (PyCodeObject *)ex;
         if (f->owner != FRAME_OWNED_BY_GENERATOR && f->instr_ptr < _PyCode_CODE(co) + co->_co_firsttraceable)
-            continue;   /* incomplete: still setting up */
+            continue;
         if (n == max) {
             *truncated = 1;
             break;
@@ -99,12 +144,29 @@ static int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, int *tr
 }
 #endif
 
+#if PY_MINOR_VERSION >= 13
+#define PF_IS_FINALIZING() Py_IsFinalizing()
+#define PF_GIL_HOLDER_STATE() PyThreadState_GetUnchecked()
+#else
+#define PF_IS_FINALIZING() _Py_IsFinalizing()
+#define PF_GIL_HOLDER_STATE() _PyThreadState_UncheckedGet()
+#endif
+
+/* Returns the number of frames, or -1 when this thread has no (trustworthy) Python thread state. */
 static int capture(pf_pyframe_t *out, int max, int *truncated)
 {
+    int dummy;
+    if (!truncated)
+        truncated = &dummy;
     *truncated = 0;
     PyThreadState *ts = PyGILState_GetThisThreadState();
     if (!ts)
         return -1;
+    /* During finalization the key of a daemon thread may point at a freed state (see the file comment). */
+    if (PF_IS_FINALIZING() && ts != PF_GIL_HOLDER_STATE())
+        return -1;
+    if (!out || max < 0)
+        max = 0;
     return capture_frames(ts, out, max, truncated);
 }
 
@@ -121,24 +183,35 @@ static int capture(pf_pyframe_t *out, int max, int *truncated)
 #define PF_LINETABLE_FORMAT PF_LT_LOCATIONS
 #endif
 
+/* A pointer compare, not PyCode_Check's subclass walk: code cannot be subclassed, and this reads one word
+ * of a pointer the caller cached (which may since have been freed and reused for anything). */
 static int is_code(const void *p)
 {
     return p && Py_TYPE((PyObject *)p) == &PyCode_Type;
 }
 
-/* Transcodes a str object to UTF-8 into buf without allocating (reads its canonical representation).
- * Returns the bytes written; 0 for anything that is not a ready str. Cuts at a character boundary. */
+/* Transcodes a str object to UTF-8 into buf without allocating, reading its canonical representation
+ * (compact ASCII/latin-1/UCS-2/UCS-4, or the data pointer of a legacy string made ready). Lone surrogates
+ * (surrogateescape'd file names) become U+FFFD so the output is always valid UTF-8. Cuts at a character
+ * boundary when buf is full. Returns the bytes written; 0 for anything that is not a ready str. */
 static uint32_t str_to_utf8(PyObject *s, char *buf, size_t size)
 {
-    if (!s || !PyUnicode_Check(s) || size == 0)
+    if (!s || !buf || size == 0 || !PyUnicode_Check(s))
         return 0;
 #if PY_MINOR_VERSION <= 11
-    if (!PyUnicode_IS_READY(s))
+    if (!PyUnicode_IS_READY(s))     /* legacy wstr-only string: reading it would need a conversion */
         return 0;
 #endif
     int kind = PyUnicode_KIND(s);
     const void *data = PyUnicode_DATA(s);
     Py_ssize_t len = PyUnicode_GET_LENGTH(s);
+    if (!data)
+        return 0;
+    if (PyUnicode_IS_ASCII(s)) {
+        size_t n = (size_t)len < size ? (size_t)len : size;
+        memcpy(buf, data, n);
+        return (uint32_t)n;
+    }
     size_t used = 0;
     for (Py_ssize_t i = 0; i < len; i++) {
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
@@ -153,7 +226,7 @@ static uint32_t str_to_utf8(PyObject *s, char *buf, size_t size)
             n = 2;
         } else if (c < 0x10000) {
             if (c >= 0xD800 && c <= 0xDFFF)
-                c = 0xFFFD;     /* lone surrogate (surrogateescape'd file names): replacement char */
+                c = 0xFFFD;
             enc[0] = (char)(0xE0 | (c >> 12));
             enc[1] = (char)(0x80 | ((c >> 6) & 0x3F));
             enc[2] = (char)(0x80 | (c & 0x3F));
@@ -173,6 +246,10 @@ static uint32_t str_to_utf8(PyObject *s, char *buf, size_t size)
     return (uint32_t)used;
 }
 
+/* The identity of a code object: its file name, name and line table objects. A code object freed and
+ * another allocated at the same address almost always differs in at least one of them (same-named
+ * functions in one file still have distinct line tables unless their bodies are identical, in which case
+ * confusing them is harmless). Returns 0, or -1 when code is not a code object. */
 static int identify(const void *code, const void *identity[3])
 {
     if (!is_code(code))
@@ -184,10 +261,11 @@ static int identify(const void *code, const void *identity[3])
     return 0;
 }
 
+/* Returns 0, or -1 when code is not a code object (info is then untouched apart from identity). */
 static int describe(const void *code, pf_pycode_info_t *info, char *filename, size_t filename_size, char *name,
                     size_t name_size)
 {
-    if (identify(code, info->identity) != 0)
+    if (!info || identify(code, info->identity) != 0)
         return -1;
     PyCodeObject *co = (PyCodeObject *)code;
     info->firstlineno = co->co_firstlineno;
@@ -205,13 +283,10 @@ static int describe(const void *code, pf_pycode_info_t *info, char *filename, si
     return 0;
 }
 
+/* Returns 1 once Py_FinalizeEx has marked the runtime finalizing, else 0 (also before initialization). */
 static int is_finalizing(void)
 {
-#if PY_MINOR_VERSION >= 13
-    return Py_IsFinalizing();
-#else
-    return _Py_IsFinalizing();
-#endif
+    return PF_IS_FINALIZING() ? 1 : 0;
 }
 
 static const pf_pyframes_api_t api = {
@@ -223,7 +298,15 @@ static const pf_pyframes_api_t api = {
     .is_finalizing = is_finalizing,
 };
 
+/* The one exported symbol. Returns the API, or NULL when the running interpreter is not 3.<PY_MINOR_VERSION>
+ * (Py_GetVersion only formats a static buffer; the runtime checks py_minor too, this is the last line of
+ * defence against reading another version's structs). */
 PF_API const pf_pyframes_api_t *pf_pyframes_get(void)
 {
+    const char *v = Py_GetVersion();
+    char want[8];
+    int n = snprintf(want, sizeof want, "3.%d", PY_MINOR_VERSION);
+    if (!v || strncmp(v, want, (size_t)n) != 0 || (v[n] >= '0' && v[n] <= '9'))
+        return NULL;
     return &api;
 }

@@ -1,0 +1,258 @@
+/* probe.c - test-only CPython extension (module pf_probe) that drives a pf_pyframes_3XX.so from Python.
+ *
+ * Built once per supported minor against that version's headers, linked against no libpython (like the
+ * reader itself), so it also loads into Debian's static /usr/bin/python3.11. The test script compares what
+ * the reader sees with sys._getframe(); everything the reader returns is turned into Python objects here,
+ * under the GIL, after the capture (the capture itself runs exactly as a hook would: with or without the
+ * GIL, on a Python or a native thread).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pf_pyframes.h"
+
+#define PROBE_MAX_FRAMES 1024
+
+static const pf_pyframes_api_t *api;
+
+static PyObject *need_api(void)
+{
+    if (!api)
+        PyErr_SetString(PyExc_RuntimeError, "pf_probe.load() first");
+    return api ? Py_None : NULL;
+}
+
+/* load(path) -> py_minor of the reader. Raises on dlopen failure or an entry returning NULL. */
+static PyObject *probe_load(PyObject *self, PyObject *args)
+{
+    const char *path;
+    if (!PyArg_ParseTuple(args, "s", &path))
+        return NULL;
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return PyErr_Format(PyExc_OSError, "dlopen: %s", dlerror());
+    pf_pyframes_entry_fn entry = (pf_pyframes_entry_fn)dlsym(h, PF_PYFRAMES_ENTRY);
+    if (!entry)
+        return PyErr_Format(PyExc_OSError, "no %s in %s", PF_PYFRAMES_ENTRY, path);
+    api = entry();
+    if (!api)
+        return PyErr_Format(PyExc_RuntimeError, "%s refused this interpreter", path);
+    if (api->abi != PF_PYFRAMES_ABI)
+        return PyErr_Format(PyExc_RuntimeError, "abi %u", api->abi);
+    return PyLong_FromUnsignedLong(api->py_minor);
+}
+
+/* One captured frame as (code, filename, name, firstlineno, lasti_bytes, lt_format, linetable, line). */
+static PyObject *frame_tuple(const pf_pyframe_t *f)
+{
+    char fname[4096], name[1024];
+    pf_pycode_info_t info;
+    if (api->describe(f->code, &info, fname, sizeof fname, name, sizeof name) != 0)
+        return PyErr_Format(PyExc_AssertionError, "describe refused a captured code object");
+    PyCodeObject *co = (PyCodeObject *)f->code;
+    int line = PyCode_Addr2Line(co, (int)f->lasti_bytes);
+    return Py_BuildValue("(Os#s#iIIy#i)", (PyObject *)co, fname, (Py_ssize_t)info.filename_len, name,
+                         (Py_ssize_t)info.name_len, info.firstlineno, f->lasti_bytes, info.linetable_format,
+                         (const char *)info.linetable, (Py_ssize_t)info.linetable_len, line);
+}
+
+static PyObject *frames_list(const pf_pyframe_t *frames, int n, int truncated)
+{
+    PyObject *list = PyList_New(0);
+    for (int i = 0; list && i < n; i++) {
+        PyObject *t = frame_tuple(&frames[i]);
+        if (!t || PyList_Append(list, t) != 0) {
+            Py_XDECREF(t);
+            Py_CLEAR(list);
+            break;
+        }
+        Py_DECREF(t);
+    }
+    if (!list)
+        return NULL;
+    return Py_BuildValue("(Ni)", list, truncated);
+}
+
+/* capture(max=256, release_gil=False, sleep_ms=0) -> (frames, truncated), or None when capture returns -1.
+ * With release_gil the capture runs after Py_BEGIN_ALLOW_THREADS and after sleeping sleep_ms, so that
+ * another Python thread can take the GIL meanwhile (and become "the current thread state" on 3.9-3.11). */
+static PyObject *probe_capture(PyObject *self, PyObject *args)
+{
+    int max = 256, release = 0, sleep_ms = 0;
+    if (!need_api() || !PyArg_ParseTuple(args, "|ipi", &max, &release, &sleep_ms))
+        return NULL;
+    pf_pyframe_t frames[PROBE_MAX_FRAMES];     /* 16 KiB: per call, threads may capture at once */
+    if (max < 0 || max > PROBE_MAX_FRAMES)
+        max = PROBE_MAX_FRAMES;
+    int truncated = 0, n;
+    if (release) {
+        Py_BEGIN_ALLOW_THREADS
+        if (sleep_ms > 0)
+            nanosleep(&(struct timespec){sleep_ms / 1000, (sleep_ms % 1000) * 1000000L}, NULL);
+        n = api->capture(frames, max, &truncated);
+        Py_END_ALLOW_THREADS
+    } else {
+        n = api->capture(frames, max, &truncated);
+    }
+    if (n < 0)
+        Py_RETURN_NONE;
+    return frames_list(frames, n, truncated);
+}
+
+/* describe(obj, fsize=4096, nsize=1024) -> (filename bytes, name bytes, firstlineno, format, linetable,
+ * identity) or None when describe returns -1. Bytes, not str: the test checks they are valid UTF-8. */
+static PyObject *probe_describe(PyObject *self, PyObject *args)
+{
+    PyObject *obj;
+    Py_ssize_t fsize = 4096, nsize = 1024;
+    if (!need_api() || !PyArg_ParseTuple(args, "O|nn", &obj, &fsize, &nsize))
+        return NULL;
+    char fname[4096], name[1024];
+    if (fsize < 0 || fsize > (Py_ssize_t)sizeof fname || nsize < 0 || nsize > (Py_ssize_t)sizeof name)
+        return PyErr_Format(PyExc_ValueError, "sizes");
+    pf_pycode_info_t info;
+    memset(&info, 0, sizeof info);
+    if (api->describe(obj, &info, fname, (size_t)fsize, name, (size_t)nsize) != 0)
+        Py_RETURN_NONE;
+    return Py_BuildValue("(y#y#iIy#(KKK))", fname, (Py_ssize_t)info.filename_len, name, (Py_ssize_t)info.name_len,
+                         info.firstlineno, info.linetable_format, (const char *)info.linetable,
+                         (Py_ssize_t)info.linetable_len, (unsigned long long)(uintptr_t)info.identity[0],
+                         (unsigned long long)(uintptr_t)info.identity[1],
+                         (unsigned long long)(uintptr_t)info.identity[2]);
+}
+
+/* identify(obj) -> identity tuple, or None when identify returns -1. */
+static PyObject *probe_identify(PyObject *self, PyObject *args)
+{
+    PyObject *obj;
+    if (!need_api() || !PyArg_ParseTuple(args, "O", &obj))
+        return NULL;
+    const void *id[3];
+    if (api->identify(obj, id) != 0)
+        Py_RETURN_NONE;
+    return Py_BuildValue("(KKK)", (unsigned long long)(uintptr_t)id[0], (unsigned long long)(uintptr_t)id[1],
+                         (unsigned long long)(uintptr_t)id[2]);
+}
+
+static void *native_thread(void *arg)
+{
+    pf_pyframe_t frames[8];
+    int truncated = 0;
+    *(int *)arg = api->capture(frames, 8, &truncated);
+    return NULL;
+}
+
+/* native_thread_capture() -> what capture returns on a pthread that never ran Python (expected -1). */
+static PyObject *probe_native_thread_capture(PyObject *self, PyObject *args)
+{
+    if (!need_api())
+        return NULL;
+    int rc = 12345;
+    pthread_t th;
+    int err;
+    Py_BEGIN_ALLOW_THREADS
+    err = pthread_create(&th, NULL, native_thread, &rc);
+    if (!err)
+        pthread_join(th, NULL);
+    Py_END_ALLOW_THREADS
+    if (err)
+        return PyErr_Format(PyExc_OSError, "pthread_create: %d", err);
+    return PyLong_FromLong(rc);
+}
+
+static PyObject *probe_is_finalizing(PyObject *self, PyObject *args)
+{
+    if (!need_api())
+        return NULL;
+    return PyLong_FromLong(api->is_finalizing());
+}
+
+/* bench(iterations) -> (ns per capture call, frames per call); the caller arranges the stack depth. */
+static PyObject *probe_bench(PyObject *self, PyObject *args)
+{
+    long iters;
+    if (!need_api() || !PyArg_ParseTuple(args, "l", &iters))
+        return NULL;
+    pf_pyframe_t frames[128];
+    int truncated = 0, n = 0;
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    for (long i = 0; i < iters; i++) {
+        n = api->capture(frames, 128, &truncated);
+        __asm__ volatile("" : : "r"(frames) : "memory");    /* keep the loop */
+    }
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    double ns = (double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec);
+    return Py_BuildValue("(di)", iters > 0 ? ns / (double)iters : 0.0, n);
+}
+
+/* spin_nogil(): releases the GIL and calls capture in a loop until the process exits; meant for a daemon
+ * thread that is still inside C while the main thread finalizes the interpreter. Never returns; exits the
+ * process with status 4 if capture hands out frames once finalization has begun. */
+static PyObject *probe_spin_nogil(PyObject *self, PyObject *args)
+{
+    if (!need_api())
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    pf_pyframe_t frames[64];
+    int truncated;
+    for (;;) {
+        int fin = api->is_finalizing();
+        int n = api->capture(frames, 64, &truncated);
+        if (fin && n >= 0) {    /* our state may be freed by now: the reader must not have trusted it */
+            static const char msg[] = "pf-spin: daemon thread got frames during finalization\n";
+            if (write(2, msg, sizeof msg - 1) < 0)
+                _exit(5);
+            _exit(4);
+        }
+        for (int i = 0; i < n; i++)     /* touch what a hook would touch next */
+            if (api->identify(frames[i].code, (const void *[3]){0}) != 0)
+                _exit(3);
+    }
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+/* report(tag) -> None: writes "tag finalizing=F rc=N" to fd 2 with write(2), usable from __del__ methods
+ * run during finalization when sys.stderr may be gone. */
+static PyObject *probe_report(PyObject *self, PyObject *args)
+{
+    const char *tag;
+    if (!need_api() || !PyArg_ParseTuple(args, "s", &tag))
+        return NULL;
+    pf_pyframe_t frames[64];
+    int truncated;
+    int rc = api->capture(frames, 64, &truncated);
+    char line[256];
+    int len = snprintf(line, sizeof line, "%s finalizing=%d rc=%d\n", tag, api->is_finalizing(), rc);
+    if (write(2, line, (size_t)len) < 0)
+        return PyErr_SetFromErrno(PyExc_OSError);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"load", probe_load, METH_VARARGS, NULL},
+    {"capture", probe_capture, METH_VARARGS, NULL},
+    {"describe", probe_describe, METH_VARARGS, NULL},
+    {"identify", probe_identify, METH_VARARGS, NULL},
+    {"native_thread_capture", probe_native_thread_capture, METH_NOARGS, NULL},
+    {"is_finalizing", probe_is_finalizing, METH_NOARGS, NULL},
+    {"bench", probe_bench, METH_VARARGS, NULL},
+    {"spin_nogil", probe_spin_nogil, METH_NOARGS, NULL},
+    {"report", probe_report, METH_VARARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "pf_probe", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit_pf_probe(void)
+{
+    return PyModule_Create(&module);
+}
