@@ -13,6 +13,15 @@ set_target_properties(pf_pyframes_lifecycle PROPERTIES PREFIX ""
   LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/pyframes)
 target_link_libraries(pf_pyframes_lifecycle PRIVATE pf_pyframes_abi dl)
 
+# The probe and the helper live in an uninstrumented python, like the readers: never sanitized.
+function(pf_pyframes_unsanitized target)
+  if(PYFLOW_SANITIZE)
+    target_compile_options(${target} PRIVATE -fno-sanitize=all)
+    target_link_options(${target} PRIVATE -fno-sanitize=all)
+  endif()
+endfunction()
+pf_pyframes_unsanitized(pf_pyframes_lifecycle)
+
 function(pf_pyframes_test tag minor py)
   add_test(NAME unit.pyframes.${tag}
     COMMAND sh -c "[ -x \"$1\" ] || exit 77; exec \"$@\"" sh ${py} ${pf_pyf_script}
@@ -40,6 +49,7 @@ foreach(minor 9 10 11 12 13)
   target_link_libraries(${probe} PRIVATE pf_pyframes_abi dl pthread)   # no libpython, like the reader
   target_compile_options(${probe} PRIVATE -Wno-missing-field-initializers -Wno-sign-compare)
   add_dependencies(${probe} pf_pyframes_3${minor} pf_pyframes_lifecycle)
+  pf_pyframes_unsanitized(${probe})
   pf_pyframes_test(3.${minor} ${minor} ${py})
   if(minor EQUAL 11 AND EXISTS /usr/bin/python3.11 AND NOT py STREQUAL "/usr/bin/python3.11")
     pf_pyframes_test(debian-3.11 11 /usr/bin/python3.11)

@@ -281,6 +281,25 @@ def test_lifecycle(reader, lifecycle):
     check("pf-lifecycle after-exit rc=-1 " in err, "after exit: %r" % err)
 
 
+def test_symbols(reader):
+    """Exactly one export; imports only from the interpreter (no libc: the runtime interposes memcpy and
+    malloc, and the reader runs inside those hooks)."""
+    def nm(*flags):
+        try:
+            out = subprocess.run(["nm", "-D"] + list(flags) + [reader], stdout=subprocess.PIPE, check=True)
+        except (OSError, subprocess.CalledProcessError):
+            return None
+        return [l.split()[-1] for l in out.stdout.decode().splitlines() if l.strip()]
+    exports, imports = nm("--defined-only"), nm("--undefined-only")
+    if exports is None or imports is None:
+        print("nm not available: symbol checks skipped")
+        return
+    check(exports == ["pf_pyframes_get"], "exports: %r" % exports)
+    allowed = ("Py", "_Py", "_ITM_", "__cxa_finalize", "__gmon_start__", "__asan", "__ubsan", "__sanitizer")
+    bad = [s for s in imports if not s.startswith(allowed)]
+    check(not bad, "imports outside the interpreter: %r" % bad)
+
+
 def bench():
     def down(n):
         if n:
@@ -313,6 +332,7 @@ def main():
     for t in (test_basic_shapes, test_odd_names, test_describe_identify, test_truncation, test_threads,
               test_gil_released_other_thread_busy, test_native_thread, test_is_finalizing):
         t()
+    test_symbols(a.reader)
     test_finalization(a.reader, a.probe_dir)
     test_lifecycle(a.reader, a.lifecycle)
     bench()
