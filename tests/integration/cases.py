@@ -74,18 +74,38 @@ class Ctx:
 
 # ---- ground truth ----
 
-def case_numpy_native(c):
-    """A numpy line is native bytes of known size; a list-of-str line is Python bytes."""
-    c.need_numpy()
-    cp, d = c.profile(prog("numpy_lines.py"))
-    assert cp.returncode == 0, cp.stderr
-    big = row(d, "numpy_lines.py", 4)
-    near(big["native_bytes"], 32_000_000, 0.05, "np.ones line native bytes")
-    assert big["python_bytes"] < 1_000_000, f"np.ones line python bytes {big['python_bytes']}"
-    assert big["function"] == "native_big"
-    objs = row(d, "numpy_lines.py", 7)
-    assert objs["python_bytes"] > 10_000_000, f"list line python bytes {objs['python_bytes']}"
-    assert objs["native_bytes"] < 0.05 * objs["python_bytes"], f"list line native bytes {objs['native_bytes']}"
+def has_numpy(python):
+    return run([python, "-c", "import numpy"]).returncode == 0
+
+
+def case_python_and_native(c):
+    """A list of new str objects is Python bytes, exactly what tracemalloc says the line allocates; a numpy
+    line (where numpy is installed) is native bytes of known size.
+
+    Ground truth for line 13: the same script run plainly measures it with tracemalloc (live blocks, at
+    their requested sizes, all three domains) plus the blocks the growing list outgrew, which tracemalloc
+    cannot see once freed (computed from sys.getsizeof; see the program). --exact must agree within 1%
+    (the comprehension's function object and frame, a few hundred bytes, are the only other allocations);
+    sampled at a 64 KiB mean (~420 samples of ~27 MB: 5% standard error) within 20%."""
+    plain = run([c.python, prog("numpy_lines.py"), "measure"])
+    assert plain.returncode == 0, plain.stderr
+    words = plain.stdout.split()
+    truth, live = int(words[1]), int(words[3])
+    numpy = ("numpy",) if has_numpy(c.python) else ()
+    for extra, rel in ((("--exact",), 0.01), (("--sample-bytes", "64k"), 0.20)):
+        cp, d = c.profile(prog("numpy_lines.py"), *numpy, extra=extra)
+        assert cp.returncode == 0, cp.stderr
+        objs = row(d, "numpy_lines.py", 13)
+        near(objs["python_bytes"], truth, rel, f"list-of-str line python bytes vs tracemalloc ({extra})")
+        assert objs["native_bytes"] < 0.01 * truth, f"list-of-str line native bytes {objs['native_bytes']}"
+        near(objs["leaked_bytes"], live, rel, f"list-of-str line live at exit vs tracemalloc ({extra})")
+        if numpy:
+            big = row(d, "numpy_lines.py", 10)
+            near(big["native_bytes"], 32_000_000, 0.05, f"np.ones line native bytes ({extra})")
+            assert big["python_bytes"] < 100_000, f"np.ones line python bytes {big['python_bytes']}"
+            assert big["function"] == "native_big", big["function"]
+    if not numpy:
+        print(f"note: {c.python} has no numpy: the native half of this case ran on Debian's python3 only")
 
 
 def case_temporaries_and_live(c):
@@ -103,7 +123,29 @@ def case_temporaries_and_live(c):
 
 
 def case_tracemalloc_agreement(c):
-    """Python-domain live bytes of the script's own lines agree with tracemalloc (exact mode, within 10%)."""
+    """Python-domain bytes agree with tracemalloc, allocated and live.
+
+    What tracemalloc can measure: the requested sizes of the Python-domain blocks (PyMem_Raw, PyMem,
+    PyObject) live at a moment, and the peak of their sum. What it cannot: bytes allocated and freed again.
+    So (1) the allocation total is checked on a function that keeps everything it allocates
+    (python_totals.py; the plain run checks that its peak exceeds its end by less than 1 KiB, i.e. nearly
+    nothing was freed), and (2) live bytes at exit on lines whose objects stay (objects_kept.py).
+    Tolerances: --exact within 1% (both count the same requested sizes; the rest is the odd frame or
+    iterator); sampled at a 32 KiB mean (~1,700 samples of ~55 MB: 2.4% standard error) within 15%."""
+    plain = run([c.python, prog("python_totals.py"), "measure"])
+    assert plain.returncode == 0, plain.stderr
+    words = plain.stdout.split()
+    kept, peak = int(words[1]), int(words[3])
+    assert 0 <= peak - kept < 1024, f"the workload freed memory (kept {kept}, peak {peak}): not a valid truth"
+    for extra, rel in ((("--exact",), 0.01), (("--sample-bytes", "32k"), 0.15)):
+        cp, d = c.profile(prog("python_totals.py"), extra=extra)
+        assert cp.returncode == 0, cp.stderr
+        rows = [r for r in d["lines"] if os.path.basename(r["file"]) == "python_totals.py"
+                and 18 <= r["line"] <= 23]
+        near(sum(r["python_bytes"] for r in rows), kept, rel, f"python_bytes of build() vs tracemalloc ({extra})")
+        native = sum(r["native_bytes"] for r in rows)
+        assert native < 0.01 * kept, f"Python-domain blocks also counted as native (double count?): {native}"
+        assert d["totals"]["python_bytes"] >= 0.9 * kept, d["totals"]
     plain = run([c.python, prog("objects_kept.py"), "measure"])
     assert plain.returncode == 0, plain.stderr
     truth = int(plain.stdout.split()[-1])
@@ -111,7 +153,7 @@ def case_tracemalloc_agreement(c):
     assert cp.returncode == 0, cp.stderr
     ours = sum(r["leaked_bytes"] for r in d["lines"] if os.path.basename(r["file"]) == "objects_kept.py"
                and r["line"] in (7, 8))
-    near(ours, truth, 0.10, "live bytes of lines 7-8 vs tracemalloc")
+    near(ours, truth, 0.01, "live bytes of lines 7-8 vs tracemalloc")
 
 
 # ---- copies and the flow graph ----
