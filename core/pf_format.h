@@ -248,6 +248,78 @@ typedef struct pf_rec_verdict {
 /* Records of watch/ (PF_REC_ACCESS_PAIR, PF_REC_WATCH_STATS) are specified in the section below, kept
  * by watch/'s authors. */
 /* ---- watch records ---- */
+/* A watched access and the access that repeated it (watch/: PMU sample -> hardware watchpoint -> trap).
+ * aux = pf_access_kind_t. Every *resolved* watch is written, redundant or not, so the reporter has both the
+ * numerator (flags & PF_ACCESS_REDUNDANT) and the per-line denominator (all pairs whose repeat or first
+ * access is on that line). Non-redundant pairs carry no first stack (n_py_first = n_native_first = 0) to
+ * keep the file small.
+ *
+ * PF_REC_ACCESS_PAIR payload
+ *   OFFSET  SIZE  DESCRIPTION
+ *   0       8     t_ns: time of the repeat (trap), since header.start_mono_ns
+ *   8       8     addr: first byte watched (aligned to len)
+ *   16      8     credited_bytes: len x samples this watch stands for (reservoir compensation, >= len)
+ *   24      1     len: bytes compared (1, 2, 4 or 8)
+ *   25      1     flags: PF_ACCESS_*
+ *   26      2     n_py_first      Python frames of the first access (pf_rec_pyframe_t, innermost first)
+ *   28      2     n_native_first  native IPs of the first access (innermost = the accessing instruction)
+ *   30      2     n_py_repeat
+ *   32      2     n_native_repeat
+ *   34      6     reserved, zero
+ *   40      ...   first py frames, first native IPs, repeat py frames, repeat native IPs, zero padding
+ */
+typedef enum pf_access_kind {
+    PF_ACCESS_STORE = 1,        /* a store followed by a store to the same word */
+    PF_ACCESS_LOAD = 2          /* a load followed by a load of the same word (no store between) */
+} pf_access_kind_t;
+
+#define PF_ACCESS_REDUNDANT 0x1u    /* same bytes stored again / same value loaded again */
+#define PF_ACCESS_APPROX 0x2u       /* floating-point values equal within the relative tolerance, not bitwise */
+#define PF_ACCESS_UNCERTAIN 0x4u    /* loads: the repeating instruction could not be decoded (kind assumed) */
+#define PF_ACCESS_NO_PYSTATE 0x8u   /* the repeat ran on a thread without Python frames */
+
+typedef struct pf_rec_access_pair {
+    uint64_t t_ns;
+    uint64_t addr;
+    uint64_t credited_bytes;
+    uint8_t len;
+    uint8_t flags;
+    uint16_t n_py_first;
+    uint16_t n_native_first;
+    uint16_t n_py_repeat;
+    uint16_t n_native_repeat;
+    uint16_t reserved[3];
+} pf_rec_access_pair_t;
+
+/* Watch modes (PF_REC_WATCH_STATS aux, bit set). */
+#define PF_WATCH_MODE_STORES 0x1u
+#define PF_WATCH_MODE_LOADS 0x2u
+
+/* Address sources (pf_rec_watch_stats_t.source). */
+#define PF_WATCH_SRC_DECODE 1u      /* overflow of a counting event, next memory instruction decoded */
+#define PF_WATCH_SRC_PRECISE 2u     /* PEBS / IBS data address (not implemented yet) */
+
+/* PF_REC_WATCH_STATS payload: one thread's running totals (each record supersedes that thread's previous
+ * one; the reporter sums the last record of every thread). aux = PF_WATCH_MODE_* bits.
+ * Fractions: store fraction = redundant store bytes / store bytes (both credited), likewise loads. */
+typedef struct pf_rec_watch_stats {
+    uint64_t t_ns;
+    uint64_t period;            /* events per sample of the sampling event */
+    uint32_t tid;
+    uint32_t source;            /* PF_WATCH_SRC_* */
+    char event[32];             /* sampling event name, NUL terminated ("cycles", "task-clock", "r0229") */
+    uint64_t samples;           /* sampling signals received */
+    uint64_t samples_armed;     /* samples that led to an armed watchpoint */
+    uint64_t dropped_filter;    /* address in pyflow's memory, TLS, a stack, or code filtered */
+    uint64_t dropped_nomem;     /* no memory instruction of the wanted kind within the step limit */
+    uint64_t dropped_busy;      /* arrived while a step walk or handler ran, or hibernating */
+    uint64_t dropped_reservoir; /* every slot kept its watch */
+    uint64_t traps;             /* watchpoint traps */
+    uint64_t same_call;         /* repeats inside the same native call: ignored */
+    uint64_t header_words;      /* pairs on object headers (refcounts): dropped at drain */
+    uint64_t store_pairs, store_bytes, silent_store_bytes, approx_store_bytes;
+    uint64_t load_pairs, load_bytes, redundant_load_bytes;
+} pf_rec_watch_stats_t;
 /* ---- end of watch records ---- */
 
 static inline uint32_t pf_align8(uint32_t n) { return (n + 7u) & ~7u; }

@@ -1,11 +1,31 @@
-/* pf_watch.h - what this machine offers the watch engine (PMU sampling, precise data addresses, hardware
- * breakpoints), as a table of probes with the fix for anything missing. Used by `pyflow info` now, and by
- * the watch engine (issue 4) to choose its address source. Each probe tries the real thing (opens the
- * event) rather than guessing from versions, and never prints by itself. */
+/* pf_watch.h - the watch engine: PMU samples choose memory words, hardware debug registers watch them, and
+ * an access that repeats the same value is a redundant store or load (the Witch "CL" algorithm, as PieProf
+ * applies it to Python). Also the capability probes behind `pyflow info`.
+ *
+ * Who calls what, and from where:
+ *  - pf_watch_init: once, from the runtime's constructor after the profile is open.
+ *  - pf_watch_thread_start: once per thread that should be watched (the runtime's first slow-path visit of
+ *    each thread); pf_watch_thread_end before the thread exits.
+ *  - pf_watch_drain: from a non-signal context of the same thread (the allocation slow path, thread end,
+ *    process end). The signal handlers only fill preallocated per-thread storage; drain turns it into
+ *    PF_REC_ACCESS_PAIR / PF_REC_WATCH_STATS records through the caller's sink (the writer and the code-id
+ *    table take locks, so they must never be reached from a handler).
+ *  - pf_watch_on_free: from every free/munmap hook, before the real free. It is one load while nothing is
+ *    armed.
+ *  - pf_watch_fork_child: in the child after fork (closes the parent's events, re-opens for this thread).
+ *
+ * The library never prints; failures come back as -errno with a reason string that names the fix.
+ * Nothing here allocates with malloc: per-thread state is mmap'd in pf_watch_thread_start.
+ */
 #ifndef PF_WATCH_H
 #define PF_WATCH_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "pf_format.h"    /* PF_WATCH_MODE_*, the records drain writes */
+
+/* ---- capability probes (pyflow info) ---- */
 
 typedef enum pf_probe_status { PF_PROBE_OK, PF_PROBE_SKIP, PF_PROBE_FAIL } pf_probe_status_t;
 
@@ -17,5 +37,111 @@ typedef struct pf_probe {
 
 /* Runs every probe into out[0..max). Returns the number filled. */
 size_t pf_watch_probe(pf_probe_t *out, size_t max);
+
+/* ---- the engine ---- */
+
+/* A Python frame as the runtime's frame reader returns it (same layout as pf_pyframe_t in
+ * interpose/pf_pyframes.h, so the reader's capture() can be passed as is). */
+typedef struct pf_watch_pyframe {
+    const void *code;
+    uint32_t lasti_bytes;
+} pf_watch_pyframe_t;
+
+typedef struct pf_watch_range {
+    uintptr_t lo, hi;           /* [lo, hi) */
+} pf_watch_range_t;
+
+#define PF_WATCH_IGNORE_RANGES 4
+
+typedef struct pf_watch_config {
+    unsigned modes;             /* PF_WATCH_MODE_STORES | PF_WATCH_MODE_LOADS (core/pf_format.h) */
+    const char *event;          /* libpfm4 event name ("cycles", "r0229", "LS_DISPATCH:STORE_DISPATCH");
+                                   NULL: cycles, or task-clock where the machine has no PMU */
+    uint64_t period;            /* events per sample; 0: chosen from perf_event_max_sample_rate */
+    unsigned rate_hz;           /* target samples per second per thread when period = 0 (0: 1000) */
+    int signo;                  /* sampling signal; 0: SIGRTMIN+5 */
+    double float_rel_tol;       /* floats equal within this are PF_ACCESS_APPROX (0: 1e-6) */
+    int keep_same_call;         /* 1: keep pairs inside one native call (programs without Python) */
+    int emulate_breakpoints;    /* 1: where debug registers do not fire (some VMs), emulate them by
+                                   single-stepping while a watch is armed: exact but ~100x slower; tests */
+    uint64_t seed;              /* reservoir randomness (0: fixed default, reproducible) */
+
+    /* Called from signal handlers: must be async-signal-safe. All may be NULL. */
+    int (*py_capture)(pf_watch_pyframe_t *out, int max, int *truncated); /* -1: no Python thread state */
+    uint64_t (*thread_epoch)(void);     /* changes whenever the thread allocates (same-call test) */
+    int (*hibernating)(void);           /* 1: inside pyflow, an allocator or dlopen: drop the sample */
+    int (*native_unwind)(const void *ucontext, uint64_t *ips, int max); /* NULL: frame-pointer walk */
+
+    /* Called outside signal handlers. May be NULL. */
+    int (*is_object_header)(uintptr_t addr);    /* 1: addr is in a tracked Python object's header */
+    size_t (*usable_size)(void *p);             /* malloc_usable_size of the real allocator */
+    pf_watch_range_t ignore[PF_WATCH_IGNORE_RANGES]; /* code ranges never sampled (libpyflow's text) */
+} pf_watch_config_t;
+
+/* Where drain writes records. reserve/commit have pf_writer_reserve/commit's contract. */
+typedef struct pf_watch_sink {
+    void *ctx;
+    uint32_t (*code_id)(void *ctx, const void *code);       /* 0 = unknown frame */
+    void *(*reserve)(void *ctx, uint32_t bytes);             /* NULL = record dropped */
+    void (*commit)(void *ctx, void *rec, uint16_t type, uint16_t aux, uint32_t bytes);
+    uint64_t (*now_ns)(void *ctx);                           /* since the profile's start */
+} pf_watch_sink_t;
+
+/* Process totals (sums over threads; exact once the threads are quiet). */
+typedef struct pf_watch_totals {
+    uint64_t samples, samples_armed, dropped_filter, dropped_nomem, dropped_busy, dropped_reservoir;
+    uint64_t traps, same_call, header_words, pairs_lost;
+    uint64_t store_pairs, store_bytes, silent_store_bytes, approx_store_bytes;
+    uint64_t load_pairs, load_bytes, redundant_load_bytes;
+    uint64_t period;
+} pf_watch_totals_t;
+
+/* Checks the machine (perf_event_open, breakpoint slots, signal handlers), encodes the sampling event and
+ * installs the signal handlers. Does not watch any thread yet. Returns 0, or -errno with a sentence in
+ * why[] saying what is missing and what to change (-EACCES/-EPERM: paranoid or seccomp; -ENOENT: no such
+ * event; -EBUSY: the program has its own SIGTRAP handler; -ENOSYS: no debug-register breakpoints;
+ * -EOPNOTSUPP: breakpoints open but never fire, as in VMs without debug-register virtualization). */
+int pf_watch_init(const pf_watch_config_t *cfg, char *why, size_t why_size);
+
+/* Starts sampling and breakpoint slots on the calling thread. Returns 0, -EALREADY when already started,
+ * or -errno with why[] filled (the thread then runs unwatched). */
+int pf_watch_thread_start(char *why, size_t why_size);
+
+/* Stops watching the calling thread, drains what it found into sink (may be NULL) and frees its state. */
+void pf_watch_thread_end(const pf_watch_sink_t *sink);
+
+/* Writes the calling thread's pending pairs and its running totals into sink. Call only outside signal
+ * handlers. Returns the number of records written, 0 when there was nothing, or -ENOSPC when the sink
+ * refused a record (the rest stay pending). */
+int pf_watch_drain(const pf_watch_sink_t *sink);
+
+/* 1 when the calling thread has pairs waiting for pf_watch_drain (cheap: one TLS load and a compare). */
+int pf_watch_pending(void);
+
+/* Nonzero while any watchpoint of any thread is armed. Read by the inline free check below. */
+extern unsigned pf_watch_armed_count;
+
+void pf_watch_on_free_slow(void *p, size_t size);
+
+/* Disarms every watchpoint inside [p, p+size) before the memory can be reused. size 0 = unknown (a free):
+ * the config's usable_size is asked when an armed word lies above p. */
+static inline void pf_watch_on_free(void *p, size_t size)
+{
+    if (__builtin_expect(__atomic_load_n(&pf_watch_armed_count, __ATOMIC_RELAXED) != 0, 0))
+        pf_watch_on_free_slow(p, size);
+}
+
+/* In a fork child: closes the parent's events without touching them, drops pending pairs, and restarts
+ * watching on the calling (only) thread. Returns 0 or -errno. */
+int pf_watch_fork_child(void);
+
+/* Stops sampling on every thread (process end). Threads keep their state until pf_watch_thread_end. */
+void pf_watch_stop(void);
+
+/* Sums the totals of every thread that was watched (tests, the end-of-run note). */
+void pf_watch_get_totals(pf_watch_totals_t *out);
+
+/* The sampling event actually used ("cycles", "task-clock", ...) and its period; "" before init. */
+const char *pf_watch_event_name(uint64_t *period);
 
 #endif /* PF_WATCH_H */

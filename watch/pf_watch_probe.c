@@ -1,5 +1,8 @@
 /* pf_watch_probe.c - the capability probes behind `pyflow info` (see pf_watch.h). */
-#include "pf_watch.h"
+#include "pf_watch_int.h"
+
+#include <signal.h>
+#include <ucontext.h>
 
 #include <errno.h>
 #include <stdarg.h>
@@ -58,6 +61,39 @@ static const char *why(int err, int paranoid)
     else
         snprintf(buf, sizeof buf, "%s", strerror(err));
     return buf;
+}
+
+static volatile int pf_probe_steps;
+
+static void probe_trap(int sig, siginfo_t *si, void *ucv)
+{
+    ucontext_t *uc = ucv;
+    if (si->si_code == TRAP_TRACE)
+        pf_probe_steps++;
+    uc->uc_mcontext.gregs[REG_EFL] &= ~0x100;
+}
+
+/* The skid fix single-steps with the trap flag from a sample to the next memory instruction: check that
+ * setting TF delivers a TRAP_TRACE SIGTRAP here (ptrace-like sandboxes and some VMs do not). */
+static void probe_single_step(pf_probe_t *out, size_t max, size_t *n)
+{
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = probe_trap;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGTRAP, &sa, &old) != 0) {
+        add(out, max, n, "single step", PF_PROBE_FAIL, "cannot install a SIGTRAP handler");
+        return;
+    }
+    pf_probe_steps = 0;
+    __asm__ volatile("pushfq\n\torq $0x100, (%%rsp)\n\tpopfq\n\tnop\n\tnop" ::: "memory", "cc");
+    sigaction(SIGTRAP, &old, NULL);
+    if (pf_probe_steps > 0)
+        add(out, max, n, "single step", PF_PROBE_OK, "trap-flag single steps work (the fix for sampling skid)");
+    else
+        add(out, max, n, "single step", PF_PROBE_FAIL, "setting the trap flag delivered no SIGTRAP: samples "
+            "cannot be walked to the next store; watch would be biased");
 }
 
 size_t pf_watch_probe(pf_probe_t *out, size_t max)
@@ -131,6 +167,14 @@ size_t pf_watch_probe(pf_probe_t *out, size_t max)
         add(out, max, &n, "breakpoint slots", PF_PROBE_OK, "%d per thread (PERF_TYPE_BREAKPOINT)", slots);
     else
         add(out, max, &n, "breakpoint slots", PF_PROBE_FAIL, "%s", why(err, paranoid));
+    if (slots) {
+        char reason[256];
+        if (pf_watch_slots_selftest(reason, sizeof reason) == 0)
+            add(out, max, &n, "breakpoints fire", PF_PROBE_OK, "a watched word's writes are counted");
+        else
+            add(out, max, &n, "breakpoints fire", PF_PROBE_FAIL, "%s", reason);
+    }
+    probe_single_step(out, max, &n);
 
     /* libpfm4 names events for --event */
     if (pfm_initialize() != PFM_SUCCESS) {

@@ -1,0 +1,203 @@
+/* test_watch.c - the machine-independent parts of watch/: effective addresses of hand-assembled
+ * instructions under known registers, backward decoding after a trap, value comparison (bitwise and float
+ * tolerance), the reservoir probability, and the ACCESS_PAIR record layout. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <math.h>
+#include <string.h>
+
+#include "pf_watch_int.h"
+
+enum { RAX, RCX, RDX, RBX, RSP, RBP, RSI, RDI };
+
+static pf_watch_regs_t regs(void)
+{
+    pf_watch_regs_t r;
+    memset(&r, 0, sizeof r);
+    for (int i = 0; i < 16; i++)
+        r.gpr[i] = 0x100000000ull * (i + 1) + 0x1000u * (i + 1);
+    r.fs_base = 0x7f0000001000ull;
+    return r;
+}
+
+static int dec(const char *bytes, size_t n, uint64_t pc, const pf_watch_regs_t *r, pf_watch_access_t *a)
+{
+    return pf_watch_decode((const uint8_t *)bytes, n, pc, r, a);
+}
+
+static void test_decode_rip_relative(void **state)
+{
+    pf_watch_regs_t r = regs();
+    pf_watch_access_t a;
+    /* mov [rip+0x10], eax: relative to the end of this instruction, at its own address */
+    assert_int_equal(dec("\x89\x05\x10\x00\x00\x00", 6, 0x401000, &r, &a), 0);
+    assert_int_equal(a.ea, 0x401000 + 6 + 0x10);
+    assert_int_equal(a.size, 4);
+    assert_int_equal(a.kind & (PF_WATCH_ACC_LOAD | PF_WATCH_ACC_STORE), PF_WATCH_ACC_STORE);
+    assert_int_equal(a.insn_len, 6);
+}
+
+static void test_decode_sib(void **state)
+{
+    pf_watch_regs_t r = regs();
+    pf_watch_access_t a;
+    /* mov rax, [rbx + rcx*8 + 0x20] */
+    assert_int_equal(dec("\x48\x8b\x44\xcb\x20", 5, 0x1000, &r, &a), 0);
+    assert_int_equal(a.ea, r.gpr[RBX] + r.gpr[RCX] * 8 + 0x20);
+    assert_int_equal(a.size, 8);
+    assert_int_equal(a.kind & (PF_WATCH_ACC_LOAD | PF_WATCH_ACC_STORE), PF_WATCH_ACC_LOAD);
+    /* mov [rdi], rax: a store */
+    assert_int_equal(dec("\x48\x89\x07", 3, 0x1000, &r, &a), 0);
+    assert_int_equal(a.ea, r.gpr[RDI]);
+    assert_int_equal(a.kind & (PF_WATCH_ACC_LOAD | PF_WATCH_ACC_STORE), PF_WATCH_ACC_STORE);
+    /* add qword [rdx], 1: read-modify-write */
+    assert_int_equal(dec("\x48\x83\x02\x01", 4, 0x1000, &r, &a), 0);
+    assert_int_equal(a.ea, r.gpr[RDX]);
+    assert_int_equal(a.kind & (PF_WATCH_ACC_LOAD | PF_WATCH_ACC_STORE), PF_WATCH_ACC_LOAD | PF_WATCH_ACC_STORE);
+    /* movsd [rsi+8], xmm0: a float store of 8 bytes */
+    assert_int_equal(dec("\xf2\x0f\x11\x46\x08", 5, 0x1000, &r, &a), 0);
+    assert_int_equal(a.ea, r.gpr[RSI] + 8);
+    assert_int_equal(a.size, 8);
+    assert_true(a.kind & PF_WATCH_ACC_FLOAT);
+    assert_int_equal(a.elem_size, 8);
+}
+
+static void test_decode_segments_and_aliases(void **state)
+{
+    pf_watch_regs_t r = regs();
+    pf_watch_access_t a;
+    /* mov eax, fs:[0x28]: the FS base is added (Zydis ignores segments) */
+    assert_int_equal(dec("\x64\x8b\x04\x25\x28\x00\x00\x00", 8, 0x1000, &r, &a), 0);
+    assert_int_equal(a.ea, r.fs_base + 0x28);
+    /* mov eax, [ecx] (addr32): the 32-bit alias must be filled */
+    assert_int_equal(dec("\x67\x8b\x01", 3, 0x1000, &r, &a), 0);
+    assert_int_equal(a.ea, r.gpr[RCX] & 0xffffffffu);
+}
+
+static void test_decode_dropped(void **state)
+{
+    pf_watch_regs_t r = regs();
+    pf_watch_access_t a;
+    assert_int_equal(dec("\x48\x8d\x43\x08", 4, 0x1000, &r, &a), PF_WATCH_DEC_NOMEM);  /* lea: no access */
+    assert_int_equal(dec("\xf3\xa4", 2, 0x1000, &r, &a), PF_WATCH_DEC_NOMEM);          /* rep movsb */
+    assert_int_equal(dec("\xaa", 1, 0x1000, &r, &a), PF_WATCH_DEC_NOMEM);              /* stosb */
+    assert_int_equal(dec("\x50", 1, 0x1000, &r, &a), PF_WATCH_DEC_NOMEM);              /* push rax */
+    assert_int_equal(dec("\xc3", 1, 0x1000, &r, &a), PF_WATCH_DEC_NOMEM);              /* ret */
+    assert_int_equal(dec("\x01\xc8", 2, 0x1000, &r, &a), PF_WATCH_DEC_NOMEM);          /* add eax, ecx */
+    assert_int_equal(dec("\x0f\x18\x0f", 3, 0x1000, &r, &a), PF_WATCH_DEC_NOMEM);      /* prefetcht0 [rdi] */
+    assert_int_equal(dec("\x48", 1, 0x1000, &r, &a), PF_WATCH_DEC_BAD);                /* truncated */
+}
+
+static void test_decode_prev(void **state)
+{
+    pf_watch_regs_t r = regs();
+    uint8_t before[15];
+    memset(before, 0x90, sizeof before);
+    memcpy(before + 12, "\x48\x89\x07", 3);     /* mov [rdi], rax ended at next_pc */
+    assert_int_equal(pf_watch_decode_prev(before, 0x2000, &r, r.gpr[RDI], 8), PF_WATCH_ACC_STORE);
+    memcpy(before + 12, "\x48\x8b\x07", 3);     /* mov rax, [rdi] */
+    assert_int_equal(pf_watch_decode_prev(before, 0x2000, &r, r.gpr[RDI], 8), PF_WATCH_ACC_LOAD);
+    /* another word: no candidate */
+    assert_int_equal(pf_watch_decode_prev(before, 0x2000, &r, r.gpr[RDI] + 64, 8), 0);
+}
+
+static void test_value_same(void **state)
+{
+    uint8_t a[8], b[8];
+    double x = 1.0, y = 1.0 + 1e-9, z = 1.1, nan = NAN;
+    memcpy(a, &x, 8);
+    memcpy(b, &x, 8);
+    assert_int_equal(pf_watch_value_same(a, b, 8, 0, 1e-6), PF_ACCESS_REDUNDANT);
+    memcpy(b, &y, 8);
+    assert_int_equal(pf_watch_value_same(a, b, 8, 0, 1e-6), 0);                 /* integers: bitwise */
+    assert_int_equal(pf_watch_value_same(a, b, 8, 8, 1e-6), PF_ACCESS_REDUNDANT | PF_ACCESS_APPROX);
+    memcpy(b, &z, 8);
+    assert_int_equal(pf_watch_value_same(a, b, 8, 8, 1e-6), 0);
+    memcpy(a, &nan, 8);
+    memcpy(b, &z, 8);
+    assert_int_equal(pf_watch_value_same(a, b, 8, 8, 1e-6), 0);
+    float f1[2] = {2.0f, 3.0f}, f2[2] = {2.0f, 3.000001f};
+    assert_int_equal(pf_watch_value_same((uint8_t *)f1, (uint8_t *)f2, 8, 4, 1e-6),
+                     PF_ACCESS_REDUNDANT | PF_ACCESS_APPROX);
+    assert_int_equal(pf_watch_value_same((const uint8_t *)"\x01", (const uint8_t *)"\x02", 1, 0, 1e-6), 0);
+}
+
+static void test_reservoir(void **state)
+{
+    uint64_t rng = 42;
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(pf_watch_reservoir_pick(&rng, 0), 1);  /* an unseen slot is always replaced */
+    int hits = 0;
+    for (int i = 0; i < 40000; i++)
+        hits += pf_watch_reservoir_pick(&rng, 3);
+    assert_in_range(hits, 9000, 11000);     /* 1/(1+3) */
+}
+
+static uint32_t fake_id(void *ctx, const void *code) { return (uint32_t)(uintptr_t)code + 100; }
+
+static void test_pair_encoding(void **state)
+{
+    static pf_watch_pair_t p;
+    memset(&p, 0, sizeof p);
+    p.t_ns = 5;
+    p.addr = 0x1000;
+    p.credited = 16;
+    p.len = 8;
+    p.kind = PF_ACCESS_STORE;
+    p.flags = PF_ACCESS_REDUNDANT;
+    p.first_valid = 1;
+    p.first.n_py = 2;
+    p.first.py[0] = (pf_watch_pyframe_t){(const void *)1, 10};
+    p.first.py[1] = (pf_watch_pyframe_t){(const void *)2, 20};
+    p.first.n_native = 1;
+    p.first.native[0] = 0xaaaa;
+    p.repeat.n_py = 1;
+    p.repeat.py[0] = (pf_watch_pyframe_t){(const void *)3, 30};
+    p.repeat.n_native = 2;
+    p.repeat.native[0] = 0xbbbb;
+    p.repeat.native[1] = 0xcccc;
+    uint32_t bytes = pf_watch_pair_bytes(&p);
+    assert_int_equal(bytes, pf_align8(8 + sizeof(pf_rec_access_pair_t) + 3 * 8 + 3 * 8));
+    assert_int_equal(sizeof(pf_rec_access_pair_t), 40);
+    uint8_t rec[512];
+    memset(rec, 0xee, sizeof rec);
+    pf_watch_pair_encode(&p, rec, fake_id, NULL);
+    pf_rec_access_pair_t h;
+    memcpy(&h, rec + 8, sizeof h);
+    assert_int_equal(h.addr, 0x1000);
+    assert_int_equal(h.credited_bytes, 16);
+    assert_int_equal(h.n_py_first, 2);
+    assert_int_equal(h.n_native_first, 1);
+    assert_int_equal(h.n_py_repeat, 1);
+    assert_int_equal(h.n_native_repeat, 2);
+    const uint8_t *d = rec + 8 + sizeof h;
+    pf_rec_pyframe_t f;
+    memcpy(&f, d + 8, sizeof f);
+    assert_int_equal(f.code_id, 102);
+    assert_int_equal(f.lasti_bytes, 20);
+    uint64_t ip;
+    memcpy(&ip, d + 16, 8);
+    assert_int_equal(ip, 0xaaaa);
+    memcpy(&f, d + 24, sizeof f);
+    assert_int_equal(f.code_id, 103);
+    memcpy(&ip, d + 40, 8);
+    assert_int_equal(ip, 0xcccc);
+    /* a non-redundant pair carries no first stack */
+    p.flags = 0;
+    p.first_valid = 0;
+    assert_int_equal(pf_watch_pair_bytes(&p), pf_align8(8 + 40 + 8 + 16));
+}
+
+int main(void)
+{
+    assert_int_equal(pf_watch_decode_init(), 0);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_decode_rip_relative), cmocka_unit_test(test_decode_sib),
+        cmocka_unit_test(test_decode_segments_and_aliases), cmocka_unit_test(test_decode_dropped),
+        cmocka_unit_test(test_decode_prev), cmocka_unit_test(test_value_same),
+        cmocka_unit_test(test_reservoir), cmocka_unit_test(test_pair_encoding),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

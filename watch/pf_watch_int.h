@@ -1,0 +1,210 @@
+/* pf_watch_int.h - private to watch/: the decoder, the per-thread state the signal handlers own, the
+ * breakpoint slots, value comparison and record encoding.
+ *
+ * Invariants:
+ *  - A thread's pf_watch_thread_t is mmap'd by pf_watch_thread_start and written only by that thread (its
+ *    handlers and its non-signal code). `busy` is raised around every section that a handler must not
+ *    interrupt (the handlers then count the sample as busy and return).
+ *  - The pair ring is single-producer (handlers) / single-consumer (drain), both on the owning thread:
+ *    head is written only by handlers, tail only by drain.
+ *  - A slot's watched word is registered in the global armed table (pf_watch_slots.c) while armed, so a
+ *    free on any thread can find and disarm it.
+ */
+#ifndef PF_WATCH_INT_H
+#define PF_WATCH_INT_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <ucontext.h>
+
+#include "pf_watch.h"
+
+#define PF_WATCH_HIDDEN __attribute__((visibility("hidden")))
+#define PF_WATCH_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+#define PF_WATCH_MAX_SLOTS 4        /* x86 has 4 debug address registers */
+#define PF_WATCH_CTX_PY 24          /* Python frames kept per access */
+#define PF_WATCH_CTX_NATIVE 16      /* native IPs kept per access */
+#define PF_WATCH_RING 64            /* pending pairs per thread (a power of two) */
+#define PF_WATCH_STEP_LIMIT 64      /* single steps from a sample to a memory instruction */
+#define PF_WATCH_SAME_CALL_MAX 8    /* same-call traps before a watch gives up */
+#define PF_WATCH_MAX_THREADS 128    /* threads watched at once (global armed table = 4 per thread) */
+#define PF_WATCH_ALTSTACK (64 * 1024)
+
+#ifndef TRAP_PERF
+#define TRAP_PERF 6                 /* si_code of a perf sigtrap (not in glibc 2.36 headers) */
+#endif
+
+/* ---- pf_decode.c ---- */
+
+/* The registers an effective address may use: the 16 general registers in x86 encoding order
+ * (rax rcx rdx rbx rsp rbp rsi rdi r8..r15), plus the FS/GS bases (not in the ucontext). */
+typedef struct pf_watch_regs {
+    uint64_t gpr[16];
+    uint64_t fs_base, gs_base;
+} pf_watch_regs_t;
+
+#define PF_WATCH_ACC_LOAD 0x1u
+#define PF_WATCH_ACC_STORE 0x2u
+#define PF_WATCH_ACC_FLOAT 0x4u     /* the operand holds floating-point elements */
+
+typedef struct pf_watch_access {
+    uint64_t ea;                /* effective address of the one explicit memory operand */
+    uint32_t size;              /* operand bytes (may exceed 8: vectors) */
+    uint32_t kind;              /* PF_WATCH_ACC_* */
+    uint32_t insn_len;
+    uint32_t elem_size;         /* bytes per element (floats: 4 or 8) */
+} pf_watch_access_t;
+
+/* Decoder status codes (negative), counted separately by the engine. */
+#define PF_WATCH_DEC_NOMEM -1       /* decoded, but no single explicit memory operand (or lea/MIB/VSIB) */
+#define PF_WATCH_DEC_BAD -2         /* not a valid instruction in these bytes */
+
+/* Initializes the shared decoder (64-bit mode). Returns 0, or -EINVAL when Zydis refuses. */
+int pf_watch_decode_init(void) PF_WATCH_HIDDEN;
+
+/* Decodes the instruction at code[0..len) that runs at address pc and computes its memory operand's
+ * effective address from regs. Returns 0 and fills *out, or PF_WATCH_DEC_*. Async-signal-safe. */
+int pf_watch_decode(const uint8_t *code, size_t len, uint64_t pc, const pf_watch_regs_t *regs,
+                    pf_watch_access_t *out) PF_WATCH_HIDDEN;
+
+/* After a trap-after watchpoint hit at next_pc: finds the instruction that ended at next_pc and accessed
+ * [addr, addr+len), by decoding backwards. before[] holds the 15 bytes before next_pc. Returns
+ * PF_WATCH_ACC_LOAD or PF_WATCH_ACC_STORE (both bits for read-modify-write), or 0 when unknown
+ * (no candidate, or candidates disagree). */
+unsigned pf_watch_decode_prev(const uint8_t before[15], uint64_t next_pc, const pf_watch_regs_t *regs,
+                              uint64_t addr, uint32_t len) PF_WATCH_HIDDEN;
+
+/* Fills regs from a signal context (FS/GS bases passed in: a ucontext does not hold them). */
+void pf_watch_regs_from_uc(const ucontext_t *uc, uint64_t fs_base, uint64_t gs_base,
+                           pf_watch_regs_t *regs) PF_WATCH_HIDDEN;
+
+/* ---- pf_watch_value.c ---- */
+
+/* Verdict of a repeated access: 0 = values differ, PF_ACCESS_REDUNDANT = same bytes,
+ * PF_ACCESS_REDUNDANT|PF_ACCESS_APPROX = floats within rel_tol (elem_size 4 or 8, len a multiple). */
+unsigned pf_watch_value_same(const uint8_t *a, const uint8_t *b, uint32_t len, uint32_t float_elem,
+                             double rel_tol) PF_WATCH_HIDDEN;
+
+/* Reservoir replacement (Witch): returns 1 when a slot that survived n samples should be replaced by the
+ * new one, with probability 1/(1+n). *rng is xorshift64 state (never 0). */
+int pf_watch_reservoir_pick(uint64_t *rng, uint32_t n) PF_WATCH_HIDDEN;
+
+/* One access context, as captured in a handler: raw code pointers (turned into ids at drain). */
+typedef struct pf_watch_ctx {
+    uint16_t n_py, n_native;
+    uint8_t no_pystate, truncated;
+    pf_watch_pyframe_t py[PF_WATCH_CTX_PY];
+    uint64_t native[PF_WATCH_CTX_NATIVE];
+} pf_watch_ctx_t;
+
+/* A resolved watch waiting for drain. */
+typedef struct pf_watch_pair {
+    uint64_t t_ns;              /* CLOCK_MONOTONIC raw; drain converts with the sink's clock */
+    uint64_t addr;
+    uint64_t credited;
+    uint8_t len, flags, kind, first_valid;
+    pf_watch_ctx_t first, repeat;
+} pf_watch_pair_t;
+
+/* Bytes of the ACCESS_PAIR record for pair p (header included, 8-aligned). */
+uint32_t pf_watch_pair_bytes(const pf_watch_pair_t *p) PF_WATCH_HIDDEN;
+
+/* Encodes pair p into rec (pf_watch_pair_bytes(p) bytes, header left for commit); code ids via
+ * code_id(ctx, code). */
+void pf_watch_pair_encode(const pf_watch_pair_t *p, void *rec,
+                          uint32_t (*code_id)(void *ctx, const void *code), void *ctx) PF_WATCH_HIDDEN;
+
+/* ---- per-thread state (pf_watch_engine.c) ---- */
+
+enum { PF_SLOT_FREE = 0, PF_SLOT_AWAIT_FIRST = 1, PF_SLOT_WATCHING = 2 };
+
+typedef struct pf_watch_slot {
+    int fd;                     /* PERF_TYPE_BREAKPOINT event, opened disabled at thread start */
+    int global;                 /* index in the global armed table */
+    uint32_t state;             /* PF_SLOT_* */
+    uint32_t gen;               /* arming generation, carried in sig_data */
+    uint32_t survived;          /* samples this watch survived (reservoir n) */
+    uint32_t same_call;         /* same-call traps so far */
+    uint32_t mode;              /* PF_WATCH_MODE_STORES or _LOADS */
+    uint32_t len;
+    uint32_t float_elem;        /* 4/8 when the first access was floating point, else 0 */
+    uint64_t addr;
+    uint64_t expect_pc;         /* trap PC of the sampled access itself */
+    uint64_t epoch;
+    uint8_t value[8];
+    pf_watch_ctx_t first;
+} pf_watch_slot_t;
+
+typedef struct pf_watch_thread {
+    volatile int busy;          /* a non-signal section or a handler is running */
+    int sample_fd;
+    int n_slots;
+    int tid;
+    uint64_t fs_base, gs_base;
+    uintptr_t stack_lo, stack_hi, alt_lo, alt_hi;
+    uint64_t rng;
+    /* the step walk from a sample to the next memory instruction */
+    int walking;
+    int walk_steps;
+    /* breakpoint emulation (cfg.emulate_breakpoints): the slot the instruction being stepped accesses */
+    int emu_pending;
+    uint64_t emu_steps;         /* steps since the last emulated hit */
+    pf_watch_slot_t slot[PF_WATCH_MAX_SLOTS];
+    /* pending pairs */
+    volatile uint32_t head, tail;
+    pf_watch_pair_t ring[PF_WATCH_RING];
+    pf_watch_totals_t st;       /* this thread's counters */
+    uint64_t st_written_traps;  /* traps at the last STATS record (skip unchanged) */
+    struct pf_watch_thread *next_all;   /* list of every thread's state (totals) */
+    uint8_t altstack[PF_WATCH_ALTSTACK];
+} pf_watch_thread_t;
+
+/* ---- pf_watch_slots.c: breakpoint events and the global armed table ---- */
+
+/* Opens up to PF_WATCH_MAX_SLOTS disabled breakpoint events on the calling thread. Returns the number
+ * opened (0..4); *err gets errno of the first failure. */
+int pf_watch_slots_open(pf_watch_thread_t *t, int *err) PF_WATCH_HIDDEN;
+
+/* Arms slot i of t on [addr, addr+len) (len 1/2/4/8, aligned), W or W|R. Returns 0, or -errno. */
+int pf_watch_slot_arm(pf_watch_thread_t *t, int i, uint64_t addr, uint32_t len, int rw) PF_WATCH_HIDDEN;
+
+/* Disarms slot i (the event stays open, disabled). Returns 0 or -errno. */
+int pf_watch_slot_disarm(pf_watch_thread_t *t, int i) PF_WATCH_HIDDEN;
+
+void pf_watch_slots_close(pf_watch_thread_t *t) PF_WATCH_HIDDEN;
+
+/* Checks that a breakpoint on a word actually counts writes to it. Returns 0, or -errno with why[]
+ * (-EOPNOTSUPP: events open but never fire, as in VMs without debug-register virtualization). */
+int pf_watch_slots_selftest(char *why, size_t n) PF_WATCH_HIDDEN;
+
+/* Global table registration (indices for a thread's slots). Returns the first index or -1. */
+int pf_watch_table_take(pf_watch_thread_t *t) PF_WATCH_HIDDEN;
+void pf_watch_table_release(pf_watch_thread_t *t) PF_WATCH_HIDDEN;
+void pf_watch_table_reset(void) PF_WATCH_HIDDEN;
+
+/* ---- pf_pmu.c: the sampling event ---- */
+
+typedef struct pf_watch_pmu {
+    uint32_t type;              /* perf_event_attr.type */
+    uint64_t config, config1, config2;
+    uint64_t period;
+    int software;               /* a clock event (no PMU) */
+    char name[32];
+} pf_watch_pmu_t;
+
+/* Encodes cfg->event (or the default) and checks it opens here; chooses the period. Returns 0, or
+ * -errno with why[] saying what to change. */
+int pf_watch_pmu_setup(const pf_watch_config_t *cfg, pf_watch_pmu_t *pmu, char *why, size_t n) PF_WATCH_HIDDEN;
+
+/* Opens the sampling event on the calling thread, delivering signo to this thread per overflow.
+ * Returns the fd, or -errno. */
+int pf_watch_pmu_open_thread(const pf_watch_pmu_t *pmu, int signo, int tid) PF_WATCH_HIDDEN;
+
+/* Reads a whole-number sysctl. Returns 0, or -1. */
+int pf_watch_read_int(const char *path, int *out) PF_WATCH_HIDDEN;
+
+long pf_watch_perf_open(void *attr, int pid, int cpu, int group, unsigned long flags) PF_WATCH_HIDDEN;
+
+#endif /* PF_WATCH_INT_H */
