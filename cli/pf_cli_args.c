@@ -41,7 +41,7 @@ static int usage_error(const char *fmt, const char *arg)
 {
     fputs("pyflow: ", stderr);
     fprintf(stderr, fmt, arg);
-    fputs("\n(see `pyflow run --help`)\n", stderr);
+    fputs(" (see `pyflow run --help`)\n", stderr);
     return 2;
 }
 

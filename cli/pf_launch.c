@@ -177,8 +177,10 @@ static int probe_uncached(const char *python, pf_python_t *py)
         }
         close(fds[0]);
         unsetenv("LD_PRELOAD");   /* the probe itself is not profiled */
+        /* Python 2 syntax too, so an old interpreter is named as unsupported rather than as not Python. */
         execlp(python, python, "-S", "-c",
-               "import sys; print('PYFLOW-PROBE', sys.version_info[0], sys.version_info[1], sys.executable)",
+               "import sys; sys.stdout.write('PYFLOW-PROBE %d %d %s\\n' % (sys.version_info[0], "
+               "sys.version_info[1], sys.executable))",
                (char *)NULL);
         _exit(127);
     }

@@ -6,6 +6,7 @@ Exit 0 = pass, 1 = fail (with the failing assertion), 77 = skipped (with the rea
 Each case is a function below; tolerances are stated where numbers are compared.
 """
 import argparse
+import glob
 import json
 import os
 import shutil
@@ -500,15 +501,33 @@ def case_bad_input(c):
         ([c.pyflow, "run", "--python", "/nonexistent/python", prog("fidelity.py")], 2, "not found"),
         ([c.pyflow, "run", "--python", c.python, "--json", "/proc/nope/out.json", prog("fidelity.py")], 2,
          "cannot write"),
-        ([c.pyflow, "run", "--bogus", prog("fidelity.py")], 2, "unknown option"),
+        ([c.pyflow, "run", "--python", c.python, "-o", "/proc/nope/p.pflow", prog("fidelity.py")], 2,
+         "cannot write the profile"),
+        ([c.pyflow, "run", "--bogus", prog("fidelity.py")], 2, "unknown option --bogus"),
+        ([c.pyflow, "run", "--sample-bytes", "12q", prog("fidelity.py")], 2, "--sample-bytes"),
+        ([c.pyflow, "run", "--python", c.python], 2, "nothing to run"),
+        ([c.pyflow, "frob"], 2, "unknown command"),
         ([c.pyflow, "report", os.path.join(c.tmp, "none.pflow")], 2, "No such file"),
+        ([c.pyflow, "report", c.tmp], 2, "directory"),
+        ([c.pyflow, "report", "--format", "xml", os.path.join(c.tmp, "none.pflow")], 2, "unknown format"),
     ]
+    # interpreters pyflow cannot profile: named as such, with the versions it can
+    for old in ("3.8", "2.7"):
+        found = sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{old}.*/bin/python{old}")))
+        if found:
+            checks.append(([c.pyflow, "run", "--python", found[0], prog("fidelity.py")], 2,
+                           f"Python {old} is not supported (supported here: 3."))
     for cmd, code, text in checks:
         cp = run(cmd, input="")
         assert cp.returncode == code, f"{cmd}: exit {cp.returncode}, want {code}\n{cp.stderr}"
         assert text in cp.stderr, f"{cmd}: stderr lacks {text!r}: {cp.stderr!r}"
         assert cp.stderr.startswith("pyflow: "), cp.stderr
+        assert len(cp.stderr.splitlines()) == 1, f"{cmd}: more than one line: {cp.stderr!r}"
         assert cp.stdout == "", cp.stdout
+    assert not os.path.exists("/proc/nope"), "nothing may be created for a rejected run"
+    # a directory with a __main__.py is a program, as for python
+    cp = run([c.pyflow, "run", "--python", c.python, os.path.join(PROGRAMS, "pkgmod"), "d"])
+    assert cp.returncode == 0 and cp.stdout == "module main ['d']\n", (cp.returncode, cp.stdout, cp.stderr)
     # a syntax error is the program's: its own traceback and exit code 1
     plain = run([c.python, prog("syntax_error.py")])
     cp = run([c.pyflow, "run", "--python", c.python, prog("syntax_error.py")])
