@@ -34,7 +34,7 @@ def tools(args, script):
     py = args.python
     out = {
         "plain": [py, script],
-        "pyflow": [args.pyflow, "run", "--python", py, "--no-report", script],
+        "pyflow": [args.pyflow, "run", "--python", py, script],     # as users run it: the report included
         "tracemalloc": [py, "-X", "tracemalloc", script],
     }
     if shutil.which("scalene") or subprocess.run([py, "-c", "import scalene"], capture_output=True).returncode == 0:

@@ -93,6 +93,10 @@ int pf_cli_parse_run(int argc, char **argv, pf_run_opts_t *o)
             i++;
             break;
         }
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            o->help = 1;
+            return 0;
+        }
         if (is_option(a, "--python")) {
             if (!(v = option_value(argc, argv, &i, "--python")))
                 return usage_error("%s needs a path", "--python");

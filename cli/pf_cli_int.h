@@ -16,6 +16,7 @@ typedef struct pf_run_opts {
     const char *html;           /* --html FILE */
     uint64_t dot_min_bytes;     /* --dot-min-bytes: smaller flows folded */
     int exact, native, no_report, max_lines, width;
+    int help;                   /* -h/--help among the options: print the usage, run nothing */
     int reduced, profile_all;   /* report: only lines that matter; every file counts as the user's */
     const char *profile_only;   /* report: only files containing one of these comma-separated substrings */
     uint64_t sample_bytes, object_bytes;    /* 0 = runtime defaults */
@@ -25,7 +26,8 @@ typedef struct pf_run_opts {
     int nargs;
 } pf_run_opts_t;
 
-/* Parses `pyflow run ...` arguments (argv[0] is "run"). Returns 0, or 2 after printing a message. */
+/* Parses `pyflow run ...` arguments (argv[0] is "run"). Returns 0 (o->help set when -h/--help came before
+ * the program), or 2 after printing a one-line message. */
 int pf_cli_parse_run(int argc, char **argv, pf_run_opts_t *o);
 
 /* Parses a byte count with an optional k/m/g suffix. Returns 0 and sets *out, or -1. */

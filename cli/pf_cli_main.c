@@ -301,6 +301,10 @@ static int cmd_run(int argc, char **argv)
     int rc = pf_cli_parse_run(argc, argv, &o);
     if (rc)
         return rc;
+    if (o.help) {
+        usage(stdout);
+        return 0;
+    }
     char libdir[PATH_MAX];
     if (pf_launch_libdir(libdir, sizeof libdir) != 0) {
         fprintf(stderr, "pyflow: cannot find where pyflow is installed (/proc/self/exe unreadable)\n");
@@ -392,6 +396,16 @@ static int cmd_report(int argc, char **argv)
     pf_load_opts_t load = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        int valued = strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0 || strcmp(a, "-o") == 0 ||
+                     strcmp(a, "--max-lines") == 0 || strcmp(a, "--width") == 0 || strcmp(a, "--profile-only") == 0;
+        if (valued && i + 1 >= argc) {
+            fprintf(stderr, "pyflow: %s needs a value (see `pyflow --help`)\n", a);
+            return 2;
+        }
+        if ((strcmp(a, "--max-lines") == 0 || strcmp(a, "--width") == 0) && atoi(argv[i + 1]) <= 0) {
+            fprintf(stderr, "pyflow: %s needs a positive number, not %s\n", a, argv[i + 1]);
+            return 2;
+        }
         if ((strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) && i + 1 < argc)
             format = argv[++i];
         else if (strncmp(a, "--format=", 9) == 0)
