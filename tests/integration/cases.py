@@ -334,6 +334,23 @@ def case_module_and_code(c):
     assert cp.stdout == "__main__ ['x', '--flag']\n", cp.stdout
 
 
+def case_argv_cwd_env(c):
+    """The script path exactly as typed, argv, cwd, __file__ and the environment are the plain run's; the
+    interpreter comes from PYFLOW_PYTHON when --python is not given."""
+    with open(os.path.join(c.tmp, "show.py"), "w") as f:
+        f.write("import os, sys\n"
+                "print(sys.argv, __file__, __name__, os.getcwd(), os.environ.get('PF_TEST_VAR'))\n"
+                "print(os.path.realpath(sys.executable), sys.version_info[:2])\n")
+    env = dict(os.environ, PF_TEST_VAR="kept", PYFLOW_PYTHON=c.python)
+    args = ["show.py", "a b", "-x", "--json", "-m"]   # options after the script belong to the program
+    plain = run([c.python, *args], cwd=c.tmp, env=env)
+    cp = run([c.pyflow, "run", *args], cwd=c.tmp, env=env)
+    assert plain.returncode == 0, plain.stderr
+    assert cp.returncode == 0, cp.stderr
+    assert cp.stdout == plain.stdout, f"plain:\n{plain.stdout}pyflow:\n{cp.stdout}"
+    assert cp.stderr.startswith("pyflow  show.py a b -x --json -m"), f"report header: {cp.stderr[:200]!r}"
+
+
 def case_keyboard_interrupt(c):
     """An uncaught KeyboardInterrupt ends the program by SIGINT, as with plain python."""
     plain = run([c.python, prog("fidelity.py"), "interrupt"], input="")
