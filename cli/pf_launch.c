@@ -283,20 +283,35 @@ int pf_launch_run(const pf_run_opts_t *o, const pf_python_t *py, const char *lib
                      old_term, old_hup;
     sigemptyset(&ign.sa_mask);
     sigemptyset(&fwd.sa_mask);
+    /* Blocked across fork, so no signal falls between the fork and the handlers below: pyflow then
+     * forwards a pending SIGTERM/SIGHUP and drops a pending SIGINT/SIGQUIT (the terminal sent those to the
+     * program too, which gets them when it unblocks before exec). */
+    sigset_t waiting, old_mask;
+    sigemptyset(&waiting);
+    sigaddset(&waiting, SIGINT);
+    sigaddset(&waiting, SIGQUIT);
+    sigaddset(&waiting, SIGTERM);
+    sigaddset(&waiting, SIGHUP);
+    sigprocmask(SIG_BLOCK, &waiting, &old_mask);
     fflush(NULL);
     uint64_t start = now_ns();
     pid_t pid = fork();
     if (pid < 0) {
-        fprintf(stderr, "pyflow: cannot start the program: %s\n", strerror(errno));
+        int e = errno;
+        sigprocmask(SIG_SETMASK, &old_mask, NULL);
+        fprintf(stderr, "pyflow: cannot start the program: %s\n", strerror(e));
         return -1;
     }
-    if (pid == 0)
+    if (pid == 0) {
+        sigprocmask(SIG_SETMASK, &old_mask, NULL);
         exec_program(o, py, libdir, profile);
+    }
     child_pid = pid;
     sigaction(SIGINT, &ign, &old_int);
     sigaction(SIGQUIT, &ign, &old_quit);
     sigaction(SIGTERM, &fwd, &old_term);
     sigaction(SIGHUP, &fwd, &old_hup);
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
     int status;
     while (waitpid(pid, &status, 0) < 0) {
         if (errno != EINTR) {

@@ -359,6 +359,28 @@ def case_keyboard_interrupt(c):
     assert cp.returncode == -signal.SIGINT, f"pyflow status {cp.returncode}\n{cp.stderr}"
 
 
+def case_signals_forwarded(c):
+    """SIGTERM sent to pyflow reaches the program; Ctrl-C (SIGINT to the whole process group) ends the
+    program by KeyboardInterrupt while pyflow waits. Either way the report is printed and pyflow dies of the
+    program's signal."""
+    code = "import time; x = bytearray(2_000_000); print('ready', flush=True); time.sleep(60)"
+    for sig, to_group in ((signal.SIGTERM, False), (signal.SIGINT, True)):
+        p = subprocess.Popen([c.pyflow, "run", "--python", c.python, "-c", code], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            assert p.stdout.readline() == "ready\n", "the program did not start"
+            (os.killpg if to_group else os.kill)(p.pid, sig)
+            out, err = p.communicate(timeout=60)
+        finally:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        assert p.returncode == -sig, f"{sig.name}: pyflow status {p.returncode}\n{err[-800:]}"
+        assert "<string>:1" in err, f"{sig.name}: no report\n{err[-800:]}"
+        if sig == signal.SIGINT:
+            assert "KeyboardInterrupt" in err, err[-800:]
+
+
 def case_os_exit_and_sigkill(c):
     """os._exit and SIGKILL: the exit status is the program's, and the profile up to then survives."""
     saved = os.path.join(c.tmp, "kept.pflow")
