@@ -1,6 +1,6 @@
 """np.array(np.random.uniform(...)): copying a temporary that is thrown away at once.
 
-What the report shows: line 9 copies 40 MB, redundant (np.random.uniform already returns a new array).
+What the report shows: line 8 copies 40 MB, redundant (np.random.uniform already returns a new array).
 """
 import numpy as np
 

@@ -1,6 +1,6 @@
 """Growth by realloc: a list and a bytearray that grow one element at a time.
 
-What the report shows: the appends on lines 7 and 11 move their blocks as they grow; the moves are
+What the report shows: the appends on lines 8 and 12 move their blocks as they grow; the moves are
 `realloc` edges in the flow graph (--json flows of kind "realloc").
 """
 items = []

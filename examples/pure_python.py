@@ -1,6 +1,6 @@
 """No numpy needed: Python objects only (runs under any interpreter pyflow supports).
 
-What the report shows: line 12 builds a dict of tuples (Python bytes, live at exit); line 17 allocates
+What the report shows: line 11 builds a dict of tuples (Python bytes, live at exit); line 16 allocates
 strings in a loop and drops them (allocated, not live at exit).
 """
 

@@ -1,7 +1,7 @@
 """A copy nobody needed: np.array(a) of an array that neither the copy nor the source ever changes.
 
-What the report shows: line 15 copies 80 MB, flagged redundant (the fix: np.asarray(a), or use a);
-line 19 copies too but then writes to the copy, so it is not flagged.
+What the report shows: line 14 copies 80 MB, flagged redundant (the fix: np.asarray(a), or use a);
+line 18 copies too but then writes to the copy, so it is not flagged.
 """
 import numpy as np
 
