@@ -587,6 +587,12 @@ def case_corrupt_profiles(c):
             f.write(blob)
         return run([c.pyflow, "report", p])
 
+    if os.geteuid() != 0:   # root reads any file: the unreadable case needs an ordinary user
+        unreadable = os.path.join(c.tmp, "unreadable.pflow")
+        shutil.copy(saved, unreadable)
+        os.chmod(unreadable, 0)
+        r = run([c.pyflow, "report", unreadable])
+        assert r.returncode == 2 and "Permission denied" in r.stderr, r.stderr
     r = report(b"", "empty.pflow")
     assert r.returncode == 2 and "is empty" in r.stderr, r.stderr
     r = report(b"hello world, not a profile at all" * 200, "foreign.pflow")
