@@ -132,6 +132,24 @@ int pf_cli_parse_run(int argc, char **argv, pf_run_opts_t *o)
             o->exact = 1;
         } else if (strcmp(a, "--native") == 0) {
             o->native = 1;
+        } else if (strcmp(a, "--watch") == 0 || is_option(a, "--watch")) {
+            /* bare --watch watches stores, the cheap mode */
+            v = strchr(a, '=') ? a + strlen("--watch=") : "stores";
+            if (strcmp(v, "stores") != 0 && strcmp(v, "loads") != 0 && strcmp(v, "all") != 0)
+                return usage_error("--watch takes stores, loads or all (not %s)", v);
+            o->watch = v;
+        } else if (is_option(a, "--event")) {
+            if (!(v = option_value(argc, argv, &i, "--event")) || !*v)
+                return usage_error("%s needs an event name (see `pyflow info`)", "--event");
+            o->watch_event = v;
+        } else if (is_option(a, "--period")) {
+            char *end;
+            if (!(v = option_value(argc, argv, &i, "--period")))
+                return usage_error("%s needs a number of events", "--period");
+            unsigned long long n = strtoull(v, &end, 10);
+            if (*end || !n || *v == '-')
+                return usage_error("%s needs a positive number of events", "--period");
+            o->watch_period = n;
         } else if (strcmp(a, "--no-report") == 0) {
             o->no_report = 1;
         } else if (is_option(a, "--sample-bytes") || is_option(a, "--object-bytes")) {

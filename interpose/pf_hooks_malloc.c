@@ -11,6 +11,7 @@
 
 #include "pf_objtable.h"
 #include "pf_rt_int.h"
+#include "pf_watch_glue.h"
 
 static inline int pf_guarded(void)
 {
@@ -33,6 +34,7 @@ PF_EXPORT void *malloc(size_t size)
 
 PF_EXPORT void free(void *p)
 {
+    pf_watch_on_free(p, 0);     /* guarded too: PyMem frees of large blocks land here */
     if (!pf_guarded())
         pf_note_free(p);
     if (PF_UNLIKELY(pf_bootstrap_owns(p)))
@@ -67,6 +69,7 @@ PF_EXPORT void *realloc(void *old, size_t size)
     pf_objinfo_t old_obj;
     int tracked = old && PF_UNLIKELY(pf_objtable_maybe(old)) &&
                   pf_on_free_slow_info(&pf_tls, old, PF_DOMAIN_MALLOC, &old_obj);
+    pf_watch_on_free(old, 0);   /* the block may move: its watched words die with it */
     void *p = pf_real.realloc(old, size);
     if (size)
         pf_account_alloc(p, size, PF_DOMAIN_MALLOC);

@@ -6,6 +6,7 @@
 
 #include "pf_objtable.h"
 #include "pf_rt_int.h"
+#include "pf_watch_glue.h"
 
 static inline void note_unmap(void *addr)
 {
@@ -39,6 +40,7 @@ PF_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_
 
 PF_EXPORT int munmap(void *addr, size_t len)
 {
+    pf_watch_on_free(addr, len);
     note_unmap(addr);
     return pf_real.munmap(addr, len);
 }
@@ -57,6 +59,7 @@ PF_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...
                   pf_objtable_lookup((uintptr_t)old, NULL);
     if (tracked)
         pf_on_free_slow(&pf_tls, old, PF_DOMAIN_MMAP);
+    pf_watch_on_free(old, old_len);
     void *p = pf_real.mremap(old, old_len, new_len, flags, new_addr);
     if (tracked)
         note_map(p, new_len, PROT_READ, MAP_ANONYMOUS);

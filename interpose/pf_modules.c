@@ -92,25 +92,39 @@ void pf_modules_note(pf_tls_t *t, const uint64_t *ips, int n)
 
 static uint64_t self_lo, self_hi;
 
-static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
+typedef struct pf_text_query {
+    uint64_t probe, lo, hi;
+} pf_text_query_t;
+
+static int find_text(struct dl_phdr_info *info, size_t size, void *arg)
 {
-    uint64_t probe = (uint64_t)(uintptr_t)arg;
+    pf_text_query_t *q = arg;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         uint64_t start = info->dlpi_addr + ph->p_vaddr;
-        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && probe >= start && probe < start + ph->p_memsz) {
-            self_lo = start;
-            self_hi = start + ph->p_memsz;
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && q->probe >= start && q->probe < start + ph->p_memsz) {
+            q->lo = start;
+            q->hi = start + ph->p_memsz;
             return 1;
         }
     }
     return 0;
 }
 
+int pf_modules_text_range(const void *code, uint64_t *lo, uint64_t *hi)
+{
+    pf_text_query_t q = {(uint64_t)(uintptr_t)code, 0, 0};
+    if (!code || !dl_iterate_phdr(find_text, &q))
+        return 0;
+    *lo = q.lo;
+    *hi = q.hi;
+    return 1;
+}
+
 int pf_modules_is_self(uint64_t ip)
 {
     if (PF_UNLIKELY(!self_hi))
-        dl_iterate_phdr(find_self, (void *)(uintptr_t)pf_modules_is_self);
+        pf_modules_text_range((const void *)pf_modules_is_self, &self_lo, &self_hi);
     return ip >= self_lo && ip < self_hi;
 }
 

@@ -14,6 +14,9 @@ void pf_modules_note(pf_tls_t *t, const uint64_t *ips, int n);
 /* 1 when ip lies in libpyflow.so itself (its frames are dropped from native stacks). */
 int pf_modules_is_self(uint64_t ip);
 
+/* The executable segment [lo, hi) of the loaded object that contains code. Returns 1, or 0 when none does. */
+int pf_modules_text_range(const void *code, uint64_t *lo, uint64_t *hi);
+
 /* Forget what was written (fork child: a new file). */
 void pf_modules_reset(void);
 

@@ -13,6 +13,7 @@
 
 #include "pf_objtable.h"
 #include "pf_rt_int.h"
+#include "pf_watch_glue.h"
 
 typedef struct pf_pymem_allocator {
     void *ctx;
@@ -65,6 +66,7 @@ static void *pymem_realloc(void *ctx, void *old, size_t size)
     pf_objinfo_t old_obj;
     int tracked = outer && old && PF_UNLIKELY(pf_objtable_maybe(old)) && pf_on_free_slow_info(t, old, domain, &old_obj);
     t->guard++;
+    pf_watch_on_free(old, 512);
     void *p = wrapped[domain].realloc(wrapped[domain].ctx, old, size);
     t->guard--;
     if (outer)
@@ -80,6 +82,8 @@ static void pymem_free(void *ctx, void *p)
     pf_tls_t *t = &pf_tls;
     if (PF_LIKELY(t->guard == 0) && p && PF_UNLIKELY(pf_objtable_maybe(p)))
         pf_on_free_slow(t, p, domain);
+    /* pymalloc blocks are at most 512 bytes and have no malloc header to ask; larger ones reach free() */
+    pf_watch_on_free(p, 512);
     t->guard++;
     wrapped[domain].free(wrapped[domain].ctx, p);
     t->guard--;

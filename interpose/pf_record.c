@@ -18,6 +18,7 @@
 #include "pf_objtable.h"
 #include "pf_rt_int.h"
 #include "pf_sys.h"
+#include "pf_watch_glue.h"
 #include "pf_writer.h"
 
 /* Room for pyflow's own frames at the top of a native stack (dropped: they are the hook and slow path). */
@@ -72,6 +73,7 @@ void pf_record_thread_reset(pf_tls_t *t)
 {
     t->chunk_pos = t->chunk_end = NULL;
     t->chunk_gen = 0;
+    t->watch_started = 0;
 }
 
 void pf_record_mark(pf_tls_t *t, int kind, uint64_t value, const char *note)
@@ -106,7 +108,9 @@ void pf_enter_recording(pf_tls_t *t)
         finalizing_marked = 1;
         marked_gen = gen;
         pf_record_mark(t, PF_MARK_FINALIZING, 0, NULL);
+        pf_watch_glue_stop(t);
     }
+    pf_watch_glue_slow(t);
 }
 
 void pf_stack_capture(pf_tls_t *t, pf_stack_t *st)

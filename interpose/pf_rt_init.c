@@ -20,6 +20,7 @@
 #include "pf_objtable.h"
 #include "pf_rt_int.h"
 #include "pf_runtime.h"
+#include "pf_watch_glue.h"
 #include "pf_writer.h"
 
 __thread pf_tls_t pf_tls __attribute__((tls_model("initial-exec")));
@@ -127,6 +128,7 @@ static void fork_child(void)
     if (pf_writer_reopen_child() < 0)
         __atomic_store_n(&pf_cfg.enabled, 0, __ATOMIC_RELEASE);
     pf_record_thread_reset(&pf_tls);
+    pf_watch_glue_fork_child(&pf_tls);
     pf_tls.guard--;
 }
 
@@ -177,6 +179,7 @@ __attribute__((constructor)) static void pf_rt_init(void)
         pf_log("this interpreter has no PyMem_SetAllocator: Python-domain allocations are not seen");
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     __atomic_store_n(&pf_cfg.enabled, 1, __ATOMIC_RELEASE);
+    pf_watch_glue_init(&pf_tls);
     /* Allocations before this point may have parked this thread's countdown as if passive. */
     pf_tls.sampler.countdown = pf_tls.sampler.armed = 0;
     pf_tls.guard--;

@@ -42,6 +42,7 @@ typedef struct pf_tls {
     uint32_t tid;
     int64_t compare_credit;     /* bytes this thread may still spend comparing copies (pf_copies.c) */
     int compare_credit_set;
+    uint32_t watch_started;     /* watch/ was started (or refused) on this thread */
 } pf_tls_t;
 
 extern __thread pf_tls_t pf_tls __attribute__((tls_model("initial-exec"))) PF_HIDDEN;

@@ -40,5 +40,9 @@
 #define PF_ENV_EXACT "PYFLOW_EXACT"
 #define PF_ENV_NATIVE "PYFLOW_NATIVE"
 #define PF_ENV_QUIET "PYFLOW_QUIET"
+#define PF_ENV_WATCH "PYFLOW_WATCH"                /* "stores", "loads" or "all"; unset = off */
+#define PF_ENV_WATCH_PERIOD "PYFLOW_WATCH_PERIOD"  /* sampling period in events (0/unset: ~1 kHz) */
+#define PF_ENV_WATCH_EVENT "PYFLOW_WATCH_EVENT"    /* libpfm4 event name (unset: cycles, else task-clock) */
+#define PF_ENV_WATCH_SEED "PYFLOW_WATCH_SEED"      /* reservoir seed (unset: 1, reproducible) */
 
 #endif /* PF_RUNTIME_H */

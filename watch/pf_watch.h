@@ -63,7 +63,10 @@ typedef struct pf_watch_config {
     double float_rel_tol;       /* floats equal within this are PF_ACCESS_APPROX (0: 1e-6) */
     int keep_same_call;         /* 1: keep pairs inside one native call (programs without Python) */
     int emulate_breakpoints;    /* 1: where debug registers do not fire (some VMs), emulate them by
-                                   single-stepping while a watch is armed: exact but ~100x slower; tests */
+                                   single-stepping while a watch is armed: exact, but every instruction
+                                   run while armed traps */
+    uint64_t emulate_step_limit;/* emulation: single steps before an untouched watch is given up
+                                   (0: 2,000,000) */
     uint64_t seed;              /* reservoir randomness (0: fixed default, reproducible) */
 
     /* Called from signal handlers: must be async-signal-safe. All may be NULL. */
@@ -85,6 +88,9 @@ typedef struct pf_watch_sink {
     void *(*reserve)(void *ctx, uint32_t bytes);             /* NULL = record dropped */
     void (*commit)(void *ctx, void *rec, uint16_t type, uint16_t aux, uint32_t bytes);
     uint64_t (*now_ns)(void *ctx);                           /* since the profile's start */
+    /* Makes native IPs symbolizable (the runtime writes MODULE records). May be NULL. Called, like code_id,
+     * for every frame of a pair before its record is reserved: both may write records of their own. */
+    void (*note_native)(void *ctx, const uint64_t *ips, int n);
 } pf_watch_sink_t;
 
 /* Process totals (sums over threads; exact once the threads are quiet). */

@@ -270,7 +270,7 @@ static void emu_look(pf_watch_thread_t *t, ucontext_t *uc)
             uc->uc_mcontext.gregs[REG_EFL] &= ~EFL_TF;
         return;
     }
-    if (++t->emu_steps > 2000000) {     /* a watch nobody touches would crawl forever */
+    if (++t->emu_steps > pf_watch_cfg.emulate_step_limit) {     /* a watch nobody touches would crawl forever */
         for (int i = 0; i < t->n_slots; i++)
             if (t->slot[i].state != PF_SLOT_FREE)
                 pf_watch_slot_disarm(t, i);
@@ -307,8 +307,10 @@ static void sample_handler(int sig, siginfo_t *si, void *ucv)
     if (!t || pf_stopped)
         goto out;
     t->st.samples++;
+    /* emulating, a sample while a word is watched would start a second single-step chain on top of the
+     * first: the slots' own steps are the expensive part, so one chain at a time */
     if (t->busy || t->walking || (pf_watch_cfg.hibernating && pf_watch_cfg.hibernating()) ||
-        sigismember(&uc->uc_sigmask, SIGTRAP)) {
+        sigismember(&uc->uc_sigmask, SIGTRAP) || (pf_watch_cfg.emulate_breakpoints && any_armed(t))) {
         t->st.dropped_busy++;
         goto out;
     }
@@ -467,6 +469,8 @@ int pf_watch_init(const pf_watch_config_t *cfg, char *why, size_t n)
     pf_watch_cfg = *cfg;
     if (!pf_watch_cfg.modes)
         pf_watch_cfg.modes = PF_WATCH_MODE_STORES;
+    if (!pf_watch_cfg.emulate_step_limit)
+        pf_watch_cfg.emulate_step_limit = 2000000;
     if (pf_watch_cfg.float_rel_tol <= 0)
         pf_watch_cfg.float_rel_tol = 1e-6;
     pf_signo = cfg->signo ? cfg->signo : SIGRTMIN + 5;
@@ -680,6 +684,8 @@ int pf_watch_drain(const pf_watch_sink_t *sink)
                     t->st.redundant_load_bytes -= p->credited;
             }
         } else {
+            /* code ids and modules first: they may write CODE/MODULE records, never inside a reservation */
+            pf_watch_pair_prepare(p, sink);
             uint32_t bytes = pf_watch_pair_bytes(p);
             void *rec = sink->reserve(sink->ctx, bytes);
             if (!rec) {

@@ -111,6 +111,10 @@ typedef struct pf_watch_pair {
 /* Bytes of the ACCESS_PAIR record for pair p (header included, 8-aligned). */
 uint32_t pf_watch_pair_bytes(const pf_watch_pair_t *p) PF_WATCH_HIDDEN;
 
+/* Resolves every code id of pair p and notes its native IPs through sink, so that encoding writes nothing
+ * else while its record is reserved. */
+void pf_watch_pair_prepare(const pf_watch_pair_t *p, const pf_watch_sink_t *sink) PF_WATCH_HIDDEN;
+
 /* Encodes pair p into rec (pf_watch_pair_bytes(p) bytes, header left for commit); code ids via
  * code_id(ctx, code). */
 void pf_watch_pair_encode(const pf_watch_pair_t *p, void *rec,

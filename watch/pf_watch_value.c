@@ -77,6 +77,21 @@ static uint8_t *put_ctx_py(uint8_t *dst, const pf_watch_ctx_t *c,
     return dst;
 }
 
+static void prepare_ctx(const pf_watch_ctx_t *c, const pf_watch_sink_t *sink)
+{
+    for (unsigned i = 0; i < c->n_py && sink->code_id; i++)
+        sink->code_id(sink->ctx, c->py[i].code);
+    if (sink->note_native && c->n_native)
+        sink->note_native(sink->ctx, c->native, c->n_native);
+}
+
+void pf_watch_pair_prepare(const pf_watch_pair_t *p, const pf_watch_sink_t *sink)
+{
+    if (p->first_valid)
+        prepare_ctx(&p->first, sink);
+    prepare_ctx(&p->repeat, sink);
+}
+
 void pf_watch_pair_encode(const pf_watch_pair_t *p, void *rec,
                           uint32_t (*code_id)(void *ctx, const void *code), void *ctx)
 {

@@ -57,29 +57,81 @@ _Static_assert(sizeof(_Py_CODEUNIT) == 2, "instruction offsets are reported in b
  * max: bound the walk so that a corrupted chain cannot keep a hook spinning. */
 #define PF_MAX_STEPS(max) ((max) + 4096)
 
+/* ---- reading fields: directly, or without faulting ----
+ * The allocation hooks call capture() at a call boundary, where the thread's frame chain is consistent, and
+ * read fields directly. A signal handler (watch/) stops the thread at any instruction, possibly half-way
+ * through pushing a frame, so capture_async() reads every field with process_vm_readv on its own process:
+ * a bad pointer then fails the read instead of faulting. It is a raw system call because this object may
+ * import nothing from libc (see test_symbols). */
+#if defined(__x86_64__)
+static long raw_syscall6(long n, long a1, long a2, long a3, long a4, long a5, long a6)
+{
+    long ret;
+    register long r10 __asm__("r10") = a4;
+    register long r8 __asm__("r8") = a5;
+    register long r9 __asm__("r9") = a6;
+    __asm__ volatile("syscall"
+                     : "=a"(ret)
+                     : "a"(n), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
+                     : "rcx", "r11", "memory");
+    return ret;
+}
+
+static int safe_read(void *dst, const void *src, size_t n)
+{
+    struct {
+        void *base;
+        size_t len;
+    } local = {dst, n}, remote = {(void *)src, n};
+    long pid = raw_syscall6(39 /* getpid */, 0, 0, 0, 0, 0, 0);
+    return raw_syscall6(310 /* process_vm_readv */, pid, (long)&local, 1, (long)&remote, 1, 0) == (long)n ? 0 : -1;
+}
+#define PF_HAVE_SAFE_READ 1
+#else
+#define PF_HAVE_SAFE_READ 0
+static int safe_read(void *dst, const void *src, size_t n) { return -1; }
+#endif
+
+/* LOAD(var, lvalue): var = lvalue; evaluates to 0, or -1 when an async read failed. `async` is a
+ * compile-time constant in each instantiation of capture_frames, so the direct path costs nothing extra. */
+#define LOAD(var, lvalue) (async ? safe_read(&(var), &(lvalue), sizeof(var)) : ((var) = (lvalue), 0))
+
 /* ---- one function per version family: walk the frames ----
- * Each returns the number of frames written (0..max) and sets *truncated when frames remained. */
+ * Each returns the number of frames written (0..max) and sets *truncated when frames remained; an async
+ * walk that meets an unreadable pointer stops there and returns what it has. */
 
 #if PY_MINOR_VERSION <= 10
 /* 3.9/3.10: a linked list of PyFrameObject; one eval call per frame, no shims. f_lasti is -1 before the
  * first instruction, bytes on 3.9 and code units on 3.10. */
-static int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, int *truncated)
+static inline int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, int *truncated, const int async)
 {
     int n = 0, steps = 0;
-    for (PyFrameObject *f = ts->frame; f && steps < PF_MAX_STEPS(max); f = f->f_back, steps++) {
-        if (!f->f_code)
-            continue;
-        if (n == max) {
-            *truncated = 1;
+    PyFrameObject *f;
+    if (LOAD(f, ts->frame))
+        return 0;
+    for (; f && steps < PF_MAX_STEPS(max); steps++) {
+        PyCodeObject *co;
+        int f_lasti;
+        PyFrameObject *back;
+        if (LOAD(co, f->f_code) || LOAD(f_lasti, f->f_lasti) || LOAD(back, f->f_back))
             break;
-        }
-        int lasti = f->f_lasti < 0 ? 0 : f->f_lasti;
+        PyTypeObject *type = NULL;
+        if (co && async && (LOAD(type, co->ob_base.ob_type) || type != &PyCode_Type))
+            break;
+        if (co) {
+            if (n == max) {
+                *truncated = 1;
+                break;
+            }
+            int lasti = f_lasti < 0 ? 0 : f_lasti;
 #if PY_MINOR_VERSION == 10
-        lasti *= (int)sizeof(_Py_CODEUNIT);
+            lasti *= (int)sizeof(_Py_CODEUNIT);
 #endif
-        out[n].code = f->f_code;
-        out[n].lasti_bytes = (uint32_t)lasti;
-        n++;
+            out[n].code = co;
+            out[n].lasti_bytes = (uint32_t)lasti;
+            n++;
+        }
+        f = back;
     }
     return n;
 }
@@ -87,26 +139,41 @@ static int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, int *tr
 /* 3.11/3.12: _PyInterpreterFrame records in the thread's data stack (or in generators), reached through
  * the current cframe. prev_instr is the instruction being executed (updated at each instruction start).
  * 3.12 pushes a C-stack-owned shim at each C->Python entry; both skip incomplete frames (still copying
- * arguments, before RESUME) as frame.f_back does. */
-static int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, int *truncated)
+ * arguments, before RESUME) as frame.f_back does (_PyFrame_IsIncomplete, spelled out on loaded fields). */
+static inline int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, int *truncated, const int async)
 {
     int n = 0, steps = 0;
-    if (!ts->cframe)
+    _PyCFrame *cf;
+    _PyInterpreterFrame *f;
+    if (LOAD(cf, ts->cframe) || !cf || LOAD(f, cf->current_frame))
         return 0;
-    for (_PyInterpreterFrame *f = ts->cframe->current_frame; f && steps < PF_MAX_STEPS(max);
-         f = f->previous, steps++) {
+    for (; f && steps < PF_MAX_STEPS(max); steps++) {
+        char owner;
+        PyCodeObject *co;
+        _Py_CODEUNIT *prev_instr;
+        _PyInterpreterFrame *previous;
+        if (LOAD(owner, f->owner) || LOAD(co, f->f_code) || LOAD(prev_instr, f->prev_instr) ||
+            LOAD(previous, f->previous))
+            break;
+        f = previous;
 #if PY_MINOR_VERSION == 12
-        if (f->owner == FRAME_OWNED_BY_CSTACK)
+        if (owner == FRAME_OWNED_BY_CSTACK)
             continue;
 #endif
-        PyCodeObject *co = f->f_code;
-        if (!co || _PyFrame_IsIncomplete(f))
+        if (!co)
+            continue;
+        PyTypeObject *type = NULL;
+        int first_traceable;
+        if ((async && (LOAD(type, co->ob_base.ob_base.ob_type) || type != &PyCode_Type)) ||
+            LOAD(first_traceable, co->_co_firsttraceable))
+            break;
+        if (owner != FRAME_OWNED_BY_GENERATOR && prev_instr < _PyCode_CODE(co) + first_traceable)
             continue;
         if (n == max) {
             *truncated = 1;
             break;
         }
-        ptrdiff_t units = f->prev_instr - _PyCode_CODE(co);
+        ptrdiff_t units = prev_instr - _PyCode_CODE(co);
         out[n].code = co;
         out[n].lasti_bytes = (uint32_t)(units < 0 ? 0 : units * (ptrdiff_t)sizeof(_Py_CODEUNIT));
         n++;
@@ -117,23 +184,39 @@ static int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, int *tr
 /* 3.13: tstate->current_frame; the executable is a code object or None (C-stack shims), instr_ptr is the
  * instruction being executed. The __init__ cleanup shim (_Py_InitCleanup) sits before its
  * _co_firsttraceable and is skipped as incomplete, like frame.f_back does. */
-static int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, int *truncated)
+static inline int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, int *truncated, const int async)
 {
     int n = 0, steps = 0;
-    for (_PyInterpreterFrame *f = ts->current_frame; f && steps < PF_MAX_STEPS(max); f = f->previous, steps++) {
-        if (f->owner == FRAME_OWNED_BY_CSTACK)
+    _PyInterpreterFrame *f;
+    if (LOAD(f, ts->current_frame))
+        return 0;
+    for (; f && steps < PF_MAX_STEPS(max); steps++) {
+        char owner;
+        PyObject *ex;
+        _Py_CODEUNIT *instr_ptr;
+        _PyInterpreterFrame *previous;
+        if (LOAD(owner, f->owner) || LOAD(ex, f->f_executable) || LOAD(instr_ptr, f->instr_ptr) ||
+            LOAD(previous, f->previous))
+            break;
+        f = previous;
+        if (owner == FRAME_OWNED_BY_CSTACK || !ex)
             continue;
-        PyObject *ex = f->f_executable;
-        if (!ex || Py_TYPE(ex) != &PyCode_Type)
+        PyTypeObject *type;
+        if (LOAD(type, ex->ob_type))
+            break;
+        if (type != &PyCode_Type)
             continue;
         PyCodeObject *co = (PyCodeObject *)ex;
-        if (f->owner != FRAME_OWNED_BY_GENERATOR && f->instr_ptr < _PyCode_CODE(co) + co->_co_firsttraceable)
+        int first_traceable;
+        if (LOAD(first_traceable, co->_co_firsttraceable))
+            break;
+        if (owner != FRAME_OWNED_BY_GENERATOR && instr_ptr < _PyCode_CODE(co) + first_traceable)
             continue;
         if (n == max) {
             *truncated = 1;
             break;
         }
-        ptrdiff_t units = f->instr_ptr - _PyCode_CODE(co);
+        ptrdiff_t units = instr_ptr - _PyCode_CODE(co);
         out[n].code = co;
         out[n].lasti_bytes = (uint32_t)(units < 0 ? 0 : units * (ptrdiff_t)sizeof(_Py_CODEUNIT));
         n++;
@@ -151,7 +234,7 @@ static int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, int *tr
 #endif
 
 /* Returns the number of frames, or -1 when this thread has no (trustworthy) Python thread state. */
-static int capture(pf_pyframe_t *out, int max, int *truncated)
+static inline int capture_common(pf_pyframe_t *out, int max, int *truncated, const int async)
 {
     int dummy;
     if (!truncated)
@@ -165,7 +248,16 @@ static int capture(pf_pyframe_t *out, int max, int *truncated)
         return -1;
     if (!out || max < 0)
         max = 0;
-    return capture_frames(ts, out, max, truncated);
+    return capture_frames(ts, out, max, truncated, async);
+}
+
+static int capture(pf_pyframe_t *out, int max, int *truncated) { return capture_common(out, max, truncated, 0); }
+
+static int capture_async(pf_pyframe_t *out, int max, int *truncated)
+{
+    if (!PF_HAVE_SAFE_READ)
+        return -1;
+    return capture_common(out, max, truncated, 1);
 }
 
 /* ---- code objects ---- */
@@ -301,6 +393,7 @@ static const pf_pyframes_api_t api = {
     .abi = PF_PYFRAMES_ABI,
     .py_minor = PY_MINOR_VERSION,
     .capture = capture,
+    .capture_async = capture_async,
     .describe = describe,
     .identify = identify,
     .is_finalizing = is_finalizing,

@@ -59,7 +59,7 @@ static void sink_commit(void *ctx, void *rec, uint16_t type, uint16_t aux, uint3
     sinkpos += bytes;
 }
 static uint64_t sink_now(void *ctx) { return (uint64_t)(now_s() * 1e9); }
-static const pf_watch_sink_t sink = {NULL, NULL, sink_reserve, sink_commit, sink_now};
+static const pf_watch_sink_t sink = {NULL, NULL, sink_reserve, sink_commit, sink_now, NULL};
 
 typedef struct { long pairs, redundant, all_pairs, all_redundant; uint64_t bytes, red_bytes; } tally_t;
 

@@ -1,0 +1,245 @@
+/* pf_watch_glue.c - connects watch/ (PMU samples + watchpoints, the CL algorithm) to the runtime: frame
+ * capture and the hibernation test for its signal handlers, code ids, modules and the writer for its
+ * drain, and the free hooks' disarm.
+ *
+ * Watch is opt-in (PYFLOW_WATCH); memory profiling never depends on it. When the machine cannot watch
+ * (perf_event not permitted, no sampling event, the program owns SIGTRAP) the reason is said once on
+ * stderr and written into the profile as a note, and the run goes on without it.
+ */
+#include "pf_watch_glue.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "pf_codes.h"
+#include "pf_modules.h"
+#include "pf_objtable.h"
+#include "pf_runtime.h"
+#include "pf_watch.h"
+#include "pf_writer.h"
+
+_Static_assert(sizeof(pf_watch_pyframe_t) == sizeof(pf_pyframe_t), "frame layouts must match");
+_Static_assert(offsetof(pf_watch_pyframe_t, lasti_bytes) == offsetof(pf_pyframe_t, lasti_bytes),
+               "frame layouts must match");
+
+/* Without debug registers every instruction run while a word is watched traps (16 us a step measured on
+ * a PVM guest). A Python loop iteration that repeats an access is a few hundred to a few thousand
+ * instructions, so a watch gives up after PF_EMULATED_STEP_LIMIT steps (~65 ms there), and samples come
+ * PF_EMULATED_RATE_HZ times a second of CPU time, so that watching costs a bounded multiple of the run. */
+#define PF_EMULATED_STEP_LIMIT 4000
+#define PF_EMULATED_RATE_HZ 50
+
+static int watch_on;
+static pthread_key_t watch_key;
+static const void *type_type;       /* &PyType_Type: object headers point at types */
+
+/* ---- callbacks from signal handlers (async-signal-safe) ---- */
+
+static int g_capture(pf_watch_pyframe_t *out, int max, int *trunc)
+{
+    return pf_cfg.py ? pf_cfg.py->capture_async((pf_pyframe_t *)out, max, trunc) : -1;
+}
+
+/* Changes whenever this thread allocates: two accesses with the same Python stack and the same epoch
+ * happened inside one native call. */
+static uint64_t g_epoch(void) { return (uint64_t)pf_tls.sampler.countdown; }
+
+/* Inside pyflow, or inside an allocator pyflow wraps: nothing of the program's own to watch. */
+static int g_hibernating(void) { return pf_tls.guard != 0; }
+
+/* ---- callbacks from drain (normal context) ---- */
+
+static int read_word(uintptr_t addr, uint64_t *out)
+{
+    struct iovec local = {out, 8}, remote = {(void *)addr, 8};
+    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 8 ? 0 : -1;
+}
+
+/* 1 when v points at a type object: its ob_type is PyType_Type or a metatype whose type is PyType_Type. */
+static int is_type_pointer(uint64_t v)
+{
+    if (!type_type || v < 4096 || (v & 7))
+        return 0;
+    uint64_t t1, t2;
+    if (read_word((uintptr_t)v + 8, &t1) != 0)
+        return 0;
+    if (t1 == (uint64_t)(uintptr_t)type_type)
+        return 1;
+    return t1 >= 4096 && !(t1 & 7) && read_word((uintptr_t)t1 + 8, &t2) == 0 &&
+           t2 == (uint64_t)(uintptr_t)type_type;
+}
+
+/* ob_refcnt and ob_type words (and the GC header before a tracked object) are the interpreter's
+ * bookkeeping, not the program's data: a type word holds a type pointer, a refcount word sits just
+ * before one. */
+static int g_is_header(uintptr_t a)
+{
+    pf_objinfo_t o;
+    if (pf_objtable_find_start(a, 24, &o) && pf_domain_is_python(o.domain) && a - o.addr < 32)
+        return 1;
+    uint64_t w0, w1;
+    a &= ~(uintptr_t)7;
+    if (read_word(a, &w0) == 0 && is_type_pointer(w0))
+        return 1;
+    return read_word(a + 8, &w1) == 0 && is_type_pointer(w1);
+}
+
+static size_t g_usable(void *p) { return pf_real.malloc_usable_size ? pf_real.malloc_usable_size(p) : 0; }
+
+static uint32_t s_code_id(void *ctx, const void *code) { return pf_codes_id(ctx, code); }
+static void *s_reserve(void *ctx, uint32_t bytes) { return pf_writer_reserve(ctx, bytes); }
+static void s_commit(void *ctx, void *rec, uint16_t type, uint16_t aux, uint32_t bytes)
+{
+    pf_writer_commit(ctx, rec, type, aux, bytes);
+}
+static uint64_t s_now(void *ctx)
+{
+    (void)ctx;
+    return pf_now_ns();
+}
+static void s_note_native(void *ctx, const uint64_t *ips, int n) { pf_modules_note(ctx, ips, n); }
+
+static pf_watch_sink_t sink_of(pf_tls_t *t)
+{
+    pf_watch_sink_t s = {t, s_code_id, s_reserve, s_commit, s_now, s_note_native};
+    return s;
+}
+
+static void thread_gone(void *arg)
+{
+    (void)arg;
+    pf_tls_t *t = &pf_tls;
+    t->guard++;
+    pf_watch_sink_t sink = sink_of(t);
+    pf_watch_thread_end(&sink);
+    t->guard--;
+}
+
+static unsigned parse_modes(const char *s)
+{
+    unsigned m = 0;
+    if (strstr(s, "stores") || strstr(s, "all"))
+        m |= PF_WATCH_MODE_STORES;
+    if (strstr(s, "loads") || strstr(s, "all"))
+        m |= PF_WATCH_MODE_LOADS;
+    return m;
+}
+
+static void ignore_object_of(pf_watch_config_t *c, int slot, const void *code)
+{
+    uint64_t lo, hi;
+    if (code && pf_modules_text_range(code, &lo, &hi)) {
+        c->ignore[slot].lo = lo;
+        c->ignore[slot].hi = hi;
+    }
+}
+
+/* A note for the profile, written by the first slow path (the constructor runs before the thread's
+ * chunk exists). */
+static char pending_note[320];
+
+static void note_later(const char *text)
+{
+    snprintf(pending_note, sizeof pending_note, "%s", text);
+}
+
+static void say_off(const char *why)
+{
+    char note[320];
+    pf_log("watch is off: %s (memory and copy profiling go on)", why);
+    snprintf(note, sizeof note, "watch is off: %s", why);
+    note_later(note);
+}
+
+int pf_watch_glue_init(pf_tls_t *t)
+{
+    (void)t;
+    const char *modes = getenv(PF_ENV_WATCH);
+    if (!modes || !*modes || !parse_modes(modes))
+        return 0;
+    pf_watch_config_t c;
+    memset(&c, 0, sizeof c);
+    c.modes = parse_modes(modes);
+    c.event = getenv(PF_ENV_WATCH_EVENT);
+    if (c.event && !*c.event)
+        c.event = NULL;
+    const char *period = getenv(PF_ENV_WATCH_PERIOD);
+    c.period = period && *period ? strtoull(period, NULL, 10) : 0;
+    const char *seed = getenv(PF_ENV_WATCH_SEED);
+    c.seed = seed && *seed ? strtoull(seed, NULL, 10) : 1;
+    c.py_capture = g_capture;
+    c.thread_epoch = g_epoch;
+    c.hibernating = g_hibernating;
+    c.is_object_header = g_is_header;
+    c.usable_size = g_usable;
+    /* samples in pyflow's own code are pyflow's work; in the dynamic loader, dlopen's */
+    ignore_object_of(&c, 0, (const void *)pf_watch_glue_init);
+    ignore_object_of(&c, 1, dlsym(RTLD_DEFAULT, "__tls_get_addr"));
+    type_type = dlsym(RTLD_DEFAULT, "PyType_Type");
+
+    char why[256];
+    int rc = pf_watch_init(&c, why, sizeof why);
+    if (rc == -EOPNOTSUPP) {
+        /* debug registers that never fire (some VMs): emulate them by single steps, bounded per watch */
+        char first[256];
+        memcpy(first, why, sizeof first);
+        c.emulate_breakpoints = 1;
+        c.emulate_step_limit = PF_EMULATED_STEP_LIMIT;
+        c.rate_hz = PF_EMULATED_RATE_HZ;
+        rc = pf_watch_init(&c, why, sizeof why);
+        if (rc == 0) {
+            pf_log("watch: %s; emulating watchpoints by single steps (much slower than on bare metal)", first);
+            note_later("watch: watchpoints emulated by single steps (debug registers do not fire here)");
+        }
+    }
+    if (rc) {
+        say_off(why);
+        return rc;
+    }
+    pthread_key_create(&watch_key, thread_gone);
+    watch_on = 1;
+    return 0;
+}
+
+void pf_watch_glue_slow(pf_tls_t *t)
+{
+    if (PF_UNLIKELY(pending_note[0])) {
+        pf_record_mark(t, PF_MARK_NOTE, 0, pending_note);
+        pending_note[0] = '\0';
+    }
+    if (PF_LIKELY(!watch_on))
+        return;
+    if (PF_UNLIKELY(!t->watch_started)) {
+        char why[256];
+        t->watch_started = 1;
+        if (pf_watch_thread_start(why, sizeof why) == 0)
+            pthread_setspecific(watch_key, (void *)1);
+    }
+    if (pf_watch_pending()) {
+        pf_watch_sink_t sink = sink_of(t);
+        pf_watch_drain(&sink);
+    }
+}
+
+void pf_watch_glue_fork_child(pf_tls_t *t)
+{
+    if (!watch_on)
+        return;
+    t->watch_started = 1;   /* pf_watch_fork_child restarts the forking thread itself */
+    pf_watch_fork_child();
+}
+
+void pf_watch_glue_stop(pf_tls_t *t)
+{
+    if (!watch_on)
+        return;
+    pf_watch_stop();
+    pf_watch_sink_t sink = sink_of(t);
+    pf_watch_drain(&sink);
+}

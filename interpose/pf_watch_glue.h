@@ -1,0 +1,23 @@
+/* pf_watch_glue.h - the runtime's side of watch/ (see pf_watch_glue.c). Every function is a no-op unless
+ * PYFLOW_WATCH asked for watching and the machine allows it. */
+#ifndef PF_WATCH_GLUE_H
+#define PF_WATCH_GLUE_H
+
+#include <stddef.h>
+
+#include "pf_rt_int.h"
+#include "pf_watch.h"   /* pf_watch_on_free: the free hooks' inline disarm check */
+
+/* From the constructor, after the profile is open. Returns 0, or -errno after saying once why watch is off. */
+int pf_watch_glue_init(pf_tls_t *t) PF_HIDDEN;
+
+/* From every slow-path visit: starts watching this thread once, drains what its handlers found. */
+void pf_watch_glue_slow(pf_tls_t *t) PF_HIDDEN;
+
+/* In a fork child, after the runtime's own reset. */
+void pf_watch_glue_fork_child(pf_tls_t *t) PF_HIDDEN;
+
+/* Interpreter shutdown: stop sampling (shutdown is not the program's work) and drain this thread. */
+void pf_watch_glue_stop(pf_tls_t *t) PF_HIDDEN;
+
+#endif /* PF_WATCH_GLUE_H */
