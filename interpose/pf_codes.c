@@ -113,6 +113,16 @@ uint32_t pf_codes_id(pf_tls_t *t, const void *code)
     return id;
 }
 
+uint32_t pf_codes_lookup(const void *code)
+{
+    const void *identity[3];
+    uint32_t empty;
+    pf_code_slot_t *table = __atomic_load_n(&slots, __ATOMIC_ACQUIRE);
+    if (!code || !table || pf_cfg.py->identify(code, identity) != 0)
+        return 0;
+    return probe(code, identity, &empty);
+}
+
 void pf_codes_reset(void)
 {
     if (slots)

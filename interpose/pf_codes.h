@@ -16,6 +16,10 @@
  * the code object cannot be described or the table is full (the frame is then reported as unknown). */
 uint32_t pf_codes_id(pf_tls_t *t, const void *code);
 
+/* The id of a code object already seen, or 0: lock-free and writes nothing, so a signal handler may call
+ * it on a code object of its own thread's live frames. */
+uint32_t pf_codes_lookup(const void *code);
+
 /* In a fork child: forget every id (the child's file has none of the parent's CODE records). */
 void pf_codes_reset(void);
 

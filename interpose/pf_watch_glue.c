@@ -41,9 +41,16 @@ static const void *type_type;       /* &PyType_Type: object headers point at typ
 
 /* ---- callbacks from signal handlers (async-signal-safe) ---- */
 
+/* The frames' code objects are alive now, in the handler, but maybe not when the pair is drained (a module's
+ * code is freed once it has run). So each code pointer is replaced here by its id, looked up lock-free
+ * among the code objects the allocation path has already described; the sink's code_id then only unwraps
+ * it. A code object never seen before becomes id 0, an unknown frame. */
 static int g_capture(pf_watch_pyframe_t *out, int max, int *trunc)
 {
-    return pf_cfg.py ? pf_cfg.py->capture_async((pf_pyframe_t *)out, max, trunc) : -1;
+    int n = pf_cfg.py ? pf_cfg.py->capture_async((pf_pyframe_t *)out, max, trunc) : -1;
+    for (int i = 0; i < n; i++)
+        out[i].code = (const void *)(uintptr_t)pf_codes_lookup(out[i].code);
+    return n;
 }
 
 /* Changes whenever this thread allocates: two accesses with the same Python stack and the same epoch
@@ -92,7 +99,11 @@ static int g_is_header(uintptr_t a)
 
 static size_t g_usable(void *p) { return pf_real.malloc_usable_size ? pf_real.malloc_usable_size(p) : 0; }
 
-static uint32_t s_code_id(void *ctx, const void *code) { return pf_codes_id(ctx, code); }
+static uint32_t s_code_id(void *ctx, const void *code)
+{
+    (void)ctx;
+    return (uint32_t)(uintptr_t)code;   /* already an id: see g_capture */
+}
 static void *s_reserve(void *ctx, uint32_t bytes) { return pf_writer_reserve(ctx, bytes); }
 static void s_commit(void *ctx, void *rec, uint16_t type, uint16_t aux, uint32_t bytes)
 {
@@ -178,9 +189,14 @@ int pf_watch_glue_init(pf_tls_t *t)
     c.hibernating = g_hibernating;
     c.is_object_header = g_is_header;
     c.usable_size = g_usable;
-    /* samples in pyflow's own code are pyflow's work; in the dynamic loader, dlopen's */
+    /* samples in pyflow's own code are pyflow's work; in the dynamic loader, dlopen's. Samples in the
+     * interpreter itself are dropped too, as PieProf does: its own loads repeat by design (type words,
+     * dict and constant lookups, ~95% "redundant" in every program measured), which would drown the
+     * inefficiencies of the program's use of native libraries (numpy's subscripts, a native routine
+     * called again with the same arguments). The repeat of a watch may still be in the interpreter. */
     ignore_object_of(&c, 0, (const void *)pf_watch_glue_init);
     ignore_object_of(&c, 1, dlsym(RTLD_DEFAULT, "__tls_get_addr"));
+    ignore_object_of(&c, 2, dlsym(RTLD_DEFAULT, "Py_GetVersion"));
     type_type = dlsym(RTLD_DEFAULT, "PyType_Type");
 
     char why[256];

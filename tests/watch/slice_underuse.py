@@ -17,7 +17,7 @@ def slow():
 
 def fixed():
     np.multiply(a, b, out=out)                       # line 19: the fix
-    out += 1.0
+    np.add(out, 1.0, out=out)
 
 for _ in range(5):
     (fixed if sys.argv[1:] == ["fixed"] else slow)()
