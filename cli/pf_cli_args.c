@@ -150,6 +150,8 @@ int pf_cli_parse_run(int argc, char **argv, pf_run_opts_t *o)
             if (*end || !n || *v == '-')
                 return usage_error("%s needs a positive number of events", "--period");
             o->watch_period = n;
+        } else if (strcmp(a, "--gpu-per-tensor") == 0) {
+            o->gpu_per_tensor = 1;
         } else if (strcmp(a, "--no-report") == 0) {
             o->no_report = 1;
         } else if (is_option(a, "--sample-bytes") || is_option(a, "--object-bytes")) {

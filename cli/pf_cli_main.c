@@ -48,6 +48,8 @@ static const char *usage_text =
     "                      loads or all (see `pyflow info` for what this machine offers)\n"
     "  --period N          watch: events between samples (default: about 1000 samples a second)\n"
     "  --event NAME        watch: sampling event, a libpfm4 name (default cycles, else task-clock)\n"
+    "  --gpu-per-tensor    PyTorch: allocate each tensor with cudaMallocAsync (its `backend:cudaMallocAsync`),\n"
+    "                      so GPU bytes are charged per tensor, not per cache reservation\n"
     "  --max-lines N       rows in the per-line table (default 15)\n"
     "  --width N           report width in columns (default: the terminal's, else 100)\n"
     "  --no-report         do not print the report (use with -o or --json)\n"

@@ -226,6 +226,7 @@ static void set_env_u64(const char *name, uint64_t v)
 }
 
 static void exec_argv(const pf_run_opts_t *o, const pf_python_t *py);
+static void request_torch_async_backend(void);
 
 /* In the child: the environment for the runtime (none when profile is NULL: run unprofiled), then exec.
  * Never returns. */
@@ -250,6 +251,8 @@ static void exec_program(const pf_run_opts_t *o, const pf_python_t *py, const ch
         setenv(PF_ENV_NATIVE, "1", 1);
     if (o->sample_bytes)
         set_env_u64(PF_ENV_SAMPLE_BYTES, o->sample_bytes);
+    if (o->gpu_per_tensor)
+        request_torch_async_backend();
     if (o->watch)
         setenv(PF_ENV_WATCH, o->watch, 1);
     if (o->watch_event)
@@ -259,6 +262,22 @@ static void exec_program(const pf_run_opts_t *o, const pf_python_t *py, const ch
     if (o->object_bytes)
         set_env_u64(PF_ENV_OBJECT_BYTES, o->object_bytes);
     exec_argv(o, py);
+}
+
+/* PyTorch's caching allocator asks the driver for large segments and hands tensors out of them, so the
+ * CUDA hooks see reservations, charged to the line that caused each one. Its cudaMallocAsync backend
+ * instead calls cudaMallocAsync/cudaFreeAsync per tensor (the driver's pool does the caching), and each
+ * tensor is then charged to its own line. A backend the user chose is kept. */
+static void request_torch_async_backend(void)
+{
+    const char *conf = getenv("PYTORCH_CUDA_ALLOC_CONF");
+    if (conf && strstr(conf, "backend:")) {
+        fprintf(stderr, "pyflow: --gpu-per-tensor: PYTORCH_CUDA_ALLOC_CONF already names a backend (%s); kept\n", conf);
+        return;
+    }
+    char value[1024];
+    snprintf(value, sizeof value, "%s%sbackend:cudaMallocAsync", conf && *conf ? conf : "", conf && *conf ? "," : "");
+    setenv("PYTORCH_CUDA_ALLOC_CONF", value, 1);
 }
 
 /* Execs the interpreter on the program, with the user's argv. Never returns. */
