@@ -189,6 +189,7 @@ int pf_watch_glue_init(pf_tls_t *t)
     c.hibernating = g_hibernating;
     c.is_object_header = g_is_header;
     c.usable_size = g_usable;
+    c.foreign_signal = pf_signal_foreign;
     /* samples in pyflow's own code are pyflow's work; in the dynamic loader, dlopen's. Samples in the
      * interpreter itself are dropped too, as PieProf does: its own loads repeat by design (type words,
      * dict and constant lookups, ~95% "redundant" in every program measured), which would drown the

@@ -3,6 +3,7 @@
 #ifndef PF_WATCH_GLUE_H
 #define PF_WATCH_GLUE_H
 
+#include <signal.h>
 #include <stddef.h>
 
 #include "pf_rt_int.h"
@@ -19,5 +20,8 @@ void pf_watch_glue_fork_child(pf_tls_t *t) PF_HIDDEN;
 
 /* Interpreter shutdown: stop sampling (shutdown is not the program's work) and drain this thread. */
 void pf_watch_glue_stop(pf_tls_t *t) PF_HIDDEN;
+
+/* pf_hooks_signal.c: runs the program's own action for a signal watch/ received but does not own. */
+void pf_signal_foreign(int sig, siginfo_t *si, void *uc) PF_HIDDEN;
 
 #endif /* PF_WATCH_GLUE_H */

@@ -20,6 +20,7 @@
 #ifndef PF_WATCH_H
 #define PF_WATCH_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -74,6 +75,9 @@ typedef struct pf_watch_config {
     uint64_t (*thread_epoch)(void);     /* changes whenever the thread allocates (same-call test) */
     int (*hibernating)(void);           /* 1: inside pyflow, an allocator or dlopen: drop the sample */
     int (*native_unwind)(const void *ucontext, uint64_t *ips, int max); /* NULL: frame-pointer walk */
+    /* A SIGTRAP or sampling signal that is not watch's own (the program's int3, a kill or sigqueue):
+     * handed to the program's handler. NULL: the default action (a SIGTRAP then dumps core). */
+    void (*foreign_signal)(int sig, siginfo_t *si, void *ucontext);
 
     /* Called outside signal handlers. May be NULL. */
     int (*is_object_header)(uintptr_t addr);    /* 1: addr is in a tracked Python object's header */
@@ -146,6 +150,9 @@ void pf_watch_stop(void);
 
 /* Sums the totals of every thread that was watched (tests, the end-of-run note). */
 void pf_watch_get_totals(pf_watch_totals_t *out);
+
+/* The sampling signal (SIGRTMIN+5 unless configured), or 0 before a successful pf_watch_init. */
+int pf_watch_signal(void);
 
 /* The sampling event actually used ("cycles", "task-clock", ...) and its period; "" before init. */
 const char *pf_watch_event_name(uint64_t *period);

@@ -299,11 +299,26 @@ static void emu_look(pf_watch_thread_t *t, ucontext_t *uc)
     }
 }
 
+/* A signal meant for the program: its handler (through the runtime), else the default action. */
+static void foreign(int sig, siginfo_t *si, void *uc)
+{
+    if (pf_watch_cfg.foreign_signal) {
+        pf_watch_cfg.foreign_signal(sig, si, uc);
+        return;
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 static void sample_handler(int sig, siginfo_t *si, void *ucv)
 {
     int saved = errno;
     pf_watch_thread_t *t = pf_watch_self;
     ucontext_t *uc = ucv;
+    if (si->si_code <= 0) {     /* SI_USER, SI_QUEUE, SI_TKILL: sent by someone, not the sampling event */
+        foreign(sig, si, ucv);
+        goto out;
+    }
     if (!t || pf_stopped)
         goto out;
     t->st.samples++;
@@ -455,9 +470,7 @@ static void trap_handler(int sig, siginfo_t *si, void *ucv)
         if (t && (data >> 40) == (0x7066770000000000ull >> 40) && (int)(data & 0xff) < t->n_slots)
             on_trap(t, (int)(data & 0xff), uc);
     } else {
-        /* not ours (int3 in the program): behave as if we were not here */
-        signal(SIGTRAP, SIG_DFL);
-        raise(SIGTRAP);
+        foreign(sig, si, uc);   /* not ours (int3 in the program, a kill): behave as if we were not here */
     }
     errno = saved;
 }
@@ -814,6 +827,8 @@ void pf_watch_get_totals(pf_watch_totals_t *out)
     all_unlock();
     out->period = pf_pmu.period;
 }
+
+int pf_watch_signal(void) { return pf_ready ? pf_signo : 0; }
 
 const char *pf_watch_event_name(uint64_t *period)
 {

@@ -1,0 +1,88 @@
+/* pf_hooks_signal.c - sigaction and signal, interposed so that watch/ keeps the two signals it needs
+ * (SIGTRAP for watchpoints and single steps, a real-time signal for samples) while the program believes
+ * it owns them.
+ *
+ * While watch is on, a program that installs a handler for one of those signals has it recorded here
+ * instead of installed, and sees its own previous action when it asks. Watch's handlers pass on every
+ * signal that is not theirs (a kill, sigqueue, an int3 in the program) to foreign_signal below, which
+ * runs the recorded action as the kernel would have. Any other signal, or any signal with watch off, goes
+ * straight to the real sigaction.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+
+#include "pf_rt_int.h"
+#include "pf_watch_glue.h"
+
+static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
+static struct sigaction program_action[_NSIG];     /* what the program installed, for watch's signals */
+
+static int resolve(void)
+{
+    if (PF_UNLIKELY(!real_sigaction))
+        real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction");
+    return real_sigaction ? 0 : -1;
+}
+
+static int watch_owns(int sig)
+{
+    int sampling = pf_watch_signal();
+    return sampling && (sig == SIGTRAP || sig == sampling);
+}
+
+PF_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    if (resolve() != 0) {
+        errno = ENOSYS;
+        return -1;
+    }
+    if (!watch_owns(sig))
+        return real_sigaction(sig, act, old);
+    if (old)
+        *old = program_action[sig];
+    if (act)
+        program_action[sig] = *act;
+    return 0;
+}
+
+PF_EXPORT sighandler_t signal(int sig, sighandler_t handler)
+{
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = handler;
+    sa.sa_flags = SA_RESTART;   /* BSD semantics, as glibc's signal() */
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(sig, &sa, &old) != 0)
+        return SIG_ERR;
+    return old.sa_handler;
+}
+
+void pf_signal_foreign(int sig, siginfo_t *si, void *uc)
+{
+    const struct sigaction *a = &program_action[sig];
+    if (a->sa_flags & SA_SIGINFO) {
+        if (a->sa_sigaction)
+            a->sa_sigaction(sig, si, uc);
+        return;
+    }
+    if (a->sa_handler == SIG_IGN)
+        return;
+    if (a->sa_handler != SIG_DFL) {
+        a->sa_handler(sig);
+        return;
+    }
+    /* the default action (terminate, or dump core for SIGTRAP): give the signal back to the kernel */
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    if (resolve() == 0)
+        real_sigaction(sig, &dfl, NULL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    raise(sig);
+}
