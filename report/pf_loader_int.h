@@ -47,6 +47,8 @@ typedef struct proc_state {
     pcode_t *pcodes;
     size_t n_pcodes, cap_pcodes;
     uint64_t fin_ns;        /* UINT64_MAX = never finalized */
+    const pf_rec_watch_stats_t **watch_last;    /* each watched thread's latest WATCH_STATS record */
+    size_t n_watch_last, cap_watch_last;
 } proc_state_t;
 
 typedef struct loader {
@@ -60,6 +62,9 @@ typedef struct loader {
 
 /* Interns s[0..n) in the model's string table. Returns its id (never fails: allocation failure aborts). */
 uint32_t pf_model_intern(pf_model_t *m, const char *s, size_t n);
+
+/* pf_model_watch.c: sums each thread's last WATCH_STATS record into m->watch (after loading). */
+void pf_model_watch_totals(loader_t *L);
 
 /* Orders L's events in time and sweeps them into m's lines, functions, flows, totals and timelines.
  * Cannot fail (the records were validated by the reader). */

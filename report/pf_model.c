@@ -118,9 +118,23 @@ static int on_record(void *ctx, const pf_record_t *r)
         }
         return 0;
     }
+    case PF_REC_WATCH_STATS: {
+        /* each record supersedes its thread's previous one */
+        const pf_rec_watch_stats_t *w = r->payload;
+        size_t i = 0;
+        while (i < P->n_watch_last && P->watch_last[i]->tid != w->tid)
+            i++;
+        if (i == P->n_watch_last)
+            *PF_VEC_PUSH(P->watch_last, P->n_watch_last, P->cap_watch_last) = w;
+        else if (w->t_ns >= P->watch_last[i]->t_ns)
+            P->watch_last[i] = w;
+        m->watch.modes |= r->aux;
+        return 0;
+    }
     case PF_REC_ALLOC:
     case PF_REC_FREE:
     case PF_REC_COPY:
+    case PF_REC_ACCESS_PAIR:
     case PF_REC_VERDICT: {
         event_t *e = PF_VEC_PUSH(L->events, L->n_events, L->cap_events);
         e->t = *(const uint64_t *)r->payload + L->m->procs[L->cur].offset_ns;   /* t_ns leads each payload */
@@ -291,12 +305,15 @@ int pf_model_load(const char *path, const pf_load_opts_t *opts, pf_model_t **out
         }
         pf_profile_children_free(kids, n);
     }
-    if (rc == 0)
+    if (rc == 0) {
+        pf_model_watch_totals(&L);
         pf_model_sweep(&L);
+    }
     for (size_t i = 0; i < L.n_procs; i++) {
         pf_map_free(&L.procs[i].codes);
         free(L.procs[i].pcodes);
         free(L.procs[i].modules);
+        free(L.procs[i].watch_last);
         pf_file_close(&L.procs[i].file);
     }
     free(L.procs);
@@ -324,6 +341,7 @@ void pf_model_free(pf_model_t *m)
     free(m->lines);
     free(m->funcs);
     free(m->flows);
+    free(m->redundancies);
     for (size_t i = 0; i < m->n_procs; i++) {
         free(m->procs[i].argv);
         free(m->procs[i].python);

@@ -27,6 +27,8 @@ typedef struct pf_stats {
     double area;                /* integral of live over time (byte-seconds), for the average */
     double leaked_bytes;        /* live at exit */
     double copy_bytes, copy_count, redundant_copy_bytes;
+    /* watch (--watch): credited bytes of every resolved store/load pair charged here, and the redundant ones */
+    double store_bytes, redundant_store_bytes, load_bytes, redundant_load_bytes;
     uint32_t n_recs, n_freed;   /* recorded allocations, and how many of them were freed (leak test) */
     uint64_t first_ns, last_ns; /* span over which this row had events (copy rate) */
     uint64_t live_since_ns;     /* time of the last change of live (for area) */
@@ -59,6 +61,28 @@ typedef struct pf_flow {
     double redundant_bytes;                 /* estimate for the whole edge: bytes x judged redundant share */
 } pf_flow_t;
 
+/* Redundant accesses grouped by where the first access and its repeat ran (watch/). */
+typedef struct pf_redundancy {
+    uint16_t kind;                          /* PF_ACCESS_STORE / PF_ACCESS_LOAD */
+    int approx;                             /* some pairs were floats equal within tolerance */
+    int32_t first_line, repeat_line;        /* rows; -1 = no Python frame known */
+    uint32_t first_native, repeat_native;   /* interned innermost native function ("" = none) */
+    uint32_t first_path, repeat_path;       /* interned hybrid call path: native frames, then Python frames,
+                                               " <- "-separated, innermost first (a representative pair) */
+    double bytes, count;
+} pf_redundancy_t;
+
+/* The watch run's facts: the sum over threads of each thread's last PF_REC_WATCH_STATS record. */
+typedef struct pf_watch_summary {
+    int present;
+    char event[32];
+    uint64_t period;
+    uint32_t source, modes;
+    uint64_t samples, samples_armed, dropped_filter, dropped_nomem, dropped_busy, dropped_reservoir;
+    uint64_t traps, same_call, header_words;
+    uint64_t store_pairs, store_bytes, silent_store_bytes, load_pairs, load_bytes, redundant_load_bytes;
+} pf_watch_summary_t;
+
 typedef struct pf_process {
     uint32_t pid, ppid;
     int root;
@@ -83,6 +107,9 @@ struct pf_model {
     size_t n_flows, cap_flows;
     pf_process_t *procs;
     size_t n_procs, cap_procs;
+    pf_redundancy_t *redundancies;  /* sorted by bytes, largest first */
+    size_t n_redundancies, cap_redundancies;
+    pf_watch_summary_t watch;
 
     pf_stats_t total;
     double gpu_timeline[PF_TIMELINE_POINTS];    /* the program's live GPU bytes, each bucket's maximum */
@@ -104,6 +131,9 @@ struct pf_model {
     char *profile_only;         /* the user-code rule (see pf_load_opts_t) */
     int profile_all;
 };
+
+/* The PieProf category a redundancy suggests (a display heuristic, see pf_model_watch.c). */
+const char *pf_redundancy_category(const struct pf_model *m, const pf_redundancy_t *r);
 
 /* The row a name refers to. */
 static inline const char *pf_model_str(const struct pf_model *m, uint32_t id)

@@ -17,43 +17,12 @@
 
 #include "pf_linetable_int.h"
 #include "pf_loader_int.h"
+#include "pf_sweep_int.h"
 #include "pf_symbols_int.h"
 
 #define intern pf_model_intern
 
-typedef struct live_obj {
-    int32_t line, func;
-    int gpu;            /* a GPU allocation */
-    uint32_t native;    /* native site string, 0 = none */
-    double est;
-    uint64_t size;
-} live_obj_t;
-
-typedef struct copy_info {
-    int32_t flow;
-    double est;
-} copy_info_t;
-
-typedef struct sweeper {
-    pf_model_t *m;
-    loader_t *L;
-    pf_map_t line_index;    /* (file, function, line) hash -> row+1 */
-    pf_map_t func_index;
-    pf_map_t frame_cache;   /* (proc, code id, lasti) -> row+1 */
-    pf_map_t live;          /* (proc, addr) -> live_obj index */
-    pf_map_t freed;         /* (proc, addr) -> live_obj index of the last block freed there */
-    pf_map_t flow_index;    /* edge key -> flow+1 */
-    pf_map_t copies;        /* (proc, copy id) -> copy_info index, until its verdict */
-    copy_info_t *cinfo;
-    size_t n_cinfo, cap_cinfo;
-    live_obj_t *objs;
-    size_t n_objs, cap_objs;
-    uint64_t t_end;
-    pf_symbols_t *symbols;
-    pf_map_t native_cache;  /* (proc, ip) -> native site string id + 1 (0 stored as 1: none) */
-} sweeper_t;
-
-static uint64_t key3(uint64_t a, uint64_t b, uint64_t c)
+uint64_t pf_sweep_key3(uint64_t a, uint64_t b, uint64_t c)
 {
     return pf_hash_bytes((uint64_t[]){a, b, c}, 24, 0x77) & ~(1ull << 63);
 }
@@ -61,7 +30,7 @@ static uint64_t key3(uint64_t a, uint64_t b, uint64_t c)
 static int32_t line_row(sweeper_t *S, uint32_t file, uint32_t function, int line)
 {
     int created;
-    uint64_t *v = pf_map_put(&S->line_index, key3(file, function, (uint64_t)(int64_t)line), &created);
+    uint64_t *v = pf_map_put(&S->line_index, pf_sweep_key3(file, function, (uint64_t)(int64_t)line), &created);
     if (!created)
         return (int32_t)(*v - 1);
     pf_line_t *l = PF_VEC_PUSH(S->m->lines, S->m->n_lines, S->m->cap_lines);
@@ -75,7 +44,7 @@ static int32_t line_row(sweeper_t *S, uint32_t file, uint32_t function, int line
 static int32_t func_row(sweeper_t *S, uint32_t file, uint32_t function, int first_line)
 {
     int created;
-    uint64_t *v = pf_map_put(&S->func_index, key3(file, function, 0xF), &created);
+    uint64_t *v = pf_map_put(&S->func_index, pf_sweep_key3(file, function, 0xF), &created);
     if (!created)
         return (int32_t)(*v - 1);
     pf_func_t *f = PF_VEC_PUSH(S->m->funcs, S->m->n_funcs, S->m->cap_funcs);
@@ -87,7 +56,7 @@ static int32_t func_row(sweeper_t *S, uint32_t file, uint32_t function, int firs
 }
 
 /* The row (and function row) a stack is charged to. */
-static int32_t attribute(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *frames, uint16_t n, uint8_t flags,
+int32_t pf_sweep_attribute(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *frames, uint16_t n, uint8_t flags,
                          int32_t *func)
 {
     pf_model_t *m = S->m;
@@ -123,7 +92,7 @@ static int32_t attribute(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *fr
     }
     const pcode_t *pc = &P->pcodes[*pf_map_get(&P->codes, frames[pick].code_id) - 1];
     *func = func_row(S, pc->file, pc->function, pc->firstlineno);
-    uint64_t ck = key3(proc, frames[pick].code_id, frames[pick].lasti_bytes);
+    uint64_t ck = pf_sweep_key3(proc, frames[pick].code_id, frames[pick].lasti_bytes);
     int created;
     uint64_t *v = pf_map_put(&S->frame_cache, ck, &created);
     if (created) {
@@ -135,13 +104,13 @@ static int32_t attribute(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *fr
 
 /* The innermost native frame outside the interpreter, libc and pyflow, as an interned "symbol (library)";
  * 0 when there is none (or no native stack was captured). */
-static uint32_t native_site(sweeper_t *S, uint32_t proc, const uint64_t *ips, uint16_t n)
+uint32_t pf_sweep_native_site(sweeper_t *S, uint32_t proc, const uint64_t *ips, uint16_t n)
 {
     const proc_state_t *P = &S->L->procs[proc];
     for (uint16_t i = 0; i < n; i++) {
         uint64_t ip = ips[i];
         int created;
-        uint64_t *v = pf_map_put(&S->native_cache, key3(proc, ip, 0x5e), &created);
+        uint64_t *v = pf_map_put(&S->native_cache, pf_sweep_key3(proc, ip, 0x5e), &created);
         if (created) {
             *v = 1;     /* none, unless a module below says otherwise */
             for (size_t k = 0; k < P->n_modules; k++) {
@@ -239,7 +208,7 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     if (prev)   /* the allocator handed the address out again: the block there was freed unseen */
         release(S, e->proc, addr_key(e->proc, a->addr), *prev, e->t);
     int32_t fn;
-    int32_t row = attribute(S, e->proc, (const pf_rec_pyframe_t *)(a + 1), a->n_py, a->flags, &fn);
+    int32_t row = pf_sweep_attribute(S, e->proc, (const pf_rec_pyframe_t *)(a + 1), a->n_py, a->flags, &fn);
     double est = (double)a->est_bytes;
     double count = a->size ? est / (double)a->size : 1.0;
     pf_stats_t *rows[3] = {&m->lines[row].s, &m->funcs[fn].s, &m->total};
@@ -274,7 +243,7 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     o->func = fn;
     o->gpu = a->domain == PF_DOMAIN_GPU;
     if (a->n_native)
-        o->native = native_site(S, e->proc, (const uint64_t *)((const pf_rec_pyframe_t *)(a + 1) + a->n_py),
+        o->native = pf_sweep_native_site(S, e->proc, (const uint64_t *)((const pf_rec_pyframe_t *)(a + 1) + a->n_py),
                                 a->n_native);
     o->est = est;
     o->size = a->size;
@@ -295,7 +264,7 @@ static void on_copy(sweeper_t *S, const event_t *e)
     pf_model_t *m = S->m;
     const pf_rec_copy_t *c = e->payload;
     int32_t fn;
-    int32_t at = attribute(S, e->proc, (const pf_rec_pyframe_t *)(c + 1), c->n_py, c->flags, &fn);
+    int32_t at = pf_sweep_attribute(S, e->proc, (const pf_rec_pyframe_t *)(c + 1), c->n_py, c->flags, &fn);
     int64_t src = -1, dst = object_at(S, e->proc, c->dst);
     if (e->aux == PF_COPY_REALLOC) {
         uint64_t *v = pf_map_get(&S->freed, addr_key(e->proc, c->src));
@@ -313,7 +282,7 @@ static void on_copy(sweeper_t *S, const event_t *e)
     }
     int created;
     uint64_t *fv = pf_map_put(&S->flow_index,
-                              key3(((uint64_t)(uint32_t)src_line << 32) | (uint32_t)dst_line, (uint32_t)at, e->aux),
+                              pf_sweep_key3(((uint64_t)(uint32_t)src_line << 32) | (uint32_t)dst_line, (uint32_t)at, e->aux),
                               &created);
     if (created) {
         pf_flow_t *fl = PF_VEC_PUSH(m->flows, m->n_flows, m->cap_flows);
@@ -325,7 +294,7 @@ static void on_copy(sweeper_t *S, const event_t *e)
         fl->src_native = src >= 0 ? S->objs[src].native : 0;
         fl->dst_native = dst >= 0 ? S->objs[dst].native : 0;
         if (c->n_native)
-            fl->at_native = native_site(S, e->proc, (const uint64_t *)((const pf_rec_pyframe_t *)(c + 1) + c->n_py),
+            fl->at_native = pf_sweep_native_site(S, e->proc, (const uint64_t *)((const pf_rec_pyframe_t *)(c + 1) + c->n_py),
                                         c->n_native);
         *fv = m->n_flows;
     }
@@ -335,14 +304,14 @@ static void on_copy(sweeper_t *S, const event_t *e)
     copy_info_t *ci = PF_VEC_PUSH(S->cinfo, S->n_cinfo, S->cap_cinfo);
     ci->flow = (int32_t)(*fv - 1);
     ci->est = est;
-    *pf_map_put(&S->copies, key3(e->proc, c->copy_id, 0xC0), NULL) = S->n_cinfo - 1;
+    *pf_map_put(&S->copies, pf_sweep_key3(e->proc, c->copy_id, 0xC0), NULL) = S->n_cinfo - 1;
 }
 
 static void on_verdict(sweeper_t *S, const event_t *e)
 {
     pf_model_t *m = S->m;
     const pf_rec_verdict_t *v = e->payload;
-    uint64_t ck = key3(e->proc, v->copy_id, 0xC0);
+    uint64_t ck = pf_sweep_key3(e->proc, v->copy_id, 0xC0);
     uint64_t *c = pf_map_get(&S->copies, ck);
     if (!c)
         return;
@@ -460,6 +429,9 @@ void pf_model_sweep(loader_t *L)
         case PF_REC_VERDICT:
             on_verdict(&S, e);
             break;
+        case PF_REC_ACCESS_PAIR:
+            pf_sweep_access(&S, e);
+            break;
         }
         if (m->total.live > peak) {
             peak = m->total.live;
@@ -473,6 +445,7 @@ void pf_model_sweep(loader_t *L)
     }
     m->total.peak_bytes = peak > 0 ? peak : 0;
     extrapolate_redundancy(m);
+    pf_sweep_access_finish(&S);
     for (size_t i = 0; i < m->n_lines; i++)
         finish_stats(&m->lines[i].s, S.t_end);
     for (size_t i = 0; i < m->n_funcs; i++)
@@ -493,6 +466,7 @@ void pf_model_sweep(loader_t *L)
     pf_map_free(&S.flow_index);
     pf_map_free(&S.copies);
     pf_map_free(&S.native_cache);
+    pf_map_free(&S.redundancy_index);
     pf_symbols_free(S.symbols);
     free(S.cinfo);
     free(S.objs);

@@ -138,6 +138,19 @@ static const char *check_payload(const pf_record_t *r)
     }
     case PF_REC_VERDICT:
         return n < sizeof(pf_rec_verdict_t) ? "verdict record too short" : NULL;
+    case PF_REC_ACCESS_PAIR: {
+        if (n < sizeof(pf_rec_access_pair_t))
+            return "access-pair record shorter than its fixed part";
+        const pf_rec_access_pair_t *a = (const void *)p;
+        uint64_t frames = (uint64_t)a->n_py_first + a->n_py_repeat, ips = (uint64_t)a->n_native_first + a->n_native_repeat;
+        if (sizeof *a + frames * sizeof(pf_rec_pyframe_t) + ips * 8 > n)
+            return "access-pair record's frame counts exceed its length";
+        if (r->aux != PF_ACCESS_STORE && r->aux != PF_ACCESS_LOAD)
+            return "access-pair record of an unknown kind";
+        return NULL;
+    }
+    case PF_REC_WATCH_STATS:
+        return n < sizeof(pf_rec_watch_stats_t) ? "watch statistics record too short" : NULL;
     default:
         return NULL;    /* unknown types are skipped by length */
     }

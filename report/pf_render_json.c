@@ -32,6 +32,21 @@ static void timeline(pf_json_t *j, const pf_model_t *m, const pf_stats_t *s)
     series(j, m, s->timeline);
 }
 
+static double fraction(double part, double whole) { return whole > 0 ? round(part / whole * 1000) / 1000 : 0; }
+
+/* Redundant stores and loads charged to a row (only in a --watch profile). */
+static void access_fields(pf_json_t *j, const pf_stats_t *s)
+{
+    bytes(j, "store_bytes", s->store_bytes);
+    bytes(j, "redundant_store_bytes", s->redundant_store_bytes);
+    pf_json_key(j, "redundant_store_fraction");
+    pf_json_number(j, fraction(s->redundant_store_bytes, s->store_bytes));
+    bytes(j, "load_bytes", s->load_bytes);
+    bytes(j, "redundant_load_bytes", s->redundant_load_bytes);
+    pf_json_key(j, "redundant_load_fraction");
+    pf_json_number(j, fraction(s->redundant_load_bytes, s->load_bytes));
+}
+
 static void stats_fields(pf_json_t *j, const pf_model_t *m, const pf_stats_t *s)
 {
     bytes(j, "alloc_bytes", s->alloc_bytes);
@@ -50,6 +65,8 @@ static void stats_fields(pf_json_t *j, const pf_model_t *m, const pf_stats_t *s)
     pf_json_key(j, "copy_rate_bytes_s");
     pf_json_number(j, floor(pf_report_copy_rate(s) + 0.5));
     bytes(j, "redundant_copy_bytes", s->redundant_copy_bytes);
+    if (m->watch.present)
+        access_fields(j, s);
     pf_json_key(j, "timeline");
     timeline(j, m, s);
 }
@@ -83,6 +100,69 @@ static void site(pf_json_t *j, const pf_model_t *m, int32_t row, uint32_t native
     if (native)
         pf_json_string(j, pf_model_str(m, native));
     pf_json_end_array(j);
+    pf_json_end_object(j);
+}
+
+static void redundancies(pf_json_t *j, const pf_model_t *m)
+{
+    double total[3] = {0, m->total.store_bytes, m->total.load_bytes};
+    pf_json_begin_array(j);
+    for (size_t i = 0; i < m->n_redundancies; i++) {
+        const pf_redundancy_t *r = &m->redundancies[i];
+        pf_json_begin_object(j);
+        pf_json_key(j, "kind");
+        pf_json_string(j, r->kind == PF_ACCESS_STORE ? "store" : "load");
+        bytes(j, "bytes", r->bytes);
+        pf_json_key(j, "fraction");
+        pf_json_number(j, fraction(r->bytes, total[r->kind <= 2 ? r->kind : 0]));
+        pf_json_key(j, "count");
+        pf_json_number(j, r->count);
+        pf_json_key(j, "approx");
+        pf_json_bool(j, r->approx);
+        pf_json_key(j, "category");
+        pf_json_string(j, pf_redundancy_category(m, r));
+        pf_json_key(j, "first");
+        site(j, m, r->first_line, r->first_native);
+        pf_json_key(j, "first_path");
+        pf_json_string(j, pf_model_str(m, r->first_path));
+        pf_json_key(j, "repeat");
+        site(j, m, r->repeat_line, r->repeat_native);
+        pf_json_key(j, "repeat_path");
+        pf_json_string(j, pf_model_str(m, r->repeat_path));
+        pf_json_end_object(j);
+    }
+    pf_json_end_array(j);
+}
+
+/* The watch run's counters, or null for a profile made without --watch. */
+static void watch_summary(pf_json_t *j, const pf_model_t *m)
+{
+    const pf_watch_summary_t *w = &m->watch;
+    if (!w->present) {
+        pf_json_null(j);
+        return;
+    }
+    pf_json_begin_object(j);
+    pf_json_key(j, "event");
+    pf_json_string(j, w->event);
+    pf_json_key(j, "period");
+    pf_json_number(j, (double)w->period);
+    pf_json_key(j, "address_source");
+    pf_json_string(j, w->source == PF_WATCH_SRC_PRECISE ? "precise" : "decode");
+    const struct {
+        const char *name;
+        uint64_t v;
+    } counts[] = {{"samples", w->samples}, {"samples_armed", w->samples_armed}, {"traps", w->traps},
+                  {"dropped_filter", w->dropped_filter}, {"dropped_nomem", w->dropped_nomem},
+                  {"dropped_busy", w->dropped_busy}, {"dropped_reservoir", w->dropped_reservoir},
+                  {"same_call", w->same_call}, {"header_words", w->header_words},
+                  {"store_pairs", w->store_pairs}, {"store_bytes", w->store_bytes},
+                  {"redundant_store_bytes", w->silent_store_bytes}, {"load_pairs", w->load_pairs},
+                  {"load_bytes", w->load_bytes}, {"redundant_load_bytes", w->redundant_load_bytes}};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        pf_json_key(j, counts[i].name);
+        pf_json_number(j, (double)counts[i].v);
+    }
     pf_json_end_object(j);
 }
 
@@ -216,8 +296,9 @@ int pf_render_json(const pf_model_t *m, FILE *out)
     pf_json_end_array(&j);
 
     pf_json_key(&j, "redundancies");
-    pf_json_begin_array(&j);
-    pf_json_end_array(&j);
+    redundancies(&j, m);
+    pf_json_key(&j, "watch");
+    watch_summary(&j, m);
 
     pf_json_key(&j, "processes");
     pf_json_begin_array(&j);

@@ -186,6 +186,11 @@ static const char *bold(const out_t *o) { return o->color ? "\033[1m" : ""; }
 static const char *red(const out_t *o) { return o->color ? "\033[31m" : ""; }
 static const char *reset(const out_t *o) { return o->color ? "\033[0m" : ""; }
 
+static double share(double part, double whole)
+{
+    return whole > 0 ? 100.0 * part / whole : 0;
+}
+
 static void header(out_t *o, const pf_model_t *m, const pf_text_opts_t *opts)
 {
     char a[16], b[16], c[16], d[16], e[16], spark[128];
@@ -223,13 +228,19 @@ static void header(out_t *o, const pf_model_t *m, const pf_text_opts_t *opts)
     if (m->total.copy_bytes > 0)
         line(o, "  copied %s (%s/s while copying), redundant %s", human(m->total.copy_bytes, a),
              human(pf_report_copy_rate(&m->total), c), human(m->total.redundant_copy_bytes, b));
+    if (m->watch.present) {
+        const pf_watch_summary_t *w = &m->watch;
+        line(o, "  watch: %s period %llu, %llu samples (%llu armed), %llu traps; dropped %llu filtered, %llu no "
+             "access, %llu busy, %llu reservoir", w->event, (unsigned long long)w->period,
+             (unsigned long long)w->samples, (unsigned long long)w->samples_armed, (unsigned long long)w->traps,
+             (unsigned long long)w->dropped_filter, (unsigned long long)w->dropped_nomem,
+             (unsigned long long)w->dropped_busy, (unsigned long long)w->dropped_reservoir);
+        line(o, "         stores: %s, %.0f%% silent | loads: %s, %.0f%% redundant", human((double)w->store_bytes, a),
+             share((double)w->silent_store_bytes, (double)w->store_bytes), human((double)w->load_bytes, b),
+             share((double)w->redundant_load_bytes, (double)w->load_bytes));
+    }
     if (m->n_procs > 1)
         line(o, "  processes: %zu (children merged)", m->n_procs);
-}
-
-static double share(double part, double whole)
-{
-    return whole > 0 ? 100.0 * part / whole : 0;
 }
 
 /* Appends printf output to a fixed buffer (a row being assembled column by column). */
@@ -427,6 +438,50 @@ static void leaks(out_t *o, const pf_model_t *m)
     free(order);
 }
 
+/* What to do about each PieProf category (pf_redundancy_category). */
+static const char *access_fix(const char *category)
+{
+    if (strcmp(category, "slice underutilization") == 0)
+        return "index whole slices or use one vectorized expression instead of element-wise indexing";
+    if (strcmp(category, "API misuse") == 0)
+        return "let one numpy call do the loop (np.sum, np.cumsum, ufunc.reduce) instead of one call per element";
+    if (strcmp(category, "loop-invariant computation") == 0)
+        return "compute the value once, before the loop";
+    return "keep the result of the first call instead of calling again with the same arguments";
+}
+
+#define PF_ACCESS_FINDINGS 5
+
+static void access_findings(out_t *o, const pf_model_t *m)
+{
+    char a[16];
+    for (size_t i = 0; i < m->n_redundancies && i < PF_ACCESS_FINDINGS; i++) {
+        const pf_redundancy_t *r = &m->redundancies[i];
+        if (r->repeat_line < 0)
+            continue;
+        if (i == 0) {
+            fputc('\n', o->f);
+            line(o, "%sredundant stores and loads%s (the same value stored or loaded again by another native call)",
+                 bold(o), reset(o));
+        }
+        const pf_line_t *at = &m->lines[r->repeat_line];
+        double kind_total = r->kind == PF_ACCESS_STORE ? m->total.store_bytes : m->total.load_bytes;
+        const char *category = pf_redundancy_category(m, r);
+        line(o, "  %s%s:%d%s  %s%s %s, %.0f%% of watched %ss (%.0f pairs), %s: %s", red(o),
+             shorten_path(pf_model_str(m, at->file)), at->line, reset(o), r->approx ? "\u2248" : "",
+             human(r->bytes, a), r->kind == PF_ACCESS_STORE ? "silent stores" : "redundant loads",
+             share(r->bytes, kind_total), r->kind == PF_ACCESS_STORE ? "store" : "load", r->count, category,
+             pf_report_source_line(pf_model_str(m, at->file), at->line));
+        if (r->first_line >= 0 && r->first_line != r->repeat_line) {
+            const pf_line_t *first = &m->lines[r->first_line];
+            line(o, "      first at %s:%d", shorten_path(pf_model_str(m, first->file)), first->line);
+        }
+        if (r->repeat_native)
+            line(o, "      in %s", pf_model_str(m, r->repeat_native));
+        line(o, "      fix: %s", access_fix(category));
+    }
+}
+
 static void findings(out_t *o, const pf_model_t *m)
 {
     char a[16];
@@ -459,6 +514,7 @@ int pf_render_text(const pf_model_t *m, FILE *f, const pf_text_opts_t *opts)
     processes(&o, m);
     peak_contributors(&o, m);
     findings(&o, m);
+    access_findings(&o, m);
     leaks(&o, m);
     if (opts && opts->profile_path) {
         fputc('\n', f);

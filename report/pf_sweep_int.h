@@ -1,0 +1,56 @@
+/* pf_sweep_int.h - the sweep's state, shared by pf_model_sweep.c (memory and copies) and pf_model_watch.c
+ * (redundant stores and loads). */
+#ifndef PF_SWEEP_INT_H
+#define PF_SWEEP_INT_H
+
+#include "pf_loader_int.h"
+#include "pf_symbols_int.h"
+
+typedef struct live_obj {
+    int32_t line, func;
+    int gpu;            /* a GPU allocation */
+    uint32_t native;    /* native site string, 0 = none */
+    double est;
+    uint64_t size;
+} live_obj_t;
+
+typedef struct copy_info {
+    int32_t flow;
+    double est;
+} copy_info_t;
+
+typedef struct sweeper {
+    pf_model_t *m;
+    loader_t *L;
+    pf_map_t line_index;    /* (file, function, line) hash -> row+1 */
+    pf_map_t func_index;
+    pf_map_t frame_cache;   /* (proc, code id, lasti) -> row+1 */
+    pf_map_t live;          /* (proc, addr) -> live_obj index */
+    pf_map_t freed;         /* (proc, addr) -> live_obj index of the last block freed there */
+    pf_map_t flow_index;    /* edge key -> flow+1 */
+    pf_map_t copies;        /* (proc, copy id) -> copy_info index, until its verdict */
+    copy_info_t *cinfo;
+    size_t n_cinfo, cap_cinfo;
+    live_obj_t *objs;
+    size_t n_objs, cap_objs;
+    uint64_t t_end;
+    pf_symbols_t *symbols;
+    pf_map_t native_cache;  /* (proc, ip) -> native site string id + 1 (0 stored as 1: none) */
+    pf_map_t redundancy_index;  /* (kind, rows, native sites) -> redundancy+1 */
+} sweeper_t;
+
+uint64_t pf_sweep_key3(uint64_t a, uint64_t b, uint64_t c);
+
+/* The row (and *func, the function row) a stack is charged to: its innermost user frame. */
+int32_t pf_sweep_attribute(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *frames, uint16_t n, uint8_t flags,
+                           int32_t *func);
+
+/* The innermost native frame outside the interpreter, libc and pyflow, as an interned "symbol (library)";
+ * 0 when there is none. */
+uint32_t pf_sweep_native_site(sweeper_t *S, uint32_t proc, const uint64_t *ips, uint16_t n);
+
+/* pf_model_watch.c: one ACCESS_PAIR event, and the ordering of the groups once every event is in. */
+void pf_sweep_access(sweeper_t *S, const event_t *e);
+void pf_sweep_access_finish(sweeper_t *S);
+
+#endif /* PF_SWEEP_INT_H */
