@@ -3,7 +3,11 @@
 and under Scalene with memory profiling (if installed), several runs each. Prints median wall seconds and
 median peak RSS, and their ratios to the plain run; then the geometric mean of pyflow's time ratios.
 
-    bench/run_bench.py --pyflow build/bin/pyflow [--runs 5] [--python /usr/bin/python3] [workload ...]
+    bench/run_bench.py --pyflow build/bin/pyflow [--runs 5] [--python /usr/bin/python3] [--watch] [workload ...]
+
+--watch adds `pyflow run --watch=stores` and `--watch=loads` at the default period (about 1000 samples per
+second of CPU time). Where debug registers do not fire (`pyflow info`: "breakpoints fire FAIL") watchpoints
+are emulated by single steps and those figures measure the emulation, not the technique.
 """
 import argparse
 import math
@@ -37,6 +41,9 @@ def tools(args, script):
         "pyflow": [args.pyflow, "run", "--python", py, script],     # as users run it: the report included
         "tracemalloc": [py, "-X", "tracemalloc", script],
     }
+    if args.watch:
+        for mode in ("stores", "loads"):
+            out["watch-" + mode] = [args.pyflow, "run", "--python", py, "--watch=" + mode, script]
     if shutil.which("scalene") or subprocess.run([py, "-c", "import scalene"], capture_output=True).returncode == 0:
         out["scalene"] = [py, "-m", "scalene", "--cli", "--memory",
                           "--outfile", os.devnull, script]
@@ -48,6 +55,8 @@ def main():
     ap.add_argument("--pyflow", required=True)
     ap.add_argument("--python", default="/usr/bin/python3")
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--watch", action="store_true", help="also time each --watch mode")
+    ap.add_argument("--no-peers", action="store_true", help="skip tracemalloc and Scalene")
     ap.add_argument("workloads", nargs="*", default=WORKLOADS)
     args = ap.parse_args()
     ratios = []
@@ -55,6 +64,8 @@ def main():
     for w in args.workloads:
         script = os.path.join(HERE, "workloads", w + ".py")
         cmds = tools(args, script)
+        if args.no_peers:
+            cmds = {k: v for k, v in cmds.items() if k not in ("tracemalloc", "scalene")}
         results = {name: [] for name in cmds}
         for _ in range(args.runs):          # interleaved, so drift hits every tool alike
             for name, cmd in cmds.items():
