@@ -77,24 +77,53 @@ static long raw_syscall6(long n, long a1, long a2, long a3, long a4, long a5, lo
     return ret;
 }
 
+typedef struct pf_iov {
+    void *base;
+    size_t len;
+} pf_iov_t;
+
+/* Reads n (dst, src, size) triples in one system call: a frame's fields cost one call, not one each. */
+static int safe_read_v(int n, void *const dst[], const void *const src[], const size_t size[])
+{
+    pf_iov_t local[4], remote[4];
+    long total = 0;
+    for (int i = 0; i < n; i++) {
+        local[i].base = dst[i];
+        remote[i].base = (void *)src[i];
+        local[i].len = remote[i].len = size[i];
+        total += (long)size[i];
+    }
+    long pid = raw_syscall6(39 /* getpid */, 0, 0, 0, 0, 0, 0);
+    return raw_syscall6(310 /* process_vm_readv */, pid, (long)local, n, (long)remote, n, 0) == total ? 0 : -1;
+}
+
 static int safe_read(void *dst, const void *src, size_t n)
 {
-    struct {
-        void *base;
-        size_t len;
-    } local = {dst, n}, remote = {(void *)src, n};
-    long pid = raw_syscall6(39 /* getpid */, 0, 0, 0, 0, 0, 0);
-    return raw_syscall6(310 /* process_vm_readv */, pid, (long)&local, 1, (long)&remote, 1, 0) == (long)n ? 0 : -1;
+    return safe_read_v(1, (void *const[]){dst}, (const void *const[]){src}, (const size_t[]){n});
 }
 #define PF_HAVE_SAFE_READ 1
 #else
 #define PF_HAVE_SAFE_READ 0
 static int safe_read(void *dst, const void *src, size_t n) { return -1; }
+static int safe_read_v(int n, void *const dst[], const void *const src[], const size_t size[]) { return -1; }
 #endif
 
 /* LOAD(var, lvalue): var = lvalue; evaluates to 0, or -1 when an async read failed. `async` is a
  * compile-time constant in each instantiation of capture_frames, so the direct path costs nothing extra. */
 #define LOAD(var, lvalue) (async ? safe_read(&(var), &(lvalue), sizeof(var)) : ((var) = (lvalue), 0))
+#define LOAD2(v1, l1, v2, l2)                                                                              \
+    (async ? safe_read_v(2, (void *const[]){&(v1), &(v2)}, (const void *const[]){&(l1), &(l2)},           \
+                         (const size_t[]){sizeof(v1), sizeof(v2)})                                        \
+           : ((v1) = (l1), (v2) = (l2), 0))
+#define LOAD3(v1, l1, v2, l2, v3, l3)                                                                      \
+    (async ? safe_read_v(3, (void *const[]){&(v1), &(v2), &(v3)}, (const void *const[]){&(l1), &(l2), &(l3)}, \
+                         (const size_t[]){sizeof(v1), sizeof(v2), sizeof(v3)})                            \
+           : ((v1) = (l1), (v2) = (l2), (v3) = (l3), 0))
+#define LOAD4(v1, l1, v2, l2, v3, l3, v4, l4)                                                              \
+    (async ? safe_read_v(4, (void *const[]){&(v1), &(v2), &(v3), &(v4)},                                   \
+                         (const void *const[]){&(l1), &(l2), &(l3), &(l4)},                               \
+                         (const size_t[]){sizeof(v1), sizeof(v2), sizeof(v3), sizeof(v4)})                \
+           : ((v1) = (l1), (v2) = (l2), (v3) = (l3), (v4) = (l4), 0))
 
 /* ---- one function per version family: walk the frames ----
  * Each returns the number of frames written (0..max) and sets *truncated when frames remained; an async
@@ -113,7 +142,7 @@ static inline int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, 
         PyCodeObject *co;
         int f_lasti;
         PyFrameObject *back;
-        if (LOAD(co, f->f_code) || LOAD(f_lasti, f->f_lasti) || LOAD(back, f->f_back))
+        if (LOAD3(co, f->f_code, f_lasti, f->f_lasti, back, f->f_back))
             break;
         PyTypeObject *type = NULL;
         if (co && async && (LOAD(type, co->ob_base.ob_type) || type != &PyCode_Type))
@@ -152,8 +181,7 @@ static inline int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, 
         PyCodeObject *co;
         _Py_CODEUNIT *prev_instr;
         _PyInterpreterFrame *previous;
-        if (LOAD(owner, f->owner) || LOAD(co, f->f_code) || LOAD(prev_instr, f->prev_instr) ||
-            LOAD(previous, f->previous))
+        if (LOAD4(owner, f->owner, co, f->f_code, prev_instr, f->prev_instr, previous, f->previous))
             break;
         f = previous;
 #if PY_MINOR_VERSION == 12
@@ -162,10 +190,11 @@ static inline int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, 
 #endif
         if (!co)
             continue;
-        PyTypeObject *type = NULL;
+        PyTypeObject *type = &PyCode_Type;     /* trusted as is when read directly */
         int first_traceable;
-        if ((async && (LOAD(type, co->ob_base.ob_base.ob_type) || type != &PyCode_Type)) ||
-            LOAD(first_traceable, co->_co_firsttraceable))
+        if ((async ? LOAD2(type, co->ob_base.ob_base.ob_type, first_traceable, co->_co_firsttraceable)
+                   : LOAD(first_traceable, co->_co_firsttraceable)) ||
+            type != &PyCode_Type)
             break;
         if (owner != FRAME_OWNED_BY_GENERATOR && prev_instr < _PyCode_CODE(co) + first_traceable)
             continue;
@@ -195,8 +224,7 @@ static inline int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, 
         PyObject *ex;
         _Py_CODEUNIT *instr_ptr;
         _PyInterpreterFrame *previous;
-        if (LOAD(owner, f->owner) || LOAD(ex, f->f_executable) || LOAD(instr_ptr, f->instr_ptr) ||
-            LOAD(previous, f->previous))
+        if (LOAD4(owner, f->owner, ex, f->f_executable, instr_ptr, f->instr_ptr, previous, f->previous))
             break;
         f = previous;
         if (owner == FRAME_OWNED_BY_CSTACK || !ex)

@@ -101,6 +101,16 @@ static PyObject *probe_capture(PyObject *self, PyObject *args)
     } else {
         n = api->capture(frames, max, &truncated);
     }
+    /* the signal handlers' variant must see the same stack (read without faulting, field by field) */
+    pf_pyframe_t again[PROBE_MAX_FRAMES];
+    int truncated_again = 0;
+    int n_again = api->capture_async(again, max, &truncated_again);
+    if (n_again != n || truncated_again != truncated)
+        return PyErr_Format(PyExc_AssertionError, "capture_async gave %d frames (truncated %d), capture %d (%d)",
+                            n_again, truncated_again, n, truncated);
+    for (int i = 0; i < n; i++)
+        if (again[i].code != frames[i].code || again[i].lasti_bytes != frames[i].lasti_bytes)
+            return PyErr_Format(PyExc_AssertionError, "capture_async differs from capture at frame %d", i);
     if (n < 0)
         Py_RETURN_NONE;
     return frames_list(frames, n, truncated);
