@@ -46,7 +46,7 @@ static const char *usage_text =
     "  --native            also capture native call stacks (libunwind)\n"
     "  --watch[=MODE]      find redundant stores/loads with PMU samples + watchpoints; MODE stores (default),\n"
     "                      loads or all (see `pyflow info` for what this machine offers)\n"
-    "  --period N          watch: events between samples (default: about 1000 samples a second)\n"
+    "  --period N          watch: events between samples (default: about 250 samples a CPU-second)\n"
     "  --event NAME        watch: sampling event, a libpfm4 name (default cycles, else task-clock)\n"
     "  --gpu-per-tensor    PyTorch: allocate each tensor with cudaMallocAsync (its `backend:cudaMallocAsync`),\n"
     "                      so GPU bytes are charged per tensor, not per cache reservation\n"
