@@ -132,6 +132,64 @@ static void fork_child(void)
     pf_tls.guard--;
 }
 
+/* Programs that only start other programs (a shell for subprocess(shell=True), env, nice, timeout...):
+ * they keep pyflow's variables so that a Python they run is profiled too. */
+static int is_launcher(const char *exe)
+{
+    static const char *const launchers[] = {"sh", "bash", "dash", "zsh", "ksh", "env", "nice", "nohup", "timeout",
+                                            "time", "stdbuf", "xargs", "setsid", "taskset", "chrt", "ionice",
+                                            "sudo", "su", "runuser", "make", "uv", "pip", NULL};
+    const char *base = strrchr(exe, '/');
+    base = base ? base + 1 : exe;
+    for (int i = 0; launchers[i]; i++)
+        if (strcmp(base, launchers[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* A non-Python program exec'd by the profiled one (a compiler, git, a native tool) gets the environment it
+ * would have had without pyflow: pyflow's entry leaves LD_PRELOAD (other entries stay, in order) and the
+ * PYFLOW_* variables go. This process keeps the library loaded, passive. Launchers are left alone. */
+static void leave_environment_clean(void)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return;
+    exe[n] = '\0';
+    if (is_launcher(exe))
+        return;
+    const char *preload = getenv("LD_PRELOAD");
+    if (preload) {
+        char kept[4096] = "";
+        size_t used = 0;
+        for (const char *p = preload; *p;) {
+            size_t len = strcspn(p, ": ");
+            int ours = len >= strlen(PF_RUNTIME_SONAME) &&
+                       strncmp(p + len - strlen(PF_RUNTIME_SONAME), PF_RUNTIME_SONAME, strlen(PF_RUNTIME_SONAME)) == 0;
+            if (len && !ours && used + len + 2 < sizeof kept) {
+                if (used)
+                    kept[used++] = ':';
+                memcpy(kept + used, p, len);
+                used += len;
+                kept[used] = '\0';
+            }
+            p += len;
+            p += *p != '\0';
+        }
+        if (used)
+            setenv("LD_PRELOAD", kept, 1);
+        else
+            unsetenv("LD_PRELOAD");
+    }
+    static const char *const vars[] = {PF_ENV_OUTPUT, PF_ENV_ROOT_PID, PF_ENV_SAMPLE_BYTES, PF_ENV_OBJECT_BYTES,
+                                       PF_ENV_COPY_SAMPLE_BYTES, PF_ENV_COPY_BYTES, PF_ENV_EXACT, PF_ENV_NATIVE,
+                                       PF_ENV_QUIET, PF_ENV_WATCH, PF_ENV_WATCH_PERIOD, PF_ENV_WATCH_EVENT,
+                                       PF_ENV_WATCH_SEED, NULL};
+    for (int i = 0; vars[i]; i++)
+        unsetenv(vars[i]);
+}
+
 __attribute__((constructor)) static void pf_rt_init(void)
 {
     pf_rt_resolve_real();
@@ -186,5 +244,7 @@ __attribute__((constructor)) static void pf_rt_init(void)
     return;
 
 passive:
+    if (output && *output && minor < 0)
+        leave_environment_clean();
     pf_tls.guard--;
 }

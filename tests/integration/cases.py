@@ -494,6 +494,16 @@ def case_child_processes(c):
     assert sub and sum(r["alloc_bytes"] for r in sub) >= 3_000_000, "the python subprocess is missing"
 
 
+def case_exec_native_clean(c):
+    """A non-Python program run by the profiled one (directly or through a shell) sees no LD_PRELOAD entry and
+    no PYFLOW_* variable of pyflow's; a Python child is still profiled."""
+    plain = run([c.python, prog("exec_native.py")])
+    cp, d = c.profile(prog("exec_native.py"))
+    assert cp.returncode == 0 and cp.stdout == plain.stdout, (cp.stdout, plain.stdout, cp.stderr[-800:])
+    sub = [r for r in d["lines"] if r["file"] == "<string>" and r["line"] == 1]
+    assert sub and sum(r["alloc_bytes"] for r in sub) >= 2_000_000, "the python child is missing"
+
+
 def case_odd_script_names(c):
     """A script path with spaces and non-ASCII characters works and is reported by name."""
     script = os.path.join(PROGRAMS, "odd dir \u00fc", "na\u00efve script.py")
