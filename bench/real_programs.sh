@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Runs real programs plain and under pyflow and compares what they report: numpy's own test suite (Debian's
-# python3-numpy, with python3-pytest and python3-hypothesis) and a scipy workload. Prints the pytest summary
-# lines and wall times of both runs, so a change in results under pyflow shows at once.
-#   bench/real_programs.sh [build/bin/pyflow]
+# python3-numpy, with python3-pytest and python3-hypothesis), a scipy workload and a pandas workload
+# (bench/real/pandas_workload.py). Prints the pytest summary lines and wall times of both runs, and whether
+# the workloads' outputs are identical, so a change in results under pyflow shows at once.
+#   bench/real_programs.sh [build/bin/pyflow] [numpy packages to test, default: numpy]
+# The whole numpy suite needs more than 24 GiB (a numpy.lib test was OOM-killed here, plain); a subset:
+#   bench/real_programs.sh build/bin/pyflow "numpy.linalg numpy.fft numpy.polynomial numpy.ma numpy.random"
+# Optional packages (not in .ci/install-deps): python3-pytest python3-hypothesis python3-scipy python3-pandas.
 set -u
-PYFLOW=${1:-build/bin/pyflow}
+PYFLOW=$(realpath "${1:-build/bin/pyflow}")
+NUMPY_TESTS=${2:-numpy}
+HERE=$(cd "$(dirname "$0")" && pwd)
 PY=/usr/bin/python3
 out=$(mktemp -d)
 run() {  # name, then the command
@@ -13,12 +19,12 @@ run() {  # name, then the command
   "$@" > "$out/$name.log" 2>&1
   local rc=$?
   local end=$(date +%s.%N)
-  printf '%-22s rc=%-3s %7.1f s  %s\n' "$name" "$rc" "$(echo "$end - $start" | bc)" \
+  printf '%-22s rc=%-3s %7.1f s  %s\n' "$name" "$rc" "$(python3 -c "print($end - $start)")" \
     "$(grep -E '[0-9]+ (passed|failed)' "$out/$name.log" | tail -1)"
 }
 cd /tmp
-run numpy-plain $PY -m pytest --pyargs numpy -q -p no:cacheprovider --continue-on-collection-errors
-run numpy-pyflow "$PYFLOW" run --no-report --python $PY -m pytest --pyargs numpy -q -p no:cacheprovider --continue-on-collection-errors
+run numpy-plain $PY -m pytest --pyargs $NUMPY_TESTS -q -p no:cacheprovider --continue-on-collection-errors
+run numpy-pyflow "$PYFLOW" run --no-report --python $PY -m pytest --pyargs $NUMPY_TESTS -q -p no:cacheprovider --continue-on-collection-errors
 SCIPY='import numpy as np, scipy.linalg as la, scipy.signal as sg, scipy.sparse as sp
 a = np.random.default_rng(0).random((400, 400))
 for _ in range(20):
@@ -29,4 +35,7 @@ print(round(float(abs(w).sum()), 3), round(float(y.sum()), 3), round(float(v), 3
 run scipy-plain $PY -c "$SCIPY"
 run scipy-pyflow "$PYFLOW" run --no-report --python $PY -c "$SCIPY"
 if cmp -s "$out/scipy-plain.log" "$out/scipy-pyflow.log"; then echo "scipy: identical output"; else echo "scipy: OUTPUT DIFFERS"; diff "$out/scipy-plain.log" "$out/scipy-pyflow.log" | head; fi
+run pandas-plain $PY "$HERE/real/pandas_workload.py"
+run pandas-pyflow "$PYFLOW" run --no-report --python $PY "$HERE/real/pandas_workload.py"
+if cmp -s "$out/pandas-plain.log" "$out/pandas-pyflow.log"; then echo "pandas: identical output"; else echo "pandas: OUTPUT DIFFERS"; diff "$out/pandas-plain.log" "$out/pandas-pyflow.log" | head; fi
 rm -rf "$out"
