@@ -504,6 +504,17 @@ def case_exec_native_clean(c):
     assert sub and sum(r["alloc_bytes"] for r in sub) >= 2_000_000, "the python child is missing"
 
 
+def case_crashes_and_timers(c):
+    """abort() and a segfault in C code end the run with the program's own status, and the profile written
+    up to then is reported (the 8 MB allocated first); the program's setitimer handlers keep firing."""
+    for how in ("abort", "segv", "timers"):
+        plain = run([c.python, prog("crashes.py"), how])
+        cp, d = c.profile(prog("crashes.py"), how)
+        assert cp.returncode == plain.returncode, (how, cp.returncode, plain.returncode, cp.stderr[-600:])
+        assert cp.stdout == plain.stdout, (how, cp.stdout, plain.stdout)
+        near(row(d, "crashes.py", 8)["alloc_bytes"], 8_000_000, 0.02, f"{how}: bytes before the end")
+
+
 def case_odd_script_names(c):
     """A script path with spaces and non-ASCII characters works and is reported by name."""
     script = os.path.join(PROGRAMS, "odd dir \u00fc", "na\u00efve script.py")
