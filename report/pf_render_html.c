@@ -194,6 +194,23 @@ int pf_render_html(const pf_model_t *m, FILE *f, const pf_html_opts_t *opts)
         fputs("</code>: share one buffer instead of copying it</div>\n", f);
         any++;
     }
+    for (size_t i = 0; i < m->n_redundancies && i < 5; i++) {     /* --watch: the largest groups */
+        const pf_redundancy_t *r = &m->redundancies[i];
+        if (r->repeat_line < 0)
+            continue;
+        const pf_line_t *at = &m->lines[r->repeat_line];
+        double kind_total = r->kind == PF_ACCESS_STORE ? m->total.store_bytes : m->total.load_bytes;
+        fprintf(f, "<div class=\"finding\"><span class=\"bad\">%s</span> %s%s (%.0f%% of watched), %s, at ",
+                r->kind == PF_ACCESS_STORE ? "silent stores" : "redundant loads", r->approx ? "&#8776;" : "",
+                human(r->bytes, a), kind_total > 0 ? 100 * r->bytes / kind_total : 0, pf_redundancy_category(m, r));
+        esc(f, base(pf_model_str(m, at->file)));
+        fprintf(f, ":%d <code>", at->line);
+        esc(f, pf_report_source_line(pf_model_str(m, at->file), at->line));
+        fputs("</code> <small>", f);
+        esc(f, pf_model_str(m, r->repeat_path));
+        fputs("</small></div>\n", f);
+        any++;
+    }
     for (size_t i = 0; i < m->n_lines; i++) {
         const pf_line_t *l = &m->lines[i];
         double p = pf_report_leak_likelihood(&l->s);

@@ -1,7 +1,7 @@
 """PieProf category "loop-invariant computation" / "repeated native call with the same arguments": a loop
 recomputes the same numpy value each iteration. Run: python3 loop_invariant.py [fixed]. The slow variant's
-line 15 should carry a large silent-store fraction (np.sqrt(w).sum() writes the same result bytes each
-time); the hoisted variant should not."""
+line 14 should carry a large redundant-load fraction (np.sqrt(w) reads the same w, in the same native
+routine, every iteration); the hoisted variant should not."""
 import sys
 import numpy as np
 
@@ -11,7 +11,7 @@ x = np.random.default_rng(7).random(4096)
 def slow(n):
     acc = 0.0
     for i in range(n):
-        norm = np.sqrt(w).sum()                      # line 15: the same value every iteration
+        norm = np.sqrt(w).sum()                      # line 14: the same value every iteration
         acc += x[i % 4096] / norm
     return acc
 
