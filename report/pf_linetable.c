@@ -9,6 +9,16 @@
 
 #include "pf_format.h"
 
+#include <limits.h>
+
+/* line + delta, saturated: a corrupt profile's first line number can sit next to INT_MAX (signed overflow
+ * is undefined behaviour; found by tests/fuzz). */
+static int line_add(int line, int delta)
+{
+    long long v = (long long)line + delta;
+    return v > INT_MAX ? INT_MAX : v < INT_MIN ? INT_MIN : (int)v;
+}
+
 static int lnotab_line(const uint8_t *t, size_t len, int first, uint32_t lasti)
 {
     int line = first;
@@ -17,7 +27,7 @@ static int lnotab_line(const uint8_t *t, size_t len, int first, uint32_t lasti)
         addr += t[i];
         if (addr > lasti)
             break;
-        line += (int8_t)t[i + 1];
+        line = line_add(line, (int8_t)t[i + 1]);
     }
     return line;
 }
@@ -32,7 +42,7 @@ static int linetable310_line(const uint8_t *t, size_t len, int first, uint32_t l
         int8_t ldelta = (int8_t)t[i + 1];
         int line = -1;
         if (ldelta != -128) {
-            computed += ldelta;
+            computed = line_add(computed, ldelta);
             line = computed;
         }
         if (start == end)
@@ -84,7 +94,7 @@ static int locations_line(const uint8_t *t, size_t len, int first, uint32_t last
             delta = read_svarint(t, len, &j);
         else if (code >= 10 && code <= 12)
             delta = code - 10;
-        computed += delta;
+        computed = line_add(computed, delta);
         int line = code == 15 ? -1 : computed;
         if (lasti >= start && lasti < end)
             return line >= 0 ? line : last_valid;
