@@ -32,7 +32,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             pf_text_opts_t text = {0};
             text.width = 120;
             pf_render_text(m, null, &text);
+            text.width = 30;        /* narrow: every column and the source text cut */
+            text.max_lines = 1000;
+            text.reduced = 1;
+            pf_render_text(m, null, &text);
             pf_render_json(m, null);
+            pf_dot_opts_t dot = {0};
+            pf_render_dot(m, null, &dot);
+            pf_html_opts_t html = {0};
+            pf_render_html(m, null, &html);
             fclose(null);
         }
         pf_model_free(m);

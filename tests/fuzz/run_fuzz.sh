@@ -1,26 +1,41 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer target with clang (ASan + UBSan) and runs it for a bounded time on a seed corpus of
-# real profiles (made here by pyflow itself, one with --watch records) plus truncated and bit-flipped copies.
+# Builds the libFuzzer target with clang (ASan + UBSan) and runs it for a bounded time on a seed corpus made
+# from real profiles (pyflow run on three examples, a --watch run and a tiny program), compacted so the
+# trailer is in reach, plus cut, bit-flipped and corrupt variants (make_seeds.py).
 #   run_fuzz.sh SOURCE_DIR WORK_DIR PYFLOW [SECONDS]
-# Exit 0: no crash; 1: a crash (the reproducer is in WORK_DIR); 77: clang or libFuzzer missing (skip).
+# Exit 0: no crash; 1: a crash, a hang (> 30 s on one input) or no seeds (the reproducer is WORK_DIR/crash-*,
+# replay it with WORK_DIR/fuzz_profile FILE); 77: clang or libFuzzer missing (skip).
+# The corpus (WORK_DIR/corpus) is kept between runs, so coverage accumulates.
 set -u
 src=$1 work=$2 pyflow=$3 secs=${4:-60}
 CC=$(command -v clang || command -v clang-14 || true)
-[ -n "$CC" ] || { echo "skip: clang not installed (Debian: clang, libclang-rt-14-dev)"; exit 77; }
-mkdir -p "$work/corpus"
+[ -n "$CC" ] || { echo "SKIP: clang not installed (Debian: clang, libclang-rt-14-dev)"; exit 77; }
+mkdir -p "$work/corpus" "$work/seeds" "$work/profiles"
 echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' > "$work/probe.c"
-"$CC" -fsanitize=fuzzer "$work/probe.c" -o "$work/probe" 2>/dev/null || { echo "skip: no libFuzzer runtime"; exit 77; }
+"$CC" -fsanitize=fuzzer,address,undefined "$work/probe.c" -o "$work/probe" 2>/dev/null ||
+  { echo "SKIP: clang has no libFuzzer/ASan runtime (Debian: libclang-rt-14-dev)"; exit 77; }
 "$CC" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -D_GNU_SOURCE -I"$src/report" -I"$src/core" "$src/tests/fuzz/fuzz_profile.c" "$src"/report/*.c -lm -o "$work/fuzz_profile" || exit 1
-# seeds: real profiles
+  -D_GNU_SOURCE -I"$src/report" -I"$src/core" "$src/tests/fuzz/fuzz_profile.c" "$src"/report/*.c -lm \
+  -o "$work/fuzz_profile" || { echo "FAIL: the fuzz target does not build"; exit 1; }
+# seeds: real profiles, made now by this build
+rm -f "$work"/profiles/*
 for ex in alloc_mix.py redundant_copy.py leaky_cache.py; do
-  "$pyflow" run --no-report --python /usr/bin/python3 -o "$work/corpus/$ex.pflow" "$src/examples/$ex" >/dev/null 2>&1
+  "$pyflow" run --no-report --python /usr/bin/python3 -o "$work/profiles/$ex.pflow" "$src/examples/$ex" >/dev/null 2>&1
 done
-"$pyflow" run --no-report --watch=stores --python /usr/bin/python3 -o "$work/corpus/watch.pflow" \
+"$pyflow" run --no-report --watch=stores --python /usr/bin/python3 -o "$work/profiles/watch.pflow" \
   -c 'x = [i * 2 for i in range(200000)]' >/dev/null 2>&1
-ls "$work/corpus" | head
+"$pyflow" run --no-report --exact --python /usr/bin/python3 -o "$work/profiles/tiny.pflow" \
+  -c 'x = [bytearray(1000) for i in range(20)]' >/dev/null 2>&1
+python3 "$src/tests/fuzz/make_seeds.py" "$work/seeds" "$work"/profiles/*.pflow ||
+  { echo "FAIL: pyflow made no usable profile to seed the fuzzer with"; exit 1; }
 cd "$work"
-ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1 ./fuzz_profile -max_total_time="$secs" -timeout=10 \
-  -rss_limit_mb=2048 -max_len=400000 -print_final_stats=1 corpus 2>&1 | tail -25
-rc=${PIPESTATUS[0]}
-[ "$rc" = 0 ] || { echo "fuzz_profile found a crash: reproducer in $work (crash-*)"; exit 1; }
+rm -f crash-* timeout-* oom-* leak-*
+ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 nice -n 5 ./fuzz_profile \
+  -max_total_time="$secs" -timeout=30 -rss_limit_mb=2048 -max_len=400000 -print_final_stats=1 \
+  -artifact_prefix="$work/" corpus seeds > fuzz.log 2>&1
+rc=$?
+grep -E '^#[0-9]+ +(INITED|DONE|pulse)' fuzz.log | tail -3
+grep -A30 -E 'ERROR|runtime error|SUMMARY|deadly signal|Test unit written' fuzz.log | head -60
+tail -8 fuzz.log
+[ "$rc" = 0 ] || { echo "FAIL: fuzz_profile found a crash (status $rc): $(ls "$work"/crash-* "$work"/timeout-* "$work"/oom-* 2>/dev/null)"; exit 1; }
+echo "PASS: no crash in ${secs} s"
