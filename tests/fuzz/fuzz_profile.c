@@ -5,7 +5,9 @@
  * The input lives in a memfd reached through /proc/self/fd, as a profile file on disk would be: the reader
  * maps files, so this covers the mapping arithmetic too. Children are not merged (they would be other
  * files). */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/mman.h>

@@ -24,8 +24,8 @@ for ex in alloc_mix.py redundant_copy.py leaky_cache.py; do
 done
 "$pyflow" run --no-report --watch=stores --python /usr/bin/python3 -o "$work/profiles/watch.pflow" \
   -c 'x = [i * 2 for i in range(200000)]' >/dev/null 2>&1
-"$pyflow" run --no-report --exact --python /usr/bin/python3 -o "$work/profiles/tiny.pflow" \
-  -c 'x = [bytearray(1000) for i in range(20)]' >/dev/null 2>&1
+"$pyflow" run --no-report --sample-bytes 1m --python /usr/bin/python3 -o "$work/profiles/tiny.pflow" \
+  -c 'x = [bytearray(300000) for i in range(8)]' >/dev/null 2>&1
 python3 "$src/tests/fuzz/make_seeds.py" "$work/seeds" "$work"/profiles/*.pflow ||
   { echo "FAIL: pyflow made no usable profile to seed the fuzzer with"; exit 1; }
 cd "$work"
