@@ -510,7 +510,10 @@ int pf_watch_init(const pf_watch_config_t *cfg, char *why, size_t n)
         return rc;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+    /* no SA_ONSTACK and no alternate stack of ours: one would be the program's too (every SA_ONSTACK handler
+     * of the program, CPython's included, would run on it, and nested deliveries of its own signals overflowed
+     * a 64 KiB one), and sigaltstack would report it. The handlers need a few KiB of the interrupted stack. */
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sa.sa_sigaction = trap_handler;
     sigemptyset(&sa.sa_mask);
     sigaddset(&sa.sa_mask, pf_signo);
@@ -599,14 +602,9 @@ int pf_watch_thread_start(char *why, size_t n)
     if (!t->rng)
         t->rng = 1;
     stack_t cur;
-    if (sigaltstack(NULL, &cur) == 0 && !(cur.ss_flags & SS_DISABLE) && cur.ss_size >= 32768) {
-        t->alt_lo = (uintptr_t)cur.ss_sp;       /* the program's own alternate stack: share it */
+    if (sigaltstack(NULL, &cur) == 0 && !(cur.ss_flags & SS_DISABLE)) {
+        t->alt_lo = (uintptr_t)cur.ss_sp;       /* the program's alternate stack: never watched, as a stack */
         t->alt_hi = (uintptr_t)cur.ss_sp + cur.ss_size;
-    } else {
-        stack_t ss = {.ss_sp = t->altstack, .ss_size = sizeof t->altstack, .ss_flags = 0};
-        sigaltstack(&ss, NULL);
-        t->alt_lo = (uintptr_t)t->altstack;
-        t->alt_hi = t->alt_lo + sizeof t->altstack;
     }
     int rc = start_events(t, why, n);
     if (rc) {
@@ -742,10 +740,6 @@ void pf_watch_thread_end(const pf_watch_sink_t *sink)
     if (t->sample_fd >= 0)
         close(t->sample_fd);
     t->sample_fd = -1;
-    if (t->alt_lo == (uintptr_t)t->altstack) {
-        stack_t ss = {.ss_flags = SS_DISABLE};
-        sigaltstack(&ss, NULL);
-    }
     /* keep the counters for pf_watch_get_totals: the state stays on the list, its events closed */
     pf_watch_self = NULL;
 }

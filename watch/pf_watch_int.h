@@ -30,7 +30,6 @@
 #define PF_WATCH_STEP_LIMIT 64      /* single steps from a sample to a memory instruction */
 #define PF_WATCH_SAME_CALL_MAX 8    /* same-call traps before a watch gives up */
 #define PF_WATCH_MAX_THREADS 128    /* threads watched at once (global armed table = 4 per thread) */
-#define PF_WATCH_ALTSTACK (64 * 1024)
 
 #ifndef TRAP_PERF
 #define TRAP_PERF 6                 /* si_code of a perf sigtrap (not in glibc 2.36 headers) */
@@ -162,7 +161,6 @@ typedef struct pf_watch_thread {
     pf_watch_totals_t st;       /* this thread's counters */
     uint64_t st_written_traps;  /* traps at the last STATS record (skip unchanged) */
     struct pf_watch_thread *next_all;   /* list of every thread's state (totals) */
-    uint8_t altstack[PF_WATCH_ALTSTACK];
 } pf_watch_thread_t;
 
 /* ---- pf_watch_slots.c: breakpoint events and the global armed table ---- */

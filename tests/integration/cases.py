@@ -515,6 +515,28 @@ def case_crashes_and_timers(c):
         near(row(d, "crashes.py", 8)["alloc_bytes"], 8_000_000, 0.02, f"{how}: bytes before the end")
 
 
+def case_signal_coexistence(c):
+    """The program's own signals behave as without pyflow, with watch off and on (watch owns SIGTRAP and a
+    real-time signal, and must forward them): SIGUSR1, interval timers of all three kinds, SIGTRAP handled then
+    fatal, every real-time signal unblocked and queued while blocked, a sigaltstack of its own, faulthandler,
+    abort and a fault. Same stdout, same stderr (thread addresses aside), same status; the 8 MB allocated
+    first is in the profile."""
+    import re
+    script = prog("robust_signals.py")
+    keep = line_of(script, "keep = [bytearray")
+    mask = lambda text: re.sub(r"0x[0-9a-f]+", "0x?", text)
+    for how in ("usr1", "timers", "sigtrap", "rt", "altstack", "faulthandler", "abort", "segv"):
+        plain = run([c.python, script, how])
+        for extra in ((), ("--watch=all",)):
+            what = f"{how} {' '.join(extra)}"
+            cp, d = c.profile(script, how, extra=("--no-report",) + extra)
+            assert cp.returncode == plain.returncode, (what, cp.returncode, plain.returncode, cp.stderr[-600:])
+            assert cp.stdout == plain.stdout, (what, cp.stdout, plain.stdout)
+            err = "".join(l for l in cp.stderr.splitlines(True) if not l.startswith("pyflow: watch"))
+            assert mask(err) == mask(plain.stderr), (what, err[-600:], plain.stderr[-600:])
+            near(row(d, "robust_signals.py", keep)["alloc_bytes"], 8_000_000, 0.02, f"{what}: bytes first made")
+
+
 def case_long_run_bounds(c):
     """A busy run keeps the profile and pyflow's own memory bounded by the sampling, not by the number of
     allocations: at most 256 KiB of profile per 100 MB allocated (measured: 130 KiB; recording every
