@@ -56,6 +56,23 @@ static const char *option_value(int argc, char **argv, int *i, const char *name)
     return argv[++*i];
 }
 
+/* "stores", "loads", "copies", "all", or a comma list of them ("stores,copies"). */
+static int watch_modes_valid(const char *v)
+{
+    if (!*v)
+        return 0;
+    while (*v) {
+        size_t n = strcspn(v, ",");
+        if (!((n == 6 && strncmp(v, "stores", n) == 0) || (n == 5 && strncmp(v, "loads", n) == 0) ||
+              (n == 6 && strncmp(v, "copies", n) == 0) || (n == 3 && strncmp(v, "all", n) == 0)))
+            return 0;
+        v += n;
+        if (*v == ',' && *++v == '\0')
+            return 0;
+    }
+    return 1;
+}
+
 static int is_option(const char *arg, const char *name)
 {
     size_t n = strlen(name);
@@ -135,8 +152,8 @@ int pf_cli_parse_run(int argc, char **argv, pf_run_opts_t *o)
         } else if (strcmp(a, "--watch") == 0 || is_option(a, "--watch")) {
             /* bare --watch watches stores, the cheap mode */
             v = strchr(a, '=') ? a + strlen("--watch=") : "stores";
-            if (strcmp(v, "stores") != 0 && strcmp(v, "loads") != 0 && strcmp(v, "all") != 0)
-                return usage_error("--watch takes stores, loads or all (not %s)", v);
+            if (!watch_modes_valid(v))
+                return usage_error("--watch takes stores, loads, copies or all, or a comma list of them (not %s)", v);
             o->watch = v;
         } else if (is_option(a, "--event")) {
             if (!(v = option_value(argc, argv, &i, "--event")) || !*v)

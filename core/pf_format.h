@@ -93,6 +93,7 @@ typedef enum pf_rec_type {
     PF_REC_VERDICT = 9,     /* whether a recorded copy turned out redundant */
     PF_REC_ACCESS_PAIR = 10,/* watch/: a watched access and its repetition (redundant store or load) */
     PF_REC_WATCH_STATS = 11,/* watch/: running counts of samples, traps and verdicts, per thread */
+    PF_REC_COPY_WRITE = 12, /* watch/: the first write that changed a watched word of a copy or its source */
     PF_REC_TYPE_MAX
 } pf_rec_type_t;
 
@@ -294,6 +295,27 @@ typedef struct pf_rec_access_pair {
 /* Watch modes (PF_REC_WATCH_STATS aux, bit set). */
 #define PF_WATCH_MODE_STORES 0x1u
 #define PF_WATCH_MODE_LOADS 0x2u
+#define PF_WATCH_MODE_COPIES 0x4u   /* write watches on copies and their sources (PF_REC_COPY_WRITE) */
+
+/* The first write that changed a watched word of a recorded copy (flags & PF_COPY_WRITE_DST) or of its
+ * source, after the copy: proof that the copy was needed (verdict MODIFIED, evidence watch), with the
+ * writer's call path. Written at most once per copy; a compare-at-free verdict for the same copy_id that
+ * comes later is superseded by it. aux = 0.
+ *
+ * PF_REC_COPY_WRITE payload; then n_py pf_rec_pyframe_t and n_native uint64_t of the writer (innermost
+ * first; the first native IP is the instruction after the write, as the trap reports it). */
+#define PF_COPY_WRITE_DST 0x1u
+#define PF_COPY_WRITE_NO_PYSTATE 0x8u   /* the writer ran on a thread without Python frames */
+typedef struct pf_rec_copy_write {
+    uint64_t t_ns;
+    uint64_t copy_id;       /* of the PF_REC_COPY */
+    uint64_t addr;          /* the watched word */
+    uint8_t len;
+    uint8_t flags;          /* PF_COPY_WRITE_* */
+    uint16_t n_py;
+    uint16_t n_native;
+    uint16_t reserved;
+} pf_rec_copy_write_t;
 
 /* Address sources (pf_rec_watch_stats_t.source). */
 #define PF_WATCH_SRC_DECODE 1u      /* overflow of a counting event, next memory instruction decoded */
@@ -319,6 +341,8 @@ typedef struct pf_rec_watch_stats {
     uint64_t header_words;      /* pairs on object headers (refcounts): dropped at drain */
     uint64_t store_pairs, store_bytes, silent_store_bytes, approx_store_bytes;
     uint64_t load_pairs, load_bytes, redundant_load_bytes;
+    uint64_t copy_watches;      /* copies whose words were put under a write watch (--watch=copies) */
+    uint64_t copy_writes;       /* of those, copies a changing write was caught on (PF_REC_COPY_WRITE) */
 } pf_rec_watch_stats_t;
 /* ---- end of watch records ---- */
 

@@ -14,6 +14,7 @@
 
 #include "pf_objtable.h"
 #include "pf_rt_int.h"
+#include "pf_watch_glue.h"
 #include "pf_writer.h"
 
 /* How far before a copied address an object may start and still own it (CPython object headers). */
@@ -76,6 +77,9 @@ static void link_copy(pf_tls_t *t, uint64_t id, const void *dst, const void *src
     pf_objtable_set_link(d.addr, &on_dst);
     pf_objtable_set_link(s.addr, &on_src);
     t->compare_credit -= (int64_t)len;
+    /* a write caught on either end decides the verdict with the writer's line; compare-at-free stays the
+     * verdict for copies whose watched words nobody changed */
+    pf_watch_glue_copy(id, dst, src, len);
 }
 
 void pf_on_copy_slow(pf_tls_t *t, void *dst, const void *src, size_t n, int kind)

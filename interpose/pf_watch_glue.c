@@ -142,6 +142,8 @@ static unsigned parse_modes(const char *s)
         m |= PF_WATCH_MODE_STORES;
     if (strstr(s, "loads") || strstr(s, "all"))
         m |= PF_WATCH_MODE_LOADS;
+    if (strstr(s, "copies") || strstr(s, "all"))
+        m |= PF_WATCH_MODE_COPIES;
     return m;
 }
 
@@ -246,6 +248,12 @@ void pf_watch_glue_slow(pf_tls_t *t)
         pf_watch_sink_t sink = sink_of(t);
         pf_watch_drain(&sink);
     }
+}
+
+void pf_watch_glue_copy(uint64_t copy_id, const void *dst, const void *src, size_t n)
+{
+    if (watch_on)
+        pf_watch_copy(copy_id, dst, src, n);
 }
 
 void pf_watch_glue_fork_child(pf_tls_t *t)

@@ -9,6 +9,9 @@
 #include "pf_rt_int.h"
 #include "pf_watch.h"   /* pf_watch_on_free: the free hooks' inline disarm check */
 
+/* pf_copies.c, after a copy was linked for a verdict: write watches on a word of each end (--watch=copies). */
+void pf_watch_glue_copy(uint64_t copy_id, const void *dst, const void *src, size_t n) PF_HIDDEN;
+
 /* From the constructor, after the profile is open. Returns 0, or -errno after saying once why watch is off. */
 int pf_watch_glue_init(pf_tls_t *t) PF_HIDDEN;
 

@@ -55,7 +55,8 @@ typedef struct pf_watch_range {
 #define PF_WATCH_IGNORE_RANGES 4
 
 typedef struct pf_watch_config {
-    unsigned modes;             /* PF_WATCH_MODE_STORES | PF_WATCH_MODE_LOADS (core/pf_format.h) */
+    unsigned modes;             /* PF_WATCH_MODE_STORES | _LOADS | _COPIES (core/pf_format.h); without
+                                   STORES and LOADS no sampling event is opened */
     const char *event;          /* libpfm4 event name ("cycles", "r0229", "LS_DISPATCH:STORE_DISPATCH");
                                    NULL: cycles, or task-clock where the machine has no PMU */
     uint64_t period;            /* events per sample; 0: chosen from perf_event_max_sample_rate */
@@ -103,6 +104,7 @@ typedef struct pf_watch_totals {
     uint64_t traps, same_call, header_words, pairs_lost;
     uint64_t store_pairs, store_bytes, silent_store_bytes, approx_store_bytes;
     uint64_t load_pairs, load_bytes, redundant_load_bytes;
+    uint64_t copy_watches, copy_writes;
     uint64_t period;
 } pf_watch_totals_t;
 
@@ -127,6 +129,14 @@ int pf_watch_drain(const pf_watch_sink_t *sink);
 
 /* 1 when the calling thread has pairs waiting for pf_watch_drain (cheap: one TLS load and a compare). */
 int pf_watch_pending(void);
+
+/* --watch=copies: puts write watches on the first words of dst and src of a copy just made (and on their
+ * last words where slots are free), so that the first write that changes one is caught with its call
+ * path and drained as a PF_REC_COPY_WRITE for copy_id. A watch lasts until that write, a free of the word,
+ * or eviction by a newer watch; only the calling thread's writes are seen (debug registers are per
+ * thread). Call from a non-signal context of a watched thread, after the copy. Returns the number of words
+ * armed (0: copies mode off, the thread unwatched, or no slot free). */
+int pf_watch_copy(uint64_t copy_id, const void *dst, const void *src, size_t n);
 
 /* Nonzero while any watchpoint of any thread is armed. Read by the inline free check below. */
 extern unsigned pf_watch_armed_count;

@@ -164,6 +164,27 @@ static int choose_slot(pf_watch_thread_t *t, uint64_t addr, uint32_t len)
     return pick;
 }
 
+/* A slot for a new watch of [addr, addr+len) in mode, its previous watch (if any) disarmed and its
+ * fields reset; -1 (counted) when every slot keeps its watch. */
+static int claim_slot(pf_watch_thread_t *t, uint64_t addr, uint32_t len, uint32_t mode)
+{
+    int i = choose_slot(t, addr, len);
+    if (i < 0) {
+        t->st.dropped_reservoir++;
+        return -1;
+    }
+    pf_watch_slot_t *s = &t->slot[i];
+    if (s->state != PF_SLOT_FREE)
+        pf_watch_slot_disarm(t, i);
+    s->mode = mode;
+    s->addr = addr;
+    s->len = len;
+    s->float_elem = 0;
+    s->survived = 0;
+    s->same_call = 0;
+    return i;
+}
+
 static void push_pair(pf_watch_thread_t *t, pf_watch_slot_t *s, unsigned kind, unsigned flags,
                       const pf_watch_ctx_t *repeat, uint64_t credited)
 {
@@ -220,21 +241,12 @@ static int try_here(pf_watch_thread_t *t, ucontext_t *uc)
         addr &= ~7ull;     /* vectors and unaligned accesses: the aligned word holding the first byte */
         len = 8;
     }
-    int i = choose_slot(t, addr, len);
-    if (i < 0) {
-        t->st.dropped_reservoir++;
+    int i = claim_slot(t, addr, len, mode);
+    if (i < 0)
         return 1;
-    }
     pf_watch_slot_t *s = &t->slot[i];
-    if (s->state != PF_SLOT_FREE)
-        pf_watch_slot_disarm(t, i);
-    s->mode = mode;
-    s->addr = addr;
-    s->len = len;
     s->float_elem = (acc.kind & PF_WATCH_ACC_FLOAT) && (acc.elem_size == 4 || acc.elem_size == 8) &&
                     len % acc.elem_size == 0 ? acc.elem_size : 0;
-    s->survived = 0;
-    s->same_call = 0;
     s->expect_pc = pc + acc.insn_len;
     s->epoch = epoch_now();
     if (mode == PF_WATCH_MODE_LOADS && safe_read(addr, s->value, len) != 0) {
@@ -292,8 +304,8 @@ static void emu_look(pf_watch_thread_t *t, ucontext_t *uc)
         const pf_watch_slot_t *s = &t->slot[i];
         if (s->state == PF_SLOT_FREE || acc.ea >= s->addr + s->len || acc.ea + acc.size <= s->addr)
             continue;
-        if (s->mode == PF_WATCH_MODE_STORES && !(acc.kind & PF_WATCH_ACC_STORE))
-            continue;
+        if (s->mode != PF_WATCH_MODE_LOADS && !(acc.kind & PF_WATCH_ACC_STORE))
+            continue;   /* stores and copies are write watches */
         t->emu_pending = i;
         return;
     }
@@ -366,6 +378,38 @@ static uint64_t credited_of(const pf_watch_thread_t *t, const pf_watch_slot_t *s
 
 static void finish(pf_watch_thread_t *t, int i) { pf_watch_slot_disarm(t, i); }
 
+/* A write to a watched word of a copy or its source (trap-after: the new value is in memory). The same
+ * value written again changes nothing: keep watching. Otherwise the copy was needed: report the writer once
+ * and end every watch of that copy. */
+static void copy_trap(pf_watch_thread_t *t, int i, ucontext_t *uc, uint64_t pc)
+{
+    pf_watch_slot_t *s = &t->slot[i];
+    if (memcmp((const void *)(uintptr_t)s->addr, s->value, s->len) == 0)
+        return;
+    uint32_t h = t->head;
+    if (h - t->tail >= PF_WATCH_RING) {
+        t->st.pairs_lost++;
+    } else {
+        pf_watch_pair_t *p = &t->ring[h % PF_WATCH_RING];
+        capture_ctx(t, uc, pc - 1, &p->repeat);
+        p->t_ns = mono_ns();
+        p->addr = s->addr;
+        p->credited = 0;
+        p->copy_id = s->copy_id;
+        p->len = (uint8_t)s->len;
+        p->flags = (uint8_t)(s->copy_end | (p->repeat.no_pystate ? PF_COPY_WRITE_NO_PYSTATE : 0));
+        p->kind = PF_WATCH_KIND_COPY_WRITE;
+        p->first_valid = 0;
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        t->head = h + 1;
+        t->st.copy_writes++;
+    }
+    uint64_t id = s->copy_id;
+    for (int k = 0; k < t->n_slots; k++)
+        if (t->slot[k].state != PF_SLOT_FREE && t->slot[k].mode == PF_WATCH_MODE_COPIES && t->slot[k].copy_id == id)
+            finish(t, k);
+}
+
 static void on_trap(pf_watch_thread_t *t, int i, ucontext_t *uc)
 {
     pf_watch_slot_t *s = &t->slot[i];
@@ -373,6 +417,10 @@ static void on_trap(pf_watch_thread_t *t, int i, ucontext_t *uc)
     if (s->state == PF_SLOT_FREE || t->busy)
         return;
     uint64_t pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+    if (s->mode == PF_WATCH_MODE_COPIES) {
+        copy_trap(t, i, uc, pc);
+        return;
+    }
     if (s->state == PF_SLOT_AWAIT_FIRST) {
         /* trap-after: this is the sampled access itself; a store's value is what it just wrote */
         if (s->mode == PF_WATCH_MODE_STORES)
@@ -505,9 +553,11 @@ int pf_watch_init(const pf_watch_config_t *cfg, char *why, size_t n)
     int rc = pf_watch_slots_selftest(why, n);
     if (rc && !pf_watch_cfg.emulate_breakpoints)
         return rc;
-    rc = pf_watch_pmu_setup(&pf_watch_cfg, &pf_pmu, why, n);
-    if (rc)
-        return rc;
+    if (pf_watch_cfg.modes & (PF_WATCH_MODE_STORES | PF_WATCH_MODE_LOADS)) {
+        rc = pf_watch_pmu_setup(&pf_watch_cfg, &pf_pmu, why, n);
+        if (rc)
+            return rc;
+    }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     /* no SA_ONSTACK and no alternate stack of ours: one would be the program's too (every SA_ONSTACK handler
@@ -568,6 +618,8 @@ static int start_events(pf_watch_thread_t *t, char *why, size_t n)
     int first = pf_watch_table_take(t);
     for (int i = 0; i < PF_WATCH_MAX_SLOTS; i++)
         t->slot[i].global = first < 0 ? -1 : first + i;
+    if (!(pf_watch_cfg.modes & (PF_WATCH_MODE_STORES | PF_WATCH_MODE_LOADS)))
+        return 0;       /* copies only: watches come from copies, not samples */
     int fd = pf_watch_pmu_open_thread(&pf_pmu, pf_signo, t->tid);
     if (fd < 0) {
         snprintf(why, n, "sampling event %s: %s", pf_pmu.name, strerror(-fd));
@@ -619,9 +671,89 @@ int pf_watch_thread_start(char *why, size_t n)
     pf_watch_self = t;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     t->busy = 0;
-    if (!pf_stopped)
+    if (!pf_stopped && t->sample_fd >= 0)
         ioctl(t->sample_fd, PERF_EVENT_IOC_ENABLE, 0);
     return 0;
+}
+
+/* The first (last = 0) or last aligned word of [base, base+n); 0 when the range holds none. */
+static uint64_t copy_word(uint64_t base, uint64_t n, int last)
+{
+    uint64_t lo = (base + 7) & ~7ull, hi = (base + n) & ~7ull;
+    if (hi <= lo)
+        return 0;
+    return last ? hi - 8 : lo;
+}
+
+/* Emulated watchpoints single-step the thread while armed: copy watches then come at most rate_hz times
+ * per CPU second, as samples do. */
+static int copy_budget(pf_watch_thread_t *t)
+{
+    if (!pf_watch_cfg.emulate_breakpoints)
+        return 1;
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    uint64_t gap = 1000000000ull / (pf_watch_cfg.rate_hz ? pf_watch_cfg.rate_hz : 50);
+    if (t->copy_cpu_ns && now - t->copy_cpu_ns < gap)
+        return 0;
+    t->copy_cpu_ns = now;
+    return 1;
+}
+
+static int free_slot(const pf_watch_thread_t *t)
+{
+    for (int i = 0; i < t->n_slots; i++)
+        if (t->slot[i].state == PF_SLOT_FREE)
+            return 1;
+    return 0;
+}
+
+/* may_evict 0: only into a free slot. */
+static int arm_copy_word(pf_watch_thread_t *t, uint64_t copy_id, uint32_t end, uint64_t addr, int may_evict)
+{
+    if (!addr || addr_ignored(t, addr) || (!may_evict && !free_slot(t)))
+        return 0;
+    int i = claim_slot(t, addr, 8, PF_WATCH_MODE_COPIES);
+    if (i < 0)
+        return 0;
+    pf_watch_slot_t *s = &t->slot[i];
+    if (safe_read(addr, s->value, 8) != 0)
+        return 0;
+    s->copy_id = copy_id;
+    s->copy_end = end;
+    s->first.n_py = s->first.n_native = 0;
+    if (pf_watch_slot_arm(t, i, addr, 8, 0) != 0)
+        return 0;
+    s->state = PF_SLOT_WATCHING;
+    return 1;
+}
+
+int pf_watch_copy(uint64_t copy_id, const void *dst, const void *src, size_t n)
+{
+    pf_watch_thread_t *t = pf_watch_self;
+    if (!t || !(pf_watch_cfg.modes & PF_WATCH_MODE_COPIES) || pf_stopped || t->busy || t->walking || n < 8)
+        return 0;
+    t->busy = 1;        /* the handlers leave the slots alone meanwhile */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    int armed = 0;
+    if (copy_budget(t)) {
+        /* the first words of both ends (writes mostly start there), the last ones where slots are free */
+        armed += arm_copy_word(t, copy_id, PF_COPY_WRITE_DST, copy_word((uintptr_t)dst, n, 0), 1);
+        armed += arm_copy_word(t, copy_id, 0, copy_word((uintptr_t)src, n, 0), 1);
+        armed += arm_copy_word(t, copy_id, PF_COPY_WRITE_DST, copy_word((uintptr_t)dst, n, 1), 0);
+        armed += arm_copy_word(t, copy_id, 0, copy_word((uintptr_t)src, n, 1), 0);
+        if (armed)
+            t->st.copy_watches++;
+    }
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->busy = 0;
+    if (armed && pf_watch_cfg.emulate_breakpoints) {
+        /* no debug register will fire: single-step from here while the words are armed (emu_look) */
+        t->emu_steps = 0;
+        __asm__ volatile("pushfq\n\torq $0x100, (%%rsp)\n\tpopfq" ::: "memory", "cc");
+    }
+    return armed;
 }
 
 int pf_watch_pending(void)
@@ -660,10 +792,12 @@ static int write_stats(pf_watch_thread_t *t, const pf_watch_sink_t *sink, uint64
     s.load_pairs = c->load_pairs;
     s.load_bytes = c->load_bytes;
     s.redundant_load_bytes = c->redundant_load_bytes;
+    s.copy_watches = c->copy_watches;
+    s.copy_writes = c->copy_writes;
     memset(rec, 0, bytes);
     memcpy((char *)rec + 8, &s, sizeof s);
     sink->commit(sink->ctx, rec, PF_REC_WATCH_STATS, (uint16_t)pf_watch_cfg.modes, bytes);
-    t->st_written_traps = c->traps;
+    t->st_written_traps = c->traps + c->copy_watches;
     return 0;
 }
 
@@ -678,7 +812,8 @@ int pf_watch_drain(const pf_watch_sink_t *sink)
     uint64_t mono = mono_ns(), now_rel = sink->now_ns ? sink->now_ns(sink->ctx) : 0;
     while (t->tail != t->head) {
         pf_watch_pair_t *p = &t->ring[t->tail % PF_WATCH_RING];
-        if (pf_watch_cfg.is_object_header && pf_watch_cfg.is_object_header((uintptr_t)p->addr)) {
+        int copy_write = p->kind == PF_WATCH_KIND_COPY_WRITE;
+        if (!copy_write && pf_watch_cfg.is_object_header && pf_watch_cfg.is_object_header((uintptr_t)p->addr)) {
             /* a refcount or type word: interpreter noise, out of the numerator and the denominator */
             t->st.header_words++;
             if (p->kind == PF_ACCESS_STORE) {
@@ -708,13 +843,16 @@ int pf_watch_drain(const pf_watch_sink_t *sink)
             p->t_ns = now_rel > age ? now_rel - age : 0;
             pf_watch_pair_encode(p, rec, sink->code_id, sink->ctx);
             p->t_ns = t_orig;
-            sink->commit(sink->ctx, rec, PF_REC_ACCESS_PAIR, p->kind, bytes);
+            if (copy_write)
+                sink->commit(sink->ctx, rec, PF_REC_COPY_WRITE, 0, bytes);
+            else
+                sink->commit(sink->ctx, rec, PF_REC_ACCESS_PAIR, p->kind, bytes);
             written++;
         }
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
         t->tail++;
     }
-    if ((written || t->st.traps != t->st_written_traps) && write_stats(t, sink, now_rel) == 0)
+    if ((written || t->st.traps + t->st.copy_watches != t->st_written_traps) && write_stats(t, sink, now_rel) == 0)
         written++;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     t->busy = 0;
@@ -789,7 +927,7 @@ int pf_watch_fork_child(void)
     }
     pf_all = self;
     self->busy = 0;
-    if (!pf_stopped)
+    if (!pf_stopped && self->sample_fd >= 0)
         ioctl(self->sample_fd, PERF_EVENT_IOC_ENABLE, 0);
     return 0;
 }
@@ -817,6 +955,8 @@ void pf_watch_get_totals(pf_watch_totals_t *out)
         out->load_pairs += c->load_pairs;
         out->load_bytes += c->load_bytes;
         out->redundant_load_bytes += c->redundant_load_bytes;
+        out->copy_watches += c->copy_watches;
+        out->copy_writes += c->copy_writes;
     }
     all_unlock();
     out->period = pf_pmu.period;

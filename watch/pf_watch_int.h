@@ -98,16 +98,21 @@ typedef struct pf_watch_ctx {
     uint64_t native[PF_WATCH_CTX_NATIVE];
 } pf_watch_ctx_t;
 
-/* A resolved watch waiting for drain. */
+/* pf_watch_pair_t.kind of a caught write to a copy (the others are pf_access_kind_t) */
+#define PF_WATCH_KIND_COPY_WRITE 0x80u
+
+/* A resolved watch waiting for drain: an access pair, or a copy write (first_valid 0, repeat = the
+ * writer, copy_id and flags = PF_COPY_WRITE_*). */
 typedef struct pf_watch_pair {
     uint64_t t_ns;              /* CLOCK_MONOTONIC raw; drain converts with the sink's clock */
     uint64_t addr;
     uint64_t credited;
+    uint64_t copy_id;
     uint8_t len, flags, kind, first_valid;
     pf_watch_ctx_t first, repeat;
 } pf_watch_pair_t;
 
-/* Bytes of the ACCESS_PAIR record for pair p (header included, 8-aligned). */
+/* Bytes of the ACCESS_PAIR (or COPY_WRITE) record for pair p (header included, 8-aligned). */
 uint32_t pf_watch_pair_bytes(const pf_watch_pair_t *p) PF_WATCH_HIDDEN;
 
 /* Resolves every code id of pair p and notes its native IPs through sink, so that encoding writes nothing
@@ -130,13 +135,15 @@ typedef struct pf_watch_slot {
     uint32_t gen;               /* arming generation, carried in sig_data */
     uint32_t survived;          /* samples this watch survived (reservoir n) */
     uint32_t same_call;         /* same-call traps so far */
-    uint32_t mode;              /* PF_WATCH_MODE_STORES or _LOADS */
+    uint32_t mode;              /* PF_WATCH_MODE_STORES, _LOADS or _COPIES */
     uint32_t len;
     uint32_t float_elem;        /* 4/8 when the first access was floating point, else 0 */
     uint64_t addr;
     uint64_t expect_pc;         /* trap PC of the sampled access itself */
     uint64_t epoch;
     uint8_t value[8];
+    uint64_t copy_id;           /* _COPIES: the copy, and PF_COPY_WRITE_DST when the word is its destination */
+    uint32_t copy_end;
     pf_watch_ctx_t first;
 } pf_watch_slot_t;
 
@@ -154,6 +161,7 @@ typedef struct pf_watch_thread {
     /* breakpoint emulation (cfg.emulate_breakpoints): the slot the instruction being stepped accesses */
     int emu_pending;
     uint64_t emu_steps;         /* steps since the last emulated hit */
+    uint64_t copy_cpu_ns;       /* thread CPU time of the last copy watch (emulation's rate limit) */
     pf_watch_slot_t slot[PF_WATCH_MAX_SLOTS];
     /* pending pairs */
     volatile uint32_t head, tail;

@@ -57,7 +57,8 @@ int pf_watch_reservoir_pick(uint64_t *rng, uint32_t n)
 
 uint32_t pf_watch_pair_bytes(const pf_watch_pair_t *p)
 {
-    uint32_t n = 8 + (uint32_t)sizeof(pf_rec_access_pair_t);
+    uint32_t n = 8 + (uint32_t)(p->kind == PF_WATCH_KIND_COPY_WRITE ? sizeof(pf_rec_copy_write_t)
+                                                                     : sizeof(pf_rec_access_pair_t));
     if (p->first_valid)
         n += p->first.n_py * (uint32_t)sizeof(pf_rec_pyframe_t) + p->first.n_native * 8u;
     n += p->repeat.n_py * (uint32_t)sizeof(pf_rec_pyframe_t) + p->repeat.n_native * 8u;
@@ -98,6 +99,21 @@ void pf_watch_pair_encode(const pf_watch_pair_t *p, void *rec,
     uint32_t bytes = pf_watch_pair_bytes(p);
     uint8_t *base = rec;
     memset(base + 8, 0, bytes - 8);
+    if (p->kind == PF_WATCH_KIND_COPY_WRITE) {
+        pf_rec_copy_write_t w;
+        memset(&w, 0, sizeof w);
+        w.t_ns = p->t_ns;
+        w.copy_id = p->copy_id;
+        w.addr = p->addr;
+        w.len = p->len;
+        w.flags = p->flags;
+        w.n_py = p->repeat.n_py;
+        w.n_native = p->repeat.n_native;
+        memcpy(base + 8, &w, sizeof w);
+        uint8_t *d = put_ctx_py(base + 8 + sizeof w, &p->repeat, code_id, ctx);
+        memcpy(d, p->repeat.native, p->repeat.n_native * 8u);
+        return;
+    }
     pf_rec_access_pair_t h;
     memset(&h, 0, sizeof h);
     h.t_ns = p->t_ns;
