@@ -135,6 +135,7 @@ static int on_record(void *ctx, const pf_record_t *r)
     case PF_REC_FREE:
     case PF_REC_COPY:
     case PF_REC_ACCESS_PAIR:
+    case PF_REC_COPY_WRITE:
     case PF_REC_VERDICT: {
         event_t *e = PF_VEC_PUSH(L->events, L->n_events, L->cap_events);
         e->t = *(const uint64_t *)r->payload + L->m->procs[L->cur].offset_ns;   /* t_ns leads each payload */

@@ -58,6 +58,10 @@ typedef struct pf_flow {
     uint32_t judged, redundant;             /* copies with a verdict, and of those the redundant ones */
     double judged_bytes, redundant_judged_bytes;
     uint32_t evidence;                      /* PF_EVIDENCE_* of the last verdict */
+    uint32_t watch_judged;                  /* verdicts decided by a watched write (--watch=copies) */
+    int32_t write_line, write_func;         /* the first such write: its row and function row (-1: none) */
+    uint32_t write_native;                  /* its innermost native function, interned (0: none) */
+    int write_to_dst;                       /* 1: it wrote the copy, 0: the source */
     double redundant_bytes;                 /* estimate for the whole edge: bytes x judged redundant share */
 } pf_flow_t;
 
@@ -81,6 +85,7 @@ typedef struct pf_watch_summary {
     uint64_t samples, samples_armed, dropped_filter, dropped_nomem, dropped_busy, dropped_reservoir;
     uint64_t traps, same_call, header_words;
     uint64_t store_pairs, store_bytes, silent_store_bytes, load_pairs, load_bytes, redundant_load_bytes;
+    uint64_t copy_watches, copy_writes;
 } pf_watch_summary_t;
 
 typedef struct pf_process {

@@ -292,6 +292,7 @@ static void on_copy(sweeper_t *S, const event_t *e)
         fl->at_func = fn;
         fl->kind = e->aux;
         fl->src_native = src >= 0 ? S->objs[src].native : 0;
+        fl->write_line = fl->write_func = -1;
         fl->dst_native = dst >= 0 ? S->objs[dst].native : 0;
         if (c->n_native)
             fl->at_native = pf_sweep_native_site(S, e->proc, (const uint64_t *)((const pf_rec_pyframe_t *)(c + 1) + c->n_py),
@@ -307,24 +308,49 @@ static void on_copy(sweeper_t *S, const event_t *e)
     *pf_map_put(&S->copies, pf_sweep_key3(e->proc, c->copy_id, 0xC0), NULL) = S->n_cinfo - 1;
 }
 
-static void on_verdict(sweeper_t *S, const event_t *e)
+/* A copy's first verdict counts; later ones for the same copy (a compare-at-free after a watched write
+ * decided it) are ignored. Returns the flow judged, or NULL. */
+static pf_flow_t *judge(sweeper_t *S, uint32_t proc, uint64_t copy_id, int redundant, uint32_t evidence)
 {
-    pf_model_t *m = S->m;
-    const pf_rec_verdict_t *v = e->payload;
-    uint64_t ck = pf_sweep_key3(e->proc, v->copy_id, 0xC0);
+    uint64_t ck = pf_sweep_key3(proc, copy_id, 0xC0);
     uint64_t *c = pf_map_get(&S->copies, ck);
     if (!c)
-        return;
+        return NULL;
     const copy_info_t *ci = &S->cinfo[*c];
-    pf_flow_t *fl = &m->flows[ci->flow];
+    pf_flow_t *fl = &S->m->flows[ci->flow];
     fl->judged++;
     fl->judged_bytes += ci->est;
-    fl->evidence = v->evidence;
-    if (e->aux == PF_VERDICT_REDUNDANT) {
+    fl->evidence = evidence;
+    if (evidence == PF_EVIDENCE_WATCH)
+        fl->watch_judged++;
+    if (redundant) {
         fl->redundant++;
         fl->redundant_judged_bytes += ci->est;
     }
     pf_map_del(&S->copies, ck);
+    return fl;
+}
+
+static void on_verdict(sweeper_t *S, const event_t *e)
+{
+    const pf_rec_verdict_t *v = e->payload;
+    judge(S, e->proc, v->copy_id, e->aux == PF_VERDICT_REDUNDANT, v->evidence);
+}
+
+/* A watched write changed the copy or its source: the copy was needed, and here is who wrote. The edge
+ * keeps the first such writer. */
+static void on_copy_write(sweeper_t *S, const event_t *e)
+{
+    const pf_rec_copy_write_t *w = e->payload;
+    pf_flow_t *fl = judge(S, e->proc, w->copy_id, 0, PF_EVIDENCE_WATCH);
+    if (!fl || fl->watch_judged != 1)
+        return;
+    const pf_rec_pyframe_t *py = (const pf_rec_pyframe_t *)(w + 1);
+    int32_t func = -1;
+    fl->write_line = w->n_py ? pf_sweep_attribute(S, e->proc, py, w->n_py, 0, &func) : -1;
+    fl->write_func = func;
+    fl->write_native = w->n_native ? pf_sweep_native_site(S, e->proc, (const uint64_t *)(py + w->n_py), w->n_native) : 0;
+    fl->write_to_dst = (w->flags & PF_COPY_WRITE_DST) != 0;
 }
 
 /* The runtime judges only the copies its compare budget allows: each edge's redundant bytes are its bytes
@@ -428,6 +454,9 @@ void pf_model_sweep(loader_t *L)
             break;
         case PF_REC_VERDICT:
             on_verdict(&S, e);
+            break;
+        case PF_REC_COPY_WRITE:
+            on_copy_write(&S, e);
             break;
         case PF_REC_ACCESS_PAIR:
             pf_sweep_access(&S, e);

@@ -44,6 +44,8 @@ void pf_model_watch_totals(loader_t *L)
             w->load_pairs += s->load_pairs;
             w->load_bytes += s->load_bytes;
             w->redundant_load_bytes += s->redundant_load_bytes;
+            w->copy_watches += s->copy_watches;
+            w->copy_writes += s->copy_writes;
         }
     }
 }

@@ -82,6 +82,12 @@ void pf_file_close(pf_file_t *f)
     memset(f, 0, sizeof *f);
 }
 
+/* 1 when a fixed part of `fixed` bytes followed by n_py Python frames and n_native IPs fits in n bytes. */
+static int frames_fit(size_t fixed, uint16_t n_py, uint16_t n_native, uint32_t n)
+{
+    return (uint64_t)fixed + (uint64_t)n_py * sizeof(pf_rec_pyframe_t) + (uint64_t)n_native * 8 <= n;
+}
+
 /* Checks a record's type-specific lengths. Returns NULL when consistent, else what is wrong. */
 static const char *check_payload(const pf_record_t *r)
 {
@@ -92,7 +98,7 @@ static const char *check_payload(const pf_record_t *r)
         if (n < sizeof(pf_rec_alloc_t))
             return "allocation record shorter than its fixed part";
         const pf_rec_alloc_t *a = (const void *)p;
-        if ((uint64_t)sizeof *a + (uint64_t)a->n_py * sizeof(pf_rec_pyframe_t) + (uint64_t)a->n_native * 8 > n)
+        if (!frames_fit(sizeof *a, a->n_py, a->n_native, n))
             return "allocation record's frame counts exceed its length";
         if (a->domain >= PF_DOMAIN_COUNT)
             return "allocation record with an unknown domain";
@@ -132,7 +138,7 @@ static const char *check_payload(const pf_record_t *r)
         if (n < sizeof(pf_rec_copy_t))
             return "copy record shorter than its fixed part";
         const pf_rec_copy_t *c = (const void *)p;
-        if ((uint64_t)sizeof *c + (uint64_t)c->n_py * sizeof(pf_rec_pyframe_t) + (uint64_t)c->n_native * 8 > n)
+        if (!frames_fit(sizeof *c, c->n_py, c->n_native, n))
             return "copy record's frame counts exceed its length";
         return NULL;
     }
@@ -151,6 +157,14 @@ static const char *check_payload(const pf_record_t *r)
     }
     case PF_REC_WATCH_STATS:
         return n < sizeof(pf_rec_watch_stats_t) ? "watch statistics record too short" : NULL;
+    case PF_REC_COPY_WRITE: {
+        if (n < sizeof(pf_rec_copy_write_t))
+            return "copy-write record shorter than its fixed part";
+        const pf_rec_copy_write_t *w = (const void *)p;
+        if (!frames_fit(sizeof *w, w->n_py, w->n_native, n))
+            return "copy-write record's frame counts exceed its length";
+        return NULL;
+    }
     default:
         return NULL;    /* unknown types are skipped by length */
     }

@@ -158,7 +158,8 @@ static void watch_summary(pf_json_t *j, const pf_model_t *m)
                   {"same_call", w->same_call}, {"header_words", w->header_words},
                   {"store_pairs", w->store_pairs}, {"store_bytes", w->store_bytes},
                   {"redundant_store_bytes", w->silent_store_bytes}, {"load_pairs", w->load_pairs},
-                  {"load_bytes", w->load_bytes}, {"redundant_load_bytes", w->redundant_load_bytes}};
+                  {"load_bytes", w->load_bytes}, {"redundant_load_bytes", w->redundant_load_bytes},
+                  {"copy_watches", w->copy_watches}, {"copy_writes", w->copy_writes}};
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
         pf_json_key(j, counts[i].name);
         pf_json_number(j, (double)counts[i].v);
@@ -266,7 +267,22 @@ int pf_render_json(const pf_model_t *m, FILE *out)
         pf_json_int(&j, fl->judged);
         pf_json_key(&j, "evidence");
         pf_json_string(&j, !fl->judged ? "none" : fl->evidence == PF_EVIDENCE_CONTENT_HASH ? "content-hash"
-                               : fl->evidence == PF_EVIDENCE_WATCH ? "watch" : "compare-at-free");
+                               : fl->watch_judged || fl->evidence == PF_EVIDENCE_WATCH ? "watch"
+                                                                                        : "compare-at-free");
+        /* --watch=copies: how many verdicts a watched write decided, and the first such write */
+        pf_json_key(&j, "watch_judged");
+        pf_json_int(&j, fl->watch_judged);
+        pf_json_key(&j, "first_write");
+        if (fl->watch_judged) {
+            pf_json_begin_object(&j);
+            pf_json_key(&j, "to");
+            pf_json_string(&j, fl->write_to_dst ? "copy" : "source");
+            pf_json_key(&j, "by");
+            site(&j, m, fl->write_line, fl->write_native);
+            pf_json_end_object(&j);
+        } else {
+            pf_json_null(&j);
+        }
         pf_json_end_object(&j);
     }
     pf_json_end_array(&j);

@@ -228,7 +228,10 @@ static void header(out_t *o, const pf_model_t *m, const pf_text_opts_t *opts)
     if (m->total.copy_bytes > 0)
         line(o, "  copied %s (%s/s while copying), redundant %s", human(m->total.copy_bytes, a),
              human(pf_report_copy_rate(&m->total), c), human(m->total.redundant_copy_bytes, b));
-    if (m->watch.present) {
+    if (m->watch.present && (m->watch.modes & PF_WATCH_MODE_COPIES))
+        line(o, "  watch copies: %llu copies watched, %llu proved needed by a write",
+             (unsigned long long)m->watch.copy_watches, (unsigned long long)m->watch.copy_writes);
+    if (m->watch.present && (m->watch.modes & (PF_WATCH_MODE_STORES | PF_WATCH_MODE_LOADS))) {
         const pf_watch_summary_t *w = &m->watch;
         line(o, "  watch: %s period %llu, %llu samples (%llu armed), %llu traps; dropped %llu filtered, %llu no "
              "access, %llu busy, %llu reservoir", w->event, (unsigned long long)w->period,
@@ -482,6 +485,45 @@ static void access_findings(out_t *o, const pf_model_t *m)
     }
 }
 
+/* --watch=copies: the copies a watched write proved needed, and who wrote (the largest edges first). */
+static void needed_copies(out_t *o, const pf_model_t *m)
+{
+    enum { SHOWN = 5 };
+    const pf_flow_t *top[SHOWN] = {0};
+    for (size_t i = 0; i < m->n_flows; i++) {
+        const pf_flow_t *f = &m->flows[i];
+        if (!f->watch_judged || f->at_line < 0)
+            continue;
+        for (int k = 0; k < SHOWN; k++)
+            if (!top[k] || f->bytes > top[k]->bytes) {
+                memmove(&top[k + 1], &top[k], (SHOWN - 1 - k) * sizeof top[0]);
+                top[k] = f;
+                break;
+            }
+    }
+    char a[16];
+    for (int k = 0; k < SHOWN && top[k]; k++) {
+        const pf_flow_t *f = top[k];
+        const pf_line_t *at = &m->lines[f->at_line];
+        if (!k) {
+            fputc('\n', o->f);
+            line(o, "%scopies proved needed%s (a watched write changed the copy or its source)", bold(o), reset(o));
+        }
+        line(o, "  %s:%d  %s in %.0f copies: %s", shorten_path(pf_model_str(m, at->file)), at->line,
+             human(f->bytes, a), f->count, pf_report_source_line(pf_model_str(m, at->file), at->line));
+        if (f->write_line >= 0) {
+            const pf_line_t *w = &m->lines[f->write_line];
+            line(o, "      %s written at %s:%d%s%s: %s", f->write_to_dst ? "copy" : "source",
+                 shorten_path(pf_model_str(m, w->file)), w->line, f->write_native ? " in " : "",
+                 f->write_native ? pf_model_str(m, f->write_native) : "",
+                 pf_report_source_line(pf_model_str(m, w->file), w->line));
+        } else {
+            line(o, "      %s written%s%s (no Python frame)", f->write_to_dst ? "copy" : "source",
+                 f->write_native ? " in " : "", f->write_native ? pf_model_str(m, f->write_native) : "");
+        }
+    }
+}
+
 static void findings(out_t *o, const pf_model_t *m)
 {
     char a[16];
@@ -502,6 +544,7 @@ static void findings(out_t *o, const pf_model_t *m)
              pf_report_source_line(pf_model_str(m, at->file), at->line));
         line(o, "      fix: share one buffer (numpy: np.asarray(x) or x itself; bytes: memoryview(x))");
     }
+    needed_copies(o, m);
 }
 
 int pf_render_text(const pf_model_t *m, FILE *f, const pf_text_opts_t *opts)

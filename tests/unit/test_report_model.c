@@ -145,6 +145,60 @@ static void test_copies_and_verdicts(void **state)
     pf_model_free(m);
 }
 
+static void expect_error(const char *path, const char *needle);
+
+/* --watch=copies: a watched write decides its copy's verdict (modified, evidence watch, with the writer's
+ * line); the compare-at-free verdict that follows for the same copy is ignored; an unknown copy id and a
+ * copy write with frame counts past its length are handled. */
+static void test_copy_write_decides(void **state)
+{
+    (void)state;
+    builder_t b;
+    b_init(&b, PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    b_code(&b, 1, "/w.py", "<module>", 1);
+    b_code(&b, 2, "/w.py", "<module>", 2);
+    b_code(&b, 3, "/w.py", "<module>", 3);
+    b_code(&b, 4, "/w.py", "<module>", 4);
+    uint32_t l1 = 1, l2 = 2;
+    b_alloc(&b, 1, 0x10000, 4096, 4096, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &l1);
+    b_alloc(&b, 2, 0x20000, 4096, 4096, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &l2);
+    b_copy(&b, 3, 7, 0x20000, 0x10000, 4096, 3);
+    b_copy(&b, 4, 8, 0x20000, 0x10000, 4096, 3);
+    b_copy_write(&b, 5, 7, 0x10000, 0, 4);                 /* the source written at line 4 */
+    b_verdict(&b, 6, 7, PF_VERDICT_REDUNDANT);              /* later, and superseded */
+    b_verdict(&b, 7, 8, PF_VERDICT_REDUNDANT);
+    b_copy_write(&b, 8, 99, 0x10000, 1, 4);                 /* unknown copy: ignored */
+    pf_model_t *m = load_ok(b_save(&b, "cw.pflow", 0));
+    assert_int_equal((int)m->n_flows, 1);
+    const pf_flow_t *f = &m->flows[0];
+    assert_int_equal(f->judged, 2);
+    assert_int_equal(f->redundant, 1);
+    assert_int_equal(f->watch_judged, 1);
+    assert_true(f->write_line >= 0);
+    assert_int_equal(m->lines[f->write_line].line, 4);
+    assert_int_equal(f->write_to_dst, 0);
+    assert_int_equal((int)find_line(m, "/w.py", 3)->s.redundant_copy_bytes, 4096);  /* half of 8192 */
+    char *json = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&json, &len);
+    assert_int_equal(pf_render_json(m, out), 0);
+    fclose(out);
+    assert_non_null(strstr(json, "\"evidence\":\"watch\""));
+    assert_non_null(strstr(json, "\"to\":\"source\""));
+    free(json);
+    pf_model_free(m);
+
+    /* n_py larger than the record: rejected by the reader as corrupt, not read past */
+    b_init(&b, PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    unsigned char bad[sizeof(pf_rec_copy_write_t)];
+    pf_rec_copy_write_t w = {1, 7, 0x10000, 8, 0, 50, 0, 0};
+    memcpy(bad, &w, sizeof w);
+    b_rec(&b, PF_REC_COPY_WRITE, 0, bad, sizeof bad);
+    expect_error(b_save(&b, "cwbad.pflow", 0), "copy-write record's frame counts");
+}
+
 static void test_children_merged(void **state)
 {
     builder_t b;
@@ -391,6 +445,7 @@ int main(void)
         cmocka_unit_test(test_attribution),
         cmocka_unit_test(test_sampled_estimates_and_counts),
         cmocka_unit_test(test_copies_and_verdicts),
+        cmocka_unit_test(test_copy_write_decides),
         cmocka_unit_test(test_children_merged),
         cmocka_unit_test(test_reader_rejects_and_tolerates),
         cmocka_unit_test(test_json_escaping_parses),

@@ -120,6 +120,17 @@ static inline void b_verdict(builder_t *b, uint64_t t, uint64_t id, uint16_t ver
     b_rec(b, PF_REC_VERDICT, verdict, &v, sizeof v);
 }
 
+/* A watched write (--watch=copies) to the copy (to_dst) or its source, by a frame of code writer_code. */
+static inline void b_copy_write(builder_t *b, uint64_t t, uint64_t id, uint64_t addr, int to_dst, uint32_t writer_code)
+{
+    unsigned char tmp[128];
+    pf_rec_copy_write_t w = {t, id, addr, 8, (uint8_t)(to_dst ? PF_COPY_WRITE_DST : 0), 1, 0, 0};
+    pf_rec_pyframe_t f = {writer_code, 0};
+    memcpy(tmp, &w, sizeof w);
+    memcpy(tmp + sizeof w, &f, sizeof f);
+    b_rec(b, PF_REC_COPY_WRITE, 0, tmp, sizeof w + sizeof f);
+}
+
 static char tmpdir[] = "/tmp/pf-report-test-XXXXXX";
 
 static inline const char *b_save(builder_t *b, const char *name, size_t cut)
