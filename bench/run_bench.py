@@ -5,8 +5,8 @@ median peak RSS, and their ratios to the plain run; then the geometric mean of p
 
     bench/run_bench.py --pyflow build/bin/pyflow [--runs 5] [--python /usr/bin/python3] [--watch] [workload ...]
 
---watch adds `pyflow run --watch=stores` and `--watch=loads` at the default period (about 1000 samples per
-second of CPU time). Where debug registers do not fire (`pyflow info`: "breakpoints fire FAIL") watchpoints
+--watch adds `pyflow run --watch=stores`, `--watch=loads` (at the default period, about 250 samples per
+second of CPU time) and `--watch=copies` (write watches armed on the copies pyflow judges). Where debug registers do not fire (`pyflow info`: "breakpoints fire FAIL") watchpoints
 are emulated by single steps and those figures measure the emulation, not the technique.
 """
 import argparse
@@ -42,7 +42,7 @@ def tools(args, script):
         "tracemalloc": [py, "-X", "tracemalloc", script],
     }
     if args.watch:
-        for mode in ("stores", "loads"):
+        for mode in ("stores", "loads", "copies"):
             out["watch-" + mode] = [args.pyflow, "run", "--python", py, "--watch=" + mode, script]
     if shutil.which("scalene") or subprocess.run([py, "-c", "import scalene"], capture_output=True).returncode == 0:
         out["scalene"] = [py, "-m", "scalene", "--cli", "--memory",

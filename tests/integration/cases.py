@@ -782,6 +782,29 @@ def case_watch_off(c):
     assert doc["watch"] is None and doc["lines"], doc["watch"]
 
 
+def case_watch_copies(c):
+    """--watch=copies: a copy whose first word is written next is judged needed by the watch, with the
+    writing line and which end was written (the copy, or its source); a copy nobody writes stays redundant by
+    compare-at-free. The watch summary counts the copies watched and the writes caught."""
+    script = prog("watch_copies.py")
+    plain, r, doc = watch_run(c, script, [], mode="copies")
+    flows = {f["at"]["line"]: f for f in doc["flows"] if os.path.basename(f["at"]["file"]) == "watch_copies.py"}
+    code = open(script).read().splitlines()
+    at = {name: code.index(text) + 1 for name, text in (
+        ("kept", "kept = bytes(base)"), ("changed", "changed = bytearray(base)"), ("wrote_copy", "changed[0] = 1"),
+        ("other", "other = bytes(src)"), ("wrote_src", "src[0] = 7"))}
+    for name, to, by in (("changed", "copy", at["wrote_copy"]), ("other", "source", at["wrote_src"])):
+        f = flows.get(at[name])
+        assert f, f"no flow at line {at[name]} ({name}): {sorted(flows)}"
+        assert not f["redundant"] and f["evidence"] == "watch" and f["watch_judged"] == 1, (name, f)
+        fw = f["first_write"]
+        assert fw["to"] == to and fw["by"]["line"] == by and fw["by"]["file"].endswith("watch_copies.py"), (name, fw)
+    k = flows.get(at["kept"])
+    assert k and k["redundant"] and k["evidence"] == "compare-at-free" and k["first_write"] is None, k
+    w = doc["watch"]
+    assert w["copy_watches"] >= 3 and w["copy_writes"] >= 2, w
+
+
 def case_gpu_per_tensor(c):
     """--gpu-per-tensor asks PyTorch for its cudaMallocAsync backend, keeping the user's other settings."""
     code = "import os; print(os.environ['PYTORCH_CUDA_ALLOC_CONF'])"
