@@ -199,5 +199,9 @@ size_t pf_watch_probe(pf_probe_t *out, size_t max)
             rc == PFM_SUCCESS ? "events encode by name" : pfm_strerror(rc), pmu);
         pfm_terminate();
     }
+    /* the signals watch takes: the program keeps its own handlers for them (interpose/pf_hooks_signal.c) */
+    add(out, max, &n, "signals", PF_PROBE_OK, "watch uses SIGTRAP (watchpoints, single steps) and SIGRTMIN+5 = %d "
+        "(samples); a program's own handlers for them are kept and called for every signal not watch's own",
+        SIGRTMIN + 5);
     return n;
 }

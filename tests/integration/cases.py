@@ -264,10 +264,12 @@ def case_info(c):
     """pyflow info: the runtime, the Python versions, and one line per machine probe with its verdict."""
     cp = run([c.pyflow, "info"])
     assert cp.returncode == 0, cp.stderr
-    for probe in ("perf_event_paranoid", "cycles sampling", "precise addresses", "breakpoint slots", "libpfm4"):
+    for probe in ("perf_event_paranoid", "cycles sampling", "precise addresses", "breakpoint slots", "libpfm4",
+                  "signals"):
         lines = [l for l in cp.stdout.splitlines() if l.startswith(probe)]
         assert lines and lines[0][21:25].strip() in ("ok", "skip", "FAIL"), (probe, cp.stdout)
     assert "3.11" in cp.stdout
+    assert f"SIGRTMIN+5 = {signal.SIGRTMIN + 5}" in cp.stdout, "info does not say which signals watch takes"
 
 
 def chromium():
@@ -557,11 +559,23 @@ def case_long_run_bounds(c):
 
 
 def case_odd_script_names(c):
-    """A script path with spaces and non-ASCII characters works and is reported by name."""
+    """A script path with spaces and non-ASCII characters, and one of 3.5 KB, works and is reported by its
+    full name."""
     script = os.path.join(PROGRAMS, "odd dir \u00fc", "na\u00efve script.py")
     cp, d = c.profile(script)
     assert cp.returncode == 0 and cp.stdout == "odd ok\n", (cp.returncode, cp.stdout, cp.stderr)
     near(row(d, "na\u00efve script.py", 1)["alloc_bytes"], 1_500_000, 0.01, "odd-named script's line")
+    # a very long path: 14 directories of 250 characters (3.5 KB, near PATH_MAX), spaces and non-ASCII in each
+    deep = os.path.join(c.tmp, *[f"{i:02d} deep \u00e9" + "d" * 240 for i in range(14)])
+    os.makedirs(deep)
+    long_script = os.path.join(deep, "long path script.py")
+    shutil.copy(script, long_script)
+    assert len(long_script.encode()) > 3500
+    cp, d = c.profile(long_script)
+    assert cp.returncode == 0 and cp.stdout == "odd ok\n", (cp.returncode, cp.stdout, cp.stderr[-600:])
+    r = row(d, "long path script.py", 1)
+    near(r["alloc_bytes"], 1_500_000, 0.01, "long-path script's line")
+    assert r["file"] == long_script, r["file"]
 
 
 def case_full_disk(c):
