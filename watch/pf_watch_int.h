@@ -31,6 +31,8 @@
 #define PF_WATCH_SAME_CALL_MAX 8    /* same-call traps before a watch gives up */
 #define PF_WATCH_MAX_THREADS 128    /* threads watched at once (global armed table = 4 per thread) */
 
+#define PF_WATCH_EFL_TF 0x100       /* the trap flag in EFLAGS: single-step */
+
 #ifndef TRAP_PERF
 #define TRAP_PERF 6                 /* si_code of a perf sigtrap (not in glibc 2.36 headers) */
 #endif
@@ -216,5 +218,22 @@ int pf_watch_pmu_open_thread(const pf_watch_pmu_t *pmu, int signo, int tid) PF_W
 int pf_watch_read_int(const char *path, int *out) PF_WATCH_HIDDEN;
 
 long pf_watch_perf_open(void *attr, int pid, int cpu, int group, unsigned long flags) PF_WATCH_HIDDEN;
+
+/* ---- shared by the engine, the handlers and copy watches ---- */
+
+extern pf_watch_config_t pf_watch_cfg PF_WATCH_HIDDEN;
+extern int pf_watch_stopped PF_WATCH_HIDDEN;         /* pf_watch_stop ran: handlers do nothing */
+extern __thread pf_watch_thread_t *pf_watch_self __attribute__((tls_model("initial-exec"))) PF_WATCH_HIDDEN;
+
+uint64_t pf_watch_mono_ns(void) PF_WATCH_HIDDEN;
+/* Reads len bytes at addr without faulting (process_vm_readv). 0 or -1. Async-signal-safe. */
+int pf_watch_safe_read(uint64_t addr, void *dst, size_t len) PF_WATCH_HIDDEN;
+/* 1 for words never watched: watch's own state, stacks, TLS, the null page. */
+int pf_watch_addr_ignored(const pf_watch_thread_t *t, uint64_t a) PF_WATCH_HIDDEN;
+/* A slot for a new watch of [addr, addr+len) in mode, its previous watch disarmed and its fields reset;
+ * -1 (counted as dropped_reservoir) when every slot keeps its watch. */
+int pf_watch_claim_slot(pf_watch_thread_t *t, uint64_t addr, uint32_t len, uint32_t mode) PF_WATCH_HIDDEN;
+void pf_watch_sample_handler(int sig, siginfo_t *si, void *ucv) PF_WATCH_HIDDEN;
+void pf_watch_trap_handler(int sig, siginfo_t *si, void *ucv) PF_WATCH_HIDDEN;
 
 #endif /* PF_WATCH_INT_H */

@@ -38,7 +38,6 @@ static pf_watch_thread_t *pf_table_owner[PF_WATCH_MAX_THREADS];
 static unsigned pf_table_hiwater;   /* entries [0, hiwater) may be in use */
 static int pf_table_lock;
 
-extern __thread pf_watch_thread_t *pf_watch_self __attribute__((tls_model("initial-exec")));
 
 static void lock(void)
 {
@@ -212,7 +211,6 @@ int pf_watch_slots_selftest(char *why, size_t n)
     return 0;
 }
 
-extern pf_watch_config_t pf_watch_cfg;
 
 void pf_watch_on_free_slow(void *p, size_t size)
 {

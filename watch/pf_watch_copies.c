@@ -1,0 +1,89 @@
+/* pf_watch_copies.c - --watch=copies: write watches on a copy and its source, armed from the copy hook (not
+ * from a sample) right after the runtime linked the copy for its compare-at-free verdict. The first write
+ * that changes a watched word proves the copy needed (pf_watch_handlers.c, copy_trap); no write seen proves
+ * nothing, and the byte comparison at the first free stays the verdict.
+ */
+#include "pf_watch_int.h"
+
+#include <time.h>
+
+/* The first (last = 0) or last aligned word of [base, base+n); 0 when the range holds none. */
+static uint64_t copy_word(uint64_t base, uint64_t n, int last)
+{
+    uint64_t lo = (base + 7) & ~7ull, hi = (base + n) & ~7ull;
+    if (hi <= lo)
+        return 0;
+    return last ? hi - 8 : lo;
+}
+
+/* Emulated watchpoints single-step the thread while armed: copy watches then come at most rate_hz times
+ * per CPU second, as samples do. */
+static int copy_budget(pf_watch_thread_t *t)
+{
+    if (!pf_watch_cfg.emulate_breakpoints)
+        return 1;
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    uint64_t gap = 1000000000ull / (pf_watch_cfg.rate_hz ? pf_watch_cfg.rate_hz : 50);
+    if (t->copy_cpu_ns && now - t->copy_cpu_ns < gap)
+        return 0;
+    t->copy_cpu_ns = now;
+    return 1;
+}
+
+static int free_slot(const pf_watch_thread_t *t)
+{
+    for (int i = 0; i < t->n_slots; i++)
+        if (t->slot[i].state == PF_SLOT_FREE)
+            return 1;
+    return 0;
+}
+
+/* may_evict 0: only into a free slot. */
+static int arm_copy_word(pf_watch_thread_t *t, uint64_t copy_id, uint32_t end, uint64_t addr, int may_evict)
+{
+    if (!addr || pf_watch_addr_ignored(t, addr) || (!may_evict && !free_slot(t)))
+        return 0;
+    int i = pf_watch_claim_slot(t, addr, 8, PF_WATCH_MODE_COPIES);
+    if (i < 0)
+        return 0;
+    pf_watch_slot_t *s = &t->slot[i];
+    if (pf_watch_safe_read(addr, s->value, 8) != 0)
+        return 0;
+    s->copy_id = copy_id;
+    s->copy_end = end;
+    s->first.n_py = s->first.n_native = 0;
+    if (pf_watch_slot_arm(t, i, addr, 8, 0) != 0)
+        return 0;
+    s->state = PF_SLOT_WATCHING;
+    return 1;
+}
+
+int pf_watch_copy(uint64_t copy_id, const void *dst, const void *src, size_t n)
+{
+    pf_watch_thread_t *t = pf_watch_self;
+    if (!t || !(pf_watch_cfg.modes & PF_WATCH_MODE_COPIES) || pf_watch_stopped || t->busy || t->walking || n < 8)
+        return 0;
+    t->busy = 1;        /* the handlers leave the slots alone meanwhile */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    int armed = 0;
+    if (copy_budget(t)) {
+        /* the first words of both ends (writes mostly start there), the last ones where slots are free */
+        armed += arm_copy_word(t, copy_id, PF_COPY_WRITE_DST, copy_word((uintptr_t)dst, n, 0), 1);
+        armed += arm_copy_word(t, copy_id, 0, copy_word((uintptr_t)src, n, 0), 1);
+        armed += arm_copy_word(t, copy_id, PF_COPY_WRITE_DST, copy_word((uintptr_t)dst, n, 1), 0);
+        armed += arm_copy_word(t, copy_id, 0, copy_word((uintptr_t)src, n, 1), 0);
+        if (armed)
+            t->st.copy_watches++;
+    }
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->busy = 0;
+    if (armed && pf_watch_cfg.emulate_breakpoints) {
+        /* no debug register will fire: single-step from here while the words are armed (emu_look) */
+        t->emu_steps = 0;
+        __asm__ volatile("pushfq\n\torq $0x100, (%%rsp)\n\tpopfq" ::: "memory", "cc");
+    }
+    return armed;
+}
+
