@@ -107,9 +107,15 @@ int pf_render_dot(const pf_model_t *m, FILE *f, const pf_dot_opts_t *opts)
         snprintf(dst, sizeof dst, fl->dst_line >= 0 ? "n%d" : "untracked", fl->dst_line);
         int red = pf_report_flow_redundant(fl);
         const pf_line_t *at = fl->at_line >= 0 ? &m->lines[fl->at_line] : NULL;
-        snprintf(label, sizeof label, "%s %s x%.0f%s%s:%d%s", pf_report_copy_kind_name(fl->kind), human(fl->bytes, b),
+        /* --watch=copies: a copy a watched write proved needed says who wrote */
+        char needed[300] = "";
+        const pf_line_t *w = fl->watch_judged && !red && fl->write_line >= 0 ? &m->lines[fl->write_line] : NULL;
+        if (w)
+            snprintf(needed, sizeof needed, "\nneeded: %s written at %s:%d", fl->write_to_dst ? "copy" : "source",
+                     basename_of(pf_model_str(m, w->file)), w->line);
+        snprintf(label, sizeof label, "%s %s x%.0f%s%s:%d%s%s", pf_report_copy_kind_name(fl->kind), human(fl->bytes, b),
                  floor(fl->count + 0.5), at ? "\nat " : "", at ? basename_of(pf_model_str(m, at->file)) : "",
-                 at ? at->line : 0, red ? "\nREDUNDANT: share the buffer" : "");
+                 at ? at->line : 0, red ? "\nREDUNDANT: share the buffer" : "", needed);
         fprintf(f, "  %s -> %s [label=", src, dst);
         dot_str(f, label);
         fprintf(f, "%s];\n", red ? ", color=red, fontcolor=red, penwidth=2" : "");
