@@ -24,6 +24,13 @@
 #include <time.h>
 #include <unistd.h>
 
+uint64_t pf_watch_thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 uint64_t pf_watch_mono_ns(void)
 {
     struct timespec ts;
@@ -254,11 +261,22 @@ static int any_armed(const pf_watch_thread_t *t)
     return 0;
 }
 
+/* Nothing armed any more: stop stepping (unless a walk still needs it), and note when copy watches' stepping
+ * ended, so pf_watch_copy can keep their cost a bounded share of the run. */
+static void emu_stop(pf_watch_thread_t *t, ucontext_t *uc)
+{
+    if (!t->walking)
+        uc->uc_mcontext.gregs[REG_EFL] &= ~PF_WATCH_EFL_TF;
+    if (t->copy_stepping) {
+        t->copy_stepping = 0;
+        t->copy_end_ns = pf_watch_thread_cpu_ns();
+    }
+}
+
 static void emu_look(pf_watch_thread_t *t, ucontext_t *uc)
 {
     if (!any_armed(t)) {
-        if (!t->walking)
-            uc->uc_mcontext.gregs[REG_EFL] &= ~PF_WATCH_EFL_TF;
+        emu_stop(t, uc);
         return;
     }
     if (++t->emu_steps > pf_watch_cfg.emulate_step_limit) {     /* a watch nobody touches would crawl forever */
@@ -266,8 +284,7 @@ static void emu_look(pf_watch_thread_t *t, ucontext_t *uc)
             if (t->slot[i].state != PF_SLOT_FREE)
                 pf_watch_slot_disarm(t, i);
         t->emu_steps = 0;
-        if (!t->walking)
-            uc->uc_mcontext.gregs[REG_EFL] &= ~PF_WATCH_EFL_TF;
+        emu_stop(t, uc);
         return;
     }
     uc->uc_mcontext.gregs[REG_EFL] |= PF_WATCH_EFL_TF;

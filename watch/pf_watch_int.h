@@ -163,7 +163,9 @@ typedef struct pf_watch_thread {
     /* breakpoint emulation (cfg.emulate_breakpoints): the slot the instruction being stepped accesses */
     int emu_pending;
     uint64_t emu_steps;         /* steps since the last emulated hit */
-    uint64_t copy_cpu_ns;       /* thread CPU time of the last copy watch (emulation's rate limit) */
+    uint64_t copy_cpu_ns;       /* emulation's copy budget: thread CPU time when the last copy watch was armed, */
+    uint64_t copy_end_ns;       /* when its stepping ended, */
+    int copy_stepping;          /* and whether it still steps */
     pf_watch_slot_t slot[PF_WATCH_MAX_SLOTS];
     /* pending pairs */
     volatile uint32_t head, tail;
@@ -226,6 +228,7 @@ extern int pf_watch_stopped PF_WATCH_HIDDEN;         /* pf_watch_stop ran: handl
 extern __thread pf_watch_thread_t *pf_watch_self __attribute__((tls_model("initial-exec"))) PF_WATCH_HIDDEN;
 
 uint64_t pf_watch_mono_ns(void) PF_WATCH_HIDDEN;
+uint64_t pf_watch_thread_cpu_ns(void) PF_WATCH_HIDDEN;   /* CLOCK_THREAD_CPUTIME_ID; async-signal-safe */
 /* Reads len bytes at addr without faulting (process_vm_readv). 0 or -1. Async-signal-safe. */
 int pf_watch_safe_read(uint64_t addr, void *dst, size_t len) PF_WATCH_HIDDEN;
 /* 1 for words never watched: watch's own state, stacks, TLS, the null page. */

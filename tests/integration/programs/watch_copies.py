@@ -5,14 +5,15 @@
   other = bytes(src)        the source's first word is written on the next line: needed, by watch (to: source)
 
 burn() spends CPU time between the copies: where watchpoints are emulated by single steps (VMs without
-debug registers), copy watches come at most 50 times per CPU-second.
+debug registers), a copy watch comes only after the thread ran unwatched 4 times as long as the last one
+stepped (up to ~65 ms of steps for a watch nobody triggers, as on `kept`).
 """
 import time
 
 
 def burn():
     t = time.process_time()
-    while time.process_time() - t < 0.03:
+    while time.process_time() - t < 0.6:
         pass
 
 
