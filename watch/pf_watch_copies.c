@@ -5,6 +5,8 @@
  */
 #include "pf_watch_int.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <time.h>
 
 /* The first (last = 0) or last aligned word of [base, base+n); 0 when the range holds none. */
@@ -26,6 +28,11 @@ static int copy_budget(pf_watch_thread_t *t)
     if (!pf_watch_cfg.emulate_breakpoints)
         return 1;
     if (t->copy_stepping)
+        return 0;
+    /* a trap-flag SIGTRAP that arrives blocked is forced, and kills the process (worker threads often block
+     * every signal) */
+    sigset_t now_blocked;
+    if (pthread_sigmask(SIG_BLOCK, NULL, &now_blocked) != 0 || sigismember(&now_blocked, SIGTRAP))
         return 0;
     uint64_t now = pf_watch_thread_cpu_ns();
     if (t->copy_cpu_ns) {

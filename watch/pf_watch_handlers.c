@@ -318,6 +318,8 @@ static void foreign(int sig, siginfo_t *si, void *uc)
     raise(sig);
 }
 
+static void step_safely(pf_watch_thread_t *t, ucontext_t *uc);
+
 void pf_watch_sample_handler(int sig, siginfo_t *si, void *ucv)
 {
     int saved = errno;
@@ -347,6 +349,7 @@ void pf_watch_sample_handler(int sig, siginfo_t *si, void *ucv)
         emu_look(t, uc);
     }
     t->busy = 0;
+    step_safely(t, uc);
 out:
     errno = saved;
 }
@@ -488,26 +491,66 @@ static void on_trap(pf_watch_thread_t *t, int i, ucontext_t *uc)
     finish(t, i);
 }
 
+/* 1 when the instruction about to run enters the kernel. Single steps must not go through one: a system
+ * call can block SIGTRAP (sigprocmask, sigreturn to a context that blocks it) or make a thread or process
+ * that starts with every signal blocked (clone, fork), and a trap-flag SIGTRAP that arrives blocked is
+ * forced: the kernel kills the process. */
+static int at_syscall(const ucontext_t *uc)
+{
+    uint8_t code[15];
+    size_t n = code_at((uint64_t)uc->uc_mcontext.gregs[REG_RIP], code);
+    return n >= 2 && ((code[0] == 0x0f && (code[1] == 0x05 || code[1] == 0x34)) || (code[0] == 0xcd && code[1] == 0x80));
+}
+
+/* Ends every single-step chain of the thread: the skid walk (its sample is dropped) and the emulated watches
+ * (their words are disarmed; compare-at-free still judges copies). */
+static void stop_stepping(pf_watch_thread_t *t, ucontext_t *uc)
+{
+    if (t->walking) {
+        t->walking = 0;
+        t->st.dropped_nomem++;
+    }
+    if (pf_watch_cfg.emulate_breakpoints) {
+        for (int i = 0; i < t->n_slots; i++)
+            if (t->slot[i].state != PF_SLOT_FREE)
+                pf_watch_slot_disarm(t, i);
+        t->emu_steps = 0;
+        t->emu_pending = -1;
+        emu_stop(t, uc);
+    }
+    uc->uc_mcontext.gregs[REG_EFL] &= ~PF_WATCH_EFL_TF;
+}
+
+/* Called last by both handlers: a context about to resume with the trap flag set must not step into a
+ * system call. */
+static void step_safely(pf_watch_thread_t *t, ucontext_t *uc)
+{
+    if (t && (uc->uc_mcontext.gregs[REG_EFL] & PF_WATCH_EFL_TF) && at_syscall(uc))
+        stop_stepping(t, uc);
+}
+
 void pf_watch_trap_handler(int sig, siginfo_t *si, void *ucv)
 {
     int saved = errno;
     ucontext_t *uc = ucv;
     pf_watch_thread_t *t = pf_watch_self;
-    if (si->si_code == TRAP_TRACE && t && pf_watch_cfg.emulate_breakpoints) {
-        int hit = t->emu_pending;
-        t->emu_pending = -1;
-        if (hit >= 0) {
-            t->emu_steps = 0;
-            on_trap(t, hit, uc);
-        }
-        if (t->walking)
+    if (si->si_code == TRAP_TRACE) {
+        if (t && pf_watch_cfg.emulate_breakpoints) {
+            int hit = t->emu_pending;
+            t->emu_pending = -1;
+            if (hit >= 0) {
+                t->emu_steps = 0;
+                on_trap(t, hit, uc);
+            }
+            if (t->walking)
+                on_step(t, uc);
+            emu_look(t, uc);
+        } else if (t && t->walking) {
             on_step(t, uc);
-        emu_look(t, uc);
-    } else if (si->si_code == TRAP_TRACE) {
-        if (t && t->walking)
-            on_step(t, uc);
-        else
+        } else {
             uc->uc_mcontext.gregs[REG_EFL] &= ~PF_WATCH_EFL_TF;  /* a TF we left behind (pushf in a walk): drop it */
+        }
+        step_safely(t, uc);
     } else if (si->si_code == TRAP_PERF) {
         uint64_t data;
         memcpy(&data, (const char *)si + 24, sizeof data);     /* si_perf_data */

@@ -521,13 +521,13 @@ def case_signal_coexistence(c):
     """The program's own signals behave as without pyflow, with watch off and on (watch owns SIGTRAP and a
     real-time signal, and must forward them): SIGUSR1, interval timers of all three kinds, SIGTRAP handled then
     fatal, every real-time signal unblocked and queued while blocked, a sigaltstack of its own, faulthandler,
-    abort and a fault. Same stdout, same stderr (thread addresses aside), same status; the 8 MB allocated
+    abort and a fault, copies in threads that block SIGTRAP. Same stdout, same stderr (thread addresses aside), same status; the 8 MB allocated
     first is in the profile."""
     import re
     script = prog("robust_signals.py")
     keep = line_of(script, "keep = [bytearray")
     mask = lambda text: re.sub(r"0x[0-9a-f]+", "0x?", text)
-    for how in ("usr1", "timers", "sigtrap", "rt", "altstack", "faulthandler", "abort", "segv"):
+    for how in ("usr1", "timers", "sigtrap", "rt", "altstack", "faulthandler", "abort", "segv", "blocked"):
         plain = run([c.python, script, how])
         for extra in ((), ("--watch=all",)):
             what = f"{how} {' '.join(extra)}"

@@ -13,6 +13,9 @@ under pyflow must print the same bytes, on stdout and stderr, and end with the s
   faulthandler  faulthandler (its own sigaltstack) prints the traceback of a fault in C code; dies of SIGSEGV
   abort       os.abort(): dies of SIGABRT (faulthandler on, so its traceback is printed too)
   segv        a fault in C code (ctypes), no handler: dies of SIGSEGV
+  blocked     a thread that blocks every signal copies and writes 2 MB buffers; then the main thread blocks
+              SIGTRAP right after a copy (watch must never single-step into a blocked SIGTRAP: the kernel
+              would kill the process)
 """
 keep = [bytearray(2_000_000) for _ in range(4)]     # allocated before anything else happens
 
@@ -134,5 +137,30 @@ elif how == "segv":
     churn()
     ctypes.string_at(0)
     print("not reached")
+elif how == "blocked":
+    import threading
+
+    def worker():
+        signal.pthread_sigmask(signal.SIG_BLOCK, set(signal.Signals))
+        src = bytearray(b"w" * 2_000_000)
+        for i in range(5):
+            c = bytearray(src)
+            c[0] = i
+            churn()
+        print("worker copies", c[0], flush=True)
+
+    th = threading.Thread(target=worker)
+    th.start()
+    th.join()
+    src = bytearray(b"m" * 2_000_000)
+    for i in range(5):
+        t0 = time.process_time()
+        while time.process_time() - t0 < 0.3:   # emulated copy watches wait for unwatched CPU time
+            pass
+        d = bytearray(src)
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTRAP})
+        d[0] = i
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTRAP})
+    print("main copies", d[0])
 else:
     sys.exit(f"unknown mode {how}")
