@@ -6,13 +6,19 @@
 #   bench/real_programs.sh [build/bin/pyflow] [numpy packages to test, default: numpy]
 # The whole numpy suite needs more than 24 GiB (a numpy.lib test was OOM-killed here, plain); a subset:
 #   bench/real_programs.sh build/bin/pyflow "numpy.linalg numpy.fft numpy.polynomial numpy.ma numpy.random"
+# PYFLOW_OPTS adds options to every pyflow run, e.g. PYFLOW_OPTS=--watch=copies.
 # Optional packages (not in .ci/install-deps): python3-pytest python3-hypothesis python3-scipy python3-pandas.
 set -u
 PYFLOW=$(realpath "${1:-build/bin/pyflow}")
 NUMPY_TESTS=${2:-numpy}
 HERE=$(cd "$(dirname "$0")" && pwd)
 PY=/usr/bin/python3
+read -r -a OPTS <<< "${PYFLOW_OPTS:-}"
 out=$(mktemp -d)
+same() {  # name: the plain and pyflow logs hold the same output (pyflow's own "pyflow: " notes aside)
+  if cmp -s "$out/$1-plain.log" <(grep -v '^pyflow: ' "$out/$1-pyflow.log"); then echo "$1: identical output"
+  else echo "$1: OUTPUT DIFFERS"; diff "$out/$1-plain.log" "$out/$1-pyflow.log" | head; fi
+}
 run() {  # name, then the command
   local name=$1; shift
   local start=$(date +%s.%N)
@@ -24,7 +30,7 @@ run() {  # name, then the command
 }
 cd /tmp
 run numpy-plain $PY -m pytest --pyargs $NUMPY_TESTS -q -p no:cacheprovider --continue-on-collection-errors
-run numpy-pyflow "$PYFLOW" run --no-report --python $PY -m pytest --pyargs $NUMPY_TESTS -q -p no:cacheprovider --continue-on-collection-errors
+run numpy-pyflow "$PYFLOW" run --no-report "${OPTS[@]}" --python $PY -m pytest --pyargs $NUMPY_TESTS -q -p no:cacheprovider --continue-on-collection-errors
 SCIPY='import numpy as np, scipy.linalg as la, scipy.signal as sg, scipy.sparse as sp
 a = np.random.default_rng(0).random((400, 400))
 for _ in range(20):
@@ -33,9 +39,9 @@ x = np.random.default_rng(1).random(2**20); y = sg.fftconvolve(x, x[:4096], mode
 m = sp.random(20000, 20000, density=1e-3, random_state=0, format="csr"); v = (m @ m.T).sum()
 print(round(float(abs(w).sum()), 3), round(float(y.sum()), 3), round(float(v), 3))'
 run scipy-plain $PY -c "$SCIPY"
-run scipy-pyflow "$PYFLOW" run --no-report --python $PY -c "$SCIPY"
-if cmp -s "$out/scipy-plain.log" "$out/scipy-pyflow.log"; then echo "scipy: identical output"; else echo "scipy: OUTPUT DIFFERS"; diff "$out/scipy-plain.log" "$out/scipy-pyflow.log" | head; fi
+run scipy-pyflow "$PYFLOW" run --no-report "${OPTS[@]}" --python $PY -c "$SCIPY"
+same scipy
 run pandas-plain $PY "$HERE/real/pandas_workload.py"
-run pandas-pyflow "$PYFLOW" run --no-report --python $PY "$HERE/real/pandas_workload.py"
-if cmp -s "$out/pandas-plain.log" "$out/pandas-pyflow.log"; then echo "pandas: identical output"; else echo "pandas: OUTPUT DIFFERS"; diff "$out/pandas-plain.log" "$out/pandas-pyflow.log" | head; fi
+run pandas-pyflow "$PYFLOW" run --no-report "${OPTS[@]}" --python $PY "$HERE/real/pandas_workload.py"
+same pandas
 rm -rf "$out"
