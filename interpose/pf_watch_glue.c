@@ -10,6 +10,8 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#define UNW_LOCAL_ONLY     /* the _UL entry points: this process only, no remote address spaces */
+#include <libunwind.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +64,37 @@ static uint64_t g_epoch(void) { return (uint64_t)pf_tls.sampler.countdown; }
 
 /* Inside pyflow, or inside an allocator pyflow wraps: nothing of the program's own to watch. */
 static int g_hibernating(void) { return pf_tls.guard != 0; }
+
+/* The dynamic loader's text: an access trapped there may hold the loader's lock mid-update. */
+static uint64_t loader_lo, loader_hi;
+
+/* The native frames of a watched access, walked from the signal context by the libraries' DWARF unwind
+ * tables: numpy, BLAS and the interpreter are built without frame pointers, so following rbp gives junk past
+ * the first frame, and the hybrid path never reaches the interpreter loop where the Python frames join.
+ * libunwind's local unwinder is async-signal-safe (no malloc; its cache lock blocks signals; where unwind
+ * info is missing it validates every read). Returns -1, for the engine's frame-pointer walk, inside pyflow
+ * or an allocator (the trap may have interrupted the runtime's own unw_backtrace, whose state is not
+ * reentrant) and inside the dynamic loader (its link map may be changing under dl_iterate_phdr). */
+static int g_native_unwind(const void *uc, uint64_t *ips, int max)
+{
+    if (pf_tls.guard != 0)
+        return -1;
+    const ucontext_t *ctx = uc;
+    uint64_t pc = (uint64_t)ctx->uc_mcontext.gregs[REG_RIP];
+    if (pc >= loader_lo && pc < loader_hi)
+        return -1;
+    unw_cursor_t cursor;
+    if (unw_init_local2(&cursor, (unw_context_t *)(uintptr_t)uc, UNW_INIT_SIGNAL_FRAME) < 0)
+        return -1;
+    int n = 0;
+    do {
+        unw_word_t ip;
+        if (unw_get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip < 4096)
+            break;
+        ips[n++] = ip;
+    } while (n < max && unw_step(&cursor) > 0);
+    return n > 0 ? n : -1;
+}
 
 /* ---- callbacks from drain (normal context) ---- */
 
@@ -203,6 +236,9 @@ int pf_watch_glue_init(pf_tls_t *t)
      * called again with the same arguments). The repeat of a watch may still be in the interpreter. */
     ignore_object_of(&c, 0, (const void *)pf_watch_glue_init);
     ignore_object_of(&c, 1, dlsym(RTLD_DEFAULT, "__tls_get_addr"));
+    loader_lo = c.ignore[1].lo;
+    loader_hi = c.ignore[1].hi;
+    c.native_unwind = g_native_unwind;
     ignore_object_of(&c, 2, dlsym(RTLD_DEFAULT, "Py_GetVersion"));
     type_type = dlsym(RTLD_DEFAULT, "PyType_Type");
 

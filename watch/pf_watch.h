@@ -75,7 +75,7 @@ typedef struct pf_watch_config {
     int (*py_capture)(pf_watch_pyframe_t *out, int max, int *truncated); /* -1: no Python thread state */
     uint64_t (*thread_epoch)(void);     /* changes whenever the thread allocates (same-call test) */
     int (*hibernating)(void);           /* 1: inside pyflow, an allocator or dlopen: drop the sample */
-    int (*native_unwind)(const void *ucontext, uint64_t *ips, int max); /* NULL: frame-pointer walk */
+    int (*native_unwind)(const void *ucontext, uint64_t *ips, int max); /* NULL, or -1: frame-pointer walk */
     /* A SIGTRAP or sampling signal that is not watch's own (the program's int3, a kill or sigqueue):
      * handed to the program's handler. NULL: the default action (a SIGTRAP then dumps core). */
     void (*foreign_signal)(int sig, siginfo_t *si, void *ucontext);

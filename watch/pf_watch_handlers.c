@@ -94,10 +94,12 @@ static void capture_ctx(pf_watch_thread_t *t, const ucontext_t *uc, uint64_t ip,
     }
     if (pf_watch_cfg.native_unwind) {
         int n = pf_watch_cfg.native_unwind(uc, c->native, PF_WATCH_CTX_NATIVE);
-        c->n_native = (uint16_t)(n > 0 ? n : 0);
-        return;
+        if (n > 0) {
+            c->n_native = (uint16_t)n;
+            return;
+        }
     }
-    /* frame-pointer walk, bounded by the thread's stack so no read can fault */
+    /* frame-pointer walk (no unwinder, or it declined), bounded by the thread's stack so no read can fault */
     int n = 0;
     c->native[n++] = ip;
     uint64_t fp = (uint64_t)uc->uc_mcontext.gregs[REG_RBP];
