@@ -765,6 +765,7 @@ def case_watch_categories(c):
     the watch reservoir's (PYFLOW_WATCH_SEED, default 1)."""
     if not has_numpy(c.python):
         raise Skip("numpy is not importable by " + c.python)
+    paths = []
     for name, text, category in WATCH_PROGRAMS:
         script = os.path.abspath(os.path.join(WATCH_DIR, name))
         line = line_of(script, text)
@@ -777,14 +778,16 @@ def case_watch_categories(c):
         assert mine and sum(x["count"] for x in mine) >= 3, f"{name}:{line}: {mine} / {doc['watch']}"
         assert mine[0]["category"] == category, f"{name}: category {mine[0]['category']!r}, want {category!r}"
         assert mine[0]["repeat_path"].count(name) >= 1, mine[0]["repeat_path"]
-        # hybrid paths: the native frames come from the libraries' unwind tables (numpy has no frame
-        # pointers), so some path shows the library's own callers before the Python frames take over
-        depth = max(native_depth(x[k]) for x in mine for k in ("first_path", "repeat_path"))
-        assert depth >= 2, f"{name}: no path with native callers: {[x['repeat_path'] for x in mine]}"
+        paths += [x[k] for x in mine for k in ("first_path", "repeat_path")]
         _, _, fixed = watch_run(c, script, ["fixed"])
         bad = [x for x in fixed["redundancies"] if os.path.basename(x["repeat"]["file"]) == name
                and x["repeat"]["line"] == line]
         assert not bad, f"fixed {name} still reports line {line}: {bad}"
+    # hybrid paths: the native frames come from the libraries' unwind tables (numpy has no frame pointers),
+    # so paths show the library's own callers before the Python frames take over. Not every path has them:
+    # where the interpreter loop calls numpy's function directly (LTO inlines PyObject_GetItem), the
+    # accessing frame is the only native one; np.sum in loop_invariant.py goes through several.
+    assert max(native_depth(p) for p in paths) >= 2, f"no path with native callers: {paths}"
 
 
 def case_watch_signals(c):
