@@ -26,24 +26,6 @@ static void dot_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
-static const char *human(double v, char buf[24])
-{
-    static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-    while (v >= 1024 && u < 4) {
-        v /= 1024;
-        u++;
-    }
-    snprintf(buf, 24, u ? "%.1f %s" : "%.0f %s", v, units[u]);
-    return buf;
-}
-
-static const char *basename_of(const char *file)
-{
-    const char *s = strrchr(file, '/');
-    return s && s[1] ? s + 1 : file;
-}
-
 /* Edges drawn: large enough, and touching at least one tracked object (untracked to untracked says
  * nothing about objects: it only counts in the copy volume). */
 static int kept(const pf_flow_t *fl, double min)
@@ -81,14 +63,14 @@ int pf_render_dot(const pf_model_t *m, FILE *f, const pf_dot_opts_t *opts)
             if (!any++) {
                 char label[512];
                 snprintf(label, sizeof label, "%s (%s)", pf_model_str(m, func->function),
-                         basename_of(pf_model_str(m, func->file)));
+                         pf_report_basename(pf_model_str(m, func->file)));
                 fprintf(f, "  subgraph cluster_%zu {\n    label=", fn);
                 dot_str(f, label);
                 fputs(";\n    style=dashed;\n", f);
             }
             char label[512], b[24];
-            snprintf(label, sizeof label, "%s:%d\nallocated %s", basename_of(pf_model_str(m, l->file)), l->line,
-                     human(l->s.alloc_bytes, b));
+            snprintf(label, sizeof label, "%s:%d\nallocated %s", pf_report_basename(pf_model_str(m, l->file)), l->line,
+                     pf_report_human_bytes(l->s.alloc_bytes, b));
             fprintf(f, "    n%zu [label=", i);
             dot_str(f, label);
             fputs("];\n", f);
@@ -112,9 +94,9 @@ int pf_render_dot(const pf_model_t *m, FILE *f, const pf_dot_opts_t *opts)
         const pf_line_t *w = fl->watch_judged && !red && fl->write_line >= 0 ? &m->lines[fl->write_line] : NULL;
         if (w)
             snprintf(needed, sizeof needed, "\nneeded: %s written at %s:%d", fl->write_to_dst ? "copy" : "source",
-                     basename_of(pf_model_str(m, w->file)), w->line);
-        snprintf(label, sizeof label, "%s %s x%.0f%s%s:%d%s%s", pf_report_copy_kind_name(fl->kind), human(fl->bytes, b),
-                 floor(fl->count + 0.5), at ? "\nat " : "", at ? basename_of(pf_model_str(m, at->file)) : "",
+                     pf_report_basename(pf_model_str(m, w->file)), w->line);
+        snprintf(label, sizeof label, "%s %s x%.0f%s%s:%d%s%s", pf_report_copy_kind_name(fl->kind), pf_report_human_bytes(fl->bytes, b),
+                 floor(fl->count + 0.5), at ? "\nat " : "", at ? pf_report_basename(pf_model_str(m, at->file)) : "",
                  at ? at->line : 0, red ? "\nREDUNDANT: share the buffer" : "", needed);
         fprintf(f, "  %s -> %s [label=", src, dst);
         dot_str(f, label);
@@ -122,7 +104,7 @@ int pf_render_dot(const pf_model_t *m, FILE *f, const pf_dot_opts_t *opts)
     }
     if (folded) {
         char note[128], b[24];
-        snprintf(note, sizeof note, "%zu smaller or untracked flows (%s) not shown", folded, human(folded_bytes, b));
+        snprintf(note, sizeof note, "%zu smaller or untracked flows (%s) not shown", folded, pf_report_human_bytes(folded_bytes, b));
         fputs("  folded [shape=note, label=", f);
         dot_str(f, note);
         fputs("];\n", f);

@@ -1,6 +1,7 @@
 /* pf_render_html.c - one self-contained HTML page (no network): findings first, the whole-program
  * timeline with its peak marked, sortable per-line and per-function tables with inline SVG sparklines
- * (hover for values), and the flow graph as SVG when Graphviz made one. Every number comes from the
+ * (hover for values), the --watch tables (pf_render_html_watch.c), and the flow graph as SVG when Graphviz
+ * made one. Every number comes from the
  * model, as in the text and JSON renderings. Sorting: click a column header, or open the page with
  * #sort=COLUMN:asc|desc. */
 #include <errno.h>
@@ -8,37 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pf_html_int.h"
 #include "pf_model_int.h"
 #include "pf_report_int.h"
 #include "pf_util_int.h"
-
-static void esc(FILE *f, const char *s)
-{
-    for (; s && *s; s++) {
-        switch (*s) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        case '\'': fputs("&#39;", f); break;
-        default: fputc(*s, f);
-        }
-    }
-}
-
-static const char *human(double v, char buf[24])
-{
-    static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    if (v < 0.5)
-        return strcpy(buf, "-");
-    int u = 0;
-    while (v >= 1024 && u < 4) {
-        v /= 1024;
-        u++;
-    }
-    snprintf(buf, 24, u ? "%.1f %s" : "%.0f %s", v, units[u]);
-    return buf;
-}
 
 /* An SVG line chart of a 100-point series; each point has a hover title with its time and bytes. */
 static void chart(FILE *f, const pf_model_t *m, const double *pts, int w, int h, int mark_peak)
@@ -61,27 +35,15 @@ static void chart(FILE *f, const pf_model_t *m, const double *pts, int w, int h,
         double x = (double)i * (w - 2) / (PF_TIMELINE_POINTS - 1) + 1;
         fprintf(f, "<rect x=\"%.1f\" y=\"0\" width=\"%.1f\" height=\"%d\" fill=\"transparent\"><title>%.2f s: %s</title></rect>",
                 x - 1, w < 200 ? (double)w / 10 : (double)w / PF_TIMELINE_POINTS, h,
-                m->timeline_end_s * i / PF_TIMELINE_POINTS, human(pts[i], b));
+                m->timeline_end_s * i / PF_TIMELINE_POINTS, pf_report_human_bytes(pts[i], b));
     }
     if (mark_peak && top > 0) {
         double x = (double)at * (w - 2) / (PF_TIMELINE_POINTS - 1) + 1;
         fprintf(f, "<circle class=\"peak\" cx=\"%.1f\" cy=\"3\" r=\"3\" fill=\"#d33\"><title>peak %s</title></circle>"
                    "<text x=\"%.1f\" y=\"12\" font-size=\"10\" fill=\"#d33\">peak %s</text>",
-                x, human(top, b), x + 5 > w - 80 ? x - 80 : x + 5, human(top, b));
+                x, pf_report_human_bytes(top, b), x + 5 > w - 80 ? x - 80 : x + 5, pf_report_human_bytes(top, b));
     }
     fputs("</svg>", f);
-}
-
-static void num_cell(FILE *f, double v)
-{
-    char b[24];
-    fprintf(f, "<td data-v=\"%.0f\">%s</td>", v, human(v, b));
-}
-
-static const char *base(const char *file)
-{
-    const char *s = strrchr(file, '/');
-    return s && s[1] ? s + 1 : file;
 }
 
 static void table(FILE *f, const pf_model_t *m, const char *id, int lines)
@@ -90,8 +52,12 @@ static void table(FILE *f, const pf_model_t *m, const char *id, int lines)
                "<th data-k=\"where\">%s</th><th data-k=\"function\">function</th>"
                "<th data-k=\"alloc\">allocated</th><th data-k=\"python\">python</th><th data-k=\"native\">native</th>"
                "<th data-k=\"gpu\">gpu</th><th data-k=\"peak\">peak</th><th data-k=\"exit\">at exit</th>"
-               "<th data-k=\"copied\">copied</th><th data-k=\"redundant\">redundant</th><th>trend</th>%s</tr></thead><tbody>\n",
-            id, lines ? "line" : "file", lines ? "<th>source</th>" : "");
+               "<th data-k=\"copied\">copied</th><th data-k=\"redundant\">redundant</th>",
+            id, lines ? "line" : "file");
+    int watch_cols = pf_html_watch_columns(m);
+    if (watch_cols)
+        pf_html_watch_heads(f);
+    fprintf(f, "<th>trend</th>%s</tr></thead><tbody>\n", lines ? "<th>source</th>" : "");
     size_t n = lines ? m->n_lines : m->n_funcs;
     size_t *order = lines ? pf_report_line_order(m) : pf_report_func_order(m);
     for (size_t k = 0; k < n; k++) {
@@ -104,28 +70,30 @@ static void table(FILE *f, const pf_model_t *m, const char *id, int lines)
         if (s->alloc_bytes < 0.5 && s->copy_bytes < 0.5)
             continue;
         fputs("<tr><td data-v=\"", f);
-        esc(f, base(pf_model_str(m, file)));
+        pf_html_esc(f, pf_report_basename(pf_model_str(m, file)));
         fprintf(f, ":%08d\" title=\"", line);
-        esc(f, pf_model_str(m, file));
+        pf_html_esc(f, pf_model_str(m, file));
         fputs("\">", f);
-        esc(f, base(pf_model_str(m, file)));
+        pf_html_esc(f, pf_report_basename(pf_model_str(m, file)));
         fprintf(f, ":%d</td><td>", line);
-        esc(f, pf_model_str(m, fn));
+        pf_html_esc(f, pf_model_str(m, fn));
         fputs("</td>", f);
-        num_cell(f, s->alloc_bytes);
-        num_cell(f, s->python_bytes);
-        num_cell(f, s->native_bytes);
-        num_cell(f, s->gpu_bytes);
-        num_cell(f, s->peak_bytes);
-        num_cell(f, s->leaked_bytes);
-        num_cell(f, s->copy_bytes);
-        num_cell(f, s->redundant_copy_bytes);
+        pf_html_num_cell(f, s->alloc_bytes);
+        pf_html_num_cell(f, s->python_bytes);
+        pf_html_num_cell(f, s->native_bytes);
+        pf_html_num_cell(f, s->gpu_bytes);
+        pf_html_num_cell(f, s->peak_bytes);
+        pf_html_num_cell(f, s->leaked_bytes);
+        pf_html_num_cell(f, s->copy_bytes);
+        pf_html_num_cell(f, s->redundant_copy_bytes);
+        if (watch_cols)
+            pf_html_watch_cells(f, s);
         fputs("<td>", f);
         chart(f, m, s->timeline, 90, 18, 0);
         fputs("</td>", f);
         if (lines) {
             fputs("<td class=\"src\">", f);
-            esc(f, pf_report_source_line(pf_model_str(m, file), line));
+            pf_html_esc(f, pf_report_source_line(pf_model_str(m, file), line));
             fputs("</td>", f);
         }
         fputs("</tr>\n", f);
@@ -134,12 +102,13 @@ static void table(FILE *f, const pf_model_t *m, const char *id, int lines)
     free(order);
 }
 
+
 static const char *STYLE =
     "body{font:14px system-ui,sans-serif;margin:24px;color:#222}h1{font-size:20px}h2{font-size:16px;margin-top:28px}"
     "table{border-collapse:collapse;font-size:13px}th,td{padding:3px 8px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}"
     "th{cursor:pointer;background:#f6f6f6;position:sticky;top:0}th:first-child,td:first-child,td:nth-child(2),"
     "td.src{text-align:left}td.src{font-family:monospace;white-space:pre;max-width:40em;overflow:hidden}"
-    ".finding{margin:4px 0}.bad{color:#c22;font-weight:600}.summary td{text-align:left}svg.chart{vertical-align:middle}";
+    ".finding{margin:4px 0}.bad{color:#c22;font-weight:600}.good{color:#292;font-weight:600}#redundancies td,#needed td{text-align:left}.summary td{text-align:left}svg.chart{vertical-align:middle}";
 
 static const char *SCRIPT =
     "function sortTable(t,k,dir){var h=[].slice.call(t.tHead.rows[0].cells);var i=h.findIndex(function(c){"
@@ -162,23 +131,25 @@ int pf_render_html(const pf_model_t *m, FILE *f, const pf_html_opts_t *opts)
         snprintf(argv + used, sizeof argv - used, "%s%s", i ? " " : "", m->argv[i]);
     }
     fputs("<!doctype html><html><head><meta charset=\"utf-8\"><title>pyflow: ", f);
-    esc(f, argv);
+    pf_html_esc(f, argv);
     fprintf(f, "</title><style>%s</style></head><body>\n<h1>pyflow: ", STYLE);
-    esc(f, argv);
+    pf_html_esc(f, argv);
     fputs("</h1>\n<table class=\"summary\">", f);
     fprintf(f, "<tr><td>Python</td><td>%s</td></tr><tr><td>elapsed</td><td>%.2f s</td></tr>",
             m->python_version ? m->python_version : "?", m->elapsed_s);
     fprintf(f, "<tr><td>exit</td><td>%s %d</td></tr>", m->exit_signaled ? "killed by signal" : "status", m->exit_code);
     fprintf(f, "<tr><td>peak</td><td>%s</td></tr><tr><td>allocated</td><td>%s (python %s, native %s)</td></tr>",
-            human(m->total.peak_bytes, a), human(m->total.alloc_bytes, b), human(m->total.python_bytes, c),
-            human(m->total.native_bytes, d));
+            pf_report_human_bytes(m->total.peak_bytes, a), pf_report_human_bytes(m->total.alloc_bytes, b), pf_report_human_bytes(m->total.python_bytes, c),
+            pf_report_human_bytes(m->total.native_bytes, d));
     fprintf(f, "<tr><td>live at exit</td><td>%s</td></tr><tr><td>copied</td><td>%s (redundant %s)</td></tr>",
-            human(m->total.leaked_bytes, a), human(m->total.copy_bytes, b), human(m->total.redundant_copy_bytes, c));
+            pf_report_human_bytes(m->total.leaked_bytes, a), pf_report_human_bytes(m->total.copy_bytes, b), pf_report_human_bytes(m->total.redundant_copy_bytes, c));
     if (m->total.gpu_bytes > 0)
-        fprintf(f, "<tr><td>gpu</td><td>allocated %s, peak %s</td></tr>", human(m->total.gpu_bytes, a),
-                human(m->total.gpu_peak_bytes, b));
-    fprintf(f, "<tr><td>sampling</td><td>%s</td></tr></table>\n",
+        fprintf(f, "<tr><td>gpu</td><td>allocated %s, peak %s</td></tr>", pf_report_human_bytes(m->total.gpu_bytes, a),
+                pf_report_human_bytes(m->total.gpu_peak_bytes, b));
+    fprintf(f, "<tr><td>sampling</td><td>%s</td></tr>",
             m->exact ? "exact: every allocation recorded" : "Poisson by bytes; large allocations exact");
+    pf_html_watch_summary(f, m);
+    fputs("</table>\n", f);
 
     fputs("<h2>Findings</h2><div id=\"findings\">", f);
     int any = 0;
@@ -187,45 +158,29 @@ int pf_render_html(const pf_model_t *m, FILE *f, const pf_html_opts_t *opts)
         if (!pf_report_flow_redundant(fl) || fl->at_line < 0)
             continue;
         const pf_line_t *at = &m->lines[fl->at_line];
-        fprintf(f, "<div class=\"finding\"><span class=\"bad\">redundant copy</span> %s at ", human(fl->redundant_bytes, a));
-        esc(f, base(pf_model_str(m, at->file)));
+        fprintf(f, "<div class=\"finding\"><span class=\"bad\">redundant copy</span> %s at ", pf_report_human_bytes(fl->redundant_bytes, a));
+        pf_html_esc(f, pf_report_basename(pf_model_str(m, at->file)));
         fprintf(f, ":%d <code>", at->line);
-        esc(f, pf_report_source_line(pf_model_str(m, at->file), at->line));
+        pf_html_esc(f, pf_report_source_line(pf_model_str(m, at->file), at->line));
         fputs("</code>: share one buffer instead of copying it</div>\n", f);
         any++;
     }
-    for (size_t i = 0; i < m->n_redundancies && i < 5; i++) {     /* --watch: the largest groups */
-        const pf_redundancy_t *r = &m->redundancies[i];
-        if (r->repeat_line < 0)
-            continue;
-        const pf_line_t *at = &m->lines[r->repeat_line];
-        double kind_total = r->kind == PF_ACCESS_STORE ? m->total.store_bytes : m->total.load_bytes;
-        fprintf(f, "<div class=\"finding\"><span class=\"bad\">%s</span> %s%s (%.0f%% of watched), %s, at ",
-                r->kind == PF_ACCESS_STORE ? "silent stores" : "redundant loads", r->approx ? "&#8776;" : "",
-                human(r->bytes, a), kind_total > 0 ? 100 * r->bytes / kind_total : 0, pf_redundancy_category(m, r));
-        esc(f, base(pf_model_str(m, at->file)));
-        fprintf(f, ":%d <code>", at->line);
-        esc(f, pf_report_source_line(pf_model_str(m, at->file), at->line));
-        fputs("</code> <small>", f);
-        esc(f, pf_model_str(m, r->repeat_path));
-        fputs("</small></div>\n", f);
-        any++;
-    }
+    any += pf_html_watch_findings(f, m);
     for (size_t i = 0; i < m->n_lines; i++) {
         const pf_line_t *l = &m->lines[i];
         double p = pf_report_leak_likelihood(&l->s);
         if (p < PF_LEAK_REPORT_THRESHOLD || !pf_model_is_user_file(m, pf_model_str(m, l->file)))
             continue;
         fprintf(f, "<div class=\"finding\"><span class=\"bad\">probable leak</span> %s live at exit (likelihood %.0f%%) at ",
-                human(l->s.leaked_bytes, a), 100 * p);
-        esc(f, base(pf_model_str(m, l->file)));
+                pf_report_human_bytes(l->s.leaked_bytes, a), 100 * p);
+        pf_html_esc(f, pf_report_basename(pf_model_str(m, l->file)));
         fprintf(f, ":%d <code>", l->line);
-        esc(f, pf_report_source_line(pf_model_str(m, l->file), l->line));
+        pf_html_esc(f, pf_report_source_line(pf_model_str(m, l->file), l->line));
         fputs("</code></div>\n", f);
         any++;
     }
     if (!any)
-        fputs("<div class=\"finding\">no redundant copy or probable leak found</div>", f);
+        fputs("<div class=\"finding\">no redundant copy, redundant access or probable leak found</div>", f);
     fputs("</div>\n<h2>Memory over time</h2>", f);
     chart(f, m, m->total.timeline, 800, 140, 1);
     if (m->total.gpu_bytes > 0) {
@@ -236,6 +191,7 @@ int pf_render_html(const pf_model_t *m, FILE *f, const pf_html_opts_t *opts)
     table(f, m, "lines", 1);
     fputs("<h2>Functions</h2>\n", f);
     table(f, m, "functions", 0);
+    pf_html_watch_sections(f, m);
     if (opts && opts->flow_svg && opts->flow_svg[0]) {
         fputs("<h2>Object flow graph</h2>\n", f);
         const char *svg = strstr(opts->flow_svg, "<svg");   /* drop the XML prologue and doctype */

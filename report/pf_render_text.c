@@ -441,28 +441,16 @@ static void leaks(out_t *o, const pf_model_t *m)
     free(order);
 }
 
-/* What to do about each PieProf category (pf_redundancy_category). */
-static const char *access_fix(const char *category)
-{
-    if (strcmp(category, "slice underutilization") == 0)
-        return "index whole slices or use one vectorized expression instead of element-wise indexing";
-    if (strcmp(category, "API misuse") == 0)
-        return "let one numpy call do the loop (np.sum, np.cumsum, ufunc.reduce) instead of one call per element";
-    if (strcmp(category, "loop-invariant computation") == 0)
-        return "compute the value once, before the loop";
-    return "keep the result of the first call instead of calling again with the same arguments";
-}
-
 #define PF_ACCESS_FINDINGS 5
 
 static void access_findings(out_t *o, const pf_model_t *m)
 {
     char a[16];
-    for (size_t i = 0; i < m->n_redundancies && i < PF_ACCESS_FINDINGS; i++) {
+    for (size_t i = 0, shown = 0; i < m->n_redundancies && shown < PF_ACCESS_FINDINGS; i++) {
         const pf_redundancy_t *r = &m->redundancies[i];
-        if (r->repeat_line < 0)
+        if (!pf_report_redundancy_shown(m, r))
             continue;
-        if (i == 0) {
+        if (shown++ == 0) {
             fputc('\n', o->f);
             line(o, "%sredundant stores and loads%s (the same value stored or loaded again by another native call)",
                  bold(o), reset(o));
@@ -481,7 +469,7 @@ static void access_findings(out_t *o, const pf_model_t *m)
         }
         if (r->repeat_native)
             line(o, "      in %s", pf_model_str(m, r->repeat_native));
-        line(o, "      fix: %s", access_fix(category));
+        line(o, "      fix: %s", pf_report_access_fix(category));
     }
 }
 
@@ -489,20 +477,10 @@ static void access_findings(out_t *o, const pf_model_t *m)
 static void needed_copies(out_t *o, const pf_model_t *m)
 {
     enum { SHOWN = 5 };
-    const pf_flow_t *top[SHOWN] = {0};
-    for (size_t i = 0; i < m->n_flows; i++) {
-        const pf_flow_t *f = &m->flows[i];
-        if (!f->watch_judged || f->at_line < 0)
-            continue;
-        for (int k = 0; k < SHOWN; k++)
-            if (!top[k] || f->bytes > top[k]->bytes) {
-                memmove(&top[k + 1], &top[k], (SHOWN - 1 - k) * sizeof top[0]);
-                top[k] = f;
-                break;
-            }
-    }
+    const pf_flow_t *top[SHOWN];
+    size_t shown = pf_report_needed_copies(m, top, SHOWN);
     char a[16];
-    for (int k = 0; k < SHOWN && top[k]; k++) {
+    for (size_t k = 0; k < shown; k++) {
         const pf_flow_t *f = top[k];
         const pf_line_t *at = &m->lines[f->at_line];
         if (!k) {

@@ -158,3 +158,60 @@ const char *pf_report_source_line(const char *file, int lineno)
     return result;
 }
 
+
+const char *pf_report_human_bytes(double v, char buf[24])
+{
+    static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    if (v < 0.5)
+        return strcpy(buf, "-");
+    int u = 0;
+    while (v >= 1024 && u < 4) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(buf, 24, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+    return buf;
+}
+
+const char *pf_report_basename(const char *file)
+{
+    const char *s = strrchr(file, '/');
+    return s && s[1] ? s + 1 : file;
+}
+
+int pf_report_redundancy_shown(const pf_model_t *m, const pf_redundancy_t *r)
+{
+    return r->repeat_line >= 0 && pf_model_is_user_file(m, pf_model_str(m, m->lines[r->repeat_line].file));
+}
+
+const char *pf_report_access_fix(const char *category)
+{
+    if (strcmp(category, "slice underutilization") == 0)
+        return "index whole slices or use one vectorized expression instead of element-wise indexing";
+    if (strcmp(category, "API misuse") == 0)
+        return "let one numpy call do the loop (np.sum, np.cumsum, ufunc.reduce) instead of one call per element";
+    if (strcmp(category, "loop-invariant computation") == 0)
+        return "compute the value once, before the loop";
+    return "keep the result of the first call instead of calling again with the same arguments";
+}
+
+size_t pf_report_needed_copies(const pf_model_t *m, const pf_flow_t **top, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < m->n_flows; i++) {
+        const pf_flow_t *f = &m->flows[i];
+        if (!f->watch_judged || f->at_line < 0)
+            continue;
+        size_t k = 0;
+        while (k < n && top[k]->bytes >= f->bytes)
+            k++;
+        if (k == max)
+            continue;
+        size_t moved = (n < max ? n : max - 1) - k;
+        memmove(&top[k + 1], &top[k], moved * sizeof top[0]);
+        top[k] = f;
+        if (n < max)
+            n++;
+    }
+    return n;
+}

@@ -28,4 +28,20 @@ const char *pf_report_source_line(const char *file, int lineno);
 /* The JSON / Graphviz name of a pf_copy_kind_t: "copy", "realloc", "h2d", "d2h", "d2d", "h2h". */
 const char *pf_report_copy_kind_name(unsigned kind);
 
+/* "12.3 MiB" into buf ("-" below half a byte); returns buf. The terminal table has its own, narrower form. */
+const char *pf_report_human_bytes(double v, char buf[24]);
+
+/* The last component of a path. */
+const char *pf_report_basename(const char *file);
+
+/* 1 when a redundant-access group is a finding: it repeats at a line of the user's code. */
+int pf_report_redundancy_shown(const pf_model_t *m, const pf_redundancy_t *r);
+
+/* What to do about each PieProf category (pf_redundancy_category's names). */
+const char *pf_report_access_fix(const char *category);
+
+/* --watch=copies: the edges a watched write proved needed (at a known line), largest first; fills top[0..max)
+ * and returns how many. */
+size_t pf_report_needed_copies(const pf_model_t *m, const pf_flow_t **top, size_t max);
+
 #endif /* PF_REPORT_INT_H */

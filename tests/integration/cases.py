@@ -734,12 +734,26 @@ def line_of(path, text):
     raise AssertionError(f"{text!r} not in {path}")
 
 
+def watch_html(c):
+    """The HTML page of the last watch_run."""
+    return os.path.join(c.tmp, "w.html")
+
+
+def html_section(html, title):
+    """The text of an HTML page from <h2>title</h2> to the next <h2> (empty when absent)."""
+    start = html.find(f"<h2>{title}</h2>")
+    if start < 0:
+        return ""
+    end = html.find("<h2>", start + 4)
+    return html[start:end if end >= 0 else len(html)]
+
+
 def watch_run(c, script, args, mode="loads", period=2000000):
     """Runs script under --watch; returns (plain stdout, the pyflow run, its JSON). Skips when watch is off."""
     plain = run([c.python, script] + args, cwd=os.path.dirname(script))
     js = os.path.join(c.tmp, "w.json")
     r = run([c.pyflow, "run", "--python", c.python, f"--watch={mode}", "--period", str(period), "--no-report",
-             "--json", js, script] + args, cwd=os.path.dirname(script), timeout=600)
+             "--json", js, "--html", watch_html(c), script] + args, cwd=os.path.dirname(script), timeout=600)
     assert r.returncode == plain.returncode, f"exit {r.returncode} vs {plain.returncode}: {r.stderr[-800:]}"
     assert r.stdout == plain.stdout, f"stdout differs: {r.stdout[-300:]!r} vs {plain.stdout[-300:]!r}"
     doc = json.load(open(js))
@@ -778,11 +792,18 @@ def case_watch_categories(c):
         assert mine and sum(x["count"] for x in mine) >= 3, f"{name}:{line}: {mine} / {doc['watch']}"
         assert mine[0]["category"] == category, f"{name}: category {mine[0]['category']!r}, want {category!r}"
         assert mine[0]["repeat_path"].count(name) >= 1, mine[0]["repeat_path"]
+        html = open(watch_html(c), encoding="utf-8").read()
+        finding = f'<span class="bad">redundant loads</span>'
+        assert finding in html_section(html, "Findings") and f"{name}:{line}</span>" in html_section(html, "Findings")
+        table = html_section(html, "Redundant stores and loads")
+        assert f"{name}:{line}</span>" in table and category in table and "repeat: " in table, table[:800]
+        assert '<th data-k="rloads"' in html_section(html, "Lines"), "no redundant-load column"
         paths += [x[k] for x in mine for k in ("first_path", "repeat_path")]
         _, _, fixed = watch_run(c, script, ["fixed"])
         bad = [x for x in fixed["redundancies"] if os.path.basename(x["repeat"]["file"]) == name
                and x["repeat"]["line"] == line]
         assert not bad, f"fixed {name} still reports line {line}: {bad}"
+        assert f"{name}:{line}</span>" not in html_section(open(watch_html(c), encoding="utf-8").read(), "Findings")
     # hybrid paths: the native frames come from the libraries' unwind tables (numpy has no frame pointers),
     # so paths show the library's own callers before the Python frames take over. Not every path has them:
     # where the interpreter loop calls numpy's function directly (LTO inlines PyObject_GetItem), the
@@ -835,6 +856,12 @@ def case_watch_copies(c):
     assert k and k["redundant"] and k["evidence"] == "compare-at-free" and k["first_write"] is None, k
     w = doc["watch"]
     assert w["copy_watches"] >= 3 and w["copy_writes"] >= 2, w
+    html = open(watch_html(c), encoding="utf-8").read()
+    assert '<span class="good">copy proved needed</span>' in html_section(html, "Findings")
+    needed = html_section(html, "Copies proved needed")
+    for name in ("changed", "other"):
+        assert f"watch_copies.py:{at[name]}</span>" in needed, needed[:800]
+    assert f"watch_copies.py:{at['wrote_copy']}</span>" in needed and f"watch_copies.py:{at['kept']}</span>" not in needed
 
 
 def case_gpu_per_tensor(c):

@@ -1,0 +1,36 @@
+/* pf_html_int.h - the HTML page's shared pieces: escaping and byte cells (pf_html_util.c), and its watch
+ * sections (pf_render_html_watch.c). */
+#ifndef PF_HTML_INT_H
+#define PF_HTML_INT_H
+
+#include <stdio.h>
+
+#include "pf_model_int.h"
+
+/* Writes s with & < > " ' escaped (safe in text and in double- or single-quoted attributes). */
+void pf_html_esc(FILE *f, const char *s);
+
+/* A table cell of bytes, sortable by its exact value. */
+void pf_html_num_cell(FILE *f, double v);
+
+/* ---- --watch (pf_render_html_watch.c); each writes nothing when the profile has no watch data ---- */
+
+/* Rows of the summary table: the sampling event and counts, the silent/redundant shares, copy watches. */
+void pf_html_watch_summary(FILE *f, const pf_model_t *m);
+
+/* Findings: the largest redundant-access groups and the copies a watched write proved needed. Returns how
+ * many it wrote. */
+int pf_html_watch_findings(FILE *f, const pf_model_t *m);
+
+/* Sections after the tables: every redundant-access group with both hybrid call paths, and every copy
+ * edge a watched write decided, with the write. */
+void pf_html_watch_sections(FILE *f, const pf_model_t *m);
+
+/* 1 when the per-line and per-function tables get the silent-store and redundant-load columns. */
+int pf_html_watch_columns(const pf_model_t *m);
+
+/* Those columns' headers, and one row's cells. */
+void pf_html_watch_heads(FILE *f);
+void pf_html_watch_cells(FILE *f, const pf_stats_t *s);
+
+#endif /* PF_HTML_INT_H */
