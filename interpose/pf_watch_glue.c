@@ -12,6 +12,7 @@
 #include <errno.h>
 #define UNW_LOCAL_ONLY     /* the _UL entry points: this process only, no remote address spaces */
 #include <libunwind.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +68,8 @@ static int g_hibernating(void) { return pf_tls.guard != 0; }
 
 /* The dynamic loader's text: an access trapped there may hold the loader's lock mid-update. */
 static uint64_t loader_lo, loader_hi;
+/* The interpreter loop's text: the walk ends there, where the Python frames (captured apart) take over. */
+static uint64_t eval_lo, eval_hi;
 
 /* The native frames of a watched access, walked from the signal context by the libraries' DWARF unwind
  * tables: numpy, BLAS and the interpreter are built without frame pointers, so following rbp gives junk past
@@ -92,8 +95,21 @@ static int g_native_unwind(const void *uc, uint64_t *ips, int max)
         if (unw_get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip < 4096)
             break;
         ips[n++] = ip;
+        if (ip >= eval_lo && ip < eval_hi)
+            break;
     } while (n < max && unw_step(&cursor) > 0);
     return n > 0 ? n : -1;
+}
+
+static void find_eval_loop(void)
+{
+    void *eval = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    if (eval && dladdr1(eval, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size) {
+        eval_lo = (uint64_t)(uintptr_t)eval;
+        eval_hi = eval_lo + sym->st_size;
+    }
 }
 
 /* ---- callbacks from drain (normal context) ---- */
@@ -238,6 +254,7 @@ int pf_watch_glue_init(pf_tls_t *t)
     ignore_object_of(&c, 1, dlsym(RTLD_DEFAULT, "__tls_get_addr"));
     loader_lo = c.ignore[1].lo;
     loader_hi = c.ignore[1].hi;
+    find_eval_loop();
     c.native_unwind = g_native_unwind;
     ignore_object_of(&c, 2, dlsym(RTLD_DEFAULT, "Py_GetVersion"));
     type_type = dlsym(RTLD_DEFAULT, "PyType_Type");
