@@ -166,13 +166,59 @@ static uint64_t addr_key(uint32_t proc, uint64_t addr)
     return (addr & ((1ull << 48) - 1)) | ((uint64_t)(proc & 0x7fff) << 48);  /* user addresses: 47 bits */
 }
 
-/* The live object containing addr: addr itself or a small header before it (CPython objects). */
+/* Objects this large (and every GPU block) can be found by an address inside them: a copy from a slice of
+ * a big array, or into a tensor inside a caching allocator's segment, still has its end. Few are live at
+ * once, so a sorted array serves. */
+#define PF_RANGE_MIN_BYTES (64u << 10)
+
+static int wants_range(const live_obj_t *o) { return o->gpu || o->size >= PF_RANGE_MIN_BYTES; }
+
+/* The index of the first range whose key is above key. */
+static size_t range_upper(const sweeper_t *S, uint64_t key)
+{
+    size_t lo = 0, hi = S->n_ranges;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (S->ranges[mid].key <= key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static void range_add(sweeper_t *S, uint64_t key, uint64_t idx)
+{
+    size_t at = range_upper(S, key);
+    PF_VEC_PUSH(S->ranges, S->n_ranges, S->cap_ranges);
+    memmove(&S->ranges[at + 1], &S->ranges[at], (S->n_ranges - 1 - at) * sizeof S->ranges[0]);
+    S->ranges[at] = (range_ent_t){key, idx};
+}
+
+static void range_del(sweeper_t *S, uint64_t key)
+{
+    size_t at = range_upper(S, key);
+    if (at == 0 || S->ranges[at - 1].key != key)
+        return;
+    memmove(&S->ranges[at - 1], &S->ranges[at], (S->n_ranges - at) * sizeof S->ranges[0]);
+    S->n_ranges--;
+}
+
+/* The live object containing addr: addr itself, a small header before it (CPython objects), or, for GPU
+ * blocks and large buffers, any address inside. */
 static int64_t object_at(sweeper_t *S, uint32_t proc, uint64_t addr)
 {
     for (uint64_t back = 0; back <= 64 && back <= addr; back += 8) {
         uint64_t *v = pf_map_get(&S->live, addr_key(proc, addr - back));
         if (v && addr < addr - back + S->objs[*v].size)
             return (int64_t)*v;
+    }
+    uint64_t key = addr_key(proc, addr);
+    size_t at = range_upper(S, key);
+    if (at > 0) {
+        const range_ent_t *r = &S->ranges[at - 1];
+        if (key - r->key < S->objs[r->idx].size)    /* keys of one process differ by the address */
+            return (int64_t)r->idx;
     }
     return -1;
 }
@@ -186,6 +232,8 @@ static void release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uint6
         return;     /* interpreter shutdown: the object stays counted as live at exit */
     pf_map_del(&S->live, k);
     const live_obj_t *o = &S->objs[idx];
+    if (wants_range(o))
+        range_del(S, k);
     pf_model_t *m = S->m;
     m->procs[proc].live -= o->est;
     pf_stats_t *rows[3] = {&m->lines[o->line].s, &m->funcs[o->func].s, &m->total};
@@ -248,6 +296,8 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     o->est = est;
     o->size = a->size;
     *pf_map_put(&S->live, addr_key(e->proc, a->addr), NULL) = S->n_objs - 1;
+    if (wants_range(o))
+        range_add(S, addr_key(e->proc, a->addr), S->n_objs - 1);
 }
 
 static void on_free(sweeper_t *S, const event_t *e)
@@ -498,5 +548,6 @@ void pf_model_sweep(loader_t *L)
     pf_map_free(&S.redundancy_index);
     pf_symbols_free(S.symbols);
     free(S.cinfo);
+    free(S.ranges);
     free(S.objs);
 }

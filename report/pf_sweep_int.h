@@ -14,6 +14,13 @@ typedef struct live_obj {
     uint64_t size;
 } live_obj_t;
 
+/* A live object copies may point into (GPU blocks: tensors are views into cached segments; large host
+ * buffers: slices), by (proc, address) key. */
+typedef struct range_ent {
+    uint64_t key;
+    uint64_t idx;       /* live_obj index */
+} range_ent_t;
+
 typedef struct copy_info {
     int32_t flow;
     double est;
@@ -33,6 +40,8 @@ typedef struct sweeper {
     size_t n_cinfo, cap_cinfo;
     live_obj_t *objs;
     size_t n_objs, cap_objs;
+    range_ent_t *ranges;    /* sorted by key: the live objects looked up by interior address */
+    size_t n_ranges, cap_ranges;
     uint64_t t_end;
     pf_symbols_t *symbols;
     pf_map_t native_cache;  /* (proc, ip) -> native site string id + 1 (0 stored as 1: none) */

@@ -80,8 +80,13 @@ def case_driver(a):
     assert dd and dd[0]["bytes"] == MiB and dd[0]["src"]["line"] == 27, dd
     down = flows_at(d, s, 38, "d2h")
     assert down and down[0]["bytes"] == MiB and down[0]["src"]["line"] == 27, down
-    assert flows_at(d, s, 39, "h2d"), "cudaMemcpyDefault into a device block's interior is not h2d"
-    assert flows_at(d, s, 40, "d2h"), "cudaMemcpyDefault from a device block's interior is not d2h"
+    inside = flows_at(d, s, 39, "h2d")
+    assert inside, "cudaMemcpyDefault into a device block's interior is not h2d"
+    assert inside[0]["dst"]["line"] == 27, f"a copy into a device block's interior lost its block: {inside}"
+    out = flows_at(d, s, 40, "d2h")
+    assert out, "cudaMemcpyDefault from a device block's interior is not d2h"
+    assert out[0]["src"]["line"] == 27, f"a copy from a device block's interior lost its block: {out}"
+    assert dd[0]["dst"]["line"] == 27, f"a device-to-device copy into the block's interior lost it: {dd}"
     unseen = flows_at(d, s, 42, "h2d")
     assert unseen and not unseen[0]["redundant"], unseen
     assert d["totals"]["gpu_bytes"] == 28 * MiB, d["totals"]

@@ -145,6 +145,38 @@ static void test_copies_and_verdicts(void **state)
     pf_model_free(m);
 }
 
+/* A copy between the interiors of large buffers (a slice) has both ends; once the source is freed, a copy
+ * from its old interior has none. */
+static void test_copy_interior_ends(void **state)
+{
+    (void)state;
+    builder_t b;
+    b_init(&b, PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    b_code(&b, 1, "/s.py", "<module>", 1);
+    b_code(&b, 2, "/s.py", "<module>", 2);
+    b_code(&b, 3, "/s.py", "<module>", 3);
+    b_code(&b, 4, "/s.py", "<module>", 4);
+    uint32_t l1 = 1, l2 = 2;
+    b_alloc(&b, 1, 0x100000, 1 << 20, 1 << 20, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &l1);
+    b_alloc(&b, 2, 0x300000, 1 << 20, 1 << 20, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &l2);
+    b_copy(&b, 3, 7, 0x300000 + 8192, 0x100000 + 4096, 4096, 3);
+    b_free(&b, 4, 0x100000);
+    b_copy(&b, 5, 8, 0x300000 + 16384, 0x100000 + 4096, 4096, 4);
+    pf_model_t *m = load_ok(b_save(&b, "interior.pflow", 0));
+    assert_int_equal((int)m->n_flows, 2);
+    for (size_t i = 0; i < m->n_flows; i++) {
+        const pf_flow_t *f = &m->flows[i];
+        int at = m->lines[f->at_line].line;
+        assert_int_equal(m->lines[f->dst_line].line, 2);
+        if (at == 3)
+            assert_int_equal(m->lines[f->src_line].line, 1);
+        else
+            assert_int_equal(f->src_line, -1);
+    }
+    pf_model_free(m);
+}
+
 static void expect_error(const char *path, const char *needle);
 
 /* --watch=copies: a watched write decides its copy's verdict (modified, evidence watch, with the writer's
@@ -446,6 +478,7 @@ int main(void)
         cmocka_unit_test(test_sampled_estimates_and_counts),
         cmocka_unit_test(test_copies_and_verdicts),
         cmocka_unit_test(test_copy_write_decides),
+        cmocka_unit_test(test_copy_interior_ends),
         cmocka_unit_test(test_children_merged),
         cmocka_unit_test(test_reader_rejects_and_tolerates),
         cmocka_unit_test(test_json_escaping_parses),
