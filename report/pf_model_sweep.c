@@ -69,22 +69,26 @@ int32_t pf_sweep_attribute(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *
         return line_row(S, file, fn, 0);
     }
     /* The innermost frame in a real user file. Code without a file (<string>: python -c, exec) counts only
-     * while every frame outside it is user code too: library code generates such code (namedtuple), and
-     * that is not the user's line. Else the innermost frame at all. */
-    int pick = -1, fallback = -1, chain = 1;
+     * while every frame outside it is user code too: library code generates such code (namedtuple, site
+     * running a .pth file's import line), and that is not the user's line. Else the innermost library
+     * frame (so such generated code goes to the library that ran it), else the innermost frame at all. */
+    int pick = -1, fallback = -1, any = -1, chain = 1;
     for (int i = n - 1; i >= 0; i--) {
         uint64_t *ci = pf_map_get(&P->codes, frames[i].code_id);
         if (!ci)
             continue;
-        fallback = i;
+        any = i;
         const pcode_t *pc = &P->pcodes[*ci - 1];
-        if (!pc->is_user)
+        int generated = m->strings[pc->file][0] == '<';
+        if (!pc->is_user) {
             chain = 0;
-        else if (m->strings[pc->file][0] != '<' || chain)
+            fallback = i;
+        } else if (!generated || chain) {
             pick = i;
+        }
     }
     if (pick < 0)
-        pick = fallback;
+        pick = fallback >= 0 ? fallback : any;
     if (pick < 0) {
         uint32_t file = intern(m, "[unknown]", 9), fn = intern(m, "", 0);
         *func = func_row(S, file, fn, 0);

@@ -91,8 +91,12 @@ static void test_attribution(void **state)
     b_alloc(&b, 4, 0x400, 40, 40, PF_DOMAIN_PYRAW, PF_ALLOC_SAMPLED, 0, NULL);
     uint32_t generated[] = {4, 1, 2};       /* <string> code made by a library: not the user's line */
     b_alloc(&b, 5, 0x500, 50, 50, PF_DOMAIN_PYOBJ, PF_ALLOC_SAMPLED, 3, generated);
+    b_code(&b, 5, "<frozen site>", "addpackage", 192);
+    uint32_t pth_line[] = {4, 5};           /* site exec()s a .pth file's import line: site's, not the user's */
+    b_alloc(&b, 6, 0x600, 60, 60, PF_DOMAIN_PYOBJ, PF_ALLOC_SAMPLED, 2, pth_line);
     pf_model_t *m = load_ok(b_save(&b, "attr.pflow", 0));
     assert_int_equal((int)find_line(m, "/home/me/app.py", 7)->s.alloc_bytes, 10 + 50);
+    assert_int_equal((int)find_line(m, "<frozen site>", 192)->s.alloc_bytes, 60);
     assert_int_equal((int)find_line(m, "/usr/lib/python3/dist-packages/numpy/core/numeric.py", 150)->s.alloc_bytes, 20);
     assert_int_equal((int)find_line(m, "[native thread]", 0)->s.alloc_bytes, 30);
     assert_int_equal((int)find_line(m, "[python startup]", 0)->s.alloc_bytes, 40);
