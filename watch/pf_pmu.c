@@ -49,6 +49,19 @@ int pf_watch_read_int(const char *path, int *out)
     return 0;
 }
 
+void pf_watch_explain_denied(char *buf, size_t n)
+{
+    int paranoid = 99;
+    pf_watch_read_int("/proc/sys/kernel/perf_event_paranoid", &paranoid);
+    if (paranoid > 2)
+        snprintf(buf, n, "not permitted: perf_event_paranoid=%d forbids user-space events; run: sysctl "
+                 "kernel.perf_event_paranoid=2 (or grant CAP_PERFMON)", paranoid);
+    else
+        snprintf(buf, n, "not permitted, though perf_event_paranoid=%d allows it: seccomp (a container's default "
+                 "profile) or a security module refuses it; allow perf_event_open there, or run outside the "
+                 "container", paranoid);
+}
+
 static void fill_attr(const pf_watch_pmu_t *pmu, struct perf_event_attr *a)
 {
     memset(a, 0, sizeof *a);
@@ -67,13 +80,11 @@ static void fill_attr(const pf_watch_pmu_t *pmu, struct perf_event_attr *a)
 /* Why perf_event_open failed, with the knob to turn. */
 static void explain(int err, const char *what, char *why, size_t n)
 {
-    int paranoid = 99;
-    pf_watch_read_int("/proc/sys/kernel/perf_event_paranoid", &paranoid);
-    if (err == EACCES || err == EPERM)
-        snprintf(why, n, "%s: perf_event_open not permitted (perf_event_paranoid=%d; run: sysctl "
-                 "kernel.perf_event_paranoid=2, or allow perf_event_open in the container's seccomp profile)",
-                 what, paranoid);
-    else if (err == ENOSYS)
+    if (err == EACCES || err == EPERM) {
+        char denied[320];
+        pf_watch_explain_denied(denied, sizeof denied);
+        snprintf(why, n, "%s: perf_event_open %s", what, denied);
+    } else if (err == ENOSYS)
         snprintf(why, n, "%s: this kernel has no perf_event_open (or seccomp returns ENOSYS for it)", what);
     else if (err == ENOENT || err == EOPNOTSUPP || err == ENODEV)
         snprintf(why, n, "%s: this CPU or VM exposes no such event (%s); pass --event task-clock", what,

@@ -219,6 +219,10 @@ int pf_watch_pmu_open_thread(const pf_watch_pmu_t *pmu, int signo, int tid) PF_W
 /* Reads a whole-number sysctl. Returns 0, or -1. */
 int pf_watch_read_int(const char *path, int *out) PF_WATCH_HIDDEN;
 
+/* Why perf_event_open said EACCES or EPERM, and what to change: the sysctl where perf_event_paranoid is
+ * above 2, else (it allows one's own user-space events) the seccomp profile or security module in the way. */
+void pf_watch_explain_denied(char *buf, size_t n) PF_WATCH_HIDDEN;
+
 long pf_watch_perf_open(void *attr, int pid, int cpu, int group, unsigned long flags) PF_WATCH_HIDDEN;
 
 /* ---- shared by the engine, the handlers and copy watches ---- */

@@ -52,10 +52,10 @@ static pf_probe_t *add(pf_probe_t *out, size_t max, size_t *n, const char *name,
 /* Why perf_event_open failed, with the knob to turn. */
 static const char *why(int err, int paranoid)
 {
-    static char buf[160];
+    static char buf[320];
+    (void)paranoid;
     if (err == EACCES || err == EPERM)
-        snprintf(buf, sizeof buf, "not permitted (perf_event_paranoid=%d; try: sysctl kernel.perf_event_paranoid=2, "
-                 "or allow perf_event_open in the container's seccomp profile)", paranoid);
+        pf_watch_explain_denied(buf, sizeof buf);
     else if (err == ENOENT || err == EOPNOTSUPP || err == ENODEV)
         snprintf(buf, sizeof buf, "this CPU or VM exposes no such event (%s)", strerror(err));
     else

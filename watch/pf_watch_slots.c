@@ -192,9 +192,13 @@ int pf_watch_slots_selftest(char *why, size_t n)
     int fd = (int)pf_watch_perf_open(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
     if (fd < 0) {
         int err = errno;
-        snprintf(why, n, "hardware breakpoints: perf_event_open(PERF_TYPE_BREAKPOINT) failed: %s%s", strerror(err),
-                 err == EACCES || err == EPERM ? " (perf_event_paranoid or seccomp; run: sysctl "
-                 "kernel.perf_event_paranoid=2)" : "");
+        char denied[320];
+        if (err == EACCES || err == EPERM) {
+            pf_watch_explain_denied(denied, sizeof denied);
+            snprintf(why, n, "hardware breakpoints: perf_event_open %s", denied);
+        } else {
+            snprintf(why, n, "hardware breakpoints: perf_event_open(PERF_TYPE_BREAKPOINT) failed: %s", strerror(err));
+        }
         return -err;
     }
     for (int i = 0; i < 4; i++)

@@ -835,6 +835,34 @@ def case_watch_off(c):
     assert doc["watch"] is None and doc["lines"], doc["watch"]
 
 
+def case_watch_not_permitted(c):
+    """perf_event_open refused with EACCES (as under perf_event_paranoid=3, or a container's seccomp profile;
+    here a seccomp filter, so it holds for root too): `run --watch=all` says once on stderr why watch is off
+    and what to change, the program behaves as without pyflow, memory and copies are still profiled (copies
+    judged by comparing bytes at free); `info` marks the perf_event probes FAIL with the same advice."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        raise Skip("no C compiler to build the seccomp helper")
+    deny = os.path.join(c.tmp, "deny_perf")
+    built = run([cc, "-O1", "-o", deny, prog("deny_perf.c")])
+    assert built.returncode == 0, built.stderr
+    script = example("bytes_copies.py")
+    plain = run([c.python, script])
+    js = os.path.join(c.tmp, "denied.json")
+    r = run([deny, c.pyflow, "run", "--python", c.python, "--watch=all", "--no-report", "--json", js, script])
+    assert r.returncode == plain.returncode and r.stdout == plain.stdout, (r.returncode, r.stderr[-800:])
+    off = [line for line in r.stderr.splitlines() if "watch is off" in line]
+    assert len(off) == 1 and "not permitted" in off[0] and "perf_event_paranoid=" in off[0], r.stderr
+    assert "seccomp" in off[0] or "sysctl kernel.perf_event_paranoid=2" in off[0], off[0]
+    doc = json.load(open(js))
+    assert doc["watch"] is None and row(doc, "bytes_copies.py", 8)["copy_bytes"] > 0, doc["watch"]
+    judged = [f for f in doc["flows"] if f["redundant"]]
+    assert judged and all(f["evidence"] == "compare-at-free" for f in judged), judged
+    info = run([deny, c.pyflow, "info"])
+    for probe in ("cycles sampling", "breakpoint slots"):
+        assert re.search(probe + r"\s+FAIL not permitted", info.stdout), info.stdout
+
+
 def case_watch_copies(c):
     """--watch=copies: a copy whose first word is written next is judged needed by the watch, with the
     writing line and which end was written (the copy, or its source); a copy nobody writes stays redundant by
