@@ -121,7 +121,7 @@ static int write_header(int fd, uint32_t flags)
 
 static int open_and_start(int is_root)
 {
-    int fd = open_profile_file(is_root);
+    int fd = pf_sys_fd_high(open_profile_file(is_root));
     if (fd < 0)
         return fd;
     int rc = write_header(fd, W.flags | (is_root ? PF_HDR_ROOT : 0));
