@@ -9,7 +9,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -34,23 +33,6 @@ static inline int pf_sys_munmap(void *addr, size_t len)
 static inline uint32_t pf_sys_gettid(void)
 {
     return (uint32_t)syscall(SYS_gettid);
-}
-
-/* Moves one of pyflow's long-lived descriptors (the profile file, perf events) out of the program's way, to
- * the top 64 numbers below the soft RLIMIT_NOFILE (at most 4096): the program's own open() then returns the
- * numbers it would without pyflow, 3 first. Where none of those is free the descriptor stays. Returns the
- * descriptor to use (close-on-exec, like the original). */
-static inline int pf_sys_fd_high(int fd)
-{
-    struct rlimit r;
-    if (fd < 0 || getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur < 256)
-        return fd;
-    rlim_t top = r.rlim_cur > 4096 ? 4096 : r.rlim_cur;
-    int high = fcntl(fd, F_DUPFD_CLOEXEC, (int)(top - 64));
-    if (high < 0)
-        return fd;
-    close(fd);
-    return high;
 }
 
 typedef struct pf_spinlock {

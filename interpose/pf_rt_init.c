@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "pf_codes.h"
+#include "pf_fd.h"
 #include "pf_modules.h"
 #include "pf_objtable.h"
 #include "pf_rt_int.h"
@@ -121,6 +122,7 @@ static void fork_parent(void)
 /* The child has one thread and the parent's tables: a new file, fresh code ids and module list. */
 static void fork_child(void)
 {
+    pf_fd_fork_child();
     pf_objtable_fork_child();
     pf_writer_fork_parent();
     pf_codes_reset();

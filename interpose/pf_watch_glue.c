@@ -208,6 +208,7 @@ static void ignore_object_of(pf_watch_config_t *c, int slot, const void *code)
 /* A note for the profile, written by the first slow path (the constructor runs before the thread's
  * chunk exists). */
 static char pending_note[320];
+static int said_no_fds;
 
 static void note_later(const char *text)
 {
@@ -294,8 +295,15 @@ void pf_watch_glue_slow(pf_tls_t *t)
     if (PF_UNLIKELY(!t->watch_started)) {
         char why[256];
         t->watch_started = 1;
-        if (pf_watch_thread_start(why, sizeof why) == 0)
+        int rc = pf_watch_thread_start(why, sizeof why);
+        if (rc == 0)
             pthread_setspecific(watch_key, (void *)1);
+        else if (rc == -EMFILE && !__atomic_exchange_n(&said_no_fds, 1, __ATOMIC_RELAXED)) {
+            pf_log("watch: %s", why);     /* once: sampling goes on in the threads already watched */
+            char note[320];
+            snprintf(note, sizeof note, "watch: %s", why);
+            pf_record_mark(t, PF_MARK_NOTE, 0, note);
+        }
     }
     if (pf_watch_pending()) {
         pf_watch_sink_t sink = sink_of(t);

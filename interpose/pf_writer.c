@@ -1,5 +1,6 @@
 /* pf_writer.c - the profile file: header, segments, per-thread chunks. See pf_writer.h. */
 #include "pf_writer.h"
+#include "pf_fd.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -121,7 +122,7 @@ static int write_header(int fd, uint32_t flags)
 
 static int open_and_start(int is_root)
 {
-    int fd = pf_sys_fd_high(open_profile_file(is_root));
+    int fd = pf_fd_high(open_profile_file(is_root));
     if (fd < 0)
         return fd;
     int rc = write_header(fd, W.flags | (is_root ? PF_HDR_ROOT : 0));

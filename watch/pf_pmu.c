@@ -12,7 +12,7 @@
  * The period is chosen from /proc/sys/kernel/perf_event_max_sample_rate, not a constant: in a VM each
  * overflow interrupt is slow, the kernel lowers that limit by itself and silently drops samples above it.
  */
-#include "pf_sys.h"
+#include "pf_fd.h"
 #include "pf_watch_int.h"
 
 #include <errno.h>
@@ -28,7 +28,7 @@
 long pf_watch_perf_open(void *attr, int pid, int cpu, int group, unsigned long flags)
 {
     long fd = syscall(SYS_perf_event_open, attr, pid, cpu, group, flags);
-    return fd < 0 ? fd : pf_sys_fd_high((int)fd);    /* 5 per watched thread: not among the program's */
+    return fd < 0 ? fd : pf_fd_high((int)fd);    /* 5 per watched thread: not among the program's */
 }
 
 int pf_watch_read_int(const char *path, int *out)

@@ -3,6 +3,7 @@
  * algorithm itself runs in the signal handlers (pf_watch_handlers.c); copy watches are armed by
  * pf_watch_copies.c.
  */
+#include "pf_fd.h"
 #include "pf_watch_int.h"
 
 #include <asm/prctl.h>
@@ -27,6 +28,11 @@ int pf_watch_stopped;
 static pf_watch_thread_t *pf_all;           /* every watched thread, for totals and stop */
 static int pf_all_lock;
 static unsigned pf_thread_ordinal;
+/* Descriptors watch may hold at once, all threads together: what pyflow can keep out of the program's way
+ * (pf_fd_room), less a few for the profile files. A thread past it runs unwatched (-EMFILE), rather than
+ * taking descriptors the program would have had. */
+static int pf_fd_budget;
+static int pf_fds_held;
 
 static void all_lock(void)
 {
@@ -87,6 +93,7 @@ int pf_watch_init(const pf_watch_config_t *cfg, char *why, size_t n)
     sigaddset(&sa.sa_mask, SIGTRAP);
     if (sigaction(pf_signo, &sa, NULL) != 0)
         goto sigfail;
+    pf_fd_budget = pf_fd_room() - 8;
     pf_ready = 1;
     return 0;
 sigfail:
@@ -114,11 +121,38 @@ static void thread_bounds(pf_watch_thread_t *t)
     t->gs_base = gs;
 }
 
+static int samples_wanted(void)
+{
+    return (pf_watch_cfg.modes & (PF_WATCH_MODE_STORES | PF_WATCH_MODE_LOADS)) != 0;
+}
+
+static int reserve_fds(pf_watch_thread_t *t, char *why, size_t n)
+{
+    int need = (pf_watch_cfg.emulate_breakpoints ? 0 : PF_WATCH_MAX_SLOTS) + samples_wanted();
+    if (__atomic_add_fetch(&pf_fds_held, need, __ATOMIC_RELAXED) > pf_fd_budget) {
+        __atomic_sub_fetch(&pf_fds_held, need, __ATOMIC_RELAXED);
+        snprintf(why, n, "the %d descriptors set aside for watch are taken (%d per watched thread): "
+                 "this and later threads run unwatched", pf_fd_budget, need);
+        return -EMFILE;
+    }
+    t->fds_reserved = need;
+    return 0;
+}
+
+static void release_fds(pf_watch_thread_t *t)
+{
+    __atomic_sub_fetch(&pf_fds_held, t->fds_reserved, __ATOMIC_RELAXED);
+    t->fds_reserved = 0;
+}
+
 static int start_events(pf_watch_thread_t *t, char *why, size_t n)
 {
     int err = 0;
     for (int i = 0; i < PF_WATCH_MAX_SLOTS; i++)
         t->slot[i].fd = -1;
+    int rc = reserve_fds(t, why, n);
+    if (rc)
+        return rc;
     if (pf_watch_cfg.emulate_breakpoints) {
         t->n_slots = PF_WATCH_MAX_SLOTS;     /* no debug registers: the slots are ours alone */
         for (int i = 0; i < PF_WATCH_MAX_SLOTS; i++)
@@ -126,18 +160,20 @@ static int start_events(pf_watch_thread_t *t, char *why, size_t n)
     } else if (pf_watch_slots_open(t, &err) == 0) {
         snprintf(why, n, "no hardware breakpoint slot (PERF_TYPE_BREAKPOINT with sigtrap needs Linux 5.13+): %s",
                  strerror(err));
+        release_fds(t);
         return err ? -err : -ENOSYS;
     }
     int first = pf_watch_table_take(t);
     for (int i = 0; i < PF_WATCH_MAX_SLOTS; i++)
         t->slot[i].global = first < 0 ? -1 : first + i;
-    if (!(pf_watch_cfg.modes & (PF_WATCH_MODE_STORES | PF_WATCH_MODE_LOADS)))
+    if (!samples_wanted())
         return 0;       /* copies only: watches come from copies, not samples */
     int fd = pf_watch_pmu_open_thread(&pf_pmu, pf_signo, t->tid);
     if (fd < 0) {
         snprintf(why, n, "sampling event %s: %s", pf_pmu.name, strerror(-fd));
         pf_watch_table_release(t);
         pf_watch_slots_close(t);
+        release_fds(t);
         return fd;
     }
     t->sample_fd = fd;
@@ -311,6 +347,7 @@ void pf_watch_thread_end(const pf_watch_sink_t *sink)
     if (t->sample_fd >= 0)
         close(t->sample_fd);
     t->sample_fd = -1;
+    release_fds(t);
     /* keep the counters for pf_watch_get_totals: the state stays on the list, its events closed */
     pf_watch_self = NULL;
 }
@@ -341,6 +378,7 @@ int pf_watch_fork_child(void)
     }
     pf_all = NULL;
     pf_all_lock = 0;
+    pf_fds_held = 0;
     pf_watch_table_reset();
     if (!self || !pf_ready)
         return 0;
@@ -349,6 +387,7 @@ int pf_watch_fork_child(void)
     self->walking = 0;
     self->n_slots = 0;
     self->sample_fd = -1;
+    self->fds_reserved = 0;
     self->tid = (int)syscall(SYS_gettid);
     self->next_all = NULL;
     self->st.period = pf_pmu.period;

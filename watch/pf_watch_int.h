@@ -154,6 +154,7 @@ typedef struct pf_watch_thread {
     int sample_fd;
     int n_slots;
     int tid;
+    int fds_reserved;           /* of the process's descriptor budget for watch (pf_watch_engine.c) */
     uint64_t fs_base, gs_base;
     uintptr_t stack_lo, stack_hi, alt_lo, alt_hi;
     uint64_t rng;

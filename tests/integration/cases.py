@@ -879,6 +879,36 @@ def case_fd_numbers(c):
         assert r.returncode == 0 and r.stdout == plain.stdout, (extra, r.stdout, plain.stdout, r.stderr[-500:])
 
 
+def case_fd_limit(c):
+    """Many watched threads (perf events each) take none of the program's descriptors where the hard limit
+    leaves room above the soft one: the program opens as many files as without pyflow. Where it does not
+    (hard = soft), watch keeps to a budget of 64, says so once, and the program loses no more than that."""
+    import resource
+    script = prog("fd_limit_threads.py")
+
+    def limited(soft, hard):
+        return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+    def opened(r):
+        assert r.returncode == 0, r.stderr[-800:]
+        m = re.search(r"^opened (\d+) then", r.stdout, re.M)
+        assert m, r.stdout
+        return int(m.group(1))
+
+    for soft, hard in ((1024, 4096), (1024, 1024)):
+        plain = opened(run([c.python, script], preexec_fn=limited(soft, hard)))
+        for mode in ("all", "copies"):
+            r = run([c.pyflow, "run", "--python", c.python, "--no-report", f"--watch={mode}", script],
+                    preexec_fn=limited(soft, hard))
+            got = opened(r)
+            said = [l for l in r.stderr.splitlines() if "descriptors set aside for watch" in l]
+            if hard > soft:
+                assert got == plain and not said, (mode, got, plain, r.stderr[-500:])
+            else:
+                assert plain - 64 <= got <= plain, (mode, got, plain)
+                assert len(said) <= 1, said
+
+
 def case_watch_copies(c):
     """--watch=copies: a copy whose first word is written next is judged needed by the watch, with the
     writing line and which end was written (the copy, or its source); a copy nobody writes stays redundant by
