@@ -319,7 +319,8 @@ typedef struct pf_rec_copy_write {
 
 /* Address sources (pf_rec_watch_stats_t.source). */
 #define PF_WATCH_SRC_DECODE 1u      /* overflow of a counting event, next memory instruction decoded */
-#define PF_WATCH_SRC_PRECISE 2u     /* PEBS / IBS data address (not implemented yet) */
+#define PF_WATCH_SRC_PRECISE 2u     /* the data address of a PEBS or IBS sample */
+#define PF_WATCH_SRC_SAMPLED 3u     /* the data address of a kernel event's sample (page faults) */
 
 /* PF_REC_WATCH_STATS payload: one thread's running totals (each record supersedes that thread's previous
  * one; the reporter sums the last record of every thread). aux = PF_WATCH_MODE_* bits.

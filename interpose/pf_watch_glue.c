@@ -333,3 +333,15 @@ void pf_watch_glue_stop(pf_tls_t *t)
     pf_watch_sink_t sink = sink_of(t);
     pf_watch_drain(&sink);
 }
+
+/* At exit() the exiting thread's last pairs and counters are written: the stop at finalization runs only if
+ * a sampled allocation happens then, and a short program's whole watch summary was lost without it. */
+__attribute__((destructor)) static void drain_at_exit(void)
+{
+    pf_tls_t *t = &pf_tls;
+    if (!watch_on || !t->watch_started || !t->ready)
+        return;
+    t->guard++;
+    pf_watch_glue_stop(t);
+    t->guard--;
+}

@@ -141,6 +141,27 @@ int pf_watch_decode(const uint8_t *code, size_t len, uint64_t pc, const pf_watch
     return access_of(&in, op, pc, regs, out);
 }
 
+int pf_watch_decode_string_store(const uint8_t *code, size_t len, uint64_t pc, const pf_watch_regs_t *regs,
+                                 pf_watch_access_t *out)
+{
+    ZydisDecodedInstruction in;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    if (!pf_decoder_ready || ZYAN_FAILED(ZydisDecoderDecodeFull(&pf_decoder, code, len, &in, ops)))
+        return PF_WATCH_DEC_BAD;
+    for (unsigned i = 0; i < in.operand_count; i++) {
+        const ZydisDecodedOperand *op = &ops[i];
+        if (op->type == ZYDIS_OPERAND_TYPE_MEMORY && op->visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN &&
+            (op->actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) &&
+            (op->mem.base == ZYDIS_REGISTER_RDI || op->mem.base == ZYDIS_REGISTER_EDI)) {
+            int rc = access_of(&in, op, pc, regs, out);
+            if (rc == 0)
+                out->kind = PF_WATCH_ACC_STORE;     /* movs also loads [rsi]: the store is what is watched */
+            return rc;
+        }
+    }
+    return PF_WATCH_DEC_NOMEM;
+}
+
 unsigned pf_watch_decode_prev(const uint8_t before[15], uint64_t next_pc, const pf_watch_regs_t *regs,
                               uint64_t addr, uint32_t len)
 {

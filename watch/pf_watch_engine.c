@@ -22,6 +22,7 @@
 __thread pf_watch_thread_t *pf_watch_self __attribute__((tls_model("initial-exec")));
 pf_watch_config_t pf_watch_cfg;
 static pf_watch_pmu_t pf_pmu;
+uint32_t pf_watch_sample_kind;
 static int pf_signo;
 static int pf_ready;
 int pf_watch_stopped;
@@ -76,6 +77,7 @@ int pf_watch_init(const pf_watch_config_t *cfg, char *why, size_t n)
         rc = pf_watch_pmu_setup(&pf_watch_cfg, &pf_pmu, why, n);
         if (rc)
             return rc;
+        pf_watch_sample_kind = pf_pmu.kind;
     }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -168,7 +170,7 @@ static int start_events(pf_watch_thread_t *t, char *why, size_t n)
         t->slot[i].global = first < 0 ? -1 : first + i;
     if (!samples_wanted())
         return 0;       /* copies only: watches come from copies, not samples */
-    int fd = pf_watch_pmu_open_thread(&pf_pmu, pf_signo, t->tid);
+    int fd = pf_watch_pmu_open_thread(&pf_pmu, pf_signo, t->tid, &t->sample_ring);
     if (fd < 0) {
         snprintf(why, n, "sampling event %s: %s", pf_pmu.name, strerror(-fd));
         pf_watch_table_release(t);
@@ -242,7 +244,7 @@ static int write_stats(pf_watch_thread_t *t, const pf_watch_sink_t *sink, uint64
     s.t_ns = now_rel;
     s.period = pf_pmu.period;
     s.tid = (uint32_t)t->tid;
-    s.source = PF_WATCH_SRC_DECODE;
+    s.source = pf_pmu.source ? pf_pmu.source : PF_WATCH_SRC_DECODE;
     snprintf(s.event, sizeof s.event, "%s", pf_pmu.name);
     const pf_watch_totals_t *c = &t->st;
     s.samples = c->samples;
@@ -321,8 +323,14 @@ int pf_watch_drain(const pf_watch_sink_t *sink)
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
         t->tail++;
     }
-    if ((written || t->st.traps + t->st.copy_watches != t->st_written_traps) && write_stats(t, sink, now_rel) == 0)
+    /* counters go out when traps moved (not every sample: drains are frequent), and once after the stop, so
+     * that a run with samples but no trap still says what watch did */
+    int final = pf_watch_stopped && !t->st_written_final;
+    if ((written || final || t->st.traps + t->st.copy_watches != t->st_written_traps) &&
+        write_stats(t, sink, now_rel) == 0) {
         written++;
+        t->st_written_final |= pf_watch_stopped;
+    }
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     t->busy = 0;
     return written;
@@ -347,6 +355,7 @@ void pf_watch_thread_end(const pf_watch_sink_t *sink)
     if (t->sample_fd >= 0)
         close(t->sample_fd);
     t->sample_fd = -1;
+    pf_watch_ring_unmap(&t->sample_ring);
     release_fds(t);
     /* keep the counters for pf_watch_get_totals: the state stays on the list, its events closed */
     pf_watch_self = NULL;
@@ -373,6 +382,7 @@ int pf_watch_fork_child(void)
                 close(t->slot[i].fd);
         if (t->sample_fd >= 0)
             close(t->sample_fd);
+        pf_watch_ring_unmap(&t->sample_ring);
         if (t != self)
             munmap(t, sizeof *t);
     }

@@ -196,6 +196,56 @@ static void push_pair(pf_watch_thread_t *t, pf_watch_slot_t *s, unsigned kind, u
     t->head = h + 1;
 }
 
+/* The watch mode an access is sampled for, or 0 when this run watches no such access. */
+static unsigned mode_of(const pf_watch_access_t *acc)
+{
+    unsigned modes = pf_watch_cfg.modes;
+    if ((modes & PF_WATCH_MODE_STORES) && (acc->kind & PF_WATCH_ACC_STORE))
+        return PF_WATCH_MODE_STORES;
+    if ((modes & PF_WATCH_MODE_LOADS) && (acc->kind & (PF_WATCH_ACC_LOAD | PF_WATCH_ACC_STORE)) == PF_WATCH_ACC_LOAD)
+        return PF_WATCH_MODE_LOADS;
+    return 0;
+}
+
+/* Puts a watch on the access acc of the instruction at pc. done: the access has already run (a sample
+ * with its data address arrives after the instruction retired), so the value to compare with is in memory
+ * now; else it is about to run and its own trap (trap-after) takes the value. */
+static void arm_access(pf_watch_thread_t *t, ucontext_t *uc, uint64_t pc, const pf_watch_access_t *acc,
+                       unsigned mode, int done)
+{
+    if (pf_watch_addr_ignored(t, acc->ea)) {
+        t->st.dropped_filter++;
+        return;
+    }
+    uint64_t addr = acc->ea;
+    uint32_t len = acc->size;
+    if (!(len == 1 || len == 2 || len == 4 || len == 8) || (addr & (len - 1))) {
+        addr &= ~7ull;     /* vectors and unaligned accesses: the aligned word holding the first byte */
+        len = 8;
+    }
+    int i = pf_watch_claim_slot(t, addr, len, mode);
+    if (i < 0)
+        return;
+    pf_watch_slot_t *s = &t->slot[i];
+    s->float_elem = (acc->kind & PF_WATCH_ACC_FLOAT) && (acc->elem_size == 4 || acc->elem_size == 8) &&
+                    len % acc->elem_size == 0 ? acc->elem_size : 0;
+    s->expect_pc = pc + acc->insn_len;
+    s->epoch = epoch_now();
+    if ((mode == PF_WATCH_MODE_LOADS || done) && pf_watch_safe_read(addr, s->value, len) != 0) {
+        s->state = PF_SLOT_FREE;
+        t->st.dropped_filter++;     /* the access would fault (or was unmapped since): not ours to watch */
+        return;
+    }
+    capture_ctx(t, uc, pc, &s->first);
+    if (pf_watch_slot_arm(t, i, addr, len, mode == PF_WATCH_MODE_LOADS) != 0) {
+        s->state = PF_SLOT_FREE;
+        t->st.dropped_busy++;
+        return;
+    }
+    s->state = done ? PF_SLOT_WATCHING : PF_SLOT_AWAIT_FIRST;
+    t->st.samples_armed++;
+}
+
 /* Looks at the instruction the thread is about to run. Returns 1 when the walk is over (a watch was armed,
  * or the sample was dropped for a reason already counted), 0 to keep stepping. */
 static int try_here(pf_watch_thread_t *t, ucontext_t *uc)
@@ -212,44 +262,43 @@ static int try_here(pf_watch_thread_t *t, ucontext_t *uc)
     pf_watch_access_t acc;
     if (pf_watch_decode(code, n, pc, &regs, &acc) != 0)
         return 0;
-    unsigned modes = pf_watch_cfg.modes, mode;
-    if ((modes & PF_WATCH_MODE_STORES) && (acc.kind & PF_WATCH_ACC_STORE))
-        mode = PF_WATCH_MODE_STORES;
-    else if ((modes & PF_WATCH_MODE_LOADS) && (acc.kind & (PF_WATCH_ACC_LOAD | PF_WATCH_ACC_STORE)) == PF_WATCH_ACC_LOAD)
-        mode = PF_WATCH_MODE_LOADS;
-    else
+    unsigned mode = mode_of(&acc);
+    if (!mode)
         return 0;
-    if (pf_watch_addr_ignored(t, acc.ea)) {
-        t->st.dropped_filter++;
-        return 1;
-    }
-    uint64_t addr = acc.ea;
-    uint32_t len = acc.size;
-    if (!(len == 1 || len == 2 || len == 4 || len == 8) || (addr & (len - 1))) {
-        addr &= ~7ull;     /* vectors and unaligned accesses: the aligned word holding the first byte */
-        len = 8;
-    }
-    int i = pf_watch_claim_slot(t, addr, len, mode);
-    if (i < 0)
-        return 1;
-    pf_watch_slot_t *s = &t->slot[i];
-    s->float_elem = (acc.kind & PF_WATCH_ACC_FLOAT) && (acc.elem_size == 4 || acc.elem_size == 8) &&
-                    len % acc.elem_size == 0 ? acc.elem_size : 0;
-    s->expect_pc = pc + acc.insn_len;
-    s->epoch = epoch_now();
-    if (mode == PF_WATCH_MODE_LOADS && pf_watch_safe_read(addr, s->value, len) != 0) {
-        t->st.dropped_filter++;     /* the load would fault: not ours to watch */
-        return 1;
-    }
-    capture_ctx(t, uc, pc, &s->first);
-    if (pf_watch_slot_arm(t, i, addr, len, mode == PF_WATCH_MODE_LOADS) != 0) {
-        s->state = PF_SLOT_FREE;
-        t->st.dropped_busy++;
-        return 1;
-    }
-    s->state = PF_SLOT_AWAIT_FIRST;
-    t->st.samples_armed++;
+    arm_access(t, uc, pc, &acc, mode, 0);
     return 1;
+}
+
+/* A sample that names its instruction (ip) and data address (PEBS, IBS, page faults). An instruction still
+ * to run (a page fault: the signal comes before it runs again) is watched as a decoded one where it decodes
+ * to one memory operand; otherwise (a retired instruction, whose registers are gone, or a string instruction)
+ * it is decoded only for its kind and width, and the sampled address is watched. */
+static void try_sampled(pf_watch_thread_t *t, ucontext_t *uc, uint64_t ip, uint64_t addr)
+{
+    int pending = ip == (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+    if (pending && try_here(t, uc))
+        return;
+    if (!addr || (int64_t)ip < 0 || pc_ignored(ip)) {
+        t->st.dropped_filter++;     /* no address (an IBS op that is no access), kernel, or ours */
+        return;
+    }
+    uint8_t code[15];
+    size_t n = code_at(ip, code);
+    pf_watch_regs_t regs;
+    pf_watch_regs_from_uc(uc, t->fs_base, t->gs_base, &regs);
+    pf_watch_access_t acc;
+    if (pf_watch_decode(code, n, ip, &regs, &acc) != 0 && pf_watch_decode_string_store(code, n, ip, &regs, &acc) != 0) {
+        memset(&acc, 0, sizeof acc);    /* not decodable here: the event's own kind, one word */
+        acc.kind = pf_watch_sample_kind ? pf_watch_sample_kind : PF_WATCH_ACC_STORE;
+        acc.size = 8;
+    }
+    acc.ea = addr;
+    unsigned mode = mode_of(&acc);
+    if (!mode) {
+        t->st.dropped_nomem++;
+        return;
+    }
+    arm_access(t, uc, ip, &acc, mode, !pending);
 }
 
 /* Breakpoint emulation: with TF kept set while any slot is armed, decode each instruction before it runs;
@@ -296,7 +345,7 @@ static void emu_look(pf_watch_thread_t *t, ucontext_t *uc)
     pf_watch_regs_t regs;
     pf_watch_regs_from_uc(uc, t->fs_base, t->gs_base, &regs);
     pf_watch_access_t acc;
-    if (pf_watch_decode(code, n, pc, &regs, &acc) != 0)
+    if (pf_watch_decode(code, n, pc, &regs, &acc) != 0 && pf_watch_decode_string_store(code, n, pc, &regs, &acc) != 0)
         return;
     for (int i = 0; i < t->n_slots; i++) {
         const pf_watch_slot_t *s = &t->slot[i];
@@ -322,6 +371,20 @@ static void foreign(int sig, siginfo_t *si, void *uc)
 
 static void step_safely(pf_watch_thread_t *t, ucontext_t *uc);
 
+/* Emulated watches cost thousands of single steps each, so samples of events that carry addresses are taken
+ * at most rate_hz times per CPU-second of the thread: a clock's period already says how often (and an
+ * explicit --period is the user's choice), but page faults come in bursts (an import maps and touches
+ * thousands of pages). */
+static int too_soon(pf_watch_thread_t *t)
+{
+    uint64_t now = pf_watch_thread_cpu_ns();
+    uint64_t gap = 1000000000ull / (pf_watch_cfg.rate_hz ? pf_watch_cfg.rate_hz : 1000);
+    if (t->sample_cpu_ns && now - t->sample_cpu_ns < gap)
+        return 1;
+    t->sample_cpu_ns = now;
+    return 0;
+}
+
 void pf_watch_sample_handler(int sig, siginfo_t *si, void *ucv)
 {
     int saved = errno;
@@ -341,8 +404,20 @@ void pf_watch_sample_handler(int sig, siginfo_t *si, void *ucv)
         t->st.dropped_busy++;
         goto out;
     }
+    if (pf_watch_cfg.emulate_breakpoints && t->sample_ring.base && too_soon(t)) {
+        t->st.dropped_busy++;
+        goto out;
+    }
     t->busy = 1;
-    if (!try_here(t, uc)) {
+    uint64_t ip, addr;
+    if (t->sample_ring.base) {
+        if (pf_watch_ring_last(&t->sample_ring, &ip, &addr))
+            try_sampled(t, uc, ip, addr);
+        else
+            t->st.dropped_filter++;     /* the signal of a sample already consumed */
+        if (pf_watch_cfg.emulate_breakpoints)
+            emu_look(t, uc);
+    } else if (!try_here(t, uc)) {
         /* skid: the instruction that overflowed has retired; step to the next one of the wanted kind */
         t->walking = 1;
         t->walk_steps = 0;

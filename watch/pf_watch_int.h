@@ -70,6 +70,12 @@ int pf_watch_decode_init(void) PF_WATCH_HIDDEN;
 int pf_watch_decode(const uint8_t *code, size_t len, uint64_t pc, const pf_watch_regs_t *regs,
                     pf_watch_access_t *out) PF_WATCH_HIDDEN;
 
+/* The store of one iteration of a string instruction (movs, stos, with or without rep): [rdi], element wide.
+ * A single step traps after each iteration, so emulated watches see what memcpy/memset's `rep movsb` and
+ * `rep stosb` write. Returns 0 and fills *out, or PF_WATCH_DEC_*. Async-signal-safe. */
+int pf_watch_decode_string_store(const uint8_t *code, size_t len, uint64_t pc, const pf_watch_regs_t *regs,
+                                 pf_watch_access_t *out) PF_WATCH_HIDDEN;
+
 /* After a trap-after watchpoint hit at next_pc: finds the instruction that ended at next_pc and accessed
  * [addr, addr+len), by decoding backwards. before[] holds the 15 bytes before next_pc. Returns
  * PF_WATCH_ACC_LOAD or PF_WATCH_ACC_STORE (both bits for read-modify-write), or 0 when unknown
@@ -149,12 +155,43 @@ typedef struct pf_watch_slot {
     pf_watch_ctx_t first;
 } pf_watch_slot_t;
 
+/* ---- pf_pmu_ring.c: samples that carry their data address ---- */
+
+#define PF_WATCH_RING_PAGES 1       /* data pages of a thread's sample ring (a power of two) */
+
+typedef struct pf_watch_ring {
+    void *base;                 /* the perf_event_mmap_page, then the data pages; NULL: no ring */
+    size_t len;
+} pf_watch_ring_t;
+
+/* Maps the ring of a sampling fd. Returns 0, or -1 with errno (EPERM: perf_event_mlock_kb used up). */
+int pf_watch_ring_map(int fd, pf_watch_ring_t *r) PF_WATCH_HIDDEN;
+void pf_watch_ring_unmap(pf_watch_ring_t *r) PF_WATCH_HIDDEN;
+
+/* Consumes every record in the ring; the newest PERF_RECORD_SAMPLE's ip and data address go to *ip and
+ * *addr. Returns 1 when there was one, else 0. Async-signal-safe (the owning thread's handler). */
+int pf_watch_ring_last(pf_watch_ring_t *r, uint64_t *ip, uint64_t *addr) PF_WATCH_HIDDEN;
+
+/* The parser under pf_watch_ring_last, on a data area of size bytes (a power of two) between tail and head
+ * (free-running offsets, as the kernel keeps them): 1 and the newest sample's ip/addr, or 0; *count (may be
+ * NULL) counts the samples. Exposed for tests. */
+typedef struct pf_watch_ring_count {
+    uint64_t lo, hi;            /* in: a range of data addresses */
+    unsigned samples, with_addr, in_range;  /* out: samples, those with a data address, those in [lo, hi) */
+} pf_watch_ring_count_t;
+int pf_watch_ring_parse(const uint8_t *data, uint64_t size, uint64_t tail, uint64_t head, uint64_t *ip,
+                        uint64_t *addr, pf_watch_ring_count_t *count) PF_WATCH_HIDDEN;
+
+/* Consumes the ring like pf_watch_ring_last, counting into *count. */
+int pf_watch_ring_count(pf_watch_ring_t *r, pf_watch_ring_count_t *count) PF_WATCH_HIDDEN;
+
 typedef struct pf_watch_thread {
     volatile int busy;          /* a non-signal section or a handler is running */
     int sample_fd;
     int n_slots;
     int tid;
     int fds_reserved;           /* of the process's descriptor budget for watch (pf_watch_engine.c) */
+    pf_watch_ring_t sample_ring;    /* samples with data addresses (PEBS, IBS, page faults); else unmapped */
     uint64_t fs_base, gs_base;
     uintptr_t stack_lo, stack_hi, alt_lo, alt_hi;
     uint64_t rng;
@@ -167,12 +204,14 @@ typedef struct pf_watch_thread {
     uint64_t copy_cpu_ns;       /* emulation's copy budget: thread CPU time when the last copy watch was armed, */
     uint64_t copy_end_ns;       /* when its stepping ended, */
     int copy_stepping;          /* and whether it still steps */
+    uint64_t sample_cpu_ns;     /* emulation: thread CPU time of the last sample taken (rate limit) */
     pf_watch_slot_t slot[PF_WATCH_MAX_SLOTS];
     /* pending pairs */
     volatile uint32_t head, tail;
     pf_watch_pair_t ring[PF_WATCH_RING];
     pf_watch_totals_t st;       /* this thread's counters */
     uint64_t st_written_traps;  /* traps at the last STATS record (skip unchanged) */
+    int st_written_final;       /* a STATS record went out after pf_watch_stop */
     struct pf_watch_thread *next_all;   /* list of every thread's state (totals) */
 } pf_watch_thread_t;
 
@@ -206,6 +245,9 @@ typedef struct pf_watch_pmu {
     uint64_t config, config1, config2;
     uint64_t period;
     int software;               /* a clock event (no PMU) */
+    uint32_t source;            /* PF_WATCH_SRC_* (core/pf_format.h): where a sample's data address comes from */
+    uint32_t precise_ip;        /* perf_event_attr.precise_ip of a PEBS event */
+    uint32_t kind;              /* PF_WATCH_ACC_STORE / _LOAD: the accesses the event counts; 0 any */
     char name[32];
 } pf_watch_pmu_t;
 
@@ -213,9 +255,14 @@ typedef struct pf_watch_pmu {
  * -errno with why[] saying what to change. */
 int pf_watch_pmu_setup(const pf_watch_config_t *cfg, pf_watch_pmu_t *pmu, char *why, size_t n) PF_WATCH_HIDDEN;
 
-/* Opens the sampling event on the calling thread, delivering signo to this thread per overflow.
- * Returns the fd, or -errno. */
-int pf_watch_pmu_open_thread(const pf_watch_pmu_t *pmu, int signo, int tid) PF_WATCH_HIDDEN;
+/* Where the machine has them and they pass a self-test here, an event whose samples carry the data address
+ * for these modes: PEBS loads or stores (one kind), else IBS ops. Returns 0 with *pmu set (period unset),
+ * or -1: decode the interrupted instruction instead. */
+int pf_watch_pmu_precise(unsigned modes, pf_watch_pmu_t *pmu) PF_WATCH_HIDDEN;
+
+/* Opens the sampling event on the calling thread, delivering signo to this thread per overflow; an event
+ * whose samples carry the data address also gets its ring mapped into *ring. Returns the fd, or -errno. */
+int pf_watch_pmu_open_thread(const pf_watch_pmu_t *pmu, int signo, int tid, pf_watch_ring_t *ring) PF_WATCH_HIDDEN;
 
 /* Reads a whole-number sysctl. Returns 0, or -1. */
 int pf_watch_read_int(const char *path, int *out) PF_WATCH_HIDDEN;
@@ -229,6 +276,7 @@ long pf_watch_perf_open(void *attr, int pid, int cpu, int group, unsigned long f
 /* ---- shared by the engine, the handlers and copy watches ---- */
 
 extern pf_watch_config_t pf_watch_cfg PF_WATCH_HIDDEN;
+extern uint32_t pf_watch_sample_kind PF_WATCH_HIDDEN;   /* the sampling event's pf_watch_pmu_t.kind */
 extern int pf_watch_stopped PF_WATCH_HIDDEN;         /* pf_watch_stop ran: handlers do nothing */
 extern __thread pf_watch_thread_t *pf_watch_self __attribute__((tls_model("initial-exec"))) PF_WATCH_HIDDEN;
 

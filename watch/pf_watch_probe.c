@@ -133,9 +133,14 @@ size_t pf_watch_probe(pf_probe_t *out, size_t max)
     int precise = 0;
     int has_precise = read_int("/sys/bus/event_source/devices/cpu/caps/max_precise", &precise) == 0 && precise > 0;
     int has_ibs = access("/sys/bus/event_source/devices/ibs_op", F_OK) == 0;
-    if (has_precise || has_ibs)
-        add(out, max, &n, "precise addresses", PF_PROBE_OK, "%s%s", has_precise ? "PEBS (max_precise > 0)" : "",
-            has_ibs ? " AMD IBS (ibs_op)" : "");
+    pf_watch_pmu_t pmu;
+    if ((has_precise || has_ibs) && pf_watch_pmu_precise(PF_WATCH_MODE_STORES, &pmu) == 0)
+        add(out, max, &n, "precise addresses", PF_PROBE_OK, "%s%s: watch samples %s (self-test passed)",
+            has_precise ? "PEBS (max_precise > 0)" : "", has_ibs ? " AMD IBS (ibs_op)" : "", pmu.name);
+    else if (has_precise || has_ibs)
+        add(out, max, &n, "precise addresses", PF_PROBE_SKIP, "%s%s, but no event's samples carried the addresses "
+            "of a test loop: the watch engine decodes the sampled instruction instead",
+            has_precise ? "PEBS (max_precise > 0)" : "", has_ibs ? " AMD IBS (ibs_op)" : "");
     else
         add(out, max, &n, "precise addresses", PF_PROBE_SKIP, "no PEBS or IBS here (common in VMs): the watch engine "
             "decodes the sampled instruction instead");

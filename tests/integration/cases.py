@@ -909,6 +909,33 @@ def case_fd_limit(c):
                 assert len(said) <= 1, said
 
 
+def case_watch_sampled_addresses(c):
+    """An event whose samples carry the data address (page faults here; PEBS and IBS where the CPU has them)
+    is read from a per-thread sample ring after a self-test: the summary says `address_source: sampled` and
+    watches were armed from those addresses, with the program's output unchanged. An event this machine
+    lacks (ibs_op without AMD IBS) turns watch off with one line saying why, and the run goes on."""
+    script = prog("fresh_pages.py")
+    plain = run([c.python, script])
+    js = os.path.join(c.tmp, "sampled.json")
+    r = run([c.pyflow, "run", "--python", c.python, "--watch=stores", "--event", "page-faults", "--period", "1",
+             "--no-report", "--json", js, script])
+    assert r.returncode == 0 and r.stdout == plain.stdout, (r.stdout, plain.stdout, r.stderr[-800:])
+    w = json.load(open(js))["watch"]
+    if w is None:
+        raise Skip("watch is off here: " + r.stderr.strip()[-300:])
+    assert w["event"] == "page-faults" and w["address_source"] == "sampled", w
+    assert w["samples"] > 0 and w["samples_armed"] > 0, w
+    if os.path.exists("/sys/bus/event_source/devices/ibs_op"):
+        return
+    r = run([c.pyflow, "run", "--python", c.python, "--watch=stores", "--event", "ibs_op", "--no-report", "--json",
+             js, script])
+    assert r.returncode == 0 and r.stdout == plain.stdout, r.stderr[-800:]
+    off = [l for l in r.stderr.splitlines() if "watch is off" in l]
+    assert len(off) == 1 and "no AMD IBS" in off[0], r.stderr
+    doc = json.load(open(js))
+    assert doc["watch"] is None and doc["totals"]["alloc_bytes"] > 0, doc["totals"]
+
+
 def case_watch_copies(c):
     """--watch=copies: a copy whose first word is written next is judged needed by the watch, with the
     writing line and which end was written (the copy, or its source); a copy nobody writes stays redundant by

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 #include <math.h>
 #include <string.h>
+#include <linux/perf_event.h>
 
 #include "pf_watch_int.h"
 
@@ -190,6 +191,53 @@ static void test_pair_encoding(void **state)
     assert_int_equal(pf_watch_pair_bytes(&p), pf_align8(8 + 40 + 8 + 16));
 }
 
+/* Writes one record of the given type (and, for samples, ip + addr) at free-running offset *head of a ring
+ * of size bytes, across its end as the kernel does. */
+static void put_record(uint8_t *data, uint64_t size, uint64_t *head, uint32_t type, uint16_t rec_size, uint64_t ip,
+                       uint64_t addr)
+{
+    uint8_t rec[64] = {0};
+    struct perf_event_header h = {.type = type, .misc = 0, .size = rec_size};
+    memcpy(rec, &h, sizeof h);
+    memcpy(rec + sizeof h, &ip, 8);
+    memcpy(rec + sizeof h + 8, &addr, 8);
+    for (uint16_t i = 0; i < rec_size; i++)
+        data[(*head + i) % size] = rec[i];
+    *head += rec_size;
+}
+
+static void test_ring_parse(void **state)
+{
+    uint8_t data[256];
+    memset(data, 0xAA, sizeof data);
+    /* free-running offsets far past the size, so the third sample straddles the end of the area */
+    uint64_t tail = 10 * sizeof data + 200, head = tail;
+    put_record(data, sizeof data, &head, PERF_RECORD_SAMPLE, 24, 0x401000, 0x7f0000001000);
+    put_record(data, sizeof data, &head, PERF_RECORD_LOST, 24, 1, 99);         /* not a sample: skipped */
+    put_record(data, sizeof data, &head, PERF_RECORD_SAMPLE, 24, 0x401010, 0);  /* an IBS op with no address */
+    put_record(data, sizeof data, &head, PERF_RECORD_SAMPLE, 24, 0x401020, 0x7f0000002008);
+    uint64_t ip = 0, addr = 0;
+    pf_watch_ring_count_t c = {.lo = 0x7f0000002000, .hi = 0x7f0000003000};
+    assert_int_equal(pf_watch_ring_parse(data, sizeof data, tail, head, &ip, &addr, &c), 1);
+    assert_int_equal(ip, 0x401020);      /* the newest sample */
+    assert_int_equal(addr, 0x7f0000002008);
+    assert_int_equal(c.samples, 3);
+    assert_int_equal(c.with_addr, 2);
+    assert_int_equal(c.in_range, 1);
+
+    /* nothing new, or only a header half written: no sample, and no read past head */
+    assert_int_equal(pf_watch_ring_parse(data, sizeof data, head, head, &ip, &addr, NULL), 0);
+    uint64_t torn = head;
+    put_record(data, sizeof data, &torn, PERF_RECORD_SAMPLE, 24, 0x401030, 0x1234);
+    assert_int_equal(pf_watch_ring_parse(data, sizeof data, head, head + 4, &ip, &addr, NULL), 0);
+    /* a corrupt size (0, or past head) stops the walk instead of looping or overrunning */
+    uint64_t bad = head;
+    put_record(data, sizeof data, &bad, PERF_RECORD_SAMPLE, 24, 0x401040, 0x5678);
+    data[(head + 6) % sizeof data] = 0;
+    data[(head + 7) % sizeof data] = 0;
+    assert_int_equal(pf_watch_ring_parse(data, sizeof data, head, bad, &ip, &addr, NULL), 0);
+}
+
 int main(void)
 {
     assert_int_equal(pf_watch_decode_init(), 0);
@@ -197,7 +245,7 @@ int main(void)
         cmocka_unit_test(test_decode_rip_relative), cmocka_unit_test(test_decode_sib),
         cmocka_unit_test(test_decode_segments_and_aliases), cmocka_unit_test(test_decode_dropped),
         cmocka_unit_test(test_decode_prev), cmocka_unit_test(test_value_same),
-        cmocka_unit_test(test_reservoir), cmocka_unit_test(test_pair_encoding),
+        cmocka_unit_test(test_reservoir), cmocka_unit_test(test_pair_encoding), cmocka_unit_test(test_ring_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
