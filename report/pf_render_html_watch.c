@@ -58,9 +58,9 @@ void pf_html_watch_summary(FILE *f, const pf_model_t *m)
     if (has_access(m)) {
         fputs("<tr><td>watch</td><td>", f);
         pf_html_esc(f, w->event);
-        fprintf(f, " period %llu: %llu samples (%llu armed), %llu traps; dropped %llu filtered, %llu without a "
-                   "memory access, %llu busy, %llu by the reservoir</td></tr>",
-                (unsigned long long)w->period, (unsigned long long)w->samples, (unsigned long long)w->samples_armed,
+        fprintf(f, " period %llu, addresses %s: %llu samples (%llu armed), %llu traps; dropped %llu filtered, %llu "
+                   "without a memory access, %llu busy, %llu by the reservoir</td></tr>",
+                (unsigned long long)w->period, pf_report_address_source(w->source), (unsigned long long)w->samples, (unsigned long long)w->samples_armed,
                 (unsigned long long)w->traps, (unsigned long long)w->dropped_filter,
                 (unsigned long long)w->dropped_nomem, (unsigned long long)w->dropped_busy,
                 (unsigned long long)w->dropped_reservoir);

@@ -148,7 +148,7 @@ static void watch_summary(pf_json_t *j, const pf_model_t *m)
     pf_json_key(j, "period");
     pf_json_number(j, (double)w->period);
     pf_json_key(j, "address_source");
-    pf_json_string(j, w->source == PF_WATCH_SRC_PRECISE ? "precise" : w->source == PF_WATCH_SRC_SAMPLED ? "sampled" : "decode");
+    pf_json_string(j, pf_report_address_source(w->source));
     const struct {
         const char *name;
         uint64_t v;

@@ -233,8 +233,9 @@ static void header(out_t *o, const pf_model_t *m, const pf_text_opts_t *opts)
              (unsigned long long)m->watch.copy_watches, (unsigned long long)m->watch.copy_writes);
     if (m->watch.present && (m->watch.modes & (PF_WATCH_MODE_STORES | PF_WATCH_MODE_LOADS))) {
         const pf_watch_summary_t *w = &m->watch;
-        line(o, "  watch: %s period %llu, %llu samples (%llu armed), %llu traps; dropped %llu filtered, %llu no "
-             "access, %llu busy, %llu reservoir", w->event, (unsigned long long)w->period,
+        line(o, "  watch: %s period %llu, addresses %s, %llu samples (%llu armed), %llu traps; dropped %llu filtered, "
+             "%llu no access, %llu busy, %llu reservoir", w->event, (unsigned long long)w->period,
+             pf_report_address_source(w->source),
              (unsigned long long)w->samples, (unsigned long long)w->samples_armed, (unsigned long long)w->traps,
              (unsigned long long)w->dropped_filter, (unsigned long long)w->dropped_nomem,
              (unsigned long long)w->dropped_busy, (unsigned long long)w->dropped_reservoir);

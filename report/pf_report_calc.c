@@ -159,6 +159,11 @@ const char *pf_report_source_line(const char *file, int lineno)
 }
 
 
+const char *pf_report_address_source(uint32_t source)
+{
+    return source == PF_WATCH_SRC_PRECISE ? "precise" : source == PF_WATCH_SRC_SAMPLED ? "sampled" : "decode";
+}
+
 const char *pf_report_human_bytes(double v, char buf[24])
 {
     static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};

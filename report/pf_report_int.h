@@ -28,6 +28,10 @@ const char *pf_report_source_line(const char *file, int lineno);
 /* The JSON / Graphviz name of a pf_copy_kind_t: "copy", "realloc", "h2d", "d2h", "d2d", "h2h". */
 const char *pf_report_copy_kind_name(unsigned kind);
 
+/* Where watch's sampled addresses came from (pf_rec_watch_stats_t.source): "precise" (PEBS/IBS), "sampled"
+ * (a kernel event's address: page faults) or "decode" (the sampled instruction decoded). */
+const char *pf_report_address_source(uint32_t source);
+
 /* "12.3 MiB" into buf ("-" below half a byte); returns buf. The terminal table has its own, narrower form. */
 const char *pf_report_human_bytes(double v, char buf[24]);
 

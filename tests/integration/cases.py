@@ -918,13 +918,15 @@ def case_watch_sampled_addresses(c):
     plain = run([c.python, script])
     js = os.path.join(c.tmp, "sampled.json")
     r = run([c.pyflow, "run", "--python", c.python, "--watch=stores", "--event", "page-faults", "--period", "1",
-             "--no-report", "--json", js, script])
+             "--json", js, "--html", watch_html(c), script])
     assert r.returncode == 0 and r.stdout == plain.stdout, (r.stdout, plain.stdout, r.stderr[-800:])
     w = json.load(open(js))["watch"]
     if w is None:
         raise Skip("watch is off here: " + r.stderr.strip()[-300:])
     assert w["event"] == "page-faults" and w["address_source"] == "sampled", w
     assert w["samples"] > 0 and w["samples_armed"] > 0, w
+    assert re.search(r"watch: page-faults period 1, addresses sampled, \d+ samples", r.stderr), r.stderr[-1500:]
+    assert "period 1, addresses sampled:" in open(watch_html(c), encoding="utf-8").read()
     if os.path.exists("/sys/bus/event_source/devices/ibs_op"):
         return
     r = run([c.pyflow, "run", "--python", c.python, "--watch=stores", "--event", "ibs_op", "--no-report", "--json",
