@@ -166,8 +166,16 @@ static int start_events(pf_watch_thread_t *t, char *why, size_t n)
         return err ? -err : -ENOSYS;
     }
     int first = pf_watch_table_take(t);
+    if (first < 0) {
+        /* a watch the free hooks cannot find would outlive its object and pair with the next one there */
+        snprintf(why, n, "%d threads are watched at once already (the most the armed-word table holds): this "
+                 "and later threads run unwatched", PF_WATCH_MAX_THREADS);
+        pf_watch_slots_close(t);
+        release_fds(t);
+        return -EMFILE;
+    }
     for (int i = 0; i < PF_WATCH_MAX_SLOTS; i++)
-        t->slot[i].global = first < 0 ? -1 : first + i;
+        t->slot[i].global = first + i;
     if (!samples_wanted())
         return 0;       /* copies only: watches come from copies, not samples */
     int fd = pf_watch_pmu_open_thread(&pf_pmu, pf_signo, t->tid, &t->sample_ring);
