@@ -21,6 +21,7 @@
 #include "pf_objtable.h"
 #include "pf_rt_int.h"
 #include "pf_runtime.h"
+#include "pf_unwinder.h"
 #include "pf_watch_glue.h"
 #include "pf_writer.h"
 
@@ -237,6 +238,8 @@ __attribute__((constructor)) static void pf_rt_init(void)
     }
     if (pf_pymem_install() < 0)
         pf_log("this interpreter has no PyMem_SetAllocator: Python-domain allocations are not seen");
+    if (pf_cfg.native)
+        pf_unwinder_start();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     __atomic_store_n(&pf_cfg.enabled, 1, __ATOMIC_RELEASE);
     pf_watch_glue_init(&pf_tls);

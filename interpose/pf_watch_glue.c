@@ -6,6 +6,7 @@
  * (perf_event not permitted, no sampling event, the program owns SIGTRAP) the reason is said once on
  * stderr and written into the profile as a note, and the run goes on without it.
  */
+#include "pf_unwinder.h"
 #include "pf_watch_glue.h"
 
 #include <dlfcn.h>
@@ -256,6 +257,7 @@ int pf_watch_glue_init(pf_tls_t *t)
     loader_lo = c.ignore[1].lo;
     loader_hi = c.ignore[1].hi;
     find_eval_loop();
+    pf_unwinder_start();
     c.native_unwind = g_native_unwind;
     ignore_object_of(&c, 2, dlsym(RTLD_DEFAULT, "Py_GetVersion"));
     type_type = dlsym(RTLD_DEFAULT, "PyType_Type");

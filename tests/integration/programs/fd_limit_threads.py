@@ -30,6 +30,16 @@ try:
         fds.append(os.open(os.devnull, os.O_RDONLY))
 except OSError as e:
     print("opened", len(fds), "then", e.strerror)
+    os.close(fds.pop())     # one free descriptor, to list the others: which of the low ones are not ours
+    mine = set(fds)
+    others = []
+    for fd in sorted(map(int, os.listdir("/proc/self/fd"))):
+        if 2 < fd < 1024 and fd not in mine:
+            try:
+                others.append(f"{fd} {os.readlink(f'/proc/self/fd/{fd}')}")
+            except OSError:
+                pass
+    print("not ours below 1024:", others)
 for fd in fds:
     os.close(fd)
 done.set()
