@@ -167,6 +167,14 @@ int pf_cli_parse_run(int argc, char **argv, pf_run_opts_t *o)
             if (*end || !n || *v == '-')
                 return usage_error("%s needs a positive number of events", "--period");
             o->watch_period = n;
+        } else if (is_option(a, "--watch-budget")) {
+            char *end;
+            if (!(v = option_value(argc, argv, &i, "--watch-budget")))
+                return usage_error("%s needs a percentage", "--watch-budget");
+            unsigned long n = strtoul(v, &end, 10);
+            if (*end || !n || n > 100 || *v == '-')
+                return usage_error("--watch-budget needs a percentage from 1 to 100 (not %s)", v);
+            o->watch_budget = (unsigned)n;
         } else if (strcmp(a, "--gpu-per-tensor") == 0) {
             o->gpu_per_tensor = 1;
         } else if (strcmp(a, "--no-report") == 0) {

@@ -23,6 +23,7 @@ typedef struct pf_run_opts {
     const char *watch;          /* --watch: "stores", "loads" or "all"; NULL = off */
     const char *watch_event;    /* --event: libpfm4 name of the sampling event */
     uint64_t watch_period;      /* --period: events per sample; 0 = ~1 kHz */
+    unsigned watch_budget;      /* --watch-budget: % of CPU time emulated watchpoints may step; 0 = default */
     int gpu_per_tensor;         /* --gpu-per-tensor: PyTorch allocates each tensor with cudaMallocAsync */
     pf_target_kind_t kind;
     const char *target;         /* script path, module name, or code */

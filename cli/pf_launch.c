@@ -259,6 +259,8 @@ static void exec_program(const pf_run_opts_t *o, const pf_python_t *py, const ch
         setenv(PF_ENV_WATCH_EVENT, o->watch_event, 1);
     if (o->watch_period)
         set_env_u64(PF_ENV_WATCH_PERIOD, o->watch_period);
+    if (o->watch_budget)
+        set_env_u64(PF_ENV_WATCH_BUDGET, o->watch_budget);
     if (o->object_bytes)
         set_env_u64(PF_ENV_OBJECT_BYTES, o->object_bytes);
     exec_argv(o, py);

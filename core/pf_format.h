@@ -329,7 +329,11 @@ typedef struct pf_rec_watch_stats {
     uint64_t t_ns;
     uint64_t period;            /* events per sample of the sampling event */
     uint32_t tid;
-    uint32_t source;            /* PF_WATCH_SRC_* */
+    uint8_t source;             /* PF_WATCH_SRC_* (a uint32 before emulated and budget_pct took its upper bytes,
+                                   always 0 until then: files of either kind read the same) */
+    uint8_t emulated;           /* 1: watchpoints emulated by single steps (debug registers do not fire) */
+    uint8_t budget_pct;         /* emulated: most share of CPU time spent stepping (--watch-budget); 0: no cap */
+    uint8_t reserved;
     char event[32];             /* sampling event name, NUL terminated ("cycles", "task-clock", "r0229") */
     uint64_t samples;           /* sampling signals received */
     uint64_t samples_armed;     /* samples that led to an armed watchpoint */

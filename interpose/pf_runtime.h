@@ -42,6 +42,7 @@
 #define PF_ENV_QUIET "PYFLOW_QUIET"
 #define PF_ENV_WATCH "PYFLOW_WATCH"                /* "stores", "loads" or "all"; unset = off */
 #define PF_ENV_WATCH_PERIOD "PYFLOW_WATCH_PERIOD"  /* sampling period in events (0/unset: ~1 kHz) */
+#define PF_ENV_WATCH_BUDGET "PYFLOW_WATCH_BUDGET"  /* emulated watchpoints: % of CPU time (unset: 12) */
 #define PF_ENV_WATCH_EVENT "PYFLOW_WATCH_EVENT"    /* libpfm4 event name (unset: cycles, else task-clock) */
 #define PF_ENV_WATCH_SEED "PYFLOW_WATCH_SEED"      /* reservoir seed (unset: 1, reproducible) */
 

@@ -82,6 +82,7 @@ typedef struct pf_watch_summary {
     char event[32];
     uint64_t period;
     uint32_t source, modes;
+    uint32_t emulated, budget_pct;  /* watchpoints emulated by single steps, within budget_pct of CPU (0: no cap) */
     uint64_t samples, samples_armed, dropped_filter, dropped_nomem, dropped_busy, dropped_reservoir;
     uint64_t traps, same_call, header_words;
     uint64_t store_pairs, store_bytes, silent_store_bytes, load_pairs, load_bytes, redundant_load_bytes;

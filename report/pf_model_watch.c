@@ -27,6 +27,8 @@ void pf_model_watch_totals(loader_t *L)
                 snprintf(w->event, sizeof w->event, "%.*s", (int)strnlen(s->event, sizeof s->event), s->event);
                 w->period = s->period;
                 w->source = s->source;
+                w->emulated = s->emulated;
+                w->budget_pct = s->budget_pct;
                 w->present = 1;
             }
             w->samples += s->samples;

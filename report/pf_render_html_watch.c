@@ -68,6 +68,11 @@ void pf_html_watch_summary(FILE *f, const pf_model_t *m)
                 pf_report_human_bytes((double)w->store_bytes, a), pct((double)w->silent_store_bytes, (double)w->store_bytes),
                 pf_report_human_bytes((double)w->load_bytes, b), pct((double)w->redundant_load_bytes, (double)w->load_bytes));
     }
+    if (w->present && w->emulated) {
+        char how[64];
+        fprintf(f, "<tr><td>watchpoints</td><td>%s (debug registers do not fire here; --watch-budget)</td></tr>",
+                pf_report_watchpoints(w->emulated, w->budget_pct, how));
+    }
     if (has_copies(m))
         fprintf(f, "<tr><td>copy watches</td><td>%llu copies watched, %llu proved needed by a write</td></tr>",
                 (unsigned long long)w->copy_watches, (unsigned long long)w->copy_writes);

@@ -228,6 +228,11 @@ static void header(out_t *o, const pf_model_t *m, const pf_text_opts_t *opts)
     if (m->total.copy_bytes > 0)
         line(o, "  copied %s (%s/s while copying), redundant %s", human(m->total.copy_bytes, a),
              human(pf_report_copy_rate(&m->total), c), human(m->total.redundant_copy_bytes, b));
+    if (m->watch.present && m->watch.emulated) {
+        char how[64];
+        line(o, "  watchpoints: %s (--watch-budget)",
+             pf_report_watchpoints(m->watch.emulated, m->watch.budget_pct, how));
+    }
     if (m->watch.present && (m->watch.modes & PF_WATCH_MODE_COPIES))
         line(o, "  watch copies: %llu copies watched, %llu proved needed by a write",
              (unsigned long long)m->watch.copy_watches, (unsigned long long)m->watch.copy_writes);

@@ -164,6 +164,16 @@ const char *pf_report_address_source(uint32_t source)
     return source == PF_WATCH_SRC_PRECISE ? "precise" : source == PF_WATCH_SRC_SAMPLED ? "sampled" : "decode";
 }
 
+const char *pf_report_watchpoints(uint32_t emulated, uint32_t budget_pct, char buf[64])
+{
+    if (!emulated)
+        return strcpy(buf, "debug registers");
+    if (!budget_pct)
+        return strcpy(buf, "emulated by single steps");
+    snprintf(buf, 64, "emulated by single steps, within %u%% of CPU time", (unsigned)budget_pct);
+    return buf;
+}
+
 const char *pf_report_human_bytes(double v, char buf[24])
 {
     static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};

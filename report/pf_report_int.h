@@ -32,6 +32,10 @@ const char *pf_report_copy_kind_name(unsigned kind);
  * (a kernel event's address: page faults) or "decode" (the sampled instruction decoded). */
 const char *pf_report_address_source(uint32_t source);
 
+/* How watch's watchpoints worked (pf_rec_watch_stats_t.emulated, budget_pct): "debug registers", or
+ * "emulated by single steps[, within N% of CPU time]"; into buf, returned. */
+const char *pf_report_watchpoints(uint32_t emulated, uint32_t budget_pct, char buf[64]);
+
 /* "12.3 MiB" into buf ("-" below half a byte); returns buf. The terminal table has its own, narrower form. */
 const char *pf_report_human_bytes(double v, char buf[24]);
 

@@ -69,6 +69,8 @@ typedef struct pf_watch_config {
                                    run while armed traps */
     uint64_t emulate_step_limit;/* emulation: single steps before an untouched watch is given up
                                    (0: 2,000,000) */
+    unsigned emulate_budget_pct;/* emulation: most share of a thread's CPU time spent single-stepping,
+                                   1..99; 0 or 100: no share kept (pf_watch_emu_chain_begin) */
     uint64_t seed;              /* reservoir randomness (0: fixed default, reproducible) */
 
     /* Called from signal handlers: must be async-signal-safe. All may be NULL. */

@@ -18,33 +18,16 @@ static uint64_t copy_word(uint64_t base, uint64_t n, int last)
     return last ? hi - 8 : lo;
 }
 
-/* Emulated watchpoints single-step the thread while armed (up to the step limit, ~65 ms here), and that
- * stepping is CPU time of the thread too: a rate per CPU-second alone let copy watches step all the time
- * (35x on bench/workloads/copies.py). So a copy watch comes only after the thread ran unwatched
- * PF_COPY_EMU_RATIO times as long as the last one stepped, and at most rate_hz times per CPU-second. */
-#define PF_COPY_EMU_RATIO 4
+/* Emulation's budget (pf_watch_emu_chain_begin) holds for copy watches too; and a trap-flag SIGTRAP that
+ * arrives blocked is forced and kills the process (worker threads often block every signal). */
 static int copy_budget(pf_watch_thread_t *t)
 {
     if (!pf_watch_cfg.emulate_breakpoints)
         return 1;
-    if (t->copy_stepping)
-        return 0;
-    /* a trap-flag SIGTRAP that arrives blocked is forced, and kills the process (worker threads often block
-     * every signal) */
     sigset_t now_blocked;
     if (pthread_sigmask(SIG_BLOCK, NULL, &now_blocked) != 0 || sigismember(&now_blocked, SIGTRAP))
         return 0;
-    uint64_t now = pf_watch_thread_cpu_ns();
-    if (t->copy_cpu_ns) {
-        uint64_t gap = 1000000000ull / (pf_watch_cfg.rate_hz ? pf_watch_cfg.rate_hz : 50);
-        uint64_t cost = t->copy_end_ns > t->copy_cpu_ns ? t->copy_end_ns - t->copy_cpu_ns : 0;
-        if (cost * PF_COPY_EMU_RATIO > gap)
-            gap = cost * PF_COPY_EMU_RATIO;
-        if (now - (t->copy_end_ns > t->copy_cpu_ns ? t->copy_end_ns : t->copy_cpu_ns) < gap)
-            return 0;
-    }
-    t->copy_cpu_ns = now;
-    return 1;
+    return pf_watch_emu_chain_begin(t, 1);
 }
 
 static int free_slot(const pf_watch_thread_t *t)
@@ -93,11 +76,12 @@ int pf_watch_copy(uint64_t copy_id, const void *dst, const void *src, size_t n)
             t->st.copy_watches++;
     }
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (!armed)
+        pf_watch_emu_chain_end(t);
     t->busy = 0;
     if (armed && pf_watch_cfg.emulate_breakpoints) {
         /* no debug register will fire: single-step from here while the words are armed (emu_look) */
         t->emu_steps = 0;
-        t->copy_stepping = 1;
         __asm__ volatile("pushfq\n\torq $0x100, (%%rsp)\n\tpopfq" ::: "memory", "cc");
     }
     return armed;

@@ -312,16 +312,58 @@ static int any_armed(const pf_watch_thread_t *t)
     return 0;
 }
 
-/* Nothing armed any more: stop stepping (unless a walk still needs it), and note when copy watches' stepping
- * ended, so pf_watch_copy can keep their cost a bounded share of the run. */
+/* A chain's CPU time is the thread's own, mostly the kernel delivering one SIGTRAP per instruction (16 us
+ * a step on a PVM guest, thousands per chain). A rate per CPU-second alone let chains step most of the
+ * time: 35x on bench/workloads/copies.py for copy watches, 2.5-6.8x for stores and loads at the default
+ * period. So a chain begins only after the thread ran without stepping long enough that stepping keeps
+ * within budget_pct of its CPU time, and, for sources that come in bursts (page faults, copies), at most
+ * rate_hz times per CPU-second. Samples refused meanwhile are dropped as busy; fractions are ratios of
+ * watched bytes, so fewer watches widen their error but do not bias them. */
+int pf_watch_emu_budget_allows(uint64_t now, uint64_t last_start, uint64_t last_end, uint64_t min_gap_ns,
+                               unsigned budget_pct)
+{
+    if (!last_start)
+        return 1;
+    uint64_t ended = last_end > last_start ? last_end : last_start;
+    uint64_t cost = ended - last_start;
+    uint64_t gap = min_gap_ns;
+    if (budget_pct > 0 && budget_pct < 100) {
+        uint64_t idle = cost / budget_pct * (100 - budget_pct);    /* cost : idle = pct : 100 - pct */
+        if (idle > gap)
+            gap = idle;
+    }
+    return now >= ended && now - ended >= gap;
+}
+
+int pf_watch_emu_chain_begin(pf_watch_thread_t *t, int bursty)
+{
+    if (t->chain_stepping)
+        return 0;
+    uint64_t now = pf_watch_thread_cpu_ns();
+    uint64_t min_gap = bursty ? 1000000000ull / (pf_watch_cfg.rate_hz ? pf_watch_cfg.rate_hz : 50) : 0;
+    if (!pf_watch_emu_budget_allows(now, t->chain_start_ns, t->chain_end_ns, min_gap,
+                                    pf_watch_cfg.emulate_budget_pct))
+        return 0;
+    t->chain_start_ns = now;
+    t->chain_stepping = 1;
+    return 1;
+}
+
+void pf_watch_emu_chain_end(pf_watch_thread_t *t)
+{
+    if (!t->chain_stepping)
+        return;
+    t->chain_stepping = 0;
+    t->chain_end_ns = pf_watch_thread_cpu_ns();
+}
+
+/* Nothing armed any more: stop stepping, unless a walk still needs it. */
 static void emu_stop(pf_watch_thread_t *t, ucontext_t *uc)
 {
-    if (!t->walking)
-        uc->uc_mcontext.gregs[REG_EFL] &= ~PF_WATCH_EFL_TF;
-    if (t->copy_stepping) {
-        t->copy_stepping = 0;
-        t->copy_end_ns = pf_watch_thread_cpu_ns();
-    }
+    if (t->walking)
+        return;
+    uc->uc_mcontext.gregs[REG_EFL] &= ~PF_WATCH_EFL_TF;
+    pf_watch_emu_chain_end(t);
 }
 
 static void emu_look(pf_watch_thread_t *t, ucontext_t *uc)
@@ -371,20 +413,6 @@ static void foreign(int sig, siginfo_t *si, void *uc)
 
 static void step_safely(pf_watch_thread_t *t, ucontext_t *uc);
 
-/* Emulated watches cost thousands of single steps each, so samples of events that carry addresses are taken
- * at most rate_hz times per CPU-second of the thread: a clock's period already says how often (and an
- * explicit --period is the user's choice), but page faults come in bursts (an import maps and touches
- * thousands of pages). */
-static int too_soon(pf_watch_thread_t *t)
-{
-    uint64_t now = pf_watch_thread_cpu_ns();
-    uint64_t gap = 1000000000ull / (pf_watch_cfg.rate_hz ? pf_watch_cfg.rate_hz : 1000);
-    if (t->sample_cpu_ns && now - t->sample_cpu_ns < gap)
-        return 1;
-    t->sample_cpu_ns = now;
-    return 0;
-}
-
 void pf_watch_sample_handler(int sig, siginfo_t *si, void *ucv)
 {
     int saved = errno;
@@ -404,7 +432,7 @@ void pf_watch_sample_handler(int sig, siginfo_t *si, void *ucv)
         t->st.dropped_busy++;
         goto out;
     }
-    if (pf_watch_cfg.emulate_breakpoints && t->sample_ring.base && too_soon(t)) {
+    if (pf_watch_cfg.emulate_breakpoints && !pf_watch_emu_chain_begin(t, t->sample_ring.base != NULL)) {
         t->st.dropped_busy++;
         goto out;
     }
@@ -425,6 +453,8 @@ void pf_watch_sample_handler(int sig, siginfo_t *si, void *ucv)
     } else if (pf_watch_cfg.emulate_breakpoints) {
         emu_look(t, uc);
     }
+    if (!(uc->uc_mcontext.gregs[REG_EFL] & PF_WATCH_EFL_TF))
+        pf_watch_emu_chain_end(t);     /* the sample armed nothing: no chain */
     t->busy = 0;
     step_safely(t, uc);
 out:

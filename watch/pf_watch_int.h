@@ -201,10 +201,9 @@ typedef struct pf_watch_thread {
     /* breakpoint emulation (cfg.emulate_breakpoints): the slot the instruction being stepped accesses */
     int emu_pending;
     uint64_t emu_steps;         /* steps since the last emulated hit */
-    uint64_t copy_cpu_ns;       /* emulation's copy budget: thread CPU time when the last copy watch was armed, */
-    uint64_t copy_end_ns;       /* when its stepping ended, */
-    int copy_stepping;          /* and whether it still steps */
-    uint64_t sample_cpu_ns;     /* emulation: thread CPU time of the last sample taken (rate limit) */
+    uint64_t chain_start_ns;    /* emulation's budget: thread CPU time when the last single-step chain began, */
+    uint64_t chain_end_ns;      /* when it ended, */
+    int chain_stepping;         /* and whether it still steps (pf_watch_emu_chain_begin) */
     pf_watch_slot_t slot[PF_WATCH_MAX_SLOTS];
     /* pending pairs */
     volatile uint32_t head, tail;
@@ -214,6 +213,23 @@ typedef struct pf_watch_thread {
     int st_written_final;       /* a STATS record went out after pf_watch_stop */
     struct pf_watch_thread *next_all;   /* list of every thread's state (totals) */
 } pf_watch_thread_t;
+
+/* ---- pf_watch_handlers.c: emulation's CPU budget ---- */
+
+/* Emulated watchpoints single-step the thread from the sample or copy that arms a word until the word is
+ * hit, the step limit gives up, or nothing is armed: a chain. Returns 1 and starts the chain's clock when
+ * the budget allows one now, else 0. bursty: a source that needs the rate_hz limit too (page faults,
+ * copies), unlike a clock whose period already says how often. */
+int pf_watch_emu_chain_begin(pf_watch_thread_t *t, int bursty) PF_WATCH_HIDDEN;
+
+/* The decision, on thread CPU times: 1 when a chain may begin at now, the last one having run from
+ * last_start to last_end (0, 0: none yet), at least min_gap_ns after it ended and with stepping kept
+ * within budget_pct of the time (0 or 100: no share kept). */
+int pf_watch_emu_budget_allows(uint64_t now, uint64_t last_start, uint64_t last_end, uint64_t min_gap_ns,
+                               unsigned budget_pct) PF_WATCH_HIDDEN;
+
+/* The chain ended (nothing armed any more, or it armed nothing): its CPU time counts against the next. */
+void pf_watch_emu_chain_end(pf_watch_thread_t *t) PF_WATCH_HIDDEN;
 
 /* ---- pf_watch_slots.c: breakpoint events and the global armed table ---- */
 

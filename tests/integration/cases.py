@@ -760,12 +760,16 @@ def html_section(html, title):
     return html[start:end if end >= 0 else len(html)]
 
 
-def watch_run(c, script, args, mode="loads", period=2000000):
-    """Runs script under --watch; returns (plain stdout, the pyflow run, its JSON). Skips when watch is off."""
+def watch_run(c, script, args, mode="loads", period=2000000, budget=100):
+    """Runs script under --watch; returns (plain stdout, the pyflow run, its JSON). Skips when watch is off.
+    These cases check what watch finds, not what it costs: where watchpoints are emulated by single steps,
+    they lift the CPU budget (--watch-budget 100), so that their seeds and periods arm as many watches as
+    with debug registers that fire (case_watch_budget checks the budget)."""
     plain = run([c.python, script] + args, cwd=os.path.dirname(script))
     js = os.path.join(c.tmp, "w.json")
     r = run([c.pyflow, "run", "--python", c.python, f"--watch={mode}", "--period", str(period), "--no-report",
-             "--json", js, "--html", watch_html(c), script] + args, cwd=os.path.dirname(script), timeout=600)
+             "--watch-budget", str(budget), "--json", js, "--html", watch_html(c), script] + args,
+            cwd=os.path.dirname(script), timeout=600)
     assert r.returncode == plain.returncode, f"exit {r.returncode} vs {plain.returncode}: {r.stderr[-800:]}"
     assert r.stdout == plain.stdout, f"stdout differs: {r.stdout[-300:]!r} vs {plain.stdout[-300:]!r}"
     doc = json.load(open(js))
@@ -978,6 +982,47 @@ def case_watch_copies(c):
     for name in ("changed", "other"):
         assert f"watch_copies.py:{at[name]}</span>" in needed, needed[:800]
     assert f"watch_copies.py:{at['wrote_copy']}</span>" in needed and f"watch_copies.py:{at['kept']}</span>" not in needed
+
+
+def case_watch_budget(c):
+    """Where watchpoints are emulated by single steps (16 us a step here: a watch nobody touches steps 4000
+    times), stepping keeps within --watch-budget of the CPU time (default 10%, 20% for loads alone): far
+    fewer watches armed than with no cap, and the reports say so. With debug registers that fire, there
+    is no budget: the JSON says hardware. Not timed: the counts differ several times over (10% vs 50%:
+    stepping may take 0.11 vs 1.0 of the unwatched time), the bound itself is tests/unit/test_watch.c
+    test_emu_budget."""
+    if not has_numpy(c.python):
+        raise Skip("numpy is not importable by " + c.python)
+    script = os.path.abspath(os.path.join(WATCH_DIR, "loop_invariant.py"))
+    runs = {}
+    for budget, mode in ((None, "loads"), (None, "stores"), (50, "stores")):
+        args = ["--watch-budget", str(budget)] if budget else []
+        js = os.path.join(c.tmp, f"budget-{budget}-{mode}.json")
+        r = run([c.pyflow, "run", "--python", c.python, f"--watch={mode}", "--period", "2000000", *args,
+                 "--json", js, script], cwd=os.path.dirname(script), timeout=600)
+        assert r.returncode == 0, r.stderr[-800:]
+        w = json.load(open(js))["watch"]
+        if w is None:
+            raise Skip("watch is off here: " + r.stderr.strip()[-300:])
+        runs[budget, mode] = (r, w)
+    r, w = runs[None, "stores"]
+    if w["watchpoints"] == "hardware":
+        assert all(w["emulation_budget_pct"] is None for _, w in runs.values()), runs
+        assert "--watch-budget" not in r.stderr, r.stderr[-800:]
+        return
+    assert w["watchpoints"] == "emulated" and w["emulation_budget_pct"] == 10, w
+    assert "kept to 10% of CPU time (--watch-budget)" in r.stderr, r.stderr[-800:]
+    assert "watchpoints: emulated by single steps, within 10% of CPU time" in r.stderr, r.stderr[-1500:]
+    assert runs[None, "loads"][1]["emulation_budget_pct"] == 20, runs[None, "loads"][1]
+    w50 = runs[50, "stores"][1]
+    assert w50["emulation_budget_pct"] == 50 and w["samples_armed"] * 2 <= w50["samples_armed"], (w, w50)
+    assert w["dropped_busy"] / w["samples"] > w50["dropped_busy"] / w50["samples"], (w, w50)
+    r = run([c.pyflow, "run", "--python", c.python, "--watch", "--watch-budget", "100", "--json", js, "-c", "pass"])
+    assert r.returncode == 0 and "with no cap on their CPU time" in r.stderr, r.stderr[-800:]
+    assert json.load(open(js))["watch"]["emulation_budget_pct"] is None
+    for bad in ("0", "101", "x"):
+        b = run([c.pyflow, "run", "--python", c.python, "--watch", "--watch-budget", bad, script])
+        assert b.returncode == 2 and "--watch-budget needs a percentage from 1 to 100" in b.stderr, b.stderr
 
 
 def case_gpu_per_tensor(c):

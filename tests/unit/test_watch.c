@@ -138,6 +138,31 @@ static void test_reservoir(void **state)
 
 static uint32_t fake_id(void *ctx, const void *code) { return (uint32_t)(uintptr_t)code + 100; }
 
+/* Emulation's CPU budget: a chain that stepped C ns leaves C * (100 - pct) / pct ns of unwatched time before
+ * the next, a bursty source's rate gap holds where it is longer, and 0/100 keep no share. */
+static void test_emu_budget(void **state)
+{
+    (void)state;
+    const uint64_t ms = 1000000;
+    assert_int_equal(pf_watch_emu_budget_allows(5 * ms, 0, 0, 20 * ms, 12), 1);     /* the first chain */
+    /* stepped 12 ms (100..112): 88 ms more before the next at 12% */
+    assert_int_equal(pf_watch_emu_budget_allows(199 * ms, 100 * ms, 112 * ms, 0, 12), 0);
+    assert_int_equal(pf_watch_emu_budget_allows(200 * ms, 100 * ms, 112 * ms, 0, 12), 1);
+    assert_int_equal(pf_watch_emu_budget_allows(147 * ms, 100 * ms, 112 * ms, 0, 25), 0);  /* 36 ms at 25% */
+    assert_int_equal(pf_watch_emu_budget_allows(148 * ms, 100 * ms, 112 * ms, 0, 50), 1);  /* 12 ms at 50% */
+    /* no cap: the next chain at once for a clock, after the rate gap for a bursty source */
+    assert_int_equal(pf_watch_emu_budget_allows(112 * ms, 100 * ms, 112 * ms, 0, 100), 1);
+    assert_int_equal(pf_watch_emu_budget_allows(112 * ms, 100 * ms, 112 * ms, 0, 0), 1);
+    assert_int_equal(pf_watch_emu_budget_allows(120 * ms, 100 * ms, 112 * ms, 20 * ms, 100), 0);
+    assert_int_equal(pf_watch_emu_budget_allows(132 * ms, 100 * ms, 112 * ms, 20 * ms, 100), 1);
+    /* a cheap chain (1 ms): the rate gap (20 ms) decides, not the 7.3 ms the budget asks */
+    assert_int_equal(pf_watch_emu_budget_allows(119 * ms, 100 * ms, 101 * ms, 20 * ms, 12), 0);
+    assert_int_equal(pf_watch_emu_budget_allows(121 * ms, 100 * ms, 101 * ms, 20 * ms, 12), 1);
+    /* a chain whose end was not seen counts from its start; a clock going backwards allows nothing */
+    assert_int_equal(pf_watch_emu_budget_allows(100 * ms, 100 * ms, 0, 0, 12), 1);
+    assert_int_equal(pf_watch_emu_budget_allows(90 * ms, 100 * ms, 112 * ms, 0, 12), 0);
+}
+
 static void test_pair_encoding(void **state)
 {
     static pf_watch_pair_t p;
@@ -245,7 +270,7 @@ int main(void)
         cmocka_unit_test(test_decode_rip_relative), cmocka_unit_test(test_decode_sib),
         cmocka_unit_test(test_decode_segments_and_aliases), cmocka_unit_test(test_decode_dropped),
         cmocka_unit_test(test_decode_prev), cmocka_unit_test(test_value_same),
-        cmocka_unit_test(test_reservoir), cmocka_unit_test(test_pair_encoding), cmocka_unit_test(test_ring_parse),
+        cmocka_unit_test(test_reservoir), cmocka_unit_test(test_emu_budget), cmocka_unit_test(test_pair_encoding), cmocka_unit_test(test_ring_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
