@@ -38,12 +38,7 @@ _Static_assert(offsetof(pf_watch_pyframe_t, lasti_bytes) == offsetof(pf_pyframe_
  * PF_EMULATED_RATE_HZ times a second of CPU time, so that watching costs a bounded multiple of the run. */
 #define PF_EMULATED_STEP_LIMIT 4000
 #define PF_EMULATED_RATE_HZ 50
-/* and stepping keeps within a share of each thread's CPU time (--watch-budget): the overhead targets, 1.15x
- * for stores and copies and 1.3x for loads, at the price of few watches a second where steps are this slow
- * (tests/watch/loop_invariant.py, --watch=loads: 1.2x and 3 watches at 10%, 1.6x and 7 at 20%, 47x and 998
- * with no cap) */
-#define PF_EMULATED_BUDGET_PCT 10
-#define PF_EMULATED_BUDGET_PCT_LOADS 20
+/* and stepping keeps within a share of each thread's CPU time (--watch-budget; PF_WATCH_BUDGET_PCT). */
 /* With real debug registers: 250 samples per CPU-second kept every bench workload within 1.15x (stores)
  * and 1.23x (loads) on an H100 host; 1000 cost up to 1.67x on a memcpy-bound one. */
 #define PF_RATE_HZ 250
@@ -279,7 +274,7 @@ int pf_watch_glue_init(pf_tls_t *t)
         c.rate_hz = PF_EMULATED_RATE_HZ;
         const char *budget = getenv(PF_ENV_WATCH_BUDGET);
         c.emulate_budget_pct = budget && *budget ? (unsigned)strtoul(budget, NULL, 10)
-                               : c.modes == PF_WATCH_MODE_LOADS ? PF_EMULATED_BUDGET_PCT_LOADS : PF_EMULATED_BUDGET_PCT;
+                               : c.modes == PF_WATCH_MODE_LOADS ? PF_WATCH_BUDGET_PCT_LOADS : PF_WATCH_BUDGET_PCT;
         rc = pf_watch_init(&c, why, sizeof why);
         if (rc == 0 && c.emulate_budget_pct > 0 && c.emulate_budget_pct < 100) {
             pf_log("watch: %s; emulating watchpoints by single steps, kept to %u%% of CPU time (--watch-budget)",

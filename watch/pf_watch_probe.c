@@ -75,7 +75,7 @@ static void probe_trap(int sig, siginfo_t *si, void *ucv)
 
 /* The skid fix single-steps with the trap flag from a sample to the next memory instruction: check that
  * setting TF delivers a TRAP_TRACE SIGTRAP here (ptrace-like sandboxes and some VMs do not). */
-static void probe_single_step(pf_probe_t *out, size_t max, size_t *n)
+static void probe_single_step(pf_probe_t *out, size_t max, size_t *n, int breakpoints_fire)
 {
     struct sigaction sa, old;
     memset(&sa, 0, sizeof sa);
@@ -89,8 +89,12 @@ static void probe_single_step(pf_probe_t *out, size_t max, size_t *n)
     pf_probe_steps = 0;
     __asm__ volatile("pushfq\n\torq $0x100, (%%rsp)\n\tpopfq\n\tnop\n\tnop" ::: "memory", "cc");
     sigaction(SIGTRAP, &old, NULL);
-    if (pf_probe_steps > 0)
+    if (pf_probe_steps > 0 && breakpoints_fire)
         add(out, max, n, "single step", PF_PROBE_OK, "trap-flag single steps work (the fix for sampling skid)");
+    else if (pf_probe_steps > 0)
+        add(out, max, n, "single step", PF_PROBE_OK, "trap-flag single steps work: watch emulates its watchpoints "
+            "with them, far slower, keeping to --watch-budget of CPU time (%d%%; %d%% for loads alone)",
+            PF_WATCH_BUDGET_PCT, PF_WATCH_BUDGET_PCT_LOADS);
     else
         add(out, max, n, "single step", PF_PROBE_FAIL, "setting the trap flag delivered no SIGTRAP: samples "
             "cannot be walked to the next store; watch would be biased");
@@ -172,14 +176,16 @@ size_t pf_watch_probe(pf_probe_t *out, size_t max)
         add(out, max, &n, "breakpoint slots", PF_PROBE_OK, "%d per thread (PERF_TYPE_BREAKPOINT)", slots);
     else
         add(out, max, &n, "breakpoint slots", PF_PROBE_FAIL, "%s", why(err, paranoid));
+    int fire = 0;
     if (slots) {
         char reason[256];
-        if (pf_watch_slots_selftest(reason, sizeof reason) == 0)
+        fire = pf_watch_slots_selftest(reason, sizeof reason) == 0;
+        if (fire)
             add(out, max, &n, "breakpoints fire", PF_PROBE_OK, "a watched word's writes are counted");
         else
             add(out, max, &n, "breakpoints fire", PF_PROBE_FAIL, "%s", reason);
     }
-    probe_single_step(out, max, &n);
+    probe_single_step(out, max, &n, fire);
 
     /* libpfm4 names events for --event */
     if (pfm_initialize() != PFM_SUCCESS) {
