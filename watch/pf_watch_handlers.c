@@ -217,6 +217,10 @@ static void arm_access(pf_watch_thread_t *t, ucontext_t *uc, uint64_t pc, const 
         t->st.dropped_filter++;
         return;
     }
+    if (pf_watch_cfg.emulate_breakpoints && pf_watch_futile_skip(t->futile, pc + acc->insn_len)) {
+        t->st.dropped_filter++;
+        return;
+    }
     uint64_t addr = acc->ea;
     uint32_t len = acc->size;
     if (!(len == 1 || len == 2 || len == 4 || len == 8) || (addr & (len - 1))) {
@@ -373,9 +377,13 @@ static void emu_look(pf_watch_thread_t *t, ucontext_t *uc)
         return;
     }
     if (++t->emu_steps > pf_watch_cfg.emulate_step_limit) {     /* a watch nobody touches would crawl forever */
-        for (int i = 0; i < t->n_slots; i++)
-            if (t->slot[i].state != PF_SLOT_FREE)
-                pf_watch_slot_disarm(t, i);
+        for (int i = 0; i < t->n_slots; i++) {
+            if (t->slot[i].state == PF_SLOT_FREE)
+                continue;
+            if (t->slot[i].mode != PF_WATCH_MODE_COPIES)
+                pf_watch_futile_gave_up(t->futile, t->slot[i].expect_pc);
+            pf_watch_slot_disarm(t, i);
+        }
         t->emu_steps = 0;
         emu_stop(t, uc);
         return;
@@ -646,6 +654,8 @@ void pf_watch_trap_handler(int sig, siginfo_t *si, void *ucv)
             int hit = t->emu_pending;
             t->emu_pending = -1;
             if (hit >= 0) {
+                if (t->slot[hit].state == PF_SLOT_WATCHING && t->slot[hit].mode != PF_WATCH_MODE_COPIES)
+                    pf_watch_futile_repeated(t->futile, t->slot[hit].expect_pc);
                 t->emu_steps = 0;
                 on_trap(t, hit, uc);
             }

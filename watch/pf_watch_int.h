@@ -185,6 +185,22 @@ int pf_watch_ring_parse(const uint8_t *data, uint64_t size, uint64_t tail, uint6
 /* Consumes the ring like pf_watch_ring_last, counting into *count. */
 int pf_watch_ring_count(pf_watch_ring_t *r, pf_watch_ring_count_t *count) PF_WATCH_HIDDEN;
 
+/* ---- pf_watch_futile.c: emulation skips instructions whose watches keep giving up ---- */
+
+#define PF_WATCH_FUTILE_BITS 6      /* 64 entries a thread */
+typedef struct pf_watch_futile {
+    uint64_t pc;                /* the sampled access's trap pc (slot.expect_pc) */
+    uint16_t give_ups;          /* watches from it that reached the step limit */
+    uint16_t repeats;           /* watches from it whose word was touched again */
+    uint32_t skipped;           /* samples skipped since its last try */
+} pf_watch_futile_t;
+
+/* 1 when a sample at pc should not be watched (counted as filtered): its watches gave up again and again
+ * and never saw a repeat; now and then 0, to try it once more. */
+int pf_watch_futile_skip(pf_watch_futile_t *tab, uint64_t pc) PF_WATCH_HIDDEN;
+void pf_watch_futile_gave_up(pf_watch_futile_t *tab, uint64_t pc) PF_WATCH_HIDDEN;
+void pf_watch_futile_repeated(pf_watch_futile_t *tab, uint64_t pc) PF_WATCH_HIDDEN;
+
 typedef struct pf_watch_thread {
     volatile int busy;          /* a non-signal section or a handler is running */
     int sample_fd;
@@ -204,6 +220,7 @@ typedef struct pf_watch_thread {
     uint64_t chain_start_ns;    /* emulation's budget: thread CPU time when the last single-step chain began, */
     uint64_t chain_end_ns;      /* when it ended, */
     int chain_stepping;         /* and whether it still steps (pf_watch_emu_chain_begin) */
+    pf_watch_futile_t futile[1 << PF_WATCH_FUTILE_BITS];    /* emulation: instructions not worth a watch */
     pf_watch_slot_t slot[PF_WATCH_MAX_SLOTS];
     /* pending pairs */
     volatile uint32_t head, tail;

@@ -163,6 +163,38 @@ static void test_emu_budget(void **state)
     assert_int_equal(pf_watch_emu_budget_allows(90 * ms, 100 * ms, 112 * ms, 0, 12), 0);
 }
 
+/* Emulation's futile instructions: skipped after two give-ups without a repeat, retried after 8, then 16
+ * skipped samples; one repeat clears them; a colliding instruction takes the entry over. */
+static void test_futile(void **state)
+{
+    (void)state;
+    static pf_watch_futile_t tab[1 << PF_WATCH_FUTILE_BITS];
+    const uint64_t pc = 0x7f0000123456ull, other = 0x7f00000abcdeull;
+    assert_int_equal(pf_watch_futile_skip(tab, pc), 0);
+    pf_watch_futile_gave_up(tab, pc);
+    assert_int_equal(pf_watch_futile_skip(tab, pc), 0);        /* one give-up proves nothing */
+    pf_watch_futile_gave_up(tab, pc);
+    int skipped = 0;
+    while (pf_watch_futile_skip(tab, pc))
+        skipped++;
+    assert_int_equal(skipped, 7);                               /* the 8th sample is a retry */
+    pf_watch_futile_gave_up(tab, pc);                           /* ... that gave up too: twice as long */
+    for (skipped = 0; pf_watch_futile_skip(tab, pc);)
+        skipped++;
+    assert_int_equal(skipped, 15);
+    assert_int_equal(pf_watch_futile_skip(tab, other), 0);      /* another instruction is not affected */
+    pf_watch_futile_repeated(tab, pc);                          /* a repeat: worth watching for good */
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(pf_watch_futile_skip(tab, pc), 0);
+    pf_watch_futile_repeated(tab, other);                       /* unknown: nothing to clear */
+    /* a full table: every pc has an entry (direct-mapped), so filling them all still skips the last */
+    for (uint64_t p = 1; p <= 1000; p++) {
+        pf_watch_futile_gave_up(tab, p * 4096);
+        pf_watch_futile_gave_up(tab, p * 4096);
+    }
+    assert_int_equal(pf_watch_futile_skip(tab, 1000 * 4096), 1);
+}
+
 static void test_pair_encoding(void **state)
 {
     static pf_watch_pair_t p;
@@ -270,7 +302,7 @@ int main(void)
         cmocka_unit_test(test_decode_rip_relative), cmocka_unit_test(test_decode_sib),
         cmocka_unit_test(test_decode_segments_and_aliases), cmocka_unit_test(test_decode_dropped),
         cmocka_unit_test(test_decode_prev), cmocka_unit_test(test_value_same),
-        cmocka_unit_test(test_reservoir), cmocka_unit_test(test_emu_budget), cmocka_unit_test(test_pair_encoding), cmocka_unit_test(test_ring_parse),
+        cmocka_unit_test(test_reservoir), cmocka_unit_test(test_emu_budget), cmocka_unit_test(test_futile), cmocka_unit_test(test_pair_encoding), cmocka_unit_test(test_ring_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
