@@ -67,6 +67,7 @@ static void *early_memmove(void *d, const void *s, size_t n);
 static void *early_mempcpy(void *d, const void *s, size_t n);
 static void *early_memcpy_chk(void *d, const void *s, size_t n, size_t dl);
 static void *early_memmove_chk(void *d, const void *s, size_t n, size_t dl);
+static int early_pipe2(int *fds, int flags);
 
 pf_real_fns_t pf_real = {
     .malloc = early_malloc,
@@ -88,6 +89,7 @@ pf_real_fns_t pf_real = {
     .mempcpy = early_mempcpy,
     .memcpy_chk = early_memcpy_chk,
     .memmove_chk = early_memmove_chk,
+    .pipe2 = early_pipe2,
 };
 
 #define PF_RESOLVE(field, name)                                                                  \
@@ -123,6 +125,7 @@ void pf_rt_resolve_real(void)
     PF_RESOLVE(mempcpy, "mempcpy");
     PF_RESOLVE(memcpy_chk, "__memcpy_chk");
     PF_RESOLVE(memmove_chk, "__memmove_chk");
+    PF_RESOLVE(pipe2, "pipe2");
     __atomic_store_n(&resolved, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&resolving, 0, __ATOMIC_RELEASE);
 }
@@ -220,6 +223,11 @@ static void *early_mmap64(void *a, size_t l, int p, int f, int fd, off_t o)
 static int early_munmap(void *a, size_t l)
 {
     return PF_READY(munmap, early_munmap) ? pf_real.munmap(a, l) : (int)syscall(SYS_munmap, a, l);
+}
+
+static int early_pipe2(int *fds, int flags)
+{
+    return PF_READY(pipe2, early_pipe2) ? pf_real.pipe2(fds, flags) : (int)syscall(SYS_pipe2, fds, flags);
 }
 
 static void *early_mremap(void *a, size_t ol, size_t nl, int f, ...)

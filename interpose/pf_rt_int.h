@@ -69,6 +69,7 @@ typedef struct pf_real_fns {
     void *(*mempcpy)(void *, const void *, size_t);
     void *(*memcpy_chk)(void *, const void *, size_t, size_t);
     void *(*memmove_chk)(void *, const void *, size_t, size_t);
+    int (*pipe2)(int *, int);       /* pf_unwinder.c */
 } pf_real_fns_t;
 
 extern pf_real_fns_t pf_real PF_HIDDEN;

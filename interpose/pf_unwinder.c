@@ -5,12 +5,11 @@
  * program's first open() returned 5 instead of 3, and a program that opens descriptors up to its limit
  * got two fewer. pipe2 is interposed here: a call made from inside libunwind has its descriptors moved
  * above the program's range (pf_fd_high); every other caller gets the plain system call. libunwind reopens
- * the pipe if it finds it closed (a program that closes every descriptor), which lands here again.
+ * the pipe if it finds it closed (a program that closes every descriptor), which lands here again. The call
+ * goes on to the next pipe2 (libc's, or a later preload's), as the allocator hooks do.
  */
 #include <libunwind.h>
 #include <stdint.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "pf_fd.h"
 #include "pf_modules.h"
@@ -31,11 +30,11 @@ void pf_unwinder_start(void)
 
 PF_EXPORT int pipe2(int fds[2], int flags)
 {
-    long rc = syscall(SYS_pipe2, fds, flags);
+    int rc = pf_real.pipe2(fds, flags);
     uint64_t caller = (uint64_t)(uintptr_t)__builtin_return_address(0);
     if (rc == 0 && caller >= unwinder_lo && caller < unwinder_hi) {
         fds[0] = pf_fd_high(fds[0]);
         fds[1] = pf_fd_high(fds[1]);
     }
-    return (int)rc;
+    return rc;
 }
