@@ -2,7 +2,7 @@
  *
  * Where debug registers do not fire, a watch single-steps the thread until its word is touched again or
  * the step limit passes. Most of that stepping is spent on watches that give up, and they come from few
- * instructions: tests/watch/loop_invariant.py gave 930 give-ups and 86 repeats from 88 sampled
+ * instructions: examples/watch/loop_invariant.py gave 930 give-ups and 86 repeats from 88 sampled
  * instructions, 865 of the give-ups from 15 instructions that never saw a repeat. A watch that gives up
  * reports nothing (no pair, no bytes in either fraction), so not arming those instructions again changes
  * no fraction and leaves the --watch-budget to the watches that find something. A futile instruction is

@@ -731,7 +731,7 @@ def case_install_prefix(c):
 
 # ---- watch (--watch): PMU samples + watchpoints; on VMs without debug registers they are emulated ----
 
-WATCH_DIR = os.path.join(HERE, "..", "watch")
+WATCH_DIR = os.path.join(EXAMPLES, "watch")     # one program per PieProf category
 # The programs of tests/watch, the line (by its text) where the inefficiency is, and the category.
 WATCH_PROGRAMS = [("api_misuse.py", "total += a[i]", "API misuse"),
                   ("slice_underuse.py", "out[i, j] = a[i, j] * b[i, j] + 1.0", "slice underutilization"),
