@@ -276,16 +276,16 @@ int pf_watch_glue_init(pf_tls_t *t)
         c.emulate_budget_pct = budget && *budget ? (unsigned)strtoul(budget, NULL, 10)
                                : c.modes == PF_WATCH_MODE_LOADS ? PF_WATCH_BUDGET_PCT_LOADS : PF_WATCH_BUDGET_PCT;
         rc = pf_watch_init(&c, why, sizeof why);
-        if (rc == 0 && c.emulate_budget_pct > 0 && c.emulate_budget_pct < 100) {
-            pf_log("watch: %s; emulating watchpoints by single steps, kept to %u%% of CPU time (--watch-budget)",
-                   first, c.emulate_budget_pct);
-            char note[160];
+        if (rc == 0) {
+            char how[64], note[192];
+            if (c.emulate_budget_pct > 0 && c.emulate_budget_pct < 100)
+                snprintf(how, sizeof how, "kept to %u%% of CPU time (--watch-budget)", c.emulate_budget_pct);
+            else
+                snprintf(how, sizeof how, "with no cap on their CPU time");
+            pf_log("watch: %s; emulating watchpoints by single steps, %s", first, how);
             snprintf(note, sizeof note, "watch: watchpoints emulated by single steps (debug registers do not fire "
-                     "here), kept to %u%% of CPU time (--watch-budget)", c.emulate_budget_pct);
+                     "here), %s", how);
             note_later(note);
-        } else if (rc == 0) {
-            pf_log("watch: %s; emulating watchpoints by single steps, with no cap on their CPU time", first);
-            note_later("watch: watchpoints emulated by single steps (debug registers do not fire here)");
         }
     }
     if (rc) {

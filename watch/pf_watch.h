@@ -56,8 +56,8 @@ typedef struct pf_watch_range {
 
 /* Emulated watchpoints' default CPU budgets (emulate_budget_pct): the overhead targets, 1.15x for stores and
  * copies and 1.3x for loads, at the price of few watches a second where steps are slow (--watch=loads on
- * examples/watch/loop_invariant.py, a PVM guest: 1.2x and 3 watches at 10%, 1.6x and 7 at 20%, 47x and 998
- * with no cap) */
+ * examples/watch/loop_invariant.py, a PVM guest: 1.2x and 3 watches at 10%, 1.6x and 7 at 20%; with no cap
+ * 47x and 998 watches, 6x once instructions whose watches keep giving up were skipped) */
 #define PF_WATCH_BUDGET_PCT 10
 #define PF_WATCH_BUDGET_PCT_LOADS 20
 

@@ -217,7 +217,8 @@ static void arm_access(pf_watch_thread_t *t, ucontext_t *uc, uint64_t pc, const 
         t->st.dropped_filter++;
         return;
     }
-    if (pf_watch_cfg.emulate_breakpoints && pf_watch_futile_skip(t->futile, pc + acc->insn_len)) {
+    uint64_t expect_pc = pc + acc->insn_len;   /* where the access's own trap (trap-after) lands */
+    if (pf_watch_cfg.emulate_breakpoints && pf_watch_futile_skip(t->futile, expect_pc)) {
         t->st.dropped_filter++;
         return;
     }
@@ -233,7 +234,7 @@ static void arm_access(pf_watch_thread_t *t, ucontext_t *uc, uint64_t pc, const 
     pf_watch_slot_t *s = &t->slot[i];
     s->float_elem = (acc->kind & PF_WATCH_ACC_FLOAT) && (acc->elem_size == 4 || acc->elem_size == 8) &&
                     len % acc->elem_size == 0 ? acc->elem_size : 0;
-    s->expect_pc = pc + acc->insn_len;
+    s->expect_pc = expect_pc;
     s->epoch = epoch_now();
     if ((mode == PF_WATCH_MODE_LOADS || done) && pf_watch_safe_read(addr, s->value, len) != 0) {
         s->state = PF_SLOT_FREE;
