@@ -36,7 +36,7 @@
 #include <stdint.h>
 
 #define PF_FILE_MAGIC "PYFLOWPF"          /* 8 bytes, no terminator stored */
-#define PF_FORMAT_VERSION 1u
+#define PF_FORMAT_VERSION 2u         /* 2: interned stacks (PF_REC_STACK, PF_ALLOC_STACK_REF); 1 still read */
 #define PF_HEADER_BYTES 4096u
 #define PF_CHUNK_BYTES (64u * 1024u)
 #define PF_CHUNK_MAGIC 0x4b434650u        /* "PFCK" little-endian */
@@ -94,6 +94,7 @@ typedef enum pf_rec_type {
     PF_REC_ACCESS_PAIR = 10,/* watch/: a watched access and its repetition (redundant store or load) */
     PF_REC_WATCH_STATS = 11,/* watch/: running counts of samples, traps and verdicts, per thread */
     PF_REC_COPY_WRITE = 12, /* watch/: the first write that changed a watched word of a copy or its source */
+    PF_REC_STACK = 13,      /* a call stack seen for the first time, given an id that ALLOC and COPY refer to */
     PF_REC_TYPE_MAX
 } pf_rec_type_t;
 
@@ -116,6 +117,8 @@ static inline int pf_domain_is_native(unsigned d) { return d == PF_DOMAIN_MALLOC
 #define PF_ALLOC_EXACT 0x2u     /* at/above the object threshold or --exact: est_bytes = size */
 #define PF_ALLOC_NO_PYSTATE 0x4u/* the thread had no Python thread state: a native thread */
 #define PF_ALLOC_TRUNCATED 0x8u /* the Python stack was deeper than recorded (outermost frames dropped) */
+#define PF_ALLOC_STACK_REF 0x10u/* n_py = n_native = 0 and a pf_rec_stack_ref_t follows the fixed part: the
+                                   stack is the PF_REC_STACK record with that id (ALLOC and COPY only) */
 
 /* One Python frame of a stack, innermost first. */
 typedef struct pf_rec_pyframe {
@@ -124,7 +127,7 @@ typedef struct pf_rec_pyframe {
 } pf_rec_pyframe_t;
 
 /* PF_REC_ALLOC payload; then n_py pf_rec_pyframe_t, then n_native uint64_t instruction pointers
- * (innermost first), then zero padding to 8 bytes. */
+ * (innermost first), then zero padding to 8 bytes; or, with PF_ALLOC_STACK_REF, a pf_rec_stack_ref_t. */
 typedef struct pf_rec_alloc {
     uint64_t t_ns;          /* since header.start_mono_ns */
     uint64_t addr;
@@ -136,6 +139,26 @@ typedef struct pf_rec_alloc {
     uint16_t n_native;
     uint16_t reserved;
 } pf_rec_alloc_t;
+
+/* Interned stacks. Most recorded allocations and copies repeat a stack seen before (a loop allocating on one
+ * line), and a stack (8 bytes a Python frame, 8 a native IP) is most of their record: 100 to 500 bytes in
+ * real programs. So a stack gets an id the first time it is recorded, in a PF_REC_STACK record written
+ * before the first record that refers to it (in the same thread's chunks; ids are unique in the file), and
+ * later records carry the id instead. Readers resolve ids after reading the whole file: a reference may sit
+ * in another thread's chunk, earlier in the file than the definition.
+ *
+ * PF_REC_STACK payload; then n_py pf_rec_pyframe_t and n_native uint64_t, as an ALLOC's inline stack. */
+typedef struct pf_rec_stack {
+    uint32_t stack_id;      /* >= 1 */
+    uint16_t n_py;
+    uint16_t n_native;
+} pf_rec_stack_t;
+
+/* What follows an ALLOC's or COPY's fixed part when flags & PF_ALLOC_STACK_REF. */
+typedef struct pf_rec_stack_ref {
+    uint32_t stack_id;
+    uint32_t reserved;
+} pf_rec_stack_ref_t;
 
 /* PF_REC_FREE payload. aux = domain of the free call. */
 typedef struct pf_rec_free {
@@ -210,7 +233,7 @@ typedef enum pf_copy_kind {
     PF_COPY_H2H = 7         /* a CUDA copy call between two host buffers */
 } pf_copy_kind_t;
 
-/* PF_REC_COPY payload; then n_py pf_rec_pyframe_t and n_native uint64_t, as for ALLOC. The reporter maps
+/* PF_REC_COPY payload; then n_py pf_rec_pyframe_t and n_native uint64_t, or a stack reference, as for ALLOC. The reporter maps
  * src and dst to the tracked objects live at t_ns that contain them (or to "untracked"). */
 typedef struct pf_rec_copy {
     uint64_t t_ns;
@@ -219,7 +242,7 @@ typedef struct pf_rec_copy {
     uint64_t src;
     uint64_t bytes;
     uint64_t est_bytes;     /* bytes / P(sampled): copy volume estimate */
-    uint8_t flags;          /* PF_ALLOC_SAMPLED / PF_ALLOC_EXACT / PF_ALLOC_NO_PYSTATE / PF_ALLOC_TRUNCATED */
+    uint8_t flags;          /* PF_ALLOC_SAMPLED / _EXACT / _NO_PYSTATE / _TRUNCATED / _STACK_REF */
     uint8_t reserved8;
     uint16_t n_py;
     uint16_t n_native;

@@ -14,6 +14,7 @@
 
 #include "pf_objtable.h"
 #include "pf_rt_int.h"
+#include "pf_stacks.h"
 #include "pf_watch_glue.h"
 #include "pf_writer.h"
 
@@ -29,7 +30,9 @@ static void write_copy(pf_tls_t *t, uint64_t id, const void *dst, const void *sr
 {
     pf_stack_t st;
     pf_stack_capture(t, &st);
-    uint32_t bytes = pf_align8((uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_copy_t)) + pf_stack_bytes(&st));
+    uint32_t sid = pf_stacks_id(t, &st);
+    uint32_t bytes =
+        pf_align8((uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_copy_t)) + pf_stacks_tail_bytes(&st, sid));
     char *rec = pf_writer_reserve(t, bytes);
     if (!rec)
         return;
@@ -40,12 +43,12 @@ static void write_copy(pf_tls_t *t, uint64_t id, const void *dst, const void *sr
     c->src = (uint64_t)(uintptr_t)src;
     c->bytes = n;
     c->est_bytes = est;
-    c->flags = flags | st.flags;
+    c->flags = flags | st.flags | (sid ? PF_ALLOC_STACK_REF : 0);
     c->reserved8 = 0;
-    c->n_py = st.n_py;
-    c->n_native = st.n_native;
+    c->n_py = sid ? 0 : st.n_py;
+    c->n_native = sid ? 0 : st.n_native;
     c->reserved16 = 0;
-    pf_stack_store(&st, c + 1);
+    pf_stacks_store_tail(&st, sid, c + 1);
     pf_writer_commit(t, rec, PF_REC_COPY, (uint16_t)kind, bytes);
 }
 

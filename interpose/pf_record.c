@@ -17,6 +17,7 @@
 #include "pf_modules.h"
 #include "pf_objtable.h"
 #include "pf_rt_int.h"
+#include "pf_stacks.h"
 #include "pf_sys.h"
 #include "pf_watch_glue.h"
 #include "pf_writer.h"
@@ -161,7 +162,9 @@ static void record_alloc(pf_tls_t *t, void *p, size_t size, int domain, uint64_t
 {
     pf_stack_t st;
     pf_stack_capture(t, &st);
-    uint32_t bytes = pf_align8((uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_alloc_t)) + pf_stack_bytes(&st));
+    uint32_t sid = pf_stacks_id(t, &st);
+    uint32_t bytes =
+        pf_align8((uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_alloc_t)) + pf_stacks_tail_bytes(&st, sid));
     char *rec = pf_writer_reserve(t, bytes);
     if (!rec)
         return;
@@ -171,14 +174,14 @@ static void record_alloc(pf_tls_t *t, void *p, size_t size, int domain, uint64_t
     a->size = size;
     a->est_bytes = est;
     a->domain = (uint8_t)domain;
-    a->flags = flags | st.flags;
-    a->n_py = st.n_py;
-    a->n_native = st.n_native;
+    a->flags = flags | st.flags | (sid ? PF_ALLOC_STACK_REF : 0);
+    a->n_py = sid ? 0 : st.n_py;
+    a->n_native = sid ? 0 : st.n_native;
     a->reserved = 0;
-    pf_stack_store(&st, a + 1);
+    pf_stacks_store_tail(&st, sid, a + 1);
     pf_writer_commit(t, rec, PF_REC_ALLOC, 0, bytes);
 
-    pf_objinfo_t obj = {.addr = (uintptr_t)p, .size = size, .domain = (uint32_t)domain, .flags = a->flags};
+    pf_objinfo_t obj = {.addr = (uintptr_t)p, .size = size, .domain = (uint32_t)domain, .flags = flags | st.flags};
     pf_objtable_insert(&obj);
 }
 

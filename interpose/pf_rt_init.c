@@ -21,6 +21,7 @@
 #include "pf_objtable.h"
 #include "pf_rt_int.h"
 #include "pf_runtime.h"
+#include "pf_stacks.h"
 #include "pf_unwinder.h"
 #include "pf_watch_glue.h"
 #include "pf_writer.h"
@@ -108,6 +109,7 @@ static void fork_prepare(void)
 {
     pf_tls.guard++;
     pf_codes_fork_prepare();
+    pf_stacks_fork_prepare();
     pf_writer_fork_prepare();
     pf_objtable_fork_prepare();
 }
@@ -116,6 +118,7 @@ static void fork_parent(void)
 {
     pf_objtable_fork_parent();
     pf_writer_fork_parent();
+    pf_stacks_fork_parent();
     pf_codes_fork_parent();
     pf_tls.guard--;
 }
@@ -127,6 +130,7 @@ static void fork_child(void)
     pf_objtable_fork_child();
     pf_writer_fork_parent();
     pf_codes_reset();
+    pf_stacks_reset();
     pf_modules_reset();
     if (pf_writer_reopen_child() < 0)
         __atomic_store_n(&pf_cfg.enabled, 0, __ATOMIC_RELEASE);

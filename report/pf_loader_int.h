@@ -44,6 +44,8 @@ typedef struct proc_state {
     module_t *modules;
     size_t n_modules, cap_modules;
     pf_map_t codes;         /* code id -> index+1 into pcodes */
+    pf_map_t stacks;        /* stack id -> its PF_REC_STACK payload (a pointer into the mapped file) */
+    uint64_t missing_stacks;/* references to a stack id the file does not define (corrupt or cut short) */
     pcode_t *pcodes;
     size_t n_pcodes, cap_pcodes;
     uint64_t fin_ns;        /* UINT64_MAX = never finalized */
@@ -59,6 +61,24 @@ typedef struct loader {
     size_t n_events, cap_events;
     uint32_t cur;           /* process being walked */
 } loader_t;
+
+/* A recorded stack, inline in its ALLOC/COPY record or interned in a STACK record. */
+typedef struct pf_stack_view {
+    const pf_rec_pyframe_t *py;
+    const uint64_t *ips;
+    uint16_t n_py, n_native;
+    uint8_t attribute_flags;    /* the record's flags, plus PF_STACK_MISSING: what pf_sweep_attribute takes */
+} pf_stack_view_t;
+
+/* Not a format flag: a referenced stack the file lacks; such bytes go to a "[stack missing]" row. */
+#define PF_STACK_MISSING 0x80u
+
+/* The stack of an ALLOC or COPY of process proc whose fixed part ends at tail. A reference to an id the
+ * file does not define gives an empty stack (counted in missing_stacks). Valid once loading is done. */
+pf_stack_view_t pf_loader_stack(loader_t *L, uint32_t proc, const void *tail, uint8_t flags, uint16_t n_py,
+                                uint16_t n_native);
+_Static_assert(!(PF_STACK_MISSING & (PF_ALLOC_SAMPLED | PF_ALLOC_EXACT | PF_ALLOC_NO_PYSTATE | PF_ALLOC_TRUNCATED |
+                                     PF_ALLOC_STACK_REF)), "PF_STACK_MISSING must not be a format flag");
 
 /* Interns s[0..n) in the model's string table. Returns its id (never fails: allocation failure aborts). */
 uint32_t pf_model_intern(pf_model_t *m, const char *s, size_t n);

@@ -87,6 +87,11 @@ static int on_record(void *ctx, const pf_record_t *r)
         *pf_map_put(&P->codes, c->code_id, NULL) = P->n_pcodes;
         return 0;
     }
+    case PF_REC_STACK: {
+        const pf_rec_stack_t *st = r->payload;
+        *pf_map_put(&P->stacks, st->stack_id, NULL) = (uint64_t)(uintptr_t)st;
+        return 0;
+    }
     case PF_REC_MODULE: {
         const pf_rec_module_t *mo = r->payload;
         module_t *slot = PF_VEC_PUSH(P->modules, P->n_modules, P->cap_modules);
@@ -149,6 +154,31 @@ static int on_record(void *ctx, const pf_record_t *r)
     default:
         return 0;
     }
+}
+
+pf_stack_view_t pf_loader_stack(loader_t *L, uint32_t proc, const void *tail, uint8_t flags, uint16_t n_py,
+                                uint16_t n_native)
+{
+    pf_stack_view_t v = {.attribute_flags = flags};
+    if (flags & PF_ALLOC_STACK_REF) {
+        pf_rec_stack_ref_t ref;
+        memcpy(&ref, tail, sizeof ref);
+        uint64_t *at = pf_map_get(&L->procs[proc].stacks, ref.stack_id);
+        if (!at) {
+            L->procs[proc].missing_stacks++;
+            v.attribute_flags |= PF_STACK_MISSING;
+            return v;
+        }
+        const pf_rec_stack_t *st = (const pf_rec_stack_t *)(uintptr_t)*at;
+        tail = st + 1;
+        n_py = st->n_py;
+        n_native = st->n_native;
+    }
+    v.py = tail;
+    v.ips = (const uint64_t *)(v.py + n_py);
+    v.n_py = n_py;
+    v.n_native = n_native;
+    return v;
 }
 
 /* Space-joined argv from a header's NUL-separated one; skip_first drops the interpreter. */
@@ -309,9 +339,12 @@ int pf_model_load(const char *path, const pf_load_opts_t *opts, pf_model_t **out
     if (rc == 0) {
         pf_model_watch_totals(&L);
         pf_model_sweep(&L);
+        for (size_t i = 0; i < L.n_procs; i++)
+            m->unresolved_stacks += L.procs[i].missing_stacks;
     }
     for (size_t i = 0; i < L.n_procs; i++) {
         pf_map_free(&L.procs[i].codes);
+        pf_map_free(&L.procs[i].stacks);
         free(L.procs[i].pcodes);
         free(L.procs[i].modules);
         free(L.procs[i].watch_last);

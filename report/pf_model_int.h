@@ -133,7 +133,8 @@ struct pf_model {
     char *python_version;
     char **argv;                /* the profiled program's argv (interpreter dropped) */
     size_t argc;
-    uint64_t records, dropped;
+    uint64_t records, dropped;  /* records read; records the runtime could not write (file full or unwritable) */
+    uint64_t unresolved_stacks; /* ALLOC/COPY records whose interned stack the file lacks: attributed without it */
     char *profile_only;         /* the user-code rule (see pf_load_opts_t) */
     int profile_all;
 };

@@ -62,8 +62,10 @@ int32_t pf_sweep_attribute(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *
     pf_model_t *m = S->m;
     proc_state_t *P = &S->L->procs[proc];
     if (n == 0) {
-        uint32_t file = intern(m, (flags & PF_ALLOC_NO_PYSTATE) ? "[native thread]" : "[python startup]",
-                               (flags & PF_ALLOC_NO_PYSTATE) ? 15 : 16);
+        const char *where = (flags & PF_STACK_MISSING)      ? "[stack missing]"
+                            : (flags & PF_ALLOC_NO_PYSTATE) ? "[native thread]"
+                                                            : "[python startup]";
+        uint32_t file = intern(m, where, strlen(where));
         uint32_t fn = intern(m, "", 0);
         *func = func_row(S, file, fn, 0);
         return line_row(S, file, fn, 0);
@@ -260,7 +262,8 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     if (prev)   /* the allocator handed the address out again: the block there was freed unseen */
         release(S, e->proc, addr_key(e->proc, a->addr), *prev, e->t);
     int32_t fn;
-    int32_t row = pf_sweep_attribute(S, e->proc, (const pf_rec_pyframe_t *)(a + 1), a->n_py, a->flags, &fn);
+    pf_stack_view_t st = pf_loader_stack(S->L, e->proc, a + 1, a->flags, a->n_py, a->n_native);
+    int32_t row = pf_sweep_attribute(S, e->proc, st.py, st.n_py, st.attribute_flags, &fn);
     double est = (double)a->est_bytes;
     double count = a->size ? est / (double)a->size : 1.0;
     pf_stats_t *rows[3] = {&m->lines[row].s, &m->funcs[fn].s, &m->total};
@@ -294,9 +297,8 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     o->line = row;
     o->func = fn;
     o->gpu = a->domain == PF_DOMAIN_GPU;
-    if (a->n_native)
-        o->native = pf_sweep_native_site(S, e->proc, (const uint64_t *)((const pf_rec_pyframe_t *)(a + 1) + a->n_py),
-                                a->n_native);
+    if (st.n_native)
+        o->native = pf_sweep_native_site(S, e->proc, st.ips, st.n_native);
     o->est = est;
     o->size = a->size;
     *pf_map_put(&S->live, addr_key(e->proc, a->addr), NULL) = S->n_objs - 1;
@@ -318,7 +320,8 @@ static void on_copy(sweeper_t *S, const event_t *e)
     pf_model_t *m = S->m;
     const pf_rec_copy_t *c = e->payload;
     int32_t fn;
-    int32_t at = pf_sweep_attribute(S, e->proc, (const pf_rec_pyframe_t *)(c + 1), c->n_py, c->flags, &fn);
+    pf_stack_view_t st = pf_loader_stack(S->L, e->proc, c + 1, c->flags, c->n_py, c->n_native);
+    int32_t at = pf_sweep_attribute(S, e->proc, st.py, st.n_py, st.attribute_flags, &fn);
     int64_t src = -1, dst = object_at(S, e->proc, c->dst);
     if (e->aux == PF_COPY_REALLOC) {
         uint64_t *v = pf_map_get(&S->freed, addr_key(e->proc, c->src));
@@ -348,9 +351,8 @@ static void on_copy(sweeper_t *S, const event_t *e)
         fl->src_native = src >= 0 ? S->objs[src].native : 0;
         fl->write_line = fl->write_func = -1;
         fl->dst_native = dst >= 0 ? S->objs[dst].native : 0;
-        if (c->n_native)
-            fl->at_native = pf_sweep_native_site(S, e->proc, (const uint64_t *)((const pf_rec_pyframe_t *)(c + 1) + c->n_py),
-                                        c->n_native);
+        if (st.n_native)
+            fl->at_native = pf_sweep_native_site(S, e->proc, st.ips, st.n_native);
         *fv = m->n_flows;
     }
     pf_flow_t *fl = &m->flows[*fv - 1];

@@ -88,6 +88,15 @@ static int frames_fit(size_t fixed, uint16_t n_py, uint16_t n_native, uint32_t n
     return (uint64_t)fixed + (uint64_t)n_py * sizeof(pf_rec_pyframe_t) + (uint64_t)n_native * 8 <= n;
 }
 
+/* 1 when the stack part of an ALLOC or COPY after its fixed part is wrong: inline frames that do not fit,
+ * or a reference to a STACK record (PF_ALLOC_STACK_REF) that does not fit or comes with inline frames. */
+static int check_stack_tail(size_t fixed, uint8_t flags, uint16_t n_py, uint16_t n_native, uint32_t n)
+{
+    if (!(flags & PF_ALLOC_STACK_REF))
+        return !frames_fit(fixed, n_py, n_native, n);
+    return n_py || n_native || fixed + sizeof(pf_rec_stack_ref_t) > n;
+}
+
 /* Checks a record's type-specific lengths. Returns NULL when consistent, else what is wrong. */
 static const char *check_payload(const pf_record_t *r)
 {
@@ -98,8 +107,8 @@ static const char *check_payload(const pf_record_t *r)
         if (n < sizeof(pf_rec_alloc_t))
             return "allocation record shorter than its fixed part";
         const pf_rec_alloc_t *a = (const void *)p;
-        if (!frames_fit(sizeof *a, a->n_py, a->n_native, n))
-            return "allocation record's frame counts exceed its length";
+        if (check_stack_tail(sizeof *a, a->flags, a->n_py, a->n_native, n))
+            return "allocation record's stack does not fit it (frame counts or stack reference)";
         if (a->domain >= PF_DOMAIN_COUNT)
             return "allocation record with an unknown domain";
         return NULL;
@@ -138,8 +147,8 @@ static const char *check_payload(const pf_record_t *r)
         if (n < sizeof(pf_rec_copy_t))
             return "copy record shorter than its fixed part";
         const pf_rec_copy_t *c = (const void *)p;
-        if (!frames_fit(sizeof *c, c->n_py, c->n_native, n))
-            return "copy record's frame counts exceed its length";
+        if (check_stack_tail(sizeof *c, c->flags, c->n_py, c->n_native, n))
+            return "copy record's stack does not fit it (frame counts or stack reference)";
         return NULL;
     }
     case PF_REC_VERDICT:
@@ -154,6 +163,14 @@ static const char *check_payload(const pf_record_t *r)
         if (r->aux != PF_ACCESS_STORE && r->aux != PF_ACCESS_LOAD)
             return "access-pair record of an unknown kind";
         return NULL;
+    }
+    case PF_REC_STACK: {
+        if (n < sizeof(pf_rec_stack_t))
+            return "stack record shorter than its fixed part";
+        const pf_rec_stack_t *st = (const void *)p;
+        if (!frames_fit(sizeof *st, st->n_py, st->n_native, n))
+            return "stack record's frame counts exceed its length";
+        return st->stack_id ? NULL : "stack record with id 0";
     }
     case PF_REC_WATCH_STATS:
         return n < sizeof(pf_rec_watch_stats_t) ? "watch statistics record too short" : NULL;

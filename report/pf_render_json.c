@@ -213,6 +213,10 @@ int pf_render_json(const pf_model_t *m, FILE *out)
     pf_json_number(&j, (double)m->mean_sample_bytes);
     pf_json_key(&j, "object_threshold_bytes");
     pf_json_number(&j, (double)m->object_threshold);
+    pf_json_key(&j, "records_dropped");
+    pf_json_number(&j, (double)m->dropped);
+    pf_json_key(&j, "stacks_unresolved");
+    pf_json_number(&j, (double)m->unresolved_stacks);
     pf_json_end_object(&j);
 
     pf_json_key(&j, "totals");

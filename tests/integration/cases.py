@@ -6,6 +6,7 @@ Exit 0 = pass, 1 = fail (with the failing assertion), 77 = skipped (with the rea
 Each case is a function below; tolerances are stated where numbers are compared.
 """
 import argparse
+import struct
 import glob
 import json
 import os
@@ -564,6 +565,67 @@ def case_long_run_bounds(c):
     assert per_100mb <= 256 * 1024, f"profile {size} B for {allocated} B allocated: {per_100mb:.0f} B per 100 MB"
     rss_plain, rss_pyflow = int(plain.stderr.split()[-1]), int(r.stderr.split()[-1])
     assert rss_pyflow - rss_plain <= 40 * 1024, f"peak RSS {rss_pyflow} KiB vs {rss_plain} KiB plain"
+
+
+def profile_stacks(path, function):
+    """A profile file read straight from the format (core/pf_format.h): ({stack id: (n_py, n_native)} of its
+    STACK records whose innermost Python frame is in `function`, [stack id] of its ALLOC records that refer
+    to a stack, count of ALLOCs with inline frames)."""
+    data = open(path, "rb").read()
+    header_bytes, chunk_bytes = struct.unpack_from("<II", data, 12)
+    stacks, refs, inline, codes = {}, [], 0, set()
+    for off in range(header_bytes, len(data) - 16, chunk_bytes):
+        if struct.unpack_from("<I", data, off)[0] == 0:
+            continue
+        p, end = off + 16, min(off + chunk_bytes, len(data))
+        while p + 8 <= end:
+            rtype, _aux, size = struct.unpack_from("<HHI", data, p)
+            if rtype == 0 or size < 8:
+                break
+            if rtype == 1:      # ALLOC: flags at payload 33, n_py and n_native at 34, 36, the ref at 40
+                flags, n_py, n_native = struct.unpack_from("<BHH", data, p + 8 + 33)
+                if flags & 0x10:
+                    assert n_py == n_native == 0, f"{path}: a stack reference with inline frames"
+                    refs.append(struct.unpack_from("<I", data, p + 8 + 40)[0])
+                elif n_py or n_native:
+                    inline += 1
+            elif rtype == 3:    # CODE: id, first line, file and name lengths, then the file and the name
+                cid, _first, flen, nlen = struct.unpack_from("<IiII", data, p + 8)
+                if data[p + 8 + 24 + flen:p + 8 + 24 + flen + nlen] == function.encode():
+                    codes.add(cid)
+            elif rtype == 13:   # STACK: id, n_py, n_native, then the frames (code id, offset), innermost first
+                sid, n_py, n_native = struct.unpack_from("<IHH", data, p + 8)
+                assert sid not in stacks, f"{path}: stack id {sid} defined twice"
+                if n_py and struct.unpack_from("<I", data, p + 16)[0] in codes:
+                    stacks[sid] = (n_py, n_native)
+            p += size
+    return stacks, refs, inline
+
+
+def case_stack_interning(c):
+    """Stacks are interned: 2000 iterations allocating on one line 40 frames deep write each of that line's
+    few stacks once per process (the forked child's file defines its own), every allocation there carries
+    an 8-byte reference instead of the frames (330+ bytes of Python frames alone), and the report
+    attributes them all to the line with no reference left unresolved."""
+    for extra in ([], ["--native"]):
+        pfl = os.path.join(c.tmp, "deep%d.pflow" % len(extra))
+        cp, d = c.profile(prog("deep_repeats.py"), extra=["--exact", "-o", pfl] + extra)
+        assert cp.returncode == 0 and cp.stdout == "done\n", cp.stderr[-800:]
+        assert d["sampling"]["stacks_unresolved"] == 0, d["sampling"]
+        assert d["sampling"]["records_dropped"] == 0, d["sampling"]
+        b = row(d, "deep_repeats.py", 15)["alloc_bytes"]
+        assert 4000 * 1000 <= b <= 4000 * 1200, f"{extra}: line 15 has {b} bytes, 4000 x ~1 KB expected"
+        kids = glob.glob(pfl + ".*")
+        assert len(kids) == 1, kids
+        for path in [pfl] + kids:
+            stacks, refs, inline = profile_stacks(path, "churn")
+            deep = {sid for sid, (n_py, _) in stacks.items() if n_py >= 40}
+            deep_refs = sum(1 for r in refs if r in deep)
+            assert deep_refs >= 2000, f"{path}: {deep_refs} allocations refer to churn's 40-deep stacks"
+            assert 0 < len(deep) <= 20, f"{path}: {len(deep)} distinct stacks for churn's few allocation sites"
+            assert inline <= len(refs) / 4, f"{path}: {inline} inline stacks, {len(refs)} references"
+            if extra:
+                assert max(stacks[s][1] for s in deep) >= 10, f"{path}: no native frames in the stacks"
 
 
 def case_odd_script_names(c):

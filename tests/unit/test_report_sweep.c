@@ -201,6 +201,37 @@ static void expect(const char *err, const char *needle)
         fail_msg("error \"%s\" lacks \"%s\"", err, needle);
 }
 
+/* ---- interned stacks ---- */
+
+/* References resolve to the STACK record wherever it sits: before the reference, or in another thread's
+ * chunk later in the file. They attribute exactly as the same stack inline does; an id the file lacks goes
+ * to "[stack missing]" and is counted, not to the startup row. */
+static void test_interned_stacks_resolve_anywhere(void **state)
+{
+    (void)state;
+    builder_t b;
+    b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    b_code(&b, 1, "/s/lib.py", "helper", 10);
+    b_code(&b, 2, "/s/app.py", "main", 20);
+    uint32_t inner_outer[2] = {1, 2};
+    b_stack(&b, 5, 2, inner_outer);
+    b_alloc_ref(&b, 10, 0x1000, 100, PF_ALLOC_EXACT, 5);
+    b_alloc(&b, 20, 0x2000, 1000, 1000, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 2, inner_outer);    /* inline */
+    b_alloc_ref(&b, 30, 0x3000, 7, PF_ALLOC_EXACT, 9);      /* defined by thread 2, in a later chunk */
+    b_alloc_ref(&b, 40, 0x4000, 3, PF_ALLOC_EXACT, 77);     /* never defined */
+    b_chunk(&b, 2);
+    uint32_t lib_only = 1;
+    b_stack(&b, 9, 1, &lib_only);
+    pf_model_t *m = load_ok(b_save(&b, "stacks.pflow", 0));
+    /* /s/lib.py is not under a library path, so the innermost frame is the user's line */
+    assert_int_equal((int)find_line(m, "/s/lib.py", 10)->s.alloc_bytes, 1107);
+    assert_int_equal((int)find_line(m, "[stack missing]", 0)->s.alloc_bytes, 3);
+    assert_int_equal((int)m->unresolved_stacks, 1);
+    assert_int_equal((int)m->total.alloc_bytes, 1110);
+    pf_model_free(m);
+}
+
 /* One good profile, corrupted in several ways: each gets a sentence with the file and the offset. */
 static void test_corruption_named_with_offset(void **state)
 {
@@ -250,6 +281,10 @@ static void test_corruption_named_with_offset(void **state)
     FRESH();    /* an allocation record with an unknown domain */
     ((pf_rec_alloc_t *)(b.buf + second + 8))->domain = 77;
     expect(load_err(b_save(&b, "domain.pflow", 0)), "domain");
+
+    FRESH();    /* a stack reference that also claims inline frames */
+    ((pf_rec_alloc_t *)(b.buf + second + 8))->flags |= PF_ALLOC_STACK_REF;
+    expect(load_err(b_save(&b, "stackref.pflow", 0)), "stack does not fit");
 
     FRESH();    /* header sizes nobody could walk */
     ((pf_file_header_t *)b.buf)->chunk_bytes = 0;
@@ -329,6 +364,7 @@ int main(void)
         cmocka_unit_test(test_peak_share_at_the_programs_peak),
         cmocka_unit_test(test_walk_skips_zero_chunks_and_stops_at_zero_headers),
         cmocka_unit_test(test_corruption_named_with_offset),
+        cmocka_unit_test(test_interned_stacks_resolve_anywhere),
         cmocka_unit_test(test_lines_from_lasti),
     };
     return cmocka_run_group_tests(tests, writer_setup, writer_teardown);

@@ -92,6 +92,29 @@ static inline void b_alloc(builder_t *b, uint64_t t, uint64_t addr, uint64_t siz
     b_rec(b, PF_REC_ALLOC, 0, tmp, sizeof a + (size_t)n * sizeof(pf_rec_pyframe_t));
 }
 
+/* An interned stack of n Python frames (lasti 0), and an allocation that refers to one by id. */
+static inline void b_stack(builder_t *b, uint32_t id, int n, const uint32_t *code_ids)
+{
+    unsigned char tmp[1024];
+    pf_rec_stack_t st = {id, (uint16_t)n, 0};
+    memcpy(tmp, &st, sizeof st);
+    for (int i = 0; i < n; i++) {
+        pf_rec_pyframe_t f = {code_ids[i], 0};
+        memcpy(tmp + sizeof st + i * sizeof f, &f, sizeof f);
+    }
+    b_rec(b, PF_REC_STACK, 0, tmp, sizeof st + (size_t)n * sizeof(pf_rec_pyframe_t));
+}
+
+static inline void b_alloc_ref(builder_t *b, uint64_t t, uint64_t addr, uint64_t size, uint8_t flags, uint32_t stack_id)
+{
+    unsigned char tmp[64];
+    pf_rec_alloc_t a = {t, addr, size, size, PF_DOMAIN_MALLOC, (uint8_t)(flags | PF_ALLOC_STACK_REF), 0, 0, 0};
+    pf_rec_stack_ref_t ref = {stack_id, 0};
+    memcpy(tmp, &a, sizeof a);
+    memcpy(tmp + sizeof a, &ref, sizeof ref);
+    b_rec(b, PF_REC_ALLOC, 0, tmp, sizeof a + sizeof ref);
+}
+
 static inline void b_free(builder_t *b, uint64_t t, uint64_t addr)
 {
     pf_rec_free_t f = {t, addr};

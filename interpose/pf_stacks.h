@@ -1,0 +1,32 @@
+/* pf_stacks.h - interned call stacks (format: PF_REC_STACK in core/pf_format.h).
+ *
+ * A recorded allocation or copy usually repeats a stack recorded before, and the stack is most of its
+ * record. The first time a stack is recorded it gets an id and a STACK record in the calling thread's chunk;
+ * ALLOC and COPY records then carry the 8-byte id instead of 100-500 bytes of frames. Lookups are lock-free
+ * (entries are published once, after their STACK record, and never change) and compare the whole stack, so
+ * two stacks never share an id; a miss takes one lock.
+ */
+#ifndef PF_STACKS_H
+#define PF_STACKS_H
+
+#include <stdint.h>
+
+#include "pf_rt_int.h"
+
+/* The id of st (>= 1), writing its STACK record into t's chunk first when it is new. Returns 0 when the
+ * stack should be written inline: it is empty, the table or its memory is full, or the record could not be
+ * written. Slow paths only (takes a lock on a miss): not from a signal handler. */
+uint32_t pf_stacks_id(pf_tls_t *t, const pf_stack_t *st);
+
+/* Writes st after a record's fixed part: a pf_rec_stack_ref_t when id != 0, else the frames inline.
+ * Returns the bytes that follow the fixed part (for the record size), or writes when dst != NULL. */
+uint32_t pf_stacks_tail_bytes(const pf_stack_t *st, uint32_t id);
+void pf_stacks_store_tail(const pf_stack_t *st, uint32_t id, void *dst);
+
+/* In a fork child: forget every id (the child's file has none of the parent's STACK records). */
+void pf_stacks_reset(void);
+
+void pf_stacks_fork_prepare(void);
+void pf_stacks_fork_parent(void);
+
+#endif /* PF_STACKS_H */
