@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PF_PYFRAMES_ABI 2u
+#define PF_PYFRAMES_ABI 3u
 #define PF_PYFRAMES_ENTRY "pf_pyframes_get"  /* the one exported symbol of each per-version object */
 
 typedef struct pf_pyframe {
@@ -44,9 +44,10 @@ typedef struct pf_pyframes_api {
     int (*capture)(pf_pyframe_t *out, int max, int *truncated);
 
     /* As capture, for signal handlers: the thread may be stopped at any instruction (half-way through
-     * pushing a frame), so every pointer is read without faulting (process_vm_readv) and a walk that meets
-     * a bad one stops there. About 1 us per frame. Returns -1 where no such read exists. */
-    int (*capture_async)(pf_pyframe_t *out, int max, int *truncated);
+     * pushing a frame), so every pointer is read without faulting (process_vm_readv on pid, which must be
+     * the calling process: the caller keeps it, as getpid() is a system call) and a walk that meets a bad
+     * one stops there. Two system calls per frame (three on 3.13). Returns -1 where no such read exists. */
+    int (*capture_async)(long pid, pf_pyframe_t *out, int max, int *truncated);
 
     /* Describes a code object seen in a captured frame. filename and name are transcoded to UTF-8 into
      * the caller's buffers (truncated to their sizes). Returns 0, or -1 when code is not a code object. */

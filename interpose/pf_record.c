@@ -123,7 +123,7 @@ void pf_stack_capture(pf_tls_t *t, pf_stack_t *st)
     if (n_py < 0) {
         /* No thread state. On the main thread that is interpreter start-up or shutdown, not a native
          * thread: report it without frames so it lands on "[python startup]". */
-        if (t->tid != (uint32_t)getpid())
+        if (t->tid != pf_cfg.pid)
             st->flags |= PF_ALLOC_NO_PYSTATE;
         n_py = 0;
     }

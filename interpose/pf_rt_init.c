@@ -126,6 +126,7 @@ static void fork_parent(void)
 /* The child has one thread and the parent's tables: a new file, fresh code ids and module list. */
 static void fork_child(void)
 {
+    pf_cfg.pid = (uint32_t)getpid();
     pf_fd_fork_child();
     pf_objtable_fork_child();
     pf_writer_fork_parent();
@@ -204,6 +205,7 @@ __attribute__((constructor)) static void pf_rt_init(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     pf_cfg.start_mono_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    pf_cfg.pid = (uint32_t)getpid();
     pf_cfg.quiet = env_flag(PF_ENV_QUIET);
 
     const char *output = getenv(PF_ENV_OUTPUT);

@@ -87,6 +87,7 @@ typedef struct pf_config {
     uint64_t copy_threshold;    /* copies this large are always recorded */
     const pf_pyframes_api_t *py;/* the interpreter's frame reader; NULL until loaded */
     uint64_t start_mono_ns;
+    uint32_t pid;               /* getpid(), kept (also by the fork handler): it is a system call each time */
 } pf_config_t;
 
 extern pf_config_t pf_cfg PF_HIDDEN;

@@ -55,7 +55,7 @@ static const void *type_type;       /* &PyType_Type: object headers point at typ
  * it. A code object never seen before becomes id 0, an unknown frame. */
 static int g_capture(pf_watch_pyframe_t *out, int max, int *trunc)
 {
-    int n = pf_cfg.py ? pf_cfg.py->capture_async((pf_pyframe_t *)out, max, trunc) : -1;
+    int n = pf_cfg.py ? pf_cfg.py->capture_async(pf_cfg.pid, (pf_pyframe_t *)out, max, trunc) : -1;
     for (int i = 0; i < n; i++)
         out[i].code = (const void *)(uintptr_t)pf_codes_lookup(out[i].code);
     return n;
@@ -119,7 +119,7 @@ static void find_eval_loop(void)
 static int read_word(uintptr_t addr, uint64_t *out)
 {
     struct iovec local = {out, 8}, remote = {(void *)addr, 8};
-    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 8 ? 0 : -1;
+    return process_vm_readv((pid_t)pf_cfg.pid, &local, 1, &remote, 1, 0) == 8 ? 0 : -1;
 }
 
 /* 1 when v points at a type object: its ob_type is PyType_Type or a metatype whose type is PyType_Type. */

@@ -82,8 +82,9 @@ typedef struct pf_iov {
     size_t len;
 } pf_iov_t;
 
-/* Reads n (dst, src, size) triples in one system call: a frame's fields cost one call, not one each. */
-static int safe_read_v(int n, void *const dst[], const void *const src[], const size_t size[])
+/* Reads n (dst, src, size) triples in one system call: a frame's fields cost one call, not one each. pid is
+ * the caller's (the runtime keeps it: getpid would be a second system call per read). */
+static int safe_read_v(long pid, int n, void *const dst[], const void *const src[], const size_t size[])
 {
     pf_iov_t local[4], remote[4];
     long total = 0;
@@ -93,34 +94,34 @@ static int safe_read_v(int n, void *const dst[], const void *const src[], const 
         local[i].len = remote[i].len = size[i];
         total += (long)size[i];
     }
-    long pid = raw_syscall6(39 /* getpid */, 0, 0, 0, 0, 0, 0);
     return raw_syscall6(310 /* process_vm_readv */, pid, (long)local, n, (long)remote, n, 0) == total ? 0 : -1;
 }
 
-static int safe_read(void *dst, const void *src, size_t n)
+static int safe_read(long pid, void *dst, const void *src, size_t n)
 {
-    return safe_read_v(1, (void *const[]){dst}, (const void *const[]){src}, (const size_t[]){n});
+    return safe_read_v(pid, 1, (void *const[]){dst}, (const void *const[]){src}, (const size_t[]){n});
 }
 #define PF_HAVE_SAFE_READ 1
 #else
 #define PF_HAVE_SAFE_READ 0
-static int safe_read(void *dst, const void *src, size_t n) { return -1; }
-static int safe_read_v(int n, void *const dst[], const void *const src[], const size_t size[]) { return -1; }
+static int safe_read(long pid, void *dst, const void *src, size_t n) { return -1; }
+static int safe_read_v(long pid, int n, void *const dst[], const void *const src[], const size_t size[]) { return -1; }
 #endif
 
 /* LOAD(var, lvalue): var = lvalue; evaluates to 0, or -1 when an async read failed. `async` is a
- * compile-time constant in each instantiation of capture_frames, so the direct path costs nothing extra. */
-#define LOAD(var, lvalue) (async ? safe_read(&(var), &(lvalue), sizeof(var)) : ((var) = (lvalue), 0))
+ * compile-time constant in each instantiation of capture_frames, so the direct path costs nothing extra;
+ * `pid` (the process read from) is in scope there. */
+#define LOAD(var, lvalue) (async ? safe_read(pid, &(var), &(lvalue), sizeof(var)) : ((var) = (lvalue), 0))
 #define LOAD2(v1, l1, v2, l2)                                                                              \
-    (async ? safe_read_v(2, (void *const[]){&(v1), &(v2)}, (const void *const[]){&(l1), &(l2)},           \
+    (async ? safe_read_v(pid, 2, (void *const[]){&(v1), &(v2)}, (const void *const[]){&(l1), &(l2)},           \
                          (const size_t[]){sizeof(v1), sizeof(v2)})                                        \
            : ((v1) = (l1), (v2) = (l2), 0))
 #define LOAD3(v1, l1, v2, l2, v3, l3)                                                                      \
-    (async ? safe_read_v(3, (void *const[]){&(v1), &(v2), &(v3)}, (const void *const[]){&(l1), &(l2), &(l3)}, \
+    (async ? safe_read_v(pid, 3, (void *const[]){&(v1), &(v2), &(v3)}, (const void *const[]){&(l1), &(l2), &(l3)}, \
                          (const size_t[]){sizeof(v1), sizeof(v2), sizeof(v3)})                            \
            : ((v1) = (l1), (v2) = (l2), (v3) = (l3), 0))
 #define LOAD4(v1, l1, v2, l2, v3, l3, v4, l4)                                                              \
-    (async ? safe_read_v(4, (void *const[]){&(v1), &(v2), &(v3), &(v4)},                                   \
+    (async ? safe_read_v(pid, 4, (void *const[]){&(v1), &(v2), &(v3), &(v4)},                                   \
                          (const void *const[]){&(l1), &(l2), &(l3), &(l4)},                               \
                          (const size_t[]){sizeof(v1), sizeof(v2), sizeof(v3), sizeof(v4)})                \
            : ((v1) = (l1), (v2) = (l2), (v3) = (l3), (v4) = (l4), 0))
@@ -132,7 +133,8 @@ static int safe_read_v(int n, void *const dst[], const void *const src[], const 
 #if PY_MINOR_VERSION <= 10
 /* 3.9/3.10: a linked list of PyFrameObject; one eval call per frame, no shims. f_lasti is -1 before the
  * first instruction, bytes on 3.9 and code units on 3.10. */
-static inline int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, int *truncated, const int async)
+static inline int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, int *truncated, const int async,
+                                 const long pid)
 {
     int n = 0, steps = 0;
     PyFrameObject *f;
@@ -169,7 +171,8 @@ static inline int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, 
  * the current cframe. prev_instr is the instruction being executed (updated at each instruction start).
  * 3.12 pushes a C-stack-owned shim at each C->Python entry; both skip incomplete frames (still copying
  * arguments, before RESUME) as frame.f_back does (_PyFrame_IsIncomplete, spelled out on loaded fields). */
-static inline int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, int *truncated, const int async)
+static inline int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, int *truncated, const int async,
+                                 const long pid)
 {
     int n = 0, steps = 0;
     _PyCFrame *cf;
@@ -213,7 +216,8 @@ static inline int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, 
 /* 3.13: tstate->current_frame; the executable is a code object or None (C-stack shims), instr_ptr is the
  * instruction being executed. The __init__ cleanup shim (_Py_InitCleanup) sits before its
  * _co_firsttraceable and is skipped as incomplete, like frame.f_back does. */
-static inline int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, int *truncated, const int async)
+static inline int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, int *truncated, const int async,
+                                 const long pid)
 {
     int n = 0, steps = 0;
     _PyInterpreterFrame *f;
@@ -262,7 +266,7 @@ static inline int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, 
 #endif
 
 /* Returns the number of frames, or -1 when this thread has no (trustworthy) Python thread state. */
-static inline int capture_common(pf_pyframe_t *out, int max, int *truncated, const int async)
+static inline int capture_common(pf_pyframe_t *out, int max, int *truncated, const int async, long pid)
 {
     int dummy;
     if (!truncated)
@@ -276,16 +280,16 @@ static inline int capture_common(pf_pyframe_t *out, int max, int *truncated, con
         return -1;
     if (!out || max < 0)
         max = 0;
-    return capture_frames(ts, out, max, truncated, async);
+    return capture_frames(ts, out, max, truncated, async, pid);
 }
 
-static int capture(pf_pyframe_t *out, int max, int *truncated) { return capture_common(out, max, truncated, 0); }
+static int capture(pf_pyframe_t *out, int max, int *truncated) { return capture_common(out, max, truncated, 0, 0); }
 
-static int capture_async(pf_pyframe_t *out, int max, int *truncated)
+static int capture_async(long pid, pf_pyframe_t *out, int max, int *truncated)
 {
     if (!PF_HAVE_SAFE_READ)
         return -1;
-    return capture_common(out, max, truncated, 1);
+    return capture_common(out, max, truncated, 1, pid);
 }
 
 /* ---- code objects ---- */

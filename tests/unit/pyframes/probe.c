@@ -104,7 +104,7 @@ static PyObject *probe_capture(PyObject *self, PyObject *args)
     /* the signal handlers' variant must see the same stack (read without faulting, field by field) */
     pf_pyframe_t again[PROBE_MAX_FRAMES];
     int truncated_again = 0;
-    int n_again = api->capture_async(again, max, &truncated_again);
+    int n_again = api->capture_async((long)getpid(), again, max, &truncated_again);
     if (n_again != n || truncated_again != truncated)
         return PyErr_Format(PyExc_AssertionError, "capture_async gave %d frames (truncated %d), capture %d (%d)",
                             n_again, truncated_again, n, truncated);
