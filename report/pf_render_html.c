@@ -148,6 +148,9 @@ int pf_render_html(const pf_model_t *m, FILE *f, const pf_html_opts_t *opts)
                 pf_report_human_bytes(m->total.gpu_peak_bytes, b));
     fprintf(f, "<tr><td>sampling</td><td>%s</td></tr>",
             m->exact ? "exact: every allocation recorded" : "Poisson by bytes; large allocations exact");
+    char lacks[200];
+    if (pf_report_incomplete(m, lacks))
+        fprintf(f, "<tr><td>incomplete</td><td class=\"bad\">%s</td></tr>", lacks);
     pf_html_watch_summary(f, m);
     fputs("</table>\n", f);
 

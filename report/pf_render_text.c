@@ -221,10 +221,9 @@ static void header(out_t *o, const pf_model_t *m, const pf_text_opts_t *opts)
     line(o, "  memory over time %s  (peak at %.2f s of %.2f s)",
          sparkline(m->total.timeline, PF_TIMELINE_POINTS, 40, spark, sizeof spark), (double)m->peak_ns / 1e9,
          m->timeline_end_s);
-    if (m->dropped || m->unresolved_stacks)
-        line(o, "  incomplete profile: %llu records could not be written (file full or unwritable), %llu stacks "
-                "missing from the file (their bytes count without a line)",
-             (unsigned long long)m->dropped, (unsigned long long)m->unresolved_stacks);
+    char lacks[200];
+    if (pf_report_incomplete(m, lacks))
+        line(o, "  incomplete profile: %s", lacks);
     if (m->total.gpu_bytes > 0)
         line(o, "  gpu: allocated %s | peak %s | live at exit %s | over time %s", human(m->total.gpu_bytes, a),
              human(m->total.gpu_peak_bytes, b), human(m->total.gpu_live, c),

@@ -174,6 +174,17 @@ const char *pf_report_watchpoints(uint32_t emulated, uint32_t budget_pct, char b
     return buf;
 }
 
+const char *pf_report_incomplete(const pf_model_t *m, char buf[200])
+{
+    if (!m->dropped && !m->unresolved_stacks)
+        return NULL;
+    snprintf(buf, 200,
+             "%llu records could not be written (file full or unwritable), %llu stacks missing from the file "
+             "(their bytes count without a line)",
+             (unsigned long long)m->dropped, (unsigned long long)m->unresolved_stacks);
+    return buf;
+}
+
 const char *pf_report_human_bytes(double v, char buf[24])
 {
     static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};

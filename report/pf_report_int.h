@@ -36,6 +36,10 @@ const char *pf_report_address_source(uint32_t source);
  * "emulated by single steps[, within N% of CPU time]"; into buf, returned. */
 const char *pf_report_watchpoints(uint32_t emulated, uint32_t budget_pct, char buf[64]);
 
+/* What a profile lacks (records the runtime could not write, interned stacks the file does not define),
+ * in one sentence into buf; NULL when it is complete. */
+const char *pf_report_incomplete(const pf_model_t *m, char buf[200]);
+
 /* "12.3 MiB" into buf ("-" below half a byte); returns buf. The terminal table has its own, narrower form. */
 const char *pf_report_human_bytes(double v, char buf[24]);
 

@@ -105,11 +105,49 @@ static void test_long_file_keeps_line_number(void **state)
     pf_model_free(m);
 }
 
+/* A profile that lacks records says so in the summary, within the width. */
+static void test_incomplete_profile_said(void **state)
+{
+    (void)state;
+    assert_non_null(setlocale(LC_CTYPE, "C.UTF-8"));
+    builder_t b;
+    b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    b_code(&b, 1, "/app/x.py", "f", 3);
+    uint32_t c = 1;
+    b_alloc(&b, 1, 0x1000, 100, 100, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &c);
+    b_alloc_ref(&b, 2, 0x2000, 50, PF_ALLOC_EXACT, 42);    /* stack 42 is never defined */
+    pf_rec_mark_t mk = {3, 5, 0, 0};
+    b_rec(&b, PF_REC_MARK, PF_MARK_DROPPED, &mk, sizeof mk);
+    pf_model_t *m = load_ok(b_save(&b, "incomplete.pflow", 0));
+    char *text = render(m, 200, 0, 20);
+    if (!strstr(text, "incomplete profile: 5 records could not be written") || !strstr(text, "1 stacks missing"))
+        fail_msg("no incomplete-profile line:\n%s", text);
+    free(text);
+    text = render(m, 60, 0, 20);
+    for (char *save, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+        if (display_width(l, 0) > 60)
+            fail_msg("a line wider than 60: %s", l);
+    free(text);
+    pf_model_free(m);
+
+    b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, 1);      /* and a complete one does not */
+    b_chunk(&b, 1);
+    b_code(&b, 1, "/app/x.py", "f", 3);
+    b_alloc(&b, 1, 0x1000, 100, 100, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &c);
+    m = load_ok(b_save(&b, "complete.pflow", 0));
+    text = render(m, 200, 0, 20);
+    assert_null(strstr(text, "incomplete"));
+    free(text);
+    pf_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_width_never_exceeded),
         cmocka_unit_test(test_long_file_keeps_line_number),
+        cmocka_unit_test(test_incomplete_profile_said),
     };
     return cmocka_run_group_tests(tests, writer_setup, writer_teardown);
 }
