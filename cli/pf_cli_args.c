@@ -185,6 +185,11 @@ int pf_cli_parse_run(int argc, char **argv, pf_run_opts_t *o)
             if (!(v = option_value(argc, argv, &i, name)) ||
                 pf_cli_parse_bytes(v, sample ? &o->sample_bytes : &o->object_bytes) != 0)
                 return usage_error("%s needs a positive byte count (like 512k or 4m)", name);
+        } else if (is_option(a, "--max-profile")) {
+            if (!(v = option_value(argc, argv, &i, "--max-profile")) ||
+                pf_cli_parse_bytes(v, &o->max_profile_bytes) != 0 || o->max_profile_bytes < (1u << 20) ||
+                o->max_profile_bytes > ((uint64_t)4 << 30))
+                return usage_error("%s needs a size from 1m to 4g (like 512m)", "--max-profile");
         } else if (is_option(a, "--max-lines") || is_option(a, "--width")) {
             int lines = a[2] == 'm';
             const char *name = lines ? "--max-lines" : "--width";

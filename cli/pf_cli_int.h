@@ -20,6 +20,7 @@ typedef struct pf_run_opts {
     int reduced, profile_all;   /* report: only lines that matter; every file counts as the user's */
     const char *profile_only;   /* report: only files containing one of these comma-separated substrings */
     uint64_t sample_bytes, object_bytes;    /* 0 = runtime defaults */
+    uint64_t max_profile_bytes;             /* 0 = the runtime's cap (4 GiB) */
     const char *watch;          /* --watch: "stores", "loads" or "all"; NULL = off */
     const char *watch_event;    /* --event: libpfm4 name of the sampling event */
     uint64_t watch_period;      /* --period: events per sample; 0 = ~1 kHz */

@@ -42,6 +42,8 @@ static const char *usage_text =
     "  --dot-min-bytes N   leave flows smaller than N out of the graph (default 64k)\n"
     "  --exact             record every allocation (slower; for tests and small programs)\n"
     "  --sample-bytes N    mean sampling interval in bytes (default 256k; suffixes k, m, g)\n"
+    "  --max-profile SIZE  the profile file's size cap (default and most 4g): as it nears it, sampling\n"
+    "                      coarsens (the report says from when) instead of records being lost\n"
     "  --object-bytes N    allocations of N bytes or more are recorded exactly (default 1m)\n"
     "  --native            also capture native call stacks (libunwind)\n"
     "  --watch[=MODES]     find redundant stores/loads with PMU samples + watchpoints, and writes that prove a\n"

@@ -263,6 +263,8 @@ static void exec_program(const pf_run_opts_t *o, const pf_python_t *py, const ch
         set_env_u64(PF_ENV_WATCH_BUDGET, o->watch_budget);
     if (o->object_bytes)
         set_env_u64(PF_ENV_OBJECT_BYTES, o->object_bytes);
+    if (o->max_profile_bytes)
+        set_env_u64(PF_ENV_MAX_PROFILE_BYTES, o->max_profile_bytes);
     exec_argv(o, py);
 }
 

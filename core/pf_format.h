@@ -66,6 +66,9 @@ typedef struct pf_file_header {
     uint32_t argv_bytes;            /* bytes used in argv[] */
     char python_version[32];        /* "3.11.2", NUL terminated */
     char argv[PF_ARGV_BYTES];       /* the process's argv, NUL separated (from /proc/self/cmdline) */
+    uint64_t records_dropped;       /* records the runtime could not write (size cap, full disk, too large),
+                                       counted here live through a shared mapping of the header page: a
+                                       full file has no room left for a record saying so. 0 in older files. */
 } pf_file_header_t;
 
 typedef struct pf_chunk_header {
@@ -203,7 +206,9 @@ typedef struct pf_rec_thread {
 typedef enum pf_mark_kind {
     PF_MARK_FINALIZING = 1, /* interpreter shutdown began: frees after this do not cancel (live-at-exit) */
     PF_MARK_DROPPED = 2,    /* value = records dropped (file full or unwritable) */
-    PF_MARK_NOTE = 3        /* value = 0; a text note follows in the payload tail (note_len bytes) */
+    PF_MARK_NOTE = 3,       /* value = 0; a text note follows in the payload tail (note_len bytes) */
+    PF_MARK_SAMPLING = 4    /* value = factor: from here, the sampling means are factor x the header's (the
+                               profile neared its size cap); the object threshold is at least the new mean */
 } pf_mark_kind_t;
 
 /* PF_REC_MARK payload. aux = pf_mark_kind_t; then note text for PF_MARK_NOTE. */

@@ -98,8 +98,9 @@ void pf_on_copy_slow(pf_tls_t *t, void *dst, const void *src, size_t n, int kind
         return;
     }
     pf_enter_recording(t);
-    uint64_t est;
-    pf_sample_verdict_t v = pf_sampler_visit(&t->copy_sampler, n, pf_cfg.copy_sample_bytes, pf_cfg.copy_threshold, &est);
+    uint64_t est, mean, threshold;
+    pf_sampling_now(pf_cfg.copy_sample_bytes, pf_cfg.copy_threshold, &mean, &threshold);
+    pf_sample_verdict_t v = pf_sampler_visit(&t->copy_sampler, n, mean, threshold, &est);
     if (v != PF_SAMPLE_SKIP && n > 0 && dst != src) {
         uint64_t id = __atomic_fetch_add(&next_copy_id, 1, __ATOMIC_RELAXED);
         write_copy(t, id, dst, src, n, est, v == PF_SAMPLE_EXACT ? PF_ALLOC_EXACT : PF_ALLOC_SAMPLED, kind);
@@ -127,11 +128,13 @@ void pf_on_realloc_moved(pf_tls_t *t, void *dst, const pf_objinfo_t *old, size_t
         return;
     t->guard++;
     uint64_t n = old->size < new_size ? old->size : new_size;
-    /* The old block stood for its estimate; the move carries the same share of it. */
+    /* The old block stood for its estimate; the move carries the same share of it (at today's mean: the
+     * block's own is not kept, and differs only after the profile neared its cap). */
+    uint64_t mean, threshold;
+    pf_sampling_now(pf_cfg.mean_sample_bytes, pf_cfg.object_threshold, &mean, &threshold);
     uint64_t est = (old->flags & PF_ALLOC_EXACT) || !old->size
                        ? n
-                       : (uint64_t)((double)pf_sampler_estimate(old->size, pf_cfg.mean_sample_bytes) * (double)n /
-                                    (double)old->size);
+                       : (uint64_t)((double)pf_sampler_estimate(old->size, mean) * (double)n / (double)old->size);
     uint64_t id = __atomic_fetch_add(&next_copy_id, 1, __ATOMIC_RELAXED);
     write_copy(t, id, dst, (const void *)old->addr, n, est,
                (old->flags & PF_ALLOC_EXACT) ? PF_ALLOC_EXACT : PF_ALLOC_SAMPLED, PF_COPY_REALLOC);

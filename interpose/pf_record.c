@@ -4,7 +4,7 @@
  * Sampling is Poisson by bytes: each thread draws exponential gaps with mean pf_cfg.mean_sample_bytes; an
  * allocation of n bytes that contains a sample point is recorded with est_bytes = n / (1 - exp(-n/mean)),
  * which makes every total an unbiased estimate. Allocations of at least the object threshold are recorded
- * exactly. All of this runs with t->guard raised, so whatever it allocates (libunwind, dl_iterate_phdr) is
+ * exactly. Near the profile's size cap the mean grows (pf_sampling_now, pf_writer.h) and a MARK says so. All of this runs with t->guard raised, so whatever it allocates (libunwind, dl_iterate_phdr) is
  * not seen.
  */
 #include <libunwind.h>
@@ -27,6 +27,20 @@
 
 static int finalizing_marked;
 static uint32_t marked_gen;
+static uint32_t announced_level, announced_gen;     /* the last PF_MARK_SAMPLING written, per file */
+
+/* Mean factor for a fill level: 4^level, capped so that no mean can overflow. */
+static uint64_t level_factor(uint32_t level)
+{
+    return (uint64_t)1 << (2 * (level < 12 ? level : 12));
+}
+
+void pf_sampling_now(uint64_t base_mean, uint64_t base_threshold, uint64_t *mean, uint64_t *threshold)
+{
+    uint64_t factor = level_factor(pf_writer_fill_level());
+    *mean = base_mean < (UINT64_MAX >> 25) ? base_mean * factor : base_mean;
+    *threshold = base_threshold > *mean ? base_threshold : *mean;
+}
 
 uint64_t pf_now_ns(void)
 {
@@ -110,6 +124,15 @@ void pf_enter_recording(pf_tls_t *t)
         marked_gen = gen;
         pf_record_mark(t, PF_MARK_FINALIZING, 0, NULL);
         pf_watch_glue_stop(t);
+    }
+    uint32_t level = pf_writer_fill_level();
+    if (PF_UNLIKELY(announced_gen != gen)) {
+        announced_gen = gen;
+        announced_level = 0;
+    }
+    if (PF_UNLIKELY(level > announced_level)) {
+        announced_level = level;   /* racing threads may both write it: the reader keeps the largest */
+        pf_record_mark(t, PF_MARK_SAMPLING, level_factor(level), NULL);
     }
     pf_watch_glue_slow(t);
 }
@@ -198,8 +221,10 @@ void pf_on_alloc_slow(pf_tls_t *t, void *p, size_t size, int domain)
     }
     pf_enter_recording(t);
 
-    uint64_t est;
-    switch (pf_sampler_visit(&t->sampler, size, pf_cfg.mean_sample_bytes, pf_cfg.object_threshold, &est)) {
+    uint64_t est, mean = pf_cfg.mean_sample_bytes, threshold = pf_cfg.object_threshold;
+    if (!pf_cfg.exact)     /* --exact keeps recording everything (records past the cap are dropped, said) */
+        pf_sampling_now(mean, threshold, &mean, &threshold);
+    switch (pf_sampler_visit(&t->sampler, size, mean, threshold, &est)) {
     case PF_SAMPLE_EXACT:
         record_alloc(t, p, size, domain, est, PF_ALLOC_EXACT);
         break;

@@ -191,8 +191,9 @@ static void leave_environment_clean(void)
             unsetenv("LD_PRELOAD");
     }
     static const char *const vars[] = {PF_ENV_OUTPUT, PF_ENV_ROOT_PID, PF_ENV_SAMPLE_BYTES, PF_ENV_OBJECT_BYTES,
-                                       PF_ENV_COPY_SAMPLE_BYTES, PF_ENV_COPY_BYTES, PF_ENV_EXACT, PF_ENV_NATIVE,
-                                       PF_ENV_QUIET, PF_ENV_WATCH, PF_ENV_WATCH_PERIOD, PF_ENV_WATCH_EVENT,
+                                       PF_ENV_COPY_SAMPLE_BYTES, PF_ENV_COPY_BYTES, PF_ENV_MAX_PROFILE_BYTES,
+                                       PF_ENV_EXACT, PF_ENV_NATIVE,
+                                       PF_ENV_QUIET, PF_ENV_WATCH, PF_ENV_WATCH_PERIOD, PF_ENV_WATCH_BUDGET, PF_ENV_WATCH_EVENT,
                                        PF_ENV_WATCH_SEED, NULL};
     for (int i = 0; vars[i]; i++)
         unsetenv(vars[i]);
@@ -231,6 +232,7 @@ __attribute__((constructor)) static void pf_rt_init(void)
     const char *root = getenv(PF_ENV_ROOT_PID);
     int is_root = root && atoi(root) == (int)getpid();
     pf_writer_info_t info = {
+        .max_bytes = env_u64(PF_ENV_MAX_PROFILE_BYTES, 0),
         .flags = (pf_cfg.exact ? PF_HDR_EXACT : 0) | (pf_cfg.native ? PF_HDR_NATIVE : 0),
         .python_hex = hex,
         .python_version = version,

@@ -17,6 +17,8 @@
  *                        (default PF_DEFAULT_OBJECT_BYTES).
  *   PYFLOW_COPY_SAMPLE_BYTES  mean sampling interval over copied bytes (default: PYFLOW_SAMPLE_BYTES).
  *   PYFLOW_COPY_BYTES    copies this large are always recorded (default PF_DEFAULT_COPY_BYTES).
+ *   PYFLOW_MAX_PROFILE_BYTES  the profile file's size cap (default and most: 4 GiB); sampling coarsens near
+ *                        it (pf_writer.h) instead of records being lost.
  *   PYFLOW_EXACT=1       record every allocation (copies stay sampled: every memcpy would be too many).
  *   PYFLOW_NATIVE=1      capture native instruction pointers (libunwind) with each record.
  *   PYFLOW_QUIET=1       the runtime prints nothing (tests of the launcher's own messages).
@@ -37,12 +39,13 @@
 #define PF_ENV_OBJECT_BYTES "PYFLOW_OBJECT_BYTES"
 #define PF_ENV_COPY_SAMPLE_BYTES "PYFLOW_COPY_SAMPLE_BYTES"
 #define PF_ENV_COPY_BYTES "PYFLOW_COPY_BYTES"
+#define PF_ENV_MAX_PROFILE_BYTES "PYFLOW_MAX_PROFILE_BYTES"
 #define PF_ENV_EXACT "PYFLOW_EXACT"
 #define PF_ENV_NATIVE "PYFLOW_NATIVE"
 #define PF_ENV_QUIET "PYFLOW_QUIET"
 #define PF_ENV_WATCH "PYFLOW_WATCH"                /* "stores", "loads" or "all"; unset = off */
-#define PF_ENV_WATCH_PERIOD "PYFLOW_WATCH_PERIOD"  /* sampling period in events (0/unset: ~1 kHz) */
-#define PF_ENV_WATCH_BUDGET "PYFLOW_WATCH_BUDGET"  /* emulated watchpoints: % of CPU time (unset: 12) */
+#define PF_ENV_WATCH_PERIOD "PYFLOW_WATCH_PERIOD"  /* sampling period in events (0/unset: ~250 a CPU-second) */
+#define PF_ENV_WATCH_BUDGET "PYFLOW_WATCH_BUDGET"  /* emulated watchpoints: % of CPU time (unset: 10, 20 for loads) */
 #define PF_ENV_WATCH_EVENT "PYFLOW_WATCH_EVENT"    /* libpfm4 event name (unset: cycles, else task-clock) */
 #define PF_ENV_WATCH_SEED "PYFLOW_WATCH_SEED"      /* reservoir seed (unset: 1, reproducible) */
 

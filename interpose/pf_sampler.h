@@ -5,6 +5,11 @@
  * bytes: the inverse of its probability of being sampled, which makes every sum of estimates unbiased.
  * Allocations of at least the object threshold are always recorded, exactly.
  *
+ * The mean may change during a run (the profile nearing its size cap, pf_writer.h): a visit that sees a new
+ * mean draws the pending gap afresh with it. The gap's bytes so far were sampled at the old rate, so the
+ * allocation that ends it is estimated with the old mean; by memorylessness the bytes after it start a
+ * process at the new rate. Every estimate stays unbiased across the change.
+ *
  * The hot path only decrements `countdown` (see pf_rt_int.h); it is kept <= the threshold so that one
  * test (countdown <= 0) catches both a sample point and a large allocation. Pure functions, no globals:
  * unit-tested on their own.
@@ -20,6 +25,7 @@ typedef struct pf_sampler {
     int64_t armed;          /* countdown as last set */
     int64_t sample_left;    /* bytes until the next sample point */
     uint64_t rng;           /* xorshift64* state, never 0 */
+    uint64_t mean;          /* the mean sample_left was drawn with */
 } pf_sampler_t;
 
 typedef enum pf_sample_verdict {
@@ -59,6 +65,7 @@ static inline void pf_sampler_arm(pf_sampler_t *s, uint64_t threshold)
 static inline void pf_sampler_seed(pf_sampler_t *s, uint64_t seed, uint64_t mean, uint64_t threshold)
 {
     s->rng = seed ? seed : 0x9E3779B97F4A7C15ull;
+    s->mean = mean;
     s->sample_left = pf_sampler_gap(s, mean);
     pf_sampler_arm(s, threshold);
 }
@@ -80,15 +87,18 @@ static inline pf_sample_verdict_t pf_sampler_visit(pf_sampler_t *s, uint64_t siz
 {
     s->sample_left -= s->armed - s->countdown;  /* the bytes since the last visit, this one's included */
     int hit = s->sample_left <= 0;
-    if (hit)
+    uint64_t drawn_with = s->mean;
+    if (hit || mean != s->mean) {
+        s->mean = mean;
         s->sample_left = pf_sampler_gap(s, mean);
+    }
     pf_sampler_arm(s, threshold);
     if (size >= threshold) {
         *est = size;
         return PF_SAMPLE_EXACT;
     }
     if (hit) {
-        *est = pf_sampler_estimate(size, mean);
+        *est = pf_sampler_estimate(size, drawn_with);
         return PF_SAMPLE_POISSON;
     }
     *est = 0;

@@ -16,13 +16,17 @@
 
 #define PF_CHUNKS_PER_SEGMENT 64u
 #define PF_SEGMENT_BYTES ((uint64_t)PF_CHUNKS_PER_SEGMENT * PF_CHUNK_BYTES)
-#define PF_MAX_SEGMENTS 1024u   /* 4 GiB of profile per process; beyond it records are counted as dropped */
+#define PF_MAX_SEGMENTS 1024u   /* 4 GiB of profile per process (PF_WRITER_MAX_BYTES) */
+_Static_assert((uint64_t)PF_MAX_SEGMENTS * PF_SEGMENT_BYTES == PF_WRITER_MAX_BYTES, "the cap is the segment table");
 
 static struct {
     int fd;
     uint32_t gen;
     uint64_t next_chunk;        /* atomic: the next chunk index to hand out */
     uint64_t dropped;           /* atomic */
+    pf_file_header_t *header;   /* the file's header page, mapped shared: records_dropped is kept there */
+    uint64_t max_chunks;        /* the size cap, in chunks */
+    uint32_t level;             /* atomic: pf_writer_fill_level() */
     pf_spinlock_t lock;         /* guards segment mapping and file growth */
     char *segs[PF_MAX_SEGMENTS];
     char base[PATH_MAX];
@@ -35,6 +39,11 @@ static struct {
 uint32_t pf_writer_generation(void)
 {
     return __atomic_load_n(&W.gen, __ATOMIC_ACQUIRE);
+}
+
+uint32_t pf_writer_fill_level(void)
+{
+    return __atomic_load_n(&W.level, __ATOMIC_RELAXED);
 }
 
 uint64_t pf_writer_dropped(void)
@@ -117,6 +126,8 @@ static int write_header(int fd, uint32_t flags)
         return -EIO;
     if (ftruncate(fd, PF_HEADER_BYTES) != 0)
         return -errno;
+    void *m = pf_sys_mmap(NULL, PF_HEADER_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    W.header = m == MAP_FAILED ? NULL : m;     /* without it drops are still counted, only not in the file */
     return 0;
 }
 
@@ -132,6 +143,7 @@ static int open_and_start(int is_root)
     }
     W.fd = fd;
     W.next_chunk = 0;
+    W.level = 0;
     memset(W.segs, 0, sizeof W.segs);
     __atomic_add_fetch(&W.gen, 1, __ATOMIC_RELEASE);
     return 0;
@@ -143,6 +155,8 @@ int pf_writer_open(const char *base_path, int is_root, const pf_writer_info_t *i
         return -ENAMETOOLONG;
     strcpy(W.base, base_path);
     W.flags = info->flags;
+    uint64_t max = info->max_bytes && info->max_bytes < PF_WRITER_MAX_BYTES ? info->max_bytes : PF_WRITER_MAX_BYTES;
+    W.max_chunks = max / PF_CHUNK_BYTES > 4 ? max / PF_CHUNK_BYTES : 4;
     W.python_hex = info->python_hex;
     snprintf(W.python_version, sizeof W.python_version, "%s", info->python_version);
     return open_and_start(is_root);
@@ -156,6 +170,9 @@ int pf_writer_reopen_child(void)
         if (W.segs[s])
             pf_sys_munmap(W.segs[s], PF_SEGMENT_BYTES);
     memset(W.segs, 0, sizeof W.segs);
+    if (W.header)
+        pf_sys_munmap(W.header, PF_HEADER_BYTES);
+    W.header = NULL;
     if (W.fd >= 0)
         close(W.fd);
     W.fd = -1;
@@ -178,7 +195,9 @@ static char *map_segment(unsigned s)
         off_t off = (off_t)PF_HEADER_BYTES + (off_t)s * (off_t)PF_SEGMENT_BYTES;
         /* Reserve the blocks now: a sparse file on a full disk would turn a later store into SIGBUS in the
          * program. When the disk is full, recording stops and the program runs on. */
-        int err = posix_fallocate(W.fd, off, (off_t)PF_SEGMENT_BYTES);
+        uint64_t cap_end = W.max_chunks * PF_CHUNK_BYTES, seg_start = (uint64_t)s * PF_SEGMENT_BYTES;
+        off_t len = (off_t)(cap_end - seg_start < PF_SEGMENT_BYTES ? cap_end - seg_start : PF_SEGMENT_BYTES);
+        int err = posix_fallocate(W.fd, off, len);     /* the mapping may run past it: never touched */
         if (err != 0) {
             if (!W.full_reported) {
                 W.full_reported = 1;
@@ -210,8 +229,11 @@ static int take_chunk(pf_tls_t *t)
     if (W.fd < 0)
         return 0;
     uint64_t idx = __atomic_fetch_add(&W.next_chunk, 1, __ATOMIC_RELAXED);
-    if (idx >= (uint64_t)PF_MAX_SEGMENTS * PF_CHUNKS_PER_SEGMENT)
+    if (idx >= W.max_chunks)
         return 0;
+    uint32_t level = pf_writer_level_for(idx + 1, W.max_chunks), was = pf_writer_fill_level();
+    while (level > was && !__atomic_compare_exchange_n(&W.level, &was, level, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
     char *seg = map_segment((unsigned)(idx / PF_CHUNKS_PER_SEGMENT));
     if (!seg)
         return 0;
@@ -231,6 +253,8 @@ void *pf_writer_reserve(pf_tls_t *t, uint32_t bytes)
                     (size_t)(t->chunk_end - t->chunk_pos) < bytes)) {
         if (bytes > PF_CHUNK_PAYLOAD_MAX || !take_chunk(t)) {
             __atomic_add_fetch(&W.dropped, 1, __ATOMIC_RELAXED);
+            if (W.header)
+                __atomic_add_fetch(&W.header->records_dropped, 1, __ATOMIC_RELAXED);
             return NULL;
         }
     }

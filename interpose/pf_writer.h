@@ -14,6 +14,7 @@
 #include "pf_rt_int.h"
 
 typedef struct pf_writer_info {
+    uint64_t max_bytes;         /* the file's size cap (0 or above PF_WRITER_MAX_BYTES: that) */
     uint32_t flags;             /* PF_HDR_* */
     uint32_t python_hex;
     const char *python_version; /* "3.11.2" */
@@ -41,6 +42,26 @@ static inline void pf_writer_commit(pf_tls_t *t, void *rec, uint16_t type, uint1
     uint64_t header = (uint64_t)type | ((uint64_t)aux << 16) | ((uint64_t)bytes << 32);
     __atomic_store_n((uint64_t *)rec, header, __ATOMIC_RELEASE);
     t->chunk_pos = (char *)rec + bytes;
+}
+
+/* The profile's size cap. Near it, sampling lowers its rate rather than records being dropped: the fill
+ * level L is the number of halvings of the room left (level 1 once half the chunks are taken, 2 at three
+ * quarters, ...), and the samplers use a mean 4^L times the configured one (pf_record.c). Each level thus
+ * lasts about twice as long as the one before at a steady allocation rate, so a run of any length keeps
+ * within the cap; what the cap costs is coarser sampling late in the run, said in the report. */
+#define PF_WRITER_MAX_BYTES ((uint64_t)4 << 30)
+uint32_t pf_writer_fill_level(void);
+
+/* The level for `used` of `max` chunks: floor(log2(max / (max - used))), capped; pure, for unit tests. */
+static inline uint32_t pf_writer_level_for(uint64_t used, uint64_t max)
+{
+    if (used >= max)
+        return 24;
+    uint64_t left = max - used;
+    uint32_t level = 0;
+    while (level < 24 && (left << (level + 1)) <= max)
+        level++;
+    return level;
 }
 
 /* Records that could not be written since the start. */

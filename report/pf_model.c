@@ -62,6 +62,27 @@ int pf_model_is_user_file(const pf_model_t *m, const char *file)
 
 /* ---- loading ---- */
 
+/* Threads may race to write the same step, in chunks walked out of time order: keep each factor once, at
+ * its earliest time; pf_model_load orders them (a larger factor is always later). */
+static void note_sampling_step(pf_model_t *m, double t_s, uint64_t factor)
+{
+    for (size_t i = 0; i < m->n_sampling_steps; i++)
+        if (m->sampling_steps[i].factor == factor) {
+            if (t_s < m->sampling_steps[i].t_s)
+                m->sampling_steps[i].t_s = t_s;
+            return;
+        }
+    pf_sampling_step_t *st = PF_VEC_PUSH(m->sampling_steps, m->n_sampling_steps, m->cap_sampling_steps);
+    st->t_s = t_s;
+    st->factor = factor;
+}
+
+static int cmp_sampling_step(const void *a, const void *b)
+{
+    uint64_t x = ((const pf_sampling_step_t *)a)->factor, y = ((const pf_sampling_step_t *)b)->factor;
+    return x < y ? -1 : x > y;
+}
+
 static int on_record(void *ctx, const pf_record_t *r)
 {
     loader_t *L = ctx;
@@ -111,6 +132,8 @@ static int on_record(void *ctx, const pf_record_t *r)
             P->fin_ns = t;
         if (r->aux == PF_MARK_DROPPED)
             m->dropped += mk->value;
+        if (r->aux == PF_MARK_SAMPLING && L->cur == 0 && mk->value > 1)
+            note_sampling_step(m, (double)mk->t_ns / 1e9, mk->value);
         return 0;
     }
     case PF_REC_EXIT: {
@@ -303,6 +326,7 @@ static int add_process(loader_t *L, const char *path, int root, char *err, size_
         uint64_t root_start = L->procs[0].file.header.start_mono_ns;
         pr->offset_ns = h->start_mono_ns > root_start ? h->start_mono_ns - root_start : 0;
     }
+    m->dropped += h->records_dropped;
     if (root) {
         m->exact = (h->flags & PF_HDR_EXACT) != 0;
         m->mean_sample_bytes = h->mean_sample_bytes;
@@ -341,6 +365,8 @@ int pf_model_load(const char *path, const pf_load_opts_t *opts, pf_model_t **out
         pf_model_sweep(&L);
         for (size_t i = 0; i < L.n_procs; i++)
             m->unresolved_stacks += L.procs[i].missing_stacks;
+        if (m->n_sampling_steps)
+            qsort(m->sampling_steps, m->n_sampling_steps, sizeof *m->sampling_steps, cmp_sampling_step);
     }
     for (size_t i = 0; i < L.n_procs; i++) {
         pf_map_free(&L.procs[i].codes);
@@ -376,6 +402,7 @@ void pf_model_free(pf_model_t *m)
     free(m->funcs);
     free(m->flows);
     free(m->redundancies);
+    free(m->sampling_steps);
     for (size_t i = 0; i < m->n_procs; i++) {
         free(m->procs[i].argv);
         free(m->procs[i].python);

@@ -99,6 +99,12 @@ typedef struct pf_process {
     double live, peak_bytes;/* its own live bytes (at exit: live at exit) and their maximum */
 } pf_process_t;
 
+/* The profile neared its size cap: from t_s on, sampling means were factor x the header's. */
+typedef struct pf_sampling_step {
+    double t_s;
+    uint64_t factor;
+} pf_sampling_step_t;
+
 struct pf_model {
     /* interned strings */
     char **strings;
@@ -135,6 +141,8 @@ struct pf_model {
     size_t argc;
     uint64_t records, dropped;  /* records read; records the runtime could not write (file full or unwritable) */
     uint64_t unresolved_stacks; /* ALLOC/COPY records whose interned stack the file lacks: attributed without it */
+    pf_sampling_step_t *sampling_steps; /* the root process's, in time order, factors increasing */
+    size_t n_sampling_steps, cap_sampling_steps;
     char *profile_only;         /* the user-code rule (see pf_load_opts_t) */
     int profile_all;
 };

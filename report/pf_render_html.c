@@ -151,6 +151,8 @@ int pf_render_html(const pf_model_t *m, FILE *f, const pf_html_opts_t *opts)
     char lacks[200];
     if (pf_report_incomplete(m, lacks))
         fprintf(f, "<tr><td>incomplete</td><td class=\"bad\">%s</td></tr>", lacks);
+    if (pf_report_sampling_steps(m, lacks))
+        fprintf(f, "<tr><td>size cap</td><td>%s</td></tr>", lacks);
     pf_html_watch_summary(f, m);
     fputs("</table>\n", f);
 

@@ -217,6 +217,22 @@ int pf_render_json(const pf_model_t *m, FILE *out)
     pf_json_number(&j, (double)m->dropped);
     pf_json_key(&j, "stacks_unresolved");
     pf_json_number(&j, (double)m->unresolved_stacks);
+    pf_json_key(&j, "coarsened");     /* steps taken near the size cap: from t_s on, means were factor x */
+    pf_json_begin_array(&j);
+    for (size_t i = 0; i < m->n_sampling_steps; i++) {
+        pf_json_begin_object(&j);
+        pf_json_key(&j, "t_s");
+        pf_json_number(&j, round(m->sampling_steps[i].t_s * 1e6) / 1e6);
+        pf_json_key(&j, "factor");
+        pf_json_number(&j, (double)m->sampling_steps[i].factor);
+        pf_json_key(&j, "mean_sample_bytes");   /* --exact: allocations stay exact, only copies coarsen */
+        if (m->exact)
+            pf_json_null(&j);
+        else
+            pf_json_number(&j, (double)m->mean_sample_bytes * (double)m->sampling_steps[i].factor);
+        pf_json_end_object(&j);
+    }
+    pf_json_end_array(&j);
     pf_json_end_object(&j);
 
     pf_json_key(&j, "totals");

@@ -224,6 +224,8 @@ static void header(out_t *o, const pf_model_t *m, const pf_text_opts_t *opts)
     char lacks[200];
     if (pf_report_incomplete(m, lacks))
         line(o, "  incomplete profile: %s", lacks);
+    if (pf_report_sampling_steps(m, lacks))
+        line(o, "  %s", lacks);
     if (m->total.gpu_bytes > 0)
         line(o, "  gpu: allocated %s | peak %s | live at exit %s | over time %s", human(m->total.gpu_bytes, a),
              human(m->total.gpu_peak_bytes, b), human(m->total.gpu_live, c),

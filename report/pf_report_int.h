@@ -40,6 +40,10 @@ const char *pf_report_watchpoints(uint32_t emulated, uint32_t budget_pct, char b
  * in one sentence into buf; NULL when it is complete. */
 const char *pf_report_incomplete(const pf_model_t *m, char buf[200]);
 
+/* How sampling coarsened as the profile neared its size cap (--max-profile), in one sentence into buf;
+ * NULL when it never did. */
+const char *pf_report_sampling_steps(const pf_model_t *m, char buf[200]);
+
 /* "12.3 MiB" into buf ("-" below half a byte); returns buf. The terminal table has its own, narrower form. */
 const char *pf_report_human_bytes(double v, char buf[24]);
 

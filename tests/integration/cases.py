@@ -628,6 +628,34 @@ def case_stack_interning(c):
                 assert max(stacks[s][1] for s in deep) >= 10, f"{path}: no native frames in the stacks"
 
 
+def case_profile_size_cap(c):
+    """--max-profile: a run that would write ~25 MB of profile keeps within 2 MiB by coarsening its sampling
+    (each step quarters the rate as the room left halves), loses no record, still estimates the busy line
+    (300000 x ~1057 B, within 25%: the last steps sample 1 per MiB, about 5% standard error), and says so.
+    With --exact nothing may be sampled: the records past the cap are dropped, counted in the file's
+    header, and the report says the profile is incomplete."""
+    pfl = os.path.join(c.tmp, "cap.pflow")
+    cp, d = c.profile(prog("size_cap.py"), extra=["--sample-bytes", "1k", "--max-profile", "2m", "-o", pfl])
+    assert cp.returncode == 0 and cp.stdout == "done\n", cp.stderr[-800:]
+    size = os.path.getsize(pfl)
+    assert size <= (2 << 20) + 4096 + 65536, f"profile {size} B over the 2 MiB cap (+ header and trailer)"
+    s = d["sampling"]
+    assert s["records_dropped"] == 0 and s["stacks_unresolved"] == 0, s
+    steps = s["coarsened"]
+    assert len(steps) >= 2 and all(a["factor"] < b["factor"] for a, b in zip(steps, steps[1:])), steps
+    assert all(st["mean_sample_bytes"] == 1024 * st["factor"] for st in steps), steps
+    near(row(d, "size_cap.py", 5)["alloc_bytes"], 300000 * 1057, 0.25, "the busy line under coarsened sampling")
+    assert "near its size cap (--max-profile) sampling coarsened: 1 per 4.0 KiB" in cp.stderr, cp.stderr[-1500:]
+
+    cp, d = c.profile(prog("size_cap.py"), extra=["--exact", "--max-profile", "2m", "-o", pfl])
+    assert cp.returncode == 0 and cp.stdout == "done\n", cp.stderr[-800:]
+    assert os.path.getsize(pfl) <= (2 << 20) + 4096 + 65536
+    assert d["sampling"]["records_dropped"] > 1000, d["sampling"]
+    # allocations stay exact; copies (the list's growth) coarsen
+    assert all(st["mean_sample_bytes"] is None for st in d["sampling"]["coarsened"]), d["sampling"]
+    assert "incomplete profile:" in cp.stderr, cp.stderr[-1500:]
+
+
 def case_odd_script_names(c):
     """A script path with spaces and non-ASCII characters, and one of 3.5 KB, works and is reported by its
     full name."""
@@ -668,6 +696,7 @@ def case_full_disk(c):
         assert cp.returncode == 0 and cp.stdout == "program ok 300000\n", (cp.returncode, cp.stdout, cp.stderr[-800:])
         assert "recording stops here" in cp.stderr, cp.stderr[-800:]
         assert "<string>:1" in cp.stderr, "what was recorded before the disk filled is not reported"
+        assert "incomplete profile:" in cp.stderr, "the report does not say records were lost"
     finally:
         run(["umount", mnt])
 

@@ -74,6 +74,33 @@ static void test_unbiased_mixed(void **state)
     check_unbiased(256 * 1024, 16, 200000, 2);
 }
 
+/* The mean changes during the run (the profile nearing its size cap) and a thread notices at its next
+ * visit: the allocation that ends a gap is estimated with the mean that gap was drawn with, and the next
+ * gap is drawn with the new one. Alternating 4 KiB and 1 MiB means every 200 allocations (~256 KB) makes
+ * the mistake visible: estimating a 4 KiB gap's hit with 1 MiB adds about 1 MB per switch. */
+static void test_unbiased_across_mean_changes(void **state)
+{
+    const uint64_t thr = 64 * 1024;    /* visits at least every 64 KiB, as the runtime's 1 MiB threshold */
+    pf_sampler_t s;
+    pf_sampler_seed(&s, 7, 4096, thr);
+    double truth = 0, estimate = 0, variance = 0;
+    uint64_t x = 99;
+    for (int i = 0; i < 2000000; i++) {
+        uint64_t mean = (i / 200) % 2 ? 1 << 20 : 4096;
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        uint64_t n = 512 + x % 1537, est;
+        truth += (double)n;
+        variance += (double)n * (double)mean;  /* an n-byte allocation's estimate varies by ~n x mean (n << mean) */
+        if (feed(&s, n, mean, thr, &est) != PF_SAMPLE_SKIP)
+            estimate += (double)est;
+    }
+    double rel = fabs(estimate - truth) / truth;
+    double allowed = 5.0 * sqrt(variance) / truth;     /* 5 standard errors, the 1 MiB phases dominating */
+    if (!(rel < allowed))
+        fail_msg("estimate %.0f vs truth %.0f: off by %.2f%%, allowed %.2f%%", estimate, truth, rel * 100,
+                 allowed * 100);
+}
+
 static void test_estimate_bounds(void **state)
 {
     /* tiny allocations stand for about the mean; huge ones for themselves */
@@ -90,6 +117,7 @@ int main(void)
         cmocka_unit_test(test_unbiased_small),
         cmocka_unit_test(test_unbiased_mixed),
         cmocka_unit_test(test_estimate_bounds),
+        cmocka_unit_test(test_unbiased_across_mean_changes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -80,15 +80,20 @@ static int write_tagged(pf_tls_t *t, uint64_t tag)
     return 0;
 }
 
-static void open_writer(const char *name)
+static void open_writer_capped(const char *name, uint64_t max_bytes)
 {
     char path[256];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0644);
     close(fd);
-    pf_writer_info_t info = {.flags = 0, .python_hex = 0x030b0200, .python_version = "3.11.2"};
+    pf_writer_info_t info = {.max_bytes = max_bytes, .flags = 0, .python_hex = 0x030b0200, .python_version = "3.11.2"};
     assert_int_equal(pf_writer_open(path, 1, &info), 0);
     memset(&pf_tls, 0, sizeof pf_tls);
+}
+
+static void open_writer(const char *name)
+{
+    open_writer_capped(name, 0);
 }
 
 static void test_single_thread_many_chunks(void **state)
@@ -115,6 +120,50 @@ static void test_oversized_record_is_dropped(void **state)
     uint64_t before = pf_writer_dropped();
     assert_null(pf_writer_reserve(&pf_tls, PF_CHUNK_BYTES));
     assert_int_equal(pf_writer_dropped(), before + 1);
+}
+
+/* Level L once the room left is at most 1/2^L of the cap. */
+static void test_fill_levels(void **state)
+{
+    assert_int_equal(pf_writer_level_for(0, 128), 0);
+    assert_int_equal(pf_writer_level_for(63, 128), 0);
+    assert_int_equal(pf_writer_level_for(64, 128), 1);
+    assert_int_equal(pf_writer_level_for(95, 128), 1);
+    assert_int_equal(pf_writer_level_for(96, 128), 2);
+    assert_int_equal(pf_writer_level_for(112, 128), 3);
+    assert_int_equal(pf_writer_level_for(127, 128), 7);
+    assert_int_equal(pf_writer_level_for(128, 128), 24);
+    assert_int_equal(pf_writer_level_for(1, 65536), 0);
+}
+
+/* A 1 MiB cap: the file never grows past it (plus its header), the fill level climbs as chunks are
+ * taken, and every record refused past the cap is counted in the file's own header. */
+static void test_size_cap(void **state)
+{
+    open_writer_capped("cap.pflow", 1 << 20);
+    assert_int_equal(pf_writer_fill_level(), 0);
+    uint64_t refused = 0, written = 0;
+    for (uint64_t i = 1; i <= 100000; i++) {
+        if (write_tagged(&pf_tls, i) == 0)
+            written++;
+        else
+            refused++;
+        if (written == 8 * (PF_CHUNK_PAYLOAD_MAX / 16) + 1)    /* the 9th of 16 chunks taken */
+            assert_int_equal(pf_writer_fill_level(), 1);
+    }
+    assert_int_equal(written, 16 * (PF_CHUNK_PAYLOAD_MAX / 16));
+    assert_true(refused > 0);
+    assert_true(pf_writer_fill_level() >= 4);
+    char path[256];
+    snprintf(path, sizeof path, "%s/cap.pflow", dir);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(st.st_size <= PF_HEADER_BYTES + (1 << 20));
+    pf_file_header_t h;
+    FILE *f = fopen(path, "rb");
+    assert_int_equal(fread(&h, sizeof h, 1, f), 1);
+    fclose(f);
+    assert_int_equal(h.records_dropped, refused);
 }
 
 static void *thread_writer(void *arg)
@@ -201,6 +250,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_single_thread_many_chunks),
+        cmocka_unit_test(test_fill_levels),
+        cmocka_unit_test(test_size_cap),
         cmocka_unit_test(test_oversized_record_is_dropped),
         cmocka_unit_test(test_threads_do_not_mix),
         cmocka_unit_test(test_sigkill_keeps_committed_records),
