@@ -46,7 +46,7 @@ typedef struct pf_pyframes_api {
     /* As capture, for signal handlers: the thread may be stopped at any instruction (half-way through
      * pushing a frame), so every pointer is read without faulting (process_vm_readv on pid, which must be
      * the calling process: the caller keeps it, as getpid() is a system call) and a walk that meets a bad
-     * one stops there. Two system calls per frame (three on 3.13). Returns -1 where no such read exists. */
+     * one stops there. Two system calls per frame. Returns -1 where no such read exists. */
     int (*capture_async)(long pid, pf_pyframe_t *out, int max, int *truncated);
 
     /* Describes a code object seen in a captured frame. filename and name are transcoded to UTF-8 into

@@ -233,14 +233,18 @@ static inline int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, 
         f = previous;
         if (owner == FRAME_OWNED_BY_CSTACK || !ex)
             continue;
+        PyCodeObject *co = (PyCodeObject *)ex;
         PyTypeObject *type;
-        if (LOAD(type, ex->ob_type))
+        int first_traceable, got_both = 0;
+        /* Async: the type and the first traceable instruction in one system call. A non-code executable
+         * (None) is smaller than a code object and the read past it may fail: then the type alone. */
+        if (async)
+            got_both = LOAD2(type, ex->ob_type, first_traceable, co->_co_firsttraceable) == 0;
+        if (!got_both && LOAD(type, ex->ob_type))
             break;
         if (type != &PyCode_Type)
             continue;
-        PyCodeObject *co = (PyCodeObject *)ex;
-        int first_traceable;
-        if (LOAD(first_traceable, co->_co_firsttraceable))
+        if (!got_both && LOAD(first_traceable, co->_co_firsttraceable))
             break;
         if (owner != FRAME_OWNED_BY_GENERATOR && instr_ptr < _PyCode_CODE(co) + first_traceable)
             continue;
