@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer target with clang (ASan + UBSan) and runs it for a bounded time on a seed corpus made
 # from real profiles (pyflow run on three examples, --watch=stores and --watch=copies runs, a tiny program,
-# and the GPU driver test on the mock CUDA library), compacted so the trailer is in reach, plus cut,
+# a --native run under a small --max-profile, and the GPU driver test on the mock CUDA library), compacted so the trailer is in reach, plus cut,
 # bit-flipped and corrupt variants (make_seeds.py).
 #   run_fuzz.sh SOURCE_DIR WORK_DIR PYFLOW [SECONDS]
 # Exit 0: no crash; 1: a crash, a hang (> 30 s on one input) or no seeds (the reproducer is WORK_DIR/crash-*,
@@ -29,6 +29,9 @@ done
   -c 'x = [bytearray(300000) for i in range(8)]' >/dev/null 2>&1
 "$pyflow" run --no-report --watch=copies --python /usr/bin/python3 -o "$work/profiles/copies.pflow" \
   "$src/tests/integration/programs/watch_copies.py" >/dev/null 2>&1
+# interned stacks with native frames, and the size cap's coarsening marks (a 1 MiB cap, fine sampling)
+"$pyflow" run --no-report --native --sample-bytes 4k --max-profile 1m --python /usr/bin/python3 \
+  -o "$work/profiles/native-cap.pflow" "$src/tests/integration/programs/deep_repeats.py" >/dev/null 2>&1
 # GPU records (allocations, frees, h2d/d2h/d2d copies into block interiors) from the mock CUDA library
 mock=$(dirname "$pyflow")/../tests/gpu/libpf_mockcuda.so
 [ -f "$mock" ] && "$pyflow" run --no-report --python /usr/bin/python3 -o "$work/profiles/gpu.pflow" \
