@@ -883,19 +883,27 @@ def case_watch_categories(c):
     """Sampling is random (task-clock timing), so each assertion has a wide margin: the slow variant's line
     needs >= 3 redundant pairs and a redundant-load fraction >= 0.3 (measured 0.8-1.0 here and on an H100
     host with real debug registers); the fixed variant never runs that line. Seeds: the programs' own and
-    the watch reservoir's (PYFLOW_WATCH_SEED, default 1)."""
+    the watch reservoir's (PYFLOW_WATCH_SEED, default 1). Where watchpoints are emulated, a run on a busy
+    machine arms few watches (loop_invariant.py: 3 to 20 pairs on its line in 10 runs here, 2 once in CI
+    under ctest -j2), so a slow variant that finds too few is sampled once more before the test fails."""
     if not has_numpy(c.python):
         raise Skip("numpy is not importable by " + c.python)
     paths = []
     for name, text, category in WATCH_PROGRAMS:
         script = os.path.abspath(os.path.join(WATCH_DIR, name))
         line = line_of(script, text)
-        _, _, doc = watch_run(c, script, [])
-        r = row(doc, name, line)
+        for attempt in (1, 2):
+            _, _, doc = watch_run(c, script, [])
+            r = row(doc, name, line)
+            mine = [x for x in doc["redundancies"] if os.path.basename(x["repeat"]["file"]) == name
+                    and x["repeat"]["line"] == line]
+            found = r["redundant_load_bytes"] > 0 and r["redundant_load_fraction"] >= 0.3 and \
+                sum(x["count"] for x in mine) >= 3
+            if found or attempt == 2:
+                break
+            print(f"{name}: few pairs this run ({sum(x['count'] for x in mine)}), sampling again")
         assert r["redundant_load_bytes"] > 0 and r["redundant_load_fraction"] >= 0.3, \
             f"{name}:{line}: {r['redundant_load_bytes']} B, fraction {r['redundant_load_fraction']}"
-        mine = [x for x in doc["redundancies"] if os.path.basename(x["repeat"]["file"]) == name
-                and x["repeat"]["line"] == line]
         assert mine and sum(x["count"] for x in mine) >= 3, f"{name}:{line}: {mine} / {doc['watch']}"
         assert mine[0]["category"] == category, f"{name}: category {mine[0]['category']!r}, want {category!r}"
         assert mine[0]["repeat_path"].count(name) >= 1, mine[0]["repeat_path"]
