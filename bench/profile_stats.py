@@ -16,7 +16,8 @@ TYPES = {1: "ALLOC", 2: "FREE", 3: "CODE", 4: "MODULE", 5: "THREAD", 6: "MARK", 
 
 
 def walk(data):
-    """Yields (type, size) of every record, chunk by chunk, as the reader does."""
+    """Yields (type, offset, size) of every record, chunk by chunk, as the reader does (the integration
+    tests read profiles with it too)."""
     header_bytes, chunk_bytes = struct.unpack_from("<II", data, 12)
     for off in range(header_bytes, len(data) - 16, chunk_bytes):
         if struct.unpack_from("<I", data, off)[0] == 0:
@@ -26,7 +27,7 @@ def walk(data):
             rtype, _aux, size = struct.unpack_from("<HHI", data, p)
             if rtype == 0 or size < 8 or size & 7 or p + size > end:
                 break
-            yield rtype, size
+            yield rtype, p, size
             p += size
 
 
@@ -40,7 +41,7 @@ def main():
         sys.exit(f"{a.profile}: not a pyflow profile")
     version = struct.unpack_from("<I", data, 8)[0]
     count, size = {}, {}
-    for rtype, n in walk(data):
+    for rtype, _, n in walk(data):
         count[rtype] = count.get(rtype, 0) + 1
         size[rtype] = size.get(rtype, 0) + n
     total = sum(size.values())

@@ -43,10 +43,9 @@ static void write_copy(pf_tls_t *t, uint64_t id, const void *dst, const void *sr
     c->src = (uint64_t)(uintptr_t)src;
     c->bytes = n;
     c->est_bytes = est;
-    c->flags = flags | st.flags | (sid ? PF_ALLOC_STACK_REF : 0);
+    c->flags = flags;
     c->reserved8 = 0;
-    c->n_py = sid ? 0 : st.n_py;
-    c->n_native = sid ? 0 : st.n_native;
+    pf_stacks_fields(&st, sid, &c->flags, &c->n_py, &c->n_native);
     c->reserved16 = 0;
     pf_stacks_store_tail(&st, sid, c + 1);
     pf_writer_commit(t, rec, PF_REC_COPY, (uint16_t)kind, bytes);

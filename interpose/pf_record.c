@@ -4,8 +4,8 @@
  * Sampling is Poisson by bytes: each thread draws exponential gaps with mean pf_cfg.mean_sample_bytes; an
  * allocation of n bytes that contains a sample point is recorded with est_bytes = n / (1 - exp(-n/mean)),
  * which makes every total an unbiased estimate. Allocations of at least the object threshold are recorded
- * exactly. Near the profile's size cap the mean grows (pf_sampling_now, pf_writer.h) and a MARK says so. All of this runs with t->guard raised, so whatever it allocates (libunwind, dl_iterate_phdr) is
- * not seen.
+ * exactly. Near the profile's size cap the mean grows (pf_sampling_now, pf_writer.h) and a MARK says so.
+ * All of this runs with t->guard raised, so whatever it allocates (libunwind, dl_iterate_phdr) is not seen.
  */
 #include <libunwind.h>
 #include <string.h>
@@ -197,9 +197,8 @@ static void record_alloc(pf_tls_t *t, void *p, size_t size, int domain, uint64_t
     a->size = size;
     a->est_bytes = est;
     a->domain = (uint8_t)domain;
-    a->flags = flags | st.flags | (sid ? PF_ALLOC_STACK_REF : 0);
-    a->n_py = sid ? 0 : st.n_py;
-    a->n_native = sid ? 0 : st.n_native;
+    a->flags = flags;
+    pf_stacks_fields(&st, sid, &a->flags, &a->n_py, &a->n_native);
     a->reserved = 0;
     pf_stacks_store_tail(&st, sid, a + 1);
     pf_writer_commit(t, rec, PF_REC_ALLOC, 0, bytes);

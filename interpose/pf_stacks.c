@@ -2,7 +2,7 @@
  *
  * The table maps a 64-bit hash of the stack to its id and to pyflow's own copy of its words (in an arena,
  * not in the profile: finished chunks are dropped from memory and re-reading them would fault them back).
- * Memory is bounded: PF_STACKS_SLOTS entries and PF_STACKS_ARENA_MAX bytes of copies; past either, new
+ * Memory is bounded: PF_STACKS_MAX_USED entries and PF_STACKS_MAX_BLOCKS blocks of copies; past either, new
  * stacks are written inline, as before interning, and nothing is lost.
  */
 #include "pf_stacks.h"

@@ -23,6 +23,16 @@ uint32_t pf_stacks_id(pf_tls_t *t, const pf_stack_t *st);
 uint32_t pf_stacks_tail_bytes(const pf_stack_t *st, uint32_t id);
 void pf_stacks_store_tail(const pf_stack_t *st, uint32_t id, void *dst);
 
+/* A record's stack fields for st under id: PF_ALLOC_STACK_REF added to *flags and no inline frames when
+ * id != 0, else st's counts. ALLOC and COPY share them. */
+static inline void pf_stacks_fields(const pf_stack_t *st, uint32_t id, uint8_t *flags, uint16_t *n_py,
+                                    uint16_t *n_native)
+{
+    *flags |= st->flags | (id ? PF_ALLOC_STACK_REF : 0);
+    *n_py = id ? 0 : st->n_py;
+    *n_native = id ? 0 : st->n_native;
+}
+
 /* In a fork child: forget every id (the child's file has none of the parent's STACK records). */
 void pf_stacks_reset(void);
 

@@ -190,16 +190,17 @@ const char *pf_report_sampling_steps(const pf_model_t *m, char buf[200])
     if (!m->n_sampling_steps)
         return NULL;
     const pf_sampling_step_t *first = &m->sampling_steps[0], *last = &m->sampling_steps[m->n_sampling_steps - 1];
-    char a[24], b[24];
-    if (m->exact)   /* allocations stay exact; only copies are sampled */
+    if (m->exact) {     /* allocations stay exact; only copies are sampled */
         snprintf(buf, 200, "near its size cap (--max-profile) the profile sampled copies %llux less often from %.1f s",
                  (unsigned long long)last->factor, first->t_s);
-    else
-        snprintf(buf, 200, "near its size cap (--max-profile) sampling coarsened: 1 per %s from %.1f s%s%s%s",
-                 pf_report_human_bytes((double)m->mean_sample_bytes * (double)first->factor, a), first->t_s,
-                 m->n_sampling_steps > 1 ? ", 1 per " : "",
-                 m->n_sampling_steps > 1 ? pf_report_human_bytes((double)m->mean_sample_bytes * (double)last->factor, b) : "",
-                 m->n_sampling_steps > 1 ? " at the end" : "");
+        return buf;
+    }
+    char a[24], b[24], end[48] = "";
+    if (last != first)
+        snprintf(end, sizeof end, ", 1 per %s at the end",
+                 pf_report_human_bytes((double)m->mean_sample_bytes * (double)last->factor, b));
+    snprintf(buf, 200, "near its size cap (--max-profile) sampling coarsened: 1 per %s from %.1f s%s",
+             pf_report_human_bytes((double)m->mean_sample_bytes * (double)first->factor, a), first->t_s, end);
     return buf;
 }
 

@@ -568,37 +568,31 @@ def case_long_run_bounds(c):
 
 
 def profile_stacks(path, function):
-    """A profile file read straight from the format (core/pf_format.h): ({stack id: (n_py, n_native)} of its
-    STACK records whose innermost Python frame is in `function`, [stack id] of its ALLOC records that refer
-    to a stack, count of ALLOCs with inline frames)."""
+    """A profile file read straight from the format (core/pf_format.h, records walked by
+    bench/profile_stats.py): ({stack id: (n_py, n_native)} of its STACK records whose innermost Python frame
+    is in `function`, [stack id] of its ALLOC records that refer to a stack, count of ALLOCs with inline
+    frames)."""
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
+    from profile_stats import walk
     data = open(path, "rb").read()
-    header_bytes, chunk_bytes = struct.unpack_from("<II", data, 12)
     stacks, refs, inline, codes = {}, [], 0, set()
-    for off in range(header_bytes, len(data) - 16, chunk_bytes):
-        if struct.unpack_from("<I", data, off)[0] == 0:
-            continue
-        p, end = off + 16, min(off + chunk_bytes, len(data))
-        while p + 8 <= end:
-            rtype, _aux, size = struct.unpack_from("<HHI", data, p)
-            if rtype == 0 or size < 8:
-                break
-            if rtype == 1:      # ALLOC: flags at payload 33, n_py and n_native at 34, 36, the ref at 40
-                flags, n_py, n_native = struct.unpack_from("<BHH", data, p + 8 + 33)
-                if flags & 0x10:
-                    assert n_py == n_native == 0, f"{path}: a stack reference with inline frames"
-                    refs.append(struct.unpack_from("<I", data, p + 8 + 40)[0])
-                elif n_py or n_native:
-                    inline += 1
-            elif rtype == 3:    # CODE: id, first line, file and name lengths, then the file and the name
-                cid, _first, flen, nlen = struct.unpack_from("<IiII", data, p + 8)
-                if data[p + 8 + 24 + flen:p + 8 + 24 + flen + nlen] == function.encode():
-                    codes.add(cid)
-            elif rtype == 13:   # STACK: id, n_py, n_native, then the frames (code id, offset), innermost first
-                sid, n_py, n_native = struct.unpack_from("<IHH", data, p + 8)
-                assert sid not in stacks, f"{path}: stack id {sid} defined twice"
-                if n_py and struct.unpack_from("<I", data, p + 16)[0] in codes:
-                    stacks[sid] = (n_py, n_native)
-            p += size
+    for rtype, p, _size in walk(data):
+        if rtype == 1:      # ALLOC: flags at payload 33, n_py and n_native at 34, 36, the ref at 40
+            flags, n_py, n_native = struct.unpack_from("<BHH", data, p + 8 + 33)
+            if flags & 0x10:
+                assert n_py == n_native == 0, f"{path}: a stack reference with inline frames"
+                refs.append(struct.unpack_from("<I", data, p + 8 + 40)[0])
+            elif n_py or n_native:
+                inline += 1
+        elif rtype == 3:    # CODE: id, first line, file and name lengths, then the file and the name
+            cid, _first, flen, nlen = struct.unpack_from("<IiII", data, p + 8)
+            if data[p + 8 + 24 + flen:p + 8 + 24 + flen + nlen] == function.encode():
+                codes.add(cid)
+        elif rtype == 13:   # STACK: id, n_py, n_native, then the frames (code id, offset), innermost first
+            sid, n_py, n_native = struct.unpack_from("<IHH", data, p + 8)
+            assert sid not in stacks, f"{path}: stack id {sid} defined twice"
+            if n_py and struct.unpack_from("<I", data, p + 16)[0] in codes:
+                stacks[sid] = (n_py, n_native)
     return stacks, refs, inline
 
 
