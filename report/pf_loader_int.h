@@ -23,6 +23,7 @@ typedef struct pcode {
     const uint8_t *table;
     uint32_t table_len;
     int is_user;
+    int is_import_root; /* importlib, getpath, encodings: outermost only when C code calls them (start-up) */
 } pcode_t;
 
 typedef struct event {

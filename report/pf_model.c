@@ -83,6 +83,16 @@ static int cmp_sampling_step(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Code the interpreter calls from C while it starts: its import machinery (frozen on every supported
+ * version), 3.11's getpath, and the codec search that finds the standard streams' encodings. */
+static int is_import_root(const char *file, int is_user)
+{
+    static const char codecs[] = "/encodings/__init__.py";
+    size_t n = strlen(file), c = sizeof codecs - 1;
+    return strncmp(file, "<frozen importlib._bootstrap", 28) == 0 || strcmp(file, "<frozen getpath>") == 0 ||
+           (!is_user && n > c && strcmp(file + n - c, codecs) == 0);
+}
+
 static int on_record(void *ctx, const pf_record_t *r)
 {
     loader_t *L = ctx;
@@ -105,6 +115,7 @@ static int on_record(void *ctx, const pf_record_t *r)
         pc->table = (const uint8_t *)tail + c->filename_len + c->name_len;
         pc->table_len = c->linetable_len;
         pc->is_user = pf_model_is_user_file(m, m->strings[pc->file]);
+        pc->is_import_root = is_import_root(m->strings[pc->file], pc->is_user);
         *pf_map_put(&P->codes, c->code_id, NULL) = P->n_pcodes;
         return 0;
     }

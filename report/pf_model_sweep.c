@@ -5,7 +5,8 @@
  *
  * Attribution: a record is charged to the innermost frame of its stack that is the user's code
  * (pf_model_is_user_file), else to its innermost frame; a record without frames goes to "[native thread]"
- * (a thread that never ran Python) or "[python startup]" (the main thread before or after Python ran).
+ * (a thread that never ran Python) or "[python startup]" (the main thread before or after Python ran, and
+ * the site module's imports before the program).
  *
  * Liveness: an address is live at most once per process. A FREE of an unknown address is ignored; an
  * ALLOC at an address that is still live means the allocator reused it, so the earlier block was freed
@@ -55,32 +56,38 @@ static int32_t func_row(sweeper_t *S, uint32_t file, uint32_t function, int firs
     return (int32_t)(S->m->n_funcs - 1);
 }
 
+static int32_t bracket_row(sweeper_t *S, const char *where, int32_t *func)
+{
+    uint32_t file = intern(S->m, where, strlen(where)), fn = intern(S->m, "", 0);
+    *func = func_row(S, file, fn, 0);
+    return line_row(S, file, fn, 0);
+}
+
 /* The row (and function row) a stack is charged to. */
 int32_t pf_sweep_attribute(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *frames, uint16_t n, uint8_t flags,
                          int32_t *func)
 {
     pf_model_t *m = S->m;
     proc_state_t *P = &S->L->procs[proc];
-    if (n == 0) {
-        const char *where = (flags & PF_STACK_MISSING)      ? "[stack missing]"
-                            : (flags & PF_ALLOC_NO_PYSTATE) ? "[native thread]"
-                                                            : "[python startup]";
-        uint32_t file = intern(m, where, strlen(where));
-        uint32_t fn = intern(m, "", 0);
-        *func = func_row(S, file, fn, 0);
-        return line_row(S, file, fn, 0);
-    }
+    if (n == 0)
+        return bracket_row(S,
+                           (flags & PF_STACK_MISSING)      ? "[stack missing]"
+                           : (flags & PF_ALLOC_NO_PYSTATE) ? "[native thread]"
+                                                           : "[python startup]",
+                           func);
     /* The innermost frame in a real user file. Code without a file (<string>: python -c, exec) counts only
      * while every frame outside it is user code too: library code generates such code (namedtuple, site
      * running a .pth file's import line), and that is not the user's line. Else the innermost library
      * frame (so such generated code goes to the library that ran it), else the innermost frame at all. */
-    int pick = -1, fallback = -1, any = -1, chain = 1;
+    int pick = -1, fallback = -1, any = -1, outermost = -1, chain = 1;
     for (int i = n - 1; i >= 0; i--) {
         uint64_t *ci = pf_map_get(&P->codes, frames[i].code_id);
         if (!ci)
             continue;
         any = i;
         const pcode_t *pc = &P->pcodes[*ci - 1];
+        if (outermost < 0)
+            outermost = *ci - 1;
         int generated = m->strings[pc->file][0] == '<';
         if (!pc->is_user) {
             chain = 0;
@@ -89,13 +96,14 @@ int32_t pf_sweep_attribute(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *
             pick = i;
         }
     }
+    /* No line of the user's under an import that C code began (the site module and what .pth files import,
+     * encodings, runpy): the interpreter starting, not anything the program asked for. */
+    if (pick < 0 && outermost >= 0 && P->pcodes[outermost].is_import_root && !(flags & PF_ALLOC_TRUNCATED))
+        return bracket_row(S, "[python startup]", func);
     if (pick < 0)
         pick = fallback >= 0 ? fallback : any;
-    if (pick < 0) {
-        uint32_t file = intern(m, "[unknown]", 9), fn = intern(m, "", 0);
-        *func = func_row(S, file, fn, 0);
-        return line_row(S, file, fn, 0);
-    }
+    if (pick < 0)
+        return bracket_row(S, "[unknown]", func);
     const pcode_t *pc = &P->pcodes[*pf_map_get(&P->codes, frames[pick].code_id) - 1];
     *func = func_row(S, pc->file, pc->function, pc->firstlineno);
     uint64_t ck = pf_sweep_key3(proc, frames[pick].code_id, frames[pick].lasti_bytes);

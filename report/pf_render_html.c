@@ -103,6 +103,29 @@ static void table(FILE *f, const pf_model_t *m, const char *id, int lines)
 }
 
 
+/* What the tables leave out: memory no line of the user's code asked for (pf_report_outside_code). */
+static void outside_code(FILE *f, const pf_model_t *m)
+{
+    pf_outside_code_t out;
+    pf_report_outside_code(m, &out);
+    if (!pf_report_outside_code_shown(m, &out))
+        return;
+    char a[24];
+    fprintf(f, "<p id=\"outside\">Outside your code (no line of yours on the stack: child processes, library threads, "
+               "imports): %s allocated (%.0f%%), %.0f%% of the peak, in %zu library lines; the largest:",
+            pf_report_human_bytes(out.alloc_bytes, a), 100 * out.alloc_bytes / m->total.alloc_bytes,
+            m->total.peak_bytes > 0 ? 100 * out.peak_bytes / m->total.peak_bytes : 0.0, out.lines);
+    for (size_t k = 0; k < out.n_top; k++) {
+        const pf_line_t *l = &m->lines[out.top[k]];
+        fputs(k ? ", <code title=\"" : " <code title=\"", f);
+        pf_html_esc(f, pf_model_str(m, l->file));
+        fputs("\">", f);
+        pf_html_esc(f, pf_report_basename(pf_model_str(m, l->file)));
+        fprintf(f, ":%d</code> %s", l->line, pf_report_human_bytes(l->s.alloc_bytes, a));
+    }
+    fputs(". <code>pyflow report PROFILE --profile-all</code> lists every line.</p>\n", f);
+}
+
 static const char *STYLE =
     "body{font:14px system-ui,sans-serif;margin:24px;color:#222}h1{font-size:20px}h2{font-size:16px;margin-top:28px}"
     "table{border-collapse:collapse;font-size:13px}th,td{padding:3px 8px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}"
@@ -160,7 +183,7 @@ int pf_render_html(const pf_model_t *m, FILE *f, const pf_html_opts_t *opts)
     int any = 0;
     for (size_t i = 0; i < m->n_flows; i++) {
         const pf_flow_t *fl = &m->flows[i];
-        if (!pf_report_flow_redundant(fl) || fl->at_line < 0)
+        if (!pf_report_copy_found(m, fl))
             continue;
         const pf_line_t *at = &m->lines[fl->at_line];
         fprintf(f, "<div class=\"finding\"><span class=\"bad\">redundant copy</span> %s at ", pf_report_human_bytes(fl->redundant_bytes, a));
@@ -173,9 +196,9 @@ int pf_render_html(const pf_model_t *m, FILE *f, const pf_html_opts_t *opts)
     any += pf_html_watch_findings(f, m);
     for (size_t i = 0; i < m->n_lines; i++) {
         const pf_line_t *l = &m->lines[i];
-        double p = pf_report_leak_likelihood(&l->s);
-        if (p < PF_LEAK_REPORT_THRESHOLD || !pf_model_is_user_file(m, pf_model_str(m, l->file)))
+        if (!pf_report_leak_found(m, l))
             continue;
+        double p = pf_report_leak_likelihood(&l->s);
         fprintf(f, "<div class=\"finding\"><span class=\"bad\">probable leak</span> %s live at exit (likelihood %.0f%%) at ",
                 pf_report_human_bytes(l->s.leaked_bytes, a), 100 * p);
         pf_html_esc(f, pf_report_basename(pf_model_str(m, l->file)));
@@ -194,6 +217,7 @@ int pf_render_html(const pf_model_t *m, FILE *f, const pf_html_opts_t *opts)
     }
     fputs("\n<h2>Lines</h2>\n", f);
     table(f, m, "lines", 1);
+    outside_code(f, m);
     fputs("<h2>Functions</h2>\n", f);
     table(f, m, "functions", 0);
     pf_html_watch_sections(f, m);

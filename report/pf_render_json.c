@@ -248,6 +248,17 @@ int pf_render_json(const pf_model_t *m, FILE *out)
     bytes(&j, "leaked_bytes", m->total.leaked_bytes);
     pf_json_end_object(&j);
 
+    pf_outside_code_t outside;  /* the rows charged to library lines: no line of the user's code on the stack */
+    pf_report_outside_code(m, &outside);
+    pf_json_key(&j, "outside_code");
+    pf_json_begin_object(&j);
+    bytes(&j, "alloc_bytes", outside.alloc_bytes);
+    bytes(&j, "peak_bytes", outside.peak_bytes);
+    bytes(&j, "copy_bytes", outside.copy_bytes);
+    pf_json_key(&j, "lines");
+    pf_json_number(&j, (double)outside.lines);
+    pf_json_end_object(&j);
+
     pf_json_key(&j, "timeline");
     timeline(&j, m, &m->total);
     pf_json_key(&j, "gpu_timeline");
@@ -318,8 +329,7 @@ int pf_render_json(const pf_model_t *m, FILE *out)
     pf_json_begin_array(&j);
     for (size_t k = 0; k < m->n_lines; k++) {
         const pf_line_t *l = &m->lines[order[k]];
-        if (l->s.leaked_bytes <= 0 || !pf_model_is_user_file(m, pf_model_str(m, l->file)) ||
-            pf_report_leak_likelihood(&l->s) < PF_LEAK_REPORT_THRESHOLD)
+        if (l->s.leaked_bytes <= 0 || !pf_report_leak_found(m, l))
             continue;
         pf_json_begin_object(&j);
         pf_json_key(&j, "file");

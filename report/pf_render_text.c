@@ -320,8 +320,9 @@ static void lines_table(out_t *o, const pf_model_t *m, int rows, int reduced)
         snprintf(where, sizeof where, "%s:%d", shorten_path(file), l->line);
         cut_left(o, where, lw, where_cut, sizeof where_cut);
         int pad = lw - columns(o, where_cut);
-        int leak = pf_report_leak_likelihood(&l->s) >= PF_LEAK_REPORT_THRESHOLD;
-        int red = l->s.redundant_copy_bytes > 0.5;
+        int users = pf_model_is_user_file(m, file);
+        int leak = pf_report_leak_found(m, l);
+        int red = users && l->s.redundant_copy_bytes > 0.5;
         any_leak |= leak;
         any_red |= red;
         char row[1024] = "", spark[64];
@@ -346,6 +347,39 @@ static void lines_table(out_t *o, const pf_model_t *m, int rows, int reduced)
     if (any_leak || any_red)
         line(o, "%s%s", any_leak ? "! probable leak (see below)   " : "", any_red ? "* copies judged redundant" : "");
     free(order);
+}
+
+/* The last two components of a path: a library file is told by its package ("loky/process.py"). */
+static const char *package_path(const char *file)
+{
+    const char *last = strrchr(file, '/');
+    if (!last || last == file)
+        return file;
+    const char *before = last - 1;
+    while (before > file && *before != '/')
+        before--;
+    return *before == '/' ? before + 1 : file;
+}
+
+/* What the line table leaves out: memory no line of the user's code asked for. */
+static void outside_code(out_t *o, const pf_model_t *m)
+{
+    pf_outside_code_t out;
+    pf_report_outside_code(m, &out);
+    if (!pf_report_outside_code_shown(m, &out))
+        return;
+    char a[16], b[16];
+    fputc('\n', o->f);
+    line(o, "%soutside your code%s (no line of yours on the stack: child processes, library threads, imports)",
+         bold(o), reset(o));
+    line(o, "  %s allocated (%.0f%%), %.0f%% of the peak, in %zu library lines; the largest:", human(out.alloc_bytes, a),
+         share(out.alloc_bytes, m->total.alloc_bytes), share(out.peak_bytes, m->total.peak_bytes), out.lines);
+    for (size_t k = 0; k < out.n_top; k++) {
+        const pf_line_t *l = &m->lines[out.top[k]];
+        line(o, "  %9s  %s:%d (%s)", human(l->s.alloc_bytes, b), package_path(pf_model_str(m, l->file)), l->line,
+             pf_model_str(m, l->function));
+    }
+    line(o, "  (`pyflow report PROFILE --profile-all` lists every line)");
 }
 
 static void funcs_table(out_t *o, const pf_model_t *m, int rows)
@@ -382,6 +416,18 @@ static void funcs_table(out_t *o, const pf_model_t *m, int rows)
     free(order);
 }
 
+/* A forked child that only exec'd (subprocess, multiprocessing's spawn) is two images of one pid: the
+ * first, which allocated nothing, is not worth a row of its own. */
+static int replaced_by_exec(const pf_model_t *m, size_t i)
+{
+    if (m->procs[i].alloc_bytes >= 0.5)
+        return 0;
+    for (size_t j = i + 1; j < m->n_procs; j++)
+        if (m->procs[j].pid == m->procs[i].pid)
+            return 1;
+    return 0;
+}
+
 /* One row per process when children were merged. */
 static void processes(out_t *o, const pf_model_t *m)
 {
@@ -393,7 +439,11 @@ static void processes(out_t *o, const pf_model_t *m)
          reset(o));
     for (size_t i = 0; i < m->n_procs; i++) {
         const pf_process_t *p = &m->procs[i];
-        line(o, "%-8u %-8s %9s %9s %9s  %s", p->pid, p->root ? "(root)" : "", human(p->alloc_bytes, a),
+        if (replaced_by_exec(m, i))
+            continue;
+        char parent[16];
+        snprintf(parent, sizeof parent, "%u", p->ppid);
+        line(o, "%-8u %-8s %9s %9s %9s  %s", p->pid, p->root ? "(root)" : parent, human(p->alloc_bytes, a),
              human(p->peak_bytes, b), human(p->live, c), p->argv);
     }
 }
@@ -436,9 +486,9 @@ static void leaks(out_t *o, const pf_model_t *m)
     size_t *order = pf_report_line_order(m);
     for (size_t k = 0; k < m->n_lines; k++) {
         const pf_line_t *l = &m->lines[order[k]];
-        double p = pf_report_leak_likelihood(&l->s);
-        if (p < PF_LEAK_REPORT_THRESHOLD || !pf_model_is_user_file(m, pf_model_str(m, l->file)))
+        if (!pf_report_leak_found(m, l))
             continue;
+        double p = pf_report_leak_likelihood(&l->s);
         if (!any++) {
             fputc('\n', o->f);
             line(o, "%sprobable leaks%s (live at exit and still growing)", bold(o), reset(o));
@@ -519,7 +569,7 @@ static void findings(out_t *o, const pf_model_t *m)
     int any = 0;
     for (size_t i = 0; i < m->n_flows; i++) {
         const pf_flow_t *f = &m->flows[i];
-        if (!pf_report_flow_redundant(f) || f->at_line < 0)
+        if (!pf_report_copy_found(m, f))
             continue;
         const pf_line_t *at = &m->lines[f->at_line];
         if (!any++) {
@@ -542,6 +592,7 @@ int pf_render_text(const pf_model_t *m, FILE *f, const pf_text_opts_t *opts)
     int rows = opts && opts->max_lines > 0 ? opts->max_lines : DEFAULT_ROWS;
     header(&o, m, opts);
     lines_table(&o, m, rows, opts && opts->reduced);
+    outside_code(&o, m);
     funcs_table(&o, m, rows < 8 ? rows : 8);
     processes(&o, m);
     peak_contributors(&o, m);

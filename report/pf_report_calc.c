@@ -97,6 +97,18 @@ int pf_report_flow_redundant(const pf_flow_t *f)
     return f->judged > 0 && f->redundant * 2 > f->judged;
 }
 
+int pf_report_leak_found(const pf_model_t *m, const pf_line_t *l)
+{
+    return pf_model_is_user_file(m, pf_model_str(m, l->file)) &&
+           pf_report_leak_likelihood(&l->s) >= PF_LEAK_REPORT_THRESHOLD;
+}
+
+int pf_report_copy_found(const pf_model_t *m, const pf_flow_t *f)
+{
+    return pf_report_flow_redundant(f) && f->at_line >= 0 &&
+           pf_model_is_user_file(m, pf_model_str(m, m->lines[f->at_line].file));
+}
+
 const char *pf_report_copy_kind_name(unsigned kind)
 {
     switch (kind) {
@@ -240,6 +252,19 @@ const char *pf_report_access_fix(const char *category)
     return "keep the result of the first call instead of calling again with the same arguments";
 }
 
+/* Puts item at rank k of a list of at most max items (largest first), dropping the last when it is full. */
+static void rank_insert(void *list, size_t size, size_t *n, size_t max, size_t k, const void *item)
+{
+    if (k >= max)
+        return;
+    char *base = list;
+    size_t moved = (*n < max ? *n : max - 1) - k;
+    memmove(base + (k + 1) * size, base + k * size, moved * size);
+    memcpy(base + k * size, item, size);
+    if (*n < max)
+        (*n)++;
+}
+
 size_t pf_report_needed_copies(const pf_model_t *m, const pf_flow_t **top, size_t max)
 {
     size_t n = 0;
@@ -250,13 +275,34 @@ size_t pf_report_needed_copies(const pf_model_t *m, const pf_flow_t **top, size_
         size_t k = 0;
         while (k < n && top[k]->bytes >= f->bytes)
             k++;
-        if (k == max)
-            continue;
-        size_t moved = (n < max ? n : max - 1) - k;
-        memmove(&top[k + 1], &top[k], moved * sizeof top[0]);
-        top[k] = f;
-        if (n < max)
-            n++;
+        rank_insert(top, sizeof top[0], &n, max, k, &f);
     }
     return n;
+}
+
+/* The renderers list the user's lines; a record whose stack holds none of them was charged to its
+ * innermost library line (pf_model_sweep.c), so those rows are exactly the memory the line table leaves
+ * out. */
+void pf_report_outside_code(const pf_model_t *m, pf_outside_code_t *out)
+{
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < m->n_lines; i++) {
+        const pf_line_t *l = &m->lines[i];
+        const char *file = pf_model_str(m, l->file);
+        if (pf_model_is_user_file(m, file) || file[0] == '[' || (l->s.alloc_bytes < 0.5 && l->s.copy_bytes < 0.5))
+            continue;
+        out->alloc_bytes += l->s.alloc_bytes;
+        out->peak_bytes += l->s.peak_bytes;
+        out->copy_bytes += l->s.copy_bytes;
+        out->lines++;
+        size_t k = 0;
+        while (k < out->n_top && m->lines[out->top[k]].s.alloc_bytes >= l->s.alloc_bytes)
+            k++;
+        rank_insert(out->top, sizeof out->top[0], &out->n_top, PF_OUTSIDE_TOP, k, &i);
+    }
+}
+
+int pf_report_outside_code_shown(const pf_model_t *m, const pf_outside_code_t *out)
+{
+    return out->lines && (out->alloc_bytes >= 0.05 * m->total.alloc_bytes || out->peak_bytes >= 0.05 * m->total.peak_bytes);
 }

@@ -21,6 +21,11 @@ double pf_report_leak_likelihood(const pf_stats_t *s);
 /* A flow is reported redundant when most of its judged copies were. */
 int pf_report_flow_redundant(const pf_flow_t *f);
 
+/* Findings are about the user's code, which the user can change: a line's probable leak (the likelihood
+ * at PF_LEAK_REPORT_THRESHOLD or more) and a redundant copy flow made at a line of the user's files. */
+int pf_report_leak_found(const pf_model_t *m, const pf_line_t *l);
+int pf_report_copy_found(const pf_model_t *m, const pf_flow_t *f);
+
 /* The text of a source line, trimmed (at most 511 bytes; "" when the file cannot be read). The result is
  * overwritten by the next call. */
 const char *pf_report_source_line(const char *file, int lineno);
@@ -59,5 +64,19 @@ const char *pf_report_access_fix(const char *category);
 /* --watch=copies: the edges a watched write proved needed (at a known line), largest first; fills top[0..max)
  * and returns how many. */
 size_t pf_report_needed_copies(const pf_model_t *m, const pf_flow_t **top, size_t max);
+
+/* Memory with no line of the user's code on its stack (child processes running library code, imports,
+ * threads a library started), which the line tables leave out: sums over those library lines and the
+ * largest of them by allocated bytes (line indexes). */
+#define PF_OUTSIDE_TOP 3
+typedef struct {
+    double alloc_bytes, peak_bytes, copy_bytes;
+    size_t lines;
+    size_t top[PF_OUTSIDE_TOP], n_top;
+} pf_outside_code_t;
+void pf_report_outside_code(const pf_model_t *m, pf_outside_code_t *out);
+
+/* 1 when it is worth a sentence: at least 5% of the allocated bytes or of the peak. */
+int pf_report_outside_code_shown(const pf_model_t *m, const pf_outside_code_t *out);
 
 #endif /* PF_REPORT_INT_H */

@@ -503,6 +503,33 @@ def case_child_processes(c):
     assert len(d["processes"]) >= 4, d["processes"]
     sub = [r for r in d["lines"] if r["file"] == "<string>" and r["line"] == 1]
     assert sub and sum(r["alloc_bytes"] for r in sub) >= 3_000_000, "the python subprocess is missing"
+    # the text's process table: every child names its parent, and a child that only exec'd is one row
+    table = cp.stderr.split("\npid ", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    pids = [r.split()[0] for r in table]
+    assert len(pids) == len(set(pids)), table
+    assert all(r.split()[1] == "(root)" or r.split()[1].isdigit() for r in table), table
+    assert sum(r.split()[1].isdigit() for r in table) >= 3, table
+
+
+def case_outside_code(c):
+    """Memory no line of the program asked for: a thread the standard library started (20 MB) is said once,
+    below the line table, as outside the user's code, with its library line; Python's start-up (site and
+    what .pth files import) is "[python startup]", not a library line."""
+    cp, d = c.profile(prog("library_threads.py"))
+    assert cp.returncode == 0, cp.stderr[-2000:]
+    outside = d["outside_code"]
+    assert 20_000_000 <= outside["alloc_bytes"] <= 22_500_000, outside
+    near(row(d, "library_threads.py", 7)["alloc_bytes"], 3_000_000, 0.01, "the program's own line")
+    said = cp.stderr.split("outside your code", 1)
+    assert len(said) == 2 and "futures/thread.py:" in said[1].split("\n\n")[0], cp.stderr
+    assert "\nthread.py:" not in said[0], "a library row in the line table"
+    # every byte of an empty program is the interpreter starting: imports from site, encodings, runpy
+    cp, d = c.profile("pass", extra=["--exact", "-c"])
+    assert cp.returncode == 0, cp.stderr[-2000:]
+    # (a few hundred bytes at exit: stdlib code the interpreter calls with no line of the program's running)
+    assert d["outside_code"]["alloc_bytes"] < 0.001 * d["totals"]["alloc_bytes"], \
+        [(r["file"], r["line"]) for r in d["lines"][:5]]
+    near(row(d, "[python startup]", 0)["alloc_bytes"], d["totals"]["alloc_bytes"], 0.002, "start-up")
 
 
 def case_exec_native_clean(c):

@@ -142,12 +142,65 @@ static void test_incomplete_profile_said(void **state)
     pf_model_free(m);
 }
 
+/* Memory whose stack holds no line of the user's code (a library's thread, a child process running a
+ * library) is left out of the line table and said once below it, with its largest library lines, in the
+ * text and in JSON's outside_code. A library frame under a user line is the user line's. */
+static void test_outside_code_said(void **state)
+{
+    (void)state;
+    assert_non_null(setlocale(LC_CTYPE, "C.UTF-8"));
+    builder_t b;
+    b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    b_code(&b, 1, "/app/x.py", "main", 3);
+    b_code(&b, 2, "/usr/lib/python3.11/concurrent/futures/thread.py", "run", 58);
+    b_code(&b, 3, "/usr/lib/python3/dist-packages/joblib/pool.py", "load", 9);
+    uint32_t user = 1, lib_under_user[2] = {2, 1}, lib_only = 2, lib_other = 3;
+    b_alloc(&b, 1, 0x1000, 1000, 1000, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &user);
+    b_alloc(&b, 2, 0x2000, 500, 500, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 2, lib_under_user);
+    b_alloc(&b, 3, 0x3000, 3000, 3000, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &lib_only);
+    b_alloc(&b, 4, 0x4000, 2000, 2000, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &lib_other);
+    pf_model_t *m = load_ok(b_save(&b, "outside.pflow", 0));
+    char *text = render(m, 120, 0, 20);
+    const char *said = strstr(text, "outside your code");
+    if (!said || !strstr(said, "4.88 KiB allocated (77%), 77% of the peak") || !strstr(said, "in 2 library lines"))
+        fail_msg("no outside-code sums:\n%s", text);
+    const char *first = strstr(said, "futures/thread.py:58 (run)"), *second = strstr(said, "joblib/pool.py:9 (load)");
+    if (!first || !second || second < first)
+        fail_msg("the library lines are not listed largest first:\n%s", text);
+    if (!strstr(text, "x.py:3 ") || strstr(text, "\nthread.py:58"))
+        fail_msg("the line table should hold x.py:3 (1500 B) and no library row:\n%s", text);
+    free(text);
+
+    char *json = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&json, &len);
+    assert_int_equal(pf_render_json(m, f), 0);
+    fclose(f);
+    if (!strstr(json, "\"outside_code\":{\"alloc_bytes\":5000,\"peak_bytes\":5000,\"copy_bytes\":0,\"lines\":2}"))
+        fail_msg("no outside_code in the JSON:\n%.2000s", json);
+    free(json);
+    pf_model_free(m);
+
+    b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, 1);      /* a program whose every byte has a user line says nothing */
+    b_chunk(&b, 1);
+    b_code(&b, 1, "/app/x.py", "main", 3);
+    b_code(&b, 2, "/usr/lib/python3.11/concurrent/futures/thread.py", "run", 58);
+    b_alloc(&b, 1, 0x1000, 1000, 1000, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 2, lib_under_user);
+    m = load_ok(b_save(&b, "inside.pflow", 0));
+    text = render(m, 120, 0, 20);
+    assert_null(strstr(text, "outside your code"));
+    free(text);
+    pf_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_width_never_exceeded),
         cmocka_unit_test(test_long_file_keeps_line_number),
         cmocka_unit_test(test_incomplete_profile_said),
+        cmocka_unit_test(test_outside_code_said),
     };
     return cmocka_run_group_tests(tests, writer_setup, writer_teardown);
 }
