@@ -24,7 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
-#include <perfmon/pfmlib_perf_event.h>
+#include "pf_pfm.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,13 +168,11 @@ static int encode(const char *name, pf_watch_pmu_t *pmu, char *why, size_t n)
         snprintf(why, n, "event 'ibs_op': this CPU or VM has no AMD IBS (no /sys/bus/event_source/devices/ibs_op)");
         return -ENOENT;
     }
-    static int pfm_ready;
-    if (!pfm_ready) {
-        if (pfm_initialize() != PFM_SUCCESS) {
-            snprintf(why, n, "libpfm4 could not initialize: events cannot be named (use task-clock)");
-            return -ENOSYS;
-        }
-        pfm_ready = 1;
+    char unloaded[160];
+    const pf_pfm_t *pfm = pf_pfm(unloaded, sizeof unloaded);
+    if (!pfm) {
+        snprintf(why, n, "%s: events cannot be named (use task-clock)", unloaded);
+        return -ENOSYS;
     }
     struct perf_event_attr a;
     memset(&a, 0, sizeof a);
@@ -182,10 +180,10 @@ static int encode(const char *name, pf_watch_pmu_t *pmu, char *why, size_t n)
     memset(&arg, 0, sizeof arg);
     arg.size = sizeof arg;
     arg.attr = &a;
-    int rc = pfm_get_os_event_encoding(name, PFM_PLM3, PFM_OS_PERF_EVENT_EXT, &arg);
+    int rc = pfm->get_os_event_encoding(name, PFM_PLM3, PFM_OS_PERF_EVENT_EXT, &arg);
     if (rc != PFM_SUCCESS) {
         snprintf(why, n, "event '%s': %s (libpfm4 4.13 has no Zen 5 table: use generic names like cycles, "
-                 "raw codes like r0229, or LIBPFM_FORCE_PMU=amd64_fam19h_zen4)", name, pfm_strerror(rc));
+                 "raw codes like r0229, or LIBPFM_FORCE_PMU=amd64_fam19h_zen4)", name, pfm->strerror(rc));
         return -ENOENT;
     }
     pmu->type = a.type;

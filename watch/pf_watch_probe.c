@@ -9,7 +9,7 @@
 #include <fcntl.h>
 #include <linux/hw_breakpoint.h>
 #include <linux/perf_event.h>
-#include <perfmon/pfmlib_perf_event.h>
+#include "pf_pfm.h"
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -188,27 +188,28 @@ size_t pf_watch_probe(pf_probe_t *out, size_t max)
     probe_single_step(out, max, &n, fire);
 
     /* libpfm4 names events for --event */
-    if (pfm_initialize() != PFM_SUCCESS) {
-        add(out, max, &n, "libpfm4", PF_PROBE_FAIL, "pfm_initialize failed");
+    char unloaded[160];
+    const pf_pfm_t *pfm = pf_pfm(unloaded, sizeof unloaded);
+    if (!pfm) {
+        add(out, max, &n, "libpfm4", PF_PROBE_FAIL, "%s", unloaded);
     } else {
         pfm_perf_encode_arg_t arg;
         memset(&arg, 0, sizeof arg);
         memset(&a, 0, sizeof a);
         arg.size = sizeof arg;
         arg.attr = &a;
-        int rc = pfm_get_os_event_encoding("cycles", PFM_PLM3, PFM_OS_PERF_EVENT_EXT, &arg);
+        int rc = pfm->get_os_event_encoding("cycles", PFM_PLM3, PFM_OS_PERF_EVENT_EXT, &arg);
         pfm_pmu_info_t pinfo;
         memset(&pinfo, 0, sizeof pinfo);
         pinfo.size = sizeof pinfo;
         const char *pmu = "generic events only";
         for (int p = PFM_PMU_NONE; p < PFM_PMU_MAX; p++)
-            if (pfm_get_pmu_info((pfm_pmu_t)p, &pinfo) == PFM_SUCCESS && pinfo.is_present && pinfo.type == PFM_PMU_TYPE_CORE) {
+            if (pfm->get_pmu_info((pfm_pmu_t)p, &pinfo) == PFM_SUCCESS && pinfo.is_present && pinfo.type == PFM_PMU_TYPE_CORE) {
                 pmu = pinfo.name;
                 break;
             }
         add(out, max, &n, "libpfm4", rc == PFM_SUCCESS ? PF_PROBE_OK : PF_PROBE_FAIL, "%s; core PMU: %s",
-            rc == PFM_SUCCESS ? "events encode by name" : pfm_strerror(rc), pmu);
-        pfm_terminate();
+            rc == PFM_SUCCESS ? "events encode by name" : pfm->strerror(rc), pmu);
     }
     /* the signals watch takes: the program keeps its own handlers for them (interpose/pf_hooks_signal.c) */
     add(out, max, &n, "signals", PF_PROBE_OK, "watch uses SIGTRAP (watchpoints, single steps) and SIGRTMIN+5 = %d "

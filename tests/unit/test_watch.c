@@ -1,6 +1,6 @@
 /* test_watch.c - the machine-independent parts of watch/: effective addresses of hand-assembled
  * instructions under known registers, backward decoding after a trap, value comparison (bitwise and float
- * tolerance), the reservoir probability, and the ACCESS_PAIR record layout. */
+ * tolerance), the reservoir probability, the ACCESS_PAIR record layout, and libpfm4 loaded on demand. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +9,7 @@
 #include <string.h>
 #include <linux/perf_event.h>
 
+#include "pf_pfm.h"
 #include "pf_watch_int.h"
 
 enum { RAX, RCX, RDX, RBX, RSP, RBP, RSI, RDI };
@@ -295,6 +296,28 @@ static void test_ring_parse(void **state)
     assert_int_equal(pf_watch_ring_parse(data, sizeof data, head, bad, &ip, &addr, NULL), 0);
 }
 
+/* libpfm4 is not linked (pf_pfm.h): loaded on first use, it names events, once per process. */
+static void test_pfm_on_demand(void **state)
+{
+    (void)state;
+    char why[160] = "";
+    const pf_pfm_t *pfm = pf_pfm(why, sizeof why);
+    if (!pfm)
+        fail_msg("libpfm4 did not load: %s", why);
+    assert_ptr_equal(pf_pfm(NULL, 0), pfm);
+    struct perf_event_attr a;
+    pfm_perf_encode_arg_t arg;
+    memset(&a, 0, sizeof a);
+    memset(&arg, 0, sizeof arg);
+    arg.size = sizeof arg;
+    arg.attr = &a;
+    assert_int_equal(pfm->get_os_event_encoding("instructions", PFM_PLM3, PFM_OS_PERF_EVENT_EXT, &arg), PFM_SUCCESS);
+    assert_true(a.type == PERF_TYPE_HARDWARE || a.type == PERF_TYPE_RAW || a.type >= PERF_TYPE_MAX);
+    assert_int_equal(pfm->get_os_event_encoding("no_such_event_xyz", PFM_PLM3, PFM_OS_PERF_EVENT_EXT, &arg),
+                     PFM_ERR_NOTFOUND);
+    assert_non_null(strstr(pfm->strerror(PFM_ERR_NOTFOUND), "not found"));
+}
+
 int main(void)
 {
     assert_int_equal(pf_watch_decode_init(), 0);
@@ -303,6 +326,7 @@ int main(void)
         cmocka_unit_test(test_decode_segments_and_aliases), cmocka_unit_test(test_decode_dropped),
         cmocka_unit_test(test_decode_prev), cmocka_unit_test(test_value_same),
         cmocka_unit_test(test_reservoir), cmocka_unit_test(test_emu_budget), cmocka_unit_test(test_futile), cmocka_unit_test(test_pair_encoding), cmocka_unit_test(test_ring_parse),
+        cmocka_unit_test(test_pfm_on_demand),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
