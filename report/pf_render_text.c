@@ -473,9 +473,11 @@ static void peak_contributors(out_t *o, const pf_model_t *m)
             fputc('\n', o->f);
             line(o, "%slargest at the peak%s (%.2f s)", bold(o), reset(o), (double)m->peak_ns / 1e9);
         }
-        line(o, "  %s:%d  %s (%.0f%% of the peak): %s", shorten_path(pf_model_str(m, best->file)), best->line,
+        const char *source = pf_report_source_line(pf_model_str(m, best->file), best->line);
+        const char *function = pf_model_str(m, best->function);
+        line(o, "  %s:%d  %s (%.0f%% of the peak)%s%s", shorten_path(pf_model_str(m, best->file)), best->line,
              human(best->s.peak_bytes, a), 100 * best->s.peak_bytes / m->total.peak_bytes,
-             pf_report_source_line(pf_model_str(m, best->file), best->line));
+             source[0] ? ": " : function[0] ? " in " : "", source[0] ? source : function);
     }
 }
 
