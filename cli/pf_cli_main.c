@@ -391,7 +391,10 @@ static int cmd_run(int argc, char **argv)
                          .text = !o.no_report, .text_out = stderr, .topts = &topts, .json = o.json, .dot = o.dot,
                          .html = o.html,
                          .dot_min_bytes = o.dot_min_bytes ? (double)o.dot_min_bytes : 65536.0};
-        if (render(profile, &out) != 0 && !o.no_report)
+        /* --no-report and no other rendering: the profile is all that was asked for, and loading a big one
+         * costs seconds and about twice its size in memory */
+        int wanted = out.text || out.json || out.dot || out.html;
+        if (wanted && render(profile, &out) != 0 && !o.no_report)
             fprintf(stderr, "pyflow: the report could not be produced (see above)\n");
     }
     if (tmpdir[0]) {
