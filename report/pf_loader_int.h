@@ -26,13 +26,15 @@ typedef struct pcode {
     int is_import_root; /* importlib, getpath, encodings: outermost only when C code calls them (start-up) */
 } pcode_t;
 
+/* One record that changes memory, on the root's clock. 24 bytes, not 32 with a pointer: a profile holds
+ * tens of millions of them, and they are sorted (glibc's qsort copies them once more to merge). */
 typedef struct event {
     uint64_t t;
     uint32_t seq;       /* file order: keeps ties stable */
+    uint32_t offset8;   /* of the payload in its process's file, in 8-byte units (records are 8-aligned) */
     uint16_t type;
     uint16_t aux;
     uint32_t proc;
-    const void *payload;
 } event_t;
 
 typedef struct module {
@@ -62,6 +64,11 @@ typedef struct loader {
     size_t n_events, cap_events;
     uint32_t cur;           /* process being walked */
 } loader_t;
+
+static inline const void *pf_event_payload(const loader_t *L, const event_t *e)
+{
+    return L->procs[e->proc].file.data + ((size_t)e->offset8 << 3);
+}
 
 /* A recorded stack, inline in its ALLOC/COPY record or interned in a STACK record. */
 typedef struct pf_stack_view {

@@ -182,7 +182,7 @@ static int on_record(void *ctx, const pf_record_t *r)
         e->type = r->type;
         e->aux = r->aux;
         e->proc = L->cur;
-        e->payload = r->payload;
+        e->offset8 = (uint32_t)(((const unsigned char *)r->payload - P->file.data) >> 3);   /* pf_file_open */
         return 0;
     }
     default:

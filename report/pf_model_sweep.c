@@ -265,7 +265,7 @@ static void release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uint6
 static void on_alloc(sweeper_t *S, const event_t *e)
 {
     pf_model_t *m = S->m;
-    const pf_rec_alloc_t *a = e->payload;
+    const pf_rec_alloc_t *a = pf_event_payload(S->L, e);
     uint64_t *prev = pf_map_get(&S->live, addr_key(e->proc, a->addr));
     if (prev)   /* the allocator handed the address out again: the block there was freed unseen */
         release(S, e->proc, addr_key(e->proc, a->addr), *prev, e->t);
@@ -316,7 +316,7 @@ static void on_alloc(sweeper_t *S, const event_t *e)
 
 static void on_free(sweeper_t *S, const event_t *e)
 {
-    const pf_rec_free_t *f = e->payload;
+    const pf_rec_free_t *f = pf_event_payload(S->L, e);
     uint64_t k = addr_key(e->proc, f->addr);
     uint64_t *v = pf_map_get(&S->live, k);
     if (v)
@@ -326,7 +326,7 @@ static void on_free(sweeper_t *S, const event_t *e)
 static void on_copy(sweeper_t *S, const event_t *e)
 {
     pf_model_t *m = S->m;
-    const pf_rec_copy_t *c = e->payload;
+    const pf_rec_copy_t *c = pf_event_payload(S->L, e);
     int32_t fn;
     pf_stack_view_t st = pf_loader_stack(S->L, e->proc, c + 1, c->flags, c->n_py, c->n_native);
     int32_t at = pf_sweep_attribute(S, e->proc, st.py, st.n_py, st.attribute_flags, &fn);
@@ -397,7 +397,7 @@ static pf_flow_t *judge(sweeper_t *S, uint32_t proc, uint64_t copy_id, int redun
 
 static void on_verdict(sweeper_t *S, const event_t *e)
 {
-    const pf_rec_verdict_t *v = e->payload;
+    const pf_rec_verdict_t *v = pf_event_payload(S->L, e);
     judge(S, e->proc, v->copy_id, e->aux == PF_VERDICT_REDUNDANT, v->evidence);
 }
 
@@ -405,7 +405,7 @@ static void on_verdict(sweeper_t *S, const event_t *e)
  * keeps the first such writer. */
 static void on_copy_write(sweeper_t *S, const event_t *e)
 {
-    const pf_rec_copy_write_t *w = e->payload;
+    const pf_rec_copy_write_t *w = pf_event_payload(S->L, e);
     pf_flow_t *fl = judge(S, e->proc, w->copy_id, 0, PF_EVIDENCE_WATCH);
     if (!fl || fl->watch_judged != 1)
         return;
@@ -472,7 +472,7 @@ static void peak_shares(sweeper_t *S, size_t upto, int gpu_only)
         if (e->type != PF_REC_ALLOC && e->type != PF_REC_FREE)
             continue;
         /* ALLOC and FREE both start with t_ns, addr */
-        uint64_t k = addr_key(e->proc, ((const pf_rec_free_t *)e->payload)->addr);
+        uint64_t k = addr_key(e->proc, ((const pf_rec_free_t *)pf_event_payload(S->L, e))->addr);
         uint64_t *v = pf_map_get(&live, k);
         if (v && e->t < S->L->procs[e->proc].fin_ns) {     /* freed, or reused: freed unseen (as in the sweep) */
             share_add(S, &S->objs[*v], gpu_only, -1);

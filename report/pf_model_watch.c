@@ -119,7 +119,7 @@ static void charge(pf_stats_t *s, unsigned kind, int redundant, double bytes)
 
 void pf_sweep_access(sweeper_t *S, const event_t *e)
 {
-    const pf_rec_access_pair_t *a = e->payload;
+    const pf_rec_access_pair_t *a = pf_event_payload(S->L, e);
     const pf_rec_pyframe_t *first_py = (const pf_rec_pyframe_t *)(a + 1);
     const uint64_t *first_ips = (const uint64_t *)(first_py + a->n_py_first);
     const pf_rec_pyframe_t *repeat_py = (const pf_rec_pyframe_t *)(first_ips + a->n_native_first);

@@ -39,6 +39,12 @@ int pf_file_open(const char *path, pf_file_t *f, char *err, size_t errlen)
         close(fd);
         return -EINVAL;
     }
+    if ((uint64_t)st.st_size > PF_READER_MAX_BYTES) {
+        snprintf(err, errlen, "%s is %lld bytes, far larger than any profile pyflow writes (4 GiB): not a "
+                 "profile, or corrupt", path, (long long)st.st_size);
+        close(fd);
+        return -EINVAL;
+    }
     void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     if (m == MAP_FAILED) {
@@ -46,6 +52,7 @@ int pf_file_open(const char *path, pf_file_t *f, char *err, size_t errlen)
         snprintf(err, errlen, "%s: cannot map it: %s", path, strerror(e));
         return -e;
     }
+
     f->data = m;
     f->size = (size_t)st.st_size;
     f->path = pf_xstrndup(path, strlen(path));

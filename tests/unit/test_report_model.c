@@ -15,6 +15,7 @@
 
 #include "pf_format.h"
 #include "pf_model_int.h"
+#include "pf_reader_int.h"
 #include "pf_report.h"
 #include "pf_symbols_int.h"
 #include <dlfcn.h>
@@ -321,6 +322,15 @@ static void test_reader_rejects_and_tolerates(void **state)
     expect_error(path, "is empty");
     snprintf(path, sizeof path, "%s/absent.pflow", tmpdir);
     expect_error(path, "No such file");
+    /* a valid header on a (sparse) file past what the loader can address */
+    snprintf(path, sizeof path, "%s/huge.pflow", tmpdir);
+    FILE *huge = fopen(path, "wb");
+    assert_non_null(huge);
+    assert_int_equal(fwrite(copy, 1, PF_HEADER_BYTES, huge), PF_HEADER_BYTES);
+    fclose(huge);
+    assert_int_equal(truncate(path, (off_t)PF_READER_MAX_BYTES + PF_CHUNK_BYTES), 0);
+    expect_error(path, "far larger than any profile");
+    unlink(path);
     /* an unknown record type is skipped by its length */
     b.buf = malloc(good_size);
     memcpy(b.buf, copy, good_size);
