@@ -126,6 +126,34 @@ static void outside_code(FILE *f, const pf_model_t *m)
     fputs(". <code>pyflow report PROFILE --profile-all</code> lists every line.</p>\n", f);
 }
 
+/* One row per process when children were merged, as in the text report. */
+static void processes(FILE *f, const pf_model_t *m)
+{
+    if (m->n_procs < 2)
+        return;
+    fputs("<h2>Processes</h2>\n<table id=\"processes\" class=\"sortable\"><thead><tr><th data-k=\"pid\">pid</th>"
+          "<th data-k=\"parent\">parent</th><th data-k=\"alloc\">allocated</th><th data-k=\"peak\">peak</th>"
+          "<th data-k=\"exit\">at exit</th><th data-k=\"command\">command</th></tr></thead><tbody>\n", f);
+    for (size_t i = 0; i < m->n_procs; i++) {
+        const pf_process_t *p = &m->procs[i];
+        if (!pf_report_process_shown(m, i))
+            continue;
+        fprintf(f, "<tr><td data-v=\"%u\">%u</td><td data-v=\"%u\">", p->pid, p->pid, p->root ? 0 : p->ppid);
+        if (p->root)
+            fputs("(root)", f);
+        else
+            fprintf(f, "%u", p->ppid);
+        fputs("</td>", f);
+        pf_html_num_cell(f, p->alloc_bytes);
+        pf_html_num_cell(f, p->peak_bytes);
+        pf_html_num_cell(f, p->live);
+        fputs("<td class=\"src\">", f);
+        pf_html_esc(f, p->argv);
+        fputs("</td></tr>\n", f);
+    }
+    fputs("</tbody></table>\n", f);
+}
+
 static const char *STYLE =
     "body{font:14px system-ui,sans-serif;margin:24px;color:#222}h1{font-size:20px}h2{font-size:16px;margin-top:28px}"
     "table{border-collapse:collapse;font-size:13px}th,td{padding:3px 8px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}"
@@ -220,6 +248,7 @@ int pf_render_html(const pf_model_t *m, FILE *f, const pf_html_opts_t *opts)
     outside_code(f, m);
     fputs("<h2>Functions</h2>\n", f);
     table(f, m, "functions", 0);
+    processes(f, m);
     pf_html_watch_sections(f, m);
     if (opts && opts->flow_svg && opts->flow_svg[0]) {
         fputs("<h2>Object flow graph</h2>\n", f);

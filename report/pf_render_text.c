@@ -416,18 +416,6 @@ static void funcs_table(out_t *o, const pf_model_t *m, int rows)
     free(order);
 }
 
-/* A forked child that only exec'd (subprocess, multiprocessing's spawn) is two images of one pid: the
- * first, which allocated nothing, is not worth a row of its own. */
-static int replaced_by_exec(const pf_model_t *m, size_t i)
-{
-    if (m->procs[i].alloc_bytes >= 0.5)
-        return 0;
-    for (size_t j = i + 1; j < m->n_procs; j++)
-        if (m->procs[j].pid == m->procs[i].pid)
-            return 1;
-    return 0;
-}
-
 /* One row per process when children were merged. */
 static void processes(out_t *o, const pf_model_t *m)
 {
@@ -439,7 +427,7 @@ static void processes(out_t *o, const pf_model_t *m)
          reset(o));
     for (size_t i = 0; i < m->n_procs; i++) {
         const pf_process_t *p = &m->procs[i];
-        if (replaced_by_exec(m, i))
+        if (!pf_report_process_shown(m, i))
             continue;
         char parent[16];
         snprintf(parent, sizeof parent, "%u", p->ppid);

@@ -65,6 +65,10 @@ const char *pf_report_access_fix(const char *category);
  * and returns how many. */
 size_t pf_report_needed_copies(const pf_model_t *m, const pf_flow_t **top, size_t max);
 
+/* 0 for a forked child that only exec'd (subprocess, multiprocessing's spawn): two images of one pid, the
+ * first of which allocated nothing, are one row in the process tables. */
+int pf_report_process_shown(const pf_model_t *m, size_t i);
+
 /* Memory with no line of the user's code on its stack (child processes running library code, imports,
  * threads a library started), which the line tables leave out: sums over those library lines and the
  * largest of them by allocated bytes (line indexes). */

@@ -22,6 +22,18 @@
 
 #include "test_report_writer.h"
 
+/* The terminal report of m at this width (caller frees). */
+static char *render_text(const pf_model_t *m, int width)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    pf_text_opts_t o = {.width = width};
+    assert_int_equal(pf_render_text(m, f, &o), 0);
+    fclose(f);
+    return text;
+}
+
 /* ---- the model ---- */
 
 static void test_frees_peak_and_live_at_exit(void **state)
@@ -250,14 +262,47 @@ static void test_children_merged(void **state)
     b_code(&b, 5, "/p.py", "<module>", 1);      /* the child has its own code ids */
     c = 5;
     b_alloc(&b, 1, 0x1000, 300, 300, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &c);  /* same address, other process */
+    ((pf_file_header_t *)b.buf)->ppid = 10;
     b_save(&b, "kids.pflow.11", 0);
+    b_init(&b, 0, 12);                          /* a child that exec'd: its first image allocated nothing */
+    b_chunk(&b, 12);
+    ((pf_file_header_t *)b.buf)->ppid = 10;
+    b_save(&b, "kids.pflow.12", 0);
+    b_init(&b, 0, 12);
+    b_chunk(&b, 12);
+    ((pf_file_header_t *)b.buf)->ppid = 10;
+    b_code(&b, 7, "/q.py", "<module>", 1);
+    c = 7;
+    b_alloc(&b, 2, 0x2000, 50, 50, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &c);
+    b_save(&b, "kids.pflow.12.1", 0);
     char path[256];
     snprintf(path, sizeof path, "%s/kids.pflow", tmpdir);
     pf_model_t *m = load_ok(path);
-    assert_int_equal((int)m->n_procs, 2);
+    assert_int_equal((int)m->n_procs, 4);
     const pf_line_t *l = find_line(m, "/p.py", 1);
     assert_int_equal((int)l->s.alloc_bytes, 400);
     assert_int_equal((int)l->s.leaked_bytes, 400);
+
+    /* the process tables (text, HTML): every child names its parent; the exec'd child is one row */
+    char *text = render_text(m, 100);
+    const char *table = strstr(text, "\npid ");
+    if (!table || !strstr(table, "\n10       (root)") || !strstr(table, "\n11       10 ") ||
+        !strstr(table, "\n12       10 ") || strstr(strstr(table, "\n12 ") + 1, "\n12 "))
+        fail_msg("process table:\n%s", text);
+    free(text);
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    pf_html_opts_t ho = {0};
+    assert_int_equal(pf_render_html(m, f, &ho), 0);
+    fclose(f);
+    const char *rows = strstr(text, "<h2>Processes</h2>");
+    assert_non_null(rows);
+    int n = 0;
+    for (const char *r = rows; (r = strstr(r, "<tr><td data-v=\"1")) != NULL; r++)
+        n++;
+    assert_int_equal(n, 3);
+    assert_non_null(strstr(rows, "<td data-v=\"10\">10</td>"));
+    free(text);
     pf_model_free(m);
 }
 
@@ -406,12 +451,7 @@ static void test_text_fits_width(void **state)
     uint32_t c = 1;
     b_alloc(&b, 1, 0x1000, 123456789, 123456789, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &c);
     pf_model_t *m = load_ok(b_save(&b, "wide.pflow", 0));
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    pf_text_opts_t o = {.width = 60};
-    assert_int_equal(pf_render_text(m, f, &o), 0);
-    fclose(f);
+    char *text = render_text(m, 60);
     for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
         size_t cols = 0;
         for (char *p = line; *p; p++)
@@ -448,12 +488,7 @@ static void test_text_golden(void **state)
     pf_rec_exit_t x = {100000000, 0, 0};
     b_rec(&b, PF_REC_EXIT, 0, &x, sizeof x);
     pf_model_t *m = load_ok(b_save(&b, "golden.pflow", 0));
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    pf_text_opts_t o = {.width = 100};
-    assert_int_equal(pf_render_text(m, f, &o), 0);
-    fclose(f);
+    char *text = render_text(m, 100);
     const char *golden = PF_TEST_DATA_DIR "/report_golden.txt";
     if (getenv("PYFLOW_UPDATE_GOLDEN")) {
         FILE *g = fopen(golden, "w");
