@@ -6,7 +6,8 @@
  * Attribution: a record is charged to the innermost frame of its stack that is the user's code
  * (pf_model_is_user_file), else to its innermost frame; a record without frames goes to "[native thread]"
  * (a thread that never ran Python) or "[python startup]" (the main thread before or after Python ran, and
- * the site module's imports before the program).
+ * stacks with no user frame that the interpreter began from C while starting: site and .pth imports, the
+ * standard streams' codecs).
  *
  * Liveness: an address is live at most once per process. A FREE of an unknown address is ignored; an
  * ALLOC at an address that is still live means the allocator reused it, so the earlier block was freed
@@ -79,15 +80,16 @@ int32_t pf_sweep_attribute(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *
      * while every frame outside it is user code too: library code generates such code (namedtuple, site
      * running a .pth file's import line), and that is not the user's line. Else the innermost library
      * frame (so such generated code goes to the library that ran it), else the innermost frame at all. */
-    int pick = -1, fallback = -1, any = -1, outermost = -1, chain = 1;
+    int pick = -1, fallback = -1, any = -1, chain = 1;
+    const pcode_t *outermost = NULL;
     for (int i = n - 1; i >= 0; i--) {
         uint64_t *ci = pf_map_get(&P->codes, frames[i].code_id);
         if (!ci)
             continue;
         any = i;
         const pcode_t *pc = &P->pcodes[*ci - 1];
-        if (outermost < 0)
-            outermost = *ci - 1;
+        if (!outermost)
+            outermost = pc;
         int generated = m->strings[pc->file][0] == '<';
         if (!pc->is_user) {
             chain = 0;
@@ -96,9 +98,9 @@ int32_t pf_sweep_attribute(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *
             pick = i;
         }
     }
-    /* No line of the user's under an import that C code began (the site module and what .pth files import,
-     * encodings, runpy): the interpreter starting, not anything the program asked for. */
-    if (pick < 0 && outermost >= 0 && P->pcodes[outermost].is_import_root && !(flags & PF_ALLOC_TRUNCATED))
+    /* No line of the user's under code that C called (pcode_t.is_import_root: the site module's and .pth
+     * files' imports, the codec search): the interpreter starting, not anything the program asked for. */
+    if (pick < 0 && outermost && outermost->is_import_root && !(flags & PF_ALLOC_TRUNCATED))
         return bracket_row(S, "[python startup]", func);
     if (pick < 0)
         pick = fallback >= 0 ? fallback : any;

@@ -52,7 +52,6 @@ int pf_file_open(const char *path, pf_file_t *f, char *err, size_t errlen)
         snprintf(err, errlen, "%s: cannot map it: %s", path, strerror(e));
         return -e;
     }
-
     f->data = m;
     f->size = (size_t)st.st_size;
     f->path = pf_xstrndup(path, strlen(path));

@@ -65,7 +65,7 @@ static void table(FILE *f, const pf_model_t *m, const char *id, int lines)
         uint32_t fn = lines ? m->lines[order[k]].function : m->funcs[order[k]].function;
         int line = lines ? m->lines[order[k]].line : m->funcs[order[k]].first_line;
         const pf_stats_t *s = lines ? &m->lines[order[k]].s : &m->funcs[order[k]].s;
-        if (!pf_model_is_user_file(m, pf_model_str(m, file)) && pf_model_str(m, file)[0] != '[')
+        if (!pf_report_file_listed(m, pf_model_str(m, file)))
             continue;
         if (s->alloc_bytes < 0.5 && s->copy_bytes < 0.5)
             continue;

@@ -309,7 +309,7 @@ static void lines_table(out_t *o, const pf_model_t *m, int rows, int reduced)
     for (size_t k = 0; k < m->n_lines && shown < rows; k++) {
         const pf_line_t *l = &m->lines[order[k]];
         const char *file = pf_model_str(m, l->file);
-        if (!pf_model_is_user_file(m, file) && file[0] != '[')
+        if (!pf_report_file_listed(m, file))
             continue;
         if (l->s.alloc_bytes < 0.5 && l->s.copy_bytes < 0.5)
             continue;

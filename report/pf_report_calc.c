@@ -283,13 +283,17 @@ size_t pf_report_needed_copies(const pf_model_t *m, const pf_flow_t **top, size_
 /* The renderers list the user's lines; a record whose stack holds none of them was charged to its
  * innermost library line (pf_model_sweep.c), so those rows are exactly the memory the line table leaves
  * out. */
+int pf_report_file_listed(const pf_model_t *m, const char *file)
+{
+    return file[0] == '[' || pf_model_is_user_file(m, file);
+}
+
 void pf_report_outside_code(const pf_model_t *m, pf_outside_code_t *out)
 {
     memset(out, 0, sizeof *out);
     for (size_t i = 0; i < m->n_lines; i++) {
         const pf_line_t *l = &m->lines[i];
-        const char *file = pf_model_str(m, l->file);
-        if (pf_model_is_user_file(m, file) || file[0] == '[' || (l->s.alloc_bytes < 0.5 && l->s.copy_bytes < 0.5))
+        if (pf_report_file_listed(m, pf_model_str(m, l->file)) || (l->s.alloc_bytes < 0.5 && l->s.copy_bytes < 0.5))
             continue;
         out->alloc_bytes += l->s.alloc_bytes;
         out->peak_bytes += l->s.peak_bytes;

@@ -69,6 +69,10 @@ size_t pf_report_needed_copies(const pf_model_t *m, const pf_flow_t **top, size_
  * first of which allocated nothing, are one row in the process tables. */
 int pf_report_process_shown(const pf_model_t *m, size_t i);
 
+/* 1 when a line of this file is a row of the line tables: the user's code, or a bracketed row
+ * ("[python startup]", "[native thread]"). The other rows are library lines (pf_report_outside_code). */
+int pf_report_file_listed(const pf_model_t *m, const char *file);
+
 /* Memory with no line of the user's code on its stack (child processes running library code, imports,
  * threads a library started), which the line tables leave out: sums over those library lines and the
  * largest of them by allocated bytes (line indexes). */
