@@ -98,6 +98,7 @@ typedef enum pf_rec_type {
     PF_REC_WATCH_STATS = 11,/* watch/: running counts of samples, traps and verdicts, per thread */
     PF_REC_COPY_WRITE = 12, /* watch/: the first write that changed a watched word of a copy or its source */
     PF_REC_STACK = 13,      /* a call stack seen for the first time, given an id that ALLOC and COPY refer to */
+    PF_REC_SPAWN = 14,      /* a thread or process was started: when, which, and the starting thread's stack */
     PF_REC_TYPE_MAX
 } pf_rec_type_t;
 
@@ -196,12 +197,39 @@ typedef struct pf_rec_module {
     uint32_t reserved;
 } pf_rec_module_t;
 
-/* PF_REC_THREAD payload; then the name (name_len bytes), padding. */
+/* PF_REC_THREAD payload; with aux & PF_THREAD_HANDLE a uint64_t follows (the thread's pthread_t, which a
+ * PF_REC_SPAWN of kind PF_SPAWN_THREAD names); then the name (name_len bytes), padding. */
 typedef struct pf_rec_thread {
     uint64_t t_ns;
     uint32_t tid;
     uint32_t name_len;
 } pf_rec_thread_t;
+
+#define PF_THREAD_HANDLE 0x1u
+
+/* Who started a thread or a process. Memory a thread or process allocates with no line of the user's on
+ * its stack (a pool's worker running library code, a spawned interpreter's start-up) is charged by the
+ * reporter to the user's line that started it, following starts back through threads and processes.
+ * Written by the starting thread (or, for a vfork child about to exec, by that child on its parent's
+ * behalf, into the parent's file), with a time taken *before* the start, so it precedes every record of
+ * what it started.
+ *
+ * PF_REC_SPAWN payload; aux = pf_spawn_kind_t; then the stack (Python frames only, inline or a reference,
+ * as for ALLOC). */
+typedef enum pf_spawn_kind {
+    PF_SPAWN_THREAD = 1,    /* child = the new thread's pthread_t (its THREAD record's handle) */
+    PF_SPAWN_PROCESS = 2    /* child = the new process's pid (its file's header pid) */
+} pf_spawn_kind_t;
+
+typedef struct pf_rec_spawn {
+    uint64_t t_ns;
+    uint64_t child;
+    uint32_t tid;           /* the starting thread (a vfork child writes its parent thread's) */
+    uint16_t n_py;
+    uint16_t n_native;
+    uint8_t flags;          /* PF_ALLOC_NO_PYSTATE / _TRUNCATED / _STACK_REF */
+    uint8_t reserved[7];
+} pf_rec_spawn_t;
 
 typedef enum pf_mark_kind {
     PF_MARK_FINALIZING = 1, /* interpreter shutdown began: frees after this do not cancel (live-at-exit) */

@@ -8,6 +8,7 @@
  * All of this runs with t->guard raised, so whatever it allocates (libunwind, dl_iterate_phdr) is not seen.
  */
 #include <libunwind.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <time.h>
@@ -54,7 +55,7 @@ static void write_thread_record(pf_tls_t *t)
     char name[17] = {0};
     prctl(PR_GET_NAME, name, 0, 0, 0);
     uint32_t name_len = (uint32_t)strnlen(name, 16);
-    uint32_t bytes = pf_align8((uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_thread_t)) + name_len);
+    uint32_t bytes = pf_align8((uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_thread_t) + 8) + name_len);
     char *rec = pf_writer_reserve(t, bytes);
     if (!rec)
         return;
@@ -63,8 +64,10 @@ static void write_thread_record(pf_tls_t *t)
     r->t_ns = pf_now_ns();
     r->tid = t->tid;
     r->name_len = name_len;
-    memcpy(r + 1, name, name_len);
-    pf_writer_commit(t, rec, PF_REC_THREAD, 0, bytes);
+    uint64_t handle = (uint64_t)pthread_self();     /* what pthread_create handed its starter (SPAWN) */
+    memcpy(r + 1, &handle, 8);
+    memcpy((char *)(r + 1) + 8, name, name_len);
+    pf_writer_commit(t, rec, PF_REC_THREAD, PF_THREAD_HANDLE, bytes);
 }
 
 /* Per-thread set-up on the first slow path, and again in a fork child (new file, new tid). */
@@ -137,7 +140,7 @@ void pf_enter_recording(pf_tls_t *t)
     pf_watch_glue_slow(t);
 }
 
-void pf_stack_capture(pf_tls_t *t, pf_stack_t *st)
+void pf_stack_capture_python(pf_tls_t *t, pf_stack_t *st)
 {
     pf_pyframe_t frames[PF_MAX_PY_FRAMES];
     int truncated = 0;
@@ -158,8 +161,12 @@ void pf_stack_capture(pf_tls_t *t, pf_stack_t *st)
         st->py[i].lasti_bytes = frames[i].lasti_bytes;
     }
     st->n_py = (uint16_t)n_py;
-
     st->n_native = 0;
+}
+
+void pf_stack_capture(pf_tls_t *t, pf_stack_t *st)
+{
+    pf_stack_capture_python(t, st);
     if (pf_cfg.native) {
         void *ips[PF_MAX_NATIVE_FRAMES + PF_NATIVE_SKIP];
         int got = unw_backtrace(ips, PF_MAX_NATIVE_FRAMES + PF_NATIVE_SKIP);

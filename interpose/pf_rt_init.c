@@ -202,6 +202,7 @@ static void leave_environment_clean(void)
 __attribute__((constructor)) static void pf_rt_init(void)
 {
     pf_rt_resolve_real();
+    pf_spawn_resolve();
     pf_tls.guard++;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

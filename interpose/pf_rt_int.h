@@ -43,6 +43,7 @@ typedef struct pf_tls {
     int64_t compare_credit;     /* bytes this thread may still spend comparing copies (pf_copies.c) */
     int compare_credit_set;
     uint32_t watch_started;     /* watch/ was started (or refused) on this thread */
+    uint32_t spawn_noted_pid;   /* the vfork child whose start this thread's file already has (exec retries) */
 } pf_tls_t;
 
 extern __thread pf_tls_t pf_tls __attribute__((tls_model("initial-exec"))) PF_HIDDEN;
@@ -97,6 +98,9 @@ void pf_rt_resolve_real(void) PF_HIDDEN;     /* idempotent; safe to call from an
 int pf_rt_resolving(void) PF_HIDDEN;         /* 1 while dlsym runs: hooks must use the bootstrap heap */
 void pf_log(const char *fmt, ...) PF_HIDDEN __attribute__((format(printf, 1, 2)));
 
+/* pf_hooks_spawn.c: finds the real pthread_create, fork, posix_spawn and exec functions (constructor). */
+void pf_spawn_resolve(void) PF_HIDDEN;
+
 /* pf_bootstrap.c: the few bytes dlsym may ask for before the real allocator is known. */
 void *pf_bootstrap_alloc(size_t size, size_t align) PF_HIDDEN;
 int pf_bootstrap_owns(const void *p) PF_HIDDEN;
@@ -138,6 +142,7 @@ typedef struct pf_stack {
 } pf_stack_t;
 
 void pf_stack_capture(pf_tls_t *t, pf_stack_t *st) PF_HIDDEN;
+void pf_stack_capture_python(pf_tls_t *t, pf_stack_t *st) PF_HIDDEN;   /* n_native = 0 */
 static inline uint32_t pf_stack_bytes(const pf_stack_t *st)
 {
     return (uint32_t)st->n_py * sizeof(pf_rec_pyframe_t) + (uint32_t)st->n_native * 8u;

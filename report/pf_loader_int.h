@@ -42,6 +42,19 @@ typedef struct module {
     uint32_t path;      /* interned */
 } module_t;
 
+/* A SPAWN record (pf_origin_int.h), on the root's clock. */
+typedef struct spawn {
+    uint64_t t, child;
+    uint32_t tid;
+    uint16_t kind;
+    const pf_rec_spawn_t *rec;  /* in the mapped file */
+} spawn_t;
+
+/* A thread's handle, from its first THREAD record that has one. */
+typedef struct thread_ref {
+    uint64_t t, handle;
+} thread_ref_t;
+
 typedef struct proc_state {
     pf_file_t file;
     module_t *modules;
@@ -54,6 +67,12 @@ typedef struct proc_state {
     uint64_t fin_ns;        /* UINT64_MAX = never finalized */
     const pf_rec_watch_stats_t **watch_last;    /* each watched thread's latest WATCH_STATS record */
     size_t n_watch_last, cap_watch_last;
+    spawn_t *spawns;        /* the threads and processes this process started, in file order */
+    size_t n_spawns, cap_spawns;
+    thread_ref_t *threads;  /* tid -> index+1 (threads_by_tid) */
+    size_t n_threads, cap_threads;
+    pf_map_t threads_by_tid;
+    uint64_t first_t;       /* its earliest THREAD record (root's clock): when it began recording */
 } proc_state_t;
 
 typedef struct loader {

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "pf_loader_int.h"
+#include "pf_origin_int.h"
 
 #define PF_MAX_CHILD_FILES 4096
 
@@ -170,6 +171,12 @@ static int on_record(void *ctx, const pf_record_t *r)
         m->watch.modes |= r->aux;
         return 0;
     }
+    case PF_REC_THREAD:
+    case PF_REC_SPAWN: {
+        uint64_t t = *(const uint64_t *)r->payload + m->procs[L->cur].offset_ns;   /* t_ns leads both */
+        pf_origin_collect(L, r, t < m->procs[L->cur].offset_ns ? UINT64_MAX - 1 : t);
+        return 0;
+    }
     case PF_REC_ALLOC:
     case PF_REC_FREE:
     case PF_REC_COPY:
@@ -323,6 +330,7 @@ static int add_process(loader_t *L, const char *path, int root, char *err, size_
     proc_state_t *P = &L->procs[L->n_procs];
     memset(P, 0, sizeof *P);
     P->fin_ns = UINT64_MAX;
+    P->first_t = UINT64_MAX;
     int rc = pf_file_open(path, &P->file, err, errlen);
     if (rc < 0)
         return rc;
@@ -373,6 +381,7 @@ int pf_model_load(const char *path, const pf_load_opts_t *opts, pf_model_t **out
     }
     if (rc == 0) {
         pf_model_watch_totals(&L);
+        pf_origin_index(&L);
         pf_model_sweep(&L);
         for (size_t i = 0; i < L.n_procs; i++)
             m->unresolved_stacks += L.procs[i].missing_stacks;
@@ -385,6 +394,7 @@ int pf_model_load(const char *path, const pf_load_opts_t *opts, pf_model_t **out
         free(L.procs[i].pcodes);
         free(L.procs[i].modules);
         free(L.procs[i].watch_last);
+        pf_origin_free(&L.procs[i]);
         pf_file_close(&L.procs[i].file);
     }
     free(L.procs);

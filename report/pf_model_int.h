@@ -40,6 +40,11 @@ typedef struct pf_line {
     uint32_t file, function;    /* interned string ids */
     int line;
     pf_stats_t s;
+    /* memory of threads and processes this line started, charged here for want of a user line of their
+     * own (pf_origin_int.h): its allocated bytes (part of s.alloc_bytes), and how many threads and
+     * processes it came from */
+    double started_bytes;
+    uint32_t started_threads, started_procs;
 } pf_line_t;
 
 typedef struct pf_func {
@@ -54,6 +59,7 @@ typedef struct pf_flow {
     int32_t at_func;                        /* the copying line's function row */
     uint32_t src_native, dst_native, at_native;  /* interned "symbol (library)", 0 = none (no --native) */
     uint16_t kind;                          /* pf_copy_kind_t */
+    int started;                            /* made by a thread or process at_line started (pf_line_t) */
     double bytes, count;
     uint32_t judged, redundant;             /* copies with a verdict, and of those the redundant ones */
     double judged_bytes, redundant_judged_bytes;

@@ -19,6 +19,7 @@
 
 #include "pf_linetable_int.h"
 #include "pf_loader_int.h"
+#include "pf_origin_int.h"
 #include "pf_sweep_int.h"
 #include "pf_symbols_int.h"
 
@@ -64,12 +65,12 @@ static int32_t bracket_row(sweeper_t *S, const char *where, int32_t *func)
     return line_row(S, file, fn, 0);
 }
 
-/* The row (and function row) a stack is charged to. */
-int32_t pf_sweep_attribute(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *frames, uint16_t n, uint8_t flags,
-                         int32_t *func)
+int32_t pf_sweep_attribute_stack(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *frames, uint16_t n,
+                                 uint8_t flags, int32_t *func, int *user)
 {
     pf_model_t *m = S->m;
     proc_state_t *P = &S->L->procs[proc];
+    *user = 0;
     if (n == 0)
         return bracket_row(S,
                            (flags & PF_STACK_MISSING)      ? "[stack missing]"
@@ -78,9 +79,11 @@ int32_t pf_sweep_attribute(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *
                            func);
     /* The innermost frame in a real user file. Code without a file (<string>: python -c, exec) counts only
      * while every frame outside it is user code too: library code generates such code (namedtuple, site
-     * running a .pth file's import line), and that is not the user's line. Else the innermost library
-     * frame (so such generated code goes to the library that ran it), else the innermost frame at all. */
-    int pick = -1, fallback = -1, any = -1, chain = 1;
+     * running a .pth file's import line), and that is not the user's line. In a process other than the
+     * launched one, a -c at the bottom is how a library started it (multiprocessing's spawn, joblib), and
+     * counts as the library's. Else the innermost library frame (so such generated code goes to the
+     * library that ran it), else the innermost frame at all. */
+    int pick = -1, fallback = -1, any = -1, chain = m->procs[proc].root;
     const pcode_t *outermost = NULL;
     for (int i = n - 1; i >= 0; i--) {
         uint64_t *ci = pf_map_get(&P->codes, frames[i].code_id);
@@ -102,6 +105,7 @@ int32_t pf_sweep_attribute(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *
      * files' imports, the codec search): the interpreter starting, not anything the program asked for. */
     if (pick < 0 && outermost && outermost->is_import_root && !(flags & PF_ALLOC_TRUNCATED))
         return bracket_row(S, "[python startup]", func);
+    *user = pick >= 0;
     if (pick < 0)
         pick = fallback >= 0 ? fallback : any;
     if (pick < 0)
@@ -116,6 +120,22 @@ int32_t pf_sweep_attribute(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *
         *v = (uint64_t)line_row(S, pc->file, pc->function, line) + 1;
     }
     return (int32_t)(*v - 1);
+}
+
+int32_t pf_sweep_attribute(sweeper_t *S, uint32_t proc, uint32_t tid, const pf_rec_pyframe_t *frames, uint16_t n,
+                           uint8_t flags, int32_t *func, int *started)
+{
+    int user;
+    int32_t row = pf_sweep_attribute_stack(S, proc, frames, n, flags, func, &user);
+    int32_t origin_func, origin_row = -1;
+    if (!user && tid && !(flags & PF_STACK_MISSING))
+        origin_row = pf_origin_row(S, proc, tid, &origin_func);
+    if (started)
+        *started = origin_row >= 0;
+    if (origin_row < 0)
+        return row;
+    *func = origin_func;
+    return origin_row;
 }
 
 /* The innermost native frame outside the interpreter, libc and pyflow, as an interned "symbol (library)";
@@ -272,9 +292,13 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     if (prev)   /* the allocator handed the address out again: the block there was freed unseen */
         release(S, e->proc, addr_key(e->proc, a->addr), *prev, e->t);
     int32_t fn;
+    int started;
     pf_stack_view_t st = pf_loader_stack(S->L, e->proc, a + 1, a->flags, a->n_py, a->n_native);
-    int32_t row = pf_sweep_attribute(S, e->proc, st.py, st.n_py, st.attribute_flags, &fn);
+    int32_t row = pf_sweep_attribute(S, e->proc, pf_origin_event_tid(S->L, e), st.py, st.n_py, st.attribute_flags,
+                                     &fn, &started);
     double est = (double)a->est_bytes;
+    if (started)
+        m->lines[row].started_bytes += est;
     double count = a->size ? est / (double)a->size : 1.0;
     pf_stats_t *rows[3] = {&m->lines[row].s, &m->funcs[fn].s, &m->total};
     for (int i = 0; i < 3; i++) {
@@ -331,7 +355,9 @@ static void on_copy(sweeper_t *S, const event_t *e)
     const pf_rec_copy_t *c = pf_event_payload(S->L, e);
     int32_t fn;
     pf_stack_view_t st = pf_loader_stack(S->L, e->proc, c + 1, c->flags, c->n_py, c->n_native);
-    int32_t at = pf_sweep_attribute(S, e->proc, st.py, st.n_py, st.attribute_flags, &fn);
+    int started;
+    int32_t at = pf_sweep_attribute(S, e->proc, pf_origin_event_tid(S->L, e), st.py, st.n_py, st.attribute_flags,
+                                    &fn, &started);
     int64_t src = -1, dst = object_at(S, e->proc, c->dst);
     if (e->aux == PF_COPY_REALLOC) {
         uint64_t *v = pf_map_get(&S->freed, addr_key(e->proc, c->src));
@@ -349,7 +375,8 @@ static void on_copy(sweeper_t *S, const event_t *e)
     }
     int created;
     uint64_t *fv = pf_map_put(&S->flow_index,
-                              pf_sweep_key3(((uint64_t)(uint32_t)src_line << 32) | (uint32_t)dst_line, (uint32_t)at, e->aux),
+                              pf_sweep_key3(((uint64_t)(uint32_t)src_line << 32) | (uint32_t)dst_line, (uint32_t)at,
+                                            e->aux | (uint64_t)started << 16),
                               &created);
     if (created) {
         pf_flow_t *fl = PF_VEC_PUSH(m->flows, m->n_flows, m->cap_flows);
@@ -358,6 +385,7 @@ static void on_copy(sweeper_t *S, const event_t *e)
         fl->at_line = at;
         fl->at_func = fn;
         fl->kind = e->aux;
+        fl->started = started;
         fl->src_native = src >= 0 ? S->objs[src].native : 0;
         fl->write_line = fl->write_func = -1;
         fl->dst_native = dst >= 0 ? S->objs[dst].native : 0;
@@ -413,7 +441,7 @@ static void on_copy_write(sweeper_t *S, const event_t *e)
         return;
     const pf_rec_pyframe_t *py = (const pf_rec_pyframe_t *)(w + 1);
     int32_t func = -1;
-    fl->write_line = w->n_py ? pf_sweep_attribute(S, e->proc, py, w->n_py, 0, &func) : -1;
+    fl->write_line = w->n_py ? pf_sweep_attribute(S, e->proc, 0, py, w->n_py, 0, &func, NULL) : -1;
     fl->write_func = func;
     fl->write_native = w->n_native ? pf_sweep_native_site(S, e->proc, (const uint64_t *)(py + w->n_py), w->n_native) : 0;
     fl->write_to_dst = (w->flags & PF_COPY_WRITE_DST) != 0;
@@ -428,9 +456,10 @@ static void extrapolate_redundancy(pf_model_t *m)
         if (fl->judged_bytes <= 0)
             continue;
         fl->redundant_bytes = fl->bytes * (fl->redundant_judged_bytes / fl->judged_bytes);
-        if (fl->at_line >= 0)
+        /* a line's redundant copies are those it made itself, as its findings (pf_report_copy_found) */
+        if (fl->at_line >= 0 && !fl->started)
             m->lines[fl->at_line].s.redundant_copy_bytes += fl->redundant_bytes;
-        if (fl->at_func >= 0)
+        if (fl->at_func >= 0 && !fl->started)
             m->funcs[fl->at_func].s.redundant_copy_bytes += fl->redundant_bytes;
         m->total.redundant_copy_bytes += fl->redundant_bytes;
     }
@@ -562,6 +591,8 @@ void pf_model_sweep(loader_t *L)
     pf_map_free(&S.copies);
     pf_map_free(&S.native_cache);
     pf_map_free(&S.redundancy_index);
+    pf_map_free(&S.origin_memo);
+    free(S.origins);
     pf_symbols_free(S.symbols);
     free(S.cinfo);
     free(S.ranges);

@@ -139,7 +139,8 @@ static const char *check_payload(const pf_record_t *r)
         if (n < sizeof(pf_rec_thread_t))
             return "thread record too short";
         const pf_rec_thread_t *t = (const void *)p;
-        return sizeof *t + (uint64_t)t->name_len > n ? "thread record's name exceeds its length" : NULL;
+        uint64_t handle = r->aux & PF_THREAD_HANDLE ? 8 : 0;
+        return sizeof *t + handle + t->name_len > n ? "thread record's name exceeds its length" : NULL;
     }
     case PF_REC_MARK: {
         if (n < sizeof(pf_rec_mark_t))
@@ -159,6 +160,14 @@ static const char *check_payload(const pf_record_t *r)
     }
     case PF_REC_VERDICT:
         return n < sizeof(pf_rec_verdict_t) ? "verdict record too short" : NULL;
+    case PF_REC_SPAWN: {
+        if (n < sizeof(pf_rec_spawn_t))
+            return "spawn record shorter than its fixed part";
+        const pf_rec_spawn_t *s = (const void *)p;
+        if (check_stack_tail(sizeof *s, s->flags, s->n_py, s->n_native, n))
+            return "spawn record's stack does not fit it (frame counts or stack reference)";
+        return r->aux == PF_SPAWN_THREAD || r->aux == PF_SPAWN_PROCESS ? NULL : "spawn record of an unknown kind";
+    }
     case PF_REC_ACCESS_PAIR: {
         if (n < sizeof(pf_rec_access_pair_t))
             return "access-pair record shorter than its fixed part";

@@ -126,6 +126,28 @@ static void outside_code(FILE *f, const pf_model_t *m)
     fputs(". <code>pyflow report PROFILE --profile-all</code> lists every line.</p>\n", f);
 }
 
+/* Rows holding memory of threads and processes they started (pf_report_started_lines). */
+static void started_lines(FILE *f, const pf_model_t *m)
+{
+    size_t top[PF_STARTED_TOP];
+    size_t n = pf_report_started_lines(m, top, PF_STARTED_TOP);
+    if (!n)
+        return;
+    fputs("<p id=\"started\">Started by your lines (threads and processes with no line of yours on their own "
+          "stacks: their memory is charged to the line that started them, and included above):", f);
+    for (size_t k = 0; k < n; k++) {
+        const pf_line_t *l = &m->lines[top[k]];
+        char a[24], what[64];
+        fputs(k ? ", <code title=\"" : " <code title=\"", f);
+        pf_html_esc(f, pf_model_str(m, l->file));
+        fputs("\">", f);
+        pf_html_esc(f, pf_report_basename(pf_model_str(m, l->file)));
+        fprintf(f, ":%d</code> %s in %s", l->line, pf_report_human_bytes(l->started_bytes, a),
+                pf_report_started_what(l, what));
+    }
+    fputs(".</p>\n", f);
+}
+
 /* One row per process when children were merged, as in the text report. */
 static void processes(FILE *f, const pf_model_t *m)
 {
@@ -246,6 +268,7 @@ int pf_render_html(const pf_model_t *m, FILE *f, const pf_html_opts_t *opts)
     fputs("\n<h2>Lines</h2>\n", f);
     table(f, m, "lines", 1);
     outside_code(f, m);
+    started_lines(f, m);
     fputs("<h2>Functions</h2>\n", f);
     table(f, m, "functions", 0);
     processes(f, m);

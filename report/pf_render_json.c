@@ -71,9 +71,9 @@ static void stats_fields(pf_json_t *j, const pf_model_t *m, const pf_stats_t *s)
     timeline(j, m, s);
 }
 
-/* One entry of "lines" or "functions". */
+/* One entry of "lines" (l) or "functions" (l = NULL). */
 static void row_object(pf_json_t *j, const pf_model_t *m, uint32_t file, int line, uint32_t function,
-                       const pf_stats_t *s)
+                       const pf_stats_t *s, const pf_line_t *l)
 {
     pf_json_begin_object(j);
     pf_json_key(j, "file");
@@ -83,6 +83,13 @@ static void row_object(pf_json_t *j, const pf_model_t *m, uint32_t file, int lin
     pf_json_key(j, "function");
     pf_json_string(j, pf_model_str(m, function));
     stats_fields(j, m, s);
+    if (l) {    /* of alloc_bytes, what threads and processes this line started allocated (pf_line_t) */
+        bytes(j, "started_bytes", l->started_bytes);
+        pf_json_key(j, "started_threads");
+        pf_json_int(j, (int)l->started_threads);
+        pf_json_key(j, "started_processes");
+        pf_json_int(j, (int)l->started_procs);
+    }
     pf_json_end_object(j);
 }
 
@@ -269,7 +276,7 @@ int pf_render_json(const pf_model_t *m, FILE *out)
     pf_json_begin_array(&j);
     for (size_t k = 0; k < m->n_lines; k++) {
         const pf_line_t *l = &m->lines[order[k]];
-        row_object(&j, m, l->file, l->line, l->function, &l->s);
+        row_object(&j, m, l->file, l->line, l->function, &l->s, l);
     }
     pf_json_end_array(&j);
 
@@ -278,7 +285,7 @@ int pf_render_json(const pf_model_t *m, FILE *out)
     pf_json_begin_array(&j);
     for (size_t k = 0; k < m->n_funcs; k++) {
         const pf_func_t *f = &m->funcs[forder[k]];
-        row_object(&j, m, f->file, f->first_line, f->function, &f->s);
+        row_object(&j, m, f->file, f->first_line, f->function, &f->s, NULL);
     }
     pf_json_end_array(&j);
 

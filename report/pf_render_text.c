@@ -382,6 +382,25 @@ static void outside_code(out_t *o, const pf_model_t *m)
     line(o, "  (`pyflow report PROFILE --profile-all` lists every line)");
 }
 
+/* Where the line table's rows hold memory of threads and processes they started. */
+static void started_lines(out_t *o, const pf_model_t *m)
+{
+    size_t top[PF_STARTED_TOP];
+    size_t n = pf_report_started_lines(m, top, PF_STARTED_TOP);
+    if (!n)
+        return;
+    fputc('\n', o->f);
+    line(o, "%sstarted by your lines%s (what the threads and processes they started allocated outside your code)",
+         bold(o), reset(o));
+    for (size_t k = 0; k < n; k++) {
+        const pf_line_t *l = &m->lines[top[k]];
+        char a[16], what[64];
+        const char *src = pf_report_source_line(pf_model_str(m, l->file), l->line);
+        line(o, "  %9s  %s:%d in %s%s%s", human(l->started_bytes, a), shorten_path(pf_model_str(m, l->file)), l->line,
+             pf_report_started_what(l, what), src[0] ? ": " : "", src);
+    }
+}
+
 static void funcs_table(out_t *o, const pf_model_t *m, int rows)
 {
     size_t *order = pf_report_func_order(m);
@@ -583,6 +602,7 @@ int pf_render_text(const pf_model_t *m, FILE *f, const pf_text_opts_t *opts)
     header(&o, m, opts);
     lines_table(&o, m, rows, opts && opts->reduced);
     outside_code(&o, m);
+    started_lines(&o, m);
     funcs_table(&o, m, rows < 8 ? rows : 8);
     processes(&o, m);
     peak_contributors(&o, m);

@@ -105,7 +105,8 @@ int pf_report_leak_found(const pf_model_t *m, const pf_line_t *l)
 
 int pf_report_copy_found(const pf_model_t *m, const pf_flow_t *f)
 {
-    return pf_report_flow_redundant(f) && f->at_line >= 0 &&
+    /* not one a worker the line started made in library code: "share one buffer" is not the line's to do */
+    return pf_report_flow_redundant(f) && f->at_line >= 0 && !f->started &&
            pf_model_is_user_file(m, pf_model_str(m, m->lines[f->at_line].file));
 }
 
@@ -319,4 +320,30 @@ int pf_report_process_shown(const pf_model_t *m, size_t i)
         if (m->procs[j].pid == m->procs[i].pid)
             return 0;
     return 1;
+}
+
+size_t pf_report_started_lines(const pf_model_t *m, size_t *top, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < m->n_lines; i++) {
+        const pf_line_t *l = &m->lines[i];
+        if (l->started_bytes < 0.01 * m->total.alloc_bytes || l->started_bytes < 0.5)
+            continue;
+        size_t k = 0;
+        while (k < n && m->lines[top[k]].started_bytes >= l->started_bytes)
+            k++;
+        rank_insert(top, sizeof top[0], &n, max, k, &i);
+    }
+    return n;
+}
+
+const char *pf_report_started_what(const pf_line_t *l, char buf[64])
+{
+    char t[24] = "", p[24] = "";
+    if (l->started_threads)
+        snprintf(t, sizeof t, "%u thread%s", l->started_threads, l->started_threads == 1 ? "" : "s");
+    if (l->started_procs)
+        snprintf(p, sizeof p, "%u process%s", l->started_procs, l->started_procs == 1 ? "" : "es");
+    snprintf(buf, 64, "%s%s%s", t, t[0] && p[0] ? " and " : "", p);
+    return buf;
 }

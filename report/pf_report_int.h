@@ -22,7 +22,8 @@ double pf_report_leak_likelihood(const pf_stats_t *s);
 int pf_report_flow_redundant(const pf_flow_t *f);
 
 /* Findings are about the user's code, which the user can change: a line's probable leak (the likelihood
- * at PF_LEAK_REPORT_THRESHOLD or more) and a redundant copy flow made at a line of the user's files. */
+ * at PF_LEAK_REPORT_THRESHOLD or more) and a redundant copy flow made at a line of the user's files (by
+ * that line, not by a thread or process it started). */
 int pf_report_leak_found(const pf_model_t *m, const pf_line_t *l);
 int pf_report_copy_found(const pf_model_t *m, const pf_flow_t *f);
 
@@ -86,5 +87,14 @@ void pf_report_outside_code(const pf_model_t *m, pf_outside_code_t *out);
 
 /* 1 when it is worth a sentence: at least 5% of the allocated bytes or of the peak. */
 int pf_report_outside_code_shown(const pf_model_t *m, const pf_outside_code_t *out);
+
+/* Lines of the user's code charged with memory of threads and processes they started (pf_line_t's
+ * started_bytes, at least 1% of the allocated bytes), largest first: fills top[0..max) with line indexes
+ * and returns how many. */
+#define PF_STARTED_TOP 5
+size_t pf_report_started_lines(const pf_model_t *m, size_t *top, size_t max);
+
+/* "2 threads and 1 process" into buf, returned. */
+const char *pf_report_started_what(const pf_line_t *l, char buf[64]);
 
 #endif /* PF_REPORT_INT_H */

@@ -26,6 +26,12 @@ typedef struct copy_info {
     double est;
 } copy_info_t;
 
+/* Where a thread's memory with no user line of its own goes (pf_model_origin.c). */
+typedef struct origin {
+    int32_t row, func;  /* -1: nowhere known */
+    uint32_t proc;      /* the process whose stack had the user's line */
+} origin_t;
+
 typedef struct sweeper {
     pf_model_t *m;
     loader_t *L;
@@ -46,13 +52,23 @@ typedef struct sweeper {
     pf_symbols_t *symbols;
     pf_map_t native_cache;  /* (proc, ip) -> native site string id + 1 (0 stored as 1: none) */
     pf_map_t redundancy_index;  /* (kind, rows, native sites) -> redundancy+1 */
+    pf_map_t origin_memo;   /* (proc, tid) -> index into origins; and what each line started, counted once */
+    origin_t *origins;
+    size_t n_origins, cap_origins;
 } sweeper_t;
 
 uint64_t pf_sweep_key3(uint64_t a, uint64_t b, uint64_t c);
 
-/* The row (and *func, the function row) a stack is charged to: its innermost user frame. */
-int32_t pf_sweep_attribute(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *frames, uint16_t n, uint8_t flags,
-                           int32_t *func);
+/* The row (and *func, the function row) a stack is charged to: its innermost user frame (*user = 1), else
+ * a library or bracketed row (*user = 0). */
+int32_t pf_sweep_attribute_stack(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *frames, uint16_t n,
+                                 uint8_t flags, int32_t *func, int *user);
+
+/* As pf_sweep_attribute_stack, for a record that thread tid wrote: without a user frame, the user's line
+ * that started the thread or its process, when one is known (*started = 1; pf_origin_int.h). tid 0: no
+ * such fallback. started may be NULL. */
+int32_t pf_sweep_attribute(sweeper_t *S, uint32_t proc, uint32_t tid, const pf_rec_pyframe_t *frames, uint16_t n,
+                           uint8_t flags, int32_t *func, int *started);
 
 /* The innermost native frame outside the interpreter, libc and pyflow, as an interned "symbol (library)";
  * 0 when there is none. */

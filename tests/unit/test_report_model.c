@@ -306,6 +306,58 @@ static void test_children_merged(void **state)
     pf_model_free(m);
 }
 
+/* Memory a thread or process allocates with no line of the user's goes to the user's line that started it,
+ * through a library thread that started another, and from a child process (whose -c is not the user's). */
+static void test_started_by(void **state)
+{
+    builder_t b;
+    b_init(&b, PF_HDR_ROOT, 20);
+    b_chunk(&b, 20);                                /* the main thread */
+    b_thread(&b, 1, 20, 0xA0);
+    b_code(&b, 1, "/app.py", "<module>", 5);
+    b_code(&b, 2, "/usr/lib/python3.11/threading.py", "start", 900);
+    b_code(&b, 3, "/usr/lib/python3.11/json/decoder.py", "raw_decode", 353);
+    uint32_t starting[2] = {2, 1}, library = 3, user = 1;
+    b_spawn(&b, 10, PF_SPAWN_THREAD, 0xB0, 20, 2, starting);
+    b_spawn(&b, 20, PF_SPAWN_PROCESS, 21, 20, 1, &user);
+    b_spawn(&b, 30, PF_SPAWN_THREAD, 0xB0, 20, 1, &library); /* its handle, reused later: not its start */
+    b_alloc(&b, 2, 0x100, 7, 7, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 0, NULL);   /* start-up stays there */
+    b_chunk(&b, 22);                                /* a worker started at app.py:5, running library code */
+    b_thread(&b, 11, 22, 0xB0);
+    b_alloc(&b, 12, 0x1000, 1000, 1000, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &library);
+    b_spawn(&b, 13, PF_SPAWN_THREAD, 0xC0, 22, 1, &library);  /* which starts a native thread */
+    b_chunk(&b, 23);
+    b_thread(&b, 14, 23, 0xC0);
+    b_alloc(&b, 15, 0x2000, 500, 500, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT | PF_ALLOC_NO_PYSTATE, 0, NULL);
+    b_chunk(&b, 24);                                /* a thread nobody is known to have started */
+    b_thread(&b, 16, 24, 0xE0);
+    b_alloc(&b, 17, 0x3000, 300, 300, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &library);
+    b_save(&b, "started.pflow", 0);
+    b_init(&b, 0, 21);                              /* the child process, spawned with -c */
+    b_chunk(&b, 21);
+    ((pf_file_header_t *)b.buf)->ppid = 20;
+    b_thread(&b, 25, 21, 0xA0);
+    b_code(&b, 9, "<string>", "<module>", 1);
+    uint32_t dash_c = 9;
+    b_alloc(&b, 26, 0x1000, 2000, 2000, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &dash_c);
+    b_save(&b, "started.pflow.21", 0);
+    char path[256];
+    snprintf(path, sizeof path, "%s/started.pflow", tmpdir);
+    pf_model_t *m = load_ok(path);
+    const pf_line_t *l = find_line(m, "/app.py", 5);
+    assert_int_equal((int)l->s.alloc_bytes, 3500);
+    assert_int_equal((int)l->started_bytes, 3500);
+    assert_int_equal((int)l->started_threads, 2);
+    assert_int_equal((int)l->started_procs, 1);
+    assert_int_equal((int)find_line(m, "[python startup]", 0)->s.alloc_bytes, 7);
+    assert_int_equal((int)find_line(m, "/usr/lib/python3.11/json/decoder.py", 353)->s.alloc_bytes, 300);
+    char *text = render_text(m, 120);
+    if (!strstr(text, "started by your lines") || !strstr(text, "app.py:5 in 2 threads and 1 process"))
+        fail_msg("no started-by section:\n%s", text);
+    free(text);
+    pf_model_free(m);
+}
+
 /* ---- the reader ---- */
 
 static void expect_error(const char *path, const char *needle)
@@ -376,6 +428,11 @@ static void test_reader_rejects_and_tolerates(void **state)
     assert_int_equal(truncate(path, (off_t)PF_READER_MAX_BYTES + PF_CHUNK_BYTES), 0);
     expect_error(path, "far larger than any profile");
     unlink(path);
+    /* a start of neither a thread nor a process */
+    b_init(&b, PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    b_spawn(&b, 1, 7, 2, 1, 0, NULL);
+    expect_error(b_save(&b, "spawn.pflow", 0), "spawn record of an unknown kind");
     /* an unknown record type is skipped by its length */
     b.buf = malloc(good_size);
     memcpy(b.buf, copy, good_size);
@@ -537,6 +594,7 @@ int main(void)
         cmocka_unit_test(test_copy_write_decides),
         cmocka_unit_test(test_copy_interior_ends),
         cmocka_unit_test(test_children_merged),
+        cmocka_unit_test(test_started_by),
         cmocka_unit_test(test_reader_rejects_and_tolerates),
         cmocka_unit_test(test_json_escaping_parses),
         cmocka_unit_test(test_text_fits_width),

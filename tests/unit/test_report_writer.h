@@ -154,6 +154,31 @@ static inline void b_copy_write(builder_t *b, uint64_t t, uint64_t id, uint64_t 
     b_rec(b, PF_REC_COPY_WRITE, 0, tmp, sizeof w + sizeof f);
 }
 
+/* A thread's THREAD record with its pthread_t (PF_THREAD_HANDLE). */
+static inline void b_thread(builder_t *b, uint64_t t, uint32_t tid, uint64_t handle)
+{
+    unsigned char tmp[64];
+    pf_rec_thread_t th = {t, tid, 2};
+    memcpy(tmp, &th, sizeof th);
+    memcpy(tmp + sizeof th, &handle, 8);
+    memcpy(tmp + sizeof th + 8, "w1", 2);
+    b_rec(b, PF_REC_THREAD, PF_THREAD_HANDLE, tmp, sizeof th + 8 + 2);
+}
+
+/* A start of a thread (child = its handle) or process (child = its pid) by thread tid, from n frames. */
+static inline void b_spawn(builder_t *b, uint64_t t, uint16_t kind, uint64_t child, uint32_t tid, int n,
+                           const uint32_t *code_ids)
+{
+    unsigned char tmp[512];
+    pf_rec_spawn_t s = {t, child, tid, (uint16_t)n, 0, 0, {0}};
+    memcpy(tmp, &s, sizeof s);
+    for (int i = 0; i < n; i++) {
+        pf_rec_pyframe_t f = {code_ids[i], 0};
+        memcpy(tmp + sizeof s + i * sizeof f, &f, sizeof f);
+    }
+    b_rec(b, PF_REC_SPAWN, kind, tmp, sizeof s + (size_t)n * sizeof(pf_rec_pyframe_t));
+}
+
 static char tmpdir[] = "/tmp/pf-report-test-XXXXXX";
 
 static inline const char *b_save(builder_t *b, const char *name, size_t cut)

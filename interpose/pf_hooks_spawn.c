@@ -1,0 +1,186 @@
+/* pf_hooks_spawn.c - who started each thread and process (PF_REC_SPAWN, core/pf_format.h).
+ *
+ * A pool's worker thread running library code, or a child interpreter that multiprocessing or joblib
+ * spawned, allocates with no line of the user's on its stack; the reporter charges that memory to the
+ * user's line that started the thread or process (report/pf_model_origin.c). These hooks write what it
+ * needs: the starting thread's Python stack, with the new thread's pthread_t or the new process's pid.
+ *
+ *  - pthread_create, fork, posix_spawn(p): in the starting thread, after the start succeeded, with a time
+ *    taken before it (the new thread may write its first record before pthread_create returns).
+ *  - vfork + exec (how CPython's subprocess and multiprocessing's spawn start children): vfork cannot be
+ *    wrapped (the child returns from the wrapper's frame into its caller's, on the parent's stack), so the
+ *    exec family writes the record instead, from the vfork child, which runs in its parent's memory with
+ *    its parent's thread-local state while the parent thread waits. It writes into the parent's file as
+ *    that thread would. A child that does not share its parent's memory (a fork whose handlers ran keeps
+ *    pf_cfg.pid current; a raw clone does not) writes nothing: kcmp(KCMP_VM) tells which.
+ * Only Python frames are captured: the reporter looks for the user's line in them, nothing else.
+ */
+#include <dlfcn.h>
+#include <linux/kcmp.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "pf_rt_int.h"
+#include "pf_stacks.h"
+#include "pf_writer.h"
+
+#define PF_SPAWN_FNS(X)                                                                                       \
+    X(pthread_create, int, (pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))                  \
+    X(fork, pid_t, (void))                                                                                  \
+    X(posix_spawn, int,                                                                                     \
+      (pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *, char *const[],  \
+       char *const[]))                                                                                      \
+    X(posix_spawnp, int,                                                                                    \
+      (pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *, char *const[],  \
+       char *const[]))                                                                                      \
+    X(execve, int, (const char *, char *const[], char *const[]))                                           \
+    X(execv, int, (const char *, char *const[]))                                                           \
+    X(execvp, int, (const char *, char *const[]))                                                          \
+    X(execvpe, int, (const char *, char *const[], char *const[]))                                          \
+    X(fexecve, int, (int, char *const[], char *const[]))
+
+#define PF_SPAWN_FIELD(name, ret, args) ret(*name) args;
+static struct {
+    PF_SPAWN_FNS(PF_SPAWN_FIELD)
+} real;
+static int resolved;
+
+/* From the constructor (pf_rt_init), so that a vfork child never has to: dlsym takes the loader's lock. A
+ * hook reached before it (another library's constructor starting a thread) resolves here itself. */
+void pf_spawn_resolve(void)
+{
+    if (__atomic_load_n(&resolved, __ATOMIC_ACQUIRE))
+        return;
+#define PF_SPAWN_RESOLVE(name, ret, args) \
+    __atomic_store_n((void **)&real.name, dlsym(RTLD_NEXT, #name), __ATOMIC_RELEASE);
+    PF_SPAWN_FNS(PF_SPAWN_RESOLVE)
+    __atomic_store_n(&resolved, 1, __ATOMIC_RELEASE);
+}
+
+static void write_spawn(pf_tls_t *t, int kind, uint64_t child, uint64_t t_ns)
+{
+    pf_stack_t st;
+    pf_stack_capture_python(t, &st);
+    uint32_t sid = pf_stacks_id(t, &st);
+    uint32_t bytes =
+        pf_align8((uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_spawn_t)) + pf_stacks_tail_bytes(&st, sid));
+    char *rec = pf_writer_reserve(t, bytes);
+    if (!rec)
+        return;
+    memset(rec + sizeof(pf_rec_header_t), 0, bytes - sizeof(pf_rec_header_t));
+    pf_rec_spawn_t *s = (pf_rec_spawn_t *)(rec + sizeof(pf_rec_header_t));
+    s->t_ns = t_ns;
+    s->child = child;
+    s->tid = t->tid;
+    pf_stacks_fields(&st, sid, &s->flags, &s->n_py, &s->n_native);
+    pf_stacks_store_tail(&st, sid, s + 1);
+    pf_writer_commit(t, rec, PF_REC_SPAWN, (uint16_t)kind, bytes);
+}
+
+/* In the starting thread, after a start that succeeded at t_ns. */
+static void note_start(int kind, uint64_t child, uint64_t t_ns)
+{
+    pf_tls_t *t = &pf_tls;
+    if (t->guard || !__atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE))
+        return;
+    t->guard++;
+    pf_enter_recording(t);
+    write_spawn(t, kind, child, t_ns);
+    t->guard--;
+}
+
+/* 0 when not recording (so the start needs no time stamp). */
+static uint64_t start_time(void)
+{
+    return pf_tls.guard || !__atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE) ? 0 : pf_now_ns();
+}
+
+/* In a vfork child about to exec: its parent thread's start of this pid, once (exec retries along PATH). */
+static void note_vfork_exec(void)
+{
+    pf_tls_t *t = &pf_tls;
+    if (t->guard || !__atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE))
+        return;
+    uint32_t pid = (uint32_t)syscall(SYS_getpid);
+    /* The parent thread must have a chunk of the current file: a vfork child must not start a thread. */
+    if (pid == pf_cfg.pid || pid == t->spawn_noted_pid || !t->ready || t->chunk_gen != pf_writer_generation() ||
+        syscall(SYS_kcmp, pid, (pid_t)pf_cfg.pid, KCMP_VM, 0, 0) != 0)
+        return;
+    t->guard++;
+    t->spawn_noted_pid = pid;
+    write_spawn(t, PF_SPAWN_PROCESS, pid, pf_now_ns());
+    t->guard--;
+}
+
+#define PF_REAL(name) (resolved ? (void)0 : pf_spawn_resolve(), real.name)
+
+PF_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    uint64_t t0 = start_time();
+    int rc = PF_REAL(pthread_create)(th, attr, fn, arg);
+    if (rc == 0 && t0)
+        note_start(PF_SPAWN_THREAD, (uint64_t)*th, t0);
+    return rc;
+}
+
+PF_EXPORT pid_t fork(void)
+{
+    uint64_t t0 = start_time();
+    pid_t pid = PF_REAL(fork)();
+    if (pid > 0 && t0)
+        note_start(PF_SPAWN_PROCESS, (uint64_t)pid, t0);
+    return pid;
+}
+
+PF_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+                          const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    uint64_t t0 = start_time();
+    int rc = PF_REAL(posix_spawn)(pid, path, fa, attr, argv, envp);
+    if (rc == 0 && pid && t0)
+        note_start(PF_SPAWN_PROCESS, (uint64_t)*pid, t0);
+    return rc;
+}
+
+PF_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+                           const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    uint64_t t0 = start_time();
+    int rc = PF_REAL(posix_spawnp)(pid, file, fa, attr, argv, envp);
+    if (rc == 0 && pid && t0)
+        note_start(PF_SPAWN_PROCESS, (uint64_t)*pid, t0);
+    return rc;
+}
+
+PF_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+    note_vfork_exec();
+    return PF_REAL(execve)(path, argv, envp);
+}
+
+PF_EXPORT int execv(const char *path, char *const argv[])
+{
+    note_vfork_exec();
+    return PF_REAL(execv)(path, argv);
+}
+
+PF_EXPORT int execvp(const char *file, char *const argv[])
+{
+    note_vfork_exec();
+    return PF_REAL(execvp)(file, argv);
+}
+
+PF_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    note_vfork_exec();
+    return PF_REAL(execvpe)(file, argv, envp);
+}
+
+PF_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+    note_vfork_exec();
+    return PF_REAL(fexecve)(fd, argv, envp);
+}
