@@ -355,6 +355,15 @@ static void test_started_by(void **state)
     if (!strstr(text, "started by your lines") || !strstr(text, "app.py:5 in 2 threads and 1 process"))
         fail_msg("no started-by section:\n%s", text);
     free(text);
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    pf_html_opts_t ho = {0};
+    assert_int_equal(pf_render_html(m, f, &ho), 0);
+    fclose(f);
+    const char *html = strstr(text, "<p id=\"started\">");
+    if (!html || !strstr(html, "app.py:5</code> 3.4 KiB in 2 threads and 1 process"))
+        fail_msg("no started-by paragraph:\n%s", html ? html : text);
+    free(text);
     pf_model_free(m);
 }
 
