@@ -30,10 +30,8 @@ static void write_copy(pf_tls_t *t, uint64_t id, const void *dst, const void *sr
 {
     pf_stack_t st;
     pf_stack_capture(t, &st);
-    uint32_t sid = pf_stacks_id(t, &st);
-    uint32_t bytes =
-        pf_align8((uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_copy_t)) + pf_stacks_tail_bytes(&st, sid));
-    char *rec = pf_writer_reserve(t, bytes);
+    uint32_t sid, bytes;
+    char *rec = pf_record_reserve_stacked(t, &st, sizeof(pf_rec_copy_t), &sid, &bytes);
     if (!rec)
         return;
     pf_rec_copy_t *c = (pf_rec_copy_t *)(rec + sizeof(pf_rec_header_t));

@@ -64,10 +64,8 @@ static void write_spawn(pf_tls_t *t, int kind, uint64_t child, uint64_t t_ns)
 {
     pf_stack_t st;
     pf_stack_capture_python(t, &st);
-    uint32_t sid = pf_stacks_id(t, &st);
-    uint32_t bytes =
-        pf_align8((uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_spawn_t)) + pf_stacks_tail_bytes(&st, sid));
-    char *rec = pf_writer_reserve(t, bytes);
+    uint32_t sid, bytes;
+    char *rec = pf_record_reserve_stacked(t, &st, sizeof(pf_rec_spawn_t), &sid, &bytes);
     if (!rec)
         return;
     memset(rec + sizeof(pf_rec_header_t), 0, bytes - sizeof(pf_rec_header_t));

@@ -188,14 +188,19 @@ void pf_stack_store(const pf_stack_t *st, void *dst)
     memcpy((char *)dst + (size_t)st->n_py * sizeof(pf_rec_pyframe_t), st->native, (size_t)st->n_native * 8);
 }
 
+char *pf_record_reserve_stacked(pf_tls_t *t, const pf_stack_t *st, uint32_t fixed, uint32_t *sid, uint32_t *bytes)
+{
+    *sid = pf_stacks_id(t, st);
+    *bytes = pf_align8((uint32_t)sizeof(pf_rec_header_t) + fixed + pf_stacks_tail_bytes(st, *sid));
+    return pf_writer_reserve(t, *bytes);
+}
+
 static void record_alloc(pf_tls_t *t, void *p, size_t size, int domain, uint64_t est, uint8_t flags)
 {
     pf_stack_t st;
     pf_stack_capture(t, &st);
-    uint32_t sid = pf_stacks_id(t, &st);
-    uint32_t bytes =
-        pf_align8((uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_alloc_t)) + pf_stacks_tail_bytes(&st, sid));
-    char *rec = pf_writer_reserve(t, bytes);
+    uint32_t sid, bytes;
+    char *rec = pf_record_reserve_stacked(t, &st, sizeof(pf_rec_alloc_t), &sid, &bytes);
     if (!rec)
         return;
     pf_rec_alloc_t *a = (pf_rec_alloc_t *)(rec + sizeof(pf_rec_header_t));

@@ -148,6 +148,11 @@ static inline uint32_t pf_stack_bytes(const pf_stack_t *st)
     return (uint32_t)st->n_py * sizeof(pf_rec_pyframe_t) + (uint32_t)st->n_native * 8u;
 }
 void pf_stack_store(const pf_stack_t *st, void *dst) PF_HIDDEN;
+/* Space for a record whose fixed part (after the header) is `fixed` bytes, followed by st as a stack
+ * reference or inline (interning st first: pf_stacks.h). NULL when it cannot be written; *sid and *bytes
+ * are what the record's fill and commit need. */
+char *pf_record_reserve_stacked(pf_tls_t *t, const pf_stack_t *st, uint32_t fixed, uint32_t *sid,
+                                uint32_t *bytes) PF_HIDDEN;
 /* Common entry of the slow paths: per-thread start, the file generation, the finalization mark. */
 void pf_enter_recording(pf_tls_t *t) PF_HIDDEN;
 
