@@ -7,7 +7,8 @@
  * (pf_model_is_user_file), else to its innermost frame; a record without frames goes to "[native thread]"
  * (a thread that never ran Python) or "[python startup]" (the main thread before or after Python ran, and
  * stacks with no user frame that the interpreter began from C while starting: site and .pth imports, the
- * standard streams' codecs).
+ * standard streams' codecs). An allocation or copy with no user frame, in a thread or process that a
+ * user's line started, is charged to that line instead (pf_origin_int.h).
  *
  * Liveness: an address is live at most once per process. A FREE of an unknown address is ignored; an
  * ALLOC at an address that is still live means the allocator reused it, so the earlier block was freed
