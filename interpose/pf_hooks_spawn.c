@@ -133,24 +133,26 @@ PF_EXPORT pid_t fork(void)
     return pid;
 }
 
+/* posix_spawn(p) returned rc, having started *pid when rc is 0. */
+static int after_posix_spawn(int rc, const pid_t *pid, uint64_t t0)
+{
+    if (rc == 0 && pid && t0)
+        note_start(PF_SPAWN_PROCESS, (uint64_t)*pid, t0);
+    return rc;
+}
+
 PF_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
                           const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
     uint64_t t0 = start_time();
-    int rc = PF_REAL(posix_spawn)(pid, path, fa, attr, argv, envp);
-    if (rc == 0 && pid && t0)
-        note_start(PF_SPAWN_PROCESS, (uint64_t)*pid, t0);
-    return rc;
+    return after_posix_spawn(PF_REAL(posix_spawn)(pid, path, fa, attr, argv, envp), pid, t0);
 }
 
 PF_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
                            const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
     uint64_t t0 = start_time();
-    int rc = PF_REAL(posix_spawnp)(pid, file, fa, attr, argv, envp);
-    if (rc == 0 && pid && t0)
-        note_start(PF_SPAWN_PROCESS, (uint64_t)*pid, t0);
-    return rc;
+    return after_posix_spawn(PF_REAL(posix_spawnp)(pid, file, fa, attr, argv, envp), pid, t0);
 }
 
 PF_EXPORT int execve(const char *path, char *const argv[], char *const envp[])

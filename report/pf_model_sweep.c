@@ -66,18 +66,21 @@ static int32_t bracket_row(sweeper_t *S, const char *where, int32_t *func)
     return line_row(S, file, fn, 0);
 }
 
-int32_t pf_sweep_attribute_stack(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *frames, uint16_t n,
-                                 uint8_t flags, int32_t *func, int *user)
+/* The frame a stack is charged to (its index), or -1 with *bracket naming the bracketed row; *user = 1
+ * when it is a frame of the user's code. */
+static int choose_frame(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *frames, uint16_t n, uint8_t flags,
+                        const char **bracket, int *user)
 {
     pf_model_t *m = S->m;
     proc_state_t *P = &S->L->procs[proc];
     *user = 0;
-    if (n == 0)
-        return bracket_row(S,
-                           (flags & PF_STACK_MISSING)      ? "[stack missing]"
-                           : (flags & PF_ALLOC_NO_PYSTATE) ? "[native thread]"
-                                                           : "[python startup]",
-                           func);
+    *bracket = NULL;
+    if (n == 0) {
+        *bracket = (flags & PF_STACK_MISSING)      ? "[stack missing]"
+                   : (flags & PF_ALLOC_NO_PYSTATE) ? "[native thread]"
+                                                   : "[python startup]";
+        return -1;
+    }
     /* The innermost frame in a real user file. Code without a file (<string>: python -c, exec) counts only
      * while every frame outside it is user code too: library code generates such code (namedtuple, site
      * running a .pth file's import line), and that is not the user's line. In a process other than the
@@ -102,41 +105,54 @@ int32_t pf_sweep_attribute_stack(sweeper_t *S, uint32_t proc, const pf_rec_pyfra
             pick = i;
         }
     }
+    *user = pick >= 0;
+    if (pick >= 0)
+        return pick;
     /* No line of the user's under code that C called (pcode_t.is_import_root: the site module's and .pth
      * files' imports, the codec search): the interpreter starting, not anything the program asked for. */
-    if (pick < 0 && outermost && outermost->is_import_root && !(flags & PF_ALLOC_TRUNCATED))
-        return bracket_row(S, "[python startup]", func);
-    *user = pick >= 0;
-    if (pick < 0)
-        pick = fallback >= 0 ? fallback : any;
-    if (pick < 0)
-        return bracket_row(S, "[unknown]", func);
-    const pcode_t *pc = &P->pcodes[*pf_map_get(&P->codes, frames[pick].code_id) - 1];
+    if (outermost && outermost->is_import_root && !(flags & PF_ALLOC_TRUNCATED))
+        *bracket = "[python startup]";
+    else if ((pick = fallback >= 0 ? fallback : any) < 0)
+        *bracket = "[unknown]";
+    return *bracket ? -1 : pick;
+}
+
+/* The row of frame f (and *func), decoding its line once per (code, offset). */
+static int32_t frame_row(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *f, int32_t *func)
+{
+    proc_state_t *P = &S->L->procs[proc];
+    const pcode_t *pc = &P->pcodes[*pf_map_get(&P->codes, f->code_id) - 1];
     *func = func_row(S, pc->file, pc->function, pc->firstlineno);
-    uint64_t ck = pf_sweep_key3(proc, frames[pick].code_id, frames[pick].lasti_bytes);
+    uint64_t ck = pf_sweep_key3(proc, f->code_id, f->lasti_bytes);
     int created;
     uint64_t *v = pf_map_put(&S->frame_cache, ck, &created);
     if (created) {
-        int line = pf_linetable_line(pc->format, pc->table, pc->table_len, pc->firstlineno, frames[pick].lasti_bytes);
+        int line = pf_linetable_line(pc->format, pc->table, pc->table_len, pc->firstlineno, f->lasti_bytes);
         *v = (uint64_t)line_row(S, pc->file, pc->function, line) + 1;
     }
     return (int32_t)(*v - 1);
 }
 
+int32_t pf_sweep_attribute_stack(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *frames, uint16_t n,
+                                 uint8_t flags, int32_t *func, int *user)
+{
+    const char *bracket;
+    int pick = choose_frame(S, proc, frames, n, flags, &bracket, user);
+    return bracket ? bracket_row(S, bracket, func) : frame_row(S, proc, &frames[pick], func);
+}
+
 int32_t pf_sweep_attribute(sweeper_t *S, uint32_t proc, uint32_t tid, const pf_rec_pyframe_t *frames, uint16_t n,
                            uint8_t flags, int32_t *func, int *started)
 {
-    int user;
-    int32_t row = pf_sweep_attribute_stack(S, proc, frames, n, flags, func, &user);
-    int32_t origin_func, origin_row = -1;
-    if (!user && tid && !(flags & PF_STACK_MISSING))
-        origin_row = pf_origin_row(S, proc, tid, &origin_func);
+    const char *bracket;
+    int user, pick = choose_frame(S, proc, frames, n, flags, &bracket, &user);
+    /* no user frame: the user's line that started this thread or process, before any row of its own is made */
+    int32_t row = !user && tid && !(flags & PF_STACK_MISSING) ? pf_origin_row(S, proc, tid, func) : -1;
     if (started)
-        *started = origin_row >= 0;
-    if (origin_row < 0)
+        *started = row >= 0;
+    if (row >= 0)
         return row;
-    *func = origin_func;
-    return origin_row;
+    return bracket ? bracket_row(S, bracket, func) : frame_row(S, proc, &frames[pick], func);
 }
 
 /* The innermost native frame outside the interpreter, libc and pyflow, as an interned "symbol (library)";

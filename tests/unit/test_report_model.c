@@ -34,6 +34,17 @@ static char *render_text(const pf_model_t *m, int width)
     return text;
 }
 
+/* The HTML page of m (caller frees). */
+static char *render_html(const pf_model_t *m)
+{
+    char *html = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&html, &len);
+    assert_int_equal(pf_render_html(m, f, NULL), 0);
+    fclose(f);
+    return html;
+}
+
 /* ---- the model ---- */
 
 static void test_frees_peak_and_live_at_exit(void **state)
@@ -290,11 +301,7 @@ static void test_children_merged(void **state)
         !strstr(table, "\n12       10 ") || strstr(strstr(table, "\n12 ") + 1, "\n12 "))
         fail_msg("process table:\n%s", text);
     free(text);
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    pf_html_opts_t ho = {0};
-    assert_int_equal(pf_render_html(m, f, &ho), 0);
-    fclose(f);
+    text = render_html(m);
     const char *rows = strstr(text, "<h2>Processes</h2>");
     assert_non_null(rows);
     int n = 0;
@@ -355,11 +362,7 @@ static void test_started_by(void **state)
     if (!strstr(text, "started by your lines") || !strstr(text, "app.py:5 in 2 threads and 1 process"))
         fail_msg("no started-by section:\n%s", text);
     free(text);
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    pf_html_opts_t ho = {0};
-    assert_int_equal(pf_render_html(m, f, &ho), 0);
-    fclose(f);
+    text = render_html(m);
     const char *html = strstr(text, "<p id=\"started\">");
     if (!html || !strstr(html, "app.py:5</code> 3.4 KiB in 2 threads and 1 process"))
         fail_msg("no started-by paragraph:\n%s", html ? html : text);
@@ -494,11 +497,7 @@ static void test_html_escapes_names(void **state)
     uint32_t c = 1;
     b_alloc(&b, 1, 0x1000, 4096, 4096, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &c);
     pf_model_t *m = load_ok(b_save(&b, "odd-html.pflow", 0));
-    char *html = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&html, &len);
-    assert_int_equal(pf_render_html(m, f, NULL), 0);
-    fclose(f);
+    char *html = render_html(m);
     assert_null(strstr(html, "<script>alert"));
     assert_null(strstr(html, "f<b>"));
     assert_non_null(strstr(html, "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;.py"));
