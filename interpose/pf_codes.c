@@ -90,7 +90,7 @@ uint32_t pf_codes_id(pf_tls_t *t, const void *code)
         if (!slots)
             return 0;
     }
-    uint32_t empty;
+    uint32_t empty = UINT32_MAX;    /* probe sets it whenever it returns 0; said for the compiler */
     uint32_t id = probe(code, identity, &empty);
     if (PF_LIKELY(id))
         return id;
@@ -116,7 +116,7 @@ uint32_t pf_codes_id(pf_tls_t *t, const void *code)
 uint32_t pf_codes_lookup(const void *code)
 {
     const void *identity[3];
-    uint32_t empty;
+    uint32_t empty = UINT32_MAX;    /* probe sets it whenever it returns 0; said for the compiler */
     pf_code_slot_t *table = __atomic_load_n(&slots, __ATOMIC_ACQUIRE);
     if (!code || !table || pf_cfg.py->identify(code, identity) != 0)
         return 0;
