@@ -91,6 +91,8 @@ void pf_record_thread_reset(pf_tls_t *t)
 {
     t->chunk_pos = t->chunk_end = NULL;
     t->chunk_gen = 0;
+    t->chunk_exited = 0;
+    t->chunk_handed_end = NULL;
     t->watch_started = 0;
 }
 

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -17,6 +18,8 @@
 #define PF_CHUNKS_PER_SEGMENT 64u
 #define PF_SEGMENT_BYTES ((uint64_t)PF_CHUNKS_PER_SEGMENT * PF_CHUNK_BYTES)
 #define PF_MAX_SEGMENTS 1024u   /* 4 GiB of profile per process (PF_WRITER_MAX_BYTES) */
+#define PF_SPARE_CHUNKS 64u     /* exited threads' chunks waiting for a new thread */
+#define PF_SPARE_MIN_ROOM 4096u /* less room than this left in an exited thread's chunk: not worth a hand-off */
 _Static_assert((uint64_t)PF_MAX_SEGMENTS * PF_SEGMENT_BYTES == PF_WRITER_MAX_BYTES, "the cap is the segment table");
 
 static struct {
@@ -27,8 +30,12 @@ static struct {
     pf_file_header_t *header;   /* the file's header page, mapped shared: records_dropped is kept there */
     uint64_t max_chunks;        /* the size cap, in chunks */
     uint32_t level;             /* atomic: pf_writer_fill_level() */
-    pf_spinlock_t lock;         /* guards segment mapping and file growth */
+    pf_spinlock_t lock;         /* guards segment mapping and the spare chunks */
     char *segs[PF_MAX_SEGMENTS];
+    struct spare { char *pos, *end; } spare[PF_SPARE_CHUNKS];   /* chunks of the current generation */
+    unsigned n_spare;
+    pthread_key_t exit_key;     /* its destructor hands an exiting thread's chunk on */
+    int exit_key_made;
     char base[PATH_MAX];
     uint32_t flags;
     uint32_t python_hex;
@@ -145,14 +152,19 @@ static int open_and_start(int is_root)
     W.next_chunk = 0;
     W.level = 0;
     memset(W.segs, 0, sizeof W.segs);
+    W.n_spare = 0;
     __atomic_add_fetch(&W.gen, 1, __ATOMIC_RELEASE);
     return 0;
 }
+
+static void thread_exiting(void *arg);
 
 int pf_writer_open(const char *base_path, int is_root, const pf_writer_info_t *info)
 {
     if (strlen(base_path) >= sizeof W.base)
         return -ENAMETOOLONG;
+    if (!W.exit_key_made)
+        W.exit_key_made = pthread_key_create(&W.exit_key, thread_exiting) == 0;
     strcpy(W.base, base_path);
     W.flags = info->flags;
     uint64_t max = info->max_bytes && info->max_bytes < PF_WRITER_MAX_BYTES ? info->max_bytes : PF_WRITER_MAX_BYTES;
@@ -170,6 +182,7 @@ int pf_writer_reopen_child(void)
         if (W.segs[s])
             pf_sys_munmap(W.segs[s], PF_SEGMENT_BYTES);
     memset(W.segs, 0, sizeof W.segs);
+    W.n_spare = 0;
     if (W.header)
         pf_sys_munmap(W.header, PF_HEADER_BYTES);
     W.header = NULL;
@@ -183,7 +196,8 @@ int pf_writer_reopen_child(void)
     return rc;
 }
 
-/* Maps segment s, growing the file to cover it. Returns its base or NULL. */
+/* Maps segment s (address space only: the file grows a chunk at a time, reserve_blocks). Returns its base or
+ * NULL. The mapping may run past the end of the file; only chunks whose blocks are reserved are touched. */
 static char *map_segment(unsigned s)
 {
     char *seg = __atomic_load_n(&W.segs[s], __ATOMIC_ACQUIRE);
@@ -193,19 +207,6 @@ static char *map_segment(unsigned s)
     seg = W.segs[s];
     if (!seg && W.fd >= 0) {
         off_t off = (off_t)PF_HEADER_BYTES + (off_t)s * (off_t)PF_SEGMENT_BYTES;
-        /* Reserve the blocks now: a sparse file on a full disk would turn a later store into SIGBUS in the
-         * program. When the disk is full, recording stops and the program runs on. */
-        uint64_t cap_end = W.max_chunks * PF_CHUNK_BYTES, seg_start = (uint64_t)s * PF_SEGMENT_BYTES;
-        off_t len = (off_t)(cap_end - seg_start < PF_SEGMENT_BYTES ? cap_end - seg_start : PF_SEGMENT_BYTES);
-        int err = posix_fallocate(W.fd, off, len);     /* the mapping may run past it: never touched */
-        if (err != 0) {
-            if (!W.full_reported) {
-                W.full_reported = 1;
-                pf_log("cannot grow the profile (%s): recording stops here, the program goes on", strerror(err));
-            }
-            pf_spin_unlock(&W.lock);
-            return NULL;
-        }
         void *m = pf_sys_mmap(NULL, PF_SEGMENT_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, W.fd, off);
         if (m != MAP_FAILED) {
             seg = m;
@@ -216,11 +217,76 @@ static char *map_segment(unsigned s)
     return seg;
 }
 
-/* Gives the thread a fresh chunk. Returns 1, or 0 when none can be had. */
-static int take_chunk(pf_tls_t *t)
+/* Reserves the disk blocks of chunk idx, growing the file over it. Reserved, not sparse: a sparse file on a
+ * full disk would turn a later store into SIGBUS in the program. One chunk at a time, so a process that
+ * writes little (a short child process) costs the disk little. Chunks are handed out in index order but may
+ * be reserved out of it; one not reserved reads as zeros (never handed out). Returns 0 or an errno. */
+static int reserve_blocks(uint64_t idx)
+{
+    off_t off = (off_t)PF_HEADER_BYTES + (off_t)idx * PF_CHUNK_BYTES;
+    int err = posix_fallocate(W.fd, off, PF_CHUNK_BYTES);
+    if (err != 0 && !__atomic_exchange_n(&W.full_reported, 1, __ATOMIC_RELAXED))
+        pf_log("cannot grow the profile (%s): recording stops here, the program goes on", strerror(err));
+    return err;
+}
+
+/* A spare chunk with room for bytes plus the WRITER record, or 0; only the one ending at `only_end` when
+ * that is set. The caller starts recording into it. */
+static int take_spare(pf_tls_t *t, uint32_t bytes, const char *only_end)
+{
+    const uint32_t writer_bytes = (uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_writer_t));
+    if (!__atomic_load_n(&W.n_spare, __ATOMIC_RELAXED))
+        return 0;
+    pf_spin_lock(&W.lock);
+    for (unsigned i = W.n_spare; i-- > 0;) {
+        if ((only_end && W.spare[i].end != only_end) ||
+            (size_t)(W.spare[i].end - W.spare[i].pos) < (size_t)bytes + writer_bytes)
+            continue;
+        t->chunk_pos = W.spare[i].pos;
+        t->chunk_end = W.spare[i].end;
+        W.spare[i] = W.spare[--W.n_spare];
+        pf_spin_unlock(&W.lock);
+        char *rec = t->chunk_pos;
+        pf_rec_writer_t *w = (pf_rec_writer_t *)(rec + sizeof(pf_rec_header_t));
+        w->tid = t->tid;
+        w->reserved = 0;
+        pf_writer_commit(t, rec, PF_REC_WRITER, 0, writer_bytes);
+        return 1;
+    }
+    pf_spin_unlock(&W.lock);
+    return 0;
+}
+
+/* The exit-key destructor: glibc calls it as the thread ends, after the thread's own code (and, since it is
+ * created first, before most libraries' key destructors). Whatever the thread records after this goes into
+ * the chunk it handed on, if no thread took it meanwhile, else into a fresh one; the key is set again so
+ * that chunk is handed on as well. */
+static void thread_exiting(void *arg)
+{
+    pf_tls_t *t = arg;
+    t->guard++;     /* no record from this thread while its chunk changes hands */
+    t->chunk_exited = 1;
+    if (t->chunk_gen == pf_writer_generation() && t->chunk_pos &&
+        (size_t)(t->chunk_end - t->chunk_pos) >= PF_SPARE_MIN_ROOM) {
+        pf_spin_lock(&W.lock);
+        if (t->chunk_gen == pf_writer_generation() && W.n_spare < PF_SPARE_CHUNKS) {
+            W.spare[W.n_spare++] = (struct spare){t->chunk_pos, t->chunk_end};
+            t->chunk_handed_end = t->chunk_end;
+            t->chunk_pos = t->chunk_end = NULL;
+        }
+        pf_spin_unlock(&W.lock);
+    }
+    t->guard--;
+}
+
+/* Gives the thread a chunk with room for bytes: an exited thread's when this thread has none yet, or back
+ * the one it handed on as it began to end (never another spare: one with a lower index would put its
+ * records out of time order along the file), else a fresh one. Returns 1, or 0 when none can be had. */
+static int take_chunk(pf_tls_t *t, uint32_t bytes)
 {
     uint32_t gen = pf_writer_generation();
-    if (t->chunk_gen == gen && t->chunk_end) {
+    int first = t->chunk_gen != gen || !t->chunk_end;
+    if (!first) {
         /* Done with the old chunk: its bytes are in the file; drop them from our resident set. */
         madvise(t->chunk_end - PF_CHUNK_BYTES, PF_CHUNK_BYTES, MADV_DONTNEED);
     }
@@ -228,6 +294,11 @@ static int take_chunk(pf_tls_t *t)
     t->chunk_gen = gen;
     if (W.fd < 0)
         return 0;
+    if (W.exit_key_made)
+        pthread_setspecific(W.exit_key, t);  /* again after thread_exiting ran: glibc then calls it again */
+    if (first && (!t->chunk_exited || t->chunk_handed_end) &&
+        take_spare(t, bytes, t->chunk_exited ? t->chunk_handed_end : NULL))
+        return 1;
     uint64_t idx = __atomic_fetch_add(&W.next_chunk, 1, __ATOMIC_RELAXED);
     if (idx >= W.max_chunks)
         return 0;
@@ -235,7 +306,7 @@ static int take_chunk(pf_tls_t *t)
     while (level > was && !__atomic_compare_exchange_n(&W.level, &was, level, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         ;
     char *seg = map_segment((unsigned)(idx / PF_CHUNKS_PER_SEGMENT));
-    if (!seg)
+    if (!seg || reserve_blocks(idx) != 0)
         return 0;
     char *chunk = seg + (idx % PF_CHUNKS_PER_SEGMENT) * PF_CHUNK_BYTES;
     pf_chunk_header_t *ch = (pf_chunk_header_t *)chunk;
@@ -251,7 +322,7 @@ void *pf_writer_reserve(pf_tls_t *t, uint32_t bytes)
 {
     if (PF_UNLIKELY(t->chunk_gen != pf_writer_generation() || !t->chunk_pos ||
                     (size_t)(t->chunk_end - t->chunk_pos) < bytes)) {
-        if (bytes > PF_CHUNK_PAYLOAD_MAX || !take_chunk(t)) {
+        if (bytes > PF_CHUNK_PAYLOAD_MAX || !take_chunk(t, bytes)) {
             __atomic_add_fetch(&W.dropped, 1, __ATOMIC_RELAXED);
             if (W.header)
                 __atomic_add_fetch(&W.header->records_dropped, 1, __ATOMIC_RELAXED);

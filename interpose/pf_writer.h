@@ -1,10 +1,12 @@
 /* pf_writer.h - streams records into the profile file (layout: core/pf_format.h).
  *
- * The file is extended and mapped MAP_SHARED one segment (64 chunks) at a time; a thread takes a whole chunk
- * with one atomic add and then writes records into it alone, so the hot path is lock-free and what is
- * written is in the page cache at once (it survives SIGKILL). A chunk a thread has finished is dropped from
- * the process's resident set with MADV_DONTNEED (its contents stay in the file), so the profile costs the
- * program about one chunk of memory per thread.
+ * The file is mapped MAP_SHARED one segment (64 chunks) at a time and grown one chunk at a time; a thread
+ * takes a whole chunk with one atomic add and then writes records into it alone, so the hot path is
+ * lock-free and what is written is in the page cache at once (it survives SIGKILL). A chunk a thread has
+ * finished is dropped from the process's resident set with MADV_DONTNEED (its contents stay in the file), so
+ * the profile costs the program about one chunk of memory per thread. A thread that ends with room left in
+ * its chunk hands it to the next thread that starts recording (PF_REC_WRITER), so short-lived threads and
+ * processes cost the file about what they record.
  */
 #ifndef PF_WRITER_H
 #define PF_WRITER_H

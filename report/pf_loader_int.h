@@ -50,6 +50,12 @@ typedef struct spawn {
     const pf_rec_spawn_t *rec;  /* in the mapped file */
 } spawn_t;
 
+/* Where a chunk changes writer (PF_REC_WRITER): events after offset in that chunk are tid's. */
+typedef struct writer_change {
+    uint64_t offset;
+    uint32_t tid;
+} writer_change_t;
+
 /* A thread's handle, from its first THREAD record that has one. */
 typedef struct thread_ref {
     uint64_t t, handle;
@@ -73,6 +79,8 @@ typedef struct proc_state {
     size_t n_threads, cap_threads;
     pf_map_t threads_by_tid;
     uint64_t first_t;       /* its earliest THREAD record (root's clock): when it began recording */
+    writer_change_t *writer_changes;    /* in file order */
+    size_t n_writer_changes, cap_writer_changes;
 } proc_state_t;
 
 typedef struct loader {

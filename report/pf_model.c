@@ -171,6 +171,9 @@ static int on_record(void *ctx, const pf_record_t *r)
         m->watch.modes |= r->aux;
         return 0;
     }
+    case PF_REC_WRITER:
+        pf_origin_collect(L, r, 0);
+        return 0;
     case PF_REC_THREAD:
     case PF_REC_SPAWN: {
         uint64_t t = *(const uint64_t *)r->payload + m->procs[L->cur].offset_ns;   /* t_ns leads both */

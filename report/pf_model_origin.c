@@ -9,6 +9,12 @@
 void pf_origin_collect(loader_t *L, const pf_record_t *r, uint64_t t_root)
 {
     proc_state_t *P = &L->procs[L->cur];
+    if (r->type == PF_REC_WRITER) {
+        writer_change_t *w = PF_VEC_PUSH(P->writer_changes, P->n_writer_changes, P->cap_writer_changes);
+        w->offset = r->offset;
+        w->tid = r->tid;
+        return;
+    }
     if (r->type == PF_REC_SPAWN) {
         const pf_rec_spawn_t *s = r->payload;
         spawn_t *sp = PF_VEC_PUSH(P->spawns, P->n_spawns, P->cap_spawns);
@@ -37,6 +43,7 @@ void pf_origin_free(proc_state_t *P)
 {
     free(P->spawns);
     free(P->threads);
+    free(P->writer_changes);
     pf_map_free(&P->threads_by_tid);
 }
 
@@ -45,6 +52,18 @@ uint32_t pf_origin_event_tid(const loader_t *L, const event_t *e)
     const pf_file_t *f = &L->procs[e->proc].file;
     uint64_t off = (uint64_t)e->offset8 << 3, chunk = f->header.chunk_bytes;
     uint64_t start = PF_HEADER_BYTES + (off - PF_HEADER_BYTES) / chunk * chunk;
+    /* the last change of writer before the event, if its chunk has one */
+    const proc_state_t *P = &L->procs[e->proc];
+    size_t lo = 0, hi = P->n_writer_changes;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (P->writer_changes[mid].offset < off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo > 0 && P->writer_changes[lo - 1].offset >= start)
+        return P->writer_changes[lo - 1].tid;
     uint32_t tid;
     memcpy(&tid, f->data + start + offsetof(pf_chunk_header_t, tid), sizeof tid);
     return tid;

@@ -20,15 +20,15 @@
 
 struct sweeper;
 
-/* Loading: keeps a SPAWN record, or a THREAD record's handle, of the process being walked. t_root is the
- * record's time on the root's clock. */
+/* Loading: keeps a SPAWN record, a THREAD record's handle, or a WRITER record's change of a chunk's writer,
+ * of the process being walked. t_root is the record's time on the root's clock (unused for WRITER). */
 void pf_origin_collect(loader_t *L, const pf_record_t *r, uint64_t t_root);
 void pf_origin_free(proc_state_t *P);
 
 /* After loading, before the sweep: orders each process's starts for lookup. */
 void pf_origin_index(loader_t *L);
 
-/* The tid of the thread that wrote an event (its chunk's writer). */
+/* The tid of the thread that wrote an event: its chunk's writer, or the chunk's latest WRITER before it. */
 uint32_t pf_origin_event_tid(const loader_t *L, const event_t *e);
 
 /* The row (and *func) that memory of thread tid of process proc with no user line of its own is charged

@@ -189,6 +189,8 @@ static const char *check_payload(const pf_record_t *r)
     }
     case PF_REC_WATCH_STATS:
         return n < sizeof(pf_rec_watch_stats_t) ? "watch statistics record too short" : NULL;
+    case PF_REC_WRITER:
+        return n < sizeof(pf_rec_writer_t) ? "writer record too short" : NULL;
     case PF_REC_COPY_WRITE: {
         if (n < sizeof(pf_rec_copy_write_t))
             return "copy-write record shorter than its fixed part";
@@ -244,6 +246,8 @@ int pf_file_walk(const pf_file_t *f, int (*fn)(void *ctx, const pf_record_t *r),
                          why);
                 return -EINVAL;
             }
+            if (h.type == PF_REC_WRITER)   /* the rest of the chunk is another thread's */
+                r.tid = ch.tid = ((const pf_rec_writer_t *)r.payload)->tid;
             int rc = fn(ctx, &r);
             if (rc)
                 return rc;

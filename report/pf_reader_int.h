@@ -34,12 +34,13 @@ typedef struct pf_record {
     uint16_t aux;
     uint32_t payload_bytes;
     const void *payload;
-    uint32_t tid;       /* the chunk's writer */
+    uint32_t tid;       /* its writer: the chunk's, or the latest PF_REC_WRITER's before it in the chunk */
     uint64_t offset;    /* of the record header in the file */
 } pf_record_t;
 
-/* Calls fn for every record of every chunk, in file order (per thread, that is time order). fn returns 0
- * to go on. Returns 0, fn's non-zero result, or -EINVAL with a sentence in err for a corrupt record. */
+/* Calls fn for every record of every chunk, in file order (per thread, that is time order), PF_REC_WRITER
+ * records included (r->tid is then the new writer). fn returns 0 to go on. Returns 0, fn's non-zero
+ * result, or -EINVAL with a sentence in err for a corrupt record. */
 int pf_file_walk(const pf_file_t *f, int (*fn)(void *ctx, const pf_record_t *r), void *ctx, char *err,
                  size_t errlen);
 

@@ -29,9 +29,12 @@ static char dir[] = "/tmp/pf-writer-XXXXXX";
 
 typedef struct parsed {
     uint64_t records, payload_sum, chunks, bad;
+    uint64_t writer_changes;    /* PF_REC_WRITER records: chunks handed to another thread */
+    uint64_t out_of_order;      /* a thread's tag smaller than its previous one along the file */
 } parsed_t;
 
-/* Walks a profile: every record is an 8-byte header + a u64 payload equal to its sequence tag. */
+/* Walks a profile: every record is an 8-byte header + a u64 payload equal to its sequence tag (tags grow
+ * along each thread's records), or a change of the chunk's writer. */
 static parsed_t parse(const char *path)
 {
     parsed_t p = {0};
@@ -44,6 +47,10 @@ static parsed_t parse(const char *path)
     assert_int_equal(fread(buf, 1, (size_t)size, f), (size_t)size);
     fclose(f);
     assert_memory_equal(buf, PF_FILE_MAGIC, 8);
+    enum { MAX_TIDS = 64 };
+    uint32_t tids[MAX_TIDS];
+    uint64_t last_tag[MAX_TIDS];
+    unsigned n_tids = 0;
     for (long off = PF_HEADER_BYTES; off + (long)PF_CHUNK_BYTES <= size; off += PF_CHUNK_BYTES) {
         const pf_chunk_header_t *ch = (const pf_chunk_header_t *)(buf + off);
         if (ch->magic == 0)
@@ -53,16 +60,35 @@ static parsed_t parse(const char *path)
             continue;
         }
         p.chunks++;
+        uint32_t tid = ch->tid;
         for (long r = off + PF_CHUNK_HEADER_BYTES; r + 8 <= off + (long)PF_CHUNK_BYTES;) {
             const pf_rec_header_t *h = (const pf_rec_header_t *)(buf + r);
             if (h->type == 0)
                 break;
-            if (h->bytes != 16 || h->type != PF_REC_MARK) {
+            if (h->bytes != 16 || (h->type != PF_REC_MARK && h->type != PF_REC_WRITER)) {
                 p.bad++;
                 break;
             }
+            if (h->type == PF_REC_WRITER) {
+                tid = ((const pf_rec_writer_t *)(buf + r + 8))->tid;
+                p.writer_changes++;
+                r += h->bytes;
+                continue;
+            }
+            uint64_t tag = *(const uint64_t *)(buf + r + 8);
+            unsigned i = 0;
+            while (i < n_tids && tids[i] != tid)
+                i++;
+            if (i == n_tids && n_tids < MAX_TIDS) {
+                tids[n_tids] = tid;
+                last_tag[n_tids++] = 0;
+            }
+            if (i < n_tids) {
+                p.out_of_order += tag < last_tag[i];
+                last_tag[i] = tag;
+            }
             p.records++;
-            p.payload_sum += *(const uint64_t *)(buf + r + 8);
+            p.payload_sum += tag;
             r += h->bytes;
         }
     }
@@ -111,7 +137,11 @@ static void test_single_thread_many_chunks(void **state)
     assert_int_equal(p.bad, 0);
     assert_int_equal(p.records, n);
     assert_int_equal(p.payload_sum, sum);
+    assert_int_equal(p.out_of_order, 0);
     assert_true(p.chunks >= 12);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_size, PF_HEADER_BYTES + p.chunks * PF_CHUNK_BYTES);   /* grown a chunk at a time */
 }
 
 static void test_oversized_record_is_dropped(void **state)
@@ -169,6 +199,7 @@ static void test_size_cap(void **state)
 static void *thread_writer(void *arg)
 {
     uint64_t base = (uint64_t)(uintptr_t)arg;
+    pf_tls.tid = (uint32_t)gettid();
     for (uint64_t i = 0; i < 20000; i++)
         if (write_tagged(&pf_tls, base + i) != 0)
             return (void *)1;
@@ -198,6 +229,59 @@ static void test_threads_do_not_mix(void **state)
     assert_int_equal(p.bad, 0);
     assert_int_equal(p.records, T * 20000);
     assert_int_equal(p.payload_sum, sum);
+    assert_int_equal(p.out_of_order, 0);
+}
+
+/* What a short-lived thread records, and what it records after its chunk was handed on (a later key
+ * destructor: a library's thread-exit clean-up freeing memory). */
+static pthread_key_t late_key;
+
+static void late_destructor(void *arg)
+{
+    write_tagged(&pf_tls, (uint64_t)(uintptr_t)arg);
+}
+
+static void *short_thread(void *arg)
+{
+    uint64_t base = (uint64_t)(uintptr_t)arg;
+    pf_tls.tid = (uint32_t)gettid();
+    for (uint64_t i = 1; i <= 10; i++)
+        write_tagged(&pf_tls, base + i);
+    pthread_setspecific(late_key, (void *)(uintptr_t)(base + 11));
+    return NULL;
+}
+
+/* Threads that start one after another, each writing a few records and one more after its exit began,
+ * share chunks instead of leaving one each nearly empty: every record is there, each thread's in order
+ * along the file, in a handful of chunks. */
+static void test_exited_threads_hand_chunks_on(void **state)
+{
+    open_writer("short.pflow");
+    assert_int_equal(pthread_key_create(&late_key, late_destructor), 0);  /* after the writer's: runs later */
+    enum { T = 40 };
+    uint64_t sum = 0;
+    for (int i = 0; i < T; i++) {
+        uint64_t base = (uint64_t)(i + 1) * 1000;
+        for (uint64_t k = 1; k <= 11; k++)
+            sum += base + k;
+        pthread_t th;
+        pthread_create(&th, NULL, short_thread, (void *)(uintptr_t)base);
+        pthread_join(th, NULL);
+    }
+    pthread_key_delete(late_key);
+    char path[256];
+    snprintf(path, sizeof path, "%s/short.pflow", dir);
+    parsed_t p = parse(path);
+    assert_int_equal(p.bad, 0);
+    assert_int_equal(p.records, T * 11);
+    assert_int_equal(p.payload_sum, sum);
+    assert_int_equal(p.out_of_order, 0);
+    assert_true(p.writer_changes >= T - 1);
+    if (p.chunks > 2)
+        fail_msg("%llu chunks for %d short threads", (unsigned long long)p.chunks, T);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(st.st_size <= PF_HEADER_BYTES + 2 * PF_CHUNK_BYTES);
 }
 
 /* A child writes records and reports how many it committed through a pipe, then is killed with SIGKILL
@@ -254,6 +338,7 @@ int main(void)
         cmocka_unit_test(test_size_cap),
         cmocka_unit_test(test_oversized_record_is_dropped),
         cmocka_unit_test(test_threads_do_not_mix),
+        cmocka_unit_test(test_exited_threads_hand_chunks_on),
         cmocka_unit_test(test_sigkill_keeps_committed_records),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

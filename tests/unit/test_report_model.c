@@ -336,7 +336,7 @@ static void test_started_by(void **state)
     b_chunk(&b, 23);
     b_thread(&b, 14, 23, 0xC0);
     b_alloc(&b, 15, 0x2000, 500, 500, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT | PF_ALLOC_NO_PYSTATE, 0, NULL);
-    b_chunk(&b, 24);                                /* a thread nobody is known to have started */
+    b_writer(&b, 24);           /* a thread nobody is known to have started, in the chunk 23 left: not 23's */
     b_thread(&b, 16, 24, 0xE0);
     b_alloc(&b, 17, 0x3000, 300, 300, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &library);
     b_save(&b, "started.pflow", 0);
@@ -445,6 +445,11 @@ static void test_reader_rejects_and_tolerates(void **state)
     b_chunk(&b, 1);
     b_spawn(&b, 1, 7, 2, 1, 0, NULL);
     expect_error(b_save(&b, "spawn.pflow", 0), "spawn record of an unknown kind");
+    /* a change of writer without the new writer */
+    b_init(&b, PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    b_rec(&b, PF_REC_WRITER, 0, "", 0);
+    expect_error(b_save(&b, "writer.pflow", 0), "writer record too short");
     /* an unknown record type is skipped by its length */
     b.buf = malloc(good_size);
     memcpy(b.buf, copy, good_size);

@@ -165,6 +165,13 @@ static inline void b_thread(builder_t *b, uint64_t t, uint32_t tid, uint64_t han
     b_rec(b, PF_REC_THREAD, PF_THREAD_HANDLE, tmp, sizeof th + 8 + 2);
 }
 
+/* The rest of the current chunk is thread tid's (an exited thread's chunk handed on). */
+static inline void b_writer(builder_t *b, uint32_t tid)
+{
+    pf_rec_writer_t w = {tid, 0};
+    b_rec(b, PF_REC_WRITER, 0, &w, sizeof w);
+}
+
 /* A start of a thread (child = its handle) or process (child = its pid) by thread tid, from n frames. */
 static inline void b_spawn(builder_t *b, uint64_t t, uint16_t kind, uint64_t child, uint32_t tid, int n,
                            const uint32_t *code_ids)
