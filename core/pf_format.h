@@ -72,6 +72,11 @@ typedef struct pf_file_header {
     uint64_t records_dropped;       /* records the runtime could not write (size cap, full disk, too large),
                                        counted here live through a shared mapping of the header page: a
                                        full file has no room left for a record saying so. 0 in older files. */
+    uint32_t via_pid;               /* started through programs pyflow does not profile (a shell, env, nice):
+                                       the profiled process that started the first of them, else 0 (the
+                                       parent is ppid). 0 in older files. */
+    uint32_t via_child;             /* that first program's pid: what via_pid's SPAWN record names (or 0,
+                                       a start whose pid was not known: system(3)) */
 } pf_file_header_t;
 
 typedef struct pf_chunk_header {
@@ -230,7 +235,8 @@ typedef struct pf_rec_writer {
  * as for ALLOC). */
 typedef enum pf_spawn_kind {
     PF_SPAWN_THREAD = 1,    /* child = the new thread's pthread_t (its THREAD record's handle) */
-    PF_SPAWN_PROCESS = 2    /* child = the new process's pid (its file's header pid) */
+    PF_SPAWN_PROCESS = 2    /* child = the new process's pid (its file's header pid or via_child), or 0:
+                               system(3), which starts its shell where no hook sees the pid */
 } pf_spawn_kind_t;
 
 typedef struct pf_rec_spawn {

@@ -13,6 +13,9 @@
  *    its parent's thread-local state while the parent thread waits. It writes into the parent's file as
  *    that thread would. A child that does not share its parent's memory (a fork whose handlers ran keeps
  *    pf_cfg.pid current; a raw clone does not) writes nothing: kcmp(KCMP_VM) tells which.
+ *  - system(3) (os.system) starts its shell inside glibc, where no hook sees the pid: the record, written
+ *    before the call, names pid 0, and the reporter matches it by time with the process whose chain of
+ *    launchers began there (the shell passes PYFLOW_VIA on, pf_rt_init.c).
  * Only Python frames are captured: the reporter looks for the user's line in them, nothing else.
  */
 #include <dlfcn.h>
@@ -40,7 +43,8 @@
     X(execv, int, (const char *, char *const[]))                                                           \
     X(execvp, int, (const char *, char *const[]))                                                          \
     X(execvpe, int, (const char *, char *const[], char *const[]))                                          \
-    X(fexecve, int, (int, char *const[], char *const[]))
+    X(fexecve, int, (int, char *const[], char *const[]))                                                    \
+    X(system, int, (const char *))
 
 #define PF_SPAWN_FIELD(name, ret, args) ret(*name) args;
 static struct {
@@ -78,7 +82,7 @@ static void write_spawn(pf_tls_t *t, int kind, uint64_t child, uint64_t t_ns)
     pf_writer_commit(t, rec, PF_REC_SPAWN, (uint16_t)kind, bytes);
 }
 
-/* In the starting thread, after a start that succeeded at t_ns. */
+/* In the starting thread: a start at t_ns (after it succeeded; before it, when its pid cannot be known). */
 static void note_start(int kind, uint64_t child, uint64_t t_ns)
 {
     pf_tls_t *t = &pf_tls;
@@ -109,7 +113,9 @@ static void note_vfork_exec(void)
         return;
     t->guard++;
     t->spawn_noted_pid = pid;
+    t->in_vfork_child = 1;
     write_spawn(t, PF_SPAWN_PROCESS, pid, pf_now_ns());
+    t->in_vfork_child = 0;
     t->guard--;
 }
 
@@ -183,4 +189,12 @@ PF_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
     note_vfork_exec();
     return PF_REAL(fexecve)(fd, argv, envp);
+}
+
+PF_EXPORT int system(const char *command)
+{
+    uint64_t t0 = command ? start_time() : 0;   /* system(NULL) only asks whether a shell exists */
+    if (t0)
+        note_start(PF_SPAWN_PROCESS, 0, t0);
+    return PF_REAL(system)(command);
 }

@@ -155,9 +155,35 @@ static int is_launcher(const char *exe)
     return 0;
 }
 
+/* A launcher started by a profiled process (or by launchers it started) says so to what it runs: a Python
+ * run through a shell then knows which process's start of which pid began its chain (its header's
+ * via_pid/via_child), for the reporter to charge it to the line that ran the shell. The first launcher of a
+ * chain sets the variable; a profiled process clears it for its own children (take_via); other programs
+ * never pass it on (leave_environment_clean). */
+static void pass_via(void)
+{
+    if (getenv(PF_ENV_VIA))
+        return;
+    char via[32];
+    snprintf(via, sizeof via, "%u:%u", (unsigned)getppid(), (unsigned)getpid());
+    setenv(PF_ENV_VIA, via, 1);
+}
+
+/* A profiled process: the chain of launchers it was started through, if any, and none for its children. */
+static void take_via(pf_writer_info_t *info)
+{
+    const char *via = getenv(PF_ENV_VIA);
+    unsigned pid = 0, child = 0;
+    if (via && sscanf(via, "%u:%u", &pid, &child) == 2 && pid != (unsigned)getppid()) {
+        info->via_pid = pid;
+        info->via_child = child;
+    }
+    unsetenv(PF_ENV_VIA);
+}
+
 /* A non-Python program exec'd by the profiled one (a compiler, git, a native tool) gets the environment it
  * would have had without pyflow: pyflow's entry leaves LD_PRELOAD (other entries stay, in order) and the
- * PYFLOW_* variables go. This process keeps the library loaded, passive. Launchers are left alone. */
+ * PYFLOW_* variables go. This process keeps the library loaded, passive. Launchers keep them (pass_via). */
 static void leave_environment_clean(void)
 {
     char exe[PATH_MAX];
@@ -165,8 +191,10 @@ static void leave_environment_clean(void)
     if (n <= 0)
         return;
     exe[n] = '\0';
-    if (is_launcher(exe))
+    if (is_launcher(exe)) {
+        pass_via();
         return;
+    }
     const char *preload = getenv("LD_PRELOAD");
     if (preload) {
         char kept[4096] = "";
@@ -194,7 +222,7 @@ static void leave_environment_clean(void)
                                        PF_ENV_COPY_SAMPLE_BYTES, PF_ENV_COPY_BYTES, PF_ENV_MAX_PROFILE_BYTES,
                                        PF_ENV_EXACT, PF_ENV_NATIVE,
                                        PF_ENV_QUIET, PF_ENV_WATCH, PF_ENV_WATCH_PERIOD, PF_ENV_WATCH_BUDGET, PF_ENV_WATCH_EVENT,
-                                       PF_ENV_WATCH_SEED, NULL};
+                                       PF_ENV_WATCH_SEED, PF_ENV_VIA, NULL};
     for (int i = 0; vars[i]; i++)
         unsetenv(vars[i]);
 }
@@ -238,6 +266,7 @@ __attribute__((constructor)) static void pf_rt_init(void)
         .python_hex = hex,
         .python_version = version,
     };
+    take_via(&info);
     int rc = pf_objtable_init();
     if (rc == 0)
         rc = pf_writer_open(output, is_root, &info);

@@ -46,6 +46,7 @@ typedef struct pf_tls {
     int compare_credit_set;
     uint32_t watch_started;     /* watch/ was started (or refused) on this thread */
     uint32_t spawn_noted_pid;   /* the vfork child whose start this thread's file already has (exec retries) */
+    uint32_t in_vfork_child;    /* writing from a vfork child on this thread's behalf: no file descriptor use */
 } pf_tls_t;
 
 extern __thread pf_tls_t pf_tls __attribute__((tls_model("initial-exec"))) PF_HIDDEN;

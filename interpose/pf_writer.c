@@ -32,6 +32,7 @@ static struct {
     uint32_t level;             /* atomic: pf_writer_fill_level() */
     pf_spinlock_t lock;         /* guards segment mapping and the spare chunks */
     char *segs[PF_MAX_SEGMENTS];
+    uint64_t reserved[PF_MAX_SEGMENTS * PF_CHUNKS_PER_SEGMENT / 64];   /* atomic: chunks whose blocks are reserved */
     struct spare { char *pos, *end; } spare[PF_SPARE_CHUNKS];   /* chunks of the current generation */
     unsigned n_spare;
     pthread_key_t exit_key;     /* its destructor hands an exiting thread's chunk on */
@@ -40,6 +41,7 @@ static struct {
     uint32_t flags;
     uint32_t python_hex;
     char python_version[32];
+    uint32_t via_pid, via_child;
     int full_reported;
 } W = {.fd = -1};
 
@@ -128,6 +130,8 @@ static int write_header(int fd, uint32_t flags)
     h.python_hex = W.python_hex;
     memcpy(h.python_version, W.python_version, sizeof h.python_version);
     h.argv_bytes = read_cmdline(h.argv, sizeof h.argv);
+    h.via_pid = W.via_pid;
+    h.via_child = W.via_child;
     _Static_assert(sizeof h <= PF_HEADER_BYTES, "header must fit its page");
     if (pwrite(fd, &h, sizeof h, 0) != (ssize_t)sizeof h)
         return -EIO;
@@ -152,6 +156,7 @@ static int open_and_start(int is_root)
     W.next_chunk = 0;
     W.level = 0;
     memset(W.segs, 0, sizeof W.segs);
+    memset(W.reserved, 0, sizeof W.reserved);
     W.n_spare = 0;
     __atomic_add_fetch(&W.gen, 1, __ATOMIC_RELEASE);
     return 0;
@@ -170,6 +175,8 @@ int pf_writer_open(const char *base_path, int is_root, const pf_writer_info_t *i
     uint64_t max = info->max_bytes && info->max_bytes < PF_WRITER_MAX_BYTES ? info->max_bytes : PF_WRITER_MAX_BYTES;
     W.max_chunks = max / PF_CHUNK_BYTES > 4 ? max / PF_CHUNK_BYTES : 4;
     W.python_hex = info->python_hex;
+    W.via_pid = info->via_pid;
+    W.via_child = info->via_child;
     snprintf(W.python_version, sizeof W.python_version, "%s", info->python_version);
     return open_and_start(is_root);
 }
@@ -190,6 +197,7 @@ int pf_writer_reopen_child(void)
         close(W.fd);
     W.fd = -1;
     W.lock.locked = 0;
+    W.via_pid = W.via_child = 0;     /* the child's parent is this process */
     int rc = open_and_start(0);
     if (rc < 0)
         __atomic_add_fetch(&W.gen, 1, __ATOMIC_RELEASE);  /* stale chunks must not be used either way */
@@ -217,17 +225,31 @@ static char *map_segment(unsigned s)
     return seg;
 }
 
-/* Reserves the disk blocks of chunk idx, growing the file over it. Reserved, not sparse: a sparse file on a
- * full disk would turn a later store into SIGBUS in the program. One chunk at a time, so a process that
- * writes little (a short child process) costs the disk little. Chunks are handed out in index order but may
- * be reserved out of it; one not reserved reads as zeros (never handed out). Returns 0 or an errno. */
+static int is_reserved(uint64_t idx)
+{
+    return (__atomic_load_n(&W.reserved[idx / 64], __ATOMIC_ACQUIRE) >> (idx % 64)) & 1;
+}
+
+/* Reserves the disk blocks of chunk idx and of the one after it, growing the file over them, and maps the
+ * next one's segment. Reserved, not sparse: a sparse file on a full disk would turn a later store into
+ * SIGBUS in the program. A chunk at a time (plus the one ahead), so a process that writes little (a short
+ * child process) costs the disk little. The chunk ahead is for a vfork child (take_chunk), which may not
+ * touch the file: its descriptors may be closed already. Chunks are handed out in index order but may be
+ * reserved out of it; one never reserved reads as zeros (never handed out). Returns 0 or an errno. */
 static int reserve_blocks(uint64_t idx)
 {
-    off_t off = (off_t)PF_HEADER_BYTES + (off_t)idx * PF_CHUNK_BYTES;
-    int err = posix_fallocate(W.fd, off, PF_CHUNK_BYTES);
-    if (err != 0 && !__atomic_exchange_n(&W.full_reported, 1, __ATOMIC_RELAXED))
-        pf_log("cannot grow the profile (%s): recording stops here, the program goes on", strerror(err));
-    return err;
+    uint64_t n = idx + 1 < W.max_chunks ? 2 : 1;
+    int err = posix_fallocate(W.fd, (off_t)PF_HEADER_BYTES + (off_t)idx * PF_CHUNK_BYTES, (off_t)(n * PF_CHUNK_BYTES));
+    if (err != 0) {
+        if (!__atomic_exchange_n(&W.full_reported, 1, __ATOMIC_RELAXED))
+            pf_log("cannot grow the profile (%s): recording stops here, the program goes on", strerror(err));
+        return err;
+    }
+    for (uint64_t i = idx; i < idx + n; i++)
+        __atomic_or_fetch(&W.reserved[i / 64], 1ull << (i % 64), __ATOMIC_RELEASE);
+    if (n == 2)
+        map_segment((unsigned)((idx + 1) / PF_CHUNKS_PER_SEGMENT));
+    return 0;
 }
 
 /* A spare chunk with room for bytes plus the WRITER record, or 0; only the one ending at `only_end` when
@@ -305,9 +327,17 @@ static int take_chunk(pf_tls_t *t, uint32_t bytes)
     uint32_t level = pf_writer_level_for(idx + 1, W.max_chunks), was = pf_writer_fill_level();
     while (level > was && !__atomic_compare_exchange_n(&W.level, &was, level, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         ;
-    char *seg = map_segment((unsigned)(idx / PF_CHUNKS_PER_SEGMENT));
-    if (!seg || reserve_blocks(idx) != 0)
-        return 0;
+    char *seg;
+    if (t->in_vfork_child) {
+        /* The file is the parent's, but not its descriptors: only a chunk reserved and mapped already. */
+        seg = __atomic_load_n(&W.segs[idx / PF_CHUNKS_PER_SEGMENT], __ATOMIC_ACQUIRE);
+        if (!seg || !is_reserved(idx))
+            return 0;
+    } else {
+        seg = map_segment((unsigned)(idx / PF_CHUNKS_PER_SEGMENT));
+        if (!seg || reserve_blocks(idx) != 0)
+            return 0;
+    }
     char *chunk = seg + (idx % PF_CHUNKS_PER_SEGMENT) * PF_CHUNK_BYTES;
     pf_chunk_header_t *ch = (pf_chunk_header_t *)chunk;
     ch->tid = t->tid;

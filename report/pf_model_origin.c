@@ -105,25 +105,41 @@ static const spawn_t *latest_start(const proc_state_t *P, uint16_t kind, uint64_
     return s->kind == kind && s->child == child ? s : NULL;
 }
 
-/* A process's start: in a process whose pid is its ppid (a pid may have had two images, the fork and
- * what it exec'd: either may have started it). Sets *parent. */
-static const spawn_t *process_start(const loader_t *L, uint32_t proc, uint32_t *parent)
+/* The latest start, no later than `began`, of `child` by a process whose pid is `by` (a pid may have had two
+ * images, the fork and what it exec'd: either may have started it). Sets *parent. */
+static const spawn_t *start_by(const loader_t *L, uint32_t proc, uint32_t by, uint64_t child, uint64_t began,
+                               uint32_t *parent)
 {
-    const pf_process_t *pr = &L->m->procs[proc];
     const spawn_t *best = NULL;
-    if (pr->root)
-        return NULL;
-    uint64_t began = L->procs[proc].first_t;
     for (size_t q = 0; q < L->n_procs; q++) {
-        if (q == proc || L->m->procs[q].pid != pr->ppid)
+        if (q == proc || L->m->procs[q].pid != by)
             continue;
-        const spawn_t *s = latest_start(&L->procs[q], PF_SPAWN_PROCESS, pr->pid, began);
+        const spawn_t *s = latest_start(&L->procs[q], PF_SPAWN_PROCESS, child, began);
         if (s && (!best || s->t > best->t)) {
             best = s;
             *parent = (uint32_t)q;
         }
     }
     return best;
+}
+
+/* A process's start: by its ppid; or, run through launchers pyflow does not profile (a shell), the start of
+ * the first of them by the profiled process that ran it, or that process's latest start of a pid it could
+ * not know (system(3)). Sets *parent. */
+static const spawn_t *process_start(const loader_t *L, uint32_t proc, uint32_t *parent)
+{
+    const pf_process_t *pr = &L->m->procs[proc];
+    if (pr->root)
+        return NULL;
+    uint64_t began = L->procs[proc].first_t;
+    const pf_file_header_t *h = &L->procs[proc].file.header;
+    const spawn_t *s = NULL;
+    if (h->via_pid) {
+        s = start_by(L, proc, h->via_pid, h->via_child, began, parent);
+        if (!s)
+            s = start_by(L, proc, h->via_pid, 0, began, parent);
+    }
+    return s ? s : start_by(L, proc, pr->ppid, pr->pid, began, parent);
 }
 
 /* The starter of (proc, tid): a thread start in proc, else the process's start in its parent. */

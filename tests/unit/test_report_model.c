@@ -370,6 +370,49 @@ static void test_started_by(void **state)
     pf_model_free(m);
 }
 
+/* A child interpreter run by a shell has the shell for its parent: its header names the profiled process
+ * that ran the shell and the shell's pid (via_pid, via_child). os.system's shell pid is not known (a start
+ * of pid 0): its child is matched by time. */
+static void test_started_through_a_shell(void **state)
+{
+    builder_t b;
+    b_init(&b, PF_HDR_ROOT, 40);
+    b_chunk(&b, 40);
+    b_thread(&b, 1, 40, 0xA0);
+    b_code(&b, 1, "/app.py", "<module>", 5);
+    b_code(&b, 2, "/app.py", "<module>", 6);
+    uint32_t shell_line = 1, system_line = 2;
+    b_spawn(&b, 10, PF_SPAWN_PROCESS, 50, 40, 1, &shell_line);     /* subprocess.run(..., shell=True) */
+    b_spawn(&b, 20, PF_SPAWN_PROCESS, 0, 40, 1, &system_line);     /* os.system(...) */
+    b_save(&b, "shell.pflow", 0);
+    struct { uint32_t pid, ppid, via_child; uint64_t t, bytes; } kids[2] = {{51, 50, 50, 12, 1000},
+                                                                            {53, 52, 52, 22, 2000}};
+    for (int i = 0; i < 2; i++) {
+        b_init(&b, 0, kids[i].pid);
+        pf_file_header_t *h = (pf_file_header_t *)b.buf;
+        h->ppid = kids[i].ppid;
+        h->via_pid = 40;
+        h->via_child = kids[i].via_child;
+        b_chunk(&b, kids[i].pid);
+        b_thread(&b, kids[i].t, kids[i].pid, 0xB0);
+        b_code(&b, 9, "<string>", "<module>", 1);
+        uint32_t dash_c = 9;
+        b_alloc(&b, kids[i].t + 1, 0x1000, kids[i].bytes, kids[i].bytes, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &dash_c);
+        char name[64];
+        snprintf(name, sizeof name, "shell.pflow.%u", kids[i].pid);
+        b_save(&b, name, 0);
+    }
+    char path[256];
+    snprintf(path, sizeof path, "%s/shell.pflow", tmpdir);
+    pf_model_t *m = load_ok(path);
+    const pf_line_t *shell = find_line(m, "/app.py", 5), *system = find_line(m, "/app.py", 6);
+    assert_int_equal((int)shell->started_bytes, 1000);
+    assert_int_equal((int)shell->started_procs, 1);
+    assert_int_equal((int)system->started_bytes, 2000);
+    assert_int_equal((int)system->started_procs, 1);
+    pf_model_free(m);
+}
+
 /* ---- the reader ---- */
 
 static void expect_error(const char *path, const char *needle)
@@ -608,6 +651,7 @@ int main(void)
         cmocka_unit_test(test_copy_interior_ends),
         cmocka_unit_test(test_children_merged),
         cmocka_unit_test(test_started_by),
+        cmocka_unit_test(test_started_through_a_shell),
         cmocka_unit_test(test_reader_rejects_and_tolerates),
         cmocka_unit_test(test_json_escaping_parses),
         cmocka_unit_test(test_text_fits_width),
