@@ -89,6 +89,7 @@ typedef struct loader {
     size_t n_procs;
     event_t *events;
     size_t n_events, cap_events;
+    size_t n_allocs;        /* ALLOC events among them */
     uint32_t cur;           /* process being walked */
 } loader_t;
 
@@ -120,6 +121,9 @@ uint32_t pf_model_intern(pf_model_t *m, const char *s, size_t n);
 
 /* pf_model_watch.c: sums each thread's last WATCH_STATS record into m->watch (after loading). */
 void pf_model_watch_totals(loader_t *L);
+
+/* Orders events by (time, file order); see pf_model_sweep.c. */
+void pf_sweep_sort_events(event_t *ev, size_t n);
 
 /* Orders L's events in time and sweeps them into m's lines, functions, flows, totals and timelines.
  * Cannot fail (the records were validated by the reader). */

@@ -193,6 +193,7 @@ static int on_record(void *ctx, const pf_record_t *r)
         e->aux = r->aux;
         e->proc = L->cur;
         e->offset8 = (uint32_t)(((const unsigned char *)r->payload - P->file.data) >> 3);   /* pf_file_open */
+        L->n_allocs += r->type == PF_REC_ALLOC;
         return 0;
     }
     default:
@@ -358,6 +359,9 @@ static int add_process(loader_t *L, const char *path, int root, char *err, size_
     }
     L->cur = (uint32_t)L->n_procs;
     L->n_procs++;
+    /* Room for as many events as the file can hold (24 bytes is the smallest, a FREE): growing by doubling
+     * would copy the array and touch its pages again each time. Pages never used are never touched. */
+    PF_VEC_RESERVE(L->events, L->cap_events, L->n_events + P->file.size / 24);
     return pf_file_walk(&P->file, on_record, L, err, errlen);
 }
 

@@ -54,6 +54,17 @@ void *pf_vec_push(void **items, size_t *len, size_t *cap, size_t elem_size)
     return slot;
 }
 
+void pf_vec_reserve(void **items, size_t *cap, size_t want, size_t elem_size)
+{
+    if (want <= *cap)
+        return;
+    void *p = realloc(*items, want * elem_size);
+    if (p) {    /* else it grows as it goes */
+        *items = p;
+        *cap = want;
+    }
+}
+
 static uint64_t mix(uint64_t k)
 {
     k ^= k >> 33;

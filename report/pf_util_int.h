@@ -16,6 +16,10 @@ char *pf_xstrndup(const char *s, size_t n);
 /* Appends one element slot to a growable array (*items, *len, *cap) and returns it (zeroed). */
 void *pf_vec_push(void **items, size_t *len, size_t *cap, size_t elem_size);
 #define PF_VEC_PUSH(vec, len, cap) ((__typeof__(vec))pf_vec_push((void **)&(vec), &(len), &(cap), sizeof *(vec)))
+/* Makes room for at least `want` items in all (no copying as the vector then grows to it), where memory
+ * allows: it is only a hint. */
+void pf_vec_reserve(void **items, size_t *cap, size_t want, size_t elem_size);
+#define PF_VEC_RESERVE(vec, cap, want) pf_vec_reserve((void **)&(vec), &(cap), (want), sizeof *(vec))
 
 typedef struct pf_map {
     uint64_t *keys;     /* key + 1 stored, 0 = empty (so key UINT64_MAX is not allowed) */

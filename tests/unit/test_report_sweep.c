@@ -2,8 +2,53 @@
  * finalization in children (on the root's clock), zero chunks and zero headers, corruption named with its
  * offset, and line numbers decoded from a real line table inside a profile. */
 #include "test_report_writer.h"
+#include "pf_loader_int.h"
 
 #include <errno.h>
+
+/* ---- ordering events ---- */
+
+static int cmp_time_seq(const void *a, const void *b)
+{
+    const event_t *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Events as the loader collects them: threads' time-ordered streams cut into chunk-sized pieces and
+ * interleaved in file order (seq), with equal times across threads. The natural merge sort must give
+ * what a full sort gives; an empty array, one event, a sorted array and a reversed one too. */
+static void test_events_sorted_by_time_then_file_order(void **state)
+{
+    (void)state;
+    enum { THREADS = 7, N = 20000 };
+    event_t *ev = malloc(N * sizeof *ev), *want = malloc(N * sizeof *ev);
+    uint64_t clock[THREADS] = {0};
+    srand(12345);
+    for (size_t i = 0; i < N;) {
+        int th = rand() % THREADS, piece = 1 + rand() % 300;
+        for (int k = 0; k < piece && i < N; k++, i++) {
+            clock[th] += (uint64_t)(rand() % 3);     /* repeats: ties broken by file order */
+            ev[i] = (event_t){.t = clock[th], .seq = (uint32_t)i, .proc = (uint32_t)th};
+        }
+    }
+    for (int shape = 0; shape < 4; shape++) {
+        size_t n = shape == 0 ? N : shape == 1 ? 1 : shape == 2 ? 0 : N;
+        if (shape == 3)     /* reversed: every event a run of its own */
+            for (size_t i = 0; i < n; i++)
+                ev[i] = (event_t){.t = n - i, .seq = (uint32_t)i};
+        memcpy(want, ev, n * sizeof *ev);
+        if (n)
+            qsort(want, n, sizeof *want, cmp_time_seq);
+        pf_sweep_sort_events(ev, n);
+        assert_memory_equal(ev, want, n * sizeof *ev);
+        pf_sweep_sort_events(ev, n);    /* sorted already */
+        assert_memory_equal(ev, want, n * sizeof *ev);
+    }
+    free(ev);
+    free(want);
+}
 
 /* ---- the timeline function ---- */
 
@@ -356,6 +401,7 @@ static void test_lines_from_lasti(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_events_sorted_by_time_then_file_order),
         cmocka_unit_test(test_timeline_bucket_edges),
         cmocka_unit_test(test_timeline_keeps_every_peak),
         cmocka_unit_test(test_timeline_carries_values),
