@@ -342,6 +342,7 @@ static int add_process(loader_t *L, const char *path, int root, char *err, size_
     pf_process_t *pr = PF_VEC_PUSH(m->procs, m->n_procs, m->cap_procs);
     pr->pid = h->pid;
     pr->ppid = h->ppid;
+    pr->via_pid = h->via_pid;
     pr->root = root;
     pr->argv = join_argv(h, 1);
     pr->python = pf_xstrndup(h->python_version, strlen(h->python_version));

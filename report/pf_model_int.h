@@ -97,6 +97,7 @@ typedef struct pf_watch_summary {
 
 typedef struct pf_process {
     uint32_t pid, ppid;
+    uint32_t via_pid;       /* run through a launcher (a shell): the profiled process that ran it, else 0 */
     int root;
     char *argv;             /* space-joined */
     char *python;

@@ -160,9 +160,12 @@ static void processes(FILE *f, const pf_model_t *m)
         const pf_process_t *p = &m->procs[i];
         if (!pf_report_process_shown(m, i))
             continue;
-        fprintf(f, "<tr><td data-v=\"%u\">%u</td><td data-v=\"%u\">", p->pid, p->pid, p->root ? 0 : p->ppid);
+        fprintf(f, "<tr><td data-v=\"%u\">%u</td><td data-v=\"%u\">", p->pid, p->pid,
+                p->root ? 0 : p->via_pid ? p->via_pid : p->ppid);
         if (p->root)
             fputs("(root)", f);
+        else if (p->via_pid)
+            fprintf(f, "%u <span title=\"through a shell or another launcher, pid %u\">*</span>", p->via_pid, p->ppid);
         else
             fprintf(f, "%u", p->ppid);
         fputs("</td>", f);

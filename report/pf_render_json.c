@@ -369,6 +369,8 @@ int pf_render_json(const pf_model_t *m, FILE *out)
         pf_json_int(&j, p->pid);
         pf_json_key(&j, "ppid");
         pf_json_int(&j, p->ppid);
+        pf_json_key(&j, "via_pid");
+        pf_json_int(&j, p->via_pid);
         pf_json_key(&j, "root");
         pf_json_bool(&j, p->root);
         pf_json_key(&j, "argv");

@@ -444,15 +444,19 @@ static void processes(out_t *o, const pf_model_t *m)
     fputc('\n', o->f);
     line(o, "%s%-8s %-8s %9s %9s %9s  %s%s", bold(o), "pid", "parent", "allocated", "peak", "at exit", "command",
          reset(o));
+    int via = 0;
     for (size_t i = 0; i < m->n_procs; i++) {
         const pf_process_t *p = &m->procs[i];
         if (!pf_report_process_shown(m, i))
             continue;
         char parent[16];
-        snprintf(parent, sizeof parent, "%u", p->ppid);
+        snprintf(parent, sizeof parent, p->via_pid ? "%u*" : "%u", p->via_pid ? p->via_pid : p->ppid);
+        via |= p->via_pid != 0 && !p->root;
         line(o, "%-8u %-8s %9s %9s %9s  %s", p->pid, p->root ? "(root)" : parent, human(p->alloc_bytes, a),
              human(p->peak_bytes, b), human(p->live, c), p->argv);
     }
+    if (via)
+        line(o, "* through a shell or another launcher that process ran");
 }
 
 /* The lines holding most of the program's peak. */

@@ -579,6 +579,11 @@ def case_started_by_shell(c):
         assert r["started_processes"] == 1 and r["started_bytes"] >= 30_000_000, (line, r)
     assert not [r for r in d["lines"] if r["file"] == "<string>"], "a child's -c charged as the user's line"
     assert d["outside_code"]["alloc_bytes"] < 0.01 * d["totals"]["alloc_bytes"], d["outside_code"]
+    # the process table names the profiled process that ran each shell, and says so
+    root = [p for p in d["processes"] if p["root"]][0]["pid"]
+    kids = [p for p in d["processes"] if p["argv"].startswith("-c ")]   # 3.9 also lists its fork images
+    assert len(kids) == 3 and all(p["via_pid"] == root and p["ppid"] != root for p in kids), d["processes"]
+    assert "* through a shell or another launcher" in cp.stderr, cp.stderr[-1500:]
 
 
 def case_short_lived_workers(c):
