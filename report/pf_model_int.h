@@ -32,6 +32,9 @@ typedef struct pf_stats {
     uint32_t n_recs, n_freed;   /* recorded allocations, and how many of them were freed (leak test) */
     uint64_t first_ns, last_ns; /* span over which this row had events (copy rate) */
     uint64_t live_since_ns;     /* time of the last change of live (for area) */
+    /* during the sweep: live and gpu_live as they were at the program's (GPU) peak numbered *_epoch */
+    double live_at_peak, gpu_live_at_peak;
+    uint32_t peak_epoch, gpu_peak_epoch;
     double timeline[PF_TIMELINE_POINTS];
     int timeline_filled;        /* buckets [0, timeline_filled) hold final values */
 } pf_stats_t;

@@ -187,8 +187,36 @@ uint32_t pf_sweep_native_site(sweeper_t *S, uint32_t proc, const uint64_t *ips, 
 }
 
 /* Moves a row's live bytes to a new value at time t, keeping its area, maximum and timeline. */
+/* A row's share of the program's peak is its live bytes at that instant. Rather than replaying the events
+ * up to it, each row keeps the value it had at the latest peak: taken at its first change after that peak
+ * (a row unchanged since the last peak still has it as its live bytes). */
+static void keep_peak_value(const sweeper_t *S, pf_stats_t *s)
+{
+    if (s->peak_epoch != S->peak_epoch) {
+        s->live_at_peak = s->live;
+        s->peak_epoch = S->peak_epoch;
+    }
+}
+
+static void keep_gpu_peak_value(const sweeper_t *S, pf_stats_t *s)
+{
+    if (s->gpu_peak_epoch != S->gpu_peak_epoch) {
+        s->gpu_live_at_peak = s->gpu_live;
+        s->gpu_peak_epoch = S->gpu_peak_epoch;
+    }
+}
+
+/* The row's share of the latest (GPU) peak, after the sweep. */
+static double share_of_peak(const sweeper_t *S, const pf_stats_t *s, int gpu)
+{
+    double v = gpu ? (s->gpu_peak_epoch == S->gpu_peak_epoch ? s->gpu_live_at_peak : s->gpu_live)
+                   : (s->peak_epoch == S->peak_epoch ? s->live_at_peak : s->live);
+    return v < 0.5 ? 0 : v;
+}
+
 static void set_live(sweeper_t *S, pf_stats_t *s, uint64_t t, double live)
 {
+    keep_peak_value(S, s);
     if (live < 0 && live > -1.0)
         live = 0;   /* rounding of sampled estimates */
     s->area += s->live * (double)(t - s->live_since_ns) / 1e9;
@@ -296,6 +324,7 @@ static void release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uint6
         if (o->gpu) {
             if (rows[i] == &m->total)
                 gpu_timeline_set(S, t, rows[i]->gpu_live - o->est);
+            keep_gpu_peak_value(S, rows[i]);
             rows[i]->gpu_live -= o->est;
         }
     }
@@ -334,6 +363,7 @@ static void on_alloc(sweeper_t *S, const event_t *e)
         if (a->domain == PF_DOMAIN_GPU) {
             if (s == &m->total)
                 gpu_timeline_set(S, e->t, s->gpu_live + est);
+            keep_gpu_peak_value(S, s);
             s->gpu_live += est;
         }
     }
@@ -544,48 +574,6 @@ static void finish_stats(pf_stats_t *s, uint64_t t_end)
     s->leaked_bytes = s->live > 0.5 ? s->live : 0;
 }
 
-/* Replays allocations and frees up to (and including) event `upto`, to know each row's live bytes at the
- * program's peak. */
-/* Adds sign * the object's bytes to its line's and function's share of the (GPU) peak. */
-static void share_add(sweeper_t *S, const live_obj_t *o, int gpu_only, double sign)
-{
-    if (gpu_only && !o->gpu)
-        return;
-    pf_stats_t *l = &S->m->lines[o->line].s, *f = &S->m->funcs[o->func].s;
-    *(gpu_only ? &l->gpu_peak_bytes : &l->peak_bytes) += sign * o->est;
-    *(gpu_only ? &f->gpu_peak_bytes : &f->peak_bytes) += sign * o->est;
-}
-
-static void peak_shares(sweeper_t *S, size_t upto, int gpu_only)
-{
-    pf_model_t *m = S->m;
-    pf_map_t live = {0};
-    size_t obj = 0;     /* on_alloc made one object per ALLOC, in this same order */
-    for (size_t i = 0; i <= upto && i < S->L->n_events; i++) {
-        const event_t *e = &S->L->events[i];
-        if (e->type != PF_REC_ALLOC && e->type != PF_REC_FREE)
-            continue;
-        /* ALLOC and FREE both start with t_ns, addr */
-        uint64_t k = addr_key(e->proc, ((const pf_rec_free_t *)pf_event_payload(S->L, e))->addr);
-        uint64_t *v = pf_map_get(&live, k);
-        if (v && e->t < S->L->procs[e->proc].fin_ns) {     /* freed, or reused: freed unseen (as in the sweep) */
-            share_add(S, &S->objs[*v], gpu_only, -1);
-            pf_map_del(&live, k);
-        }
-        if (e->type == PF_REC_ALLOC) {
-            share_add(S, &S->objs[obj], gpu_only, +1);
-            *pf_map_put(&live, k, NULL) = obj++;
-        }
-    }
-    pf_map_free(&live);
-    for (size_t i = 0; i < m->n_lines; i++)
-        if (m->lines[i].s.peak_bytes < 0.5)
-            m->lines[i].s.peak_bytes = 0;
-    for (size_t i = 0; i < m->n_funcs; i++)
-        if (m->funcs[i].s.peak_bytes < 0.5)
-            m->funcs[i].s.peak_bytes = 0;
-}
-
 void pf_model_sweep(loader_t *L)
 {
     pf_model_t *m = L->m;
@@ -597,7 +585,6 @@ void pf_model_sweep(loader_t *L)
         S.t_end = (uint64_t)(m->elapsed_s * 1e9);
     m->end_ns = S.t_end;
     double peak = -1, gpu_peak = 0;
-    size_t peak_at = 0, gpu_peak_at = 0;
     for (size_t i = 0; i < L->n_events; i++) {
         const event_t *e = &L->events[i];
         switch (e->type) {
@@ -622,12 +609,12 @@ void pf_model_sweep(loader_t *L)
         }
         if (m->total.live > peak) {
             peak = m->total.live;
-            peak_at = i;
             m->peak_ns = e->t;
+            S.peak_epoch++;
         }
         if (m->total.gpu_live > gpu_peak) {
             gpu_peak = m->total.gpu_live;
-            gpu_peak_at = i;
+            S.gpu_peak_epoch++;
         }
     }
     m->total.peak_bytes = peak > 0 ? peak : 0;
@@ -639,11 +626,15 @@ void pf_model_sweep(loader_t *L)
         finish_stats(&m->funcs[i].s, S.t_end);
     finish_stats(&m->total, S.t_end);
     pf_timeline_finish(m->gpu_timeline, &m->gpu_timeline_filled, m->total.gpu_live);
-    if (peak > 0)
-        peak_shares(&S, peak_at, 0);
+    for (size_t i = 0; i < m->n_lines; i++) {
+        m->lines[i].s.peak_bytes = peak > 0 ? share_of_peak(&S, &m->lines[i].s, 0) : 0;
+        m->lines[i].s.gpu_peak_bytes = gpu_peak > 0 ? share_of_peak(&S, &m->lines[i].s, 1) : 0;
+    }
+    for (size_t i = 0; i < m->n_funcs; i++) {
+        m->funcs[i].s.peak_bytes = peak > 0 ? share_of_peak(&S, &m->funcs[i].s, 0) : 0;
+        m->funcs[i].s.gpu_peak_bytes = gpu_peak > 0 ? share_of_peak(&S, &m->funcs[i].s, 1) : 0;
+    }
     m->total.gpu_peak_bytes = gpu_peak;
-    if (gpu_peak > 0)
-        peak_shares(&S, gpu_peak_at, 1);
     m->timeline_end_s = (double)S.t_end / 1e9;
     pf_map_free(&S.line_index);
     pf_map_free(&S.func_index);

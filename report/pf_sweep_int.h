@@ -55,6 +55,7 @@ typedef struct sweeper {
     pf_map_t origin_memo;   /* (proc, tid) -> index into origins; and what each line started, counted once */
     origin_t *origins;
     size_t n_origins, cap_origins;
+    uint32_t peak_epoch, gpu_peak_epoch;    /* how many times the program's live (GPU) bytes set a new peak */
 } sweeper_t;
 
 uint64_t pf_sweep_key3(uint64_t a, uint64_t b, uint64_t c);

@@ -199,6 +199,40 @@ static void test_peak_share_at_the_programs_peak(void **state)
     pf_model_free(m);
 }
 
+/* Several peaks, the last one set by a GPU block: a line that changed between earlier peaks and not after
+ * the last keeps its value then; one that changes after it, its value at it; the GPU peak's shares are
+ * the GPU bytes at that instant; and a later, smaller GPU allocation does not move it. */
+static void test_peak_shares_across_many_peaks(void **state)
+{
+    (void)state;
+    builder_t b;
+    b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    for (uint32_t id = 1; id <= 3; id++)
+        b_code(&b, id, "/s/p.py", "f", (int)id);
+    uint32_t l1 = 1, l2 = 2, l3 = 3;
+    b_alloc(&b, 1, 0x1000, 100, 100, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &l1);    /* peak: 100 */
+    b_alloc(&b, 2, 0x2000, 200, 200, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &l2);     /* peak: 300 */
+    b_free(&b, 3, 0x1000);
+    b_alloc(&b, 4, 0x3000, 150, 150, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &l1);    /* peak: 350 */
+    b_alloc(&b, 5, 0x4000, 1000, 1000, PF_DOMAIN_GPU, PF_ALLOC_EXACT, 1, &l3);     /* peak: 1350, GPU 1000 */
+    b_free(&b, 6, 0x4000);
+    b_free(&b, 7, 0x3000);                                                          /* line 1 after the peak */
+    b_alloc(&b, 8, 0x5000, 300, 300, PF_DOMAIN_GPU, PF_ALLOC_EXACT, 1, &l2);       /* GPU 300: no new peak */
+    pf_model_t *m = load_ok(b_save(&b, "peaks.pflow", 0));
+    assert_int_equal((int)m->total.peak_bytes, 1350);
+    assert_int_equal(m->peak_ns, 5);
+    const pf_line_t *a = find_line(m, "/s/p.py", 1), *c = find_line(m, "/s/p.py", 2), *g = find_line(m, "/s/p.py", 3);
+    assert_int_equal((int)a->s.peak_bytes, 150);
+    assert_int_equal((int)c->s.peak_bytes, 200);
+    assert_int_equal((int)g->s.peak_bytes, 1000);
+    assert_int_equal((int)m->total.gpu_peak_bytes, 1000);
+    assert_int_equal((int)g->s.gpu_peak_bytes, 1000);
+    assert_int_equal((int)c->s.gpu_peak_bytes, 0);
+    assert_int_equal((int)a->s.gpu_peak_bytes, 0);
+    pf_model_free(m);
+}
+
 /* ---- the reader's walk ---- */
 
 static void test_walk_skips_zero_chunks_and_stops_at_zero_headers(void **state)
@@ -402,6 +436,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_events_sorted_by_time_then_file_order),
+        cmocka_unit_test(test_peak_shares_across_many_peaks),
         cmocka_unit_test(test_timeline_bucket_edges),
         cmocka_unit_test(test_timeline_keeps_every_peak),
         cmocka_unit_test(test_timeline_carries_values),
