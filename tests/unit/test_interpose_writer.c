@@ -96,6 +96,25 @@ static parsed_t parse(const char *path)
     return p;
 }
 
+/* Parses dir/name, which must hold `records` well-formed records, their tags summing to `sum`, each thread's
+ * in order; *size (when asked) is the file's size. */
+static parsed_t parse_whole(const char *name, uint64_t records, uint64_t sum, uint64_t *size)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    parsed_t p = parse(path);
+    assert_int_equal(p.bad, 0);
+    assert_int_equal(p.records, records);
+    assert_int_equal(p.payload_sum, sum);
+    assert_int_equal(p.out_of_order, 0);
+    if (size) {
+        struct stat st;
+        assert_int_equal(stat(path, &st), 0);
+        *size = (uint64_t)st.st_size;
+    }
+    return p;
+}
+
 static int write_tagged(pf_tls_t *t, uint64_t tag)
 {
     char *rec = pf_writer_reserve(t, 16);
@@ -131,18 +150,11 @@ static void test_single_thread_many_chunks(void **state)
         assert_int_equal(write_tagged(&pf_tls, i), 0);
         sum += i;
     }
-    char path[256];
-    snprintf(path, sizeof path, "%s/one.pflow", dir);
-    parsed_t p = parse(path);
-    assert_int_equal(p.bad, 0);
-    assert_int_equal(p.records, n);
-    assert_int_equal(p.payload_sum, sum);
-    assert_int_equal(p.out_of_order, 0);
+    uint64_t size;
+    parsed_t p = parse_whole("one.pflow", n, sum, &size);
     assert_true(p.chunks >= 12);
-    struct stat st;
-    assert_int_equal(stat(path, &st), 0);
     /* grown a chunk at a time, one reserved ahead (for a vfork child, which may not touch the file) */
-    assert_int_equal(st.st_size, PF_HEADER_BYTES + (p.chunks + 1) * PF_CHUNK_BYTES);
+    assert_int_equal(size, PF_HEADER_BYTES + (p.chunks + 1) * PF_CHUNK_BYTES);
 }
 
 /* Writing on a thread's behalf from a vfork child (its descriptors may be closed already): the chunk
@@ -161,12 +173,8 @@ static void test_vfork_child_takes_only_reserved_chunks(void **state)
     assert_int_equal(pf_writer_dropped(), dropped + 1);
     pf_tls.in_vfork_child = 0;
     assert_int_equal(write_tagged(&pf_tls, 2 * per_chunk + 2), 0);
-    char path[256];
-    snprintf(path, sizeof path, "%s/vfork.pflow", dir);
-    parsed_t p = parse(path);
-    assert_int_equal(p.bad, 0);
-    assert_int_equal(p.records, 2 * per_chunk + 1);
-    assert_int_equal(p.out_of_order, 0);
+    uint64_t n = 2 * per_chunk;
+    parse_whole("vfork.pflow", n + 1, n * (n + 1) / 2 + n + 2, NULL);
 }
 
 static void test_oversized_record_is_dropped(void **state)
@@ -248,13 +256,7 @@ static void test_threads_do_not_mix(void **state)
         pthread_join(th[i], &rc);
         assert_null(rc);
     }
-    char path[256];
-    snprintf(path, sizeof path, "%s/threads.pflow", dir);
-    parsed_t p = parse(path);
-    assert_int_equal(p.bad, 0);
-    assert_int_equal(p.records, T * 20000);
-    assert_int_equal(p.payload_sum, sum);
-    assert_int_equal(p.out_of_order, 0);
+    parse_whole("threads.pflow", T * 20000, sum, NULL);
 }
 
 /* What a short-lived thread records, and what it records after its chunk was handed on (a later key
@@ -294,19 +296,12 @@ static void test_exited_threads_hand_chunks_on(void **state)
         pthread_join(th, NULL);
     }
     pthread_key_delete(late_key);
-    char path[256];
-    snprintf(path, sizeof path, "%s/short.pflow", dir);
-    parsed_t p = parse(path);
-    assert_int_equal(p.bad, 0);
-    assert_int_equal(p.records, T * 11);
-    assert_int_equal(p.payload_sum, sum);
-    assert_int_equal(p.out_of_order, 0);
+    uint64_t size;
+    parsed_t p = parse_whole("short.pflow", T * 11, sum, &size);
     assert_true(p.writer_changes >= T - 1);
     if (p.chunks > 2)
         fail_msg("%llu chunks for %d short threads", (unsigned long long)p.chunks, T);
-    struct stat st;
-    assert_int_equal(stat(path, &st), 0);
-    assert_true(st.st_size <= PF_HEADER_BYTES + 3 * PF_CHUNK_BYTES);
+    assert_true(size <= PF_HEADER_BYTES + 3 * PF_CHUNK_BYTES);
 }
 
 /* A child writes records and reports how many it committed through a pipe, then is killed with SIGKILL
