@@ -1,10 +1,10 @@
 /* pf_loader_int.h - what the model's loader (pf_model.c) hands to its sweep (pf_model_sweep.c).
  *
  * Loading walks every record of every process once: code objects, modules and marks are kept per process
- * (code ids and addresses are only meaningful inside their own process), and the events that change
- * memory (ALLOC, FREE, COPY, VERDICT) are collected with times already shifted onto the root process's
- * clock. The sweep then orders them in time and aggregates. Event payloads point into the mapped files,
- * which stay mapped until the sweep has finished.
+ * (code ids and addresses are only meaningful inside their own process), and for the events that change
+ * memory (ALLOC, FREE, COPY, VERDICT, watch's) only where each thread's runs of them start. The sweep then
+ * takes them in time order, on the root process's clock, from pf_model_events.c, and aggregates. Payloads
+ * are read from the mapped files, which stay mapped until the sweep has finished.
  */
 #ifndef PF_LOADER_INT_H
 #define PF_LOADER_INT_H
@@ -79,18 +79,37 @@ typedef struct proc_state {
     size_t n_threads, cap_threads;
     pf_map_t threads_by_tid;
     uint64_t first_t;       /* its earliest THREAD record (root's clock): when it began recording */
+    uint64_t last_offset;   /* of the last record the walk accepted (a corrupt one ends it) */
     writer_change_t *writer_changes;    /* in file order */
     size_t n_writer_changes, cap_writer_changes;
 } proc_state_t;
+
+/* One thread's events (pf_model_events.c): where each of its runs of records starts, in file order. */
+typedef struct stream {
+    uint32_t proc;
+    uint64_t last_t;        /* its latest event's time, to check the order */
+    uint64_t last_run;      /* the loader's run its latest event was in */
+    uint64_t *starts;       /* record offsets */
+    size_t n_starts, cap_starts;
+} stream_t;
 
 typedef struct loader {
     pf_model_t *m;
     proc_state_t *procs;
     size_t n_procs;
+    uint32_t cur;           /* process being walked */
+    size_t n_allocs;        /* ALLOC events */
+    uint64_t t_last;        /* the latest event's time */
+    /* the events, as streams (pf_model_events.c) */
+    stream_t *streams;
+    size_t n_streams, cap_streams;
+    pf_map_t stream_index;  /* (proc, tid) + 1 -> stream */
+    uint64_t run;           /* counts the runs of one writer's records: a new chunk, a change of writer */
+    uint64_t run_chunk;     /* file offset of the chunk being walked */
+    /* ... or, when a stream was out of time order, all of them in walk order (sorted by the iterator) */
+    int unordered;
     event_t *events;
     size_t n_events, cap_events;
-    size_t n_allocs;        /* ALLOC events among them */
-    uint32_t cur;           /* process being walked */
 } loader_t;
 
 static inline const void *pf_event_payload(const loader_t *L, const event_t *e)
@@ -122,8 +141,40 @@ uint32_t pf_model_intern(pf_model_t *m, const char *s, size_t n);
 /* pf_model_watch.c: sums each thread's last WATCH_STATS record into m->watch (after loading). */
 void pf_model_watch_totals(loader_t *L);
 
-/* Orders events by (time, file order); see pf_model_sweep.c. */
-void pf_sweep_sort_events(event_t *ev, size_t n);
+/* ---- pf_model_events.c: the events in time order, one at a time ---- */
+
+/* Loading: every record passes through pf_events_see (it marks where runs of one writer start); an event
+ * (pf_events_is_event) then through pf_events_note, t on the root's clock. Sets L->unordered when a stream
+ * goes back in time: the loader then walks the files again collecting L->events. */
+int pf_events_is_event(uint16_t type);
+uint64_t pf_events_time(const loader_t *L, uint32_t proc, const void *payload);     /* on the root's clock */
+void pf_events_see(loader_t *L, const pf_record_t *r);
+void pf_events_note(loader_t *L, const pf_record_t *r, uint64_t t);
+void pf_events_free_streams(loader_t *L);
+
+/* Orders events by (time, seq): a natural merge sort (runs already in order are merged, not re-sorted). */
+void pf_events_sort(event_t *ev, size_t n);
+
+typedef struct pf_event_cursor {
+    uint32_t stream;
+    size_t run;             /* the next run to read once this one ends */
+    uint64_t run_start;     /* where the current run began */
+    uint64_t off, end;      /* the next record, and where its run's chunk ends (off 0: between runs) */
+    event_t ev;             /* the stream's current event */
+} pf_event_cursor_t;
+
+typedef struct pf_event_iter {
+    loader_t *L;
+    pf_event_cursor_t *heap;
+    size_t n_heap;
+    size_t next;
+} pf_event_iter_t;
+
+/* The events in time order (ties: the lower process index, then the lower file offset); seq numbers them
+ * in that order. pf_events_next returns 0 at the end. */
+void pf_events_begin(loader_t *L, pf_event_iter_t *it);
+int pf_events_next(pf_event_iter_t *it, event_t *out);
+void pf_events_end(pf_event_iter_t *it);
 
 /* Orders L's events in time and sweeps them into m's lines, functions, flows, totals and timelines.
  * Cannot fail (the records were validated by the reader). */

@@ -1,6 +1,6 @@
 /* pf_model.c - builds the model from profile files: opens the root process's file and (when asked) its
- * children's, walks every record once, keeps code objects, modules and marks per process, and collects the
- * events that change memory on the root's clock. pf_model_sweep.c then turns those into the numbers.
+ * children's, walks every record once, keeps code objects, modules and marks per process, and notes where
+ * the events that change memory are (pf_model_events.c). pf_model_sweep.c then turns those into the numbers.
  *
  * Invariants: every string in the model is valid UTF-8 without NUL (names come from the profiled process
  * and are cleaned once here, for every renderer); a child that cannot be read is skipped, the root cannot.
@@ -100,6 +100,7 @@ static int on_record(void *ctx, const pf_record_t *r)
     proc_state_t *P = &L->procs[L->cur];
     pf_model_t *m = L->m;
     m->records++;
+    pf_events_see(L, r);
     switch (r->type) {
     case PF_REC_CODE: {
         const pf_rec_code_t *c = r->payload;
@@ -185,19 +186,41 @@ static int on_record(void *ctx, const pf_record_t *r)
     case PF_REC_COPY:
     case PF_REC_ACCESS_PAIR:
     case PF_REC_COPY_WRITE:
-    case PF_REC_VERDICT: {
-        event_t *e = PF_VEC_PUSH(L->events, L->n_events, L->cap_events);
-        e->t = *(const uint64_t *)r->payload + L->m->procs[L->cur].offset_ns;   /* t_ns leads each payload */
-        e->seq = (uint32_t)L->n_events;
-        e->type = r->type;
-        e->aux = r->aux;
-        e->proc = L->cur;
-        e->offset8 = (uint32_t)(((const unsigned char *)r->payload - P->file.data) >> 3);   /* pf_file_open */
-        L->n_allocs += r->type == PF_REC_ALLOC;
+    case PF_REC_VERDICT:
+        pf_events_note(L, r, pf_events_time(L, L->cur, r->payload));
         return 0;
-    }
     default:
         return 0;
+    }
+}
+
+/* A stream went back in time: every event into L->events, in walk order (pf_events_begin sorts them). */
+static int collect_event(void *ctx, const pf_record_t *r)
+{
+    loader_t *L = ctx;
+    if (!pf_events_is_event(r->type))
+        return 0;
+    event_t *e = PF_VEC_PUSH(L->events, L->n_events, L->cap_events);
+    e->t = pf_events_time(L, L->cur, r->payload);
+    e->seq = (uint32_t)L->n_events;
+    e->type = r->type;
+    e->aux = r->aux;
+    e->proc = L->cur;
+    e->offset8 = (uint32_t)(((const unsigned char *)r->payload - L->procs[L->cur].file.data) >> 3);  /* pf_file_open */
+    return 0;
+}
+
+static void collect_events(loader_t *L)
+{
+    size_t bytes = 0;
+    for (size_t i = 0; i < L->n_procs; i++)
+        bytes += L->procs[i].file.size;
+    /* room for as many as the files can hold (24 bytes is the smallest event): no copying as it grows */
+    PF_VEC_RESERVE(L->events, L->cap_events, bytes / 24);
+    pf_events_free_streams(L);
+    for (L->cur = 0; L->cur < L->n_procs; L->cur++) {
+        char err[256];
+        pf_file_walk(&L->procs[L->cur].file, collect_event, L, err, sizeof err);    /* walked once already */
     }
 }
 
@@ -360,9 +383,8 @@ static int add_process(loader_t *L, const char *path, int root, char *err, size_
     }
     L->cur = (uint32_t)L->n_procs;
     L->n_procs++;
-    /* Room for as many events as the file can hold (24 bytes is the smallest, a FREE): growing by doubling
-     * would copy the array and touch its pages again each time. Pages never used are never touched. */
-    PF_VEC_RESERVE(L->events, L->cap_events, L->n_events + P->file.size / 24);
+    L->run++;
+    L->run_chunk = 0;
     return pf_file_walk(&P->file, on_record, L, err, errlen);
 }
 
@@ -387,6 +409,8 @@ int pf_model_load(const char *path, const pf_load_opts_t *opts, pf_model_t **out
         }
         pf_profile_children_free(kids, n);
     }
+    if (rc == 0 && L.unordered)
+        collect_events(&L);
     if (rc == 0) {
         pf_model_watch_totals(&L);
         pf_origin_index(&L);
@@ -407,6 +431,7 @@ int pf_model_load(const char *path, const pf_load_opts_t *opts, pf_model_t **out
     }
     free(L.procs);
     free(L.events);
+    pf_events_free_streams(&L);
     if (rc != 0) {
         pf_model_free(m);
         return rc;

@@ -1,7 +1,6 @@
-/* pf_model_sweep.c - turns the loaded events into the model: orders them in time (stable: ties keep file
- * order), sweeps them once (allocations, frees, copies, verdicts) into per-line, per-function and
- * whole-program statistics and timelines, then replays them up to the program's peak to know each line's
- * share of it.
+/* pf_model_sweep.c - turns the loaded events into the model: sweeps them once, in time order (ties keep file
+ * order; pf_model_events.c), allocations, frees, copies, verdicts, into per-line, per-function and
+ * whole-program statistics and timelines, and each line's share of the program's peak.
  *
  * Attribution: a record is charged to the innermost frame of its stack that is the user's code
  * (pf_model_is_user_file), else to its innermost frame; a record without frames goes to "[native thread]"
@@ -512,60 +511,6 @@ static void extrapolate_redundancy(pf_model_t *m)
     }
 }
 
-static inline int event_before(const event_t *x, const event_t *y)
-{
-    return x->t != y->t ? x->t < y->t : x->seq < y->seq;
-}
-
-/* Merges the ordered runs a[0..na) and b[0..nb) into out. */
-static void merge_runs(const event_t *a, size_t na, const event_t *b, size_t nb, event_t *out)
-{
-    size_t i = 0, j = 0;
-    while (i < na && j < nb)
-        *out++ = event_before(&b[j], &a[i]) ? b[j++] : a[i++];
-    memcpy(out, a + i, (na - i) * sizeof *a);
-    memcpy(out + (na - i), b + j, (nb - j) * sizeof *b);
-}
-
-/* Orders events by (time, file order). They come as runs already in order (a thread's records are in time
- * order along its chunks; a chunk is a stretch of one thread's time), so a natural merge sort: find the
- * runs, merge neighbours until one is left. A single-threaded program's events are one run: one pass, no
- * buffer; qsort took 22 merge passes over the array, and an array-sized buffer, whatever the order. */
-void pf_sweep_sort_events(event_t *ev, size_t n)
-{
-    size_t *starts = NULL, n_runs = 0, cap_runs = 0;
-    *PF_VEC_PUSH(starts, n_runs, cap_runs) = 0;
-    for (size_t i = 1; i < n; i++)
-        if (event_before(&ev[i], &ev[i - 1]))
-            *PF_VEC_PUSH(starts, n_runs, cap_runs) = i;
-    if (n_runs > 1) {
-        event_t *buf = pf_xmalloc(n * sizeof *ev), *src = ev, *dst = buf;
-        *PF_VEC_PUSH(starts, n_runs, cap_runs) = n;     /* the end of the last run */
-        n_runs--;
-        while (n_runs > 1) {
-            size_t kept = 0, r = 0;
-            for (; r + 1 < n_runs; r += 2) {
-                size_t a = starts[r], b = starts[r + 1], end = starts[r + 2];
-                merge_runs(src + a, b - a, src + b, end - b, dst + a);
-                starts[kept++] = a;
-            }
-            if (r < n_runs) {   /* an odd run out: carried over as it is */
-                memcpy(dst + starts[r], src + starts[r], (starts[r + 1] - starts[r]) * sizeof *ev);
-                starts[kept++] = starts[r];
-            }
-            starts[kept] = n;
-            n_runs = kept;
-            event_t *t = src;
-            src = dst;
-            dst = t;
-        }
-        if (src != ev)
-            memcpy(ev, src, n * sizeof *ev);
-        free(buf);
-    }
-    free(starts);
-}
-
 static void finish_stats(pf_stats_t *s, uint64_t t_end)
 {
     s->area += s->live * (double)(t_end - s->live_since_ns) / 1e9;
@@ -577,16 +522,18 @@ static void finish_stats(pf_stats_t *s, uint64_t t_end)
 void pf_model_sweep(loader_t *L)
 {
     pf_model_t *m = L->m;
-    pf_sweep_sort_events(L->events, L->n_events);
     sweeper_t S = {.m = m, .L = L, .symbols = pf_symbols_new()};
     PF_VEC_RESERVE(S.objs, S.cap_objs, L->n_allocs);    /* one per ALLOC */
-    S.t_end = L->n_events ? L->events[L->n_events - 1].t : 0;
+    S.t_end = L->t_last;
     if (m->has_exit && (uint64_t)(m->elapsed_s * 1e9) > S.t_end)
         S.t_end = (uint64_t)(m->elapsed_s * 1e9);
     m->end_ns = S.t_end;
     double peak = -1, gpu_peak = 0;
-    for (size_t i = 0; i < L->n_events; i++) {
-        const event_t *e = &L->events[i];
+    pf_event_iter_t it;
+    pf_events_begin(L, &it);
+    event_t ev;
+    while (pf_events_next(&it, &ev)) {
+        const event_t *e = &ev;
         switch (e->type) {
         case PF_REC_ALLOC:
             on_alloc(&S, e);
@@ -617,6 +564,7 @@ void pf_model_sweep(loader_t *L)
             S.gpu_peak_epoch++;
         }
     }
+    pf_events_end(&it);
     m->total.peak_bytes = peak > 0 ? peak : 0;
     extrapolate_redundancy(m);
     pf_sweep_access_finish(&S);

@@ -41,9 +41,9 @@ static void test_events_sorted_by_time_then_file_order(void **state)
         memcpy(want, ev, n * sizeof *ev);
         if (n)
             qsort(want, n, sizeof *want, cmp_time_seq);
-        pf_sweep_sort_events(ev, n);
+        pf_events_sort(ev, n);
         assert_memory_equal(ev, want, n * sizeof *ev);
-        pf_sweep_sort_events(ev, n);    /* sorted already */
+        pf_events_sort(ev, n);    /* sorted already */
         assert_memory_equal(ev, want, n * sizeof *ev);
     }
     free(ev);
@@ -196,6 +196,61 @@ static void test_peak_share_at_the_programs_peak(void **state)
     assert_int_equal((int)find_line(m, "/s/a.py", 1)->s.max_live, 800);
     assert_int_equal((int)find_line(m, "/s/a.py", 2)->s.peak_bytes, 600);
     assert_int_equal(m->peak_ns, 40);
+    pf_model_free(m);
+}
+
+/* A thread whose records go back in time (watch writes its findings after the fact): the events are then
+ * sorted rather than merged thread by thread, so a FREE stamped before its block's ALLOC does not free it.
+ * The other thread's events interleave by time either way. */
+static void test_events_out_of_order_are_sorted(void **state)
+{
+    (void)state;
+    builder_t b;
+    b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    b_code(&b, 1, "/s/o.py", "f", 1);
+    b_code(&b, 2, "/s/o.py", "f", 2);
+    uint32_t l1 = 1, l2 = 2;
+    b_alloc(&b, 30, 0x1000, 100, 100, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &l1);
+    b_free(&b, 10, 0x1000);                         /* stamped before the ALLOC: a free of nothing */
+    b_chunk(&b, 2);
+    b_alloc(&b, 20, 0x2000, 50, 50, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &l2);
+    b_free(&b, 40, 0x2000);
+    pf_model_t *m = load_ok(b_save(&b, "backwards.pflow", 0));
+    assert_int_equal((int)find_line(m, "/s/o.py", 1)->s.leaked_bytes, 100);
+    assert_int_equal((int)m->total.peak_bytes, 150);  /* at t=30, both live */
+    assert_int_equal(m->peak_ns, 30);
+    pf_model_free(m);
+}
+
+/* A child's file corrupt midway: what comes before the bad record counts, nothing after it (in its chunk
+ * or later ones), as the loader's walk stopped there; the root's events are all there. */
+static void test_child_corrupt_midway_keeps_what_came_before(void **state)
+{
+    (void)state;
+    builder_t b;
+    b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    b_code(&b, 1, "/s/c.py", "f", 1);
+    uint32_t l1 = 1;
+    b_alloc(&b, 5, 0x1000, 100, 100, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &l1);
+    b_save(&b, "midway.pflow", 0);
+    b_init(&b, PF_HDR_EXACT, 7);
+    ((pf_file_header_t *)b.buf)->ppid = 1;
+    b_chunk(&b, 7);
+    b_code(&b, 1, "/s/c.py", "f", 1);
+    b_alloc(&b, 6, 0x1000, 10, 10, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &l1);
+    size_t bad = b.pos;
+    b_alloc(&b, 7, 0x2000, 20, 20, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &l1);  /* made corrupt below */
+    b_alloc(&b, 8, 0x3000, 40, 40, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &l1);
+    b_chunk(&b, 8);
+    b_alloc(&b, 9, 0x4000, 80, 80, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &l1);
+    ((pf_rec_header_t *)(b.buf + bad))->bytes = 3;
+    b_save(&b, "midway.pflow.7", 0);
+    char path[256];
+    snprintf(path, sizeof path, "%s/midway.pflow", tmpdir);
+    pf_model_t *m = load_ok(path);
+    assert_int_equal((int)find_line(m, "/s/c.py", 1)->s.alloc_bytes, 110);
     pf_model_free(m);
 }
 
@@ -437,6 +492,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_events_sorted_by_time_then_file_order),
         cmocka_unit_test(test_peak_shares_across_many_peaks),
+        cmocka_unit_test(test_events_out_of_order_are_sorted),
+        cmocka_unit_test(test_child_corrupt_midway_keeps_what_came_before),
         cmocka_unit_test(test_timeline_bucket_edges),
         cmocka_unit_test(test_timeline_keeps_every_peak),
         cmocka_unit_test(test_timeline_carries_values),
