@@ -98,7 +98,6 @@ typedef struct loader {
     proc_state_t *procs;
     size_t n_procs;
     uint32_t cur;           /* process being walked */
-    size_t n_allocs;        /* ALLOC events */
     uint64_t t_last;        /* the latest event's time */
     /* the events, as streams (pf_model_events.c) */
     stream_t *streams;
@@ -106,6 +105,7 @@ typedef struct loader {
     pf_map_t stream_index;  /* (proc, tid) + 1 -> stream */
     uint64_t run;           /* counts the runs of one writer's records: a new chunk, a change of writer */
     uint64_t run_chunk;     /* file offset of the chunk being walked */
+    uint64_t walk_dropped;  /* the walk gave back the file's pages below this offset */
     /* ... or, when a stream was out of time order, all of them in walk order (sorted by the iterator) */
     int unordered;
     event_t *events;

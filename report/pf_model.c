@@ -384,7 +384,7 @@ static int add_process(loader_t *L, const char *path, int root, char *err, size_
     L->cur = (uint32_t)L->n_procs;
     L->n_procs++;
     L->run++;
-    L->run_chunk = 0;
+    L->run_chunk = L->walk_dropped = 0;
     return pf_file_walk(&P->file, on_record, L, err, errlen);
 }
 

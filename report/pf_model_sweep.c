@@ -307,11 +307,18 @@ static int64_t object_at(sweeper_t *S, uint32_t proc, uint64_t addr)
  * process was already finalizing: then it stays live at exit). */
 static void release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uint64_t t)
 {
-    *pf_map_put(&S->freed, k, NULL) = idx;
+    const live_obj_t *o = &S->objs[idx];
+    int created;
+    uint64_t *f = pf_map_put(&S->freed, k, &created);
+    if (created) {
+        PF_VEC_PUSH(S->freed_sites, S->n_freed_sites, S->cap_freed_sites);
+        *f = S->n_freed_sites - 1;
+    }
+    S->freed_sites[*f] = (freed_site_t){o->line, o->native};
     if (t >= S->L->procs[proc].fin_ns)
         return;     /* interpreter shutdown: the object stays counted as live at exit */
     pf_map_del(&S->live, k);
-    const live_obj_t *o = &S->objs[idx];
+    *PF_VEC_PUSH(S->free_objs, S->n_free_objs, S->cap_free_objs) = idx;     /* its slot is free again */
     if (wants_range(o))
         range_del(S, k);
     pf_model_t *m = S->m;
@@ -373,17 +380,19 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     pr->live += est;
     if (pr->live > pr->peak_bytes)
         pr->peak_bytes = pr->live;
-    live_obj_t *o = PF_VEC_PUSH(S->objs, S->n_objs, S->cap_objs);
+    uint64_t idx = S->n_free_objs ? S->free_objs[--S->n_free_objs] : S->n_objs;
+    if (idx == S->n_objs)
+        PF_VEC_PUSH(S->objs, S->n_objs, S->cap_objs);
+    live_obj_t *o = &S->objs[idx];
     o->line = row;
     o->func = fn;
     o->gpu = a->domain == PF_DOMAIN_GPU;
-    if (st.n_native)
-        o->native = pf_sweep_native_site(S, e->proc, st.ips, st.n_native);
+    o->native = st.n_native ? pf_sweep_native_site(S, e->proc, st.ips, st.n_native) : 0;
     o->est = est;
     o->size = a->size;
-    *pf_map_put(&S->live, addr_key(e->proc, a->addr), NULL) = S->n_objs - 1;
+    *pf_map_put(&S->live, addr_key(e->proc, a->addr), NULL) = idx;
     if (wants_range(o))
-        range_add(S, addr_key(e->proc, a->addr), S->n_objs - 1);
+        range_add(S, addr_key(e->proc, a->addr), idx);
 }
 
 static void on_free(sweeper_t *S, const event_t *e)
@@ -404,14 +413,18 @@ static void on_copy(sweeper_t *S, const event_t *e)
     int started;
     int32_t at = pf_sweep_attribute(S, e->proc, pf_origin_event_tid(S->L, e), st.py, st.n_py, st.attribute_flags,
                                     &fn, &started);
-    int64_t src = -1, dst = object_at(S, e->proc, c->dst);
-    if (e->aux == PF_COPY_REALLOC) {
+    int64_t dst = object_at(S, e->proc, c->dst);
+    freed_site_t src = {-1, 0};     /* where the source was allocated */
+    if (e->aux == PF_COPY_REALLOC) {    /* the source is the block realloc just freed */
         uint64_t *v = pf_map_get(&S->freed, addr_key(e->proc, c->src));
-        src = v ? (int64_t)*v : -1;
+        if (v)
+            src = S->freed_sites[*v];
     } else {
-        src = object_at(S, e->proc, c->src);
+        int64_t o = object_at(S, e->proc, c->src);
+        if (o >= 0)
+            src = (freed_site_t){S->objs[o].line, S->objs[o].native};
     }
-    int32_t src_line = src >= 0 ? S->objs[src].line : -1, dst_line = dst >= 0 ? S->objs[dst].line : -1;
+    int32_t src_line = src.line, dst_line = dst >= 0 ? S->objs[dst].line : -1;
     double est = (double)c->est_bytes, count = c->bytes ? est / (double)c->bytes : 1.0;
     pf_stats_t *rows[3] = {&m->lines[at].s, &m->funcs[fn].s, &m->total};
     for (int i = 0; i < 3; i++) {
@@ -432,7 +445,7 @@ static void on_copy(sweeper_t *S, const event_t *e)
         fl->at_func = fn;
         fl->kind = e->aux;
         fl->started = started;
-        fl->src_native = src >= 0 ? S->objs[src].native : 0;
+        fl->src_native = src.native;
         fl->write_line = fl->write_func = -1;
         fl->dst_native = dst >= 0 ? S->objs[dst].native : 0;
         if (st.n_native)
@@ -523,7 +536,6 @@ void pf_model_sweep(loader_t *L)
 {
     pf_model_t *m = L->m;
     sweeper_t S = {.m = m, .L = L, .symbols = pf_symbols_new()};
-    PF_VEC_RESERVE(S.objs, S.cap_objs, L->n_allocs);    /* one per ALLOC */
     S.t_end = L->t_last;
     if (m->has_exit && (uint64_t)(m->elapsed_s * 1e9) > S.t_end)
         S.t_end = (uint64_t)(m->elapsed_s * 1e9);
@@ -599,4 +611,6 @@ void pf_model_sweep(loader_t *L)
     free(S.cinfo);
     free(S.ranges);
     free(S.objs);
+    free(S.free_objs);
+    free(S.freed_sites);
 }

@@ -14,6 +14,12 @@ typedef struct live_obj {
     uint64_t size;
 } live_obj_t;
 
+/* Where a freed block was allocated: what a realloc's copy out of it needs (its slot is reused by then). */
+typedef struct freed_site {
+    int32_t line;
+    uint32_t native;
+} freed_site_t;
+
 /* A live object copies may point into (GPU blocks: tensors are views into cached segments; large host
  * buffers: slices), by (proc, address) key. */
 typedef struct range_ent {
@@ -39,13 +45,17 @@ typedef struct sweeper {
     pf_map_t func_index;
     pf_map_t frame_cache;   /* (proc, code id, lasti) -> row+1 */
     pf_map_t live;          /* (proc, addr) -> live_obj index */
-    pf_map_t freed;         /* (proc, addr) -> live_obj index of the last block freed there */
+    pf_map_t freed;         /* (proc, addr) -> freed_sites index: the last block freed there */
     pf_map_t flow_index;    /* edge key -> flow+1 */
     pf_map_t copies;        /* (proc, copy id) -> copy_info index, until its verdict */
     copy_info_t *cinfo;
     size_t n_cinfo, cap_cinfo;
-    live_obj_t *objs;
+    live_obj_t *objs;       /* the live objects; a released one's slot is reused (free_objs) */
     size_t n_objs, cap_objs;
+    uint64_t *free_objs;
+    size_t n_free_objs, cap_free_objs;
+    freed_site_t *freed_sites;
+    size_t n_freed_sites, cap_freed_sites;
     range_ent_t *ranges;    /* sorted by key: the live objects looked up by interior address */
     size_t n_ranges, cap_ranges;
     uint64_t t_end;

@@ -254,6 +254,31 @@ static void test_child_corrupt_midway_keeps_what_came_before(void **state)
     pf_model_free(m);
 }
 
+/* A realloc that moved: its copy's source is the block it just freed, whose slot the new block may take
+ * over; the edge still starts at the old block's line. */
+static void test_realloc_edge_starts_at_the_old_blocks_line(void **state)
+{
+    (void)state;
+    builder_t b;
+    b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    b_code(&b, 1, "/s/r.py", "f", 1);
+    b_code(&b, 2, "/s/r.py", "f", 2);
+    uint32_t l1 = 1, l2 = 2;
+    b_alloc(&b, 1, 0x1000, 100, 100, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &l1);
+    b_free(&b, 2, 0x1000);                                                          /* realloc at line 2 */
+    b_alloc(&b, 3, 0x2000, 200, 200, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &l2);
+    b_copy_kind(&b, 4, 1, 0x2000, 0x1000, 100, 2, PF_COPY_REALLOC);
+    pf_model_t *m = load_ok(b_save(&b, "realloc.pflow", 0));
+    assert_int_equal(m->n_flows, 1);
+    const pf_flow_t *f = &m->flows[0];
+    assert_int_equal(f->kind, PF_COPY_REALLOC);
+    assert_true(f->src_line >= 0 && f->dst_line >= 0);
+    assert_int_equal(m->lines[f->src_line].line, 1);
+    assert_int_equal(m->lines[f->dst_line].line, 2);
+    pf_model_free(m);
+}
+
 /* Several peaks, the last one set by a GPU block: a line that changed between earlier peaks and not after
  * the last keeps its value then; one that changes after it, its value at it; the GPU peak's shares are
  * the GPU bytes at that instant; and a later, smaller GPU allocation does not move it. */
@@ -493,6 +518,7 @@ int main(void)
         cmocka_unit_test(test_events_sorted_by_time_then_file_order),
         cmocka_unit_test(test_peak_shares_across_many_peaks),
         cmocka_unit_test(test_events_out_of_order_are_sorted),
+        cmocka_unit_test(test_realloc_edge_starts_at_the_old_blocks_line),
         cmocka_unit_test(test_child_corrupt_midway_keeps_what_came_before),
         cmocka_unit_test(test_timeline_bucket_edges),
         cmocka_unit_test(test_timeline_keeps_every_peak),

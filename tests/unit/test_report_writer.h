@@ -127,14 +127,21 @@ static inline void b_mark(builder_t *b, uint64_t t, uint16_t kind)
     b_rec(b, PF_REC_MARK, kind, &m, sizeof m);
 }
 
-static inline void b_copy(builder_t *b, uint64_t t, uint64_t id, uint64_t dst, uint64_t src, uint64_t n, uint32_t at_code)
+/* A copy of kind `kind` (PF_COPY_*), made at a frame of code at_code. */
+static inline void b_copy_kind(builder_t *b, uint64_t t, uint64_t id, uint64_t dst, uint64_t src, uint64_t n,
+                               uint32_t at_code, uint16_t kind)
 {
     unsigned char tmp[256];
     pf_rec_copy_t c = {t, id, dst, src, n, n, PF_ALLOC_EXACT, 0, 1, 0, 0};
     pf_rec_pyframe_t f = {at_code, 0};
     memcpy(tmp, &c, sizeof c);
     memcpy(tmp + sizeof c, &f, sizeof f);
-    b_rec(b, PF_REC_COPY, PF_COPY_MEMMOVE, tmp, sizeof c + sizeof f);
+    b_rec(b, PF_REC_COPY, kind, tmp, sizeof c + sizeof f);
+}
+
+static inline void b_copy(builder_t *b, uint64_t t, uint64_t id, uint64_t dst, uint64_t src, uint64_t n, uint32_t at_code)
+{
+    b_copy_kind(b, t, id, dst, src, n, at_code, PF_COPY_MEMMOVE);
 }
 
 static inline void b_verdict(builder_t *b, uint64_t t, uint64_t id, uint16_t verdict)
