@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer target with clang (ASan + UBSan) and runs it for a bounded time on a seed corpus made
 # from real profiles (pyflow run on three examples, --watch=stores and --watch=copies runs, a tiny program,
-# a --native run under a small --max-profile, and the GPU driver test on the mock CUDA library), compacted so the trailer is in reach, plus cut,
+# a --native run under a small --max-profile, short-lived threads, and the GPU driver test on the mock CUDA
+# library), compacted so the trailer is in reach, plus cut,
 # bit-flipped and corrupt variants (make_seeds.py).
 #   run_fuzz.sh SOURCE_DIR WORK_DIR PYFLOW [SECONDS]
 # Exit 0: no crash; 1: a crash, a hang (> 30 s on one input) or no seeds (the reproducer is WORK_DIR/crash-*,
@@ -32,6 +33,11 @@ done
 # interned stacks with native frames, and the size cap's coarsening marks (a 1 MiB cap, fine sampling)
 "$pyflow" run --no-report --native --sample-bytes 4k --max-profile 1m --python /usr/bin/python3 \
   -o "$work/profiles/native-cap.pflow" "$src/tests/integration/programs/deep_repeats.py" >/dev/null 2>&1
+# threads that start and end: several event streams to merge, and chunks handed from one thread to the next
+"$pyflow" run --no-report --sample-bytes 4k --python /usr/bin/python3 -o "$work/profiles/threads.pflow" \
+  -c 'import threading
+for i in range(40):
+    t = threading.Thread(target=lambda: [bytearray(3000) for _ in range(40)]); t.start(); t.join()' >/dev/null 2>&1
 # GPU records (allocations, frees, h2d/d2h/d2d copies into block interiors) from the mock CUDA library
 mock=$(dirname "$pyflow")/../tests/gpu/libpf_mockcuda.so
 [ -f "$mock" ] && "$pyflow" run --no-report --python /usr/bin/python3 -o "$work/profiles/gpu.pflow" \
