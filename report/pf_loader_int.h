@@ -143,13 +143,13 @@ void pf_model_watch_totals(loader_t *L);
 
 /* ---- pf_model_events.c: the events in time order, one at a time ---- */
 
-/* Loading: every record passes through pf_events_see (it marks where runs of one writer start); an event
- * (pf_events_is_event) then through pf_events_note, t on the root's clock. Sets L->unordered when a stream
- * goes back in time: the loader then walks the files again collecting L->events. */
+/* Loading: every record of the process being walked passes through pf_events_record, which marks where
+ * runs of one writer start and, for an event (pf_events_is_event), where its stream's runs are. Sets
+ * L->unordered when a stream goes back in time: the loader then walks the files again collecting
+ * L->events. */
 int pf_events_is_event(uint16_t type);
 uint64_t pf_events_time(const loader_t *L, uint32_t proc, const void *payload);     /* on the root's clock */
-void pf_events_see(loader_t *L, const pf_record_t *r);
-void pf_events_note(loader_t *L, const pf_record_t *r, uint64_t t);
+void pf_events_record(loader_t *L, const pf_record_t *r);
 void pf_events_free_streams(loader_t *L);
 
 /* Orders events by (time, seq): a natural merge sort (runs already in order are merged, not re-sorted). */
@@ -176,7 +176,7 @@ void pf_events_begin(loader_t *L, pf_event_iter_t *it);
 int pf_events_next(pf_event_iter_t *it, event_t *out);
 void pf_events_end(pf_event_iter_t *it);
 
-/* Orders L's events in time and sweeps them into m's lines, functions, flows, totals and timelines.
+/* Sweeps L's events, in time order, into m's lines, functions, flows, totals and timelines.
  * Cannot fail (the records were validated by the reader). */
 void pf_model_sweep(loader_t *L);
 

@@ -100,7 +100,7 @@ static int on_record(void *ctx, const pf_record_t *r)
     proc_state_t *P = &L->procs[L->cur];
     pf_model_t *m = L->m;
     m->records++;
-    pf_events_see(L, r);
+    pf_events_record(L, r);
     switch (r->type) {
     case PF_REC_CODE: {
         const pf_rec_code_t *c = r->payload;
@@ -181,16 +181,8 @@ static int on_record(void *ctx, const pf_record_t *r)
         pf_origin_collect(L, r, t < m->procs[L->cur].offset_ns ? UINT64_MAX - 1 : t);
         return 0;
     }
-    case PF_REC_ALLOC:
-    case PF_REC_FREE:
-    case PF_REC_COPY:
-    case PF_REC_ACCESS_PAIR:
-    case PF_REC_COPY_WRITE:
-    case PF_REC_VERDICT:
-        pf_events_note(L, r, pf_events_time(L, L->cur, r->payload));
-        return 0;
     default:
-        return 0;
+        return 0;     /* events: pf_events_record */
     }
 }
 

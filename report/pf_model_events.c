@@ -24,7 +24,7 @@
 
 #include "pf_loader_int.h"
 
-static int is_event(uint16_t type)
+int pf_events_is_event(uint16_t type)
 {
     return type == PF_REC_ALLOC || type == PF_REC_FREE || type == PF_REC_COPY || type == PF_REC_ACCESS_PAIR ||
            type == PF_REC_COPY_WRITE || type == PF_REC_VERDICT;
@@ -39,11 +39,6 @@ static void drop_pages(const pf_file_t *f, uint64_t from, uint64_t to)
         madvise((void *)(f->data + a), b - a, MADV_DONTNEED);
 }
 
-int pf_events_is_event(uint16_t type)
-{
-    return is_event(type);
-}
-
 uint64_t pf_events_time(const loader_t *L, uint32_t proc, const void *payload)
 {
     uint64_t t;
@@ -53,22 +48,8 @@ uint64_t pf_events_time(const loader_t *L, uint32_t proc, const void *payload)
 
 /* ---- loading: the streams ---- */
 
-void pf_events_see(loader_t *L, const pf_record_t *r)
-{
-    const uint64_t cb = L->procs[L->cur].file.header.chunk_bytes;
-    L->procs[L->cur].last_offset = r->offset;
-    uint64_t chunk = PF_HEADER_BYTES + (r->offset - PF_HEADER_BYTES) / cb * cb;
-    if (chunk != L->run_chunk || r->type == PF_REC_WRITER) {
-        if (chunk >= L->walk_dropped + (4u << 20)) {    /* walked: give back 4 MiB at a time */
-            drop_pages(&L->procs[L->cur].file, L->walk_dropped, chunk);
-            L->walk_dropped = chunk;
-        }
-        L->run++;
-        L->run_chunk = chunk;
-    }
-}
-
-void pf_events_note(loader_t *L, const pf_record_t *r, uint64_t t)
+/* An event of the process being walked, at t: its stream's run. */
+static void note_event(loader_t *L, const pf_record_t *r, uint64_t t)
 {
     if (t > L->t_last)
         L->t_last = t;
@@ -83,7 +64,7 @@ void pf_events_note(loader_t *L, const pf_record_t *r, uint64_t t)
     }
     stream_t *s = &L->streams[*v];
     if (!created && t < s->last_t) {
-        L->unordered = 1;   /* the caller collects the array from here on */
+        L->unordered = 1;   /* the loader then collects every event into an array (pf_model.c) */
         return;
     }
     s->last_t = t;
@@ -91,6 +72,23 @@ void pf_events_note(loader_t *L, const pf_record_t *r, uint64_t t)
         *PF_VEC_PUSH(s->starts, s->n_starts, s->cap_starts) = r->offset;
         s->last_run = L->run;
     }
+}
+
+void pf_events_record(loader_t *L, const pf_record_t *r)
+{
+    const uint64_t cb = L->procs[L->cur].file.header.chunk_bytes;
+    L->procs[L->cur].last_offset = r->offset;
+    uint64_t chunk = PF_HEADER_BYTES + (r->offset - PF_HEADER_BYTES) / cb * cb;
+    if (chunk != L->run_chunk || r->type == PF_REC_WRITER) {
+        if (chunk >= L->walk_dropped + (4u << 20)) {    /* walked: give back 4 MiB at a time */
+            drop_pages(&L->procs[L->cur].file, L->walk_dropped, chunk);
+            L->walk_dropped = chunk;
+        }
+        L->run++;
+        L->run_chunk = chunk;
+    }
+    if (pf_events_is_event(r->type))
+        note_event(L, r, pf_events_time(L, L->cur, r->payload));
 }
 
 void pf_events_free_streams(loader_t *L)
@@ -186,7 +184,7 @@ static int cursor_next(const loader_t *L, pf_event_cursor_t *c)
         }
         uint64_t at = c->off;
         c->off += h.bytes;
-        if (!is_event(h.type))
+        if (!pf_events_is_event(h.type))
             continue;
         c->ev.t = pf_events_time(L, s->proc, f->data + at + sizeof h);
         c->ev.offset8 = (uint32_t)((at + sizeof h) >> 3);

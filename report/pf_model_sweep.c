@@ -140,13 +140,15 @@ int32_t pf_sweep_attribute_stack(sweeper_t *S, uint32_t proc, const pf_rec_pyfra
     return bracket ? bracket_row(S, bracket, func) : frame_row(S, proc, &frames[pick], func);
 }
 
-int32_t pf_sweep_attribute(sweeper_t *S, uint32_t proc, uint32_t tid, const pf_rec_pyframe_t *frames, uint16_t n,
+int32_t pf_sweep_attribute(sweeper_t *S, uint32_t proc, const event_t *e, const pf_rec_pyframe_t *frames, uint16_t n,
                            uint8_t flags, int32_t *func, int *started)
 {
     const char *bracket;
     int user, pick = choose_frame(S, proc, frames, n, flags, &bracket, &user);
-    /* no user frame: the user's line that started this thread or process, before any row of its own is made */
-    int32_t row = !user && tid && !(flags & PF_STACK_MISSING) ? pf_origin_row(S, proc, tid, func) : -1;
+    /* no user frame: the user's line that started this thread or process, before any row of its own is made
+     * (the writer's tid is looked up only then) */
+    uint32_t tid = !user && e && !(flags & PF_STACK_MISSING) ? pf_origin_event_tid(S->L, e) : 0;
+    int32_t row = tid ? pf_origin_row(S, proc, tid, func) : -1;
     if (started)
         *started = row >= 0;
     if (row >= 0)
@@ -185,7 +187,6 @@ uint32_t pf_sweep_native_site(sweeper_t *S, uint32_t proc, const uint64_t *ips, 
     return 0;
 }
 
-/* Moves a row's live bytes to a new value at time t, keeping its area, maximum and timeline. */
 /* A row's share of the program's peak is its live bytes at that instant. Rather than replaying the events
  * up to it, each row keeps the value it had at the latest peak: taken at its first change after that peak
  * (a row unchanged since the last peak still has it as its live bytes). */
@@ -213,6 +214,7 @@ static double share_of_peak(const sweeper_t *S, const pf_stats_t *s, int gpu)
     return v < 0.5 ? 0 : v;
 }
 
+/* Moves a row's live bytes to a new value at time t, keeping its area, maximum, timeline and peak share. */
 static void set_live(sweeper_t *S, pf_stats_t *s, uint64_t t, double live)
 {
     keep_peak_value(S, s);
@@ -226,11 +228,15 @@ static void set_live(sweeper_t *S, pf_stats_t *s, uint64_t t, double live)
         s->max_live = live;
 }
 
-/* The program's live GPU bytes changed at t (its timeline keeps each bucket's maximum). */
-static void gpu_timeline_set(sweeper_t *S, uint64_t t, double live)
+/* Moves a row's live GPU bytes to a new value at time t, keeping its share of the GPU peak, and for the
+ * whole program the GPU timeline (each bucket's maximum). */
+static void set_gpu_live(sweeper_t *S, pf_stats_t *s, uint64_t t, double live)
 {
     pf_model_t *m = S->m;
-    pf_timeline_set(m->gpu_timeline, &m->gpu_timeline_filled, t, S->t_end, m->total.gpu_live, live);
+    if (s == &m->total)
+        pf_timeline_set(m->gpu_timeline, &m->gpu_timeline_filled, t, S->t_end, s->gpu_live, live);
+    keep_gpu_peak_value(S, s);
+    s->gpu_live = live;
 }
 
 static void touch(pf_stats_t *s, uint64_t t)
@@ -314,7 +320,7 @@ static void release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uint6
         PF_VEC_PUSH(S->freed_sites, S->n_freed_sites, S->cap_freed_sites);
         *f = S->n_freed_sites - 1;
     }
-    S->freed_sites[*f] = (freed_site_t){o->line, o->native};
+    S->freed_sites[*f] = (alloc_site_t){o->line, o->native};
     if (t >= S->L->procs[proc].fin_ns)
         return;     /* interpreter shutdown: the object stays counted as live at exit */
     pf_map_del(&S->live, k);
@@ -327,12 +333,8 @@ static void release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uint6
     for (int i = 0; i < 3; i++) {
         rows[i]->n_freed++;
         set_live(S, rows[i], t, rows[i]->live - o->est);
-        if (o->gpu) {
-            if (rows[i] == &m->total)
-                gpu_timeline_set(S, t, rows[i]->gpu_live - o->est);
-            keep_gpu_peak_value(S, rows[i]);
-            rows[i]->gpu_live -= o->est;
-        }
+        if (o->gpu)
+            set_gpu_live(S, rows[i], t, rows[i]->gpu_live - o->est);
     }
 }
 
@@ -346,8 +348,7 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     int32_t fn;
     int started;
     pf_stack_view_t st = pf_loader_stack(S->L, e->proc, a + 1, a->flags, a->n_py, a->n_native);
-    int32_t row = pf_sweep_attribute(S, e->proc, pf_origin_event_tid(S->L, e), st.py, st.n_py, st.attribute_flags,
-                                     &fn, &started);
+    int32_t row = pf_sweep_attribute(S, e->proc, e, st.py, st.n_py, st.attribute_flags, &fn, &started);
     double est = (double)a->est_bytes;
     if (started)
         m->lines[row].started_bytes += est;
@@ -366,12 +367,8 @@ static void on_alloc(sweeper_t *S, const event_t *e)
             s->gpu_bytes += est;
         touch(s, e->t);
         set_live(S, s, e->t, s->live + est);
-        if (a->domain == PF_DOMAIN_GPU) {
-            if (s == &m->total)
-                gpu_timeline_set(S, e->t, s->gpu_live + est);
-            keep_gpu_peak_value(S, s);
-            s->gpu_live += est;
-        }
+        if (a->domain == PF_DOMAIN_GPU)
+            set_gpu_live(S, s, e->t, s->gpu_live + est);
     }
     pf_process_t *pr = &m->procs[e->proc];
     pr->alloc_bytes += est;
@@ -411,10 +408,9 @@ static void on_copy(sweeper_t *S, const event_t *e)
     int32_t fn;
     pf_stack_view_t st = pf_loader_stack(S->L, e->proc, c + 1, c->flags, c->n_py, c->n_native);
     int started;
-    int32_t at = pf_sweep_attribute(S, e->proc, pf_origin_event_tid(S->L, e), st.py, st.n_py, st.attribute_flags,
-                                    &fn, &started);
+    int32_t at = pf_sweep_attribute(S, e->proc, e, st.py, st.n_py, st.attribute_flags, &fn, &started);
     int64_t dst = object_at(S, e->proc, c->dst);
-    freed_site_t src = {-1, 0};     /* where the source was allocated */
+    alloc_site_t src = {-1, 0};     /* where the source was allocated */
     if (e->aux == PF_COPY_REALLOC) {    /* the source is the block realloc just freed */
         uint64_t *v = pf_map_get(&S->freed, addr_key(e->proc, c->src));
         if (v)
@@ -422,7 +418,7 @@ static void on_copy(sweeper_t *S, const event_t *e)
     } else {
         int64_t o = object_at(S, e->proc, c->src);
         if (o >= 0)
-            src = (freed_site_t){S->objs[o].line, S->objs[o].native};
+            src = (alloc_site_t){S->objs[o].line, S->objs[o].native};
     }
     int32_t src_line = src.line, dst_line = dst >= 0 ? S->objs[dst].line : -1;
     double est = (double)c->est_bytes, count = c->bytes ? est / (double)c->bytes : 1.0;
@@ -500,7 +496,7 @@ static void on_copy_write(sweeper_t *S, const event_t *e)
         return;
     const pf_rec_pyframe_t *py = (const pf_rec_pyframe_t *)(w + 1);
     int32_t func = -1;
-    fl->write_line = w->n_py ? pf_sweep_attribute(S, e->proc, 0, py, w->n_py, 0, &func, NULL) : -1;
+    fl->write_line = w->n_py ? pf_sweep_attribute(S, e->proc, NULL, py, w->n_py, 0, &func, NULL) : -1;
     fl->write_func = func;
     fl->write_native = w->n_native ? pf_sweep_native_site(S, e->proc, (const uint64_t *)(py + w->n_py), w->n_native) : 0;
     fl->write_to_dst = (w->flags & PF_COPY_WRITE_DST) != 0;

@@ -14,11 +14,12 @@ typedef struct live_obj {
     uint64_t size;
 } live_obj_t;
 
-/* Where a freed block was allocated: what a realloc's copy out of it needs (its slot is reused by then). */
-typedef struct freed_site {
+/* Where an object was allocated: what a copy's edge needs of its source (kept per address for freed
+ * blocks, whose object slots are reused: a realloc's copy comes from the block it just freed). */
+typedef struct alloc_site {
     int32_t line;
     uint32_t native;
-} freed_site_t;
+} alloc_site_t;
 
 /* A live object copies may point into (GPU blocks: tensors are views into cached segments; large host
  * buffers: slices), by (proc, address) key. */
@@ -54,7 +55,7 @@ typedef struct sweeper {
     size_t n_objs, cap_objs;
     uint64_t *free_objs;
     size_t n_free_objs, cap_free_objs;
-    freed_site_t *freed_sites;
+    alloc_site_t *freed_sites;
     size_t n_freed_sites, cap_freed_sites;
     range_ent_t *ranges;    /* sorted by key: the live objects looked up by interior address */
     size_t n_ranges, cap_ranges;
@@ -75,10 +76,10 @@ uint64_t pf_sweep_key3(uint64_t a, uint64_t b, uint64_t c);
 int32_t pf_sweep_attribute_stack(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *frames, uint16_t n,
                                  uint8_t flags, int32_t *func, int *user);
 
-/* As pf_sweep_attribute_stack, for a record that thread tid wrote: without a user frame, the user's line
- * that started the thread or its process, when one is known (*started = 1; pf_origin_int.h). tid 0: no
+/* As pf_sweep_attribute_stack, for the stack of event e: without a user frame, the user's line that started
+ * the thread that wrote e, or its process, when one is known (*started = 1; pf_origin_int.h). e NULL: no
  * such fallback. started may be NULL. */
-int32_t pf_sweep_attribute(sweeper_t *S, uint32_t proc, uint32_t tid, const pf_rec_pyframe_t *frames, uint16_t n,
+int32_t pf_sweep_attribute(sweeper_t *S, uint32_t proc, const event_t *e, const pf_rec_pyframe_t *frames, uint16_t n,
                            uint8_t flags, int32_t *func, int *started);
 
 /* The innermost native frame outside the interpreter, libc and pyflow, as an interned "symbol (library)";
