@@ -81,12 +81,14 @@ static int choose_frame(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *fra
         return -1;
     }
     /* The innermost frame in a real user file. Code without a file (<string>: python -c, exec) counts only
-     * while every frame outside it is user code too: library code generates such code (namedtuple, site
-     * running a .pth file's import line), and that is not the user's line. In a process other than the
-     * launched one, a -c at the bottom is how a library started it (multiprocessing's spawn, joblib), and
-     * counts as the library's. Else the innermost library frame (so such generated code goes to the
-     * library that ran it), else the innermost frame at all. */
-    int pick = -1, fallback = -1, any = -1, chain = m->procs[proc].root;
+     * while every frame outside it is user code too and none of them is in a real file: library code
+     * generates such code (namedtuple, site running a .pth file's import line, numpy 1.24's
+     * `<__array_function__ internals>` around every dispatched function, dataclasses' __init__), and that
+     * is not the user's line; under a line of a real file, that line is the one the user can open. In a
+     * process other than the launched one, a -c at the bottom is how a library started it
+     * (multiprocessing's spawn, joblib), and counts as the library's. Else the innermost library frame (so
+     * such generated code goes to the library that ran it), else the innermost frame at all. */
+    int pick = -1, fallback = -1, any = -1, chain = m->procs[proc].root, real_user = 0;
     const pcode_t *outermost = NULL;
     for (int i = n - 1; i >= 0; i--) {
         uint64_t *ci = pf_map_get(&P->codes, frames[i].code_id);
@@ -100,7 +102,10 @@ static int choose_frame(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *fra
         if (!pc->is_user) {
             chain = 0;
             fallback = i;
-        } else if (!generated || chain) {
+        } else if (!generated) {
+            pick = i;
+            real_user = 1;
+        } else if (chain && !real_user) {
             pick = i;
         }
     }

@@ -90,7 +90,8 @@ def has_numpy(python):
 
 def case_python_and_native(c):
     """A list of new str objects is Python bytes, exactly what tracemalloc says the line allocates; a numpy
-    line (where numpy is installed) is native bytes of known size.
+    line (where numpy is installed) is native bytes of known size, also through numpy's generated dispatch
+    code (numpy 1.24's `<__array_function__ internals>`), which is not the user's line.
 
     Ground truth for line 13: the same script run plainly measures it with tracemalloc (live blocks, at
     their requested sizes, all three domains) plus the blocks the growing list outgrew, which tracemalloc
@@ -114,6 +115,10 @@ def case_python_and_native(c):
             near(big["native_bytes"], 32_000_000, 0.05, f"np.ones line native bytes ({extra})")
             assert big["python_bytes"] < 100_000, f"np.ones line python bytes {big['python_bytes']}"
             assert big["function"] == "native_big", big["function"]
+            wrapped = row(d, "numpy_lines.py", 32)
+            near(wrapped["native_bytes"], 64_000_000, 0.05, f"np.concatenate line native bytes ({extra})")
+            assert not [r for r in d["lines"] if r["file"].startswith("<__array_function__")], \
+                "numpy's generated dispatch code charged as the user's line"
     if not numpy:
         print(f"note: {c.python} has no numpy: the native half of this case ran on Debian's python3 only")
 

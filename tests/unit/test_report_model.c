@@ -118,8 +118,16 @@ static void test_attribution(void **state)
     b_code(&b, 5, "<frozen site>", "addpackage", 192);
     uint32_t pth_line[] = {4, 5};           /* site exec()s a .pth file's import line: site's, not the user's */
     b_alloc(&b, 6, 0x600, 60, 60, PF_DOMAIN_PYOBJ, PF_ALLOC_SAMPLED, 2, pth_line);
+    b_code(&b, 6, "<__array_function__ internals>", "concatenate", 180);
+    uint32_t dispatch[] = {6, 2};           /* numpy 1.24 wraps its functions in generated code: the user's line */
+    b_alloc(&b, 7, 0x700, 70, 70, PF_DOMAIN_MALLOC, PF_ALLOC_SAMPLED, 2, dispatch);
+    b_code(&b, 7, "<string>", "<module>", 1);
+    uint32_t dash_c[] = {4, 7};             /* python -c: the generated code is all the user has */
+    b_alloc(&b, 8, 0x800, 80, 80, PF_DOMAIN_PYOBJ, PF_ALLOC_SAMPLED, 2, dash_c);
     pf_model_t *m = load_ok(b_save(&b, "attr.pflow", 0));
-    assert_int_equal((int)find_line(m, "/home/me/app.py", 7)->s.alloc_bytes, 10 + 50);
+    assert_int_equal((int)find_line(m, "/home/me/app.py", 7)->s.alloc_bytes, 10 + 50 + 70);
+    assert_null(lookup_line(m, "<__array_function__ internals>", 180));
+    assert_int_equal((int)find_line(m, "<string>", 1)->s.alloc_bytes, 80);
     assert_int_equal((int)find_line(m, "<frozen site>", 192)->s.alloc_bytes, 60);
     assert_int_equal((int)find_line(m, "/usr/lib/python3/dist-packages/numpy/core/numeric.py", 150)->s.alloc_bytes, 20);
     assert_int_equal((int)find_line(m, "[native thread]", 0)->s.alloc_bytes, 30);

@@ -220,13 +220,21 @@ static inline pf_model_t *load_ok(const char *path)
     return m;
 }
 
-static inline const pf_line_t *find_line(const pf_model_t *m, const char *file, int line)
+/* The row of file:line, or NULL. */
+static inline const pf_line_t *lookup_line(const pf_model_t *m, const char *file, int line)
 {
     for (size_t i = 0; i < m->n_lines; i++)
         if (m->lines[i].line == line && strcmp(pf_model_str(m, m->lines[i].file), file) == 0)
             return &m->lines[i];
-    fail_msg("no line %s:%d", file, line);
     return NULL;
+}
+
+static inline const pf_line_t *find_line(const pf_model_t *m, const char *file, int line)
+{
+    const pf_line_t *l = lookup_line(m, file, line);
+    if (!l)
+        fail_msg("no line %s:%d", file, line);
+    return l;
 }
 
 
