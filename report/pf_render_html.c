@@ -151,7 +151,7 @@ static void started_lines(FILE *f, const pf_model_t *m)
 /* One row per process when children were merged, as in the text report. */
 static void processes(FILE *f, const pf_model_t *m)
 {
-    if (m->n_procs < 2)
+    if (pf_report_process_count(m) < 2)
         return;
     fputs("<h2>Processes</h2>\n<table id=\"processes\" class=\"sortable\"><thead><tr><th data-k=\"pid\">pid</th>"
           "<th data-k=\"parent\">parent</th><th data-k=\"alloc\">allocated</th><th data-k=\"peak\">peak</th>"

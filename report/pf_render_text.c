@@ -253,8 +253,8 @@ static void header(out_t *o, const pf_model_t *m, const pf_text_opts_t *opts)
              share((double)w->silent_store_bytes, (double)w->store_bytes), human((double)w->load_bytes, b),
              share((double)w->redundant_load_bytes, (double)w->load_bytes));
     }
-    if (m->n_procs > 1)
-        line(o, "  processes: %zu (children merged)", m->n_procs);
+    if (pf_report_process_count(m) > 1)
+        line(o, "  processes: %zu (children merged)", pf_report_process_count(m));
 }
 
 /* Appends printf output to a fixed buffer (a row being assembled column by column). */
@@ -438,7 +438,7 @@ static void funcs_table(out_t *o, const pf_model_t *m, int rows)
 /* One row per process when children were merged. */
 static void processes(out_t *o, const pf_model_t *m)
 {
-    if (m->n_procs < 2)
+    if (pf_report_process_count(m) < 2)
         return;
     char a[16], b[16], c[16];
     fputc('\n', o->f);

@@ -312,14 +312,25 @@ int pf_report_outside_code_shown(const pf_model_t *m, const pf_outside_code_t *o
     return out->lines && (out->alloc_bytes >= 0.05 * m->total.alloc_bytes || out->peak_bytes >= 0.05 * m->total.peak_bytes);
 }
 
+int pf_report_process_replaced(const pf_model_t *m, size_t i)
+{
+    for (size_t j = i + 1; j < m->n_procs; j++)
+        if (m->procs[j].pid == m->procs[i].pid && m->procs[j].ppid == m->procs[i].ppid)
+            return 1;
+    return 0;
+}
+
 int pf_report_process_shown(const pf_model_t *m, size_t i)
 {
-    if (m->procs[i].alloc_bytes >= 0.5)
-        return 1;
-    for (size_t j = i + 1; j < m->n_procs; j++)
-        if (m->procs[j].pid == m->procs[i].pid)
-            return 0;
-    return 1;
+    return m->procs[i].alloc_bytes >= 0.5 || !pf_report_process_replaced(m, i);
+}
+
+size_t pf_report_process_count(const pf_model_t *m)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < m->n_procs; i++)
+        n += !pf_report_process_replaced(m, i);
+    return n;
 }
 
 size_t pf_report_started_lines(const pf_model_t *m, size_t *top, size_t max)

@@ -66,9 +66,16 @@ const char *pf_report_access_fix(const char *category);
  * and returns how many. */
 size_t pf_report_needed_copies(const pf_model_t *m, const pf_flow_t **top, size_t max);
 
-/* 0 for a forked child that only exec'd (subprocess, multiprocessing's spawn): two images of one pid, the
- * first of which allocated nothing, are one row in the process tables. */
+/* 1 when process image i later exec'd: a later image has its pid (and parent). A fork that execs
+ * (subprocess, multiprocessing's spawn) leaves two images of one process. */
+int pf_report_process_replaced(const pf_model_t *m, size_t i);
+
+/* 0 for a forked child that only exec'd: two images of one pid, the first of which allocated nothing, are
+ * one row in the process tables. */
 int pf_report_process_shown(const pf_model_t *m, size_t i);
+
+/* The processes merged: images replaced by an exec not counted. */
+size_t pf_report_process_count(const pf_model_t *m);
 
 /* 1 when a line of this file is a row of the line tables: the user's code, or a bracketed row
  * ("[python startup]", "[native thread]"). The other rows are library lines (pf_report_outside_code). */
