@@ -30,12 +30,26 @@ uint64_t pf_sweep_key3(uint64_t a, uint64_t b, uint64_t c)
     return pf_hash_bytes((uint64_t[]){a, b, c}, 24, 0x77) & ~(1ull << 63);
 }
 
+/* Code nested in a line's function on the same line: a comprehension (its own code object before 3.12), a
+ * generator expression, a lambda. */
+static int nested_on_line(const char *function)
+{
+    return function[0] == '<' && strcmp(function, "<module>") != 0;
+}
+
+/* One row per file:line. A line running code of two functions (a comprehension on 3.9-3.11, a generator
+ * expression, a lambda) is named after the enclosing one, as 3.12's inlined comprehensions are. */
 static int32_t line_row(sweeper_t *S, uint32_t file, uint32_t function, int line)
 {
     int created;
-    uint64_t *v = pf_map_put(&S->line_index, pf_sweep_key3(file, function, (uint64_t)(int64_t)line), &created);
-    if (!created)
+    uint64_t *v = pf_map_put(&S->line_index, pf_sweep_key3(file, 0, (uint64_t)(int64_t)line), &created);
+    if (!created) {
+        pf_line_t *l = &S->m->lines[*v - 1];
+        if (l->function != function && nested_on_line(S->m->strings[l->function]) &&
+            !nested_on_line(S->m->strings[function]))
+            l->function = function;
         return (int32_t)(*v - 1);
+    }
     pf_line_t *l = PF_VEC_PUSH(S->m->lines, S->m->n_lines, S->m->cap_lines);
     l->file = file;
     l->function = function;

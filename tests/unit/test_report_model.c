@@ -136,8 +136,20 @@ static void test_attribution(void **state)
     b_code(&b, 7, "<string>", "<module>", 1);
     uint32_t dash_c[] = {4, 7};             /* python -c: the generated code is all the user has */
     b_alloc(&b, 8, 0x800, 80, 80, PF_DOMAIN_PYOBJ, PF_ALLOC_SAMPLED, 2, dash_c);
+    b_code(&b, 8, "/home/me/app.py", "<listcomp>", 7);
+    uint32_t comprehension[] = {8, 2};      /* a comprehension's own code (3.9-3.11): the same row, named main */
+    b_alloc(&b, 9, 0x900, 90, 90, PF_DOMAIN_PYOBJ, PF_ALLOC_SAMPLED, 2, comprehension);
+    b_code(&b, 9, "/home/me/app.py", "<genexpr>", 30);
+    b_code(&b, 10, "/home/me/app.py", "run", 30);
+    uint32_t genexpr[] = {9, 10}, run_line = 10;    /* the nested code seen first, then its enclosing function */
+    b_alloc(&b, 10, 0xA00, 100, 100, PF_DOMAIN_PYOBJ, PF_ALLOC_SAMPLED, 2, genexpr);
+    b_alloc(&b, 11, 0xB00, 110, 110, PF_DOMAIN_PYOBJ, PF_ALLOC_SAMPLED, 1, &run_line);
     pf_model_t *m = load_ok(b_save(&b, "attr.pflow", 0));
-    assert_int_equal((int)find_line(m, "/home/me/app.py", 7)->s.alloc_bytes, 10 + 50 + 70);
+    const pf_line_t *app7 = find_line(m, "/home/me/app.py", 7), *app30 = find_line(m, "/home/me/app.py", 30);
+    assert_int_equal((int)app7->s.alloc_bytes, 10 + 50 + 70 + 90);
+    assert_string_equal(pf_model_str(m, app7->function), "main");
+    assert_int_equal((int)app30->s.alloc_bytes, 100 + 110);
+    assert_string_equal(pf_model_str(m, app30->function), "run");
     assert_null(lookup_line(m, "<__array_function__ internals>", 180));
     assert_int_equal((int)find_line(m, "<string>", 1)->s.alloc_bytes, 80);
     assert_int_equal((int)find_line(m, "<frozen site>", 192)->s.alloc_bytes, 60);
