@@ -12,14 +12,13 @@
  */
 #include <string.h>
 
+#include "pf_copy_rule.h"
 #include "pf_objtable.h"
 #include "pf_rt_int.h"
 #include "pf_stacks.h"
 #include "pf_watch_glue.h"
 #include "pf_writer.h"
 
-/* How far before a copied address an object may start and still own it (CPython object headers). */
-#define PF_COPY_MAX_HEADER 64u
 #define PF_COMPARE_INITIAL (256ll << 20)
 #define PF_COMPARE_SHARE 8
 
@@ -72,6 +71,8 @@ static void link_copy(pf_tls_t *t, uint64_t id, const void *dst, const void *src
         len = d.addr + d.size - (uintptr_t)dst;
     if ((uintptr_t)src + len > s.addr + s.size)
         len = s.addr + s.size - (uintptr_t)src;
+    if (!pf_copy_fills_object((uintptr_t)dst - d.addr, len, d.size))
+        return;     /* not a candidate: spend no compare (nor watch) on it */
     pf_copylink_t on_dst = {id, s.addr, s.serial, (uintptr_t)src, (uintptr_t)dst, len};
     pf_copylink_t on_src = {id, d.addr, d.serial, (uintptr_t)dst, (uintptr_t)src, len};
     pf_objtable_set_link(d.addr, &on_dst);

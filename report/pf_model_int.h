@@ -66,6 +66,9 @@ typedef struct pf_flow {
     double bytes, count;
     uint32_t judged, redundant;             /* copies with a verdict, and of those the redundant ones */
     double judged_bytes, redundant_judged_bytes;
+    double candidate_bytes, candidate_count;    /* of bytes and count, the copies a verdict may concern:
+                                                   those that filled their destination (pf_copy_rule.h) */
+    double redundant_count;                 /* of candidate_count, the redundant share */
     uint32_t evidence;                      /* PF_EVIDENCE_* of the last verdict */
     uint32_t watch_judged;                  /* verdicts decided by a watched write (--watch=copies) */
     int32_t write_line, write_func;         /* the first such write: its row and function row (-1: none) */

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pf_copy_rule.h"
 #include "pf_linetable_int.h"
 #include "pf_loader_int.h"
 #include "pf_origin_int.h"
@@ -311,19 +312,23 @@ static void range_del(sweeper_t *S, uint64_t key)
 
 /* The live object containing addr: addr itself, a small header before it (CPython objects), or, for GPU
  * blocks and large buffers, any address inside. */
-static int64_t object_at(sweeper_t *S, uint32_t proc, uint64_t addr)
+static int64_t object_at(sweeper_t *S, uint32_t proc, uint64_t addr, uint64_t *offset)
 {
-    for (uint64_t back = 0; back <= 64 && back <= addr; back += 8) {
+    for (uint64_t back = 0; back <= PF_COPY_MAX_HEADER && back <= addr; back += 8) {
         uint64_t *v = pf_map_get(&S->live, addr_key(proc, addr - back));
-        if (v && addr < addr - back + S->objs[*v].size)
+        if (v && addr < addr - back + S->objs[*v].size) {
+            *offset = back;
             return (int64_t)*v;
+        }
     }
     uint64_t key = addr_key(proc, addr);
     size_t at = range_upper(S, key);
     if (at > 0) {
         const range_ent_t *r = &S->ranges[at - 1];
-        if (key - r->key < S->objs[r->idx].size)    /* keys of one process differ by the address */
+        if (key - r->key < S->objs[r->idx].size) {  /* keys of one process differ by the address */
+            *offset = key - r->key;
             return (int64_t)r->idx;
+        }
     }
     return -1;
 }
@@ -428,14 +433,15 @@ static void on_copy(sweeper_t *S, const event_t *e)
     pf_stack_view_t st = pf_loader_stack(S->L, e->proc, c + 1, c->flags, c->n_py, c->n_native);
     int started;
     int32_t at = pf_sweep_attribute(S, e->proc, e, st.py, st.n_py, st.attribute_flags, &fn, &started);
-    int64_t dst = object_at(S, e->proc, c->dst);
+    uint64_t dst_offset = 0, src_offset;
+    int64_t dst = object_at(S, e->proc, c->dst, &dst_offset);
     alloc_site_t src = {-1, 0};     /* where the source was allocated */
     if (e->aux == PF_COPY_REALLOC) {    /* the source is the block realloc just freed */
         uint64_t *v = pf_map_get(&S->freed, addr_key(e->proc, c->src));
         if (v)
             src = S->freed_sites[*v];
     } else {
-        int64_t o = object_at(S, e->proc, c->src);
+        int64_t o = object_at(S, e->proc, c->src, &src_offset);
         if (o >= 0)
             src = (alloc_site_t){S->objs[o].line, S->objs[o].native};
     }
@@ -473,6 +479,13 @@ static void on_copy(sweeper_t *S, const event_t *e)
     copy_info_t *ci = PF_VEC_PUSH(S->cinfo, S->n_cinfo, S->cap_cinfo);
     ci->flow = (int32_t)(*fv - 1);
     ci->est = est;
+    /* uploads and downloads are judged by content (the same bytes sent again), not by filling */
+    int by_content = e->aux == PF_COPY_H2D || e->aux == PF_COPY_D2H || e->aux == PF_COPY_D2D;
+    ci->fills = by_content || (dst >= 0 && pf_copy_fills_object(dst_offset, c->bytes, S->objs[dst].size));
+    if (ci->fills) {
+        fl->candidate_bytes += est;
+        fl->candidate_count += count;
+    }
     *pf_map_put(&S->copies, pf_sweep_key3(e->proc, c->copy_id, 0xC0), NULL) = S->n_cinfo - 1;
 }
 
@@ -486,6 +499,10 @@ static pf_flow_t *judge(sweeper_t *S, uint32_t proc, uint64_t copy_id, int redun
         return NULL;
     const copy_info_t *ci = &S->cinfo[*c];
     pf_flow_t *fl = &S->m->flows[ci->flow];
+    if (!ci->fills) {       /* judged by a runtime before pf_copy_rule.h: a piece is no candidate */
+        pf_map_del(&S->copies, ck);
+        return NULL;
+    }
     fl->judged++;
     fl->judged_bytes += ci->est;
     fl->evidence = evidence;
@@ -521,15 +538,16 @@ static void on_copy_write(sweeper_t *S, const event_t *e)
     fl->write_to_dst = (w->flags & PF_COPY_WRITE_DST) != 0;
 }
 
-/* The runtime judges only the copies its compare budget allows: each edge's redundant bytes are its bytes
- * times the redundant share of the copies that were judged. */
+/* The runtime judges only the copies its compare budget allows: each edge's redundant bytes are the bytes
+ * of its candidates (copies that filled their destination) times the redundant share of those judged. */
 static void extrapolate_redundancy(pf_model_t *m)
 {
     for (size_t i = 0; i < m->n_flows; i++) {
         pf_flow_t *fl = &m->flows[i];
         if (fl->judged_bytes <= 0)
             continue;
-        fl->redundant_bytes = fl->bytes * (fl->redundant_judged_bytes / fl->judged_bytes);
+        fl->redundant_bytes = fl->candidate_bytes * (fl->redundant_judged_bytes / fl->judged_bytes);
+        fl->redundant_count = fl->candidate_count * ((double)fl->redundant / fl->judged);
         /* a line's redundant copies are those it made itself, as its findings (pf_report_copy_found) */
         if (fl->at_line >= 0 && !fl->started)
             m->lines[fl->at_line].s.redundant_copy_bytes += fl->redundant_bytes;

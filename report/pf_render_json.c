@@ -308,6 +308,8 @@ int pf_render_json(const pf_model_t *m, FILE *out)
         pf_json_key(&j, "redundant");
         pf_json_bool(&j, pf_report_flow_redundant(fl));
         bytes(&j, "redundant_bytes", fl->redundant_bytes);
+        pf_json_key(&j, "redundant_count");
+        pf_json_number(&j, floor(fl->redundant_count + 0.5));
         pf_json_key(&j, "judged");
         pf_json_int(&j, fl->judged);
         pf_json_key(&j, "evidence");

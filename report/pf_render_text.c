@@ -99,12 +99,13 @@ static int columns(const out_t *o, const char *s)
     return n;
 }
 
-/* Prints s cut to at most `room` columns (with an ellipsis when cut); unsafe glyphs print as '?'. */
+/* Prints s cut to at most `room` columns (with an ellipsis when cut, right after the last word: a cut in
+ * the blanks before a source line's comment leaves no run of spaces); unsafe glyphs print as '?'. */
 static void put_cut(out_t *o, const char *s, int room)
 {
     if (room <= 0)
         return;
-    int fits = columns(o, s) <= room, cols = 0;
+    int fits = columns(o, s) <= room, cols = 0, blanks = 0;
     size_t len;
     int safe;
     for (; *s; s += len) {
@@ -112,11 +113,20 @@ static void put_cut(out_t *o, const char *s, int room)
         if (!fits && cols + w > room - 1)
             break;
         cols += w;
+        if (*s == ' ') {
+            blanks++;
+            continue;
+        }
+        for (; blanks; blanks--)
+            fputc(' ', o->f);
         if (safe)
             fwrite(s, 1, len, o->f);
         else
             fputc('?', o->f);
     }
+    if (fits)
+        for (; blanks; blanks--)
+            fputc(' ', o->f);
     if (!fits) {
         fputs("…", o->f);
         if (o->color)
@@ -561,8 +571,9 @@ static void needed_copies(out_t *o, const pf_model_t *m)
             fputc('\n', o->f);
             line(o, "%scopies proved needed%s (a watched write changed the copy or its source)", bold(o), reset(o));
         }
-        line(o, "  %s:%d  %s in %.0f copies: %s", shorten_path(pf_model_str(m, at->file)), at->line,
-             human(f->bytes, a), f->count, pf_report_source_line(pf_model_str(m, at->file), at->line));
+        line(o, "  %s:%d  %s in %.0f cop%s: %s", shorten_path(pf_model_str(m, at->file)), at->line,
+             human(f->bytes, a), f->count, f->count < 1.5 ? "y" : "ies",
+             pf_report_source_line(pf_model_str(m, at->file), at->line));
         if (f->write_line >= 0) {
             const pf_line_t *w = &m->lines[f->write_line];
             line(o, "      %s written at %s:%d%s%s: %s", f->write_to_dst ? "copy" : "source",
@@ -591,8 +602,16 @@ static void findings(out_t *o, const pf_model_t *m)
                  reset(o));
         }
         char rate[16];
-        line(o, "  %s%s:%d%s  %s in %.0f copies (%s/s): %s", red(o), shorten_path(pf_model_str(m, at->file)),
-             at->line, reset(o), human(f->redundant_bytes, a), f->count, human(pf_report_copy_rate(&at->s), rate),
+        double n = f->redundant_count < 1 ? 1 : f->redundant_count;
+        char from[96] = "";     /* a line may copy objects of several lines: one finding each */
+        if (f->src_line >= 0)
+            snprintf(from, sizeof from, " of data from line %d", m->lines[f->src_line].line);
+        if (f->src_line >= 0 && m->lines[f->src_line].file != at->file)
+            snprintf(from, sizeof from, " of data from %s:%d", pf_report_basename(pf_model_str(m, m->lines[f->src_line].file)),
+                     m->lines[f->src_line].line);
+        line(o, "  %s%s:%d%s  %s in %.0f cop%s%s (%s/s): %s", red(o), shorten_path(pf_model_str(m, at->file)),
+             at->line, reset(o), human(f->redundant_bytes, a), n, n < 1.5 ? "y" : "ies", from,
+             human(pf_report_copy_rate(&at->s), rate),
              pf_report_source_line(pf_model_str(m, at->file), at->line));
         line(o, "      fix: share one buffer (numpy: np.asarray(x) or x itself; bytes: memoryview(x))");
     }

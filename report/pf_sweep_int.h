@@ -31,6 +31,7 @@ typedef struct range_ent {
 typedef struct copy_info {
     int32_t flow;
     double est;
+    int fills;          /* filled its tracked destination: a candidate for a verdict (pf_copy_rule.h) */
 } copy_info_t;
 
 /* Where a thread's memory with no user line of its own goes (pf_model_origin.c). */

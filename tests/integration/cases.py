@@ -66,13 +66,14 @@ class Ctx:
     def __init__(self, pyflow, python, tmp):
         self.pyflow, self.python, self.tmp = pyflow, python, tmp
 
-    def profile(self, script, *args, extra=(), stdin=""):
-        """Runs pyflow with --json; returns (completed process, json document)."""
+    def profile(self, script, *args, extra=(), stdin="", env=None):
+        """Runs pyflow with --json (env: variables added to the environment); returns (completed process,
+        json document)."""
         out = os.path.join(self.tmp, "out.json")
         if os.path.exists(out):
             os.unlink(out)
         cp = run([self.pyflow, "run", "--python", self.python, "--json", out, *extra, script, *args],
-                 input=stdin)
+                 input=stdin, env={**os.environ, **env} if env else None)
         assert os.path.exists(out), f"no JSON written; stderr:\n{cp.stderr}"
         with open(out) as f:
             return cp, json.load(f)
@@ -212,6 +213,23 @@ def case_copies_numpy(c):
     tmp = row(d, "copy_of_temporary.py", 8)
     near(tmp["redundant_copy_bytes"], 40_000_000, 0.02, "copies of temporaries, redundant bytes")
     assert tmp["copy_count"] == 5, tmp["copy_count"]
+
+
+def case_copy_pieces(c):
+    """Copies that fill no object are not called redundant, though neither end is ever modified: a
+    concatenation (a new layout of both arrays) and numpy's take of 40-byte items (one memmove each into
+    one array); a whole copy in the same program is. Every copy is recorded (PYFLOW_COPY_SAMPLE_BYTES=1), so
+    the pieces at the start of both objects, which a runtime judging pieces would link, always are."""
+    c.need_numpy()
+    cp, d = c.profile(prog("copy_pieces.py"), extra=("--exact",), env={"PYFLOW_COPY_SAMPLE_BYTES": "1"})
+    assert cp.returncode == 0, cp.stderr
+    concat, take, whole = (row(d, "copy_pieces.py", n) for n in (4, 6, 7))
+    near(concat["copy_bytes"], 16_000_000, 0.01, "concatenate copy volume")
+    near(take["copy_bytes"], 4_000_000, 0.01, "take copy volume")
+    assert take["copy_count"] >= 100_000, take["copy_count"]
+    assert concat["redundant_copy_bytes"] == 0, f"a concatenation was called redundant: {concat}"
+    assert take["redundant_copy_bytes"] == 0, f"a gather's pieces were called redundant: {take}"
+    near(whole["redundant_copy_bytes"], 8_000_000, 0.01, "np.array(a) redundant bytes")
 
 
 def case_copies_python(c):

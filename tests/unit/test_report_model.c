@@ -186,16 +186,21 @@ static void test_copies_and_verdicts(void **state)
     uint32_t l1 = 1, l2 = 2;
     b_alloc(&b, 1, 0x10000, 4096, 4096, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &l1);
     b_alloc(&b, 2, 0x20000, 4096, 4096, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &l2);
-    b_copy(&b, 3, 7, 0x20000, 0x10000, 4096, 3);
-    b_copy(&b, 4, 8, 0x20000 + 32, 0x10000 + 32, 64, 3);  /* inside both objects (header offset) */
-    b_verdict(&b, 5, 7, PF_VERDICT_REDUNDANT);
-    b_verdict(&b, 6, 8, PF_VERDICT_MODIFIED);
-    b_verdict(&b, 7, 99, PF_VERDICT_REDUNDANT);           /* unknown copy: ignored */
+    b_alloc(&b, 3, 0x30000, 4096, 4096, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &l2);
+    b_copy(&b, 4, 7, 0x20000, 0x10000, 4096, 3);
+    b_copy(&b, 5, 8, 0x20000 + 32, 0x10000 + 32, 64, 3);  /* a piece inside both objects: no candidate */
+    b_copy(&b, 6, 9, 0x30000 + 16, 0x10000, 4000, 3);     /* fills the object but a 16-byte header */
+    b_verdict(&b, 7, 7, PF_VERDICT_REDUNDANT);
+    b_verdict(&b, 8, 8, PF_VERDICT_REDUNDANT);            /* as a runtime before pf_copy_rule.h judged it: ignored */
+    b_verdict(&b, 9, 9, PF_VERDICT_MODIFIED);
+    b_verdict(&b, 10, 99, PF_VERDICT_REDUNDANT);          /* unknown copy: ignored */
     pf_model_t *m = load_ok(b_save(&b, "copy.pflow", 0));
     const pf_line_t *at = find_line(m, "/c.py", 3);
-    assert_int_equal((int)at->s.copy_bytes, 4096 + 64);
-    assert_int_equal((int)at->s.copy_count, 2);
-    assert_int_equal((int)at->s.redundant_copy_bytes, 4096);
+    assert_int_equal((int)at->s.copy_bytes, 4096 + 64 + 4000);
+    assert_int_equal((int)at->s.copy_count, 3);
+    /* the redundant share of the judged candidates' bytes, of the candidates' bytes (none of the piece's) */
+    assert_int_equal((int)(at->s.redundant_copy_bytes + 0.5), 4096);
+    assert_int_equal((int)(m->flows[0].candidate_bytes + 0.5), 4096 + 4000);
     assert_int_equal((int)m->n_flows, 1);
     const pf_flow_t *f = &m->flows[0];
     assert_int_equal(m->lines[f->src_line].line, 1);
