@@ -194,10 +194,46 @@ static void test_outside_code_said(void **state)
     pf_model_free(m);
 }
 
+/* A source line cut in the blanks before its comment ends "code…", not "code      …". */
+static void test_cut_source_keeps_no_blanks(void **state)
+{
+    (void)state;
+    assert_non_null(setlocale(LC_CTYPE, "C.UTF-8"));
+    char src[300];
+    snprintf(src, sizeof src, "%s/aligned.py", tmpdir);
+    FILE *f = fopen(src, "w");
+    assert_non_null(f);
+    fprintf(f, "m = df.merge(df, on=\"a\")%60s# line 1: the merge\n", "");
+    fclose(f);
+    builder_t b;
+    b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    b_code(&b, 1, src, "<module>", 1);
+    uint32_t c = 1;
+    b_alloc(&b, 1, 0x1000, 1 << 20, 1 << 20, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &c);
+    pf_model_t *m = load_ok(b_save(&b, "aligned.pflow", 0));
+    int cut = 0;
+    for (int width = 60; width <= 160; width += 7) {
+        char *text = render(m, width, 0, 20);
+        for (char *save, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+            size_t n = strlen(l), e = strlen("…");
+            if (n > e && strcmp(l + n - e, "…") == 0 && strstr(l, "df.merge")) {
+                cut++;
+                if (l[n - e - 1] == ' ')
+                    fail_msg("width %d: blanks before the ellipsis: '%s'", width, l);
+            }
+        }
+        free(text);
+    }
+    assert_true(cut > 5);
+    pf_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_width_never_exceeded),
+        cmocka_unit_test(test_cut_source_keeps_no_blanks),
         cmocka_unit_test(test_long_file_keeps_line_number),
         cmocka_unit_test(test_incomplete_profile_said),
         cmocka_unit_test(test_outside_code_said),
