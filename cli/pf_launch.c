@@ -243,6 +243,13 @@ static void exec_program(const pf_run_opts_t *o, const pf_python_t *py, const ch
         _exit(127);
     snprintf(preload, n, "%s%s%s", runtime, old && *old ? ":" : "", old && *old ? old : "");
     setenv("LD_PRELOAD", preload, 1);
+    /* absolute: a program that changes directory before it starts a child would have the child's
+     * profile written beside the new directory, where the report never looks */
+    char cwd[PATH_MAX], absolute[2 * PATH_MAX + 2];
+    if (profile[0] != '/' && getcwd(cwd, sizeof cwd)) {
+        snprintf(absolute, sizeof absolute, "%s/%s", cwd, profile);
+        profile = absolute;
+    }
     setenv(PF_ENV_OUTPUT, profile, 1);
     set_env_u64(PF_ENV_ROOT_PID, (uint64_t)getpid());
     if (o->exact)

@@ -385,6 +385,25 @@ def case_argv_cwd_env(c):
     assert cp.stderr.startswith("pyflow  show.py a b -x --json -m"), f"report header: {cp.stderr[:200]!r}"
 
 
+def case_child_after_chdir(c):
+    """A relative -o, and a program that changes directory before it starts a child: the child's profile
+    is still written beside the root's (not in the new directory) and merged."""
+    sub = os.path.join(c.tmp, "elsewhere")
+    os.makedirs(sub, exist_ok=True)
+    with open(os.path.join(c.tmp, "moves.py"), "w") as f:
+        f.write("import os, subprocess, sys\n"
+                f"os.chdir({sub!r})\n"
+                "subprocess.run([sys.executable, '-c', 'x = bytearray(6_000_000)'], check=True)\n")
+    cp = run([c.pyflow, "run", "--python", c.python, "-o", "rel.pflow", "--json", "out.json", "moves.py"],
+             cwd=c.tmp)
+    assert cp.returncode == 0, cp.stderr
+    assert not [n for n in os.listdir(sub) if n.startswith("rel.pflow")], os.listdir(sub)
+    with open(os.path.join(c.tmp, "out.json")) as f:
+        d = json.load(f)
+    started = row(d, "moves.py", 3)
+    assert started["started_processes"] == 1 and started["started_bytes"] >= 5_000_000, started
+
+
 def case_keyboard_interrupt(c):
     """An uncaught KeyboardInterrupt ends the program by SIGINT, as with plain python."""
     plain = run([c.python, prog("fidelity.py"), "interrupt"], input="")
