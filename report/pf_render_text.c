@@ -415,15 +415,17 @@ static void funcs_table(out_t *o, const pf_model_t *m, int rows)
 {
     size_t *order = pf_report_func_order(m);
     char a[16], b[16], c[16], d[16];
-    fputc('\n', o->f);
-    line(o, "%s%-40s %9s %9s %9s %6s %9s%s", bold(o), "function", "allocated", "python", "native", "peak%",
-         "at exit", reset(o));
     int shown = 0;
     for (size_t k = 0; k < m->n_funcs && shown < rows; k++) {
         const pf_func_t *f = &m->funcs[order[k]];
         const char *file = pf_model_str(m, f->file);
         if (!pf_model_is_user_file(m, file) || f->s.alloc_bytes < 0.5)
             continue;
+        if (!shown) {   /* no table at all when no function of the user's allocated (a syntax error) */
+            fputc('\n', o->f);
+            line(o, "%s%-40s %9s %9s %9s %6s %9s%s", bold(o), "function", "allocated", "python", "native",
+                 "peak%", "at exit", reset(o));
+        }
         char name[512];
         snprintf(name, sizeof name, "%s (%s)", pf_model_str(m, f->function), shorten_path(file));
         char cut[520];

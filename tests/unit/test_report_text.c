@@ -190,6 +190,17 @@ static void test_outside_code_said(void **state)
     m = load_ok(b_save(&b, "inside.pflow", 0));
     text = render(m, 120, 0, 20);
     assert_null(strstr(text, "outside your code"));
+    assert_non_null(strstr(text, "\nfunction "));
+    free(text);
+    pf_model_free(m);
+
+    b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, 1);      /* no function of the user's (a syntax error): no table */
+    b_chunk(&b, 1);
+    b_alloc(&b, 1, 0x1000, 1000, 1000, PF_DOMAIN_PYRAW, PF_ALLOC_EXACT, 0, NULL);
+    m = load_ok(b_save(&b, "nofunc.pflow", 0));
+    text = render(m, 120, 0, 20);
+    if (!strstr(text, "[python startup]") || strstr(text, "\nfunction "))
+        fail_msg("an empty function table:\n%s", text);
     free(text);
     pf_model_free(m);
 }
