@@ -59,7 +59,10 @@ static void link_copy(pf_tls_t *t, uint64_t id, const void *dst, const void *src
     if (t->compare_credit < (int64_t)n)
         return;
     pf_objinfo_t d, s;
+    /* a piece is no candidate (the reporter asks the same of the same bytes): no compare, no watch, and
+     * no lookup of its source */
     if (!pf_objtable_find_start((uintptr_t)dst, PF_COPY_MAX_HEADER, &d) ||
+        !pf_copy_fills_object((uintptr_t)dst - d.addr, n, d.size) ||
         !pf_objtable_find_start((uintptr_t)src, PF_COPY_MAX_HEADER, &s) || d.addr == s.addr)
         return;
     /* Device memory cannot be read from the host: a copy with a GPU end is never compared here (uploads
@@ -71,8 +74,6 @@ static void link_copy(pf_tls_t *t, uint64_t id, const void *dst, const void *src
         len = d.addr + d.size - (uintptr_t)dst;
     if ((uintptr_t)src + len > s.addr + s.size)
         len = s.addr + s.size - (uintptr_t)src;
-    if (!pf_copy_fills_object((uintptr_t)dst - d.addr, len, d.size))
-        return;     /* not a candidate: spend no compare (nor watch) on it */
     pf_copylink_t on_dst = {id, s.addr, s.serial, (uintptr_t)src, (uintptr_t)dst, len};
     pf_copylink_t on_src = {id, d.addr, d.serial, (uintptr_t)dst, (uintptr_t)src, len};
     pf_objtable_set_link(d.addr, &on_dst);

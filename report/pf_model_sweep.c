@@ -311,26 +311,26 @@ static void range_del(sweeper_t *S, uint64_t key)
 }
 
 /* The live object containing addr: addr itself, a small header before it (CPython objects), or, for GPU
- * blocks and large buffers, any address inside. */
+ * blocks and large buffers, any address inside; *offset (unless NULL) = addr's offset in it. */
 static int64_t object_at(sweeper_t *S, uint32_t proc, uint64_t addr, uint64_t *offset)
 {
-    for (uint64_t back = 0; back <= PF_COPY_MAX_HEADER && back <= addr; back += 8) {
+    uint64_t found = 0;
+    int64_t idx = -1;
+    for (uint64_t back = 0; idx < 0 && back <= PF_COPY_MAX_HEADER && back <= addr; back += 8) {
         uint64_t *v = pf_map_get(&S->live, addr_key(proc, addr - back));
-        if (v && addr < addr - back + S->objs[*v].size) {
-            *offset = back;
-            return (int64_t)*v;
-        }
+        if (v && addr < addr - back + S->objs[*v].size)
+            idx = (int64_t)*v, found = back;
     }
     uint64_t key = addr_key(proc, addr);
-    size_t at = range_upper(S, key);
+    size_t at = idx < 0 ? range_upper(S, key) : 0;
     if (at > 0) {
         const range_ent_t *r = &S->ranges[at - 1];
-        if (key - r->key < S->objs[r->idx].size) {  /* keys of one process differ by the address */
-            *offset = key - r->key;
-            return (int64_t)r->idx;
-        }
+        if (key - r->key < S->objs[r->idx].size)    /* keys of one process differ by the address */
+            idx = (int64_t)r->idx, found = key - r->key;
     }
-    return -1;
+    if (idx >= 0 && offset)
+        *offset = found;
+    return idx;
 }
 
 /* Ends the life of live object idx at address key at time t: it stops counting in its rows (unless the
@@ -433,7 +433,7 @@ static void on_copy(sweeper_t *S, const event_t *e)
     pf_stack_view_t st = pf_loader_stack(S->L, e->proc, c + 1, c->flags, c->n_py, c->n_native);
     int started;
     int32_t at = pf_sweep_attribute(S, e->proc, e, st.py, st.n_py, st.attribute_flags, &fn, &started);
-    uint64_t dst_offset = 0, src_offset;
+    uint64_t dst_offset = 0;
     int64_t dst = object_at(S, e->proc, c->dst, &dst_offset);
     alloc_site_t src = {-1, 0};     /* where the source was allocated */
     if (e->aux == PF_COPY_REALLOC) {    /* the source is the block realloc just freed */
@@ -441,7 +441,7 @@ static void on_copy(sweeper_t *S, const event_t *e)
         if (v)
             src = S->freed_sites[*v];
     } else {
-        int64_t o = object_at(S, e->proc, c->src, &src_offset);
+        int64_t o = object_at(S, e->proc, c->src, NULL);
         if (o >= 0)
             src = (alloc_site_t){S->objs[o].line, S->objs[o].native};
     }
@@ -498,11 +498,10 @@ static pf_flow_t *judge(sweeper_t *S, uint32_t proc, uint64_t copy_id, int redun
     if (!c)
         return NULL;
     const copy_info_t *ci = &S->cinfo[*c];
-    pf_flow_t *fl = &S->m->flows[ci->flow];
-    if (!ci->fills) {       /* judged by a runtime before pf_copy_rule.h: a piece is no candidate */
-        pf_map_del(&S->copies, ck);
+    pf_map_del(&S->copies, ck);
+    if (!ci->fills)         /* judged by a runtime before pf_copy_rule.h: a piece is no candidate */
         return NULL;
-    }
+    pf_flow_t *fl = &S->m->flows[ci->flow];
     fl->judged++;
     fl->judged_bytes += ci->est;
     fl->evidence = evidence;
@@ -512,7 +511,6 @@ static pf_flow_t *judge(sweeper_t *S, uint32_t proc, uint64_t copy_id, int redun
         fl->redundant++;
         fl->redundant_judged_bytes += ci->est;
     }
-    pf_map_del(&S->copies, ck);
     return fl;
 }
 

@@ -263,8 +263,9 @@ static void header(out_t *o, const pf_model_t *m, const pf_text_opts_t *opts)
              share((double)w->silent_store_bytes, (double)w->store_bytes), human((double)w->load_bytes, b),
              share((double)w->redundant_load_bytes, (double)w->load_bytes));
     }
-    if (pf_report_process_count(m) > 1)
-        line(o, "  processes: %zu (children merged)", pf_report_process_count(m));
+    size_t n_processes = pf_report_process_count(m);
+    if (n_processes > 1)
+        line(o, "  processes: %zu (children merged)", n_processes);
 }
 
 /* Appends printf output to a fixed buffer (a row being assembled column by column). */
