@@ -38,6 +38,9 @@ static struct {
     pthread_key_t exit_key;     /* its destructor hands an exiting thread's chunk on */
     int exit_key_made;
     char base[PATH_MAX];
+    char path[PATH_MAX + 32];   /* the file being written: base, or base.<pid>[.<n>] */
+    dev_t dev;                  /* ... and its identity, to tell it from another file on the same number */
+    ino_t ino;
     uint32_t flags;
     uint32_t python_hex;
     char python_version[32];
@@ -93,18 +96,20 @@ static int open_profile_file(int is_root)
     if (is_root) {
         int fd = open(W.base, O_RDWR | O_CLOEXEC);
         struct stat st;
-        if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size == 0)
+        if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size == 0) {
+            snprintf(W.path, sizeof W.path, "%s", W.base);
             return fd;
+        }
         if (fd >= 0)
             close(fd);
     }
-    char path[PATH_MAX + 32];
+    char *path = W.path;
     int pid = (int)getpid();
     for (int n = 0; n < 1000; n++) {
         if (n == 0)
-            snprintf(path, sizeof path, "%s.%d", W.base, pid);
+            snprintf(path, sizeof W.path, "%s.%d", W.base, pid);
         else
-            snprintf(path, sizeof path, "%s.%d.%d", W.base, pid, n);
+            snprintf(path, sizeof W.path, "%s.%d.%d", W.base, pid, n);
         int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd >= 0 || errno != EEXIST)
             return fd >= 0 ? fd : -errno;
@@ -151,6 +156,11 @@ static int open_and_start(int is_root)
     if (rc < 0) {
         close(fd);
         return rc;
+    }
+    struct stat st;
+    if (fstat(fd, &st) == 0) {
+        W.dev = st.st_dev;
+        W.ino = st.st_ino;
     }
     W.fd = fd;
     W.next_chunk = 0;
@@ -202,6 +212,27 @@ int pf_writer_reopen_child(void)
     if (rc < 0)
         __atomic_add_fetch(&W.gen, 1, __ATOMIC_RELEASE);  /* stale chunks must not be used either way */
     return rc;
+}
+
+/* The program may have closed the profile's descriptor (subprocess's close_fds in a fork child about to
+ * exec, a daemon closing everything, os.closerange) and even reused its number for a file of its own:
+ * before the descriptor grows the file, make sure it is still the profile, else open the profile again by
+ * its path. Once a chunk, so an fstat per 64 KiB of records. */
+static void keep_descriptor(void)
+{
+    struct stat st;
+    if (W.fd >= 0 && fstat(W.fd, &st) == 0 && st.st_dev == W.dev && st.st_ino == W.ino)
+        return;
+    pf_spin_lock(&W.lock);
+    if (W.fd < 0 || fstat(W.fd, &st) != 0 || st.st_dev != W.dev || st.st_ino != W.ino) {
+        int fd = pf_fd_high(open(W.path, O_RDWR | O_CLOEXEC));
+        if (fd >= 0 && (fstat(fd, &st) != 0 || st.st_dev != W.dev || st.st_ino != W.ino)) {
+            close(fd);      /* the profile was replaced or removed: stop growing it */
+            fd = -1;
+        }
+        __atomic_store_n(&W.fd, fd, __ATOMIC_RELEASE);     /* the old number is no longer ours to close */
+    }
+    pf_spin_unlock(&W.lock);
 }
 
 /* Maps segment s (address space only: the file grows a chunk at a time, reserve_blocks). Returns its base or
@@ -334,6 +365,7 @@ static int take_chunk(pf_tls_t *t, uint32_t bytes)
         if (!seg || !is_reserved(idx))
             return 0;
     } else {
+        keep_descriptor();
         seg = map_segment((unsigned)(idx / PF_CHUNKS_PER_SEGMENT));
         if (!seg || reserve_blocks(idx) != 0)
             return 0;

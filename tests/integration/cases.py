@@ -1137,6 +1137,21 @@ def case_fd_numbers(c):
         assert r.returncode == 0 and r.stdout == plain.stdout, (extra, r.stdout, plain.stdout, r.stderr[-500:])
 
 
+def case_closed_profile_fd(c):
+    """A program that closes every descriptor it did not open (a daemon, os.closerange) and puts a file of its
+    own on the profile's old number: what it allocates afterwards is still recorded (the profile is opened
+    again by its path) and its own file is left alone."""
+    script = prog("closes_fds.py")
+    plain = run([c.python, script, c.tmp])
+    assert plain.returncode == 0 and plain.stdout == "size 0 kept 16\n", (plain.stdout, plain.stderr)
+    cp, d = c.profile(script, c.tmp)
+    assert cp.returncode == 0 and cp.stdout == plain.stdout, (cp.stdout, cp.stderr[-800:])
+    exact_plus_samples(row(d, "closes_fds.py", line_of(script, "churn = "))["alloc_bytes"], 3000 << 20,
+                       "allocated after the descriptors were closed")
+    exact_plus_samples(row(d, "closes_fds.py", line_of(script, "keep = ["))["alloc_bytes"], 16 << 20,
+                       "allocated last")
+
+
 def case_fd_limit(c):
     """Many watched threads (perf events each) take none of the program's descriptors where the hard limit
     leaves room above the soft one: the program opens as many files as without pyflow. Where it does not
