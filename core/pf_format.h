@@ -246,8 +246,17 @@ typedef struct pf_rec_spawn {
     uint16_t n_py;
     uint16_t n_native;
     uint8_t flags;          /* PF_ALLOC_NO_PYSTATE / _TRUNCATED / _STACK_REF */
-    uint8_t reserved[7];
+    uint8_t child_flags;    /* PF_SPAWN_UNPROFILED */
+    uint16_t command_len;   /* bytes of command line after the stack (unprofiled children only) */
+    uint8_t reserved[4];
 } pf_rec_spawn_t;
+
+/* The process runs Python but not profiled: its environment lacks pyflow's LD_PRELOAD entry or
+ * PYFLOW_OUTPUT (subprocess's env=, os.execve). Written by the starter (vfork child, posix_spawn), or by a
+ * process about to exec itself into such a program (then child is its own pid). The command line follows
+ * the stack (command_len bytes, no NUL). Such a start begins no profile: the reporter lists it apart. */
+#define PF_SPAWN_UNPROFILED 0x1u
+#define PF_SPAWN_MAX_COMMAND 200u
 
 typedef enum pf_mark_kind {
     PF_MARK_FINALIZING = 1, /* interpreter shutdown began: frees after this do not cancel (live-at-exit) */

@@ -26,6 +26,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "pf_child_env.h"
 #include "pf_rt_int.h"
 #include "pf_stacks.h"
 #include "pf_writer.h"
@@ -64,12 +65,37 @@ void pf_spawn_resolve(void)
     __atomic_store_n(&resolved, 1, __ATOMIC_RELEASE);
 }
 
-static void write_spawn(pf_tls_t *t, int kind, uint64_t child, uint64_t t_ns)
+/* A process start's program, when it will run Python unprofiled (pf_child_env.h). */
+typedef struct child {
+    uint8_t flags;              /* PF_SPAWN_UNPROFILED, or 0 */
+    uint16_t command_len;
+    char command[PF_SPAWN_MAX_COMMAND + 1];
+} child_t;
+
+static const child_t plain_child;
+
+/* Fills *c for a start of path with argv and envp. Returns -1 when that cannot be told yet (an exec trying
+ * a PATH entry that lacks the program: the next try tells), else 0. */
+static int judge_child(child_t *c, const char *path, char *const argv[], char *const envp[])
+{
+    c->flags = 0;
+    c->command_len = 0;
+    if (pf_env_profiles(envp))
+        return 0;
+    int python = pf_program_is_python(path);
+    if (python <= 0)
+        return python;
+    c->flags = PF_SPAWN_UNPROFILED;
+    c->command_len = (uint16_t)pf_command_line(c->command, sizeof c->command, argv);
+    return 0;
+}
+
+static void write_spawn(pf_tls_t *t, int kind, uint64_t child, uint64_t t_ns, const child_t *c)
 {
     pf_stack_t st;
     pf_stack_capture_python(t, &st);
     uint32_t sid, bytes;
-    char *rec = pf_record_reserve_stacked(t, &st, sizeof(pf_rec_spawn_t), &sid, &bytes);
+    char *rec = pf_record_reserve_stacked(t, &st, sizeof(pf_rec_spawn_t) + c->command_len, &sid, &bytes);
     if (!rec)
         return;
     memset(rec + sizeof(pf_rec_header_t), 0, bytes - sizeof(pf_rec_header_t));
@@ -77,20 +103,23 @@ static void write_spawn(pf_tls_t *t, int kind, uint64_t child, uint64_t t_ns)
     s->t_ns = t_ns;
     s->child = child;
     s->tid = t->tid;
+    s->child_flags = c->flags;
+    s->command_len = c->command_len;
     pf_stacks_fields(&st, sid, &s->flags, &s->n_py, &s->n_native);
     pf_stacks_store_tail(&st, sid, s + 1);
+    memcpy((char *)(s + 1) + pf_stacks_tail_bytes(&st, sid), c->command, c->command_len);
     pf_writer_commit(t, rec, PF_REC_SPAWN, (uint16_t)kind, bytes);
 }
 
 /* In the starting thread: a start at t_ns (after it succeeded; before it, when its pid cannot be known). */
-static void note_start(int kind, uint64_t child, uint64_t t_ns)
+static void note_start(int kind, uint64_t child, uint64_t t_ns, const child_t *c)
 {
     pf_tls_t *t = &pf_tls;
     if (t->guard || !__atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE))
         return;
     t->guard++;
     pf_enter_recording(t);
-    write_spawn(t, kind, child, t_ns);
+    write_spawn(t, kind, child, t_ns, c);
     t->guard--;
 }
 
@@ -100,23 +129,40 @@ static uint64_t start_time(void)
     return pf_tls.guard || !__atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE) ? 0 : pf_now_ns();
 }
 
-/* In a vfork child about to exec: its parent thread's start of this pid, once (exec retries along PATH). */
-static void note_vfork_exec(void)
+/* In a vfork child about to exec path: its parent thread's start of this pid, once (exec retries along
+ * PATH). */
+static void note_vfork_exec(pf_tls_t *t, uint32_t pid, const child_t *c)
 {
-    pf_tls_t *t = &pf_tls;
-    if (t->guard || !__atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE))
-        return;
-    uint32_t pid = (uint32_t)syscall(SYS_getpid);
     /* The parent thread must have a chunk of the current file: a vfork child must not start a thread. */
-    if (pid == pf_cfg.pid || pid == t->spawn_noted_pid || !t->ready || t->chunk_gen != pf_writer_generation() ||
+    if (pid == t->spawn_noted_pid || !t->ready || t->chunk_gen != pf_writer_generation() ||
         syscall(SYS_kcmp, pid, (pid_t)pf_cfg.pid, KCMP_VM, 0, 0) != 0)
         return;
     t->guard++;
     t->spawn_noted_pid = pid;
     t->in_vfork_child = 1;
-    write_spawn(t, PF_SPAWN_PROCESS, pid, pf_now_ns());
+    write_spawn(t, PF_SPAWN_PROCESS, pid, pf_now_ns(), c);
     t->in_vfork_child = 0;
     t->guard--;
+}
+
+/* Before exec(path, argv, envp): a vfork child notes its start for its parent; a process about to become
+ * an unprofiled Python notes that in its own file (once: os.execvp tries one PATH entry after another). */
+static void note_exec(const char *path, char *const argv[], char *const envp[])
+{
+    static uint32_t self_noted_pid;
+    pf_tls_t *t = &pf_tls;
+    if (t->guard || !__atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE))
+        return;
+    child_t c;
+    if (judge_child(&c, path, argv, envp) < 0)
+        return;
+    uint32_t pid = (uint32_t)syscall(SYS_getpid);
+    if (pid != pf_cfg.pid) {
+        note_vfork_exec(t, pid, &c);
+    } else if (c.flags && self_noted_pid != pid) {
+        self_noted_pid = pid;
+        note_start(PF_SPAWN_PROCESS, pid, pf_now_ns(), &c);
+    }
 }
 
 #define PF_REAL(name) (resolved ? (void)0 : pf_spawn_resolve(), real.name)
@@ -126,7 +172,7 @@ PF_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*
     uint64_t t0 = start_time();
     int rc = PF_REAL(pthread_create)(th, attr, fn, arg);
     if (rc == 0 && t0)
-        note_start(PF_SPAWN_THREAD, (uint64_t)*th, t0);
+        note_start(PF_SPAWN_THREAD, (uint64_t)*th, t0, &plain_child);
     return rc;
 }
 
@@ -135,15 +181,15 @@ PF_EXPORT pid_t fork(void)
     uint64_t t0 = start_time();
     pid_t pid = PF_REAL(fork)();
     if (pid > 0 && t0)
-        note_start(PF_SPAWN_PROCESS, (uint64_t)pid, t0);
+        note_start(PF_SPAWN_PROCESS, (uint64_t)pid, t0, &plain_child);
     return pid;
 }
 
 /* posix_spawn(p) returned rc, having started *pid when rc is 0. */
-static int after_posix_spawn(int rc, const pid_t *pid, uint64_t t0)
+static int after_posix_spawn(int rc, const pid_t *pid, uint64_t t0, const child_t *c)
 {
     if (rc == 0 && pid && t0)
-        note_start(PF_SPAWN_PROCESS, (uint64_t)*pid, t0);
+        note_start(PF_SPAWN_PROCESS, (uint64_t)*pid, t0, c);
     return rc;
 }
 
@@ -151,43 +197,49 @@ PF_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_a
                           const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
     uint64_t t0 = start_time();
-    return after_posix_spawn(PF_REAL(posix_spawn)(pid, path, fa, attr, argv, envp), pid, t0);
+    child_t c = plain_child;
+    if (t0)
+        judge_child(&c, path, argv, envp);
+    return after_posix_spawn(PF_REAL(posix_spawn)(pid, path, fa, attr, argv, envp), pid, t0, &c);
 }
 
 PF_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
                            const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
     uint64_t t0 = start_time();
-    return after_posix_spawn(PF_REAL(posix_spawnp)(pid, file, fa, attr, argv, envp), pid, t0);
+    child_t c = plain_child;
+    if (t0)
+        judge_child(&c, file, argv, envp);
+    return after_posix_spawn(PF_REAL(posix_spawnp)(pid, file, fa, attr, argv, envp), pid, t0, &c);
 }
 
 PF_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
-    note_vfork_exec();
+    note_exec(path, argv, envp);
     return PF_REAL(execve)(path, argv, envp);
 }
 
 PF_EXPORT int execv(const char *path, char *const argv[])
 {
-    note_vfork_exec();
+    note_exec(path, argv, environ);
     return PF_REAL(execv)(path, argv);
 }
 
 PF_EXPORT int execvp(const char *file, char *const argv[])
 {
-    note_vfork_exec();
+    note_exec(file, argv, environ);
     return PF_REAL(execvp)(file, argv);
 }
 
 PF_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-    note_vfork_exec();
+    note_exec(file, argv, envp);
     return PF_REAL(execvpe)(file, argv, envp);
 }
 
 PF_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
-    note_vfork_exec();
+    note_exec(argv[0], argv, envp);   /* the program's file name, as its caller gave it */
     return PF_REAL(fexecve)(fd, argv, envp);
 }
 
@@ -195,6 +247,6 @@ PF_EXPORT int system(const char *command)
 {
     uint64_t t0 = command ? start_time() : 0;   /* system(NULL) only asks whether a shell exists */
     if (t0)
-        note_start(PF_SPAWN_PROCESS, 0, t0);
+        note_start(PF_SPAWN_PROCESS, 0, t0, &plain_child);
     return PF_REAL(system)(command);
 }

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pf_child_env.h"
 #include "pf_codes.h"
 #include "pf_fd.h"
 #include "pf_modules.h"
@@ -201,9 +202,7 @@ static void leave_environment_clean(void)
         size_t used = 0;
         for (const char *p = preload; *p;) {
             size_t len = strcspn(p, ": ");
-            int ours = len >= strlen(PF_RUNTIME_SONAME) &&
-                       strncmp(p + len - strlen(PF_RUNTIME_SONAME), PF_RUNTIME_SONAME, strlen(PF_RUNTIME_SONAME)) == 0;
-            if (len && !ours && used + len + 2 < sizeof kept) {
+            if (len && !pf_preload_entry_is_ours(p, len) && used + len + 2 < sizeof kept) {
                 if (used)
                     kept[used++] = ':';
                 memcpy(kept + used, p, len);

@@ -75,6 +75,8 @@ typedef struct proc_state {
     size_t n_watch_last, cap_watch_last;
     spawn_t *spawns;        /* the threads and processes this process started, in file order */
     size_t n_spawns, cap_spawns;
+    spawn_t *unprofiled;    /* its starts of Python processes that ran unprofiled (PF_SPAWN_UNPROFILED) */
+    size_t n_unprofiled, cap_unprofiled;
     thread_ref_t *threads;  /* tid -> index+1 (threads_by_tid) */
     size_t n_threads, cap_threads;
     pf_map_t threads_by_tid;

@@ -454,6 +454,9 @@ void pf_model_free(pf_model_t *m)
         free(m->procs[i].python);
     }
     free(m->procs);
+    for (size_t i = 0; i < m->n_unprofiled; i++)
+        free(m->unprofiled[i].command);
+    free(m->unprofiled);
     for (size_t i = 0; i < m->argc; i++)
         free(m->argv[i]);
     free(m->argv);

@@ -112,6 +112,16 @@ typedef struct pf_process {
     double live, peak_bytes;/* its own live bytes (at exit: live at exit) and their maximum */
 } pf_process_t;
 
+/* A Python process started with an environment without pyflow's variables (subprocess's env=, os.execve):
+ * it ran, unprofiled (PF_SPAWN_UNPROFILED). */
+typedef struct pf_unprofiled {
+    uint32_t pid;
+    uint32_t starter_pid;   /* the process that started it; its own pid when a process exec'd into it */
+    int32_t row, func;      /* the user's line (and function) that started it, or -1 */
+    double t_s;             /* when, on the root's clock */
+    char *command;          /* its command line, the program by its file name */
+} pf_unprofiled_t;
+
 /* The profile neared its size cap: from t_s on, sampling means were factor x the header's. */
 typedef struct pf_sampling_step {
     double t_s;
@@ -132,6 +142,8 @@ struct pf_model {
     size_t n_flows, cap_flows;
     pf_process_t *procs;
     size_t n_procs, cap_procs;
+    pf_unprofiled_t *unprofiled;    /* in time order */
+    size_t n_unprofiled, cap_unprofiled;
     pf_redundancy_t *redundancies;  /* sorted by bytes, largest first */
     size_t n_redundancies, cap_redundancies;
     pf_watch_summary_t watch;

@@ -17,7 +17,10 @@ void pf_origin_collect(loader_t *L, const pf_record_t *r, uint64_t t_root)
     }
     if (r->type == PF_REC_SPAWN) {
         const pf_rec_spawn_t *s = r->payload;
-        spawn_t *sp = PF_VEC_PUSH(P->spawns, P->n_spawns, P->cap_spawns);
+        /* an unprofiled start begins no profile: no process's origin, only listed (pf_origin_unprofiled) */
+        spawn_t *sp = s->child_flags & PF_SPAWN_UNPROFILED && r->aux == PF_SPAWN_PROCESS
+                          ? PF_VEC_PUSH(P->unprofiled, P->n_unprofiled, P->cap_unprofiled)
+                          : PF_VEC_PUSH(P->spawns, P->n_spawns, P->cap_spawns);
         sp->t = t_root;
         sp->child = s->child;
         sp->tid = s->tid;
@@ -42,6 +45,7 @@ void pf_origin_collect(loader_t *L, const pf_record_t *r, uint64_t t_root)
 void pf_origin_free(proc_state_t *P)
 {
     free(P->spawns);
+    free(P->unprofiled);
     free(P->threads);
     free(P->writer_changes);
     pf_map_free(&P->threads_by_tid);
@@ -158,6 +162,24 @@ static const spawn_t *starter(const loader_t *L, uint32_t proc, uint32_t tid, ui
     return process_start(L, proc, in_proc);
 }
 
+static size_t origin(sweeper_t *S, uint32_t proc, uint32_t tid, int hops);
+
+/* The origin of start s, recorded in process q: its stack's user line, else its starting thread's origin. */
+static origin_t start_origin(sweeper_t *S, uint32_t q, const spawn_t *s, int hops)
+{
+    origin_t o = {.row = -1, .func = -1, .proc = q};
+    const pf_rec_spawn_t *r = s->rec;
+    pf_stack_view_t st = pf_loader_stack(S->L, q, r + 1, r->flags, r->n_py, r->n_native);
+    int user = 0;
+    if (st.n_py)
+        o.row = pf_sweep_attribute_stack(S, q, st.py, st.n_py, st.attribute_flags, &o.func, &user);
+    if (!user) {
+        size_t up = origin(S, q, s->tid, hops + 1);     /* may move S->origins */
+        o = S->origins[up];
+    }
+    return o;
+}
+
 /* The origin of (proc, tid): an index into S->origins. */
 static size_t origin(sweeper_t *S, uint32_t proc, uint32_t tid, int hops)
 {
@@ -168,18 +190,8 @@ static size_t origin(sweeper_t *S, uint32_t proc, uint32_t tid, int hops)
     origin_t o = {.row = -1, .func = -1, .proc = proc};
     uint32_t q = 0;
     const spawn_t *s = hops < PF_ORIGIN_MAX_HOPS ? starter(S->L, proc, tid, &q) : NULL;
-    if (s) {
-        const pf_rec_spawn_t *r = s->rec;
-        pf_stack_view_t st = pf_loader_stack(S->L, q, r + 1, r->flags, r->n_py, r->n_native);
-        int user = 0;
-        if (st.n_py)
-            o.row = pf_sweep_attribute_stack(S, q, st.py, st.n_py, st.attribute_flags, &o.func, &user);
-        o.proc = q;
-        if (!user) {
-            size_t up = origin(S, q, s->tid, hops + 1);     /* may move S->origins */
-            o = S->origins[up];
-        }
-    }
+    if (s)
+        o = start_origin(S, q, s, hops);
     *PF_VEC_PUSH(S->origins, S->n_origins, S->cap_origins) = o;
     *pf_map_put(&S->origin_memo, key, NULL) = S->n_origins - 1;
     return S->n_origins - 1;
@@ -204,4 +216,31 @@ int32_t pf_origin_row(sweeper_t *S, uint32_t proc, uint32_t tid, int32_t *func)
         l->started_threads += created;
     }
     return o.row;
+}
+
+static int cmp_unprofiled(const void *a, const void *b)
+{
+    const pf_unprofiled_t *x = a, *y = b;
+    return x->t_s < y->t_s ? -1 : x->t_s > y->t_s;
+}
+
+void pf_origin_unprofiled(sweeper_t *S)
+{
+    pf_model_t *m = S->m;
+    for (uint32_t q = 0; q < S->L->n_procs; q++) {
+        const proc_state_t *P = &S->L->procs[q];
+        for (size_t i = 0; i < P->n_unprofiled; i++) {
+            const spawn_t *s = &P->unprofiled[i];
+            origin_t o = start_origin(S, q, s, 0);
+            pf_unprofiled_t *u = PF_VEC_PUSH(m->unprofiled, m->n_unprofiled, m->cap_unprofiled);
+            u->pid = (uint32_t)s->child;
+            u->starter_pid = m->procs[q].pid;
+            u->row = o.row;
+            u->func = o.func;
+            u->t_s = (double)s->t / 1e9;
+            u->command = pf_utf8_clean(pf_spawn_command(s->rec), s->rec->command_len);
+        }
+    }
+    if (m->n_unprofiled > 1)
+        qsort(m->unprofiled, m->n_unprofiled, sizeof *m->unprofiled, cmp_unprofiled);
 }

@@ -611,6 +611,7 @@ void pf_model_sweep(loader_t *L)
     m->total.peak_bytes = peak > 0 ? peak : 0;
     extrapolate_redundancy(m);
     pf_sweep_access_finish(&S);
+    pf_origin_unprofiled(&S);
     for (size_t i = 0; i < m->n_lines; i++)
         finish_stats(&m->lines[i].s, S.t_end);
     for (size_t i = 0; i < m->n_funcs; i++)

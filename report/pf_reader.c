@@ -166,6 +166,8 @@ static const char *check_payload(const pf_record_t *r)
         const pf_rec_spawn_t *s = (const void *)p;
         if (check_stack_tail(sizeof *s, s->flags, s->n_py, s->n_native, n))
             return "spawn record's stack does not fit it (frame counts or stack reference)";
+        if ((uint64_t)(pf_spawn_command(s) - (const char *)p) + s->command_len > n)
+            return "spawn record's command line exceeds its length";
         return r->aux == PF_SPAWN_THREAD || r->aux == PF_SPAWN_PROCESS ? NULL : "spawn record of an unknown kind";
     }
     case PF_REC_ACCESS_PAIR: {

@@ -44,4 +44,12 @@ typedef struct pf_record {
 int pf_file_walk(const pf_file_t *f, int (*fn)(void *ctx, const pf_record_t *r), void *ctx, char *err,
                  size_t errlen);
 
+/* Where a SPAWN record's command line (PF_SPAWN_UNPROFILED) starts: after its fixed part and its stack. */
+static inline const char *pf_spawn_command(const pf_rec_spawn_t *s)
+{
+    uint64_t stack = s->flags & PF_ALLOC_STACK_REF ? sizeof(pf_rec_stack_ref_t)
+                                                   : (uint64_t)s->n_py * sizeof(pf_rec_pyframe_t) + (uint64_t)s->n_native * 8;
+    return (const char *)(s + 1) + stack;
+}
+
 #endif /* PF_READER_INT_H */

@@ -179,6 +179,40 @@ static void processes(FILE *f, const pf_model_t *m)
     fputs("</tbody></table>\n", f);
 }
 
+/* Python processes that ran unprofiled, by the line that started them (pf_report_unprofiled_groups). */
+static void unprofiled(FILE *f, const pf_model_t *m)
+{
+    pf_unprofiled_group_t top[PF_UNPROFILED_TOP];
+    size_t others, n = pf_report_unprofiled_groups(m, top, PF_UNPROFILED_TOP, &others);
+    if (!n)
+        return;
+    fprintf(f, "<p id=\"unprofiled\">Not profiled: %zu Python process%s started with an environment without "
+               "pyflow's <code>LD_PRELOAD</code> or <code>PYFLOW_OUTPUT</code>; their memory is not in this report.",
+            m->n_unprofiled, m->n_unprofiled == 1 ? "" : "es");
+    for (size_t k = 0; k < n; k++) {
+        const pf_unprofiled_t *u = &m->unprofiled[top[k].first];
+        fputs(k ? "; " : " Started by ", f);
+        if (top[k].row >= 0) {
+            const pf_line_t *l = &m->lines[top[k].row];
+            fputs("<code title=\"", f);
+            pf_html_esc(f, pf_model_str(m, l->file));
+            fputs("\">", f);
+            pf_html_esc(f, pf_report_basename(pf_model_str(m, l->file)));
+            fprintf(f, ":%d</code>", l->line);
+        } else {
+            fputs("no line of yours", f);
+        }
+        fprintf(f, " (%zu): <code>", top[k].count);
+        pf_html_esc(f, u->command);
+        fputs("</code>", f);
+    }
+    if (others)
+        fprintf(f, "; %zu more by other lines", others);
+    fputs(". Fix: ", f);
+    pf_html_esc(f, PF_UNPROFILED_FIX);
+    fputs(".</p>\n", f);
+}
+
 static const char *STYLE =
     "body{font:14px system-ui,sans-serif;margin:24px;color:#222}h1{font-size:20px}h2{font-size:16px;margin-top:28px}"
     "table{border-collapse:collapse;font-size:13px}th,td{padding:3px 8px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}"
@@ -275,6 +309,7 @@ int pf_render_html(const pf_model_t *m, FILE *f, const pf_html_opts_t *opts)
     fputs("<h2>Functions</h2>\n", f);
     table(f, m, "functions", 0);
     processes(f, m);
+    unprofiled(f, m);
     pf_html_watch_sections(f, m);
     if (opts && opts->flow_svg && opts->flow_svg[0]) {
         fputs("<h2>Object flow graph</h2>\n", f);

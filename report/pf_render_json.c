@@ -181,6 +181,33 @@ static void watch_summary(pf_json_t *j, const pf_model_t *m)
     pf_json_end_object(j);
 }
 
+/* Python processes that ran unprofiled (pf_unprofiled_t), in time order. */
+static void unprofiled(pf_json_t *j, const pf_model_t *m)
+{
+    pf_json_begin_array(j);
+    for (size_t i = 0; i < m->n_unprofiled; i++) {
+        const pf_unprofiled_t *u = &m->unprofiled[i];
+        pf_json_begin_object(j);
+        pf_json_key(j, "pid");
+        pf_json_int(j, u->pid);
+        pf_json_key(j, "started_by_pid");
+        pf_json_int(j, u->starter_pid);
+        pf_json_key(j, "file");
+        if (u->row >= 0)
+            pf_json_string(j, pf_model_str(m, m->lines[u->row].file));
+        else
+            pf_json_null(j);
+        pf_json_key(j, "line");
+        pf_json_int(j, u->row >= 0 ? m->lines[u->row].line : 0);
+        pf_json_key(j, "t_s");
+        pf_json_number(j, u->t_s);
+        pf_json_key(j, "command");
+        pf_json_string(j, u->command);
+        pf_json_end_object(j);
+    }
+    pf_json_end_array(j);
+}
+
 int pf_render_json(const pf_model_t *m, FILE *out)
 {
     pf_json_t j;
@@ -390,6 +417,9 @@ int pf_render_json(const pf_model_t *m, FILE *out)
         pf_json_end_object(&j);
     }
     pf_json_end_array(&j);
+
+    pf_json_key(&j, "unprofiled_processes");
+    unprofiled(&j, m);
     pf_json_end_object(&j);
     fputc('\n', out);
     free(order);

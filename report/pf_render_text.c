@@ -264,8 +264,14 @@ static void header(out_t *o, const pf_model_t *m, const pf_text_opts_t *opts)
              share((double)w->redundant_load_bytes, (double)w->load_bytes));
     }
     size_t n_processes = pf_report_process_count(m);
+    char unprofiled[96] = "";
+    if (m->n_unprofiled)
+        snprintf(unprofiled, sizeof unprofiled, "%s%zu Python process%s not profiled (see below)",
+                 n_processes > 1 ? "; " : "", m->n_unprofiled, m->n_unprofiled == 1 ? "" : "es");
     if (n_processes > 1)
-        line(o, "  processes: %zu (children merged)", n_processes);
+        line(o, "  processes: %zu (children merged)%s", n_processes, unprofiled);
+    else if (m->n_unprofiled)
+        line(o, "  %s", unprofiled);
 }
 
 /* Appends printf output to a fixed buffer (a row being assembled column by column). */
@@ -472,6 +478,38 @@ static void processes(out_t *o, const pf_model_t *m)
         line(o, "* through a shell or another launcher that process ran");
 }
 
+/* Python processes that ran unprofiled, by the line that started them: what the report cannot show. */
+static void unprofiled(out_t *o, const pf_model_t *m)
+{
+    pf_unprofiled_group_t top[PF_UNPROFILED_TOP];
+    size_t others, n = pf_report_unprofiled_groups(m, top, PF_UNPROFILED_TOP, &others);
+    if (!n)
+        return;
+    fputc('\n', o->f);
+    line(o, "%snot profiled%s (Python processes given an environment without pyflow's LD_PRELOAD or PYFLOW_OUTPUT)",
+         bold(o), reset(o));
+    for (size_t k = 0; k < n; k++) {
+        char where[300] = "(no line of yours)", what[48];
+        if (top[k].row >= 0) {
+            const pf_line_t *l = &m->lines[top[k].row];
+            snprintf(where, sizeof where, "%s:%d", shorten_path(pf_model_str(m, l->file)), l->line);
+        }
+        const pf_unprofiled_t *u = &m->unprofiled[top[k].first];
+        if (top[k].count > 1)
+            snprintf(what, sizeof what, "%zu processes, the first", top[k].count);
+        else if (u->pid == u->starter_pid)
+            snprintf(what, sizeof what, "pid %u exec'd itself into", u->pid);
+        else
+            snprintf(what, sizeof what, "pid %u", u->pid);
+        fprintf(o->f, "  %s  %s: ", where, what);
+        put_cut(o, u->command, o->width - 6 - columns(o, where) - columns(o, what));
+        fputc('\n', o->f);
+    }
+    if (others)
+        line(o, "  and %zu more started by other lines", others);
+    line(o, "  fix: %s", PF_UNPROFILED_FIX);
+}
+
 /* The lines holding most of the program's peak. */
 static void peak_contributors(out_t *o, const pf_model_t *m)
 {
@@ -631,6 +669,7 @@ int pf_render_text(const pf_model_t *m, FILE *f, const pf_text_opts_t *opts)
     started_lines(&o, m);
     funcs_table(&o, m, rows < 8 ? rows : 8);
     processes(&o, m);
+    unprofiled(&o, m);
     peak_contributors(&o, m);
     findings(&o, m);
     access_findings(&o, m);

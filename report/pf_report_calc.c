@@ -358,3 +358,23 @@ const char *pf_report_started_what(const pf_line_t *l, char buf[64])
     snprintf(buf, 64, "%s%s%s", t, t[0] && p[0] ? " and " : "", p);
     return buf;
 }
+
+size_t pf_report_unprofiled_groups(const pf_model_t *m, pf_unprofiled_group_t *top, size_t max, size_t *others)
+{
+    size_t n = 0;
+    *others = 0;
+    for (size_t i = 0; i < m->n_unprofiled; i++) {
+        int32_t row = m->unprofiled[i].row;
+        size_t k = 0;
+        while (k < n && top[k].row != row)
+            k++;
+        if (k < n) {
+            top[k].count++;
+        } else if (n < max) {
+            top[n++] = (pf_unprofiled_group_t){.row = row, .count = 1, .first = i};
+        } else {
+            (*others)++;
+        }
+    }
+    return n;
+}

@@ -104,4 +104,18 @@ size_t pf_report_started_lines(const pf_model_t *m, size_t *top, size_t max);
 /* "2 threads and 1 process" into buf, returned. */
 const char *pf_report_started_what(const pf_line_t *l, char buf[64]);
 
+/* The Python processes that ran unprofiled (pf_unprofiled_t), by the line that started them, in the order
+ * of their first start: fills top[0..max) and returns how many; *others counts the processes of lines
+ * left out. */
+#define PF_UNPROFILED_TOP 8
+typedef struct {
+    int32_t row;            /* -1: no line of the user's */
+    size_t count;
+    size_t first;           /* its first process (an index into the model's unprofiled) */
+} pf_unprofiled_group_t;
+size_t pf_report_unprofiled_groups(const pf_model_t *m, pf_unprofiled_group_t *top, size_t max, size_t *others);
+
+/* What to do about unprofiled children, one sentence. */
+#define PF_UNPROFILED_FIX "keep pyflow's variables in the child's environment: env={**os.environ, ...}"
+
 #endif /* PF_REPORT_INT_H */

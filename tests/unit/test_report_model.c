@@ -459,6 +459,76 @@ static void test_started_through_a_shell(void **state)
     pf_model_free(m);
 }
 
+/* Python children that ran unprofiled: each listed with the user's line that started it (its own stack's, or
+ * its starting thread's origin), never taken for the start of a profiled process with the same pid. */
+static void test_unprofiled_children(void **state)
+{
+    builder_t b;
+    b_init(&b, PF_HDR_ROOT, 60);
+    b_chunk(&b, 60);
+    b_thread(&b, 1, 60, 0xA0);
+    b_code(&b, 1, "/app.py", "<module>", 5);
+    b_code(&b, 2, "/app.py", "<module>", 9);
+    b_code(&b, 3, "/usr/lib/python3.11/subprocess.py", "_execute_child", 1800);
+    uint32_t app5[2] = {3, 1}, app9 = 2, library = 3;
+    b_spawn_of(&b, 10, PF_SPAWN_PROCESS, 61, 60, 2, app5, PF_SPAWN_UNPROFILED, "python3 -c pass");
+    b_spawn_of(&b, 11, PF_SPAWN_PROCESS, 62, 60, 2, app5, PF_SPAWN_UNPROFILED, "python3 -c pass");
+    b_spawn(&b, 12, PF_SPAWN_THREAD, 0xB0, 60, 1, &app9);
+    b_spawn(&b, 20, PF_SPAWN_PROCESS, 63, 60, 1, &app9);       /* profiled */
+    b_chunk(&b, 64);                                /* a pool thread started at app.py:9, in library code */
+    b_thread(&b, 21, 64, 0xB0);
+    b_spawn_of(&b, 22, PF_SPAWN_PROCESS, 65, 64, 1, &library, PF_SPAWN_UNPROFILED, "python3.11 worker.py");
+    b_save(&b, "unprof.pflow", 0);
+    b_init(&b, 0, 63);              /* the profiled child, which replaces itself with an unprofiled Python */
+    b_chunk(&b, 63);
+    ((pf_file_header_t *)b.buf)->ppid = 60;
+    b_thread(&b, 25, 63, 0xA0);
+    b_code(&b, 9, "<string>", "<module>", 1);
+    uint32_t dash_c = 9;
+    b_alloc(&b, 26, 0x1000, 2000, 2000, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &dash_c);
+    b_spawn_of(&b, 27, PF_SPAWN_PROCESS, 63, 63, 1, &dash_c, PF_SPAWN_UNPROFILED, "python3 -c print(1)");
+    b_save(&b, "unprof.pflow.63", 0);
+    char path[256];
+    snprintf(path, sizeof path, "%s/unprof.pflow", tmpdir);
+    pf_model_t *m = load_ok(path);
+    assert_int_equal((int)m->n_unprofiled, 4);
+    const pf_line_t *app9_line = find_line(m, "/app.py", 9);
+    assert_int_equal((int)app9_line->started_bytes, 2000);     /* the profiled child still counts */
+    assert_int_equal((int)app9_line->started_procs, 1);
+    struct { uint32_t pid, starter; int line; const char *command; } want[4] = {
+        {61, 60, 5, "python3 -c pass"}, {62, 60, 5, "python3 -c pass"}, {65, 60, 9, "python3.11 worker.py"},
+        {63, 63, 9, "python3 -c print(1)"}};
+    for (int i = 0; i < 4; i++) {
+        const pf_unprofiled_t *u = &m->unprofiled[i];
+        assert_int_equal((int)u->pid, (int)want[i].pid);
+        assert_int_equal((int)u->starter_pid, (int)want[i].starter);
+        assert_true(u->row >= 0);
+        assert_int_equal(m->lines[u->row].line, want[i].line);
+        assert_string_equal(u->command, want[i].command);
+    }
+    char *text = render_text(m, 120);
+    if (!strstr(text, "; 4 Python processes not profiled (see below)"))
+        fail_msg("header:\n%s", text);
+    const char *section = strstr(text, "\nnot profiled ");
+    if (!section || !strstr(section, "\n  app.py:5  2 processes, the first: python3 -c pass\n") ||
+        !strstr(section, "\n  app.py:9  2 processes, the first: python3.11 worker.py\n") ||
+        !strstr(section, "\n  fix: "))
+        fail_msg("not-profiled section:\n%s", section ? section : text);
+    free(text);
+    text = render_json(m);
+    const char *list = strstr(text, "\"unprofiled_processes\":[{\"pid\":61,\"started_by_pid\":60,\"file\":\"/app.py\","
+                                    "\"line\":5,");
+    if (!list || !strstr(list, "\"command\":\"python3 -c print(1)\"}]"))
+        fail_msg("JSON:\n%s", text);
+    free(text);
+    text = render_html(m);
+    const char *html = strstr(text, "<p id=\"unprofiled\">");
+    if (!html || !strstr(html, "4 Python processes") || !strstr(html, "app.py:5</code> (2): <code>python3 -c pass"))
+        fail_msg("HTML:\n%s", html ? html : text);
+    free(text);
+    pf_model_free(m);
+}
+
 /* ---- the reader ---- */
 
 static void expect_error(const char *path, const char *needle)
@@ -534,6 +604,13 @@ static void test_reader_rejects_and_tolerates(void **state)
     b_chunk(&b, 1);
     b_spawn(&b, 1, 7, 2, 1, 0, NULL);
     expect_error(b_save(&b, "spawn.pflow", 0), "spawn record of an unknown kind");
+    /* a command line longer than the record */
+    b_init(&b, PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    size_t at = b.pos;
+    b_spawn_of(&b, 1, PF_SPAWN_PROCESS, 2, 1, 0, NULL, PF_SPAWN_UNPROFILED, "python3");
+    ((pf_rec_spawn_t *)(b.buf + at + sizeof(pf_rec_header_t)))->command_len = 200;
+    expect_error(b_save(&b, "spawn_command.pflow", 0), "spawn record's command line exceeds its length");
     /* a change of writer without the new writer */
     b_init(&b, PF_HDR_ROOT, 1);
     b_chunk(&b, 1);
@@ -697,6 +774,7 @@ int main(void)
         cmocka_unit_test(test_copy_interior_ends),
         cmocka_unit_test(test_children_merged),
         cmocka_unit_test(test_started_by),
+        cmocka_unit_test(test_unprofiled_children),
         cmocka_unit_test(test_started_through_a_shell),
         cmocka_unit_test(test_reader_rejects_and_tolerates),
         cmocka_unit_test(test_json_escaping_parses),

@@ -179,18 +179,29 @@ static inline void b_writer(builder_t *b, uint32_t tid)
     b_rec(b, PF_REC_WRITER, 0, &w, sizeof w);
 }
 
-/* A start of a thread (child = its handle) or process (child = its pid) by thread tid, from n frames. */
-static inline void b_spawn(builder_t *b, uint64_t t, uint16_t kind, uint64_t child, uint32_t tid, int n,
-                           const uint32_t *code_ids)
+/* A start of a thread (child = its handle) or process (child = its pid) by thread tid, from n frames; with
+ * child_flags PF_SPAWN_UNPROFILED, of an unprofiled Python running command. */
+static inline void b_spawn_of(builder_t *b, uint64_t t, uint16_t kind, uint64_t child, uint32_t tid, int n,
+                              const uint32_t *code_ids, uint8_t child_flags, const char *command)
 {
     unsigned char tmp[512];
-    pf_rec_spawn_t s = {t, child, tid, (uint16_t)n, 0, 0, {0}};
+    size_t len = command ? strlen(command) : 0;
+    pf_rec_spawn_t s = {.t_ns = t, .child = child, .tid = tid, .n_py = (uint16_t)n, .child_flags = child_flags,
+                        .command_len = (uint16_t)len};
     memcpy(tmp, &s, sizeof s);
     for (int i = 0; i < n; i++) {
         pf_rec_pyframe_t f = {code_ids[i], 0};
         memcpy(tmp + sizeof s + i * sizeof f, &f, sizeof f);
     }
-    b_rec(b, PF_REC_SPAWN, kind, tmp, sizeof s + (size_t)n * sizeof(pf_rec_pyframe_t));
+    size_t at = sizeof s + (size_t)n * sizeof(pf_rec_pyframe_t);
+    memcpy(tmp + at, command ? command : "", len);
+    b_rec(b, PF_REC_SPAWN, kind, tmp, at + len);
+}
+
+static inline void b_spawn(builder_t *b, uint64_t t, uint16_t kind, uint64_t child, uint32_t tid, int n,
+                           const uint32_t *code_ids)
+{
+    b_spawn_of(b, t, kind, child, tid, n, code_ids, 0, NULL);
 }
 
 static char tmpdir[] = "/tmp/pf-report-test-XXXXXX";

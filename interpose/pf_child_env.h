@@ -1,0 +1,29 @@
+/* pf_child_env.h - will a program the profiled one starts be profiled too?
+ *
+ * A child is profiled when it runs Python with pyflow's runtime in LD_PRELOAD and PYFLOW_OUTPUT set. A
+ * program that hands its child an environment of its own (subprocess's env=, os.execve, posix_spawn's
+ * envp) without them gets an unprofiled child; the spawn hooks say so in the SPAWN record
+ * (PF_SPAWN_UNPROFILED), so the report can name the line that started it instead of staying silent.
+ * Everything here may run in a vfork child: no allocation, no locks, errno left as found.
+ */
+#ifndef PF_CHILD_ENV_H
+#define PF_CHILD_ENV_H
+
+#include <stddef.h>
+
+/* 1 when the LD_PRELOAD entry p[0..len) names pyflow's runtime (PF_RUNTIME_SONAME). */
+int pf_preload_entry_is_ours(const char *p, size_t len);
+
+/* 1 when a process given environment envp loads pyflow's runtime and is asked to profile. */
+int pf_env_profiles(char *const envp[]);
+
+/* Whether the program at path runs Python: 1 when its file name starts with "python" or its first line is
+ * a "#!" naming python; 0 when not (a bare name is not looked for along PATH); -1 when that cannot be
+ * told yet (a path without its file: exec trying a PATH entry that lacks it). */
+int pf_program_is_python(const char *path);
+
+/* argv joined by spaces, argv[0] by its file name only, cut to fit cap bytes (NUL included).
+ * Returns the length written. */
+size_t pf_command_line(char *buf, size_t cap, char *const argv[]);
+
+#endif /* PF_CHILD_ENV_H */

@@ -1,0 +1,32 @@
+"""Starts Python children with environments that drop pyflow's variables, in each way a process can:
+subprocess (vfork, or fork on 3.9), os.posix_spawn, fork then os.execve, os.execvpe's PATH search, a script
+whose #! names python; then one child that keeps them, and a non-Python one. Last, it replaces itself."""
+import os
+import subprocess
+import sys
+
+work = sys.argv[1]
+code = "x = [bytes(1000) for _ in range(3000)]; print('child', len(x))"
+clean = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+tool = os.path.join(work, "tool.py")
+with open(tool, "w") as f:
+    f.write("#!/usr/bin/env python3\nprint('tool ran')\n")
+os.chmod(tool, 0o755)
+
+subprocess.run([sys.executable, "-c", code], env=clean, check=True)          # by subprocess
+pid = os.posix_spawn(sys.executable, [sys.executable, "-c", code], clean)    # by posix_spawn
+os.waitpid(pid, 0)
+pid = os.fork()
+if pid == 0:
+    os.execve(sys.executable, [sys.executable, "-c", code], clean)           # by fork and execve
+os.waitpid(pid, 0)
+pid = os.fork()
+if pid == 0:
+    os.execvpe(os.path.basename(sys.executable), ["python", "-c", code],    # by a PATH search
+               {"PATH": "/nonexistent:" + os.path.dirname(sys.executable)})
+os.waitpid(pid, 0)
+subprocess.run([tool], env=clean, check=True)                                # by a script's #! line
+subprocess.run([sys.executable, "-c", "x = bytearray(3_000_000)"], env=dict(os.environ), check=True)  # profiled
+subprocess.run(["true"], env=clean, check=True)                              # not Python
+sys.stdout.flush()
+os.execve(sys.executable, [sys.executable, "-c", "print('replaced')"], clean)    # itself

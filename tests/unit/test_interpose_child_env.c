@@ -1,0 +1,122 @@
+/* Unit tests for interpose/pf_child_env.h: which environments profile a child, which programs run Python,
+ * and the command line a SPAWN record keeps of an unprofiled child. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "pf_child_env.h"
+
+static int entry_is_ours(const char *s)
+{
+    return pf_preload_entry_is_ours(s, strlen(s));
+}
+
+static void test_preload_entry(void **state)
+{
+    (void)state;
+    assert_true(entry_is_ours("libpyflow.so"));
+    assert_true(entry_is_ours("/opt/pyflow/lib/pyflow/libpyflow.so"));
+    assert_false(entry_is_ours("/usr/lib/notlibpyflow.so"));   /* a name that only ends like ours */
+    assert_false(entry_is_ours("/usr/lib/libpyflow.so.1"));
+    assert_false(entry_is_ours("pyflow.so"));
+    assert_false(pf_preload_entry_is_ours("/x/libpyflow.so:/y/libz.so", 6));
+}
+
+static void test_env_profiles(void **state)
+{
+    (void)state;
+    char *kept[] = {"PATH=/usr/bin", "LD_PRELOAD=/usr/lib/libjemalloc.so.2:/opt/lib/libpyflow.so",
+                    "PYFLOW_OUTPUT=/tmp/p.pflow", NULL};
+    char *blank_separated[] = {"LD_PRELOAD=/a/liba.so /opt/lib/libpyflow.so", "PYFLOW_OUTPUT=/tmp/p", NULL};
+    char *no_output[] = {"LD_PRELOAD=/opt/lib/libpyflow.so", NULL};
+    char *empty_output[] = {"LD_PRELOAD=/opt/lib/libpyflow.so", "PYFLOW_OUTPUT=", NULL};
+    char *other_preload[] = {"LD_PRELOAD=/usr/lib/libjemalloc.so.2", "PYFLOW_OUTPUT=/tmp/p", NULL};
+    char *prefix_only[] = {"LD_PRELOAD_X=/opt/lib/libpyflow.so", "PYFLOW_OUTPUTX=/tmp/p", NULL};
+    char *empty[] = {NULL};
+    assert_true(pf_env_profiles(kept));
+    assert_true(pf_env_profiles(blank_separated));
+    assert_false(pf_env_profiles(no_output));
+    assert_false(pf_env_profiles(empty_output));
+    assert_false(pf_env_profiles(other_preload));
+    assert_false(pf_env_profiles(prefix_only));
+    assert_false(pf_env_profiles(empty));
+    assert_false(pf_env_profiles(NULL));
+}
+
+/* Writes a file holding text into dir/name; returns its path (static). */
+static const char *script(const char *dir, const char *name, const char *text)
+{
+    static char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+static void test_program_is_python(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pf-child-env-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(pf_program_is_python("/usr/bin/python3"), 1);
+    assert_int_equal(pf_program_is_python("python3.11"), 1);              /* by name, even without its file */
+    assert_int_equal(pf_program_is_python("/venv/bin/python"), 1);
+    assert_int_equal(pf_program_is_python(script(dir, "tool", "#!/usr/bin/env python3\nimport sys\n")), 1);
+    assert_int_equal(pf_program_is_python(script(dir, "tool2", "#! /opt/py/bin/python3.12 -u\n")), 1);
+    assert_int_equal(pf_program_is_python(script(dir, "sh", "#!/bin/sh\n# python in a comment\n")), 0);
+    assert_int_equal(pf_program_is_python(script(dir, "elf", "\177ELF")), 0);
+    assert_int_equal(pf_program_is_python(script(dir, "empty", "")), 0);
+    assert_int_equal(pf_program_is_python("git"), 0);                      /* a bare name, not python's */
+    errno = 1234;
+    assert_int_equal(pf_program_is_python("/nonexistent/dir/tool"), -1);  /* a PATH entry without it */
+    assert_int_equal(errno, 1234);                                         /* exec's caller reads errno */
+    assert_int_equal(pf_program_is_python(NULL), 0);
+    const char *names[] = {"tool", "tool2", "sh", "elf", "empty"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
+static void test_command_line(void **state)
+{
+    (void)state;
+    char buf[32];
+    char *argv[] = {"/usr/bin/python3", "-c", "pass", NULL};
+    assert_int_equal(pf_command_line(buf, sizeof buf, argv), strlen("python3 -c pass"));
+    assert_string_equal(buf, "python3 -c pass");
+    char *long_argv[] = {"python3", "worker.py", "--input", "/data/a-long-file-name.csv", NULL};
+    size_t n = pf_command_line(buf, sizeof buf, long_argv);
+    assert_int_equal(n, sizeof buf - 1);
+    assert_string_equal(buf, "python3 worker.py --input /data");
+    char *at_blank[] = {"python3", "0123456789012345678901", "x", NULL};   /* the cut falls on the blank */
+    pf_command_line(buf, sizeof buf, at_blank);
+    assert_string_equal(buf, "python3 0123456789012345678901");
+    char *none[] = {NULL};
+    assert_int_equal(pf_command_line(buf, sizeof buf, none), 0);
+    assert_string_equal(buf, "");
+    assert_int_equal(pf_command_line(buf, 0, argv), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_preload_entry),
+        cmocka_unit_test(test_env_profiles),
+        cmocka_unit_test(test_program_is_python),
+        cmocka_unit_test(test_command_line),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
