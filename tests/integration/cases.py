@@ -98,7 +98,9 @@ def case_python_and_native(c):
     their requested sizes, all three domains) plus the blocks the growing list outgrew, which tracemalloc
     cannot see once freed (computed from sys.getsizeof; see the program). --exact must agree within 1%
     (the comprehension's function object and frame, a few hundred bytes, are the only other allocations);
-    sampled at a 64 KiB mean (~420 samples of ~27 MB: 5% standard error) within 20%."""
+    sampled at a 64 KiB mean (~420 samples of ~27 MB: 5% standard error) within 20%; what is live at exit
+    (~14.7 MB, ~224 samples: 6.7%, 7.2% measured over 40 runs) within 30%, 4 standard errors (at 20% it
+    failed about one run in fifteen)."""
     plain = run([c.python, prog("numpy_lines.py"), "measure"])
     assert plain.returncode == 0, plain.stderr
     words = plain.stdout.split()
@@ -110,7 +112,7 @@ def case_python_and_native(c):
         objs = row(d, "numpy_lines.py", 13)
         near(objs["python_bytes"], truth, rel, f"list-of-str line python bytes vs tracemalloc ({extra})")
         assert objs["native_bytes"] < 0.01 * truth, f"list-of-str line native bytes {objs['native_bytes']}"
-        near(objs["leaked_bytes"], live, rel, f"list-of-str line live at exit vs tracemalloc ({extra})")
+        near(objs["leaked_bytes"], live, rel if "--exact" in extra else 0.30, f"list-of-str line live at exit vs tracemalloc ({extra})")
         if numpy:
             big = row(d, "numpy_lines.py", 10)
             near(big["native_bytes"], 32_000_000, 0.05, f"np.ones line native bytes ({extra})")
