@@ -179,6 +179,29 @@ static void processes(FILE *f, const pf_model_t *m)
     fputs("</tbody></table>\n", f);
 }
 
+/* The redundant copy bytes no finding lists (pf_report_unlisted_redundancy). Returns 1 when said. */
+static int unlisted_copies(FILE *f, const pf_model_t *m)
+{
+    pf_unlisted_redundancy_t u;
+    pf_report_unlisted_redundancy(m, &u);
+    int started = pf_report_unlisted_shown(m, u.started_bytes), elsewhere = pf_report_unlisted_shown(m, u.elsewhere_bytes);
+    if (!started && !elsewhere)
+        return 0;
+    char a[24];
+    fputs("<div class=\"finding\" id=\"unlisted-copies\"><span class=\"bad\">redundant copies</span> not yours to fix:", f);
+    if (started) {
+        const pf_line_t *l = &m->lines[u.started_line];
+        fprintf(f, " %s by threads and processes your lines started, in library code (most: ",
+                pf_report_human_bytes(u.started_bytes, a));
+        pf_html_esc(f, pf_report_basename(pf_model_str(m, l->file)));
+        fprintf(f, ":%d)%s", l->line, elsewhere ? ";" : "");
+    }
+    if (elsewhere)
+        fprintf(f, " %s outside your code (library lines, imports)", pf_report_human_bytes(u.elsewhere_bytes, a));
+    fputs("</div>\n", f);
+    return 1;
+}
+
 /* Python processes that ran unprofiled, by the line that started them (pf_report_unprofiled_groups). */
 static void unprofiled(FILE *f, const pf_model_t *m)
 {
@@ -280,6 +303,7 @@ int pf_render_html(const pf_model_t *m, FILE *f, const pf_html_opts_t *opts)
         fputs("</code>: share one buffer instead of copying it</div>\n", f);
         any++;
     }
+    any += unlisted_copies(f, m);
     any += pf_html_watch_findings(f, m);
     for (size_t i = 0; i < m->n_lines; i++) {
         const pf_line_t *l = &m->lines[i];

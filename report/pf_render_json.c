@@ -337,6 +337,8 @@ int pf_render_json(const pf_model_t *m, FILE *out)
         bytes(&j, "redundant_bytes", fl->redundant_bytes);
         pf_json_key(&j, "redundant_count");
         pf_json_number(&j, floor(fl->redundant_count + 0.5));
+        pf_json_key(&j, "started");     /* made by a thread or process `at` started, in library code */
+        pf_json_bool(&j, fl->started);
         pf_json_key(&j, "judged");
         pf_json_int(&j, fl->judged);
         pf_json_key(&j, "evidence");

@@ -628,6 +628,29 @@ static void needed_copies(out_t *o, const pf_model_t *m)
     }
 }
 
+/* The redundant bytes of the header's total that no finding above lists, and why. */
+static void unlisted_copies(out_t *o, const pf_model_t *m, int listed)
+{
+    pf_unlisted_redundancy_t u;
+    pf_report_unlisted_redundancy(m, &u);
+    int started = pf_report_unlisted_shown(m, u.started_bytes), elsewhere = pf_report_unlisted_shown(m, u.elsewhere_bytes);
+    if (!started && !elsewhere)
+        return;
+    if (!listed) {
+        fputc('\n', o->f);
+        line(o, "%sredundant copies%s (neither copy nor source was modified while both lived)", bold(o), reset(o));
+    }
+    char a[16];
+    if (started) {
+        const pf_line_t *l = &m->lines[u.started_line];
+        line(o, "  %s%s by threads and processes your lines started, in library code (most: %s:%d)",
+             listed ? "and " : "", human(u.started_bytes, a), shorten_path(pf_model_str(m, l->file)), l->line);
+    }
+    if (elsewhere)
+        line(o, "  %s%s outside your code (library lines, imports)", listed || started ? "and " : "",
+             human(u.elsewhere_bytes, a));
+}
+
 static void findings(out_t *o, const pf_model_t *m)
 {
     char a[16];
@@ -656,6 +679,7 @@ static void findings(out_t *o, const pf_model_t *m)
              pf_report_source_line(pf_model_str(m, at->file), at->line));
         line(o, "      fix: share one buffer (numpy: np.asarray(x) or x itself; bytes: memoryview(x))");
     }
+    unlisted_copies(o, m, any);
     needed_copies(o, m);
 }
 

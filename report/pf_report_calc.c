@@ -110,6 +110,31 @@ int pf_report_copy_found(const pf_model_t *m, const pf_flow_t *f)
            pf_model_is_user_file(m, pf_model_str(m, m->lines[f->at_line].file));
 }
 
+void pf_report_unlisted_redundancy(const pf_model_t *m, pf_unlisted_redundancy_t *out)
+{
+    *out = (pf_unlisted_redundancy_t){.started_line = -1};
+    double best = 0;
+    for (size_t i = 0; i < m->n_flows; i++) {
+        const pf_flow_t *f = &m->flows[i];
+        if (f->redundant_bytes <= 0 || pf_report_copy_found(m, f))
+            continue;
+        if (f->started && f->at_line >= 0) {
+            out->started_bytes += f->redundant_bytes;
+            if (f->redundant_bytes > best) {
+                best = f->redundant_bytes;
+                out->started_line = f->at_line;
+            }
+        } else {
+            out->elsewhere_bytes += f->redundant_bytes;
+        }
+    }
+}
+
+int pf_report_unlisted_shown(const pf_model_t *m, double bytes)
+{
+    return bytes >= 1 && bytes >= 0.05 * m->total.redundant_copy_bytes;
+}
+
 const char *pf_report_copy_kind_name(unsigned kind)
 {
     switch (kind) {

@@ -27,6 +27,18 @@ int pf_report_flow_redundant(const pf_flow_t *f);
 int pf_report_leak_found(const pf_model_t *m, const pf_line_t *l);
 int pf_report_copy_found(const pf_model_t *m, const pf_flow_t *f);
 
+/* The redundant copy bytes the findings leave out (the header's total counts them): those made by threads
+ * and processes a line of the user's started, in library code (with the line whose share is largest), and
+ * those made elsewhere (library lines, imports, no line). */
+typedef struct {
+    double started_bytes, elsewhere_bytes;
+    int32_t started_line;   /* -1 when started_bytes is 0 */
+} pf_unlisted_redundancy_t;
+void pf_report_unlisted_redundancy(const pf_model_t *m, pf_unlisted_redundancy_t *out);
+
+/* 1 when unlisted bytes are worth a sentence: 5% of the redundant total, or all of it. */
+int pf_report_unlisted_shown(const pf_model_t *m, double bytes);
+
 /* The text of a source line, trimmed (at most 511 bytes; "" when the file cannot be read). The result is
  * overwritten by the next call. */
 const char *pf_report_source_line(const char *file, int lineno);

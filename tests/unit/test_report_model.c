@@ -210,6 +210,55 @@ static void test_copies_and_verdicts(void **state)
     pf_model_free(m);
 }
 
+/* The header's redundant total counts copies no finding lists: a worker's (started by the user's line, in
+ * library code) and a library line's. The findings say how much, and which line started the worker. */
+static void test_unlisted_redundant_copies(void **state)
+{
+    (void)state;
+    builder_t b;
+    b_init(&b, PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    b_thread(&b, 1, 1, 0xA0);
+    b_code(&b, 1, "/app.py", "<module>", 5);
+    b_code(&b, 2, "/app.py", "<module>", 6);
+    b_code(&b, 3, "/usr/lib/python3.11/copy.py", "deepcopy", 128);
+    uint32_t app5 = 1, app6 = 2, library = 3;
+    b_spawn(&b, 2, PF_SPAWN_THREAD, 0xB0, 1, 1, &app5);
+    b_alloc(&b, 3, 0x10000, 4096, 4096, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &app6);
+    b_alloc(&b, 4, 0x20000, 4096, 4096, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &app6);
+    b_copy(&b, 5, 1, 0x20000, 0x10000, 4096, app6);                 /* the user's own: listed */
+    b_alloc(&b, 6, 0x30000, 2048, 2048, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &library);
+    b_copy(&b, 7, 2, 0x30000, 0x10000, 2048, library);              /* a library line's */
+    b_verdict(&b, 20, 1, PF_VERDICT_REDUNDANT);
+    b_verdict(&b, 21, 2, PF_VERDICT_REDUNDANT);
+    b_chunk(&b, 2);                                 /* the worker app.py:5 started, in library code */
+    b_thread(&b, 8, 2, 0xB0);
+    b_alloc(&b, 9, 0x40000, 8192, 8192, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &library);
+    b_alloc(&b, 10, 0x50000, 8192, 8192, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &library);
+    b_copy(&b, 11, 3, 0x50000, 0x40000, 8192, library);
+    b_verdict(&b, 22, 3, PF_VERDICT_REDUNDANT);
+    pf_model_t *m = load_ok(b_save(&b, "unlisted.pflow", 0));
+    assert_int_equal((int)(m->total.redundant_copy_bytes + 0.5), 4096 + 2048 + 8192);
+    char *text = render_text(m, 120);
+    const char *section = strstr(text, "\nredundant copies");
+    if (!section || !strstr(section, "\n  app.py:6  4.00 KiB in 1 copy of data from line 6") ||
+        !strstr(section, "\n  and 8.00 KiB by threads and processes your lines started, in library code (most: app.py:5)\n") ||
+        !strstr(section, "\n  and 2.00 KiB outside your code (library lines, imports)\n"))
+        fail_msg("redundant copies:\n%s", section ? section : text);
+    free(text);
+    text = render_html(m);
+    const char *html = strstr(text, "<div class=\"finding\" id=\"unlisted-copies\">");
+    if (!html || !strstr(html, "8.0 KiB by threads and processes your lines started, in library code (most: app.py:5); "
+                               "2.0 KiB outside your code"))
+        fail_msg("HTML:\n%s", html ? html : text);
+    free(text);
+    text = render_json(m);
+    if (!strstr(text, "\"redundant_bytes\":8192,\"redundant_count\":1,\"started\":true,"))
+        fail_msg("JSON flows:\n%s", strstr(text, "\"flows\""));
+    free(text);
+    pf_model_free(m);
+}
+
 /* A copy between the interiors of large buffers (a slice) has both ends; once the source is freed, a copy
  * from its old interior has none. */
 static void test_copy_interior_ends(void **state)
@@ -771,6 +820,7 @@ int main(void)
         cmocka_unit_test(test_sampled_estimates_and_counts),
         cmocka_unit_test(test_copies_and_verdicts),
         cmocka_unit_test(test_copy_write_decides),
+        cmocka_unit_test(test_unlisted_redundant_copies),
         cmocka_unit_test(test_copy_interior_ends),
         cmocka_unit_test(test_children_merged),
         cmocka_unit_test(test_started_by),
