@@ -136,12 +136,13 @@ static int choose_frame(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *fra
     return *bracket ? -1 : pick;
 }
 
-/* The row of frame f (and *func), decoding its line once per (code, offset). */
+/* The row of frame f (and *func unless func is NULL), decoding its line once per (code, offset). */
 static int32_t frame_row(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *f, int32_t *func)
 {
     proc_state_t *P = &S->L->procs[proc];
     const pcode_t *pc = &P->pcodes[*pf_map_get(&P->codes, f->code_id) - 1];
-    *func = func_row(S, pc->file, pc->function, pc->firstlineno);
+    if (func)
+        *func = func_row(S, pc->file, pc->function, pc->firstlineno);
     uint64_t ck = pf_sweep_key3(proc, f->code_id, f->lasti_bytes);
     int created;
     uint64_t *v = pf_map_put(&S->frame_cache, ck, &created);
@@ -152,12 +153,48 @@ static int32_t frame_row(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *f,
     return (int32_t)(*v - 1);
 }
 
+/* The line frame f is at (decoded once per (code, offset)); pc is its code. */
+static int frame_line(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *f, const pcode_t *pc)
+{
+    int created;
+    uint64_t *v = pf_map_put(&S->line_cache, pf_sweep_key3(proc, f->code_id, f->lasti_bytes), &created);
+    if (created)
+        *v = (uint64_t)(int64_t)pf_linetable_line(pc->format, pc->table, pc->table_len, pc->firstlineno,
+                                                  f->lasti_bytes) + 1;
+    return (int)((int64_t)*v - 1);
+}
+
+static const pcode_t *frame_code(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *f)
+{
+    proc_state_t *P = &S->L->procs[proc];
+    uint64_t *ci = pf_map_get(&P->codes, f->code_id);
+    return ci ? &P->pcodes[*ci - 1] : NULL;
+}
+
+/* The row of frames[pick] (and *func). Code nested on a line (a comprehension before 3.12, a generator
+ * expression, a lambda) that its caller runs from that very line is part of the caller's function, as
+ * 3.12's inlined comprehensions are: the function row is the caller's, and the line row is named after it.
+ * Nested code run from elsewhere (a generator consumed in another function) keeps its own. */
+static int32_t picked_row(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *frames, uint16_t n, int pick,
+                          int32_t *func)
+{
+    const pcode_t *pc = frame_code(S, proc, &frames[pick]), *outer;
+    if (pick + 1 >= n || !nested_on_line(S->m->strings[pc->function]) ||
+        !(outer = frame_code(S, proc, &frames[pick + 1])) || outer->file != pc->file ||
+        frame_line(S, proc, &frames[pick + 1], outer) != pc->firstlineno)
+        return frame_row(S, proc, &frames[pick], func);
+    int32_t row = frame_row(S, proc, &frames[pick], NULL);
+    *func = func_row(S, outer->file, outer->function, outer->firstlineno);
+    pf_line_t *l = &S->m->lines[row];
+    return line_row(S, l->file, outer->function, l->line);
+}
+
 int32_t pf_sweep_attribute_stack(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *frames, uint16_t n,
                                  uint8_t flags, int32_t *func, int *user)
 {
     const char *bracket;
     int pick = choose_frame(S, proc, frames, n, flags, &bracket, user);
-    return bracket ? bracket_row(S, bracket, func) : frame_row(S, proc, &frames[pick], func);
+    return bracket ? bracket_row(S, bracket, func) : picked_row(S, proc, frames, n, pick, func);
 }
 
 int32_t pf_sweep_attribute(sweeper_t *S, uint32_t proc, const event_t *e, const pf_rec_pyframe_t *frames, uint16_t n,
@@ -173,7 +210,7 @@ int32_t pf_sweep_attribute(sweeper_t *S, uint32_t proc, const event_t *e, const 
         *started = row >= 0;
     if (row >= 0)
         return row;
-    return bracket ? bracket_row(S, bracket, func) : frame_row(S, proc, &frames[pick], func);
+    return bracket ? bracket_row(S, bracket, func) : picked_row(S, proc, frames, n, pick, func);
 }
 
 /* The innermost native frame outside the interpreter, libc and pyflow, as an interned "symbol (library)";
@@ -631,6 +668,7 @@ void pf_model_sweep(loader_t *L)
     pf_map_free(&S.line_index);
     pf_map_free(&S.func_index);
     pf_map_free(&S.frame_cache);
+    pf_map_free(&S.line_cache);
     pf_map_free(&S.live);
     pf_map_free(&S.freed);
     pf_map_free(&S.flow_index);

@@ -46,6 +46,7 @@ typedef struct sweeper {
     pf_map_t line_index;    /* (file, function, line) hash -> row+1 */
     pf_map_t func_index;
     pf_map_t frame_cache;   /* (proc, code id, lasti) -> row+1 */
+    pf_map_t line_cache;    /* (proc, code id, lasti) -> line+1, of frames that call nested code */
     pf_map_t live;          /* (proc, addr) -> live_obj index */
     pf_map_t freed;         /* (proc, addr) -> freed_sites index: the last block freed there */
     pf_map_t flow_index;    /* edge key -> flow+1 */

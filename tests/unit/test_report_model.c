@@ -144,12 +144,23 @@ static void test_attribution(void **state)
     uint32_t genexpr[] = {9, 10}, run_line = 10;    /* the nested code seen first, then its enclosing function */
     b_alloc(&b, 10, 0xA00, 100, 100, PF_DOMAIN_PYOBJ, PF_ALLOC_SAMPLED, 2, genexpr);
     b_alloc(&b, 11, 0xB00, 110, 110, PF_DOMAIN_PYOBJ, PF_ALLOC_SAMPLED, 1, &run_line);
+    b_code(&b, 11, "/home/me/app.py", "<genexpr>", 40);
+    b_code(&b, 12, "/home/me/app.py", "consume", 44);
+    uint32_t run_elsewhere[] = {11, 12};    /* a generator made at line 40, consumed from line 44: its own */
+    b_alloc(&b, 12, 0xC00, 120, 120, PF_DOMAIN_PYOBJ, PF_ALLOC_SAMPLED, 2, run_elsewhere);
     pf_model_t *m = load_ok(b_save(&b, "attr.pflow", 0));
     const pf_line_t *app7 = find_line(m, "/home/me/app.py", 7), *app30 = find_line(m, "/home/me/app.py", 30);
     assert_int_equal((int)app7->s.alloc_bytes, 10 + 50 + 70 + 90);
     assert_string_equal(pf_model_str(m, app7->function), "main");
     assert_int_equal((int)app30->s.alloc_bytes, 100 + 110);
     assert_string_equal(pf_model_str(m, app30->function), "run");
+    /* nested code run from its own line is its caller's function too (as 3.12 inlines comprehensions) */
+    assert_null(lookup_func(m, "/home/me/app.py", "<listcomp>"));
+    assert_int_equal((int)lookup_func(m, "/home/me/app.py", "main")->s.alloc_bytes, 10 + 50 + 70 + 90);
+    assert_int_equal((int)lookup_func(m, "/home/me/app.py", "run")->s.alloc_bytes, 100 + 110);
+    const pf_line_t *app40 = find_line(m, "/home/me/app.py", 40);
+    assert_string_equal(pf_model_str(m, app40->function), "<genexpr>");
+    assert_int_equal((int)lookup_func(m, "/home/me/app.py", "<genexpr>")->s.alloc_bytes, 120);
     assert_null(lookup_line(m, "<__array_function__ internals>", 180));
     assert_int_equal((int)find_line(m, "<string>", 1)->s.alloc_bytes, 80);
     assert_int_equal((int)find_line(m, "<frozen site>", 192)->s.alloc_bytes, 60);

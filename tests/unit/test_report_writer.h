@@ -248,6 +248,15 @@ static inline const pf_line_t *find_line(const pf_model_t *m, const char *file, 
     return l;
 }
 
+/* The function row named function in file, or NULL. */
+static inline const pf_func_t *lookup_func(const pf_model_t *m, const char *file, const char *function)
+{
+    for (size_t i = 0; i < m->n_funcs; i++)
+        if (strcmp(pf_model_str(m, m->funcs[i].function), function) == 0 &&
+            strcmp(pf_model_str(m, m->funcs[i].file), file) == 0)
+            return &m->funcs[i];
+    return NULL;
+}
 
 static inline int writer_setup(void **state)
 {
