@@ -49,22 +49,22 @@ int pf_program_is_python(const char *path)
 {
     if (!path)
         return 0;
-    if (strncmp(file_name(path), "python", 6) == 0)
-        return 1;
+    int named = strncmp(file_name(path), "python", 6) == 0;
     if (!strchr(path, '/'))
-        return 0;       /* execvp's bare name: its file is somewhere along PATH, not looked for */
+        return named;   /* execvp's bare name: its file is somewhere along PATH, not looked for */
     int saved = errno;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         errno = saved;
-        return -1;
+        return named ? 1 : -1;
     }
     char line[256];
     ssize_t n = read(fd, line, sizeof line - 1);
     close(fd);
     errno = saved;
     if (n < 2 || line[0] != '#' || line[1] != '!')
-        return 0;
+        return named;   /* a binary: by its name */
+    /* a script: by its interpreter (python3-config is a shell script) */
     line[n] = '\0';
     line[strcspn(line, "\n")] = '\0';
     return strstr(line, "python") != NULL;

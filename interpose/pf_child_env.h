@@ -17,9 +17,10 @@ int pf_preload_entry_is_ours(const char *p, size_t len);
 /* 1 when a process given environment envp loads pyflow's runtime and is asked to profile. */
 int pf_env_profiles(char *const envp[]);
 
-/* Whether the program at path runs Python: 1 when its file name starts with "python" or its first line is
- * a "#!" naming python; 0 when not (a bare name is not looked for along PATH); -1 when that cannot be
- * told yet (a path without its file: exec trying a PATH entry that lacks it). */
+/* Whether the program at path runs Python: a script by its "#!" line (naming python), anything else by its
+ * file name (starting with "python"); a bare name is not looked for along PATH. Returns 1 or 0, or -1 when
+ * that cannot be told yet (a path without its file, not named python: exec trying a PATH entry that
+ * lacks it). */
 int pf_program_is_python(const char *path);
 
 /* argv joined by spaces, argv[0] by its file name only, cut to fit cap bytes (NUL included).

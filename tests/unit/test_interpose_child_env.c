@@ -74,6 +74,8 @@ static void test_program_is_python(void **state)
     assert_int_equal(pf_program_is_python(script(dir, "tool", "#!/usr/bin/env python3\nimport sys\n")), 1);
     assert_int_equal(pf_program_is_python(script(dir, "tool2", "#! /opt/py/bin/python3.12 -u\n")), 1);
     assert_int_equal(pf_program_is_python(script(dir, "sh", "#!/bin/sh\n# python in a comment\n")), 0);
+    assert_int_equal(pf_program_is_python(script(dir, "python3-config", "#!/bin/sh\nexec python3 -c 1\n")), 0);
+    assert_int_equal(pf_program_is_python(script(dir, "python3.99", "\177ELF")), 1);
     assert_int_equal(pf_program_is_python(script(dir, "elf", "\177ELF")), 0);
     assert_int_equal(pf_program_is_python(script(dir, "empty", "")), 0);
     assert_int_equal(pf_program_is_python("git"), 0);                      /* a bare name, not python's */
@@ -81,7 +83,7 @@ static void test_program_is_python(void **state)
     assert_int_equal(pf_program_is_python("/nonexistent/dir/tool"), -1);  /* a PATH entry without it */
     assert_int_equal(errno, 1234);                                         /* exec's caller reads errno */
     assert_int_equal(pf_program_is_python(NULL), 0);
-    const char *names[] = {"tool", "tool2", "sh", "elf", "empty"};
+    const char *names[] = {"tool", "tool2", "sh", "python3-config", "python3.99", "elf", "empty"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         char path[600];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
