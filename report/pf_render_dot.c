@@ -95,9 +95,11 @@ int pf_render_dot(const pf_model_t *m, FILE *f, const pf_dot_opts_t *opts)
         if (w)
             snprintf(needed, sizeof needed, "\nneeded: %s written at %s:%d", fl->write_to_dst ? "copy" : "source",
                      pf_report_basename(pf_model_str(m, w->file)), w->line);
+        /* made by a worker the line started, in library code: wasteful, but not the line's to change */
+        const char *verdict = !red ? "" : fl->started ? "\nREDUNDANT, by a thread or process it started" : "\nREDUNDANT: share the buffer";
         snprintf(label, sizeof label, "%s %s x%.0f%s%s:%d%s%s", pf_report_copy_kind_name(fl->kind), pf_report_human_bytes(fl->bytes, b),
                  floor(fl->count + 0.5), at ? "\nat " : "", at ? pf_report_basename(pf_model_str(m, at->file)) : "",
-                 at ? at->line : 0, red ? "\nREDUNDANT: share the buffer" : "", needed);
+                 at ? at->line : 0, verdict, needed);
         fprintf(f, "  %s -> %s [label=", src, dst);
         dot_str(f, label);
         fprintf(f, "%s];\n", red ? ", color=red, fontcolor=red, penwidth=2" : "");

@@ -57,6 +57,18 @@ static __attribute__((noinline)) char *render_json(const pf_model_t *m)
     return json;
 }
 
+/* The Graphviz flow graph of m, every flow drawn (caller frees). */
+static char *render_dot(const pf_model_t *m)
+{
+    char *dot = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&dot, &len);
+    pf_dot_opts_t o = {.min_bytes = 0};
+    assert_int_equal(pf_render_dot(m, f, &o), 0);
+    fclose(f);
+    return dot;
+}
+
 /* ---- the model ---- */
 
 static void test_frees_peak_and_live_at_exit(void **state)
@@ -262,6 +274,11 @@ static void test_unlisted_redundant_copies(void **state)
     if (!html || !strstr(html, "8.0 KiB by threads and processes your lines started, in library code (most: app.py:5); "
                                "2.0 KiB outside your code"))
         fail_msg("HTML:\n%s", html ? html : text);
+    free(text);
+    text = render_dot(m);     /* red either way; the worker's not called the line's to share */
+    if (!strstr(text, "at app.py:5\\nREDUNDANT, by a thread or process it started\", color=red") ||
+        !strstr(text, "at app.py:6\\nREDUNDANT: share the buffer\", color=red"))
+        fail_msg("dot:\n%s", text);
     free(text);
     text = render_json(m);
     if (!strstr(text, "\"redundant_bytes\":8192,\"redundant_count\":1,\"started\":true,"))
