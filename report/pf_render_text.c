@@ -274,6 +274,13 @@ static void header(out_t *o, const pf_model_t *m, const pf_text_opts_t *opts)
         line(o, "  %s", unprofiled);
 }
 
+/* A section's first line: a blank line, its title in bold, what it holds in parentheses. */
+static void heading(out_t *o, const char *title, const char *about)
+{
+    fputc('\n', o->f);
+    line(o, "%s%s%s (%s)", bold(o), title, reset(o), about);
+}
+
 /* Appends printf output to a fixed buffer (a row being assembled column by column). */
 __attribute__((format(printf, 3, 4))) static void cat(char *buf, size_t size, const char *fmt, ...)
 {
@@ -386,9 +393,7 @@ static void outside_code(out_t *o, const pf_model_t *m)
     if (!pf_report_outside_code_shown(m, &out))
         return;
     char a[16], b[16];
-    fputc('\n', o->f);
-    line(o, "%soutside your code%s (no line of yours on the stack: child processes, library threads, imports)",
-         bold(o), reset(o));
+    heading(o, "outside your code", "no line of yours on the stack: child processes, library threads, imports");
     line(o, "  %s allocated (%.0f%%), %.0f%% of the peak, in %zu library lines; the largest:", human(out.alloc_bytes, a),
          share(out.alloc_bytes, m->total.alloc_bytes), share(out.peak_bytes, m->total.peak_bytes), out.lines);
     for (size_t k = 0; k < out.n_top; k++) {
@@ -406,9 +411,7 @@ static void started_lines(out_t *o, const pf_model_t *m)
     size_t n = pf_report_started_lines(m, top, PF_STARTED_TOP);
     if (!n)
         return;
-    fputc('\n', o->f);
-    line(o, "%sstarted by your lines%s (what the threads and processes they started allocated outside your code)",
-         bold(o), reset(o));
+    heading(o, "started by your lines", "what the threads and processes they started allocated outside your code");
     for (size_t k = 0; k < n; k++) {
         const pf_line_t *l = &m->lines[top[k]];
         char a[16], what[64];
@@ -485,9 +488,7 @@ static void unprofiled(out_t *o, const pf_model_t *m)
     size_t others, n = pf_report_unprofiled_groups(m, top, PF_UNPROFILED_TOP, &others);
     if (!n)
         return;
-    fputc('\n', o->f);
-    line(o, "%snot profiled%s (Python processes given an environment without pyflow's LD_PRELOAD or PYFLOW_OUTPUT)",
-         bold(o), reset(o));
+    heading(o, "not profiled", "Python processes given an environment without pyflow's LD_PRELOAD or PYFLOW_OUTPUT");
     for (size_t k = 0; k < n; k++) {
         char where[300] = "(no line of yours)", what[48];
         if (top[k].row >= 0) {
@@ -532,8 +533,9 @@ static void peak_contributors(out_t *o, const pf_model_t *m)
             break;
         taken[pass] = best;
         if (!shown++) {
-            fputc('\n', o->f);
-            line(o, "%slargest at the peak%s (%.2f s)", bold(o), reset(o), (double)m->peak_ns / 1e9);
+            char when[32];
+            snprintf(when, sizeof when, "%.2f s", (double)m->peak_ns / 1e9);
+            heading(o, "largest at the peak", when);
         }
         const char *source = pf_report_source_line(pf_model_str(m, best->file), best->line);
         const char *function = pf_model_str(m, best->function);
@@ -554,8 +556,7 @@ static void leaks(out_t *o, const pf_model_t *m)
             continue;
         double p = pf_report_leak_likelihood(&l->s);
         if (!any++) {
-            fputc('\n', o->f);
-            line(o, "%sprobable leaks%s (live at exit and still growing)", bold(o), reset(o));
+            heading(o, "probable leaks", "live at exit and still growing");
         }
         double span = (double)(m->end_ns - l->s.first_ns) / 1e9;
         line(o, "  %s%s:%d%s  %s live at exit, likelihood %.0f%%, growing %s/s: %s", red(o),
@@ -576,9 +577,7 @@ static void access_findings(out_t *o, const pf_model_t *m)
         if (!pf_report_redundancy_shown(m, r))
             continue;
         if (shown++ == 0) {
-            fputc('\n', o->f);
-            line(o, "%sredundant stores and loads%s (the same value stored or loaded again by another native call)",
-                 bold(o), reset(o));
+            heading(o, "redundant stores and loads", "the same value stored or loaded again by another native call");
         }
         const pf_line_t *at = &m->lines[r->repeat_line];
         double kind_total = r->kind == PF_ACCESS_STORE ? m->total.store_bytes : m->total.load_bytes;
@@ -609,8 +608,7 @@ static void needed_copies(out_t *o, const pf_model_t *m)
         const pf_flow_t *f = top[k];
         const pf_line_t *at = &m->lines[f->at_line];
         if (!k) {
-            fputc('\n', o->f);
-            line(o, "%scopies proved needed%s (a watched write changed the copy or its source)", bold(o), reset(o));
+            heading(o, "copies proved needed", "a watched write changed the copy or its source");
         }
         line(o, "  %s:%d  %s in %.0f cop%s: %s", shorten_path(pf_model_str(m, at->file)), at->line,
              human(f->bytes, a), f->count, f->count < 1.5 ? "y" : "ies",
@@ -628,6 +626,8 @@ static void needed_copies(out_t *o, const pf_model_t *m)
     }
 }
 
+#define COPIES_ABOUT "neither copy nor source was modified while both lived"
+
 /* The redundant bytes of the header's total that no finding above lists, and why. */
 static void unlisted_copies(out_t *o, const pf_model_t *m, int listed)
 {
@@ -637,8 +637,7 @@ static void unlisted_copies(out_t *o, const pf_model_t *m, int listed)
     if (!started && !elsewhere)
         return;
     if (!listed) {
-        fputc('\n', o->f);
-        line(o, "%sredundant copies%s (neither copy nor source was modified while both lived)", bold(o), reset(o));
+        heading(o, "redundant copies", COPIES_ABOUT);
     }
     char a[16];
     if (started) {
@@ -661,9 +660,7 @@ static void findings(out_t *o, const pf_model_t *m)
             continue;
         const pf_line_t *at = &m->lines[f->at_line];
         if (!any++) {
-            fputc('\n', o->f);
-            line(o, "%sredundant copies%s (neither copy nor source was modified while both lived)", bold(o),
-                 reset(o));
+            heading(o, "redundant copies", COPIES_ABOUT);
         }
         char rate[16];
         double n = f->redundant_count < 1 ? 1 : f->redundant_count;
