@@ -191,6 +191,13 @@ int pf_writer_open(const char *base_path, int is_root, const pf_writer_info_t *i
     return open_and_start(is_root);
 }
 
+/* 1 when fd is the profile being written (not a number the program reused after closing ours). */
+static int names_profile(int fd)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 && st.st_dev == W.dev && st.st_ino == W.ino;
+}
+
 int pf_writer_reopen_child(void)
 {
     /* The parent's segments are mapped MAP_SHARED on the parent's file: unmap them so nothing in the
@@ -203,8 +210,8 @@ int pf_writer_reopen_child(void)
     if (W.header)
         pf_sys_munmap(W.header, PF_HEADER_BYTES);
     W.header = NULL;
-    if (W.fd >= 0)
-        close(W.fd);
+    if (W.fd >= 0 && names_profile(W.fd))
+        close(W.fd);    /* else the number is the program's now (keep_descriptor) */
     W.fd = -1;
     W.lock.locked = 0;
     W.via_pid = W.via_child = 0;     /* the child's parent is this process */
@@ -220,13 +227,14 @@ int pf_writer_reopen_child(void)
  * its path. Once a chunk, so an fstat per 64 KiB of records. */
 static void keep_descriptor(void)
 {
-    struct stat st;
-    if (W.fd >= 0 && fstat(W.fd, &st) == 0 && st.st_dev == W.dev && st.st_ino == W.ino)
-        return;
+    int fd = __atomic_load_n(&W.fd, __ATOMIC_ACQUIRE);
+    if (fd < 0 || names_profile(fd))
+        return;     /* still ours; or lost already, and not looked for again at every record */
     pf_spin_lock(&W.lock);
-    if (W.fd < 0 || fstat(W.fd, &st) != 0 || st.st_dev != W.dev || st.st_ino != W.ino) {
-        int fd = pf_fd_high(open(W.path, O_RDWR | O_CLOEXEC));
-        if (fd >= 0 && (fstat(fd, &st) != 0 || st.st_dev != W.dev || st.st_ino != W.ino)) {
+    fd = W.fd;
+    if (fd >= 0 && !names_profile(fd)) {
+        fd = pf_fd_high(open(W.path, O_RDWR | O_CLOEXEC));
+        if (fd >= 0 && !names_profile(fd)) {
             close(fd);      /* the profile was replaced or removed: stop growing it */
             fd = -1;
         }

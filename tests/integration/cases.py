@@ -1171,10 +1171,10 @@ def case_fd_numbers(c):
 def case_closed_profile_fd(c):
     """A program that closes every descriptor it did not open (a daemon, os.closerange) and puts a file of its
     own on the profile's old number: what it allocates afterwards is still recorded (the profile is opened
-    again by its path) and its own file is left alone."""
+    again by its path), its own file is left alone, and a child it forks keeps that descriptor."""
     script = prog("closes_fds.py")
     plain = run([c.python, script, c.tmp])
-    assert plain.returncode == 0 and plain.stdout == "size 0 kept 16\n", (plain.stdout, plain.stderr)
+    assert plain.returncode == 0 and plain.stdout == "child 0\nsize 0 kept 16\n", (plain.stdout, plain.stderr)
     cp, d = c.profile(script, c.tmp)
     assert cp.returncode == 0 and cp.stdout == plain.stdout, (cp.stdout, cp.stderr[-800:])
     exact_plus_samples(row(d, "closes_fds.py", line_of(script, "churn = "))["alloc_bytes"], 3000 << 20,
