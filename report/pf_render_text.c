@@ -307,13 +307,14 @@ static const char *marked(double v, char mark, char out[16])
 
 /* The per-line table. Columns that matter most always show (with '!' on a probable leak's live bytes and
  * '*' on copies judged redundant); redundant bytes, copy rate and the trend sparkline join as the width
- * allows, and the source text takes what is left. */
+ * allows, and the source text takes what is left. The trend waits until the source keeps 20 columns: a
+ * line is read by its code first (at 100 columns the trend left it 7: "subpro…"). */
 static void lines_table(out_t *o, const pf_model_t *m, int rows, int reduced)
 {
     size_t *order = pf_report_line_order(m);
     char a[16], b[16], c[16], d[16], e[16];
     int gpu = m->total.gpu_bytes > 0;   /* a GPU column only for programs that used GPU memory */
-    int trend = o->width >= 100, redundant = o->width >= 120, rate = o->width >= 130;
+    int trend = o->width >= 113, redundant = o->width >= 124, rate = o->width >= 134;
     int lw = o->width < 100 ? 18 : 24, nw = o->width < 100 ? 8 : 9;    /* narrow terminals: tighter columns */
     char head[512] = "";
     cat(head, sizeof head, "%s%-*s %*s %*s %*s", bold(o), lw, "line", nw, "allocated", nw, "python", nw, "native");

@@ -801,23 +801,28 @@ static void test_text_golden(void **state)
     pf_rec_exit_t x = {100000000, 0, 0};
     b_rec(&b, PF_REC_EXIT, 0, &x, sizeof x);
     pf_model_t *m = load_ok(b_save(&b, "golden.pflow", 0));
-    char *text = render_text(m, 100);
-    const char *golden = PF_TEST_DATA_DIR "/report_golden.txt";
-    if (getenv("PYFLOW_UPDATE_GOLDEN")) {
-        FILE *g = fopen(golden, "w");
+    /* the default width (the source before the trend), and a wide terminal (trend, redundant, copy/s) */
+    const struct { int width; const char *golden; } widths[] = {{100, PF_TEST_DATA_DIR "/report_golden.txt"},
+                                                                 {140, PF_TEST_DATA_DIR "/report_golden_wide.txt"}};
+    for (size_t w = 0; w < sizeof widths / sizeof *widths; w++) {
+        char *text = render_text(m, widths[w].width);
+        const char *golden = widths[w].golden;
+        if (getenv("PYFLOW_UPDATE_GOLDEN")) {
+            FILE *g = fopen(golden, "w");
+            assert_non_null(g);
+            fputs(text, g);
+            fclose(g);
+        }
+        FILE *g = fopen(golden, "r");
         assert_non_null(g);
-        fputs(text, g);
+        char want[8192];
+        size_t n = fread(want, 1, sizeof want - 1, g);
         fclose(g);
+        want[n] = '\0';
+        if (strcmp(want, text) != 0)
+            fail_msg("text report differs from %s (PYFLOW_UPDATE_GOLDEN=1 rewrites it):\n%s", golden, text);
+        free(text);
     }
-    FILE *g = fopen(golden, "r");
-    assert_non_null(g);
-    char want[8192];
-    size_t n = fread(want, 1, sizeof want - 1, g);
-    fclose(g);
-    want[n] = '\0';
-    if (strcmp(want, text) != 0)
-        fail_msg("text report differs from %s (PYFLOW_UPDATE_GOLDEN=1 rewrites it):\n%s", golden, text);
-    free(text);
     pf_model_free(m);
 }
 
