@@ -69,6 +69,7 @@ typedef struct pf_flow {
     double candidate_bytes, candidate_count;    /* of bytes and count, the copies a verdict may concern:
                                                    those that filled their destination (pf_copy_rule.h) */
     double redundant_count;                 /* of candidate_count, the redundant share */
+    uint32_t dst_domains;                   /* 1 << PF_DOMAIN_* of the candidates' destination objects */
     uint32_t evidence;                      /* PF_EVIDENCE_* of the last verdict */
     uint32_t watch_judged;                  /* verdicts decided by a watched write (--watch=copies) */
     int32_t write_line, write_func;         /* the first such write: its row and function row (-1: none) */

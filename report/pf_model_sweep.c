@@ -445,6 +445,7 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     o->line = row;
     o->func = fn;
     o->gpu = a->domain == PF_DOMAIN_GPU;
+    o->domain = a->domain;
     o->native = st.n_native ? pf_sweep_native_site(S, e->proc, st.ips, st.n_native) : 0;
     o->est = est;
     o->size = a->size;
@@ -522,6 +523,8 @@ static void on_copy(sweeper_t *S, const event_t *e)
     if (ci->fills) {
         fl->candidate_bytes += est;
         fl->candidate_count += count;
+        if (dst >= 0)
+            fl->dst_domains |= 1u << S->objs[dst].domain;
     }
     *pf_map_put(&S->copies, pf_sweep_key3(e->proc, c->copy_id, 0xC0), NULL) = S->n_cinfo - 1;
 }

@@ -300,7 +300,9 @@ int pf_render_html(const pf_model_t *m, FILE *f, const pf_html_opts_t *opts)
         pf_html_esc(f, pf_report_basename(pf_model_str(m, at->file)));
         fprintf(f, ":%d <code>", at->line);
         pf_html_esc(f, pf_report_source_line(pf_model_str(m, at->file), at->line));
-        fputs("</code>: share one buffer instead of copying it</div>\n", f);
+        fputs("</code>: ", f);
+        pf_html_esc(f, pf_report_copy_fix(fl));
+        fputs("</div>\n", f);
         any++;
     }
     any += unlisted_copies(f, m);

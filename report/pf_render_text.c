@@ -675,7 +675,7 @@ static void findings(out_t *o, const pf_model_t *m)
              at->line, reset(o), human(f->redundant_bytes, a), n, n < 1.5 ? "y" : "ies", from,
              human(pf_report_copy_rate(&at->s), rate),
              pf_report_source_line(pf_model_str(m, at->file), at->line));
-        line(o, "      fix: share one buffer (numpy: np.asarray(x) or x itself; bytes: memoryview(x))");
+        line(o, "      fix: %s", pf_report_copy_fix(f));
     }
     unlisted_copies(o, m, any);
     needed_copies(o, m);

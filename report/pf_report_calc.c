@@ -110,6 +110,19 @@ int pf_report_copy_found(const pf_model_t *m, const pf_flow_t *f)
            pf_model_is_user_file(m, pf_model_str(m, m->lines[f->at_line].file));
 }
 
+const char *pf_report_copy_fix(const pf_flow_t *f)
+{
+    uint32_t python = 1u << PF_DOMAIN_PYRAW | 1u << PF_DOMAIN_PYMEM | 1u << PF_DOMAIN_PYOBJ;
+    uint32_t native = 1u << PF_DOMAIN_MALLOC | 1u << PF_DOMAIN_MMAP;
+    if (f->kind == PF_COPY_H2D)
+        return "upload it once and keep it on the device (the same host bytes were sent again)";
+    if (f->dst_domains && !(f->dst_domains & ~python))
+        return "share one buffer (bytes, bytearray: memoryview(x) or x itself, not bytes(x) or x[:])";
+    if (f->dst_domains && !(f->dst_domains & ~native))
+        return "share one buffer (numpy: np.asarray(x) or x itself, not np.array(x) or x.copy())";
+    return "share one buffer (numpy: np.asarray(x) or x itself; bytes: memoryview(x))";
+}
+
 void pf_report_unlisted_redundancy(const pf_model_t *m, pf_unlisted_redundancy_t *out)
 {
     *out = (pf_unlisted_redundancy_t){.started_line = -1};

@@ -27,6 +27,11 @@ int pf_report_flow_redundant(const pf_flow_t *f);
 int pf_report_leak_found(const pf_model_t *m, const pf_line_t *l);
 int pf_report_copy_found(const pf_model_t *m, const pf_flow_t *f);
 
+/* What to do about a redundant copy flow, by what it copied into: a Python object (bytes, bytearray:
+ * memoryview), a native buffer (numpy: asarray), a GPU upload (keep it on the device); both advices when
+ * its copies filled both kinds. */
+const char *pf_report_copy_fix(const pf_flow_t *f);
+
 /* The redundant copy bytes the findings leave out (the header's total counts them): those made by threads
  * and processes a line of the user's started, in library code (with the line whose share is largest), and
  * those made elsewhere (library lines, imports, no line). */

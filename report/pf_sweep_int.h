@@ -9,6 +9,7 @@
 typedef struct live_obj {
     int32_t line, func;
     int gpu;            /* a GPU allocation */
+    uint8_t domain;     /* PF_DOMAIN_* */
     uint32_t native;    /* native site string, 0 = none */
     double est;
     uint64_t size;

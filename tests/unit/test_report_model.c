@@ -245,11 +245,15 @@ static void test_unlisted_redundant_copies(void **state)
     b_code(&b, 1, "/app.py", "<module>", 5);
     b_code(&b, 2, "/app.py", "<module>", 6);
     b_code(&b, 3, "/usr/lib/python3.11/copy.py", "deepcopy", 128);
-    uint32_t app5 = 1, app6 = 2, library = 3;
+    b_code(&b, 4, "/app.py", "<module>", 7);
+    uint32_t app5 = 1, app6 = 2, library = 3, app7 = 4;
     b_spawn(&b, 2, PF_SPAWN_THREAD, 0xB0, 1, 1, &app5);
     b_alloc(&b, 3, 0x10000, 4096, 4096, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &app6);
     b_alloc(&b, 4, 0x20000, 4096, 4096, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &app6);
     b_copy(&b, 5, 1, 0x20000, 0x10000, 4096, app6);                 /* the user's own: listed */
+    b_alloc(&b, 5, 0x60000, 1024, 1024, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &app7);
+    b_copy(&b, 5, 4, 0x60000, 0x10000, 1024, app7);                 /* into a Python object (bytes) */
+    b_verdict(&b, 19, 4, PF_VERDICT_REDUNDANT);
     b_alloc(&b, 6, 0x30000, 2048, 2048, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &library);
     b_copy(&b, 7, 2, 0x30000, 0x10000, 2048, library);              /* a library line's */
     b_verdict(&b, 20, 1, PF_VERDICT_REDUNDANT);
@@ -261,10 +265,13 @@ static void test_unlisted_redundant_copies(void **state)
     b_copy(&b, 11, 3, 0x50000, 0x40000, 8192, library);
     b_verdict(&b, 22, 3, PF_VERDICT_REDUNDANT);
     pf_model_t *m = load_ok(b_save(&b, "unlisted.pflow", 0));
-    assert_int_equal((int)(m->total.redundant_copy_bytes + 0.5), 4096 + 2048 + 8192);
+    assert_int_equal((int)(m->total.redundant_copy_bytes + 0.5), 4096 + 1024 + 2048 + 8192);
     char *text = render_text(m, 120);
     const char *section = strstr(text, "\nredundant copies");
     if (!section || !strstr(section, "\n  app.py:6  4.00 KiB in 1 copy of data from line 6") ||
+        !strstr(section, "\n      fix: share one buffer (numpy: np.asarray(x) or x itself, not np.array(x) or x.copy())\n") ||
+        !strstr(section, "\n  app.py:7  1.00 KiB in 1 copy of data from line 6") ||
+        !strstr(section, "\n      fix: share one buffer (bytes, bytearray: memoryview(x) or x itself, not bytes(x) or x[:])\n") ||
         !strstr(section, "\n  and 8.00 KiB by threads and processes your lines started, in library code (most: app.py:5)\n") ||
         !strstr(section, "\n  and 2.00 KiB outside your code (library lines, imports)\n"))
         fail_msg("redundant copies:\n%s", section ? section : text);
