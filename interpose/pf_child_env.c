@@ -70,6 +70,89 @@ int pf_program_is_python(const char *path)
     return strstr(line, "python") != NULL;
 }
 
+int pf_is_launcher(const char *path)
+{
+    static const char *const launchers[] = {"sh", "bash", "dash", "zsh", "ksh", "env", "nice", "nohup", "timeout",
+                                            "time", "stdbuf", "xargs", "setsid", "taskset", "chrt", "ionice",
+                                            "sudo", "su", "runuser", "make", "uv", "pip", "exec", NULL};
+    const char *base = file_name(path);
+    for (int i = 0; launchers[i]; i++)
+        if (strcmp(base, launchers[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static int is_shell(const char *path)
+{
+    static const char *const shells[] = {"sh", "bash", "dash", "zsh", "ksh", NULL};
+    for (int i = 0; shells[i]; i++)
+        if (strcmp(file_name(path), shells[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* A launcher's argument it passes over to reach the program: an option, VAR=value, a number (a
+ * duration, a priority). */
+static int skipped_argument(const char *arg)
+{
+    if (arg[0] == '-' || strchr(arg, '='))
+        return 1;
+    size_t digits = strspn(arg, "0123456789.");
+    return digits > 0 && (arg[digits] == '\0' || (arg[digits + 1] == '\0' && strchr("smhd", arg[digits])));
+}
+
+int pf_launches_python(const char *path, char *const argv[])
+{
+    if (!path || !argv || !argv[0])
+        return 0;
+    if (is_shell(path)) {
+        for (size_t i = 1; argv[i]; i++)    /* -c, or options that include it: bash -lc, sh -ec */
+            if (argv[i][0] == '-' && argv[i][1] != '-' && strchr(argv[i], 'c'))
+                return argv[i + 1] && pf_command_runs_python(argv[i + 1]);
+        return 0;
+    }
+    for (size_t i = 1; argv[i]; i++) {
+        if (skipped_argument(argv[i]))
+            continue;
+        if (strncmp(file_name(argv[i]), "python", 6) == 0)
+            return 1;
+        if (!pf_is_launcher(argv[i]))
+            return 0;
+    }
+    return 0;
+}
+
+int pf_command_runs_python(const char *command)
+{
+    static const char separators[] = ";&|(`\n";
+    int command_position = 1;
+    for (const char *p = command; p && *p;) {
+        size_t blank = strspn(p, " \t\"'");
+        p += blank;
+        if (!*p)
+            break;
+        if (strchr(separators, *p)) {
+            command_position = 1;
+            p++;
+            continue;
+        }
+        size_t len = strcspn(p, " \t\"';&|()`\n");
+        char word[64];
+        size_t n = len < sizeof word - 1 ? len : sizeof word - 1;
+        memcpy(word, p, n);
+        word[n] = '\0';
+        p += len;
+        if (!command_position)
+            continue;
+        if (strchr(word, '='))
+            continue;       /* VAR=value before the command */
+        if (strncmp(file_name(word), "python", 6) == 0)
+            return 1;
+        command_position = pf_is_launcher(word) || skipped_argument(word);
+    }
+    return 0;
+}
+
 size_t pf_command_line(char *buf, size_t cap, char *const argv[])
 {
     size_t used = 0;

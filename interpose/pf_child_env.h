@@ -23,6 +23,19 @@ int pf_env_profiles(char *const envp[]);
  * lacks it). */
 int pf_program_is_python(const char *path);
 
+/* 1 when the program at path only starts other programs: a shell (for subprocess's shell=True, os.system),
+ * env, nice, timeout... */
+int pf_is_launcher(const char *path);
+
+/* 1 when a launcher run as argv runs Python: a shell's -c command (pf_command_runs_python), or the program
+ * env, nice, timeout... start (the first argument not an option, a VAR=value or a number), through further
+ * launchers. */
+int pf_launches_python(const char *path, char *const argv[]);
+
+/* 1 when a shell command line runs Python: a word in command position (first, after ; & | ( or a
+ * launcher, past VAR=value assignments) whose file name starts with "python". */
+int pf_command_runs_python(const char *command);
+
 /* argv joined by spaces, argv[0] by its file name only, cut to fit cap bytes (NUL included).
  * Returns the length written. */
 size_t pf_command_line(char *buf, size_t cap, char *const argv[]);

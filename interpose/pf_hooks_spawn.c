@@ -83,6 +83,8 @@ static int judge_child(child_t *c, const char *path, char *const argv[], char *c
     if (pf_env_profiles(envp))
         return 0;
     int python = pf_program_is_python(path);
+    if (python == 0 && pf_is_launcher(path))
+        python = pf_launches_python(path, argv);    /* sh -c "python3 ...", env python3 ... */
     if (python <= 0)
         return python;
     c->flags = PF_SPAWN_UNPROFILED;
@@ -246,7 +248,11 @@ PF_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 PF_EXPORT int system(const char *command)
 {
     uint64_t t0 = command ? start_time() : 0;   /* system(NULL) only asks whether a shell exists */
-    if (t0)
-        note_start(PF_SPAWN_PROCESS, 0, t0, &plain_child);
+    if (t0) {
+        child_t c = plain_child;
+        char *const argv[] = {"sh", "-c", (char *)command, NULL};
+        judge_child(&c, "/bin/sh", argv, environ);
+        note_start(PF_SPAWN_PROCESS, 0, t0, &c);
+    }
     return PF_REAL(system)(command);
 }

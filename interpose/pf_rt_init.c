@@ -141,21 +141,6 @@ static void fork_child(void)
     pf_tls.guard--;
 }
 
-/* Programs that only start other programs (a shell for subprocess(shell=True), env, nice, timeout...):
- * they keep pyflow's variables so that a Python they run is profiled too. */
-static int is_launcher(const char *exe)
-{
-    static const char *const launchers[] = {"sh", "bash", "dash", "zsh", "ksh", "env", "nice", "nohup", "timeout",
-                                            "time", "stdbuf", "xargs", "setsid", "taskset", "chrt", "ionice",
-                                            "sudo", "su", "runuser", "make", "uv", "pip", NULL};
-    const char *base = strrchr(exe, '/');
-    base = base ? base + 1 : exe;
-    for (int i = 0; launchers[i]; i++)
-        if (strcmp(base, launchers[i]) == 0)
-            return 1;
-    return 0;
-}
-
 /* A launcher started by a profiled process (or by launchers it started) says so to what it runs: a Python
  * run through a shell then knows which process's start of which pid began its chain (its header's
  * via_pid/via_child), for the reporter to charge it to the line that ran the shell. The first launcher of a
@@ -192,7 +177,7 @@ static void leave_environment_clean(void)
     if (n <= 0)
         return;
     exe[n] = '\0';
-    if (is_launcher(exe)) {
+    if (pf_is_launcher(exe)) {   /* it keeps pyflow's variables, so that a Python it runs is profiled too */
         pass_via();
         return;
     }

@@ -499,6 +499,8 @@ static void unprofiled(out_t *o, const pf_model_t *m)
         const pf_unprofiled_t *u = &m->unprofiled[top[k].first];
         if (top[k].count > 1)
             snprintf(what, sizeof what, "%zu processes, the first", top[k].count);
+        else if (u->pid == 0)     /* os.system: glibc starts the shell where no hook sees its pid */
+            snprintf(what, sizeof what, "a shell");
         else if (u->pid == u->starter_pid)
             snprintf(what, sizeof what, "pid %u exec'd itself into", u->pid);
         else

@@ -92,6 +92,46 @@ static void test_program_is_python(void **state)
     rmdir(dir);
 }
 
+static void test_launchers(void **state)
+{
+    (void)state;
+    assert_true(pf_is_launcher("/bin/sh"));
+    assert_true(pf_is_launcher("env"));
+    assert_false(pf_is_launcher("/usr/bin/python3"));
+    assert_false(pf_is_launcher("/usr/bin/shell"));
+    char *sh_python[] = {"/bin/sh", "-c", "cd /srv && /usr/bin/python3 -m app", NULL};
+    char *bash_lc[] = {"bash", "-lc", "python3.12 job.py", NULL};
+    char *sh_grep[] = {"/bin/sh", "-c", "grep -r python .", NULL};
+    char *sh_script[] = {"/bin/sh", "run.sh", NULL};
+    char *env_python[] = {"env", "-i", "A=1", "python3", "x.py", NULL};
+    char *timeout_python[] = {"timeout", "10s", "nice", "-n", "5", "python3", NULL};
+    char *nice_git[] = {"nice", "-n", "5", "git", "status", NULL};
+    assert_true(pf_launches_python("/bin/sh", sh_python));
+    assert_true(pf_launches_python("/usr/bin/bash", bash_lc));
+    assert_false(pf_launches_python("/bin/sh", sh_grep));
+    assert_false(pf_launches_python("/bin/sh", sh_script));
+    assert_true(pf_launches_python("/usr/bin/env", env_python));
+    assert_true(pf_launches_python("/usr/bin/timeout", timeout_python));
+    assert_false(pf_launches_python("/usr/bin/nice", nice_git));
+    assert_false(pf_launches_python(NULL, sh_python));
+}
+
+static void test_command_runs_python(void **state)
+{
+    (void)state;
+    const char *yes[] = {"python3 x.py", "FOO=1 BAR=2 python3 x.py", "cd d && /usr/bin/python3 -m m",
+                         "ls | xargs python3 f.py", "(python3 x)", "exec python3.11", "timeout 5s python -c 1",
+                         "echo start; 'python3' run.py", "true\npython3 x"};
+    const char *no[] = {"", "echo python", "grep -r python .", "ls -l", "git commit -m 'python3 x'",
+                        "cat python3.txt", "./run_python_tests.sh"};
+    for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
+        if (!pf_command_runs_python(yes[i]))
+            fail_msg("not seen to run Python: %s", yes[i]);
+    for (size_t i = 0; i < sizeof no / sizeof *no; i++)
+        if (pf_command_runs_python(no[i]))
+            fail_msg("seen to run Python: %s", no[i]);
+}
+
 static void test_command_line(void **state)
 {
     (void)state;
@@ -118,6 +158,8 @@ int main(void)
         cmocka_unit_test(test_preload_entry),
         cmocka_unit_test(test_env_profiles),
         cmocka_unit_test(test_program_is_python),
+        cmocka_unit_test(test_launchers),
+        cmocka_unit_test(test_command_runs_python),
         cmocka_unit_test(test_command_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

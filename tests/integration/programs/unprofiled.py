@@ -1,6 +1,7 @@
 """Starts Python children with environments that drop pyflow's variables, in each way a process can:
 subprocess (vfork, or fork on 3.9), os.posix_spawn, fork then os.execve, os.execvpe's PATH search, a script
-whose #! names python; then one child that keeps them, and a non-Python one. Last, it replaces itself."""
+whose #! names python; then one child that keeps them, and a non-Python one; a shell running Python, and
+os.system once LD_PRELOAD is gone from its own environment. Last, it replaces itself."""
 import os
 import subprocess
 import sys
@@ -28,5 +29,8 @@ os.waitpid(pid, 0)
 subprocess.run([tool], env=clean, check=True)                                # by a script's #! line
 subprocess.run([sys.executable, "-c", "x = bytearray(3_000_000)"], env=dict(os.environ), check=True)  # profiled
 subprocess.run(["true"], env=clean, check=True)                              # not Python
+subprocess.run(f"{sys.executable} -c pass", shell=True, env=clean, check=True)  # by a shell
+os.environ.pop("LD_PRELOAD", None)
 sys.stdout.flush()
+os.system(f"{sys.executable} -c pass")                                       # by os.system
 os.execve(sys.executable, [sys.executable, "-c", "print('replaced')"], clean)    # itself
