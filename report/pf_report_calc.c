@@ -161,12 +161,29 @@ const char *pf_report_copy_kind_name(unsigned kind)
 }
 
 /* The text of a source line, trimmed; "" when unavailable. Caches the last file read. */
+/* What a bracketed row (pf_model_sweep.c) holds, in place of a source line; "" for any other file. */
+static const char *bracket_meaning(const char *file)
+{
+    static const char *const meanings[][2] = {
+        {"[python startup]", "(interpreter start-up: site and .pth imports, codecs)"},
+        {"[native thread]", "(threads that never ran Python: BLAS pools, C extensions' threads)"},
+        {"[stack missing]", "(records whose interned stack the profile lacks)"},
+        {"[unknown]", "(no frame of a known code object on the stack)"},
+    };
+    for (size_t i = 0; i < sizeof meanings / sizeof *meanings; i++)
+        if (strcmp(file, meanings[i][0]) == 0)
+            return meanings[i][1];
+    return "";
+}
+
 const char *pf_report_source_line(const char *file, int lineno)
 {
     static char *cached_name, *cached_text;
     static char result[512];
     result[0] = '\0';
-    if (lineno <= 0 || file[0] == '<' || file[0] == '[')
+    if (file[0] == '[')
+        return bracket_meaning(file);
+    if (lineno <= 0 || file[0] == '<')
         return result;
     if (!cached_name || strcmp(cached_name, file) != 0) {
         free(cached_name);

@@ -44,7 +44,8 @@ void pf_report_unlisted_redundancy(const pf_model_t *m, pf_unlisted_redundancy_t
 /* 1 when unlisted bytes are worth a sentence: 5% of the redundant total, or all of it. */
 int pf_report_unlisted_shown(const pf_model_t *m, double bytes);
 
-/* The text of a source line, trimmed (at most 511 bytes; "" when the file cannot be read). The result is
+/* The text of a source line, trimmed (at most 511 bytes; "" when the file cannot be read), or for a
+ * bracketed row ("[python startup]", "[native thread]") what it holds, in parentheses. The result is
  * overwritten by the next call. */
 const char *pf_report_source_line(const char *file, int lineno);
 

@@ -179,6 +179,12 @@ static void test_attribution(void **state)
     assert_int_equal((int)find_line(m, "/usr/lib/python3/dist-packages/numpy/core/numeric.py", 150)->s.alloc_bytes, 20);
     assert_int_equal((int)find_line(m, "[native thread]", 0)->s.alloc_bytes, 30);
     assert_int_equal((int)find_line(m, "[python startup]", 0)->s.alloc_bytes, 40);
+    /* a bracketed row says what it holds where a line would show its source */
+    char *text = render_text(m, 240);
+    if (!strstr(text, "(interpreter start-up: site and .pth imports, codecs)\n") ||
+        !strstr(text, "(threads that never ran Python: BLAS pools, C extensions' threads)\n"))
+        fail_msg("bracketed rows:\n%s", strstr(text, "\n[python startup]") ? strstr(text, "\n[python startup]") : text);
+    free(text);
     pf_model_free(m);
 }
 
