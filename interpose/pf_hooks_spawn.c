@@ -16,6 +16,10 @@
  *  - system(3) (os.system) starts its shell inside glibc, where no hook sees the pid: the record, written
  *    before the call, names pid 0, and the reporter matches it by time with the process whose chain of
  *    launchers began there (the shell passes PYFLOW_VIA on, pf_rt_init.c).
+ *  - A process start whose environment leaves out pyflow's variables, of a program that runs Python
+ *    (pf_child_env.h), is marked PF_SPAWN_UNPROFILED with its command line: nothing will profile it, and
+ *    the report lists it. A process exec'ing itself into such a program writes that into its own file
+ *    (child = its own pid), once.
  * Only Python frames are captured: the reporter looks for the user's line in them, nothing else.
  */
 #include <dlfcn.h>
