@@ -187,7 +187,10 @@ void pf_sweep_access_finish(sweeper_t *S)
  *    computation. */
 const char *pf_redundancy_category(const pf_model_t *m, const pf_redundancy_t *r)
 {
-    if (r->first_line < 0 || r->first_line != r->repeat_line)
+    /* a first access whose line is unknown (its frames could not be read: a bracketed row, or none) says
+     * nothing of where it ran: judged by the repeat alone, not taken for another line's call */
+    int first_known = r->first_line >= 0 && pf_model_str(m, m->lines[r->first_line].file)[0] != '[';
+    if (r->repeat_line < 0 || (first_known && r->first_line != r->repeat_line))
         return "repeated native call with the same arguments";
     const pf_line_t *l = &m->lines[r->repeat_line];
     const char *src = pf_report_source_line(pf_model_str(m, l->file), l->line);

@@ -1086,7 +1086,13 @@ def case_watch_categories(c):
         assert r["redundant_load_bytes"] > 0 and r["redundant_load_fraction"] >= 0.3, \
             f"{name}:{line}: {r['redundant_load_bytes']} B, fraction {r['redundant_load_fraction']}"
         assert mine and sum(x["count"] for x in mine) >= 3, f"{name}:{line}: {mine} / {doc['watch']}"
-        assert mine[0]["category"] == category, f"{name}: category {mine[0]['category']!r}, want {category!r}"
+        # the category most of the line's pairs suggest: a pair whose first access's frames could not be read
+        # (a busy machine, emulated watchpoints) has no first line, and suggests another (once in CI)
+        votes = {}
+        for x in mine:
+            votes[x["category"]] = votes.get(x["category"], 0) + x["count"]
+        top = max(votes, key=votes.get)
+        assert top == category, f"{name}: category {top!r} ({votes}), want {category!r}"
         assert mine[0]["repeat_path"].count(name) >= 1, mine[0]["repeat_path"]
         html = open(watch_html(c), encoding="utf-8").read()
         finding = f'<span class="bad">redundant loads</span>'

@@ -300,6 +300,46 @@ static void test_unlisted_redundant_copies(void **state)
     pf_model_free(m);
 }
 
+/* A redundant load pair: the first access's Python frames (n_first of them, 0: they could not be read), and
+ * the repeat's one frame. */
+static void b_load_pair(builder_t *b, uint64_t t, uint64_t addr, const uint32_t *first, int n_first, uint32_t repeat)
+{
+    unsigned char tmp[256];
+    pf_rec_access_pair_t a = {.t_ns = t, .addr = addr, .credited_bytes = 8, .len = 8, .flags = PF_ACCESS_REDUNDANT,
+                              .n_py_first = (uint16_t)n_first, .n_py_repeat = 1};
+    memcpy(tmp, &a, sizeof a);
+    size_t at = sizeof a;
+    for (int i = 0; i < n_first; i++, at += sizeof(pf_rec_pyframe_t))
+        memcpy(tmp + at, &(pf_rec_pyframe_t){first[i], 0}, sizeof(pf_rec_pyframe_t));
+    memcpy(tmp + at, &(pf_rec_pyframe_t){repeat, 0}, sizeof(pf_rec_pyframe_t));
+    b_rec(b, PF_REC_ACCESS_PAIR, PF_ACCESS_LOAD, tmp, at + sizeof(pf_rec_pyframe_t));
+}
+
+/* The category a redundant pair suggests: on two lines, a native call repeated; on one line, by what the line
+ * does; a first access whose frames could not be read (a busy machine) is judged by its repeat alone. */
+static void test_redundancy_categories(void **state)
+{
+    (void)state;
+    builder_t b;
+    b_init(&b, PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    b_code(&b, 1, "/w.py", "slow", 14);
+    b_code(&b, 2, "/w.py", "slow", 20);
+    uint32_t l14 = 1, l20 = 2;
+    b_load_pair(&b, 1, 0x1000, &l14, 1, l14);      /* one line: loop-invariant computation */
+    b_load_pair(&b, 2, 0x1008, &l20, 1, l14);      /* another line first: repeated native call */
+    b_load_pair(&b, 3, 0x1010, NULL, 0, l14);      /* first unknown: as the first group */
+    pf_model_t *m = load_ok(b_save(&b, "categories.pflow", 0));
+    assert_int_equal((int)m->n_redundancies, 3);
+    for (size_t i = 0; i < m->n_redundancies; i++) {
+        const pf_redundancy_t *r = &m->redundancies[i];
+        const char *want = r->first_line >= 0 && m->lines[r->first_line].line == 20
+                               ? "repeated native call with the same arguments" : "loop-invariant computation";
+        assert_string_equal(pf_redundancy_category(m, r), want);
+    }
+    pf_model_free(m);
+}
+
 /* A copy between the interiors of large buffers (a slice) has both ends; once the source is freed, a copy
  * from its old interior has none. */
 static void test_copy_interior_ends(void **state)
@@ -867,6 +907,7 @@ int main(void)
         cmocka_unit_test(test_copies_and_verdicts),
         cmocka_unit_test(test_copy_write_decides),
         cmocka_unit_test(test_unlisted_redundant_copies),
+        cmocka_unit_test(test_redundancy_categories),
         cmocka_unit_test(test_copy_interior_ends),
         cmocka_unit_test(test_children_merged),
         cmocka_unit_test(test_started_by),
