@@ -70,25 +70,24 @@ int pf_program_is_python(const char *path)
     return strstr(line, "python") != NULL;
 }
 
-int pf_is_launcher(const char *path)
+/* Programs that only start others, the shells first: 0 for none, 1 for a launcher, 2 for a shell. */
+static int launcher_kind(const char *path)
 {
-    static const char *const launchers[] = {"sh", "bash", "dash", "zsh", "ksh", "env", "nice", "nohup", "timeout",
-                                            "time", "stdbuf", "xargs", "setsid", "taskset", "chrt", "ionice",
-                                            "sudo", "su", "runuser", "make", "uv", "pip", "exec", NULL};
+    static const char *const launchers[] = {"sh", "bash", "dash", "zsh", "ksh", /* the shells */
+                                            "env", "nice", "nohup", "timeout", "time", "stdbuf", "xargs", "setsid",
+                                            "taskset", "chrt", "ionice", "sudo", "su", "runuser", "make", "uv",
+                                            "pip", NULL};
+    const int shells = 5;
     const char *base = file_name(path);
     for (int i = 0; launchers[i]; i++)
         if (strcmp(base, launchers[i]) == 0)
-            return 1;
+            return i < shells ? 2 : 1;
     return 0;
 }
 
-static int is_shell(const char *path)
+int pf_is_launcher(const char *path)
 {
-    static const char *const shells[] = {"sh", "bash", "dash", "zsh", "ksh", NULL};
-    for (int i = 0; shells[i]; i++)
-        if (strcmp(file_name(path), shells[i]) == 0)
-            return 1;
-    return 0;
+    return launcher_kind(path) != 0;
 }
 
 /* A launcher's argument it passes over to reach the program: an option, VAR=value, a number (a
@@ -105,7 +104,7 @@ int pf_launches_python(const char *path, char *const argv[])
 {
     if (!path || !argv || !argv[0])
         return 0;
-    if (is_shell(path)) {
+    if (launcher_kind(path) == 2) {
         for (size_t i = 1; argv[i]; i++)    /* -c, or options that include it: bash -lc, sh -ec */
             if (argv[i][0] == '-' && argv[i][1] != '-' && strchr(argv[i], 'c'))
                 return argv[i + 1] && pf_command_runs_python(argv[i + 1]);
@@ -148,7 +147,8 @@ int pf_command_runs_python(const char *command)
             continue;       /* VAR=value before the command */
         if (strncmp(file_name(word), "python", 6) == 0)
             return 1;
-        command_position = pf_is_launcher(word) || skipped_argument(word);
+        /* exec is the shell's own, not a program: what follows it is the command */
+        command_position = pf_is_launcher(word) || strcmp(word, "exec") == 0 || skipped_argument(word);
     }
     return 0;
 }

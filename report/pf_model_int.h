@@ -118,7 +118,7 @@ typedef struct pf_process {
 typedef struct pf_unprofiled {
     uint32_t pid;
     uint32_t starter_pid;   /* the process that started it; its own pid when a process exec'd into it */
-    int32_t row, func;      /* the user's line (and function) that started it, or -1 */
+    int32_t row;            /* the user's line that started it, or -1 */
     double t_s;             /* when, on the root's clock */
     char *command;          /* its command line, the program by its file name */
 } pf_unprofiled_t;

@@ -236,7 +236,6 @@ void pf_origin_unprofiled(sweeper_t *S)
             u->pid = (uint32_t)s->child;
             u->starter_pid = m->procs[q].pid;
             u->row = o.row;
-            u->func = o.func;
             u->t_s = (double)s->t / 1e9;
             u->command = pf_utf8_clean(pf_spawn_command(s->rec), s->rec->command_len);
         }

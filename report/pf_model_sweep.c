@@ -136,11 +136,17 @@ static int choose_frame(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *fra
     return *bracket ? -1 : pick;
 }
 
-/* The row of frame f (and *func unless func is NULL), decoding its line once per (code, offset). */
-static int32_t frame_row(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *f, int32_t *func)
+/* The code of frame f, or NULL when the profile does not define it. */
+static const pcode_t *frame_code(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *f)
 {
     proc_state_t *P = &S->L->procs[proc];
-    const pcode_t *pc = &P->pcodes[*pf_map_get(&P->codes, f->code_id) - 1];
+    uint64_t *ci = pf_map_get(&P->codes, f->code_id);
+    return ci ? &P->pcodes[*ci - 1] : NULL;
+}
+
+/* The row of frame f, of code pc (and *func unless func is NULL), decoding its line once per (code, offset). */
+static int32_t frame_row(sweeper_t *S, uint32_t proc, const pcode_t *pc, const pf_rec_pyframe_t *f, int32_t *func)
+{
     if (func)
         *func = func_row(S, pc->file, pc->function, pc->firstlineno);
     uint64_t ck = pf_sweep_key3(proc, f->code_id, f->lasti_bytes);
@@ -164,13 +170,6 @@ static int frame_line(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *f, co
     return (int)((int64_t)*v - 1);
 }
 
-static const pcode_t *frame_code(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *f)
-{
-    proc_state_t *P = &S->L->procs[proc];
-    uint64_t *ci = pf_map_get(&P->codes, f->code_id);
-    return ci ? &P->pcodes[*ci - 1] : NULL;
-}
-
 /* The row of frames[pick] (and *func). Code nested on a line (a comprehension before 3.12, a generator
  * expression, a lambda) that its caller runs from that very line is part of the caller's function, as
  * 3.12's inlined comprehensions are: the function row is the caller's, and the line row is named after it.
@@ -182,8 +181,8 @@ static int32_t picked_row(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *f
     if (pick + 1 >= n || !nested_on_line(S->m->strings[pc->function]) ||
         !(outer = frame_code(S, proc, &frames[pick + 1])) || outer->file != pc->file ||
         frame_line(S, proc, &frames[pick + 1], outer) != pc->firstlineno)
-        return frame_row(S, proc, &frames[pick], func);
-    int32_t row = frame_row(S, proc, &frames[pick], NULL);
+        return frame_row(S, proc, pc, &frames[pick], func);
+    int32_t row = frame_row(S, proc, pc, &frames[pick], NULL);
     *func = func_row(S, outer->file, outer->function, outer->firstlineno);
     pf_line_t *l = &S->m->lines[row];
     return line_row(S, l->file, outer->function, l->line);
