@@ -84,6 +84,7 @@ int pf_cli_parse_run(int argc, char **argv, pf_run_opts_t *o)
     memset(o, 0, sizeof *o);
     const char *env_python = getenv("PYFLOW_PYTHON");
     o->python = env_python && *env_python ? env_python : "python3";
+    o->python_chosen = env_python && *env_python;
     int i = 1;
     for (; i < argc; i++) {
         const char *a = argv[i];
@@ -118,6 +119,7 @@ int pf_cli_parse_run(int argc, char **argv, pf_run_opts_t *o)
             if (!(v = option_value(argc, argv, &i, "--python")))
                 return usage_error("%s needs a path", "--python");
             o->python = v;
+            o->python_chosen = 2;
         } else if (strcmp(a, "-o") == 0 || is_option(a, "--output")) {
             if (!(v = option_value(argc, argv, &i, a[1] == 'o' ? "-o" : "--output")))
                 return usage_error("%s needs a file name", a);
@@ -209,6 +211,17 @@ int pf_cli_parse_run(int argc, char **argv, pf_run_opts_t *o)
     }
     if (!o->target)
         return usage_error("%s", "nothing to run: give a script, -m MODULE or -c CODE");
+    if (o->kind == PF_TARGET_SCRIPT && pf_cli_names_interpreter(o->target)) {
+        /* `pyflow run python3 [its options] app.py`: the interpreter, as on a shell's command line */
+        if (o->python_chosen == 2) {
+            fprintf(stderr, "pyflow: two interpreters given: --python %s and %s\n", o->python, o->target);
+            return 2;
+        }
+        o->python = o->target;
+        o->target = NULL;
+        if ((i = pf_cli_take_python_options(o, argc, argv, i)) < 0)
+            return 2;
+    }
     o->args = argv + i;
     o->nargs = argc - i;
     return 0;

@@ -9,7 +9,10 @@
 typedef enum pf_target_kind { PF_TARGET_SCRIPT, PF_TARGET_MODULE, PF_TARGET_CODE } pf_target_kind_t;
 
 typedef struct pf_run_opts {
-    const char *python;         /* as given (--python, PYFLOW_PYTHON) or "python3" */
+    const char *python;         /* as given (--python, PYFLOW_PYTHON, the command line) or "python3" */
+    int python_chosen;          /* 1: PYFLOW_PYTHON, 2: --python; 0: a command's #! line may pick it */
+    char **python_opts;         /* the interpreter's own options (`pyflow run python3 -X dev app.py`) */
+    int n_python_opts;
     const char *profile;        /* -o: keep the profile here; NULL = temporary */
     const char *json;           /* --json FILE */
     const char *dot;            /* --dot FILE (and FILE.svg when Graphviz is installed) */
@@ -30,11 +33,30 @@ typedef struct pf_run_opts {
     const char *target;         /* script path, module name, or code */
     char **args;                /* the program's own arguments */
     int nargs;
+    char command_path[4096];    /* a Python command found on PATH (`pyflow run pytest`): the script */
+    char command_python[4096];  /* and the interpreter its #! line names */
 } pf_run_opts_t;
 
 /* Parses `pyflow run ...` arguments (argv[0] is "run"). Returns 0 (o->help set when -h/--help came before
  * the program), or 2 after printing a one-line message. */
 int pf_cli_parse_run(int argc, char **argv, pf_run_opts_t *o);
+
+/* Whether arg names an interpreter that exists (python3, /usr/bin/python3.11), not a script. */
+int pf_cli_names_interpreter(const char *arg);
+
+/* Reads Python's own options from argv[i] on, up to and including the program (script, -m MODULE or
+ * -c CODE) they end with, into o. Returns the index of the program's first argument, or -1 after printing
+ * why not. */
+int pf_cli_take_python_options(pf_run_opts_t *o, int argc, char **argv, int i);
+
+/* Checks the script before anything starts: a bare name that is not a file here but a Python command on
+ * PATH becomes that file (run by the interpreter its #! line names, unless one was chosen); a compiled
+ * program is refused. Returns 0, or -1 after printing why. */
+int pf_cli_resolve_script(pf_run_opts_t *o);
+
+/* Finds a command on PATH the way execlp would (a name with a slash is taken as it is). Returns 0 and the
+ * path when it is executable, else -1. */
+int pf_cli_find_on_path(const char *name, char *out, size_t size);
 
 /* Parses a byte count with an optional k/m/g suffix. Returns 0 and sets *out, or -1. */
 int pf_cli_parse_bytes(const char *s, uint64_t *out);

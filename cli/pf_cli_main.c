@@ -29,12 +29,15 @@ static const char *usage_text =
     "usage: pyflow run [options] app.py [args...]\n"
     "       pyflow run [options] -m module [args...]\n"
     "       pyflow run [options] -c CODE [args...]\n"
+    "       pyflow run [options] python3.X [python options] app.py|-m module|-c CODE [args...]\n"
+    "       pyflow run [options] COMMAND [args...]   (a Python program on PATH: pytest, ...)\n"
     "       pyflow report PROFILE [--format text|json|dot|html] [-o FILE] [--max-lines N] [--width N]\n"
     "                     [--reduced] [--profile-only PAT] [--profile-all]\n"
     "       pyflow info\n"
     "\n"
     "run options (they come before the script; what follows it is the program's):\n"
-    "  --python PATH       interpreter to run (default: $PYFLOW_PYTHON, else python3 on PATH)\n"
+    "  --python PATH       interpreter to run (default: $PYFLOW_PYTHON, else the one named after the\n"
+    "                      options, else a COMMAND's #! interpreter, else python3 on PATH)\n"
     "  -o, --output FILE   keep the binary profile in FILE (default: a temporary file, removed)\n"
     "  --json FILE         also write the JSON rendering to FILE\n"
     "  --html FILE         also write one self-contained HTML page (sortable tables, timeline, flow graph)\n"
@@ -329,7 +332,7 @@ static int cmd_run(int argc, char **argv)
         fprintf(stderr, "pyflow: the runtime %s is missing: reinstall pyflow\n", runtime);
         return 2;
     }
-    if (check_script(&o) != 0)
+    if (pf_cli_resolve_script(&o) != 0 || check_script(&o) != 0)
         return 2;
     pf_python_t py;
     if (pf_launch_probe(o.python, &py) != 0)

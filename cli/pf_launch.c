@@ -45,8 +45,7 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Finds an interpreter name on PATH the way execlp would. Returns 0 and the path, or -1. */
-static int resolve_on_path(const char *name, char *out, size_t size)
+int pf_cli_find_on_path(const char *name, char *out, size_t size)
 {
     if (strchr(name, '/')) {
         snprintf(out, size, "%s", name);
@@ -71,7 +70,7 @@ static int resolve_on_path(const char *name, char *out, size_t size)
 static int cache_key(const char *python, char *key, size_t size)
 {
     char path[PATH_MAX], real[PATH_MAX];
-    if (resolve_on_path(python, path, sizeof path) != 0 || !realpath(path, real))
+    if (pf_cli_find_on_path(python, path, sizeof path) != 0 || !realpath(path, real))
         return 0;
     int fd = open(real, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -294,11 +293,13 @@ static void request_torch_async_backend(void)
 /* Execs the interpreter on the program, with the user's argv. Never returns. */
 static void exec_argv(const pf_run_opts_t *o, const pf_python_t *py)
 {
-    char **argv = calloc((size_t)o->nargs + 4, sizeof *argv);
+    char **argv = calloc((size_t)o->n_python_opts + (size_t)o->nargs + 4, sizeof *argv);
     if (!argv)
         _exit(127);
     int k = 0;
     argv[k++] = (char *)py->executable;
+    for (int i = 0; i < o->n_python_opts; i++)
+        argv[k++] = o->python_opts[i];
     if (o->kind == PF_TARGET_MODULE)
         argv[k++] = "-m";
     else if (o->kind == PF_TARGET_CODE)

@@ -370,6 +370,55 @@ def case_module_and_code(c):
     assert cp.stdout == "__main__ ['x', '--flag']\n", cp.stdout
 
 
+def case_command_lines(c):
+    """A command line put behind `pyflow run` as it is: the interpreter with its own options, or a Python
+    command found on PATH (run by its #! interpreter); each runs as it would alone, and is profiled.
+    Compiled programs and commands that are not Python are refused before anything runs."""
+    with open(os.path.join(c.tmp, "show.py"), "w") as f:
+        f.write("import sys\n"
+                "big = bytearray(3_000_000)\n"
+                "print(sys.flags.dev_mode, sys.flags.optimize, sys.warnoptions, sys.argv, sys.version_info[:2])\n")
+    out = os.path.join(c.tmp, "out.json")
+    for opts in (["-X", "dev", "-W", "error::DeprecationWarning"], ["-Xdev", "-OO"], ["-I"]):
+        plain = run([c.python, *opts, "show.py", "a b", "-X"], cwd=c.tmp)
+        cp = run([c.pyflow, "run", "--json", out, c.python, *opts, "show.py", "a b", "-X"], cwd=c.tmp)
+        assert plain.returncode == 0 and cp.returncode == 0, (opts, plain.stderr, cp.stderr)
+        assert cp.stdout == plain.stdout, f"{opts}: plain {plain.stdout!r}, pyflow {cp.stdout!r}"
+        with open(out) as f:
+            exact_plus_samples(row(json.load(f), "show.py", 2)["alloc_bytes"], 3_000_000, f"{opts} show.py:2")
+    # -c and -m at the end of a cluster of flags, or with their argument attached
+    for tail in (["-uc", "import sys; print(sys.argv)", "x"], ["-Bcimport sys; print(sys.argv)", "x"],
+                 ["-Bm", "pkgmod", "x"], ["-mpkgmod", "x"]):
+        plain = run([c.python, *tail], cwd=PROGRAMS)
+        cp = run([c.pyflow, "run", "--no-report", c.python, *tail], cwd=PROGRAMS)
+        assert plain.returncode == 0 and cp.returncode == 0 and cp.stdout == plain.stdout, (tail, cp.stdout,
+                                                                                           cp.stderr)
+    # a Python command on PATH, run by the interpreter its #! line names, with the argv typing it gives
+    bindir = os.path.join(c.tmp, "bin")
+    os.makedirs(bindir, exist_ok=True)
+    tool = os.path.join(bindir, "pf-test-tool")
+    with open(tool, "w") as f:
+        f.write(f"#!{c.python}\nimport os, sys\nbig = bytearray(3_000_000)\n"
+                "print(os.path.realpath(sys.executable), sys.argv)\n")
+    os.chmod(tool, 0o755)
+    env = {k: v for k, v in os.environ.items() if k != "PYFLOW_PYTHON"}
+    env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
+    plain = run(["pf-test-tool", "a"], env=env, cwd=c.tmp)
+    cp = run([c.pyflow, "run", "--json", out, "pf-test-tool", "a"], env=env, cwd=c.tmp)
+    assert plain.returncode == 0 and cp.returncode == 0, (plain.stderr, cp.stderr)
+    assert cp.stdout == plain.stdout, f"plain {plain.stdout!r}, pyflow {cp.stdout!r}"
+    with open(out) as f:
+        exact_plus_samples(row(json.load(f), "pf-test-tool", 3)["alloc_bytes"], 3_000_000, "pf-test-tool:3")
+    for cmd, text in (([c.pyflow, "run", "/bin/true"], "is a compiled program"),
+                      ([c.pyflow, "run", "ls", "/"], "is not a Python program"),
+                      ([c.pyflow, "run", "--python", c.python, c.python, "show.py"], "two interpreters"),
+                      ([c.pyflow, "run", c.python, "-X", "dev"], "nothing to run")):
+        cp = run(cmd, cwd=c.tmp, env=env)
+        assert cp.returncode == 2 and cp.stdout == "", (cmd, cp.returncode, cp.stdout)
+        assert cp.stderr.startswith("pyflow: ") and text in cp.stderr and len(cp.stderr.splitlines()) == 1, (
+            cmd, cp.stderr)
+
+
 def case_argv_cwd_env(c):
     """The script path exactly as typed, argv, cwd, __file__ and the environment are the plain run's; the
     interpreter comes from PYFLOW_PYTHON when --python is not given."""
