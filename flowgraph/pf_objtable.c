@@ -3,6 +3,11 @@
  * Each stripe is a linear-probing array of slots with backward-shift deletion (no tombstones, so a stripe
  * never degrades under churn), doubled under the stripe's lock when 3/4 full. Memory comes from raw mmap:
  * this code runs inside malloc.
+ *
+ * A slot holds only what every object has (32 bytes, two to a cache line); the copy links, which few
+ * objects ever get, live in a per-stripe pool of link blocks that a slot refers to by index. With the
+ * links in the slot (176 bytes) an --exact run of a pure-Python workload spent a third of its time in
+ * the table's cache misses and page faults.
  */
 #include "pf_objtable.h"
 
@@ -14,18 +19,36 @@
 #define PF_STRIPE_INITIAL_SLOTS 1024u
 #define PF_FILTER_BYTES (1u << PF_OBJTABLE_FILTER_BITS)
 #define PF_FILTER_SATURATED 255u
+#define PF_LINK_CHUNK_BLOCKS 256u       /* link blocks per mapped chunk (36 KiB) */
+#define PF_LINK_MAX_CHUNKS 1024u        /* per stripe: 256K objects with links, 16M in all */
+
+typedef struct pf_objslot {
+    uintptr_t addr;         /* 0: empty */
+    uint64_t size;
+    uint64_t serial;
+    uint32_t links;         /* 1 + index of the object's link block in its stripe's pool; 0: no links */
+    uint8_t domain, flags;
+    uint16_t unused;
+} pf_objslot_t;
+
+typedef union pf_linkblock {
+    pf_copylink_t link[PF_OBJ_LINKS];
+    uint32_t next_free;     /* while on the free list: 1 + index of the next free block, 0 = end */
+} pf_linkblock_t;
 
 typedef struct pf_stripe {
     pf_spinlock_t lock;
     uint32_t mask;          /* slots - 1; 0 when not allocated yet */
     uint64_t used;
-    pf_objinfo_t *slots;    /* addr == 0: empty */
-    char pad[64 - sizeof(pf_spinlock_t) - sizeof(uint32_t) - sizeof(uint64_t) - sizeof(void *)];
-} pf_stripe_t;
+    pf_objslot_t *slots;
+    pf_linkblock_t **chunks;    /* PF_LINK_MAX_CHUNKS pointers, mapped with the first link block */
+    uint32_t blocks;            /* link blocks handed out so far (free or in use) */
+    uint32_t free_block;        /* 1 + index of the first free block; 0 = none */
+} __attribute__((aligned(64))) pf_stripe_t;
 
 uint8_t *pf_objtable_filter;
 static uint64_t next_serial = 1;
-static pf_stripe_t pf_stripes[PF_OBJTABLE_STRIPES] __attribute__((aligned(64)));
+static pf_stripe_t pf_stripes[PF_OBJTABLE_STRIPES];
 
 /* Stripes and slots need good low bits (page-aligned addresses have 12 zero low bits): a full mixer. */
 static inline uint64_t mix_of(uint64_t h)
@@ -78,22 +101,92 @@ int pf_objtable_init(void)
     return 0;
 }
 
+static pf_linkblock_t *block_at(const pf_stripe_t *s, uint32_t ref)
+{
+    uint32_t i = ref - 1;
+    return &s->chunks[i / PF_LINK_CHUNK_BLOCKS][i % PF_LINK_CHUNK_BLOCKS];
+}
+
+/* A link block for a slot (the stripe locked). Returns its reference, or 0 when no memory is left. */
+static uint32_t block_new(pf_stripe_t *s)
+{
+    if (s->free_block) {
+        uint32_t ref = s->free_block;
+        s->free_block = block_at(s, ref)->next_free;
+        return ref;
+    }
+    if (!s->chunks && !(s->chunks = pf_sys_alloc_pages(PF_LINK_MAX_CHUNKS * sizeof *s->chunks)))
+        return 0;
+    uint32_t chunk = s->blocks / PF_LINK_CHUNK_BLOCKS;
+    if (chunk >= PF_LINK_MAX_CHUNKS)
+        return 0;
+    if (!s->chunks[chunk] &&
+        !(s->chunks[chunk] = pf_sys_alloc_pages(PF_LINK_CHUNK_BLOCKS * sizeof(pf_linkblock_t))))
+        return 0;
+    return ++s->blocks;
+}
+
+static void block_free(pf_stripe_t *s, uint32_t ref)
+{
+    block_at(s, ref)->next_free = s->free_block;
+    s->free_block = ref;
+}
+
+static int links_empty(const pf_copylink_t *links)
+{
+    for (int k = 0; k < PF_OBJ_LINKS; k++)
+        if (links[k].copy_id)
+            return 0;
+    return 1;
+}
+
+/* Keeps links as slot's links: in its block (one is taken when needed; none is kept for no links).
+ * Returns 0, or -ENOMEM when a needed block could not be had (the object then has no links). */
+static int store_links(pf_stripe_t *s, pf_objslot_t *slot, const pf_copylink_t *links)
+{
+    if (links_empty(links)) {
+        if (slot->links)
+            block_free(s, slot->links);
+        slot->links = 0;
+        return 0;
+    }
+    if (!slot->links && !(slot->links = block_new(s)))
+        return -ENOMEM;
+    memcpy(block_at(s, slot->links)->link, links, sizeof(pf_copylink_t) * PF_OBJ_LINKS);
+    return 0;
+}
+
+static void slot_info(const pf_stripe_t *s, const pf_objslot_t *slot, pf_objinfo_t *out)
+{
+    out->addr = slot->addr;
+    out->size = slot->size;
+    out->serial = slot->serial;
+    out->domain = slot->domain;
+    out->flags = slot->flags;
+    if (slot->links)
+        memcpy(out->link, block_at(s, slot->links)->link, sizeof out->link);
+    else
+        memset(out->link, 0, sizeof out->link);
+}
+
 /* Inserts into a stripe whose lock is held and which has room. */
-static void stripe_put(pf_stripe_t *s, uint64_t h, const pf_objinfo_t *obj, int *was_present)
+static pf_objslot_t *stripe_put(pf_stripe_t *s, uint64_t h, const pf_objslot_t *obj, int *was_present)
 {
     uint32_t i = slot_of(h, s->mask);
     for (;;) {
-        pf_objinfo_t *slot = &s->slots[i];
+        pf_objslot_t *slot = &s->slots[i];
         if (slot->addr == 0) {
             *slot = *obj;
             s->used++;
             *was_present = 0;
-            return;
+            return slot;
         }
         if (slot->addr == obj->addr) {
+            if (slot->links)
+                block_free(s, slot->links);
             *slot = *obj;
             *was_present = 1;
-            return;
+            return slot;
         }
         i = (i + 1) & s->mask;
     }
@@ -104,10 +197,10 @@ static int stripe_grow(pf_stripe_t *s)
 {
     uint32_t old_slots = s->mask ? s->mask + 1 : 0;
     uint32_t new_slots = old_slots ? old_slots * 2 : PF_STRIPE_INITIAL_SLOTS;
-    pf_objinfo_t *fresh = pf_sys_alloc_pages((size_t)new_slots * sizeof(pf_objinfo_t));
+    pf_objslot_t *fresh = pf_sys_alloc_pages((size_t)new_slots * sizeof(pf_objslot_t));
     if (!fresh)
         return -ENOMEM;
-    pf_objinfo_t *old = s->slots;
+    pf_objslot_t *old = s->slots;
     s->slots = fresh;
     s->mask = new_slots - 1;
     s->used = 0;
@@ -118,8 +211,18 @@ static int stripe_grow(pf_stripe_t *s)
         }
     }
     if (old)
-        pf_sys_munmap(old, (size_t)old_slots * sizeof(pf_objinfo_t));
+        pf_sys_munmap(old, (size_t)old_slots * sizeof(pf_objslot_t));
     return 0;
+}
+
+void pf_objtable_prefetch(uintptr_t addr)
+{
+    uint64_t h = pf_objtable_hash(addr);
+    const pf_stripe_t *s = stripe_of(h);
+    pf_objslot_t *slots = __atomic_load_n(&s->slots, __ATOMIC_RELAXED);
+    uint32_t mask = __atomic_load_n(&s->mask, __ATOMIC_RELAXED);
+    if (slots)
+        __builtin_prefetch(&slots[slot_of(h, mask)], 1);
 }
 
 int pf_objtable_insert(const pf_objinfo_t *obj)
@@ -134,9 +237,10 @@ int pf_objtable_insert(const pf_objinfo_t *obj)
         return -ENOMEM;
     }
     int was_present;
-    pf_objinfo_t rec = *obj;
-    rec.serial = __atomic_fetch_add(&next_serial, 1, __ATOMIC_RELAXED);
-    stripe_put(s, h, &rec, &was_present);
+    pf_objslot_t rec = {.addr = obj->addr, .size = obj->size, .domain = (uint8_t)obj->domain,
+                        .flags = (uint8_t)obj->flags,
+                        .serial = __atomic_fetch_add(&next_serial, 1, __ATOMIC_RELAXED)};
+    store_links(s, stripe_put(s, h, &rec, &was_present), obj->link);
     /* Count in the filter before the lock is released, so a concurrent free of this address that misses
      * the filter can only be a free of an older block (which the hooks already saw). */
     if (!was_present)
@@ -207,7 +311,9 @@ int pf_objtable_remove(uintptr_t addr, pf_objinfo_t *out)
         return 0;
     }
     if (out)
-        *out = s->slots[i];
+        slot_info(s, &s->slots[i], out);
+    if (s->slots[i].links)
+        block_free(s, s->slots[i].links);
     stripe_erase(s, (uint32_t)i);
     filter_dec(addr);
     pf_spin_unlock(&s->lock);
@@ -221,7 +327,7 @@ int pf_objtable_lookup(uintptr_t addr, pf_objinfo_t *out)
     if (!s)
         return 0;
     if (i >= 0 && out)
-        *out = s->slots[i];
+        slot_info(s, &s->slots[i], out);
     pf_spin_unlock(&s->lock);
     return i >= 0;
 }
@@ -243,8 +349,11 @@ int pf_objtable_set_link(uintptr_t addr, const pf_copylink_t *link)
     pf_stripe_t *s = lock_and_find(addr, &i);
     if (!s)
         return 0;
-    if (i >= 0) {
-        pf_copylink_t *links = s->slots[i].link;
+    int kept = i >= 0;
+    if (kept) {
+        pf_objinfo_t obj;
+        slot_info(s, &s->slots[i], &obj);
+        pf_copylink_t *links = obj.link;
         int pick = 0;   /* a free slot, else the oldest (smallest copy id) */
         for (int k = 0; k < PF_OBJ_LINKS; k++) {
             if (!links[k].copy_id) {
@@ -255,9 +364,10 @@ int pf_objtable_set_link(uintptr_t addr, const pf_copylink_t *link)
                 pick = k;
         }
         links[pick] = *link;
+        kept = store_links(s, &s->slots[i], links) == 0;
     }
     pf_spin_unlock(&s->lock);
-    return i >= 0;
+    return kept;
 }
 
 int pf_objtable_with_object(uintptr_t addr, int (*fn)(pf_objinfo_t *obj, void *arg), void *arg)
@@ -266,7 +376,13 @@ int pf_objtable_with_object(uintptr_t addr, int (*fn)(pf_objinfo_t *obj, void *a
     pf_stripe_t *s = lock_and_find(addr, &i);
     if (!s)
         return -1;
-    int rc = i >= 0 ? fn(&s->slots[i], arg) : -1;
+    int rc = -1;
+    if (i >= 0) {
+        pf_objinfo_t obj;
+        slot_info(s, &s->slots[i], &obj);
+        rc = fn(&obj, arg);
+        store_links(s, &s->slots[i], obj.link);
+    }
     pf_spin_unlock(&s->lock);
     return rc;
 }
@@ -301,7 +417,11 @@ void pf_objtable_reset(void)
     for (unsigned k = 0; k < PF_OBJTABLE_STRIPES; k++) {
         pf_stripe_t *s = &pf_stripes[k];
         if (s->slots)
-            pf_sys_munmap(s->slots, (size_t)(s->mask + 1) * sizeof(pf_objinfo_t));
+            pf_sys_munmap(s->slots, (size_t)(s->mask + 1) * sizeof(pf_objslot_t));
+        for (uint32_t c = 0; s->chunks && c < PF_LINK_MAX_CHUNKS && s->chunks[c]; c++)
+            pf_sys_munmap(s->chunks[c], PF_LINK_CHUNK_BLOCKS * sizeof(pf_linkblock_t));
+        if (s->chunks)
+            pf_sys_munmap(s->chunks, PF_LINK_MAX_CHUNKS * sizeof *s->chunks);
         memset(s, 0, sizeof *s);
     }
     if (pf_objtable_filter)

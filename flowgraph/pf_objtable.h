@@ -71,6 +71,11 @@ static inline int pf_objtable_maybe(const void *addr)
  * every call below is a no-op that reports "not found"). Idempotent. */
 int pf_objtable_init(void);
 
+/* Starts loading the slot an insert of addr will probe first, so that a caller with other work to do
+ * (an allocation hook capturing the stack) does not wait for that cache miss later. Reads the table
+ * without its lock: a stale answer only prefetches the wrong line. */
+void pf_objtable_prefetch(uintptr_t addr);
+
 /* Records a live object (obj->serial is assigned here). An address already present is overwritten (its old object was freed without the
  * hooks seeing it). Returns 0, or -ENOMEM when the stripe could not grow (the object is then untracked). */
 int pf_objtable_insert(const pf_objinfo_t *obj);

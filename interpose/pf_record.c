@@ -199,6 +199,7 @@ char *pf_record_reserve_stacked(pf_tls_t *t, const pf_stack_t *st, uint32_t fixe
 
 static void record_alloc(pf_tls_t *t, void *p, size_t size, int domain, uint64_t est, uint8_t flags)
 {
+    pf_objtable_prefetch((uintptr_t)p);    /* its slot is a cache miss: load it while the stack is read */
     pf_stack_t st;
     pf_stack_capture(t, &st);
     uint32_t sid, bytes;

@@ -77,6 +77,62 @@ static void test_growth_and_churn(void **state)
     free(addrs);
 }
 
+static int clear_links(pf_objinfo_t *obj, void *arg)
+{
+    (void)arg;
+    for (int k = 0; k < PF_OBJ_LINKS; k++)
+        obj->link[k].copy_id = 0;
+    return 7;
+}
+
+/* Copy links are kept apart from the slots: they must follow their object as slots move (growth,
+ * backward-shift deletion), leave with it (remove hands them out; an address inserted again starts with
+ * none), and a block cleared or freed must be reused: a million set/clear rounds on one object would
+ * exhaust the pool if any leaked. */
+static void test_links_follow_objects(void **state)
+{
+    enum { N = 50000 };
+    for (int i = 0; i < N; i++) {
+        pf_objinfo_t o = {.addr = 0x20000000ull + (uintptr_t)i * 64, .size = 64};
+        assert_int_equal(pf_objtable_insert(&o), 0);
+        if (i % 3 == 0) {
+            pf_copylink_t l = {.copy_id = (uint64_t)i + 1, .peer_obj = (uintptr_t)i, .len = (uint64_t)i * 2};
+            assert_int_equal(pf_objtable_set_link(o.addr, &l), 1);
+        }
+    }
+    for (int i = 1; i < N; i += 3)      /* holes next to linked objects: their slots shift back */
+        assert_int_equal(pf_objtable_remove(0x20000000ull + (uintptr_t)i * 64, NULL), 1);
+    for (int i = 0; i < N; i += 3) {
+        pf_objinfo_t got;
+        assert_int_equal(pf_objtable_lookup(0x20000000ull + (uintptr_t)i * 64, &got), 1);
+        assert_int_equal(got.link[0].copy_id, (uint64_t)i + 1);
+        assert_int_equal(got.link[0].len, (uint64_t)i * 2);
+        assert_int_equal(got.link[1].copy_id, 0);
+    }
+    pf_objinfo_t got, fresh = {.addr = 0x20000000ull, .size = 8};
+    assert_int_equal(pf_objtable_remove(0x20000000ull + 3 * 64, &got), 1);
+    assert_int_equal(got.link[0].copy_id, 4);
+    assert_int_equal(pf_objtable_insert(&fresh), 0);     /* over the object with copy 1 */
+    assert_int_equal(pf_objtable_lookup(fresh.addr, &got), 1);
+    assert_int_equal(got.link[0].copy_id, 0);
+    /* each round takes a block and gives it back by a different road: remove, insert over, clear */
+    pf_objinfo_t one = {.addr = 0x20000000ull + 6 * 64, .size = 64};
+    for (int r = 0; r < 1000000; r++) {
+        pf_copylink_t l = {.copy_id = (uint64_t)r + 1};
+        assert_int_equal(pf_objtable_set_link(one.addr, &l), 1);
+        if (r % 3 == 0) {
+            assert_int_equal(pf_objtable_remove(one.addr, NULL), 1);
+            assert_int_equal(pf_objtable_insert(&one), 0);
+        } else if (r % 3 == 1) {
+            assert_int_equal(pf_objtable_insert(&one), 0);
+        } else {
+            assert_int_equal(pf_objtable_with_object(one.addr, clear_links, NULL), 7);
+        }
+    }
+    assert_int_equal(pf_objtable_lookup(one.addr, &got), 1);
+    assert_int_equal(got.link[0].copy_id | got.link[1].copy_id | got.link[2].copy_id, 0);
+}
+
 /* Untracked addresses must mostly miss the filter: that is what keeps free() cheap. */
 static void test_filter_selectivity(void **state)
 {
@@ -146,6 +202,7 @@ int main(void)
         cmocka_unit_test_setup(test_growth_and_churn, setup),
         cmocka_unit_test_setup(test_filter_selectivity, setup),
         cmocka_unit_test_setup(test_threads, setup),
+        cmocka_unit_test_setup(test_links_follow_objects, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
