@@ -163,6 +163,7 @@ typedef struct pf_event_cursor {
     uint64_t run_start;     /* where the current run began */
     uint64_t off, end;      /* the next record, and where its run's chunk ends (off 0: between runs) */
     event_t ev;             /* the stream's current event */
+    uint64_t drop_from, drop_to;    /* read file bytes not yet given back (see give_back_run) */
 } pf_event_cursor_t;
 
 typedef struct pf_event_iter {

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static void oom(size_t n)
 {
@@ -88,8 +89,7 @@ uint64_t pf_hash_bytes(const void *data, size_t n, uint64_t seed)
 
 void pf_map_free(pf_map_t *m)
 {
-    free(m->keys);
-    free(m->vals);
+    free(m->slots);
     memset(m, 0, sizeof *m);
 }
 
@@ -97,7 +97,7 @@ static size_t find_slot(const pf_map_t *m, uint64_t key)
 {
     size_t mask = m->cap - 1;
     size_t i = (size_t)mix(key) & mask;
-    while (m->keys[i] && m->keys[i] != key + 1)
+    while (m->slots[i].key && m->slots[i].key != key + 1)
         i = (i + 1) & mask;
     return i;
 }
@@ -107,20 +107,40 @@ uint64_t *pf_map_get(const pf_map_t *m, uint64_t key)
     if (!m->cap)
         return NULL;
     size_t i = find_slot(m, key);
-    return m->keys[i] ? &m->vals[i] : NULL;
+    return m->slots[i].key ? &m->slots[i].val : NULL;
+}
+
+void pf_map_prefetch(const pf_map_t *m, uint64_t key)
+{
+    if (m->cap)
+        __builtin_prefetch(&m->slots[(size_t)mix(key) & (m->cap - 1)]);
+}
+
+/* Zeroed slots for a map. A big map (one keyed by the addresses of an exact profile's objects) is on
+ * 2 MiB pages where the kernel allows: its lookups are scattered, and with 4 KiB pages nearly each one
+ * also missed the TLB (a page walk, dear in a VM). */
+static pf_map_entry_t *map_slots(size_t cap)
+{
+    const size_t huge = (size_t)2 << 20;
+    size_t bytes = cap * sizeof(pf_map_entry_t);
+    if (bytes < 2 * huge)
+        return pf_xcalloc(cap, sizeof(pf_map_entry_t));
+    void *p = aligned_alloc(huge, bytes);     /* bytes is a power of two, a multiple of huge */
+    if (!p)
+        return pf_xcalloc(cap, sizeof(pf_map_entry_t));
+    madvise(p, bytes, MADV_HUGEPAGE);
+    memset(p, 0, bytes);
+    return p;
 }
 
 static void grow(pf_map_t *m)
 {
     pf_map_t bigger = {0};
     bigger.cap = m->cap ? m->cap * 2 : 64;
-    bigger.keys = pf_xcalloc(bigger.cap, sizeof *bigger.keys);
-    bigger.vals = pf_xcalloc(bigger.cap, sizeof *bigger.vals);
+    bigger.slots = map_slots(bigger.cap);
     for (size_t i = 0; i < m->cap; i++) {
-        if (m->keys[i]) {
-            size_t j = find_slot(&bigger, m->keys[i] - 1);
-            bigger.keys[j] = m->keys[i];
-            bigger.vals[j] = m->vals[i];
+        if (m->slots[i].key) {
+            bigger.slots[find_slot(&bigger, m->slots[i].key - 1)] = m->slots[i];
             bigger.len++;
         }
     }
@@ -132,15 +152,15 @@ uint64_t *pf_map_put(pf_map_t *m, uint64_t key, int *created)
 {
     if ((m->len + 1) * 4 > m->cap * 3)
         grow(m);
-    size_t i = find_slot(m, key);
+    pf_map_entry_t *e = &m->slots[find_slot(m, key)];
     if (created)
-        *created = !m->keys[i];
-    if (!m->keys[i]) {
-        m->keys[i] = key + 1;
-        m->vals[i] = 0;
+        *created = !e->key;
+    if (!e->key) {
+        e->key = key + 1;
+        e->val = 0;
         m->len++;
     }
-    return &m->vals[i];
+    return &e->val;
 }
 
 int pf_map_del(pf_map_t *m, uint64_t key)
@@ -149,20 +169,19 @@ int pf_map_del(pf_map_t *m, uint64_t key)
         return 0;
     size_t mask = m->cap - 1;
     size_t i = find_slot(m, key);
-    if (!m->keys[i])
+    if (!m->slots[i].key)
         return 0;
     /* backward-shift deletion keeps probe runs intact without tombstones */
     size_t hole = i;
-    for (size_t j = (i + 1) & mask; m->keys[j]; j = (j + 1) & mask) {
-        size_t home = (size_t)mix(m->keys[j] - 1) & mask;
+    for (size_t j = (i + 1) & mask; m->slots[j].key; j = (j + 1) & mask) {
+        size_t home = (size_t)mix(m->slots[j].key - 1) & mask;
         int movable = hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
         if (movable) {
-            m->keys[hole] = m->keys[j];
-            m->vals[hole] = m->vals[j];
+            m->slots[hole] = m->slots[j];
             hole = j;
         }
     }
-    m->keys[hole] = 0;
+    m->slots[hole].key = 0;
     m->len--;
     return 1;
 }

@@ -21,9 +21,15 @@ void *pf_vec_push(void **items, size_t *len, size_t *cap, size_t elem_size);
 void pf_vec_reserve(void **items, size_t *cap, size_t want, size_t elem_size);
 #define PF_VEC_RESERVE(vec, cap, want) pf_vec_reserve((void **)&(vec), &(cap), (want), sizeof *(vec))
 
+/* An entry's key and value side by side: a lookup that finds its key has its value in the same cache
+ * line (maps keyed by address are one cache miss per lookup; in separate arrays they were two). */
+typedef struct pf_map_entry {
+    uint64_t key;       /* key + 1 stored, 0 = empty (so key UINT64_MAX is not allowed) */
+    uint64_t val;
+} pf_map_entry_t;
+
 typedef struct pf_map {
-    uint64_t *keys;     /* key + 1 stored, 0 = empty (so key UINT64_MAX is not allowed) */
-    uint64_t *vals;
+    pf_map_entry_t *slots;
     size_t cap, len;
 } pf_map_t;
 
@@ -32,6 +38,9 @@ void pf_map_free(pf_map_t *m);
 uint64_t *pf_map_get(const pf_map_t *m, uint64_t key);
 /* Returns the value slot of key, inserting it with value 0 (and *created = 1) when absent. */
 uint64_t *pf_map_put(pf_map_t *m, uint64_t key, int *created);
+/* Starts loading the slot a lookup of key probes first (a big map keyed by address misses the cache on
+ * nearly every lookup; a caller that knows its next keys early overlaps those misses). */
+void pf_map_prefetch(const pf_map_t *m, uint64_t key);
 /* Removes key; returns 1 if it was present. */
 int pf_map_del(pf_map_t *m, uint64_t key);
 
