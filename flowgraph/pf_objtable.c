@@ -59,9 +59,13 @@ static inline uint64_t mix_of(uint64_t h)
     return h;
 }
 
-static inline pf_stripe_t *stripe_of(uint64_t h)
+/* The stripe is chosen by the 1 MiB region an address lies in, not by the address's own hash: a
+ * program allocates and frees neighbours together (a pymalloc arena, a thread's malloc arena), and keeping
+ * them in one stripe keeps the probes in one array, whose pages then stay in the TLB and its lines in
+ * cache. Threads mostly allocate in regions of their own, so they still mostly take different locks. */
+static inline pf_stripe_t *stripe_of(uintptr_t addr)
 {
-    return &pf_stripes[mix_of(h) & (PF_OBJTABLE_STRIPES - 1)];
+    return &pf_stripes[mix_of(pf_objtable_hash(addr >> 20)) & (PF_OBJTABLE_STRIPES - 1)];
 }
 
 static inline uint32_t slot_of(uint64_t h, uint32_t mask)
@@ -218,7 +222,7 @@ static int stripe_grow(pf_stripe_t *s)
 void pf_objtable_prefetch(uintptr_t addr)
 {
     uint64_t h = pf_objtable_hash(addr);
-    const pf_stripe_t *s = stripe_of(h);
+    const pf_stripe_t *s = stripe_of(addr);
     pf_objslot_t *slots = __atomic_load_n(&s->slots, __ATOMIC_RELAXED);
     uint32_t mask = __atomic_load_n(&s->mask, __ATOMIC_RELAXED);
     if (slots)
@@ -230,7 +234,7 @@ int pf_objtable_insert(const pf_objinfo_t *obj)
     if (!pf_objtable_filter || obj->addr == 0)
         return -ENOMEM;
     uint64_t h = pf_objtable_hash(obj->addr);
-    pf_stripe_t *s = stripe_of(h);
+    pf_stripe_t *s = stripe_of(obj->addr);
     pf_spin_lock(&s->lock);
     if ((s->used + 1) * 4 > (uint64_t)(s->mask ? s->mask + 1 : 0) * 3 && stripe_grow(s) < 0) {
         pf_spin_unlock(&s->lock);
@@ -294,7 +298,7 @@ static pf_stripe_t *lock_and_find(uintptr_t addr, int64_t *slot)
     if (!pf_objtable_filter || addr == 0)
         return NULL;
     uint64_t h = pf_objtable_hash(addr);
-    pf_stripe_t *s = stripe_of(h);
+    pf_stripe_t *s = stripe_of(addr);
     pf_spin_lock(&s->lock);
     *slot = stripe_find(s, h, addr);
     return s;
