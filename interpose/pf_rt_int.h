@@ -41,6 +41,8 @@ typedef struct pf_tls {
     uint32_t chunk_gen;         /* writer generation the chunk belongs to (a fork starts a new one) */
     uint32_t chunk_exited;      /* the thread is ending (pf_writer.c) */
     char *chunk_handed_end;     /* the end of the chunk it handed on as it began to end, if any */
+    char *written_from;         /* filled chunks not yet dropped from memory: [written_from, written_to) */
+    char *written_to;
     uint32_t tid;
     int64_t compare_credit;     /* bytes this thread may still spend comparing copies (pf_copies.c) */
     int compare_credit_set;

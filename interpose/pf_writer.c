@@ -343,6 +343,25 @@ static void thread_exiting(void *arg)
 /* Gives the thread a chunk with room for bytes: an exited thread's when this thread has none yet, or back
  * the one it handed on as it began to end (never another spare: one with a lower index would put its
  * records out of time order along the file), else a fresh one. Returns 1, or 0 when none can be had. */
+/* Done with a chunk: its bytes are in the file, and it leaves this process's resident set, with the
+ * thread's earlier filled chunks when they lie next to it, PF_DROP_BATCH bytes at a time (each madvise
+ * flushes the TLB on every CPU the process ran on: 6% of an --exact run when each chunk went alone). */
+#define PF_DROP_BATCH (512u * 1024u)
+
+static void drop_written(pf_tls_t *t, char *chunk)
+{
+    if (t->written_to != chunk) {
+        if (t->written_to)
+            madvise(t->written_from, (size_t)(t->written_to - t->written_from), MADV_DONTNEED);
+        t->written_from = chunk;
+    }
+    t->written_to = chunk + PF_CHUNK_BYTES;
+    if ((size_t)(t->written_to - t->written_from) >= PF_DROP_BATCH) {
+        madvise(t->written_from, (size_t)(t->written_to - t->written_from), MADV_DONTNEED);
+        t->written_from = t->written_to = NULL;
+    }
+}
+
 #ifdef MADV_POPULATE_WRITE
 #define PF_MADV_POPULATE_WRITE MADV_POPULATE_WRITE
 #else
@@ -353,10 +372,10 @@ static int take_chunk(pf_tls_t *t, uint32_t bytes)
 {
     uint32_t gen = pf_writer_generation();
     int first = t->chunk_gen != gen || !t->chunk_end;
-    if (!first) {
-        /* Done with the old chunk: its bytes are in the file; drop them from our resident set. */
-        madvise(t->chunk_end - PF_CHUNK_BYTES, PF_CHUNK_BYTES, MADV_DONTNEED);
-    }
+    if (first)
+        t->written_from = t->written_to = NULL;   /* another generation's mapping: not ours to drop */
+    else
+        drop_written(t, t->chunk_end - PF_CHUNK_BYTES);
     t->chunk_pos = t->chunk_end = NULL;
     t->chunk_gen = gen;
     if (W.fd < 0)
