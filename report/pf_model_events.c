@@ -158,13 +158,14 @@ void pf_events_sort(event_t *ev, size_t n)
 /* ---- the sweep's side: one event at a time ---- */
 
 /* The pages of a run c has read go back in batches of 4 MiB: a stream's runs mostly follow one another
- * in the file, and giving each 64 KiB run back by itself was 8% of an exact profile's sweep (each
- * madvise flushes the TLB). A run that does not follow the batch sends the batch back first. Giving back
- * bytes another stream has still to read is harmless: they are read again from the file. */
+ * in the file, a few chunks of other records between them, and giving each 64 KiB run back by itself was
+ * 8% of an exact profile's sweep (each madvise flushes the TLB). A run more than a batch past the last
+ * one sends the batch back first. Giving back bytes between them that another stream has still to read
+ * is harmless: they are read again from the file. */
 static void give_back_run(const pf_file_t *f, pf_event_cursor_t *c, uint64_t from, uint64_t to, int last)
 {
-    uint64_t cb = f->header.chunk_bytes;
-    if (c->drop_to && (from < c->drop_to || from > c->drop_to + cb || to - c->drop_from >= (4u << 20))) {
+    const uint64_t batch = 4u << 20;
+    if (c->drop_to && (from < c->drop_to || from > c->drop_to + batch || to - c->drop_from >= batch)) {
         drop_pages(f, c->drop_from, c->drop_to);
         c->drop_from = c->drop_to = 0;
     }
@@ -186,6 +187,8 @@ static int cursor_next(const loader_t *L, pf_event_cursor_t *c)
     const uint64_t cb = f->header.chunk_bytes;
     for (;;) {
         if (c->off == 0 || c->off + sizeof(pf_rec_header_t) > c->end) {
+            if (c->off)     /* the run filled its chunk to the end */
+                give_back_run(f, c, c->run_start, c->off, c->run == s->n_starts);
             if (c->run == s->n_starts)
                 return 0;
             c->off = c->run_start = s->starts[c->run++];
