@@ -32,10 +32,11 @@ check-sanitize: deps
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	    ctest --test-dir $(BUILD)-sanitize --output-on-failure -j$(JOBS) -L unit
 
-# The peers compared against: Scalene from Debian (tracemalloc comes with Python).
+# The peers compared against: Scalene and heaptrack from Debian (tracemalloc comes with Python).
+BENCH_PEERS = python3-scalene heaptrack
 bench: build
-	@dpkg-query -W python3-scalene >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq python3-scalene >/dev/null || sudo apt-get install -y -qq python3-scalene >/dev/null; } || true
-	$(PYTHON) bench/run_bench.py --pyflow $(BUILD)/bin/pyflow
+	@dpkg-query -W $(BENCH_PEERS) >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq $(BENCH_PEERS) >/dev/null || sudo apt-get install -y -qq $(BENCH_PEERS) >/dev/null; } || true
+	$(PYTHON) bench/run_bench.py --pyflow $(BUILD)/bin/pyflow --exact
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

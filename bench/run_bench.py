@@ -3,7 +3,12 @@
 and under Scalene with memory profiling (if installed), several runs each. Prints median wall seconds and
 median peak RSS, and their ratios to the plain run; then the geometric mean of pyflow's time ratios.
 
-    bench/run_bench.py --pyflow build/bin/pyflow [--runs 5] [--python /usr/bin/python3] [--watch] [workload ...]
+    bench/run_bench.py --pyflow build/bin/pyflow [--runs 5] [--python /usr/bin/python3] [--watch] [--exact]
+                       [workload ...]
+
+--exact adds `pyflow run --exact` (every allocation recorded) and, when installed, heaptrack, which also
+records every allocation, with a native stack each: as it is usually run on Python (it then sees pymalloc's
+arenas, not objects) and with PYTHONMALLOC=malloc (every object, as pyflow --exact sees them).
 
 --watch adds `pyflow run --watch=stores`, `--watch=loads` (at the default period, about 250 samples per
 second of CPU time) and `--watch=copies` (write watches armed on the copies pyflow judges). Where debug registers do not fire (`pyflow info`: "breakpoints fire FAIL") watchpoints
@@ -34,7 +39,7 @@ def measure(cmd):
     return wall, usage.ru_maxrss * 1024
 
 
-def tools(args, script):
+def tools(args, script, scratch):
     py = args.python
     out = {
         "plain": [py, script],
@@ -44,6 +49,12 @@ def tools(args, script):
     if args.watch:
         for mode in ("stores", "loads", "copies"):
             out["watch-" + mode] = [args.pyflow, "run", "--python", py, "--watch=" + mode, script]
+    if args.exact:
+        out["pyflow-exact"] = [args.pyflow, "run", "--exact", "--python", py, script]
+        if shutil.which("heaptrack"):
+            trace = os.path.join(scratch, "heaptrack")
+            out["heaptrack"] = ["heaptrack", "-o", trace, py, script]
+            out["heaptrack-all"] = ["env", "PYTHONMALLOC=malloc", "heaptrack", "-o", trace, py, script]
     if shutil.which("scalene") or subprocess.run([py, "-c", "import scalene"], capture_output=True).returncode == 0:
         out["scalene"] = [py, "-m", "scalene", "--cli", "--memory",
                           "--outfile", os.devnull, script]
@@ -56,16 +67,18 @@ def main():
     ap.add_argument("--python", default="/usr/bin/python3")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--watch", action="store_true", help="also time each --watch mode")
-    ap.add_argument("--no-peers", action="store_true", help="skip tracemalloc and Scalene")
+    ap.add_argument("--exact", action="store_true", help="also time pyflow --exact and heaptrack")
+    ap.add_argument("--no-peers", action="store_true", help="skip tracemalloc, Scalene and heaptrack")
     ap.add_argument("workloads", nargs="*", default=WORKLOADS)
     args = ap.parse_args()
     ratios = []
-    print(f"{'workload':<12} {'tool':<12} {'wall s':>8} {'x plain':>8} {'peak MiB':>9} {'x plain':>8}")
+    scratch = tempfile.mkdtemp(prefix="pyflow-bench-")
+    print(f"{'workload':<12} {'tool':<14} {'wall s':>8} {'x plain':>8} {'peak MiB':>9} {'x plain':>8}")
     for w in args.workloads:
         script = os.path.join(HERE, "workloads", w + ".py")
-        cmds = tools(args, script)
+        cmds = tools(args, script, scratch)
         if args.no_peers:
-            cmds = {k: v for k, v in cmds.items() if k not in ("tracemalloc", "scalene")}
+            cmds = {k: v for k, v in cmds.items() if k.split("-")[0] not in ("tracemalloc", "scalene", "heaptrack")}
         results = {name: [] for name in cmds}
         for _ in range(args.runs):          # interleaved, so drift hits every tool alike
             for name, cmd in cmds.items():
@@ -79,13 +92,14 @@ def main():
         base_m = statistics.median(r[1] for r in results["plain"])
         for name, rs in results.items():
             if not rs:
-                print(f"{w:<12} {name:<12} {'failed':>8}")
+                print(f"{w:<12} {name:<14} {'failed':>8}")
                 continue
             t = statistics.median(r[0] for r in rs)
             mem = statistics.median(r[1] for r in rs)
-            print(f"{w:<12} {name:<12} {t:8.3f} {t / base_t:8.2f} {mem / 2**20:9.1f} {mem / base_m:8.2f}")
+            print(f"{w:<12} {name:<14} {t:8.3f} {t / base_t:8.2f} {mem / 2**20:9.1f} {mem / base_m:8.2f}")
             if name == "pyflow":
                 ratios.append(t / base_t)
+    shutil.rmtree(scratch, ignore_errors=True)
     if ratios:
         geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
         print(f"\npyflow geometric-mean time ratio: {geo:.3f} over {len(ratios)} workloads "
