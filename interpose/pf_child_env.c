@@ -45,6 +45,35 @@ static const char *file_name(const char *path)
     return slash ? slash + 1 : path;
 }
 
+static int launcher_kind(const char *path);
+
+/* A "#!" line naming a shell: #!/bin/sh, #!/usr/bin/env bash. */
+static int shebang_names_shell(const char *line)
+{
+    const char *p = line + 2;
+    p += strspn(p, " \t");
+    char first[128];
+    size_t len = strcspn(p, " \t");
+    if (len >= sizeof first)
+        return 0;
+    memcpy(first, p, len);
+    first[len] = '\0';
+    if (strcmp(file_name(first), "env") == 0) {
+        p += len;
+        p += strspn(p, " \t");
+        while (*p == '-') {     /* env -S bash */
+            p += strcspn(p, " \t");
+            p += strspn(p, " \t");
+        }
+        len = strcspn(p, " \t");
+        if (len >= sizeof first)
+            return 0;
+        memcpy(first, p, len);
+        first[len] = '\0';
+    }
+    return launcher_kind(first) == 2;
+}
+
 int pf_program_is_python(const char *path)
 {
     if (!path)
@@ -64,10 +93,39 @@ int pf_program_is_python(const char *path)
     errno = saved;
     if (n < 2 || line[0] != '#' || line[1] != '!')
         return named;   /* a binary: by its name */
-    /* a script: by its interpreter (python3-config is a shell script) */
+    /* a script: by its interpreter (python3-config is a shell script), a shell script by what it runs */
     line[n] = '\0';
     line[strcspn(line, "\n")] = '\0';
-    return strstr(line, "python") != NULL;
+    if (strstr(line, "python"))
+        return 1;
+    return shebang_names_shell(line) && pf_script_runs_python(path);
+}
+
+int pf_script_runs_python(const char *path)
+{
+    /* on the stack: this may run in a vfork child, which must not allocate */
+    char text[PF_SCRIPT_READ_BYTES];
+    int saved = errno;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        errno = saved;
+        return 0;
+    }
+    size_t used = 0;
+    ssize_t n;
+    while (used < sizeof text - 1 && (n = read(fd, text + used, sizeof text - 1 - used)) > 0)
+        used += (size_t)n;
+    close(fd);
+    errno = saved;
+    text[used] = '\0';
+    if (memchr(text, '\0', used) != NULL)
+        return 0;       /* not text */
+    if (used == sizeof text - 1) {     /* a longer script: its last line here may be cut */
+        char *last = strrchr(text, '\n');
+        if (last)
+            *last = '\0';
+    }
+    return pf_command_runs_python(text[0] == '#' && text[1] == '!' ? text + strcspn(text, "\n") : text);
 }
 
 /* Programs that only start others, the shells first: 0 for none, 1 for a launcher, 2 for a shell. */
@@ -105,9 +163,12 @@ int pf_launches_python(const char *path, char *const argv[])
     if (!path || !argv || !argv[0])
         return 0;
     if (launcher_kind(path) == 2) {
-        for (size_t i = 1; argv[i]; i++)    /* -c, or options that include it: bash -lc, sh -ec */
-            if (argv[i][0] == '-' && argv[i][1] != '-' && strchr(argv[i], 'c'))
+        for (size_t i = 1; argv[i]; i++) {
+            if (argv[i][0] == '-' && argv[i][1] != '-' && strchr(argv[i], 'c'))   /* -c, bash -lc, sh -ec */
                 return argv[i + 1] && pf_command_runs_python(argv[i + 1]);
+            if (argv[i][0] != '-' && argv[i][0] != '+')
+                return pf_script_runs_python(argv[i]);     /* sh job.sh */
+        }
         return 0;
     }
     for (size_t i = 1; argv[i]; i++) {

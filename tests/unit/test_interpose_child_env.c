@@ -74,7 +74,12 @@ static void test_program_is_python(void **state)
     assert_int_equal(pf_program_is_python(script(dir, "tool", "#!/usr/bin/env python3\nimport sys\n")), 1);
     assert_int_equal(pf_program_is_python(script(dir, "tool2", "#! /opt/py/bin/python3.12 -u\n")), 1);
     assert_int_equal(pf_program_is_python(script(dir, "sh", "#!/bin/sh\n# python in a comment\n")), 0);
-    assert_int_equal(pf_program_is_python(script(dir, "python3-config", "#!/bin/sh\nexec python3 -c 1\n")), 0);
+    assert_int_equal(pf_program_is_python(script(dir, "python3-config", "#!/bin/sh\necho -I/usr/include\n")), 0);
+    /* a shell script: by the commands it runs */
+    assert_int_equal(pf_program_is_python(script(dir, "runner", "#!/bin/sh\nset -e\nexec python3 -c 1\n")), 1);
+    assert_int_equal(pf_program_is_python(script(dir, "runner2", "#!/usr/bin/env -S bash -e\ncd /srv\n"
+                                                                 "\"/opt/py/bin/python3.12\" job.py\n")), 1);
+    assert_int_equal(pf_program_is_python(script(dir, "awk", "#!/usr/bin/awk -f\n{ python3 }\n")), 0);
     assert_int_equal(pf_program_is_python(script(dir, "python3.99", "\177ELF")), 1);
     assert_int_equal(pf_program_is_python(script(dir, "elf", "\177ELF")), 0);
     assert_int_equal(pf_program_is_python(script(dir, "empty", "")), 0);
@@ -83,7 +88,7 @@ static void test_program_is_python(void **state)
     assert_int_equal(pf_program_is_python("/nonexistent/dir/tool"), -1);  /* a PATH entry without it */
     assert_int_equal(errno, 1234);                                         /* exec's caller reads errno */
     assert_int_equal(pf_program_is_python(NULL), 0);
-    const char *names[] = {"tool", "tool2", "sh", "python3-config", "python3.99", "elf", "empty"};
+    const char *names[] = {"tool", "tool2", "sh", "python3-config", "runner", "runner2", "awk", "python3.99", "elf", "empty"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         char path[600];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
@@ -109,7 +114,31 @@ static void test_launchers(void **state)
     assert_true(pf_launches_python("/bin/sh", sh_python));
     assert_true(pf_launches_python("/usr/bin/bash", bash_lc));
     assert_false(pf_launches_python("/bin/sh", sh_grep));
-    assert_false(pf_launches_python("/bin/sh", sh_script));
+    assert_false(pf_launches_python("/bin/sh", sh_script));     /* no such file here */
+    char dir[] = "/tmp/pf-child-env-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char *sh_runs[] = {"sh", "-e", (char *)script(dir, "job.sh", "# python3 is started below\nA=1 nice python3 x.py\n"), NULL};
+    assert_true(pf_launches_python("/bin/sh", sh_runs));
+    char *sh_other[] = {"sh", (char *)script(dir, "other.sh", "echo python3\ngrep python3 f\n"), NULL};
+    assert_false(pf_launches_python("/bin/sh", sh_other));
+    /* the first 8 KiB are read; a command cut off at their end is not taken */
+    char big[PF_SCRIPT_READ_BYTES + 64];
+    memset(big, '#', sizeof big);
+    memcpy(big + PF_SCRIPT_READ_BYTES - 7, "\npython3 x\n", 11);
+    big[sizeof big - 1] = '\0';
+    char *sh_cut[] = {"sh", (char *)script(dir, "cut.sh", big), NULL};
+    assert_false(pf_launches_python("/bin/sh", sh_cut));
+    big[PF_SCRIPT_READ_BYTES - 200] = '\n';
+    memcpy(big + PF_SCRIPT_READ_BYTES - 199, "python3 y\n", 10);
+    char *sh_in[] = {"sh", (char *)script(dir, "in.sh", big), NULL};
+    assert_true(pf_launches_python("/bin/sh", sh_in));
+    const char *names[] = {"job.sh", "other.sh", "cut.sh", "in.sh"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        unlink(path);
+    }
+    rmdir(dir);
     assert_true(pf_launches_python("/usr/bin/env", env_python));
     assert_true(pf_launches_python("/usr/bin/timeout", timeout_python));
     assert_false(pf_launches_python("/usr/bin/nice", nice_git));
