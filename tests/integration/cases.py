@@ -1238,8 +1238,11 @@ def case_closed_profile_fd(c):
     assert plain.returncode == 0 and plain.stdout == "child 0\nsize 0 kept 16\n", (plain.stdout, plain.stderr)
     cp, d = c.profile(script, c.tmp)
     assert cp.returncode == 0 and cp.stdout == plain.stdout, (cp.stdout, cp.stderr[-800:])
-    exact_plus_samples(row(d, "closes_fds.py", line_of(script, "churn = "))["alloc_bytes"], 3000 << 20,
-                       "allocated after the descriptors were closed")
+    # 3000 buffers of 1 MiB, exact, and their 3000 56-byte bytearray objects, sampled: 168 KB, a Poisson
+    # count of 0.64 samples of ~256 KiB each; at most five (one run in 18000 has more; at most two, as
+    # exact_plus_samples allows, fails one run in 37: it failed a CI run)
+    churned = row(d, "closes_fds.py", line_of(script, "churn = "))["alloc_bytes"]
+    assert 3000 << 20 <= churned <= (3000 << 20) + 5 * 300_000, f"allocated after the close: {churned}"
     exact_plus_samples(row(d, "closes_fds.py", line_of(script, "keep = ["))["alloc_bytes"], 16 << 20,
                        "allocated last")
 
