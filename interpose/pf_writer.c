@@ -340,9 +340,6 @@ static void thread_exiting(void *arg)
     t->guard--;
 }
 
-/* Gives the thread a chunk with room for bytes: an exited thread's when this thread has none yet, or back
- * the one it handed on as it began to end (never another spare: one with a lower index would put its
- * records out of time order along the file), else a fresh one. Returns 1, or 0 when none can be had. */
 /* Done with a chunk: its bytes are in the file, and it leaves this process's resident set, with the
  * thread's earlier filled chunks when they lie next to it, PF_DROP_BATCH bytes at a time (each madvise
  * flushes the TLB on every CPU the process ran on: 6% of an --exact run when each chunk went alone). */
@@ -368,6 +365,9 @@ static void drop_written(pf_tls_t *t, char *chunk)
 #define PF_MADV_POPULATE_WRITE 23
 #endif
 
+/* Gives the thread a chunk with room for bytes: an exited thread's when this thread has none yet, or back
+ * the one it handed on as it began to end (never another spare: one with a lower index would put its
+ * records out of time order along the file), else a fresh one. Returns 1, or 0 when none can be had. */
 static int take_chunk(pf_tls_t *t, uint32_t bytes)
 {
     uint32_t gen = pf_writer_generation();
