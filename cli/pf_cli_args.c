@@ -218,6 +218,7 @@ int pf_cli_parse_run(int argc, char **argv, pf_run_opts_t *o)
             return 2;
         }
         o->python = o->target;
+        o->python_chosen = 3;
         o->target = NULL;
         if ((i = pf_cli_take_python_options(o, argc, argv, i)) < 0)
             return 2;

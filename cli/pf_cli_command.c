@@ -165,7 +165,7 @@ int pf_cli_resolve_script(pf_run_opts_t *o)
     if (o->kind != PF_TARGET_SCRIPT || strcmp(o->target, "-") == 0)
         return 0;
     struct stat st;
-    if (!strchr(o->target, '/') && stat(o->target, &st) != 0 && errno == ENOENT &&
+    if (o->python_chosen != 3 && !strchr(o->target, '/') && stat(o->target, &st) != 0 && errno == ENOENT &&
         pf_cli_find_on_path(o->target, o->command_path, sizeof o->command_path) == 0 &&
         stat(o->command_path, &st) == 0 && S_ISREG(st.st_mode)) {
         const char *found = o->command_path;

@@ -10,7 +10,8 @@ typedef enum pf_target_kind { PF_TARGET_SCRIPT, PF_TARGET_MODULE, PF_TARGET_CODE
 
 typedef struct pf_run_opts {
     const char *python;         /* as given (--python, PYFLOW_PYTHON, the command line) or "python3" */
-    int python_chosen;          /* 1: PYFLOW_PYTHON, 2: --python; 0: a command's #! line may pick it */
+    int python_chosen;          /* 1: PYFLOW_PYTHON, 2: --python, 3: named before the script (its script is a
+                                   path, as for python itself); 0: a command's #! line may pick it */
     char **python_opts;         /* the interpreter's own options (`pyflow run python3 -X dev app.py`) */
     int n_python_opts;
     const char *profile;        /* -o: keep the profile here; NULL = temporary */

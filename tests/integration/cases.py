@@ -412,7 +412,9 @@ def case_command_lines(c):
     for cmd, text in (([c.pyflow, "run", "/bin/true"], "is a compiled program"),
                       ([c.pyflow, "run", "ls", "/"], "is not a Python program"),
                       ([c.pyflow, "run", "--python", c.python, c.python, "show.py"], "two interpreters"),
-                      ([c.pyflow, "run", c.python, "-X", "dev"], "nothing to run")):
+                      ([c.pyflow, "run", c.python, "-X", "dev"], "nothing to run"),
+                      # after an interpreter the script is a path, as for python: not looked for on PATH
+                      ([c.pyflow, "run", c.python, "pf-test-tool"], "can't open file 'pf-test-tool'")):
         cp = run(cmd, cwd=c.tmp, env=env)
         assert cp.returncode == 2 and cp.stdout == "", (cmd, cp.returncode, cp.stdout)
         assert cp.stderr.startswith("pyflow: ") and text in cp.stderr and len(cp.stderr.splitlines()) == 1, (
