@@ -93,7 +93,8 @@ int pf_objtable_lookup(uintptr_t addr, pf_objinfo_t *out);
 int pf_objtable_find_start(uintptr_t addr, uint64_t max_back, pf_objinfo_t *out);
 
 /* Adds a copy link to the live object at addr, in a free slot or over its oldest link. Returns 1, or 0
- * when addr is not tracked. */
+ * when addr is not tracked or no link block could be had (links are kept in a pool beside the table, at
+ * most 256K objects with links per stripe, 16M in all: past that, the link is not kept). */
 int pf_objtable_set_link(uintptr_t addr, const pf_copylink_t *link);
 
 /* Runs fn(obj, arg) with the object at addr held live (its stripe locked: a concurrent free of it waits).
