@@ -19,6 +19,24 @@ static inline void *pf_sys_alloc_pages(size_t bytes)
     return (r < 0 && r > -4096) ? NULL : (void *)r;
 }
 
+/* Like pf_sys_alloc_pages, for a big table (bytes a multiple of 2 MiB): aligned to 2 MiB and asked to be
+ * backed by huge pages where the kernel allows (transparent huge pages "madvise" or "always"), so that
+ * scattered lookups in it do not also miss the TLB. Free it with pf_sys_munmap(p, bytes). */
+static inline void *pf_sys_alloc_huge(size_t bytes)
+{
+    const size_t huge = (size_t)2 << 20;
+    long r = syscall(SYS_mmap, NULL, bytes + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (r < 0 && r > -4096)
+        return NULL;
+    uintptr_t start = (uintptr_t)r, aligned = (start + huge - 1) & ~(uintptr_t)(huge - 1);
+    if (aligned > start)
+        syscall(SYS_munmap, start, aligned - start);
+    if (start + huge > aligned)
+        syscall(SYS_munmap, aligned + bytes, start + huge - aligned);
+    syscall(SYS_madvise, aligned, bytes, MADV_HUGEPAGE);
+    return (void *)aligned;
+}
+
 static inline void *pf_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
     long r = syscall(SYS_mmap, addr, len, prot, flags, fd, off);

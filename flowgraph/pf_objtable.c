@@ -196,12 +196,21 @@ static pf_objslot_t *stripe_put(pf_stripe_t *s, uint64_t h, const pf_objslot_t *
     }
 }
 
+/* A stripe's array; from 4 MiB (an --exact run with millions of live objects) on huge pages. */
+#define PF_STRIPE_HUGE_BYTES ((size_t)4 << 20)
+
+static pf_objslot_t *slots_alloc(uint32_t slots)
+{
+    size_t bytes = (size_t)slots * sizeof(pf_objslot_t);
+    return bytes >= PF_STRIPE_HUGE_BYTES ? pf_sys_alloc_huge(bytes) : pf_sys_alloc_pages(bytes);
+}
+
 /* Doubles (or first allocates) a stripe's array. Returns 0 or -ENOMEM; the lock is held. */
 static int stripe_grow(pf_stripe_t *s)
 {
     uint32_t old_slots = s->mask ? s->mask + 1 : 0;
     uint32_t new_slots = old_slots ? old_slots * 2 : PF_STRIPE_INITIAL_SLOTS;
-    pf_objslot_t *fresh = pf_sys_alloc_pages((size_t)new_slots * sizeof(pf_objslot_t));
+    pf_objslot_t *fresh = slots_alloc(new_slots);
     if (!fresh)
         return -ENOMEM;
     pf_objslot_t *old = s->slots;

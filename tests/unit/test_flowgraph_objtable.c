@@ -77,6 +77,25 @@ static void test_growth_and_churn(void **state)
     free(addrs);
 }
 
+/* Neighbours share a stripe (one per 1 MiB region): 200K of them grow one stripe's array past 4 MiB,
+ * onto huge pages (an aligned mapping of its own), and everything is still found, then removed. */
+static void test_one_region_grows_big(void **state)
+{
+    enum { N = 200000 };
+    for (uintptr_t i = 0; i < N; i++) {
+        pf_objinfo_t o = {.addr = 0x50000000ull + i * 4, .size = i};
+        assert_int_equal(pf_objtable_insert(&o), 0);
+    }
+    for (uintptr_t i = 0; i < N; i++) {
+        pf_objinfo_t got;
+        assert_int_equal(pf_objtable_lookup(0x50000000ull + i * 4, &got), 1);
+        assert_int_equal(got.size, i);
+    }
+    for (uintptr_t i = 0; i < N; i++)
+        assert_int_equal(pf_objtable_remove(0x50000000ull + i * 4, NULL), 1);
+    assert_int_equal(pf_objtable_count(), 0);
+}
+
 static int clear_links(pf_objinfo_t *obj, void *arg)
 {
     (void)arg;
@@ -203,6 +222,7 @@ int main(void)
         cmocka_unit_test_setup(test_filter_selectivity, setup),
         cmocka_unit_test_setup(test_threads, setup),
         cmocka_unit_test_setup(test_links_follow_objects, setup),
+        cmocka_unit_test_setup(test_one_region_grows_big, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
