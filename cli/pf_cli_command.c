@@ -16,12 +16,7 @@
 #include <unistd.h>
 
 #include "pf_cli_int.h"
-
-static const char *base_name(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return slash ? slash + 1 : path;
-}
+#include "pf_shebang.h"
 
 /* python, python3, python3.12: the names interpreters are installed under. */
 static int interpreter_name(const char *name, size_t len)
@@ -36,7 +31,7 @@ static int interpreter_name(const char *name, size_t len)
 
 int pf_cli_names_interpreter(const char *arg)
 {
-    const char *base = base_name(arg);
+    const char *base = pf_file_name(arg);
     if (!interpreter_name(base, strlen(base)))
         return 0;
     char path[PATH_MAX];
@@ -123,33 +118,16 @@ static int shebang_python(const char *path, char *out, size_t size)
         return -1;
     ssize_t n = read(fd, line, sizeof line - 1);
     close(fd);
-    if (n < 3 || line[0] != '#' || line[1] != '!')
+    if (n < 0)
         return -1;
     line[n] = '\0';
-    line[strcspn(line, "\r\n")] = '\0';
-    char *word = line + 2;
-    word += strspn(word, " \t");
-    size_t len = strcspn(word, " \t");
-    if ((len == 3 || (len > 3 && word[len - 4] == '/')) && strncmp(word + len - 3, "env", 3) == 0) {
-        /* #!/usr/bin/env [-S] [VAR=value] python3 */
-        for (word += len; *(word += strspn(word, " \t")); word += len) {
-            len = strcspn(word, " \t");
-            if (word[0] != '-' && !memchr(word, '=', len))
-                break;
-        }
-        len = strcspn(word, " \t");
-    }
-    const char *base = word;
-    for (size_t k = 0; k < len; k++)
-        if (word[k] == '/')
-            base = word + k + 1;
-    if (!interpreter_name(base, (size_t)(word + len - base)))
+    if (pf_shebang_program(line, out, size) != 0)
         return -1;
-    snprintf(out, size, "%.*s", (int)len, word);
-    return 0;
+    const char *base = pf_file_name(out);
+    return interpreter_name(base, strlen(base)) ? 0 : -1;
 }
 
-static int compiled_program(const char *path)
+int pf_cli_is_elf(const char *path)
 {
     unsigned char magic[4] = {0};
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -183,7 +161,7 @@ int pf_cli_resolve_script(pf_run_opts_t *o)
         }
         return 0;
     }
-    if (stat(o->target, &st) == 0 && S_ISREG(st.st_mode) && compiled_program(o->target)) {
+    if (stat(o->target, &st) == 0 && S_ISREG(st.st_mode) && pf_cli_is_elf(o->target)) {
         fprintf(stderr, "pyflow: %s is a compiled program, not a Python script; pyflow runs Python (to name "
                 "the interpreter: pyflow run python3 app.py)\n", o->target);
         return -1;

@@ -55,6 +55,9 @@ int pf_cli_take_python_options(pf_run_opts_t *o, int argc, char **argv, int i);
  * program is refused. Returns 0, or -1 after printing why. */
 int pf_cli_resolve_script(pf_run_opts_t *o);
 
+/* 1 when the file at path is an ELF binary (a compiled program), else 0. */
+int pf_cli_is_elf(const char *path);
+
 /* Finds a command on PATH the way execlp would (a name with a slash is taken as it is). Returns 0 and the
  * path when it is executable, else -1. */
 int pf_cli_find_on_path(const char *name, char *out, size_t size);

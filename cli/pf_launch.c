@@ -72,14 +72,8 @@ static int cache_key(const char *python, char *key, size_t size)
     char path[PATH_MAX], real[PATH_MAX];
     if (pf_cli_find_on_path(python, path, sizeof path) != 0 || !realpath(path, real))
         return 0;
-    int fd = open(real, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    unsigned char magic[4] = {0};
     struct stat st;
-    int elf = read(fd, magic, 4) == 4 && memcmp(magic, "\x7f" "ELF", 4) == 0 && fstat(fd, &st) == 0;
-    close(fd);
-    if (!elf)
+    if (!pf_cli_is_elf(real) || stat(real, &st) != 0)
         return 0;
     snprintf(key, size, "%s|%llu|%lld|%lld", real, (unsigned long long)st.st_ino, (long long)st.st_size,
              (long long)st.st_mtime);

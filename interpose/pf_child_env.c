@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "pf_runtime.h"
+#include "pf_shebang.h"
 
 int pf_preload_entry_is_ours(const char *p, size_t len)
 {
@@ -39,46 +40,20 @@ int pf_env_profiles(char *const envp[])
     return 0;
 }
 
-static const char *file_name(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return slash ? slash + 1 : path;
-}
-
 static int launcher_kind(const char *path);
 
 /* A "#!" line naming a shell: #!/bin/sh, #!/usr/bin/env bash. */
 static int shebang_names_shell(const char *line)
 {
-    const char *p = line + 2;
-    p += strspn(p, " \t");
-    char first[128];
-    size_t len = strcspn(p, " \t");
-    if (len >= sizeof first)
-        return 0;
-    memcpy(first, p, len);
-    first[len] = '\0';
-    if (strcmp(file_name(first), "env") == 0) {
-        p += len;
-        p += strspn(p, " \t");
-        while (*p == '-') {     /* env -S bash */
-            p += strcspn(p, " \t");
-            p += strspn(p, " \t");
-        }
-        len = strcspn(p, " \t");
-        if (len >= sizeof first)
-            return 0;
-        memcpy(first, p, len);
-        first[len] = '\0';
-    }
-    return launcher_kind(first) == 2;
+    char program[128];
+    return pf_shebang_program(line, program, sizeof program) == 0 && launcher_kind(program) == 2;
 }
 
 int pf_program_is_python(const char *path)
 {
     if (!path)
         return 0;
-    int named = strncmp(file_name(path), "python", 6) == 0;
+    int named = strncmp(pf_file_name(path), "python", 6) == 0;
     if (!strchr(path, '/'))
         return named;   /* execvp's bare name: its file is somewhere along PATH, not looked for */
     int saved = errno;
@@ -136,7 +111,7 @@ static int launcher_kind(const char *path)
                                             "taskset", "chrt", "ionice", "sudo", "su", "runuser", "make", "uv",
                                             "pip", NULL};
     const int shells = 5;
-    const char *base = file_name(path);
+    const char *base = pf_file_name(path);
     for (int i = 0; launchers[i]; i++)
         if (strcmp(base, launchers[i]) == 0)
             return i < shells ? 2 : 1;
@@ -174,7 +149,7 @@ int pf_launches_python(const char *path, char *const argv[])
     for (size_t i = 1; argv[i]; i++) {
         if (skipped_argument(argv[i]))
             continue;
-        if (strncmp(file_name(argv[i]), "python", 6) == 0)
+        if (strncmp(pf_file_name(argv[i]), "python", 6) == 0)
             return 1;
         if (!pf_is_launcher(argv[i]))
             return 0;
@@ -206,7 +181,7 @@ int pf_command_runs_python(const char *command)
             continue;
         if (strchr(word, '='))
             continue;       /* VAR=value before the command */
-        if (strncmp(file_name(word), "python", 6) == 0)
+        if (strncmp(pf_file_name(word), "python", 6) == 0)
             return 1;
         /* exec is the shell's own, not a program: what follows it is the command */
         command_position = pf_is_launcher(word) || strcmp(word, "exec") == 0 || skipped_argument(word);
@@ -220,7 +195,7 @@ size_t pf_command_line(char *buf, size_t cap, char *const argv[])
     if (!cap)
         return 0;
     for (size_t i = 0; argv && argv[i] && used + 1 < cap; i++) {
-        const char *arg = i == 0 ? file_name(argv[0]) : argv[i];
+        const char *arg = i == 0 ? pf_file_name(argv[0]) : argv[i];
         if (i) {
             if (used + 2 >= cap)
                 break;

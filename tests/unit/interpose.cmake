@@ -12,5 +12,6 @@ target_include_directories(test_interpose_writer PRIVATE ${PROJECT_SOURCE_DIR}/i
 
 # Which environments profile a child, which programs run Python, the command line kept of an unprofiled one.
 pf_unit_test(test_interpose_child_env
-  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_interpose_child_env.c ${PROJECT_SOURCE_DIR}/interpose/pf_child_env.c)
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_interpose_child_env.c ${PROJECT_SOURCE_DIR}/interpose/pf_child_env.c
+  LIBS pf_core)
 target_include_directories(test_interpose_child_env PRIVATE ${PROJECT_SOURCE_DIR}/interpose)
