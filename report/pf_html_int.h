@@ -13,6 +13,9 @@ void pf_html_esc(FILE *f, const char *s);
 /* A table cell of bytes, sortable by its exact value. */
 void pf_html_num_cell(FILE *f, double v);
 
+/* The call tree as a flame graph (pf_render_html_flame.c): nothing when nothing was allocated. */
+void pf_html_flame(FILE *f, const pf_model_t *m);
+
 /* ---- --watch (pf_render_html_watch.c); each writes nothing when the profile has no watch data ---- */
 
 /* Rows of the summary table: the sampling event and counts, the silent/redundant shares, copy watches. */

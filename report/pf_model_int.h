@@ -56,6 +56,25 @@ typedef struct pf_func {
     pf_stats_t s;
 } pf_func_t;
 
+/* A node of the call tree: a line of the user's reached through a path of the user's lines that called it
+ * (outermost first). Its path's last line is the row its allocations were charged to, so the tree's self
+ * bytes add up to the per-line table. Memory with no user line of its own hangs under the path of the
+ * line that started its thread or process, else is a root (a bracketed or library row). Library frames
+ * between two user frames are left out, as they are from the rows. */
+typedef struct pf_callnode {
+    uint32_t file, function;    /* interned strings */
+    int line;
+    int32_t parent;             /* -1: a root; always a lower index than the node's own */
+    int32_t first_child, next_sibling;  /* after the sweep: children by peak bytes, then allocated, largest first */
+    uint32_t depth;             /* 0 for a root */
+    double self_alloc, alloc;   /* allocated bytes charged to this node; and to it and every node below */
+    double self_peak, peak;     /* live at the program's peak */
+    double self_leaked, leaked; /* live at exit */
+    /* during the sweep: live bytes now, and as they were at the peak numbered peak_epoch */
+    double live, live_at_peak;
+    uint32_t peak_epoch;
+} pf_callnode_t;
+
 /* A site for the flow graph: the line an object was allocated at (row index, or -1 for untracked). */
 typedef struct pf_flow {
     int32_t src_line, dst_line, at_line;    /* indexes into lines; -1 = untracked / unknown */
@@ -139,6 +158,9 @@ struct pf_model {
     size_t n_lines, cap_lines;
     pf_func_t *funcs;
     size_t n_funcs, cap_funcs;
+    pf_callnode_t *nodes;       /* the call tree, parents before their children (pf_calltree_int.h) */
+    size_t n_nodes, cap_nodes;
+    int32_t first_root;         /* the roots, linked by next_sibling as children are; -1: no node */
     pf_flow_t *flows;
     size_t n_flows, cap_flows;
     pf_process_t *procs;

@@ -167,13 +167,15 @@ static size_t origin(sweeper_t *S, uint32_t proc, uint32_t tid, int hops);
 /* The origin of start s, recorded in process q: its stack's user line, else its starting thread's origin. */
 static origin_t start_origin(sweeper_t *S, uint32_t q, const spawn_t *s, int hops)
 {
-    origin_t o = {.row = -1, .func = -1, .proc = q};
+    origin_t o = {.row = -1, .func = -1, .node = -1, .proc = q};
     const pf_rec_spawn_t *r = s->rec;
     pf_stack_view_t st = pf_loader_stack(S->L, q, r + 1, r->flags, r->n_py, r->n_native);
     int user = 0;
     if (st.n_py)
         o.row = pf_sweep_attribute_stack(S, q, st.py, st.n_py, st.attribute_flags, &o.func, &user);
-    if (!user) {
+    if (user)
+        o.node = pf_sweep_stack_node(S, q, st.py, st.n_py, o.row);
+    else {
         size_t up = origin(S, q, s->tid, hops + 1);     /* may move S->origins */
         o = S->origins[up];
     }
@@ -187,7 +189,7 @@ static size_t origin(sweeper_t *S, uint32_t proc, uint32_t tid, int hops)
     uint64_t *memo = pf_map_get(&S->origin_memo, key);
     if (memo)
         return (size_t)*memo;
-    origin_t o = {.row = -1, .func = -1, .proc = proc};
+    origin_t o = {.row = -1, .func = -1, .node = -1, .proc = proc};
     uint32_t q = 0;
     const spawn_t *s = hops < PF_ORIGIN_MAX_HOPS ? starter(S->L, proc, tid, &q) : NULL;
     if (s)
@@ -197,11 +199,12 @@ static size_t origin(sweeper_t *S, uint32_t proc, uint32_t tid, int hops)
     return S->n_origins - 1;
 }
 
-int32_t pf_origin_row(sweeper_t *S, uint32_t proc, uint32_t tid, int32_t *func)
+int32_t pf_origin_row(sweeper_t *S, uint32_t proc, uint32_t tid, int32_t *func, int32_t *node)
 {
     size_t i = origin(S, proc, tid, 0);     /* may move S->origins */
     origin_t o = S->origins[i];
     *func = o.func;
+    *node = o.node;
     if (o.row < 0)
         return -1;
     /* What the line started, counted once: a process whose memory reached it from another process (its

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pf_calltree_int.h"
 #include "pf_copy_rule.h"
 #include "pf_linetable_int.h"
 #include "pf_loader_int.h"
@@ -196,20 +197,84 @@ int32_t pf_sweep_attribute_stack(sweeper_t *S, uint32_t proc, const pf_rec_pyfra
     return bracket ? bracket_row(S, bracket, func) : picked_row(S, proc, frames, n, pick, func);
 }
 
-int32_t pf_sweep_attribute(sweeper_t *S, uint32_t proc, const event_t *e, const pf_rec_pyframe_t *frames, uint16_t n,
-                           uint8_t flags, int32_t *func, int *started)
+/* pf_sweep_attribute, and *user: the stack has a frame of the user's (then its row depends on it alone). */
+static int32_t attribute(sweeper_t *S, uint32_t proc, const event_t *e, const pf_rec_pyframe_t *frames, uint16_t n,
+                         uint8_t flags, int32_t *func, int *started, int32_t *node, int *user_out)
 {
     const char *bracket;
     int user, pick = choose_frame(S, proc, frames, n, flags, &bracket, &user);
+    *user_out = user;
     /* no user frame: the user's line that started this thread or process, before any row of its own is made
      * (the writer's tid is looked up only then) */
     uint32_t tid = !user && e && !(flags & PF_STACK_MISSING) ? pf_origin_event_tid(S->L, e) : 0;
-    int32_t row = tid ? pf_origin_row(S, proc, tid, func) : -1;
+    int32_t start_node = -1, row = tid ? pf_origin_row(S, proc, tid, func, &start_node) : -1;
+    if (node)
+        *node = start_node;
     if (started)
         *started = row >= 0;
     if (row >= 0)
         return row;
     return bracket ? bracket_row(S, bracket, func) : picked_row(S, proc, frames, n, pick, func);
+}
+
+int32_t pf_sweep_attribute(sweeper_t *S, uint32_t proc, const event_t *e, const pf_rec_pyframe_t *frames, uint16_t n,
+                           uint8_t flags, int32_t *func, int *started, int32_t *node)
+{
+    int user;
+    return attribute(S, proc, e, frames, n, flags, func, started, node, &user);
+}
+
+int32_t pf_sweep_stack_node(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *frames, uint16_t n, int32_t row)
+{
+    /* the callers' lines are not rows (a row is made only for what is charged to it) */
+    pf_callsite_t path[PF_MAX_PY_FRAMES + 1];
+    size_t k = 0;
+    for (int i = n - 1; i >= 0 && k < PF_MAX_PY_FRAMES; i--) {
+        const pcode_t *pc = frame_code(S, proc, &frames[i]);
+        if (!pc || !pc->is_user || S->m->strings[pc->file][0] == '<')
+            continue;
+        /* a comprehension's frame on its caller's line is the caller's step: one step, not two */
+        pf_callsite_t step = {pc->file, pc->function, frame_line(S, proc, &frames[i], pc)};
+        if (!k || path[k - 1].file != step.file || path[k - 1].line != step.line)
+            path[k++] = step;
+    }
+    const pf_line_t *l = &S->m->lines[row];
+    if (k && path[k - 1].file == l->file && path[k - 1].line == l->line)
+        k--;
+    path[k++] = (pf_callsite_t){l->file, l->function, l->line};     /* the row's own name for the last step */
+    return pf_calltree_node(S->m, &S->node_index, path, k);
+}
+
+#define PF_NO_USER_FRAME UINT64_MAX     /* stack_memo's value for an interned stack without a user frame */
+
+/* An allocation's row, function and call-tree node (*started as pf_sweep_attribute's). Every allocation
+ * referring to one interned stack with a frame of the user's is charged alike: that is worked out once
+ * per stack. A stack without one goes by its thread's starter (pf_origin_int.h), each time. */
+static int32_t charge_alloc(sweeper_t *S, const event_t *e, const pf_stack_view_t *st, uint8_t record_flags,
+                            int32_t *func, int32_t *node, int *started)
+{
+    uint64_t *memo = NULL;
+    if ((record_flags & PF_ALLOC_STACK_REF) && st->py) {
+        memo = pf_map_put(&S->stack_memo, pf_sweep_key3(e->proc, (uintptr_t)st->py, st->attribute_flags), NULL);
+        if (*memo && *memo != PF_NO_USER_FRAME) {
+            const stack_charge_t *c = &S->charges[*memo - 1];
+            *func = c->func;
+            *node = c->node;
+            *started = 0;
+            return c->row;
+        }
+    }
+    int user;
+    int32_t row = attribute(S, e->proc, e, st->py, st->n_py, st->attribute_flags, func, started, node, &user);
+    if (*node < 0)
+        *node = pf_sweep_stack_node(S, e->proc, st->py, st->n_py, row);
+    if (memo && !*memo && !user)
+        *memo = PF_NO_USER_FRAME;
+    else if (memo && !*memo) {
+        *PF_VEC_PUSH(S->charges, S->n_charges, S->cap_charges) = (stack_charge_t){row, *func, *node};
+        *memo = S->n_charges;
+    }
+    return row;
 }
 
 /* The innermost native frame outside the interpreter, libc and pyflow, as an interned "symbol (library)";
@@ -396,6 +461,7 @@ static void release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uint6
         if (o->gpu)
             set_gpu_live(S, rows[i], t, rows[i]->gpu_live - o->est);
     }
+    pf_calltree_free(m, o->node, o->est, S->peak_epoch);
 }
 
 static void on_alloc(sweeper_t *S, const event_t *e)
@@ -405,13 +471,14 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     uint64_t *prev = pf_map_get(&S->live, addr_key(e->proc, a->addr));
     if (prev)   /* the allocator handed the address out again: the block there was freed unseen */
         release(S, e->proc, addr_key(e->proc, a->addr), *prev, e->t);
-    int32_t fn;
+    int32_t fn, node;
     int started;
     pf_stack_view_t st = pf_loader_stack(S->L, e->proc, a + 1, a->flags, a->n_py, a->n_native);
-    int32_t row = pf_sweep_attribute(S, e->proc, e, st.py, st.n_py, st.attribute_flags, &fn, &started);
+    int32_t row = charge_alloc(S, e, &st, a->flags, &fn, &node, &started);
     double est = (double)a->est_bytes;
     if (started)
         m->lines[row].started_bytes += est;
+    pf_calltree_alloc(m, node, est, S->peak_epoch);
     double count = a->size ? est / (double)a->size : 1.0;
     pf_stats_t *rows[3] = {&m->lines[row].s, &m->funcs[fn].s, &m->total};
     for (int i = 0; i < 3; i++) {
@@ -443,6 +510,7 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     live_obj_t *o = &S->objs[idx];
     o->line = row;
     o->func = fn;
+    o->node = node;
     o->gpu = a->domain == PF_DOMAIN_GPU;
     o->domain = a->domain;
     o->native = st.n_native ? pf_sweep_native_site(S, e->proc, st.ips, st.n_native) : 0;
@@ -469,7 +537,7 @@ static void on_copy(sweeper_t *S, const event_t *e)
     int32_t fn;
     pf_stack_view_t st = pf_loader_stack(S->L, e->proc, c + 1, c->flags, c->n_py, c->n_native);
     int started;
-    int32_t at = pf_sweep_attribute(S, e->proc, e, st.py, st.n_py, st.attribute_flags, &fn, &started);
+    int32_t at = pf_sweep_attribute(S, e->proc, e, st.py, st.n_py, st.attribute_flags, &fn, &started, NULL);
     uint64_t dst_offset = 0;
     int64_t dst = object_at(S, e->proc, c->dst, &dst_offset);
     alloc_site_t src = {-1, 0};     /* where the source was allocated */
@@ -569,7 +637,7 @@ static void on_copy_write(sweeper_t *S, const event_t *e)
         return;
     const pf_rec_pyframe_t *py = (const pf_rec_pyframe_t *)(w + 1);
     int32_t func = -1;
-    fl->write_line = w->n_py ? pf_sweep_attribute(S, e->proc, NULL, py, w->n_py, 0, &func, NULL) : -1;
+    fl->write_line = w->n_py ? pf_sweep_attribute(S, e->proc, NULL, py, w->n_py, 0, &func, NULL, NULL) : -1;
     fl->write_func = func;
     fl->write_native = w->n_native ? pf_sweep_native_site(S, e->proc, (const uint64_t *)(py + w->n_py), w->n_native) : 0;
     fl->write_to_dst = (w->flags & PF_COPY_WRITE_DST) != 0;
@@ -694,11 +762,15 @@ void pf_model_sweep(loader_t *L)
         m->funcs[i].s.gpu_peak_bytes = gpu_peak > 0 ? share_of_peak(&S, &m->funcs[i].s, 1) : 0;
     }
     m->total.gpu_peak_bytes = gpu_peak;
+    pf_calltree_finish(m, S.peak_epoch, peak > 0);
     m->timeline_end_s = (double)S.t_end / 1e9;
     pf_map_free(&S.line_index);
     pf_map_free(&S.func_index);
     pf_map_free(&S.frame_cache);
     pf_map_free(&S.line_cache);
+    pf_map_free(&S.node_index);
+    pf_map_free(&S.stack_memo);
+    free(S.charges);
     pf_map_free(&S.live);
     pf_map_free(&S.freed);
     pf_map_free(&S.flow_index);

@@ -128,7 +128,7 @@ void pf_sweep_access(sweeper_t *S, const event_t *e)
     int redundant = (a->flags & PF_ACCESS_REDUNDANT) != 0;
     double bytes = (double)a->credited_bytes;
     uint8_t no_py = (a->flags & PF_ACCESS_NO_PYSTATE) ? PF_ALLOC_NO_PYSTATE : 0;
-    int32_t fn, row = pf_sweep_attribute(S, e->proc, NULL, repeat_py, a->n_py_repeat, no_py, &fn, NULL);
+    int32_t fn, row = pf_sweep_attribute(S, e->proc, NULL, repeat_py, a->n_py_repeat, no_py, &fn, NULL, NULL);
     charge(&m->lines[row].s, e->aux, redundant, bytes);
     charge(&m->funcs[fn].s, e->aux, redundant, bytes);
     charge(&m->total, e->aux, redundant, bytes);
@@ -137,7 +137,7 @@ void pf_sweep_access(sweeper_t *S, const event_t *e)
 
     int32_t first_fn, first_row = -1;
     if (a->n_py_first)
-        first_row = pf_sweep_attribute(S, e->proc, NULL, first_py, a->n_py_first, 0, &first_fn, NULL);
+        first_row = pf_sweep_attribute(S, e->proc, NULL, first_py, a->n_py_first, 0, &first_fn, NULL, NULL);
     uint32_t first_native = pf_sweep_native_site(S, e->proc, first_ips, a->n_native_first);
     uint32_t repeat_native = pf_sweep_native_site(S, e->proc, repeat_ips, a->n_native_repeat);
     /* grouped by kind and the two lines: in a stripped library every instruction would be a group of its

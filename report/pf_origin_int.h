@@ -31,10 +31,10 @@ void pf_origin_index(loader_t *L);
 /* The tid of the thread that wrote an event: its chunk's writer, or the chunk's latest WRITER before it. */
 uint32_t pf_origin_event_tid(const loader_t *L, const event_t *e);
 
-/* The row (and *func) that memory of thread tid of process proc with no user line of its own is charged
+/* The row (and *func, and *node: its call-tree node) that memory of thread tid of process proc with no user line of its own is charged
  * to: the user's line that started it, directly or through the threads and processes between. -1 when
  * none is known (the root's main thread, a start pyflow did not see). Memoized in the sweeper. */
-int32_t pf_origin_row(struct sweeper *S, uint32_t proc, uint32_t tid, int32_t *func);
+int32_t pf_origin_row(struct sweeper *S, uint32_t proc, uint32_t tid, int32_t *func, int32_t *node);
 
 /* After the sweep: the model's list of Python processes started unprofiled (pf_unprofiled_t), each with
  * the user's line that started it, in time order. */

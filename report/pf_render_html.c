@@ -1,6 +1,7 @@
 /* pf_render_html.c - one self-contained HTML page (no network): findings first, the whole-program
  * timeline with its peak marked, sortable per-line and per-function tables with inline SVG sparklines
- * (hover for values), the --watch tables (pf_render_html_watch.c), and the flow graph as SVG when Graphviz
+ * (hover for values), the call paths' flame graph (pf_render_html_flame.c), the --watch tables
+ * (pf_render_html_watch.c), and the flow graph as SVG when Graphviz
  * made one. Every number comes from the
  * model, as in the text and JSON renderings. Sorting: click a column header, or open the page with
  * #sort=COLUMN:asc|desc. */
@@ -240,7 +241,7 @@ static const char *STYLE =
     "body{font:14px system-ui,sans-serif;margin:24px;color:#222}h1{font-size:20px}h2{font-size:16px;margin-top:28px}"
     "table{border-collapse:collapse;font-size:13px}th,td{padding:3px 8px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}"
     "th{cursor:pointer;background:#f6f6f6;position:sticky;top:0}th:first-child,td:first-child,td:nth-child(2),"
-    "td.src{text-align:left}td.src{font-family:monospace;white-space:pre;max-width:40em;overflow:hidden}"
+    "td.src{text-align:left}svg#flame rect.bar{cursor:pointer}svg#flame text{font:11px monospace;fill:#222}td.src{font-family:monospace;white-space:pre;max-width:40em;overflow:hidden}"
     ".finding{margin:4px 0}.bad{color:#c22;font-weight:600}.good{color:#292;font-weight:600}#redundancies td,#needed td{text-align:left}.summary td{text-align:left}svg.chart{vertical-align:middle}";
 
 static const char *SCRIPT =
@@ -334,6 +335,7 @@ int pf_render_html(const pf_model_t *m, FILE *f, const pf_html_opts_t *opts)
     started_lines(f, m);
     fputs("<h2>Functions</h2>\n", f);
     table(f, m, "functions", 0);
+    pf_html_flame(f, m);
     processes(f, m);
     unprofiled(f, m);
     pf_html_watch_sections(f, m);

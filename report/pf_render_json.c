@@ -8,6 +8,7 @@
 #include "pf_json_int.h"
 #include "pf_model_int.h"
 #include "pf_report_int.h"
+#include "pf_util_int.h"
 
 static void bytes(pf_json_t *j, const char *key, double v)
 {
@@ -69,6 +70,41 @@ static void stats_fields(pf_json_t *j, const pf_model_t *m, const pf_stats_t *s)
         access_fields(j, s);
     pf_json_key(j, "timeline");
     timeline(j, m, s);
+}
+
+/* The call tree, flat, in depth-first order (children largest first): each node names its parent by id
+ * (its position in the array; -1 for a root), so a tree of any depth is one level of JSON. */
+static void call_tree(pf_json_t *j, const pf_model_t *m)
+{
+    int32_t *id = pf_xmalloc((m->n_nodes + 1) * sizeof *id);
+    int32_t next_id = 0;
+    pf_json_begin_array(j);
+    for (int32_t n = m->first_root; n >= 0; n = pf_report_calltree_next(m, n, 1)) {
+        const pf_callnode_t *c = &m->nodes[n];
+        id[n] = next_id++;
+        pf_json_begin_object(j);
+        pf_json_key(j, "id");
+        pf_json_int(j, id[n]);
+        pf_json_key(j, "parent");
+        pf_json_int(j, c->parent < 0 ? -1 : id[c->parent]);
+        pf_json_key(j, "depth");
+        pf_json_int(j, c->depth);
+        pf_json_key(j, "file");
+        pf_json_string(j, pf_model_str(m, c->file));
+        pf_json_key(j, "line");
+        pf_json_int(j, c->line);
+        pf_json_key(j, "function");
+        pf_json_string(j, pf_model_str(m, c->function));
+        bytes(j, "alloc_bytes", c->alloc);
+        bytes(j, "self_alloc_bytes", c->self_alloc);
+        bytes(j, "peak_bytes", c->peak);
+        bytes(j, "self_peak_bytes", c->self_peak);
+        bytes(j, "leaked_bytes", c->leaked);
+        bytes(j, "self_leaked_bytes", c->self_leaked);
+        pf_json_end_object(j);
+    }
+    pf_json_end_array(j);
+    free(id);
 }
 
 /* One entry of "lines" (l) or "functions" (l = NULL). */
@@ -315,6 +351,9 @@ int pf_render_json(const pf_model_t *m, FILE *out)
         row_object(&j, m, f->file, f->first_line, f->function, &f->s, NULL);
     }
     pf_json_end_array(&j);
+
+    pf_json_key(&j, "call_tree");
+    call_tree(&j, m);
 
     pf_json_key(&j, "flows");
     pf_json_begin_array(&j);

@@ -458,6 +458,57 @@ static void funcs_table(out_t *o, const pf_model_t *m, int rows)
     free(order);
 }
 
+/* A call-tree node worth a row: a listed file's line (library rows are summed in "outside your code") with
+ * PF_CALLTREE_SHOWN of the peak or of the allocated bytes under it. */
+#define PF_CALLTREE_SHOWN 0.05
+#define PF_CALLTREE_MAX_INDENT 16
+
+static int calltree_shown(const pf_model_t *m, const pf_callnode_t *c)
+{
+    return pf_report_file_listed(m, pf_model_str(m, c->file)) &&
+           (c->peak >= PF_CALLTREE_SHOWN * m->total.peak_bytes || c->alloc >= PF_CALLTREE_SHOWN * m->total.alloc_bytes) &&
+           c->alloc >= 0.5;
+}
+
+/* The paths of the user's lines that led to the memory, outermost first, each line indented under the
+ * line that called it; only when some path is longer than one line (else the line table says it all). */
+static void call_paths(out_t *o, const pf_model_t *m, int rows)
+{
+    int deep = 0;
+    for (int32_t n = m->first_root; n >= 0 && !deep; n = pf_report_calltree_next(m, n, calltree_shown(m, &m->nodes[n])))
+        deep = m->nodes[n].depth > 0 && calltree_shown(m, &m->nodes[n]);
+    if (!deep)
+        return;
+    heading(o, "call paths", "each line of yours under the line that called it");
+    line(o, "%s  %6s %9s %9s  %s%s", bold(o), "peak%", "at peak", "allocated", "line", reset(o));
+    char a[16], b[16];
+    int shown = 0, left = 0;
+    for (int32_t n = m->first_root; n >= 0;) {
+        const pf_callnode_t *c = &m->nodes[n];
+        int show = calltree_shown(m, c);
+        if (show && shown == rows)
+            left++;
+        else if (show) {
+            const char *file = pf_model_str(m, c->file), *function = pf_model_str(m, c->function);
+            int indent = 2 * (int)(c->depth < PF_CALLTREE_MAX_INDENT ? c->depth : PF_CALLTREE_MAX_INDENT);
+            char head[64];
+            snprintf(head, sizeof head, "  %5.1f%% %9s %9s  %*s", share(c->peak, m->total.peak_bytes), human(c->peak, a),
+                     human(c->alloc, b), indent, "");
+            char what[1200];
+            const char *src = pf_report_source_line(file, c->line);
+            snprintf(what, sizeof what, "%s%s%s:%d%s%s", function, function[0] ? " " : "", shorten_path(file), c->line,
+                     src[0] ? "  " : "", src);
+            fputs(head, o->f);
+            put_cut(o, what, o->width - columns(o, head));
+            fputc('\n', o->f);
+            shown++;
+        }
+        n = pf_report_calltree_next(m, n, show);
+    }
+    if (left)
+        line(o, "  and %d more (JSON call_tree, or the HTML report's flame graph, has them all)", left);
+}
+
 /* One row per process when children were merged. */
 static void processes(out_t *o, const pf_model_t *m)
 {
@@ -692,6 +743,7 @@ int pf_render_text(const pf_model_t *m, FILE *f, const pf_text_opts_t *opts)
     outside_code(&o, m);
     started_lines(&o, m);
     funcs_table(&o, m, rows < 8 ? rows : 8);
+    call_paths(&o, m, rows);
     processes(&o, m);
     unprofiled(&o, m);
     peak_contributors(&o, m);

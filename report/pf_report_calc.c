@@ -433,3 +433,12 @@ size_t pf_report_unprofiled_groups(const pf_model_t *m, pf_unprofiled_group_t *t
     }
     return n;
 }
+
+int32_t pf_report_calltree_next(const pf_model_t *m, int32_t n, int descend)
+{
+    if (descend && m->nodes[n].first_child >= 0)
+        return m->nodes[n].first_child;
+    while (n >= 0 && m->nodes[n].next_sibling < 0)
+        n = m->nodes[n].parent;
+    return n >= 0 ? m->nodes[n].next_sibling : -1;
+}

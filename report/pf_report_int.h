@@ -133,6 +133,11 @@ typedef struct {
 } pf_unprofiled_group_t;
 size_t pf_report_unprofiled_groups(const pf_model_t *m, pf_unprofiled_group_t *top, size_t max, size_t *others);
 
+/* The call tree in depth-first order, each node's children largest first: the node after n, or -1 at the
+ * end; descend = 0 skips n's subtree (a node's sums bound its children's, so a node too small to show has
+ * no child worth showing). Start from m->first_root. */
+int32_t pf_report_calltree_next(const pf_model_t *m, int32_t n, int descend);
+
 /* What to do about unprofiled children, one sentence. */
 #define PF_UNPROFILED_FIX "keep pyflow's variables in the child's environment: env={**os.environ, ...}"
 

@@ -8,7 +8,8 @@
 
 typedef struct live_obj {
     int32_t line, func;
-    int gpu;            /* a GPU allocation */
+    int32_t node;       /* its call-tree node */
+    uint8_t gpu;        /* a GPU allocation */
     uint8_t domain;     /* PF_DOMAIN_* */
     uint32_t native;    /* native site string, 0 = none */
     double est;
@@ -35,9 +36,15 @@ typedef struct copy_info {
     int fills;          /* filled its tracked destination: a candidate for a verdict (pf_copy_rule.h) */
 } copy_info_t;
 
+/* What an allocation with an interned stack that has a frame of the user's is charged to. */
+typedef struct stack_charge {
+    int32_t row, func, node;
+} stack_charge_t;
+
 /* Where a thread's memory with no user line of its own goes (pf_model_origin.c). */
 typedef struct origin {
     int32_t row, func;  /* -1: nowhere known */
+    int32_t node;       /* the call-tree node of the start's stack (-1 with row) */
     uint32_t proc;      /* the process whose stack had the user's line */
 } origin_t;
 
@@ -48,6 +55,10 @@ typedef struct sweeper {
     pf_map_t func_index;
     pf_map_t frame_cache;   /* (proc, code id, lasti) -> row+1 */
     pf_map_t line_cache;    /* (proc, code id, lasti) -> line+1, of frames that call nested code */
+    pf_map_t node_index;    /* (parent node, row) -> call-tree node+1 */
+    pf_map_t stack_memo;    /* (proc, interned stack, flags) -> charges index+1, or ~0: no user frame */
+    stack_charge_t *charges;
+    size_t n_charges, cap_charges;
     pf_map_t live;          /* (proc, addr) -> live_obj index */
     pf_map_t freed;         /* (proc, addr) -> freed_sites index: the last block freed there */
     pf_map_t flow_index;    /* edge key -> flow+1 */
@@ -80,10 +91,14 @@ int32_t pf_sweep_attribute_stack(sweeper_t *S, uint32_t proc, const pf_rec_pyfra
                                  uint8_t flags, int32_t *func, int *user);
 
 /* As pf_sweep_attribute_stack, for the stack of event e: without a user frame, the user's line that started
- * the thread that wrote e, or its process, when one is known (*started = 1; pf_origin_int.h). e NULL: no
- * such fallback. started may be NULL. */
+ * the thread that wrote e, or its process, when one is known (*started = 1, and *node, unless NULL, is the
+ * call-tree node of that start; pf_origin_int.h). e NULL: no such fallback. started may be NULL. */
 int32_t pf_sweep_attribute(sweeper_t *S, uint32_t proc, const event_t *e, const pf_rec_pyframe_t *frames, uint16_t n,
-                           uint8_t flags, int32_t *func, int *started);
+                           uint8_t flags, int32_t *func, int *started, int32_t *node);
+
+/* The call-tree node of a stack charged to row: the path of its frames in the user's real files, outermost
+ * first, ending with row (pf_calltree_int.h). */
+int32_t pf_sweep_stack_node(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *frames, uint16_t n, int32_t row);
 
 /* The innermost native frame outside the interpreter, libc and pyflow, as an interned "symbol (library)";
  * 0 when there is none. */

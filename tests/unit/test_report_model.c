@@ -546,6 +546,104 @@ static void test_started_by(void **state)
     pf_model_free(m);
 }
 
+/* The call-tree node whose path ends at line `line` of /app.py under the node `parent` (-1: a root). */
+static const pf_callnode_t *child_node(const pf_model_t *m, int32_t parent, int line)
+{
+    for (int32_t n = parent < 0 ? m->first_root : m->nodes[parent].first_child; n >= 0; n = m->nodes[n].next_sibling)
+        if (m->nodes[n].line == line)
+            return &m->nodes[n];
+    fail_msg("no call-tree node for line %d under node %d", line, parent);
+    return NULL;
+}
+
+static int32_t node_id(const pf_model_t *m, const pf_callnode_t *c) { return (int32_t)(c - m->nodes); }
+
+/* The call tree: one node per path of the user's lines (library frames between them left out), each
+ * node's bytes summed over its subtree, at the peak and at exit as well as allocated; a thread running
+ * library code hangs under the path of the line that started it; children are ordered by peak bytes. */
+static void test_call_tree(void **state)
+{
+    builder_t b;
+    b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    b_thread(&b, 1, 1, 0xA0);
+    b_code(&b, 1, "/app.py", "<module>", 30);
+    b_code(&b, 2, "/app.py", "main", 20);
+    b_code(&b, 3, "/app.py", "main", 21);
+    b_code(&b, 4, "/app.py", "load", 10);
+    b_code(&b, 5, "/usr/lib/python3.11/json/decoder.py", "decode", 300);
+    b_code(&b, 6, "/app.py", "hook", 40);
+    b_code(&b, 8, "/app.py", "main", 22);
+    uint32_t via20[3] = {4, 2, 1}, via21[3] = {4, 3, 1}, hooked[4] = {6, 5, 2, 1}, starts[2] = {8, 1}, lib = 5;
+    b_stack(&b, 7, 3, via20);
+    b_alloc_ref(&b, 5, 0x50, 50, PF_ALLOC_EXACT, 7);     /* an interned stack, twice */
+    b_alloc_ref(&b, 6, 0x60, 50, PF_ALLOC_EXACT, 7);
+    b_alloc(&b, 10, 0x1000, 1000, 1000, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 3, via20);
+    b_alloc(&b, 20, 0x2000, 500, 500, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 3, via21);
+    b_alloc(&b, 30, 0x3000, 200, 200, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 4, hooked);
+    b_spawn(&b, 32, PF_SPAWN_THREAD, 0xB0, 1, 2, starts);
+    b_free(&b, 40, 0x1000);
+    b_chunk(&b, 2);                                      /* the thread main:22 started, in library code */
+    b_thread(&b, 33, 2, 0xB0);
+    b_alloc(&b, 35, 0x4000, 300, 300, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &lib);
+    pf_model_t *m = load_ok(b_save(&b, "tree.pflow", 0));
+    assert_int_equal((int)m->total.peak_bytes, 2100);
+    const pf_callnode_t *root = child_node(m, -1, 30);
+    assert_int_equal(root->next_sibling, -1);            /* every byte is under <module> */
+    const pf_callnode_t *m20 = child_node(m, node_id(m, root), 20), *m21 = child_node(m, node_id(m, root), 21),
+                        *m22 = child_node(m, node_id(m, root), 22);
+    const pf_callnode_t *load20 = child_node(m, node_id(m, m20), 10), *hook = child_node(m, node_id(m, m20), 40),
+                        *load21 = child_node(m, node_id(m, m21), 10);
+    assert_int_equal((int)root->alloc, 2100);
+    assert_int_equal((int)root->self_alloc, 0);
+    assert_int_equal((int)m20->alloc, 1300);
+    assert_int_equal((int)load20->alloc, 1100);
+    assert_int_equal((int)load20->self_alloc, 1100);
+    assert_int_equal((int)hook->alloc, 200);
+    assert_int_equal((int)m21->alloc, 500);
+    assert_int_equal((int)load21->alloc, 500);
+    assert_int_equal((int)m22->alloc, 300);                 /* the started thread's bytes */
+    assert_int_equal((int)m22->self_alloc, 300);
+    assert_int_equal(m22->first_child, -1);
+    assert_int_equal((int)root->peak, 2100);
+    assert_int_equal((int)m20->peak, 1300);
+    assert_int_equal((int)load20->peak, 1100);
+    assert_int_equal((int)root->leaked, 1100);
+    assert_int_equal((int)m20->leaked, 300);
+    assert_int_equal((int)load20->leaked, 100);
+    assert_int_equal((int)load21->leaked, 500);
+    assert_int_equal(load20->depth, 2);
+    /* largest at the peak first */
+    assert_ptr_equal(&m->nodes[root->first_child], m20);
+    assert_ptr_equal(&m->nodes[m20->next_sibling], m21);
+    assert_ptr_equal(&m->nodes[m21->next_sibling], m22);
+    assert_ptr_equal(&m->nodes[m20->first_child], load20);
+    /* the line table is the tree's self bytes, summed by line */
+    assert_int_equal((int)find_line(m, "/app.py", 10)->s.alloc_bytes, (int)(load20->self_alloc + load21->self_alloc));
+
+    char *text = render_text(m, 120);
+    const char *paths = strstr(text, "call paths");
+    if (!paths || !strstr(paths, "\n  100.0%  2.05 KiB  2.05 KiB  <module> app.py:30\n") ||
+        !strstr(paths, "\n   61.9%  1.27 KiB  1.27 KiB    main app.py:20\n") ||
+        !strstr(paths, "\n   52.4%  1.07 KiB  1.07 KiB      load app.py:10\n"))
+        fail_msg("no call paths section, or not as expected:\n%s", paths ? paths : text);
+    free(text);
+    char *json = render_json(m);
+    const char *tree = strstr(json, "\"call_tree\":");
+    if (!tree || !strstr(tree, "{\"id\":2,\"parent\":1,\"depth\":2,\"file\":\"/app.py\",\"line\":10,"
+                               "\"function\":\"load\",\"alloc_bytes\":1100,\"self_alloc_bytes\":1100,"
+                               "\"peak_bytes\":1100,\"self_peak_bytes\":1100,\"leaked_bytes\":100,"
+                               "\"self_leaked_bytes\":100}"))
+        fail_msg("call_tree not as expected:\n%s", tree ? tree : json);
+    free(json);
+    char *html = render_html(m);
+    const char *data = strstr(html, "<script type=\"application/json\" id=\"flame-data\">");
+    if (!data || !strstr(data, "[[-1,2100,2100,1100,\"\\u003cmodule>\",\"app.py:30\",\"\"],\n[0,1300,1300,300,\"main\""))
+        fail_msg("no flame graph data:\n%s", data ? data : html);
+    free(html);
+    pf_model_free(m);
+}
+
 /* A child interpreter run by a shell has the shell for its parent: its header names the profiled process
  * that ran the shell and the shell's pid (via_pid, via_child). os.system's shell pid is not known (a start
  * of pid 0): its child is matched by time. */
@@ -913,6 +1011,7 @@ int main(void)
         cmocka_unit_test(test_started_by),
         cmocka_unit_test(test_unprofiled_children),
         cmocka_unit_test(test_started_through_a_shell),
+        cmocka_unit_test(test_call_tree),
         cmocka_unit_test(test_reader_rejects_and_tolerates),
         cmocka_unit_test(test_json_escaping_parses),
         cmocka_unit_test(test_text_fits_width),

@@ -1,0 +1,99 @@
+/* pf_model_calltree.c - the call tree's nodes, their bytes, and their order (pf_calltree_int.h). */
+#include <stdlib.h>
+
+#include "pf_calltree_int.h"
+
+int32_t pf_calltree_node(pf_model_t *m, pf_map_t *index, const pf_callsite_t *path, size_t n)
+{
+    int32_t node = -1;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t key = pf_hash_bytes((int64_t[]){node, path[i].file, path[i].line}, 24, 0xCA11) & ~(1ull << 63);
+        int created;
+        uint64_t *v = pf_map_put(index, key, &created);
+        if (created) {
+            pf_callnode_t *c = PF_VEC_PUSH(m->nodes, m->n_nodes, m->cap_nodes);
+            *c = (pf_callnode_t){.file = path[i].file, .function = path[i].function, .line = path[i].line, .parent = node, .first_child = -1, .next_sibling = -1,
+                                 .depth = (uint32_t)i};
+            *v = m->n_nodes;
+        }
+        node = (int32_t)(*v - 1);
+    }
+    return node;
+}
+
+/* Keeps the node's live bytes as they were at the latest peak: taken at its first change after that peak
+ * (a node unchanged since then still has them as its live bytes). */
+static void move_live(pf_callnode_t *c, double delta, uint32_t epoch)
+{
+    if (c->peak_epoch != epoch) {
+        c->live_at_peak = c->live;
+        c->peak_epoch = epoch;
+    }
+    c->live += delta;
+}
+
+void pf_calltree_alloc(pf_model_t *m, int32_t node, double bytes, uint32_t epoch)
+{
+    pf_callnode_t *c = &m->nodes[node];
+    c->self_alloc += bytes;
+    move_live(c, bytes, epoch);
+}
+
+void pf_calltree_free(pf_model_t *m, int32_t node, double bytes, uint32_t epoch)
+{
+    move_live(&m->nodes[node], -bytes, epoch);
+}
+
+typedef struct order_key {
+    double peak, alloc;
+    int32_t node;
+} order_key_t;
+
+static int cmp_order(const void *a, const void *b)
+{
+    const order_key_t *x = a, *y = b;
+    if (x->peak != y->peak)
+        return x->peak > y->peak ? -1 : 1;
+    if (x->alloc != y->alloc)
+        return x->alloc > y->alloc ? -1 : 1;
+    return x->node < y->node ? -1 : x->node > y->node;
+}
+
+/* Rounding of sampled estimates leaves crumbs where the bytes came and went. */
+static double whole(double v) { return v < 0.5 ? 0 : v; }
+
+void pf_calltree_finish(pf_model_t *m, uint32_t epoch, int at_peak)
+{
+    m->first_root = -1;
+    for (size_t i = 0; i < m->n_nodes; i++) {
+        pf_callnode_t *c = &m->nodes[i];
+        c->self_peak = at_peak ? whole(c->peak_epoch == epoch ? c->live_at_peak : c->live) : 0;
+        c->self_leaked = whole(c->live);
+        c->alloc = c->self_alloc;
+        c->peak = c->self_peak;
+        c->leaked = c->self_leaked;
+        c->first_child = c->next_sibling = -1;
+    }
+    /* a parent's index is below its children's: one backward pass sums every subtree */
+    for (size_t i = m->n_nodes; i-- > 0;) {
+        const pf_callnode_t *c = &m->nodes[i];
+        if (c->parent < 0)
+            continue;
+        pf_callnode_t *p = &m->nodes[c->parent];
+        p->alloc += c->alloc;
+        p->peak += c->peak;
+        p->leaked += c->leaked;
+    }
+    order_key_t *keys = pf_xmalloc((m->n_nodes + 1) * sizeof *keys);
+    for (size_t i = 0; i < m->n_nodes; i++)
+        keys[i] = (order_key_t){m->nodes[i].peak, m->nodes[i].alloc, (int32_t)i};
+    qsort(keys, m->n_nodes, sizeof *keys, cmp_order);
+    /* prepending from the smallest up leaves each list largest first */
+    for (size_t k = m->n_nodes; k-- > 0;) {
+        pf_callnode_t *c = &m->nodes[keys[k].node];
+        int32_t *head = c->parent < 0 ? &m->first_root : &m->nodes[c->parent].first_child;
+        c->next_sibling = *head;
+        *head = keys[k].node;
+    }
+    free(keys);
+}

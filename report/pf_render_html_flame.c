@@ -1,0 +1,110 @@
+/* pf_render_html_flame.c - the HTML page's flame graph of the call tree (pf_calltree_int.h): one bar per
+ * line of a call path, under the line that called it, as wide as its bytes at the peak (or allocated, or
+ * live at exit: the reader picks); hover for the numbers and the source, click a bar to zoom into it.
+ *
+ * The nodes go into the page as JSON and a short script draws them, so the three measures and the zoom
+ * need no second copy of the graph. Nodes under PF_FLAME_MIN of the program's peak and allocated bytes
+ * are left out (their subtrees are smaller still), which bounds the page for programs with many paths.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pf_html_int.h"
+#include "pf_report_int.h"
+#include "pf_util_int.h"
+
+#define PF_FLAME_MIN 0.001
+
+/* A JSON string safe inside a <script> element: "<" is written \u003c, so no text can close it. */
+static void script_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20 || *p == '<' || *p == 0x7f)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+static int flame_kept(const pf_model_t *m, const pf_callnode_t *c)
+{
+    return c->alloc >= 0.5 &&
+           (c->peak >= PF_FLAME_MIN * m->total.peak_bytes || c->alloc >= PF_FLAME_MIN * m->total.alloc_bytes);
+}
+
+/* The nodes, depth first: [parent's position or -1, peak, allocated, at exit, function, file:line, source]. */
+static void flame_data(FILE *f, const pf_model_t *m)
+{
+    int32_t *pos = pf_xmalloc((m->n_nodes + 1) * sizeof *pos);
+    int32_t next = 0;
+    fputs("<script type=\"application/json\" id=\"flame-data\">[", f);
+    for (int32_t n = m->first_root; n >= 0;) {
+        const pf_callnode_t *c = &m->nodes[n];
+        int keep = flame_kept(m, c);
+        if (keep) {
+            const char *file = pf_model_str(m, c->file);
+            char where[600];
+            snprintf(where, sizeof where, "%s:%d", pf_report_basename(file), c->line);
+            pos[n] = next++;
+            fprintf(f, "%s[%d,%.0f,%.0f,%.0f,", pos[n] ? ",\n" : "", c->parent < 0 ? -1 : pos[c->parent], c->peak,
+                    c->alloc, c->leaked);
+            script_string(f, pf_model_str(m, c->function));
+            fputc(',', f);
+            script_string(f, where);
+            fputc(',', f);
+            script_string(f, pf_report_source_line(file, c->line));
+            fputc(']', f);
+        }
+        n = pf_report_calltree_next(m, n, keep);
+    }
+    fputs("]</script>\n", f);
+    free(pos);
+}
+
+static const char *FLAME_SCRIPT =
+    "(function(){var d=document.getElementById('flame-data'),g=document.getElementById('flame');if(!d||!g)return;"
+    "var N=JSON.parse(d.textContent),K={peak:1,alloc:2,exit:3},key=1,zoom=-1,kids=N.map(function(){return[]}),"
+    "roots=[],H=18,ns='http://www.w3.org/2000/svg';"
+    "N.forEach(function(n,i){(n[0]<0?roots:kids[n[0]]).push(i)});"
+    "function hb(v){var u=['B','KiB','MiB','GiB','TiB'],i=0;while(v>=1024&&i<4){v/=1024;i++}"
+    "return(i?v.toFixed(v<10?2:v<100?1:0):Math.round(v))+' '+u[i]}"
+    "function hue(s){var h=0;for(var i=0;i<s.length;i++)h=(h*31+s.charCodeAt(i))%360;return h}"
+    "function draw(){while(g.firstChild)g.removeChild(g.firstChild);var W=g.clientWidth||1000,"
+    "top=zoom<0?roots:[zoom],tot=0,deep=0;top.forEach(function(i){tot+=N[i][key]});"
+    "function bar(i,x,y){var n=N[i],w=tot>0?n[key]/tot*W:0;if(w<0.5)return;deep=Math.max(deep,y);"
+    "var r=document.createElementNS(ns,'rect');r.setAttribute('x',x);r.setAttribute('y',y*H);"
+    "r.setAttribute('width',Math.max(w-1,0.5));r.setAttribute('height',H-1);"
+    "r.setAttribute('fill','hsl('+(hue(n[5].split(':')[0])+hue(n[4])%40)%360+',60%,'+(72-Math.min(y,6)*3)+'%)');"
+    "r.setAttribute('class','bar');r.dataset.node=i;var t=document.createElementNS(ns,'title');"
+    "t.textContent=n[4]+' '+n[5]+(n[6]?'\\n'+n[6]:'')+'\\nat the peak '+hb(n[1])+', allocated '+hb(n[2])+"
+    "', live at exit '+hb(n[3]);r.appendChild(t);r.addEventListener('click',function(){zoom=zoom===i?-1:i;draw()});"
+    "g.appendChild(r);if(w>40){var s=document.createElementNS(ns,'text');s.setAttribute('x',x+3);"
+    "s.setAttribute('y',y*H+13);"
+    "var c=Math.floor((w-6)/7),label=n[5]+' '+(n[6]||n[4]);s.textContent=label.length>c?label.slice(0,c-1)+'\\u2026':label;"
+    "s.style.pointerEvents='none';g.appendChild(s)}var cx=x;kids[i].forEach(function(k){bar(k,cx,y+1);"
+    "cx+=tot>0?N[k][key]/tot*W:0})}"
+    "var x=0;top.forEach(function(i){bar(i,x,0);x+=tot>0?N[i][key]/tot*W:0});"
+    "g.setAttribute('height',(deep+1)*H);g.dataset.drawn=g.querySelectorAll('rect').length}"
+    "document.querySelectorAll('input[name=flame-by]').forEach(function(b){b.addEventListener('change',"
+    "function(){key=K[b.value];draw()})});var m=location.hash.match(/flame=(peak|alloc|exit)/);"
+    "if(m){key=K[m[1]];document.querySelector('input[value='+m[1]+']').checked=true}draw();"
+    "window.addEventListener('resize',draw)})();";
+
+void pf_html_flame(FILE *f, const pf_model_t *m)
+{
+    if (m->first_root < 0 || m->total.alloc_bytes < 0.5)
+        return;
+    fputs("<h2 id=\"call-paths\">Call paths</h2>\n<p>Each bar is a line, under the line of yours that called it, as wide as its "
+          "memory and what its callees hold. Hover for numbers and source; click a bar to zoom into it, again "
+          "to zoom out. Width: <label><input type=\"radio\" name=\"flame-by\" value=\"peak\" checked> at the "
+          "peak</label> <label><input type=\"radio\" name=\"flame-by\" value=\"alloc\"> allocated</label> "
+          "<label><input type=\"radio\" name=\"flame-by\" value=\"exit\"> live at exit</label></p>\n"
+          "<svg id=\"flame\" width=\"100%\" height=\"18\"></svg>\n",
+          f);
+    flame_data(f, m);
+    fprintf(f, "<script>%s</script>\n", FLAME_SCRIPT);
+}
