@@ -296,6 +296,45 @@ def case_peak_in_middle(c):
     assert spark, cp.stderr
 
 
+def tree_path(doc, node):
+    """The (function, line) of each node from the root down to `node` (an entry of call_tree)."""
+    nodes, path = doc["call_tree"], []
+    while node is not None:
+        path.append((node["function"], node["line"]))
+        node = nodes[node["parent"]] if node["parent"] >= 0 else None
+    return path[::-1]
+
+
+def case_call_paths(c):
+    """One helper, two callers: the call tree splits the helper's line by caller, with the kept blocks'
+    32 MiB at the peak under load_all and the scanned 64 MiB allocated (one block live) under scan; a
+    comprehension's own frame (before 3.12) is no step of the path; the report prints the paths indented."""
+    cp, d = c.profile(example("call_paths.py"))
+    assert cp.returncode == 0, cp.stderr
+    mib = 1 << 20
+    helper = [n for n in d["call_tree"] if n["function"] == "read_block"]
+    by_caller = {tree_path(d, n)[-2][0]: n for n in helper}
+    assert set(by_caller) == {"load_all", "scan"}, [tree_path(d, n) for n in helper]
+    kept, scanned = by_caller["load_all"], by_caller["scan"]
+    assert [f for f, _ in tree_path(d, kept)] == ["<module>", "main", "load_all", "read_block"], tree_path(d, kept)
+    exact_plus_samples(kept["alloc_bytes"], 32 * mib, "read_block under load_all, allocated")
+    exact_plus_samples(kept["peak_bytes"], 32 * mib, "read_block under load_all, at the peak")
+    exact_plus_samples(scanned["alloc_bytes"], 64 * mib, "read_block under scan, allocated")
+    assert scanned["peak_bytes"] <= 2 * mib + (512 << 10), f"scan holds one block at the peak: {scanned['peak_bytes']}"
+    # sums: a node holds its subtree; the roots hold the whole program
+    root = d["call_tree"][0]
+    assert root["function"] == "<module>" and root["alloc_bytes"] >= 96 * mib, root
+    for key in ("alloc_bytes", "peak_bytes", "leaked_bytes"):
+        total = sum(n[key] for n in d["call_tree"] if n["parent"] < 0)
+        assert abs(total - d["totals"][key]) <= 2, (key, total, d["totals"][key])
+    # the helper's line in the line table is the two paths together
+    assert row(d, "call_paths.py", 10)["alloc_bytes"] == kept["self_alloc_bytes"] + scanned["self_alloc_bytes"]
+    text = cp.stderr
+    assert "call paths" in text, text
+    section = text.split("call paths", 1)[1]
+    assert re.search(r"\n +\S+ +\S+ MiB +\S+ MiB {8}read_block call_paths\.py:10", section), section
+
+
 def case_info(c):
     """pyflow info: the runtime, the Python versions, and one line per machine probe with its verdict."""
     cp = run([c.pyflow, "info"])
@@ -341,6 +380,14 @@ def case_html_page(c):
         values = [float(v) for v in re.findall(r'<tr><td data-v="[^"]*"[^>]*>[^<]*</td><td>[^<]*</td><td data-v="([0-9.]+)"', body)]
         assert len(values) >= 3, body[:500]
         assert values == sorted(values, reverse=direction == "desc"), (direction, values)
+    # the flame graph is drawn by the page's script from its data: one bar per kept call-tree node
+    nodes = json.loads(html.split('<script type="application/json" id="flame-data">')[1].split("</script>")[0])
+    assert any(n[5] == "bytes_copies.py:8" for n in nodes), nodes
+    for measure in ("peak", "alloc"):
+        r = run([browser, *flags, "--dump-dom", f"file://{page}#flame={measure}"], timeout=120)
+        drawn = re.search(r'<svg id="flame"[^>]*data-drawn="(\d+)"', r.stdout)
+        assert drawn and int(drawn.group(1)) >= 2, (measure, r.stdout[-800:])
+        assert "bytes_copies.py:8" in r.stdout.split('<svg id="flame"')[1].split("</svg>")[0], measure
 
 
 # ---- fidelity ----
