@@ -303,11 +303,23 @@ typedef struct pf_rec_copy {
     uint64_t bytes;
     uint64_t est_bytes;     /* bytes / P(sampled): copy volume estimate */
     uint8_t flags;          /* PF_ALLOC_SAMPLED / _EXACT / _NO_PYSTATE / _TRUNCATED / _STACK_REF */
-    uint8_t reserved8;
+    uint8_t ends;           /* what the copy's two ends are: PF_COPY_ENDS(src kind, dst kind); 0: not known
+                               (older runtimes wrote 0 here) */
     uint16_t n_py;
     uint16_t n_native;
     uint16_t reserved16;
 } pf_rec_copy_t;
+
+/* The Python object a copy's end lies in, when it is one whose type the runtime checks: the advice for a
+ * redundant str.encode() or bytes.decode() is not the advice for bytes(buf). */
+typedef enum pf_copy_end {
+    PF_COPY_END_OTHER = 0,  /* another object, a buffer, or not tracked */
+    PF_COPY_END_STR = 1,
+    PF_COPY_END_BYTES = 2
+} pf_copy_end_t;
+#define PF_COPY_ENDS(src, dst) ((uint8_t)((src) | (dst) << 2))
+#define PF_COPY_END_SRC(ends) ((pf_copy_end_t)((ends) & 3u))
+#define PF_COPY_END_DST(ends) ((pf_copy_end_t)((ends) >> 2 & 3u))
 
 /* Verdicts (PF_REC_VERDICT aux). */
 typedef enum pf_verdict_kind {

@@ -10,6 +10,7 @@
  * 1/PF_COMPARE_SHARE of the copied bytes; a copy beyond the budget is recorded but not linked. The reporter
  * extrapolates each edge's redundant share from the copies it judged.
  */
+#include <dlfcn.h>
 #include <string.h>
 
 #include "pf_copy_rule.h"
@@ -24,8 +25,38 @@
 
 static uint64_t next_copy_id = 1;
 
+/* The interpreter's str and bytes types (0 until found, or without Python). */
+static uintptr_t str_type, bytes_type;
+
+void pf_copies_find_types(void)
+{
+    str_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyUnicode_Type");
+    bytes_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyBytes_Type");
+}
+
+/* A str or bytes object is allocated by the object domain, its type pointer after the reference count
+ * (every build pyflow supports), and its characters inside it: the tracked object's start is the object. */
+static pf_copy_end_t end_kind(const pf_objinfo_t *o)
+{
+    if (o->domain != PF_DOMAIN_PYOBJ || o->size < 2 * sizeof(uintptr_t) || !str_type)
+        return PF_COPY_END_OTHER;
+    uintptr_t type;
+    memcpy(&type, (const char *)o->addr + sizeof(uintptr_t), sizeof type);
+    return type == str_type ? PF_COPY_END_STR : type == bytes_type ? PF_COPY_END_BYTES : PF_COPY_END_OTHER;
+}
+
+/* The tracked objects at a copy's two ends, when the copy may be judged: it fills a tracked destination
+ * (a piece is no candidate: the reporter asks the same of the same bytes, pf_copy_rule.h) and comes from
+ * another tracked object. */
+static int copy_ends(const void *dst, const void *src, uint64_t n, pf_objinfo_t *d, pf_objinfo_t *s)
+{
+    return pf_objtable_find_start((uintptr_t)dst, PF_COPY_MAX_HEADER, d) &&
+           pf_copy_fills_object((uintptr_t)dst - d->addr, n, d->size) &&
+           pf_objtable_find_start((uintptr_t)src, PF_COPY_MAX_HEADER, s) && d->addr != s->addr;
+}
+
 static void write_copy(pf_tls_t *t, uint64_t id, const void *dst, const void *src, uint64_t n, uint64_t est,
-                       uint8_t flags, int kind)
+                       uint8_t flags, int kind, uint8_t ends)
 {
     pf_stack_t st;
     pf_stack_capture(t, &st);
@@ -41,15 +72,17 @@ static void write_copy(pf_tls_t *t, uint64_t id, const void *dst, const void *sr
     c->bytes = n;
     c->est_bytes = est;
     c->flags = flags;
-    c->reserved8 = 0;
+    c->ends = ends;
     pf_stacks_fields(&st, sid, &c->flags, &c->n_py, &c->n_native);
     c->reserved16 = 0;
     pf_stacks_store_tail(&st, sid, c + 1);
     pf_writer_commit(t, rec, PF_REC_COPY, (uint16_t)kind, bytes);
 }
 
-/* Links the two objects of a copy so the first free can judge it, within the thread's compare budget. */
-static void link_copy(pf_tls_t *t, uint64_t id, const void *dst, const void *src, uint64_t n)
+/* Links the two objects of a copy (copy_ends) so the first free can judge it, within the thread's compare
+ * budget. */
+static void link_copy(pf_tls_t *t, uint64_t id, const void *dst, const void *src, uint64_t n, const pf_objinfo_t *d,
+                      const pf_objinfo_t *s)
 {
     if (!t->compare_credit_set) {
         t->compare_credit = PF_COMPARE_INITIAL;
@@ -58,30 +91,37 @@ static void link_copy(pf_tls_t *t, uint64_t id, const void *dst, const void *src
     t->compare_credit += (int64_t)(n / PF_COMPARE_SHARE);
     if (t->compare_credit < (int64_t)n)
         return;
-    pf_objinfo_t d, s;
-    /* a piece is no candidate (the reporter asks the same of the same bytes): no compare, no watch, and
-     * no lookup of its source */
-    if (!pf_objtable_find_start((uintptr_t)dst, PF_COPY_MAX_HEADER, &d) ||
-        !pf_copy_fills_object((uintptr_t)dst - d.addr, n, d.size) ||
-        !pf_objtable_find_start((uintptr_t)src, PF_COPY_MAX_HEADER, &s) || d.addr == s.addr)
-        return;
     /* Device memory cannot be read from the host: a copy with a GPU end is never compared here (uploads
      * are judged by content hash in pf_hooks_cuda.c). Found on a real GPU: the mock's host memory hid it. */
-    if (d.domain == PF_DOMAIN_GPU || s.domain == PF_DOMAIN_GPU)
+    if (d->domain == PF_DOMAIN_GPU || s->domain == PF_DOMAIN_GPU)
         return;
     uint64_t len = n;
-    if ((uintptr_t)dst + len > d.addr + d.size)
-        len = d.addr + d.size - (uintptr_t)dst;
-    if ((uintptr_t)src + len > s.addr + s.size)
-        len = s.addr + s.size - (uintptr_t)src;
-    pf_copylink_t on_dst = {id, s.addr, s.serial, (uintptr_t)src, (uintptr_t)dst, len};
-    pf_copylink_t on_src = {id, d.addr, d.serial, (uintptr_t)dst, (uintptr_t)src, len};
-    pf_objtable_set_link(d.addr, &on_dst);
-    pf_objtable_set_link(s.addr, &on_src);
+    if ((uintptr_t)dst + len > d->addr + d->size)
+        len = d->addr + d->size - (uintptr_t)dst;
+    if ((uintptr_t)src + len > s->addr + s->size)
+        len = s->addr + s->size - (uintptr_t)src;
+    pf_copylink_t on_dst = {id, s->addr, s->serial, (uintptr_t)src, (uintptr_t)dst, len};
+    pf_copylink_t on_src = {id, d->addr, d->serial, (uintptr_t)dst, (uintptr_t)src, len};
+    pf_objtable_set_link(d->addr, &on_dst);
+    pf_objtable_set_link(s->addr, &on_src);
     t->compare_credit -= (int64_t)len;
     /* a write caught on either end decides the verdict with the writer's line; compare-at-free stays the
      * verdict for copies whose watched words nobody changed */
     pf_watch_glue_copy(id, dst, src, len);
+}
+
+/* Writes a COPY record (its ends' kinds when both are tracked) and links its objects for a verdict.
+ * Returns the copy's id. */
+static uint64_t record_copy(pf_tls_t *t, const void *dst, const void *src, uint64_t n, uint64_t est, uint8_t flags,
+                            int kind)
+{
+    uint64_t id = __atomic_fetch_add(&next_copy_id, 1, __ATOMIC_RELAXED);
+    pf_objinfo_t d, s;
+    int tracked = copy_ends(dst, src, n, &d, &s);
+    write_copy(t, id, dst, src, n, est, flags, kind, tracked ? PF_COPY_ENDS(end_kind(&s), end_kind(&d)) : 0);
+    if (tracked)
+        link_copy(t, id, dst, src, n, &d, &s);
+    return id;
 }
 
 void pf_on_copy_slow(pf_tls_t *t, void *dst, const void *src, size_t n, int kind)
@@ -101,9 +141,7 @@ void pf_on_copy_slow(pf_tls_t *t, void *dst, const void *src, size_t n, int kind
     pf_sampling_now(pf_cfg.copy_sample_bytes, pf_cfg.copy_threshold, &mean, &threshold);
     pf_sample_verdict_t v = pf_sampler_visit(&t->copy_sampler, n, mean, threshold, &est);
     if (v != PF_SAMPLE_SKIP && n > 0 && dst != src) {
-        uint64_t id = __atomic_fetch_add(&next_copy_id, 1, __ATOMIC_RELAXED);
-        write_copy(t, id, dst, src, n, est, v == PF_SAMPLE_EXACT ? PF_ALLOC_EXACT : PF_ALLOC_SAMPLED, kind);
-        link_copy(t, id, dst, src, n);
+        record_copy(t, dst, src, n, est, v == PF_SAMPLE_EXACT ? PF_ALLOC_EXACT : PF_ALLOC_SAMPLED, kind);
     }
     t->guard--;
 }
@@ -114,9 +152,7 @@ uint64_t pf_on_copy_exact(pf_tls_t *t, void *dst, const void *src, size_t n, int
         return 0;
     t->guard++;
     pf_enter_recording(t);
-    uint64_t id = __atomic_fetch_add(&next_copy_id, 1, __ATOMIC_RELAXED);
-    write_copy(t, id, dst, src, n, n, PF_ALLOC_EXACT, kind);
-    link_copy(t, id, dst, src, n);
+    uint64_t id = record_copy(t, dst, src, n, n, PF_ALLOC_EXACT, kind);
     t->guard--;
     return id;
 }
@@ -136,7 +172,7 @@ void pf_on_realloc_moved(pf_tls_t *t, void *dst, const pf_objinfo_t *old, size_t
                        : (uint64_t)((double)pf_sampler_estimate(old->size, mean) * (double)n / (double)old->size);
     uint64_t id = __atomic_fetch_add(&next_copy_id, 1, __ATOMIC_RELAXED);
     write_copy(t, id, dst, (const void *)old->addr, n, est,
-               (old->flags & PF_ALLOC_EXACT) ? PF_ALLOC_EXACT : PF_ALLOC_SAMPLED, PF_COPY_REALLOC);
+               (old->flags & PF_ALLOC_EXACT) ? PF_ALLOC_EXACT : PF_ALLOC_SAMPLED, PF_COPY_REALLOC, 0);
     t->guard--;
 }
 

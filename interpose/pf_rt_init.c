@@ -260,6 +260,7 @@ __attribute__((constructor)) static void pf_rt_init(void)
     }
     if (pf_pymem_install() < 0)
         pf_log("this interpreter has no PyMem_SetAllocator: Python-domain allocations are not seen");
+    pf_copies_find_types();
     if (pf_cfg.native)
         pf_unwinder_start();
     pthread_atfork(fork_prepare, fork_parent, fork_child);

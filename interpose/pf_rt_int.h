@@ -118,6 +118,8 @@ int pf_on_free_slow_info(pf_tls_t *t, void *p, int domain, struct pf_objinfo *ob
 /* Records an allocation exactly, whatever its size (GPU allocations: few, large, all wanted). */
 void pf_on_alloc_exact(pf_tls_t *t, void *p, size_t size, int domain) PF_HIDDEN PF_NOINLINE;
 /* pf_copies.c */
+/* Finds the interpreter's str and bytes types, so a copy's ends can say they are such objects. */
+void pf_copies_find_types(void) PF_HIDDEN;
 /* Records a copy exactly (CUDA copies), links its ends. Returns the copy id, or 0 when not recorded. */
 uint64_t pf_on_copy_exact(pf_tls_t *t, void *dst, const void *src, size_t n, int kind) PF_HIDDEN PF_NOINLINE;
 /* Writes a VERDICT record (pf_verdict_kind_t, PF_EVIDENCE_*) for a recorded copy. Caller holds the guard. */

@@ -89,6 +89,7 @@ typedef struct pf_flow {
                                                    those that filled their destination (pf_copy_rule.h) */
     double redundant_count;                 /* of candidate_count, the redundant share */
     uint32_t dst_domains;                   /* 1 << PF_DOMAIN_* of the candidates' destination objects */
+    uint8_t src_ends, dst_ends;             /* 1 << pf_copy_end_t of the candidates' ends (0: not known) */
     uint32_t evidence;                      /* PF_EVIDENCE_* of the last verdict */
     uint32_t watch_judged;                  /* verdicts decided by a watched write (--watch=copies) */
     int32_t write_line, write_func;         /* the first such write: its row and function row (-1: none) */

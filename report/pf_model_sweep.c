@@ -592,6 +592,10 @@ static void on_copy(sweeper_t *S, const event_t *e)
         fl->candidate_count += count;
         if (dst >= 0)
             fl->dst_domains |= 1u << S->objs[dst].domain;
+        if (c->ends) {
+            fl->src_ends |= (uint8_t)(1u << PF_COPY_END_SRC(c->ends));
+            fl->dst_ends |= (uint8_t)(1u << PF_COPY_END_DST(c->ends));
+        }
     }
     *pf_map_put(&S->copies, pf_sweep_key3(e->proc, c->copy_id, 0xC0), NULL) = S->n_cinfo - 1;
 }

@@ -107,6 +107,18 @@ static void call_tree(pf_json_t *j, const pf_model_t *m)
     free(id);
 }
 
+/* What a flow's candidate copies had at one end (pf_copy_end_t), as names: ["str"], ["bytes", "other"]; [] when
+ * the runtime did not say (an older profile, or ends it did not track). */
+static void end_kinds(pf_json_t *j, uint8_t kinds)
+{
+    static const char *const names[] = {"other", "str", "bytes"};
+    pf_json_begin_array(j);
+    for (unsigned k = 0; k < sizeof names / sizeof *names; k++)
+        if (kinds & 1u << k)
+            pf_json_string(j, names[k]);
+    pf_json_end_array(j);
+}
+
 /* One entry of "lines" (l) or "functions" (l = NULL). */
 static void row_object(pf_json_t *j, const pf_model_t *m, uint32_t file, int line, uint32_t function,
                        const pf_stats_t *s, const pf_line_t *l)
@@ -398,6 +410,10 @@ int pf_render_json(const pf_model_t *m, FILE *out)
         } else {
             pf_json_null(&j);
         }
+        pf_json_key(&j, "src_objects");
+        end_kinds(&j, fl->src_ends);
+        pf_json_key(&j, "dst_objects");
+        end_kinds(&j, fl->dst_ends);
         pf_json_end_object(&j);
     }
     pf_json_end_array(&j);

@@ -116,6 +116,14 @@ const char *pf_report_copy_fix(const pf_flow_t *f)
     uint32_t native = 1u << PF_DOMAIN_MALLOC | 1u << PF_DOMAIN_MMAP;
     if (f->kind == PF_COPY_H2D)
         return "upload it once and keep it on the device (the same host bytes were sent again)";
+    /* the runtime saw what the ends were: text converted or joined without a change of its bytes */
+    uint8_t str = 1u << PF_COPY_END_STR, bytes = 1u << PF_COPY_END_BYTES;
+    if (f->src_ends == str && f->dst_ends == bytes)
+        return "str.encode() copied the text as is: make bytes from the start (io.BytesIO) or encode once";
+    if (f->src_ends == str && f->dst_ends == str)
+        return "the text was copied whole into a new str: build it once (''.join(parts), io.StringIO)";
+    if (f->dst_ends == str)
+        return "decoding copied the bytes as is: work on the bytes (re takes bytes too) or decode once";
     if (f->dst_domains && !(f->dst_domains & ~python))
         return "share one buffer (bytes, bytearray: memoryview(x) or x itself, not bytes(x) or x[:])";
     if (f->dst_domains && !(f->dst_domains & ~native))

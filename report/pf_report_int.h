@@ -29,7 +29,9 @@ int pf_report_copy_found(const pf_model_t *m, const pf_flow_t *f);
 
 /* What to do about a redundant copy flow, by what it copied into: a Python object (bytes, bytearray:
  * memoryview), a native buffer (numpy: asarray), a GPU upload (keep it on the device); both advices when
- * its copies filled both kinds. */
+ * its copies filled both kinds. Where the runtime saw str and bytes ends (pf_copy_end_t): str.encode(),
+ * a decode, or a str copied whole into another, each its own advice. At most 89 characters: the text
+ * report prints it after 11 columns of indent and never wraps. */
 const char *pf_report_copy_fix(const pf_flow_t *f);
 
 /* The redundant copy bytes the findings leave out (the header's total counts them): those made by threads

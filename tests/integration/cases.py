@@ -244,6 +244,17 @@ def case_copies_python(c):
     changed = row(d, "bytes_copies.py", 11)
     near(changed["copy_bytes"], 16_000_000, 0.02, "bytearray(buf) copy volume")
     assert changed["redundant_copy_bytes"] == 0, "a modified bytearray copy was flagged"
+    # text: the runtime names str and bytes ends, and each conversion gets its own fix
+    cp, d = c.profile(example("text_copies.py"))
+    assert cp.returncode == 0, cp.stderr
+    fixes = {"text_copies.py:10": "build it once", "text_copies.py:12": "str.encode() copied the text as is",
+             "text_copies.py:15": "decoding copied the bytes as is"}
+    for where, fix in fixes.items():
+        line = int(where.split(":")[1])
+        near(row(d, "text_copies.py", line)["redundant_copy_bytes"], 8_000_000, 0.02, f"{where} redundant bytes")
+        findings = cp.stderr.split("redundant copies (", 1)[-1].splitlines()
+        said = next((findings[i + 1] for i, l in enumerate(findings[:-1]) if l.startswith(f"  {where}  ")), "")
+        assert fix in said and "memoryview" not in said, (where, said, cp.stderr)
     cp, d = c.profile(example("list_growth.py"))
     grows = [f for f in d["flows"] if f["kind"] == "realloc" and os.path.basename(f["at"]["file"]) == "list_growth.py"]
     assert grows, "no realloc edge for growing containers"
