@@ -38,10 +38,31 @@ static int free_slot(const pf_watch_thread_t *t)
     return 0;
 }
 
+/* A word one copy watches that a newer copy starts from or writes to (bytes(src) of a buffer an earlier
+ * copy filled): the watch goes on for the newer copy, which is the one a write there is likelier to be
+ * about next (its value is unchanged: no write trapped). 1 when there was such a watch. */
+static int retarget_copy_word(pf_watch_thread_t *t, uint64_t copy_id, uint32_t end, uint64_t addr)
+{
+    for (int i = 0; i < t->n_slots; i++) {
+        pf_watch_slot_t *s = &t->slot[i];
+        if (s->state == PF_SLOT_WATCHING && s->mode == PF_WATCH_MODE_COPIES && s->addr == addr) {
+            s->copy_id = copy_id;
+            s->copy_end = end;
+            s->armed_order = ++t->claims;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* may_evict 0: only into a free slot. */
 static int arm_copy_word(pf_watch_thread_t *t, uint64_t copy_id, uint32_t end, uint64_t addr, int may_evict)
 {
-    if (!addr || pf_watch_addr_ignored(t, addr) || (!may_evict && !free_slot(t)))
+    if (!addr || pf_watch_addr_ignored(t, addr))
+        return 0;
+    if (retarget_copy_word(t, copy_id, end, addr))
+        return 1;
+    if (!may_evict && !free_slot(t))
         return 0;
     int i = pf_watch_claim_slot(t, addr, 8, PF_WATCH_MODE_COPIES);
     if (i < 0)

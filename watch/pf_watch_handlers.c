@@ -127,9 +127,9 @@ static int same_pystack(const pf_watch_ctx_t *a, const pf_watch_ctx_t *b)
 
 static uint64_t epoch_now(void) { return pf_watch_cfg.thread_epoch ? pf_watch_cfg.thread_epoch() : 0; }
 
-/* Chooses the slot for a new watch: a free one, one whose watch a free on another thread killed, else
- * reservoir replacement. Returns the slot, or -1 (every slot kept its watch). */
-static int choose_slot(pf_watch_thread_t *t, uint64_t addr, uint32_t len)
+/* Chooses the slot for a new watch: a free one; for a copy's watch, the oldest copy watch; else reservoir
+ * replacement. Returns the slot, or -1 (every slot kept its watch). */
+static int choose_slot(pf_watch_thread_t *t, uint64_t addr, uint32_t len, uint32_t mode)
 {
     int pick = -1;
     for (int i = 0; i < t->n_slots; i++) {
@@ -140,6 +140,18 @@ static int choose_slot(pf_watch_thread_t *t, uint64_t addr, uint32_t len)
     for (int i = 0; i < t->n_slots && pick < 0; i++)
         if (t->slot[i].state == PF_SLOT_FREE)
             pick = i;
+    if (pick >= 0)
+        return pick;
+    /* Copies are not samples of a stream: the newest copy is the one its program is about to write (or not),
+     * and a copy watch that no write hit since it was armed is the likeliest to stay unwritten, for the byte
+     * comparison at its free to judge. With debug registers that fire, nothing else ever frees a slot whose
+     * words nobody writes (emulation gives up after its step limit): by reservoir, such old watches kept the
+     * newest copies out (watch_copies.py's bytearray(base), written on the next line, went unwatched). */
+    for (int i = 0; i < t->n_slots && mode == PF_WATCH_MODE_COPIES; i++) {
+        const pf_watch_slot_t *s = &t->slot[i];
+        if (s->mode == PF_WATCH_MODE_COPIES && (pick < 0 || s->armed_order < t->slot[pick].armed_order))
+            pick = i;
+    }
     if (pick >= 0)
         return pick;
     for (int i = 0; i < t->n_slots; i++) {
@@ -156,7 +168,7 @@ static int choose_slot(pf_watch_thread_t *t, uint64_t addr, uint32_t len)
  * fields reset; -1 (counted) when every slot keeps its watch. */
 int pf_watch_claim_slot(pf_watch_thread_t *t, uint64_t addr, uint32_t len, uint32_t mode)
 {
-    int i = choose_slot(t, addr, len);
+    int i = choose_slot(t, addr, len, mode);
     if (i < 0) {
         t->st.dropped_reservoir++;
         return -1;
@@ -170,6 +182,7 @@ int pf_watch_claim_slot(pf_watch_thread_t *t, uint64_t addr, uint32_t len, uint3
     s->float_elem = 0;
     s->survived = 0;
     s->same_call = 0;
+    s->armed_order = ++t->claims;
     return i;
 }
 

@@ -137,6 +137,35 @@ static void test_reservoir(void **state)
     assert_in_range(hits, 9000, 11000);     /* 1/(1+3) */
 }
 
+/* Slots for copy watches: a copy's watch takes a free slot, else the oldest copy watch's (never a
+ * sampled store's or load's); a watch nobody writes would otherwise keep its slot for good where debug
+ * registers fire. */
+static void test_copy_slots_oldest_first(void **state)
+{
+    static pf_watch_thread_t t;
+    memset(&t, 0, sizeof t);
+    t.n_slots = 4;
+    t.rng = 7;
+    for (int i = 0; i < 4; i++) {
+        t.slot[i].fd = t.slot[i].global = -1;
+        t.slot[i].state = PF_SLOT_FREE;
+    }
+    for (uint64_t k = 0; k < 4; k++) {      /* four watches fill the four slots */
+        int i = pf_watch_claim_slot(&t, 0x1000 + 64 * k, 8, PF_WATCH_MODE_COPIES);
+        assert_int_equal(i, (int)k);
+        t.slot[i].state = PF_SLOT_WATCHING;
+    }
+    assert_int_equal(pf_watch_claim_slot(&t, 0x1000, 8, PF_WATCH_MODE_COPIES), -1);   /* already watched */
+    int i = pf_watch_claim_slot(&t, 0x2000, 8, PF_WATCH_MODE_COPIES);
+    assert_int_equal(i, 0);                 /* the oldest */
+    t.slot[i].state = PF_SLOT_WATCHING;
+    t.slot[1].mode = PF_WATCH_MODE_STORES;  /* a sampled store's watch is not a copy's to take */
+    i = pf_watch_claim_slot(&t, 0x3000, 8, PF_WATCH_MODE_COPIES);
+    assert_int_equal(i, 2);
+    t.slot[i].state = PF_SLOT_WATCHING;
+    assert_int_equal(pf_watch_claim_slot(&t, 0x4000, 8, PF_WATCH_MODE_COPIES), 3);
+}
+
 static uint32_t fake_id(void *ctx, const void *code) { return (uint32_t)(uintptr_t)code + 100; }
 
 /* Emulation's CPU budget: a chain that stepped C ns leaves C * (100 - pct) / pct ns of unwatched time before
@@ -325,7 +354,8 @@ int main(void)
         cmocka_unit_test(test_decode_rip_relative), cmocka_unit_test(test_decode_sib),
         cmocka_unit_test(test_decode_segments_and_aliases), cmocka_unit_test(test_decode_dropped),
         cmocka_unit_test(test_decode_prev), cmocka_unit_test(test_value_same),
-        cmocka_unit_test(test_reservoir), cmocka_unit_test(test_emu_budget), cmocka_unit_test(test_futile), cmocka_unit_test(test_pair_encoding), cmocka_unit_test(test_ring_parse),
+        cmocka_unit_test(test_reservoir),
+        cmocka_unit_test(test_copy_slots_oldest_first), cmocka_unit_test(test_emu_budget), cmocka_unit_test(test_futile), cmocka_unit_test(test_pair_encoding), cmocka_unit_test(test_ring_parse),
         cmocka_unit_test(test_pfm_on_demand),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
