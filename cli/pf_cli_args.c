@@ -157,6 +157,8 @@ int pf_cli_parse_run(int argc, char **argv, pf_run_opts_t *o)
             if (!watch_modes_valid(v))
                 return usage_error("--watch takes stores, loads, copies or all, or a comma list of them (not %s)", v);
             o->watch = v;
+        } else if (strcmp(a, "--no-watch") == 0) {
+            o->no_watch = 1;
         } else if (is_option(a, "--event")) {
             if (!(v = option_value(argc, argv, &i, "--event")) || !*v)
                 return usage_error("%s needs an event name (see `pyflow info`)", "--event");
@@ -209,6 +211,8 @@ int pf_cli_parse_run(int argc, char **argv, pf_run_opts_t *o)
             return usage_error("unknown option %s", a);
         }
     }
+    if (o->watch && o->no_watch)
+        return usage_error("%s", "--watch and --no-watch together: give one");
     if (!o->target)
         return usage_error("%s", "nothing to run: give a script, -m MODULE or -c CODE");
     if (o->kind == PF_TARGET_SCRIPT && pf_cli_names_interpreter(o->target)) {

@@ -25,7 +25,8 @@ typedef struct pf_run_opts {
     const char *profile_only;   /* report: only files containing one of these comma-separated substrings */
     uint64_t sample_bytes, object_bytes;    /* 0 = runtime defaults */
     uint64_t max_profile_bytes;             /* 0 = the runtime's cap (4 GiB) */
-    const char *watch;          /* --watch: "stores", "loads" or "all"; NULL = off */
+    const char *watch;          /* --watch: "stores", "loads", "copies", "all" or a list; NULL = the default */
+    int no_watch;               /* --no-watch: not even the default copy watches */
     const char *watch_event;    /* --event: libpfm4 name of the sampling event */
     uint64_t watch_period;      /* --period: events per sample; 0 = ~1 kHz */
     unsigned watch_budget;      /* --watch-budget: % of CPU time emulated watchpoints may step; 0 = default */

@@ -44,7 +44,9 @@
 #define PF_ENV_NATIVE "PYFLOW_NATIVE"
 #define PF_ENV_QUIET "PYFLOW_QUIET"
 #define PF_ENV_VIA "PYFLOW_VIA"                    /* "<pid>:<pid>": set by a launcher (a shell) for what it runs */
-#define PF_ENV_WATCH "PYFLOW_WATCH"                /* "stores", "loads" or "all"; unset = off */
+#define PF_ENV_WATCH "PYFLOW_WATCH"                /* "stores", "loads", "copies", "all" or a comma list;
+                                                      "auto": copies where debug registers fire, silently
+                                                      nothing elsewhere (pyflow run's default); unset = off */
 #define PF_ENV_WATCH_PERIOD "PYFLOW_WATCH_PERIOD"  /* sampling period in events (0/unset: ~250 a CPU-second) */
 #define PF_ENV_WATCH_BUDGET "PYFLOW_WATCH_BUDGET"  /* emulated watchpoints: % of CPU time (unset: 10, 20 for loads) */
 #define PF_ENV_WATCH_EVENT "PYFLOW_WATCH_EVENT"    /* libpfm4 event name (unset: cycles, else task-clock) */

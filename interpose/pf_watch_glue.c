@@ -2,9 +2,12 @@
  * capture and the hibernation test for its signal handlers, code ids, modules and the writer for its
  * drain, and the free hooks' disarm.
  *
- * Watch is opt-in (PYFLOW_WATCH); memory profiling never depends on it. When the machine cannot watch
+ * Watch is asked for by PYFLOW_WATCH; memory profiling never depends on it. When the machine cannot watch
  * (perf_event not permitted, no sampling event, the program owns SIGTRAP) the reason is said once on
- * stderr and written into the profile as a note, and the run goes on without it.
+ * stderr and written into the profile as a note, and the run goes on without it. "auto" (what `pyflow
+ * run` sets unless told --watch or --no-watch) watches copies where debug registers fire, measured cheap
+ * there (bench/run_bench.py --watch), and otherwise stays off without a word: emulated watchpoints cost
+ * too much to be a default.
  */
 #include "pf_unwinder.h"
 #include "pf_watch_glue.h"
@@ -229,11 +232,12 @@ int pf_watch_glue_init(pf_tls_t *t)
 {
     (void)t;
     const char *modes = getenv(PF_ENV_WATCH);
-    if (!modes || !*modes || !parse_modes(modes))
+    int by_default = modes && strcmp(modes, "auto") == 0;
+    if (!modes || (!by_default && !parse_modes(modes)))
         return 0;
     pf_watch_config_t c;
     memset(&c, 0, sizeof c);
-    c.modes = parse_modes(modes);
+    c.modes = by_default ? PF_WATCH_MODE_COPIES : parse_modes(modes);
     c.event = getenv(PF_ENV_WATCH_EVENT);
     if (c.event && !*c.event)
         c.event = NULL;
@@ -265,6 +269,8 @@ int pf_watch_glue_init(pf_tls_t *t)
 
     char why[256];
     int rc = pf_watch_init(&c, why, sizeof why);
+    if (rc && by_default)
+        return rc;      /* not asked for: nothing to say */
     if (rc == -EOPNOTSUPP) {
         /* debug registers that never fire (some VMs): emulate them by single steps, bounded per watch */
         char first[256];
@@ -322,6 +328,7 @@ void pf_watch_glue_slow(pf_tls_t *t)
         pf_watch_sink_t sink = sink_of(t);
         pf_watch_drain(&sink);
     }
+    pf_watch_copies_expire();
 }
 
 void pf_watch_glue_copy(uint64_t copy_id, const void *dst, const void *src, size_t n)

@@ -66,7 +66,7 @@ static void stats_fields(pf_json_t *j, const pf_model_t *m, const pf_stats_t *s)
     pf_json_key(j, "copy_rate_bytes_s");
     pf_json_number(j, floor(pf_report_copy_rate(s) + 0.5));
     bytes(j, "redundant_copy_bytes", s->redundant_copy_bytes);
-    if (m->watch.present)
+    if (m->watch.present && (m->watch.modes & (PF_WATCH_MODE_STORES | PF_WATCH_MODE_LOADS)))
         access_fields(j, s);
     pf_json_key(j, "timeline");
     timeline(j, m, s);

@@ -142,10 +142,23 @@ int pf_watch_pending(void);
 /* --watch=copies: puts write watches on the first words of dst and src of a copy just made (and on their
  * last words where slots are free), so that the first write that changes one is caught with its call
  * path and drained as a PF_REC_COPY_WRITE for copy_id. A watch lasts until that write, a free of the word,
- * or eviction by a newer watch; only the calling thread's writes are seen (debug registers are per
- * thread). Call from a non-signal context of a watched thread, after the copy. Returns the number of words
- * armed (0: copies mode off, the thread unwatched, or no slot free). */
+ * eviction by a newer copy's watch, or PF_WATCH_COPY_LIFETIME_NS (pf_watch_copies_expire); only the
+ * calling thread's writes are seen (debug registers are per thread). Call from a non-signal context of a
+ * watched thread, after the copy. Returns the number of words armed (0: copies mode off, the thread
+ * unwatched, or no slot free). */
 int pf_watch_copy(uint64_t copy_id, const void *dst, const void *src, size_t n);
+
+/* A copy's watch ends this long after it was armed. Writes that prove a copy needed mostly come right after
+ * it; one nobody wrote by then is left to the byte comparison at its free. The bound matters where armed
+ * debug registers cost the whole thread something: in this project's KVM guests every page fault takes
+ * 1.5x as long while one is armed, and a kept copy nobody writes held its watch for the rest of the run
+ * (numpy temporaries after np.array(a): 1.41x the time of pyflow without watch). */
+#define PF_WATCH_COPY_LIFETIME_NS (50ull * 1000 * 1000)
+
+/* Ends the calling thread's copy watches older than PF_WATCH_COPY_LIFETIME_NS. Cheap when none is due (a
+ * TLS load and a compare, then a clock read only while some copy watch is armed). Call from a non-signal
+ * context, as the runtime's slow paths are. */
+void pf_watch_copies_expire(void);
 
 /* Nonzero while any watchpoint of any thread is armed. Read by the inline free check below. */
 extern unsigned pf_watch_armed_count;

@@ -38,6 +38,14 @@ static int free_slot(const pf_watch_thread_t *t)
     return 0;
 }
 
+/* The watch in slot s begins its lifetime now. */
+static void started(pf_watch_thread_t *t, pf_watch_slot_t *s)
+{
+    s->armed_ns = pf_watch_mono_ns();
+    if (!t->copy_expiry_ns)
+        t->copy_expiry_ns = s->armed_ns + PF_WATCH_COPY_LIFETIME_NS;
+}
+
 /* A word one copy watches that a newer copy starts from or writes to (bytes(src) of a buffer an earlier
  * copy filled): the watch goes on for the newer copy, which is the one a write there is likelier to be
  * about next (its value is unchanged: no write trapped). 1 when there was such a watch. */
@@ -49,6 +57,7 @@ static int retarget_copy_word(pf_watch_thread_t *t, uint64_t copy_id, uint32_t e
             s->copy_id = copy_id;
             s->copy_end = end;
             s->armed_order = ++t->claims;
+            started(t, s);
             return 1;
         }
     }
@@ -76,7 +85,34 @@ static int arm_copy_word(pf_watch_thread_t *t, uint64_t copy_id, uint32_t end, u
     if (pf_watch_slot_arm(t, i, addr, 8, 0) != 0)
         return 0;
     s->state = PF_SLOT_WATCHING;
+    started(t, s);
     return 1;
+}
+
+void pf_watch_copies_expire(void)
+{
+    pf_watch_thread_t *t = pf_watch_self;
+    if (!t || !t->copy_expiry_ns || t->busy)
+        return;
+    uint64_t now = pf_watch_mono_ns();
+    if (now < t->copy_expiry_ns)
+        return;
+    t->busy = 1;        /* the handlers leave the slots alone meanwhile */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    uint64_t next = 0;
+    for (int i = 0; i < t->n_slots; i++) {
+        pf_watch_slot_t *s = &t->slot[i];
+        if (s->state == PF_SLOT_FREE || s->mode != PF_WATCH_MODE_COPIES)
+            continue;
+        uint64_t ends = s->armed_ns + PF_WATCH_COPY_LIFETIME_NS;
+        if (ends <= now)
+            pf_watch_slot_disarm(t, i);
+        else if (!next || ends < next)
+            next = ends;
+    }
+    t->copy_expiry_ns = next;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->busy = 0;
 }
 
 int pf_watch_copy(uint64_t copy_id, const void *dst, const void *src, size_t n)

@@ -1251,6 +1251,34 @@ def case_watch_off(c):
     assert doc["watch"] is None and doc["lines"], doc["watch"]
 
 
+def breakpoints_fire(c):
+    """What `pyflow info` says of this machine's debug registers: True when a watched word's writes count."""
+    info = run([c.pyflow, "info"]).stdout
+    probe = [l for l in info.splitlines() if l.startswith("breakpoints fire")]
+    return bool(probe) and probe[0][21:25].strip() == "ok"
+
+
+def case_watch_default(c):
+    """Without --watch, copies are watched where debug registers fire (measured cheap there), so a copy
+    written on the next line is proved needed by the write; where they do not fire (emulation is too slow
+    for a default) nothing is watched and nothing is said. --no-watch turns the default off."""
+    script = prog("watch_copies.py")
+    cp, d = c.profile(script, extra=("--no-report",))
+    assert cp.returncode == 0, cp.stderr
+    assert "watch" not in cp.stderr, cp.stderr
+    changed = [f for f in d["flows"] if f["at"]["line"] == 24 and f["at"]["file"].endswith("watch_copies.py")]
+    assert changed, d["flows"]
+    if breakpoints_fire(c):
+        assert d["watch"] and d["watch"]["watchpoints"] == "hardware" and d["watch"]["copy_watches"] >= 3, d["watch"]
+        assert changed[0]["evidence"] == "watch" and changed[0]["first_write"]["by"]["line"] == 25, changed[0]
+        assert "store_bytes" not in d["lines"][0], "copy watches alone add no store/load columns"
+    else:
+        assert d["watch"] is None, d["watch"]
+        assert changed[0]["evidence"] == "compare-at-free", changed[0]
+    cp, d = c.profile(script, extra=("--no-report", "--no-watch"))
+    assert cp.returncode == 0 and d["watch"] is None, (cp.stderr, d["watch"])
+
+
 def case_watch_not_permitted(c):
     """perf_event_open refused with EACCES (as under perf_event_paranoid=3, or a container's seccomp profile;
     here a seccomp filter, so it holds for root too): `run --watch=all` says once on stderr why watch is off
