@@ -10,8 +10,9 @@ median peak RSS, and their ratios to the plain run; then the geometric mean of p
 records every allocation, with a native stack each: as it is usually run on Python (it then sees pymalloc's
 arenas, not objects) and with PYTHONMALLOC=malloc (every object, as pyflow --exact sees them).
 
---watch adds `pyflow run --watch=stores`, `--watch=loads` (at the default period, about 250 samples per
-second of CPU time) and `--watch=copies` (write watches armed on the copies pyflow judges). Where debug registers do not fire (`pyflow info`: "breakpoints fire FAIL") watchpoints
+--watch adds `pyflow run --no-watch` (the default run watches copies where debug registers fire),
+`--watch=stores`, `--watch=loads` (at the default period, about 250 samples per second of CPU time) and
+`--watch=copies` (write watches armed on the copies pyflow judges). Where debug registers do not fire (`pyflow info`: "breakpoints fire FAIL") watchpoints
 are emulated by single steps and those figures measure the emulation, not the technique.
 """
 import argparse
@@ -47,6 +48,8 @@ def tools(args, script, scratch):
         "tracemalloc": [py, "-X", "tracemalloc", script],
     }
     if args.watch:
+        # the default watches copies where debug registers fire: without any watch, for comparison
+        out["pyflow-no-watch"] = [args.pyflow, "run", "--no-watch", "--python", py, script]
         for mode in ("stores", "loads", "copies"):
             out["watch-" + mode] = [args.pyflow, "run", "--python", py, "--watch=" + mode, script]
     if args.exact:
@@ -73,7 +76,7 @@ def main():
     args = ap.parse_args()
     ratios = []
     scratch = tempfile.mkdtemp(prefix="pyflow-bench-")
-    print(f"{'workload':<12} {'tool':<14} {'wall s':>8} {'x plain':>8} {'peak MiB':>9} {'x plain':>8}")
+    print(f"{'workload':<12} {'tool':<15} {'wall s':>8} {'x plain':>8} {'peak MiB':>9} {'x plain':>8}")
     for w in args.workloads:
         script = os.path.join(HERE, "workloads", w + ".py")
         cmds = tools(args, script, scratch)
@@ -92,11 +95,11 @@ def main():
         base_m = statistics.median(r[1] for r in results["plain"])
         for name, rs in results.items():
             if not rs:
-                print(f"{w:<12} {name:<14} {'failed':>8}")
+                print(f"{w:<12} {name:<15} {'failed':>8}")
                 continue
             t = statistics.median(r[0] for r in rs)
             mem = statistics.median(r[1] for r in rs)
-            print(f"{w:<12} {name:<14} {t:8.3f} {t / base_t:8.2f} {mem / 2**20:9.1f} {mem / base_m:8.2f}")
+            print(f"{w:<12} {name:<15} {t:8.3f} {t / base_t:8.2f} {mem / 2**20:9.1f} {mem / base_m:8.2f}")
             if name == "pyflow":
                 ratios.append(t / base_t)
     shutil.rmtree(scratch, ignore_errors=True)
