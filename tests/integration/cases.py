@@ -374,7 +374,7 @@ def case_html_page(c):
     import re
     fetched = re.findall(r'(?:src|href)=["\'](?:https?:)?//', html)
     assert not fetched, f"the page loads something from the network: {fetched}"
-    assert "redundant copy" in html and "bytes_copies.py:8" in html, "findings missing"
+    assert "redundant copy" in html and "bytes_copies.py:8 of data from line 6 <code>" in html, "findings missing"
     assert '<table id="lines"' in html and "<polyline" in html
     browser = chromium()
     if not browser:
