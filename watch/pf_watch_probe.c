@@ -84,15 +84,17 @@ static double mono_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Seconds to fault in a fresh 8 MiB mapping page by page, 4 times. */
-static double fault_time(void)
+/* Seconds to fault in fresh 8 MiB mappings page by page, `reps` times, on 4 KiB pages or (huge) on
+ * transparent huge pages where the kernel gives them. */
+static double fault_time(int huge, int reps)
 {
     enum { BYTES = 8 << 20 };
     double t0 = mono_s();
-    for (int r = 0; r < 4; r++) {
+    for (int r = 0; r < reps; r++) {
         char *p = mmap(NULL, BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED)
             return 0;
+        madvise(p, BYTES, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
         for (size_t i = 0; i < BYTES; i += 4096)
             ((volatile char *)p)[i] = 1;
         munmap(p, BYTES);
@@ -100,9 +102,25 @@ static double fault_time(void)
     return mono_s() - t0;
 }
 
+/* How much longer faults of one kind take with fd's breakpoint armed: the best of 3 runs each way,
+ * alternating. 0 when it could not be timed. */
+static double armed_factor(int fd, int huge)
+{
+    double bare = 1e9, armed = 1e9;
+    for (int k = 0; k < 3; k++) {
+        double t = fault_time(huge, huge ? 8 : 4);
+        bare = t < bare ? t : bare;
+        ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+        t = fault_time(huge, huge ? 8 : 4);
+        ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+        armed = t < armed ? t : armed;
+    }
+    return bare > 0 && armed > 0 ? armed / bare : 0;
+}
+
 /* What an armed watchpoint costs the rest of the thread: in some VMs every page fault takes longer while a
- * debug register is armed (this project's KVM guests: 1.5x), which is most of --watch=stores/loads' cost on
- * programs that touch fresh memory. The best of 3 runs each way, alternating. */
+ * debug register is armed (this project's KVM guests: 1.5x on 4 KiB pages, 4-8x on transparent huge pages,
+ * which numpy's large arrays get), which is most of --watch=stores/loads' cost on numpy code. */
 static void probe_armed_cost(pf_probe_t *out, size_t max, size_t *n)
 {
     static volatile uint64_t word;
@@ -120,24 +138,17 @@ static void probe_armed_cost(pf_probe_t *out, size_t max, size_t *n)
     int fd = perf_open(&a);
     if (fd < 0)
         return;
-    double bare = 1e9, armed = 1e9;
-    for (int k = 0; k < 3; k++) {
-        double t = fault_time();
-        bare = t < bare ? t : bare;
-        ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
-        t = fault_time();
-        ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
-        armed = t < armed ? t : armed;
-    }
+    double small = armed_factor(fd, 0), huge = armed_factor(fd, 1);
     close(fd);
-    if (bare <= 0 || armed <= 0)
+    if (small <= 0 || huge <= 0)
         return;
-    double x = armed / bare;
-    if (x < 1.2)
-        add(out, max, n, "armed watchpoint", PF_PROBE_OK, "page faults cost %.2fx while one is armed: nothing else pays", x);
+    if (small < 1.2 && huge < 1.2)
+        add(out, max, n, "armed watchpoint", PF_PROBE_OK, "page faults cost %.2fx (4 KiB) and %.2fx (huge pages) "
+            "while one is armed: nothing else pays", small, huge);
     else
-        add(out, max, n, "armed watchpoint", PF_PROBE_OK, "page faults take %.1fx as long while one is armed (a VM "
-            "switching debug registers): --watch=stores/loads cost more on code that touches fresh memory", x);
+        add(out, max, n, "armed watchpoint", PF_PROBE_OK, "page faults take %.1fx (4 KiB) and %.1fx (huge pages) as "
+            "long while one is armed (a VM switching debug registers): --watch=stores/loads cost more on code that "
+            "touches fresh memory (numpy temporaries)", small, huge);
 }
 
 static void probe_single_step(pf_probe_t *out, size_t max, size_t *n, int breakpoints_fire)
