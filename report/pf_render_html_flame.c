@@ -65,6 +65,9 @@ static void flame_data(FILE *f, const pf_model_t *m)
     free(pos);
 }
 
+/* Draws the bars: the roots (or the zoomed node, under its callers drawn full width and faded: click one to
+ * zoom out to it), each node's children under it in the order given, as wide as their share of the
+ * measure picked. data-drawn on the graph counts the bars (the tests read it). */
 static const char *FLAME_SCRIPT =
     "(function(){var d=document.getElementById('flame-data'),g=document.getElementById('flame');if(!d||!g)return;"
     "var N=JSON.parse(d.textContent),K={peak:1,alloc:2,exit:3},key=1,zoom=-1,kids=N.map(function(){return[]}),"
@@ -74,24 +77,28 @@ static const char *FLAME_SCRIPT =
     "return(i?v.toFixed(v<10?2:v<100?1:0):Math.round(v))+' '+u[i]}"
     "function hue(s){var h=0;for(var i=0;i<s.length;i++)h=(h*31+s.charCodeAt(i))%360;return h}"
     "function draw(){while(g.firstChild)g.removeChild(g.firstChild);var W=g.clientWidth||1000,"
-    "top=zoom<0?roots:[zoom],tot=0,deep=0;top.forEach(function(i){tot+=N[i][key]});"
-    "function bar(i,x,y){var n=N[i],w=tot>0?n[key]/tot*W:0;if(w<0.5)return;deep=Math.max(deep,y);"
+    "top=zoom<0?roots:[zoom],tot=0,deep=0,callers=[];top.forEach(function(i){tot+=N[i][key]});"
+    "for(var a=zoom<0?-1:N[zoom][0];a>=0;a=N[a][0])callers.unshift(a);"
+    "function bar(i,x,y,faded){var n=N[i],w=faded?W:tot>0?n[key]/tot*W:0;if(w<0.5)return;deep=Math.max(deep,y);"
     "var r=document.createElementNS(ns,'rect');r.setAttribute('x',x);r.setAttribute('y',y*H);"
     "r.setAttribute('width',Math.max(w-1,0.5));r.setAttribute('height',H-1);"
     "r.setAttribute('fill','hsl('+(hue(n[5].split(':')[0])+hue(n[4])%40)%360+',60%,'+(72-Math.min(y,6)*3)+'%)');"
+    "if(faded)r.setAttribute('fill-opacity','0.45');"
     "r.setAttribute('class','bar');r.dataset.node=i;var t=document.createElementNS(ns,'title');"
     "t.textContent=n[4]+' '+n[5]+(n[6]?'\\n'+n[6]:'')+'\\nat the peak '+hb(n[1])+', allocated '+hb(n[2])+"
     "', live at exit '+hb(n[3]);r.appendChild(t);r.addEventListener('click',function(){zoom=zoom===i?-1:i;draw()});"
     "g.appendChild(r);if(w>40){var s=document.createElementNS(ns,'text');s.setAttribute('x',x+3);"
     "s.setAttribute('y',y*H+13);"
     "var c=Math.floor((w-6)/7),label=n[5]+' '+(n[6]||n[4]);s.textContent=label.length>c?label.slice(0,c-1)+'\\u2026':label;"
-    "s.style.pointerEvents='none';g.appendChild(s)}var cx=x;kids[i].forEach(function(k){bar(k,cx,y+1);"
+    "s.style.pointerEvents='none';g.appendChild(s)}if(faded)return;var cx=x;kids[i].forEach(function(k){bar(k,cx,y+1);"
     "cx+=tot>0?N[k][key]/tot*W:0})}"
-    "var x=0;top.forEach(function(i){bar(i,x,0);x+=tot>0?N[i][key]/tot*W:0});"
+    "callers.forEach(function(a,y){bar(a,0,y,1)});"
+    "var x=0;top.forEach(function(i){bar(i,x,callers.length);x+=tot>0?N[i][key]/tot*W:0});"
     "g.setAttribute('height',(deep+1)*H);g.dataset.drawn=g.querySelectorAll('rect').length}"
     "document.querySelectorAll('input[name=flame-by]').forEach(function(b){b.addEventListener('change',"
     "function(){key=K[b.value];draw()})});var m=location.hash.match(/flame=(peak|alloc|exit)/);"
-    "if(m){key=K[m[1]];document.querySelector('input[value='+m[1]+']').checked=true}draw();"
+    "if(m){key=K[m[1]];document.querySelector('input[value='+m[1]+']').checked=true}"
+    "var z=location.hash.match(/zoom=(\\d+)/);if(z&&+z[1]<N.length)zoom=+z[1];draw();"
     "window.addEventListener('resize',draw)})();";
 
 void pf_html_flame(FILE *f, const pf_model_t *m)
@@ -100,7 +107,7 @@ void pf_html_flame(FILE *f, const pf_model_t *m)
         return;
     fputs("<h2 id=\"call-paths\">Call paths</h2>\n<p>Each bar is a line, under the line of yours that called it, as wide as its "
           "memory and what its callees hold. Hover for numbers and source; click a bar to zoom into it, again "
-          "to zoom out. Width: <label><input type=\"radio\" name=\"flame-by\" value=\"peak\" checked> at the "
+          "to zoom out (the callers above it zoom out to them). Width: <label><input type=\"radio\" name=\"flame-by\" value=\"peak\" checked> at the "
           "peak</label> <label><input type=\"radio\" name=\"flame-by\" value=\"alloc\"> allocated</label> "
           "<label><input type=\"radio\" name=\"flame-by\" value=\"exit\"> live at exit</label></p>\n"
           "<svg id=\"flame\" width=\"100%\" height=\"18\"></svg>\n",

@@ -399,6 +399,17 @@ def case_html_page(c):
         drawn = re.search(r'<svg id="flame"[^>]*data-drawn="(\d+)"', r.stdout)
         assert drawn and int(drawn.group(1)) >= 2, (measure, r.stdout[-800:])
         assert "bytes_copies.py:8" in r.stdout.split('<svg id="flame"')[1].split("</svg>")[0], measure
+    # zoomed into a node, its callers stay above it, full width and faded, and only its subtree is drawn
+    deep = os.path.join(c.tmp, "paths.html")
+    cp = run([c.pyflow, "run", "--python", c.python, "--no-report", "--html", deep, example("call_paths.py")])
+    assert cp.returncode == 0, cp.stderr
+    page_text = open(deep, encoding="utf-8").read()
+    nodes = json.loads(page_text.split('<script type="application/json" id="flame-data">')[1].split("</script>")[0])
+    load_all = next(i for i, n in enumerate(nodes) if n[4] == "load_all")
+    r = run([browser, *flags, "--dump-dom", f"file://{deep}#zoom={load_all}"], timeout=120)
+    graph = r.stdout.split('<svg id="flame"')[1].split("</svg>")[0]
+    assert 'data-drawn="4"' in graph and graph.count('fill-opacity="0.45"') == 2, graph[:1500]
+    assert "call_paths.py:20" not in graph, "scan's path is outside the zoomed subtree"
 
 
 # ---- fidelity ----
