@@ -470,8 +470,55 @@ static int calltree_shown(const pf_model_t *m, const pf_callnode_t *c)
            c->alloc >= 0.5;
 }
 
+/* The only child of node n worth a row when it holds the same bytes as n (a call that passes everything
+ * down), else -1. */
+static int32_t passing_child(const pf_model_t *m, int32_t n)
+{
+    int32_t only = -1;
+    for (int32_t k = m->nodes[n].first_child; k >= 0; k = m->nodes[k].next_sibling) {
+        if (!calltree_shown(m, &m->nodes[k]))
+            continue;
+        if (only >= 0)
+            return -1;
+        only = k;
+    }
+    const pf_callnode_t *p = &m->nodes[n], *c = only >= 0 ? &m->nodes[only] : NULL;
+    return c && fabs(c->peak - p->peak) <= 0.005 * p->peak + 0.5 && fabs(c->alloc - p->alloc) <= 0.005 * p->alloc + 0.5
+               ? only
+               : -1;
+}
+
+/* Columns of indent for a call-path row at depth: two a level, at most PF_CALLTREE_MAX_INDENT levels, and
+ * never so many that the numbers (30 columns) and 12 of the line do not fit. */
+static int path_indent(const out_t *o, uint32_t depth)
+{
+    int indent = 2 * (int)(depth < PF_CALLTREE_MAX_INDENT ? depth : PF_CALLTREE_MAX_INDENT);
+    int room = o->width - 30 - 12;
+    return indent < room ? indent : room > 0 ? room : 0;
+}
+
+/* One row of the call paths: the node's numbers, then its line indented by its depth. */
+static void call_path_row(out_t *o, const pf_model_t *m, const pf_callnode_t *c)
+{
+    char a[16], b[16];
+    const char *file = pf_model_str(m, c->file), *function = pf_model_str(m, c->function);
+    int indent = path_indent(o, c->depth);
+    char head[64];
+    snprintf(head, sizeof head, "  %5.1f%% %9s %9s  %*s", share(c->peak, m->total.peak_bytes), human(c->peak, a),
+             human(c->alloc, b), indent, "");
+    char what[1200];
+    const char *src = pf_report_source_line(file, c->line);
+    snprintf(what, sizeof what, "%s%s%s:%d%s%s", function, function[0] ? " " : "", shorten_path(file), c->line,
+             src[0] ? "  " : "", src);
+    fputs(head, o->f);
+    put_cut(o, what, o->width - columns(o, head));
+    fputc('\n', o->f);
+}
+
 /* The paths of the user's lines that led to the memory, outermost first, each line indented under the
- * line that called it; only when some path is longer than one line (else the line table says it all). */
+ * line that called it; only when some path is longer than one line (else the line table says it all).
+ * A run of calls that each pass all their bytes down (a deep chain of wrappers) shows its first and last
+ * line, and how many it skipped between. */
 static void call_paths(out_t *o, const pf_model_t *m, int rows)
 {
     int deep = 0;
@@ -481,27 +528,23 @@ static void call_paths(out_t *o, const pf_model_t *m, int rows)
         return;
     heading(o, "call paths", "each line of yours under the line that called it");
     line(o, "%s  %6s %9s %9s  %s%s", bold(o), "peak%", "at peak", "allocated", "line", reset(o));
-    char a[16], b[16];
     int shown = 0, left = 0;
     for (int32_t n = m->first_root; n >= 0;) {
-        const pf_callnode_t *c = &m->nodes[n];
-        int show = calltree_shown(m, c);
+        int show = calltree_shown(m, &m->nodes[n]);
         if (show && shown == rows)
             left++;
         else if (show) {
-            const char *file = pf_model_str(m, c->file), *function = pf_model_str(m, c->function);
-            int indent = 2 * (int)(c->depth < PF_CALLTREE_MAX_INDENT ? c->depth : PF_CALLTREE_MAX_INDENT);
-            char head[64];
-            snprintf(head, sizeof head, "  %5.1f%% %9s %9s  %*s", share(c->peak, m->total.peak_bytes), human(c->peak, a),
-                     human(c->alloc, b), indent, "");
-            char what[1200];
-            const char *src = pf_report_source_line(file, c->line);
-            snprintf(what, sizeof what, "%s%s%s:%d%s%s", function, function[0] ? " " : "", shorten_path(file), c->line,
-                     src[0] ? "  " : "", src);
-            fputs(head, o->f);
-            put_cut(o, what, o->width - columns(o, head));
-            fputc('\n', o->f);
+            call_path_row(o, m, &m->nodes[n]);
             shown++;
+            int32_t last = n, skipped = -1;
+            for (int32_t k; (k = passing_child(m, last)) >= 0; skipped++)
+                last = k;
+            if (skipped >= 2) {     /* first, "N lines", last: shorter than the run itself */
+                line(o, "  %6s %9s %9s  %*s(%d more lines passing the same bytes down)", "", "", "",
+                     path_indent(o, m->nodes[n].depth + 1), "", skipped);
+                n = last;
+                continue;       /* the run's last line is shown next, then its children */
+            }
         }
         n = pf_report_calltree_next(m, n, show);
     }

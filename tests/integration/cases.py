@@ -344,6 +344,16 @@ def case_call_paths(c):
     assert "call paths" in text, text
     section = text.split("call paths", 1)[1]
     assert re.search(r"\n +\S+ +\S+ MiB +\S+ MiB {8}read_block call_paths\.py:10", section), section
+    # a chain of 25 calls passing everything down: its first and last line, and how many between
+    chain = os.path.join(c.tmp, "chain.py")
+    with open(chain, "w") as f:
+        for i in range(25):
+            f.write(f"def f{i}():\n    return {'bytearray(8 << 20)' if i == 24 else f'f{i + 1}()'}\n")
+        f.write("keep = f0()\n")
+    cp = run([c.pyflow, "run", "--python", c.python, "--width", "120", chain])
+    section = cp.stderr.split("call paths", 1)[1].split("\n\n")[0]
+    assert "<module> chain.py:51" in section and "(24 more lines passing the same bytes down)" in section, section
+    assert "f24 chain.py:50" in section and "f12 chain.py" not in section, section
 
 
 def case_info(c):
