@@ -40,7 +40,10 @@ void pf_sampling_now(uint64_t base_mean, uint64_t base_threshold, uint64_t *mean
 {
     uint64_t factor = level_factor(pf_writer_fill_level());
     *mean = base_mean < (UINT64_MAX >> 25) ? base_mean * factor : base_mean;
-    *threshold = base_threshold > *mean ? base_threshold : *mean;
+    /* Coarsening (factor > 1) raises the object threshold with the mean, so that big allocations stop
+     * filling the file too. Uncoarsened, the threshold is the one asked for, even below the mean
+     * (--sample-bytes 16m --object-bytes 1m): those allocations are recorded exactly, as documented. */
+    *threshold = factor > 1 && base_threshold < *mean ? *mean : base_threshold;
 }
 
 uint64_t pf_now_ns(void)

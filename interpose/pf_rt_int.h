@@ -132,7 +132,7 @@ void pf_record_mark(pf_tls_t *t, int kind, uint64_t value, const char *note) PF_
 uint64_t pf_now_ns(void) PF_HIDDEN;
 
 /* The sampling mean and object threshold in effect for the configured ones: the mean raised 4^L-fold at
- * the profile's fill level L (pf_writer.h), the threshold never below it. */
+ * the profile's fill level L (pf_writer.h), and from level 1 on the threshold never below it. */
 void pf_sampling_now(uint64_t base_mean, uint64_t base_threshold, uint64_t *mean, uint64_t *threshold) PF_HIDDEN;
 
 /* pf_pymem.c */

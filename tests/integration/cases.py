@@ -357,6 +357,23 @@ def case_call_paths(c):
     assert "f24 chain.py:50" in section and "f12 chain.py" not in section, section
 
 
+def case_sampling_options(c):
+    """--object-bytes holds whatever --sample-bytes is: with a mean of 16 MiB, an 8 MiB and a 2 MiB
+    allocation are still recorded exactly (they were sampled, and mostly missing, when the threshold
+    followed a mean set above it); only coarsening near the size cap raises the threshold."""
+    code = "a = bytearray(8 << 20)\nb = bytearray(2 << 20)\n"
+    for _ in range(3):
+        js = os.path.join(c.tmp, "s.json")
+        r = run([c.pyflow, "run", "--python", c.python, "--no-report", "--sample-bytes", "16m", "--json", js,
+                 "-c", code])
+        assert r.returncode == 0, r.stderr
+        d = json.load(open(js))
+        rows = {l["line"]: l for l in d["lines"] if l["file"] == "<string>"}
+        for line, size in ((1, 8 << 20), (2, 2 << 20)):
+            assert line in rows, (line, rows.keys())
+            near(rows[line]["alloc_bytes"], size, 0.01, f"line {line} under --sample-bytes 16m")
+
+
 def case_info(c):
     """pyflow info: the runtime, the Python versions, and one line per machine probe with its verdict."""
     cp = run([c.pyflow, "info"])
