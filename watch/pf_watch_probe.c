@@ -77,6 +77,23 @@ static void probe_trap(int sig, siginfo_t *si, void *ucv)
 
 /* The skid fix single-steps with the trap flag from a sample to the next memory instruction: check that
  * setting TF delivers a TRAP_TRACE SIGTRAP here (ptrace-like sandboxes and some VMs do not). */
+/* A disabled write breakpoint on the 8-byte word at addr, for this thread; -1 with errno. */
+static int open_write_breakpoint(const volatile void *addr)
+{
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.type = PERF_TYPE_BREAKPOINT;
+    a.size = sizeof a;
+    a.bp_type = HW_BREAKPOINT_W;
+    a.bp_addr = (unsigned long)(uintptr_t)addr;
+    a.bp_len = HW_BREAKPOINT_LEN_8;
+    a.sample_period = 1;
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    a.disabled = 1;
+    return perf_open(&a);
+}
+
 static double mono_s(void)
 {
     struct timespec ts;
@@ -124,18 +141,7 @@ static double armed_factor(int fd, int huge)
 static void probe_armed_cost(pf_probe_t *out, size_t max, size_t *n)
 {
     static volatile uint64_t word;
-    struct perf_event_attr a;
-    memset(&a, 0, sizeof a);
-    a.type = PERF_TYPE_BREAKPOINT;
-    a.size = sizeof a;
-    a.bp_type = HW_BREAKPOINT_W;
-    a.bp_addr = (unsigned long)&word;
-    a.bp_len = HW_BREAKPOINT_LEN_8;
-    a.sample_period = 1;
-    a.exclude_kernel = 1;
-    a.exclude_hv = 1;
-    a.disabled = 1;
-    int fd = perf_open(&a);
+    int fd = open_write_breakpoint(&word);
     if (fd < 0)
         return;
     double small = armed_factor(fd, 0), huge = armed_factor(fd, 1);
@@ -229,17 +235,7 @@ size_t pf_watch_probe(pf_probe_t *out, size_t max)
     static volatile long target[4];
     int fds[8], slots = 0, err = 0;
     for (int i = 0; i < 8; i++) {
-        memset(&a, 0, sizeof a);
-        a.size = sizeof a;
-        a.type = PERF_TYPE_BREAKPOINT;
-        a.bp_type = HW_BREAKPOINT_W;
-        a.bp_addr = (unsigned long)&target[i % 4];
-        a.bp_len = HW_BREAKPOINT_LEN_8;
-        a.sample_period = 1;
-        a.exclude_kernel = 1;
-        a.exclude_hv = 1;
-        a.disabled = 1;
-        fds[i] = perf_open(&a);
+        fds[i] = open_write_breakpoint(&target[i % 4]);
         if (fds[i] < 0) {
             err = errno;
             break;
