@@ -67,7 +67,8 @@ static void flame_data(FILE *f, const pf_model_t *m)
 
 /* Draws the bars: the roots (or the zoomed node, under its callers drawn full width and faded: click one to
  * zoom out to it), each node's children under it in the order given, as wide as their share of the
- * measure picked. data-drawn on the graph counts the bars (the tests read it). */
+ * measure picked; a bar is labelled file:line, or "line N" under a caller in the same file, then its source.
+ * data-drawn on the graph counts the bars (the tests read it). */
 static const char *FLAME_SCRIPT =
     "(function(){var d=document.getElementById('flame-data'),g=document.getElementById('flame');if(!d||!g)return;"
     "var N=JSON.parse(d.textContent),K={peak:1,alloc:2,exit:3},key=1,zoom=-1,kids=N.map(function(){return[]}),"
@@ -89,7 +90,8 @@ static const char *FLAME_SCRIPT =
     "', live at exit '+hb(n[3]);r.appendChild(t);r.addEventListener('click',function(){zoom=zoom===i?-1:i;draw()});"
     "g.appendChild(r);if(w>40){var s=document.createElementNS(ns,'text');s.setAttribute('x',x+3);"
     "s.setAttribute('y',y*H+13);"
-    "var c=Math.floor((w-6)/7),label=n[5]+' '+(n[6]||n[4]);s.textContent=label.length>c?label.slice(0,c-1)+'\\u2026':label;"
+    "var f=n[5].replace(/:\\d+$/,''),at=n[0]>=0&&N[n[0]][5].replace(/:\\d+$/,'')===f?'line '+n[5].slice(f.length+1):n[5],"
+    "c=Math.floor((w-6)/7),label=at+' '+(n[6]||n[4]);s.textContent=label.length>c?label.slice(0,c-1)+'\\u2026':label;"
     "s.style.pointerEvents='none';g.appendChild(s)}if(faded)return;var cx=x;kids[i].forEach(function(k){bar(k,cx,y+1);"
     "cx+=tot>0?N[k][key]/tot*W:0})}"
     "callers.forEach(function(a,y){bar(a,0,y,1)});"
