@@ -119,6 +119,29 @@ static void end_kinds(pf_json_t *j, uint8_t kinds)
     pf_json_end_array(j);
 }
 
+/* The callers (outermost first) of the call-tree node holding most of line l's bytes at exit: which caller
+ * of a shared helper keeps what it leaks. [] when that node is a root. */
+static void leak_callers(pf_json_t *j, const pf_model_t *m, const pf_line_t *l)
+{
+    size_t paths;
+    int32_t node = pf_report_line_node(m, l, 1, &paths);
+    int32_t chain[PF_MAX_PY_FRAMES + 1];
+    size_t n = pf_report_caller_chain(m, node, chain, sizeof chain / sizeof *chain);
+    pf_json_begin_array(j);
+    for (size_t i = 0; i < n; i++) {
+        const pf_callnode_t *c = &m->nodes[chain[i]];
+        pf_json_begin_object(j);
+        pf_json_key(j, "file");
+        pf_json_string(j, pf_model_str(m, c->file));
+        pf_json_key(j, "line");
+        pf_json_int(j, c->line);
+        pf_json_key(j, "function");
+        pf_json_string(j, pf_model_str(m, c->function));
+        pf_json_end_object(j);
+    }
+    pf_json_end_array(j);
+}
+
 /* One entry of "lines" (l) or "functions" (l = NULL). */
 static void row_object(pf_json_t *j, const pf_model_t *m, uint32_t file, int line, uint32_t function,
                        const pf_stats_t *s, const pf_line_t *l)
@@ -437,6 +460,8 @@ int pf_render_json(const pf_model_t *m, FILE *out)
         pf_json_key(&j, "rate_bytes_s");
         double span = (double)(m->end_ns - l->s.first_ns) / 1e9;   /* since the line first allocated */
         pf_json_number(&j, floor((span > 1e-3 ? l->s.leaked_bytes / span : l->s.leaked_bytes) + 0.5));
+        pf_json_key(&j, "via");
+        leak_callers(&j, m, l);
         pf_json_end_object(&j);
     }
     pf_json_end_array(&j);

@@ -608,6 +608,20 @@ static void unprofiled(out_t *o, const pf_model_t *m)
     line(o, "  fix: %s", PF_UNPROFILED_FIX);
 }
 
+/* Under a finding about line l: the callers of its call-tree node holding most of its bytes at the peak
+ * (at_exit 0) or at exit, when it has callers: which caller keeps the memory of a shared helper. */
+static void via(out_t *o, const pf_model_t *m, const pf_line_t *l, int at_exit)
+{
+    size_t paths;
+    int32_t node = pf_report_line_node(m, l, at_exit, &paths);
+    if (node < 0 || m->nodes[node].parent < 0)
+        return;
+    char callers[1024], more[64] = "";
+    if (paths > 1)
+        snprintf(more, sizeof more, " (most of it; %zu paths in all)", paths);
+    line(o, "      via %s%s", pf_report_callers(m, node, callers, sizeof callers), more);
+}
+
 /* The lines holding most of the program's peak. */
 static void peak_contributors(out_t *o, const pf_model_t *m)
 {
@@ -639,6 +653,7 @@ static void peak_contributors(out_t *o, const pf_model_t *m)
         line(o, "  %s:%d  %s (%.0f%% of the peak)%s%s", shorten_path(pf_model_str(m, best->file)), best->line,
              human(best->s.peak_bytes, a), 100 * best->s.peak_bytes / m->total.peak_bytes,
              source[0] ? ": " : function[0] ? " in " : "", source[0] ? source : function);
+        via(o, m, best, 0);
     }
 }
 
@@ -660,6 +675,7 @@ static void leaks(out_t *o, const pf_model_t *m)
              shorten_path(pf_model_str(m, l->file)), l->line, reset(o), human(l->s.leaked_bytes, a), 100 * p,
              human(span > 1e-3 ? l->s.leaked_bytes / span : l->s.leaked_bytes, b),
              pf_report_source_line(pf_model_str(m, l->file), l->line));
+        via(o, m, l, 1);
     }
     free(order);
 }

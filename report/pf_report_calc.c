@@ -450,3 +450,47 @@ int32_t pf_report_calltree_next(const pf_model_t *m, int32_t n, int descend)
         n = m->nodes[n].parent;
     return n >= 0 ? m->nodes[n].next_sibling : -1;
 }
+
+int32_t pf_report_line_node(const pf_model_t *m, const pf_line_t *l, int at_exit, size_t *paths)
+{
+    int32_t best = -1;
+    *paths = 0;
+    for (size_t i = 0; i < m->n_nodes; i++) {
+        const pf_callnode_t *c = &m->nodes[i];
+        double v = at_exit ? c->self_leaked : c->self_peak;
+        if (c->file != l->file || c->line != l->line || v <= 0)
+            continue;
+        (*paths)++;
+        if (best < 0 || v > (at_exit ? m->nodes[best].self_leaked : m->nodes[best].self_peak))
+            best = (int32_t)i;
+    }
+    return best;
+}
+
+size_t pf_report_caller_chain(const pf_model_t *m, int32_t node, int32_t *out, size_t max)
+{
+    size_t n = 0;
+    for (int32_t p = node >= 0 ? m->nodes[node].parent : -1; p >= 0; p = m->nodes[p].parent)
+        n++;
+    n = n < max ? n : max;
+    size_t k = n;
+    for (int32_t p = node >= 0 ? m->nodes[node].parent : -1; p >= 0 && k > 0; p = m->nodes[p].parent)
+        out[--k] = p;   /* the innermost callers, when max cuts the chain */
+    return n;
+}
+
+const char *pf_report_callers(const pf_model_t *m, int32_t node, char *buf, size_t size)
+{
+    int32_t chain[PF_MAX_PY_FRAMES + 1];
+    size_t n = pf_report_caller_chain(m, node, chain, sizeof chain / sizeof *chain), used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && used + 1 < size; i++) {
+        const pf_callnode_t *c = &m->nodes[chain[i]];
+        const char *fn = pf_model_str(m, c->function);
+        int other_file = c->file != m->nodes[node].file;
+        int w = snprintf(buf + used, size - used, "%s%s%s%s:%d", used ? " > " : "", fn, other_file ? " " : "",
+                         other_file ? pf_report_basename(pf_model_str(m, c->file)) : "", c->line);
+        used += w > 0 ? (size_t)w : 0;
+    }
+    return buf;
+}

@@ -140,6 +140,17 @@ size_t pf_report_unprofiled_groups(const pf_model_t *m, pf_unprofiled_group_t *t
  * no child worth showing). Start from m->first_root. */
 int32_t pf_report_calltree_next(const pf_model_t *m, int32_t n, int descend);
 
+/* The call-tree node of line l that holds most of its bytes at the peak (at_exit 0) or live at exit
+ * (at_exit 1), and in *paths how many of its nodes hold any; -1 when none does. */
+int32_t pf_report_line_node(const pf_model_t *m, const pf_line_t *l, int at_exit, size_t *paths);
+
+/* The callers of a call-tree node (-1: none), outermost first, into out[0..max); returns how many. */
+size_t pf_report_caller_chain(const pf_model_t *m, int32_t node, int32_t *out, size_t max);
+
+/* The callers of a call-tree node, outermost first, as "function:line > function:line" (a caller in another
+ * file than the node's as "function file:line") into buf; "" for a root. Returns buf. */
+const char *pf_report_callers(const pf_model_t *m, int32_t node, char *buf, size_t size);
+
 /* What to do about unprofiled children, one sentence. */
 #define PF_UNPROFILED_FIX "keep pyflow's variables in the child's environment: env={**os.environ, ...}"
 

@@ -291,6 +291,9 @@ def case_leaks(c):
     assert ("leaky_cache.py", 8) not in leaks, "data made once was called a leak"
     assert ("leaky_cache.py", 17) not in leaks, "freed temporaries were called a leak"
     assert "probable leaks" in cp.stderr and "leaky_cache.py:18" in cp.stderr.split("probable leaks")[1]
+    # which caller of handle() keeps it: the loop's line, in the JSON and under the finding
+    assert [(v["function"], v["line"]) for v in cache["via"]] == [("<module>", 23)], cache["via"]
+    assert "\n      via <module>:23" in cp.stderr.split("probable leaks")[1], cp.stderr
 
 
 def case_peak_in_middle(c):

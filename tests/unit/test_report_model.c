@@ -627,6 +627,11 @@ static void test_call_tree(void **state)
         !strstr(paths, "\n   61.9%  1.27 KiB  1.27 KiB    main app.py:20\n") ||
         !strstr(paths, "\n   52.4%  1.07 KiB  1.07 KiB      load app.py:10\n"))
         fail_msg("no call paths section, or not as expected:\n%s", paths ? paths : text);
+    /* the line of a helper two paths reach: which caller holds most of it at the peak */
+    const char *largest = strstr(text, "largest at the peak");
+    if (!largest || !strstr(largest, "app.py:10  1.56 KiB (76% of the peak) in load\n"
+                                     "      via <module>:30 > main:20 (most of it; 2 paths in all)\n"))
+        fail_msg("no via line under the largest line at the peak:\n%s", largest ? largest : text);
     free(text);
     char *json = render_json(m);
     const char *tree = strstr(json, "\"call_tree\":");
