@@ -330,7 +330,15 @@ int pf_render_html(const pf_model_t *m, FILE *f, const pf_html_opts_t *opts)
         pf_html_esc(f, pf_report_basename(pf_model_str(m, l->file)));
         fprintf(f, ":%d <code>", l->line);
         pf_html_esc(f, pf_report_source_line(pf_model_str(m, l->file), l->line));
-        fputs("</code></div>\n", f);
+        fputs("</code>", f);
+        char callers[1024];
+        size_t paths;
+        const char *via = pf_report_via(m, l, 1, callers, sizeof callers, &paths);
+        if (via) {      /* which caller of a helper keeps it */
+            fputs(" via ", f);
+            pf_html_esc(f, via);
+        }
+        fputs("</div>\n", f);
         any++;
     }
     if (!any)

@@ -612,14 +612,14 @@ static void unprofiled(out_t *o, const pf_model_t *m)
  * (at_exit 0) or at exit, when it has callers: which caller keeps the memory of a shared helper. */
 static void via(out_t *o, const pf_model_t *m, const pf_line_t *l, int at_exit)
 {
-    size_t paths;
-    int32_t node = pf_report_line_node(m, l, at_exit, &paths);
-    if (node < 0 || m->nodes[node].parent < 0)
-        return;
     char callers[1024], more[64] = "";
+    size_t paths;
+    const char *callers_of = pf_report_via(m, l, at_exit, callers, sizeof callers, &paths);
+    if (!callers_of)
+        return;
     if (paths > 1)
         snprintf(more, sizeof more, " (most of it; %zu paths in all)", paths);
-    line(o, "      via %s%s", pf_report_callers(m, node, callers, sizeof callers), more);
+    line(o, "      via %s%s", callers_of, more);
 }
 
 /* The lines holding most of the program's peak. */

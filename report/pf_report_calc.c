@@ -494,3 +494,10 @@ const char *pf_report_callers(const pf_model_t *m, int32_t node, char *buf, size
     }
     return buf;
 }
+
+const char *pf_report_via(const pf_model_t *m, const pf_line_t *l, int at_exit, char *buf, size_t size,
+                          size_t *paths)
+{
+    int32_t node = pf_report_line_node(m, l, at_exit, paths);
+    return node >= 0 && m->nodes[node].parent >= 0 ? pf_report_callers(m, node, buf, size) : NULL;
+}

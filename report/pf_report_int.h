@@ -151,6 +151,12 @@ size_t pf_report_caller_chain(const pf_model_t *m, int32_t node, int32_t *out, s
  * file than the node's as "function file:line") into buf; "" for a root. Returns buf. */
 const char *pf_report_callers(const pf_model_t *m, int32_t node, char *buf, size_t size);
 
+/* For a finding about line l: the callers (pf_report_callers) of its node holding most of its bytes at the
+ * peak (at_exit 0) or at exit, into buf, and in *paths how many paths reach it; NULL when that node is a
+ * root (nothing called the line) or l holds nothing. */
+const char *pf_report_via(const pf_model_t *m, const pf_line_t *l, int at_exit, char *buf, size_t size,
+                          size_t *paths);
+
 /* What to do about unprofiled children, one sentence. */
 #define PF_UNPROFILED_FIX "keep pyflow's variables in the child's environment: env={**os.environ, ...}"
 

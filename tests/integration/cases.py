@@ -281,7 +281,8 @@ def case_flow_graph_dot(c):
 
 def case_leaks(c):
     """A growing cache is a probable leak; data made once and freed temporaries are not."""
-    cp, d = c.profile(example("leaky_cache.py"), extra=("--sample-bytes", "64k"))   # 25% = ~8 std errors
+    page = os.path.join(c.tmp, "leaks.html")
+    cp, d = c.profile(example("leaky_cache.py"), extra=("--sample-bytes", "64k", "--html", page))  # 25% = ~8 std errors
     assert cp.returncode == 0, cp.stderr
     leaks = {(os.path.basename(l["file"]), l["line"]): l for l in d["leaks"]}
     cache = leaks.get(("leaky_cache.py", 18))
@@ -294,6 +295,7 @@ def case_leaks(c):
     # which caller of handle() keeps it: the loop's line, in the JSON and under the finding
     assert [(v["function"], v["line"]) for v in cache["via"]] == [("<module>", 23)], cache["via"]
     assert "\n      via <module>:23" in cp.stderr.split("probable leaks")[1], cp.stderr
+    assert "cache[i] = bytearray(100_000)</code> via &lt;module&gt;:23</div>" in open(page, encoding="utf-8").read()
 
 
 def case_peak_in_middle(c):
