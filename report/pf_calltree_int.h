@@ -24,13 +24,19 @@ typedef struct pf_callsite {
  * file, line) to node+1. */
 int32_t pf_calltree_node(pf_model_t *m, pf_map_t *index, const pf_callsite_t *path, size_t n);
 
-/* Node's live bytes change by delta; epoch counts the program's new peaks so far (keeps the node's value
- * at the latest one, as the line rows do). An allocation also adds its bytes to the node's allocated. */
-void pf_calltree_alloc(pf_model_t *m, int32_t node, double bytes, uint32_t epoch);
-void pf_calltree_free(pf_model_t *m, int32_t node, double bytes, uint32_t epoch);
+/* The program's peaks so far (the sweep's counts of new host and GPU peaks): a node keeps its live bytes as
+ * they were at the latest of each, as the line rows do. */
+typedef struct pf_peak_epochs {
+    uint32_t host, gpu;
+} pf_peak_epochs_t;
 
-/* After the sweep: self peak shares (at_peak: the program had one), live at exit, subtree sums, and the
- * children (and roots) linked largest first by peak, then allocated bytes. */
-void pf_calltree_finish(pf_model_t *m, uint32_t epoch, int at_peak);
+/* Node's live bytes change by +bytes (an allocation, also added to its allocated) or -bytes (its free);
+ * gpu: they are device bytes, which count on both the host/GPU total and the GPU peak as the rows do. */
+void pf_calltree_alloc(pf_model_t *m, int32_t node, double bytes, int gpu, pf_peak_epochs_t e);
+void pf_calltree_free(pf_model_t *m, int32_t node, double bytes, int gpu, pf_peak_epochs_t e);
+
+/* After the sweep: self peak shares (at_peak, at_gpu_peak: the program had one), live at exit, subtree
+ * sums, and the children (and roots) linked largest first by peak, then allocated bytes. */
+void pf_calltree_finish(pf_model_t *m, pf_peak_epochs_t e, int at_peak, int at_gpu_peak);
 
 #endif /* PF_CALLTREE_INT_H */

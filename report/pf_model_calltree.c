@@ -21,27 +21,36 @@ int32_t pf_calltree_node(pf_model_t *m, pf_map_t *index, const pf_callsite_t *pa
     return node;
 }
 
-/* Keeps the node's live bytes as they were at the latest peak: taken at its first change after that peak
- * (a node unchanged since then still has them as its live bytes). */
-static void move_live(pf_callnode_t *c, double delta, uint32_t epoch)
+/* Keeps live bytes as they were at the latest peak: taken at their first change after that peak (a node
+ * unchanged since then still has them as its live bytes). */
+static void move_live(double *live, double *at_peak, uint32_t *seen, uint32_t epoch, double delta)
 {
-    if (c->peak_epoch != epoch) {
-        c->live_at_peak = c->live;
-        c->peak_epoch = epoch;
+    if (*seen != epoch) {
+        *at_peak = *live;
+        *seen = epoch;
     }
-    c->live += delta;
+    *live += delta;
 }
 
-void pf_calltree_alloc(pf_model_t *m, int32_t node, double bytes, uint32_t epoch)
+static void move(pf_callnode_t *c, double delta, int gpu, pf_peak_epochs_t e)
+{
+    move_live(&c->live, &c->live_at_peak, &c->peak_epoch, e.host, delta);
+    if (gpu)
+        move_live(&c->gpu_live, &c->gpu_live_at_peak, &c->gpu_peak_epoch, e.gpu, delta);
+}
+
+void pf_calltree_alloc(pf_model_t *m, int32_t node, double bytes, int gpu, pf_peak_epochs_t e)
 {
     pf_callnode_t *c = &m->nodes[node];
     c->self_alloc += bytes;
-    move_live(c, bytes, epoch);
+    if (gpu)
+        c->self_gpu += bytes;
+    move(c, bytes, gpu, e);
 }
 
-void pf_calltree_free(pf_model_t *m, int32_t node, double bytes, uint32_t epoch)
+void pf_calltree_free(pf_model_t *m, int32_t node, double bytes, int gpu, pf_peak_epochs_t e)
 {
-    move_live(&m->nodes[node], -bytes, epoch);
+    move(&m->nodes[node], -bytes, gpu, e);
 }
 
 typedef struct order_key {
@@ -62,16 +71,19 @@ static int cmp_order(const void *a, const void *b)
 /* Rounding of sampled estimates leaves crumbs where the bytes came and went. */
 static double whole(double v) { return v < 0.5 ? 0 : v; }
 
-void pf_calltree_finish(pf_model_t *m, uint32_t epoch, int at_peak)
+void pf_calltree_finish(pf_model_t *m, pf_peak_epochs_t e, int at_peak, int at_gpu_peak)
 {
     m->first_root = -1;
     for (size_t i = 0; i < m->n_nodes; i++) {
         pf_callnode_t *c = &m->nodes[i];
-        c->self_peak = at_peak ? whole(c->peak_epoch == epoch ? c->live_at_peak : c->live) : 0;
+        c->self_peak = at_peak ? whole(c->peak_epoch == e.host ? c->live_at_peak : c->live) : 0;
+        c->self_gpu_peak = at_gpu_peak ? whole(c->gpu_peak_epoch == e.gpu ? c->gpu_live_at_peak : c->gpu_live) : 0;
         c->self_leaked = whole(c->live);
         c->alloc = c->self_alloc;
         c->peak = c->self_peak;
         c->leaked = c->self_leaked;
+        c->gpu = c->self_gpu;
+        c->gpu_peak = c->self_gpu_peak;
         c->first_child = c->next_sibling = -1;
     }
     /* a parent's index is below its children's: one backward pass sums every subtree */
@@ -83,6 +95,8 @@ void pf_calltree_finish(pf_model_t *m, uint32_t epoch, int at_peak)
         p->alloc += c->alloc;
         p->peak += c->peak;
         p->leaked += c->leaked;
+        p->gpu += c->gpu;
+        p->gpu_peak += c->gpu_peak;
     }
     order_key_t *keys = pf_xmalloc((m->n_nodes + 1) * sizeof *keys);
     for (size_t i = 0; i < m->n_nodes; i++)

@@ -70,9 +70,11 @@ typedef struct pf_callnode {
     double self_alloc, alloc;   /* allocated bytes charged to this node; and to it and every node below */
     double self_peak, peak;     /* live at the program's peak */
     double self_leaked, leaked; /* live at exit */
-    /* during the sweep: live bytes now, and as they were at the peak numbered peak_epoch */
-    double live, live_at_peak;
-    uint32_t peak_epoch;
+    double self_gpu, gpu;       /* GPU bytes allocated */
+    double self_gpu_peak, gpu_peak;     /* GPU bytes live at the program's GPU peak */
+    /* during the sweep: live (GPU) bytes now, and as they were at the (GPU) peak numbered *epoch */
+    double live, live_at_peak, gpu_live, gpu_live_at_peak;
+    uint32_t peak_epoch, gpu_peak_epoch;
 } pf_callnode_t;
 
 /* A site for the flow graph: the line an object was allocated at (row index, or -1 for untracked). */

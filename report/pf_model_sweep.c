@@ -461,7 +461,7 @@ static void release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uint6
         if (o->gpu)
             set_gpu_live(S, rows[i], t, rows[i]->gpu_live - o->est);
     }
-    pf_calltree_free(m, o->node, o->est, S->peak_epoch);
+    pf_calltree_free(m, o->node, o->est, o->gpu, (pf_peak_epochs_t){S->peak_epoch, S->gpu_peak_epoch});
 }
 
 static void on_alloc(sweeper_t *S, const event_t *e)
@@ -478,7 +478,7 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     double est = (double)a->est_bytes;
     if (started)
         m->lines[row].started_bytes += est;
-    pf_calltree_alloc(m, node, est, S->peak_epoch);
+    pf_calltree_alloc(m, node, est, a->domain == PF_DOMAIN_GPU, (pf_peak_epochs_t){S->peak_epoch, S->gpu_peak_epoch});
     double count = a->size ? est / (double)a->size : 1.0;
     pf_stats_t *rows[3] = {&m->lines[row].s, &m->funcs[fn].s, &m->total};
     for (int i = 0; i < 3; i++) {
@@ -766,7 +766,7 @@ void pf_model_sweep(loader_t *L)
         m->funcs[i].s.gpu_peak_bytes = gpu_peak > 0 ? share_of_peak(&S, &m->funcs[i].s, 1) : 0;
     }
     m->total.gpu_peak_bytes = gpu_peak;
-    pf_calltree_finish(m, S.peak_epoch, peak > 0);
+    pf_calltree_finish(m, (pf_peak_epochs_t){S.peak_epoch, S.gpu_peak_epoch}, peak > 0, gpu_peak > 0);
     m->timeline_end_s = (double)S.t_end / 1e9;
     pf_map_free(&S.line_index);
     pf_map_free(&S.func_index);

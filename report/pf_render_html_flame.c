@@ -33,10 +33,12 @@ static void script_string(FILE *f, const char *s)
 static int flame_kept(const pf_model_t *m, const pf_callnode_t *c)
 {
     return c->alloc >= 0.5 &&
-           (c->peak >= PF_FLAME_MIN * m->total.peak_bytes || c->alloc >= PF_FLAME_MIN * m->total.alloc_bytes);
+           (c->peak >= PF_FLAME_MIN * m->total.peak_bytes || c->alloc >= PF_FLAME_MIN * m->total.alloc_bytes ||
+            (c->gpu_peak > 0 && c->gpu_peak >= PF_FLAME_MIN * m->total.gpu_peak_bytes));
 }
 
-/* The nodes, depth first: [parent's position or -1, peak, allocated, at exit, function, file:line, source]. */
+/* The nodes, depth first: [parent's position or -1, peak, allocated, at exit, function, file:line, source,
+ * GPU bytes at the GPU peak]. */
 static void flame_data(FILE *f, const pf_model_t *m)
 {
     int32_t *pos = pf_xmalloc((m->n_nodes + 1) * sizeof *pos);
@@ -57,7 +59,7 @@ static void flame_data(FILE *f, const pf_model_t *m)
             script_string(f, where);
             fputc(',', f);
             script_string(f, pf_report_source_line(file, c->line));
-            fputc(']', f);
+            fprintf(f, ",%.0f]", c->gpu_peak);
         }
         n = pf_report_calltree_next(m, n, keep);
     }
@@ -71,7 +73,7 @@ static void flame_data(FILE *f, const pf_model_t *m)
  * data-drawn on the graph counts the bars (the tests read it). */
 static const char *FLAME_SCRIPT =
     "(function(){var d=document.getElementById('flame-data'),g=document.getElementById('flame');if(!d||!g)return;"
-    "var N=JSON.parse(d.textContent),K={peak:1,alloc:2,exit:3},key=1,zoom=-1,kids=N.map(function(){return[]}),"
+    "var N=JSON.parse(d.textContent),K={peak:1,alloc:2,exit:3,gpu:7},key=1,zoom=-1,kids=N.map(function(){return[]}),"
     "roots=[],H=18,ns='http://www.w3.org/2000/svg';"
     "N.forEach(function(n,i){(n[0]<0?roots:kids[n[0]]).push(i)});"
     "function hb(v){var u=['B','KiB','MiB','GiB','TiB'],i=0;while(v>=1024&&i<4){v/=1024;i++}"
@@ -87,7 +89,7 @@ static const char *FLAME_SCRIPT =
     "if(faded)r.setAttribute('fill-opacity','0.45');"
     "r.setAttribute('class','bar');r.dataset.node=i;var t=document.createElementNS(ns,'title');"
     "t.textContent=n[4]+' '+n[5]+(n[6]?'\\n'+n[6]:'')+'\\nat the peak '+hb(n[1])+', allocated '+hb(n[2])+"
-    "', live at exit '+hb(n[3]);r.appendChild(t);r.addEventListener('click',function(){zoom=zoom===i?-1:i;draw()});"
+    "', live at exit '+hb(n[3])+(n[7]?', GPU at its peak '+hb(n[7]):'');r.appendChild(t);r.addEventListener('click',function(){zoom=zoom===i?-1:i;draw()});"
     "g.appendChild(r);if(w>40){var s=document.createElementNS(ns,'text');s.setAttribute('x',x+3);"
     "s.setAttribute('y',y*H+13);"
     "var f=n[5].replace(/:\\d+$/,''),at=n[0]>=0&&N[n[0]][5].replace(/:\\d+$/,'')===f?'line '+n[5].slice(f.length+1):n[5],"
@@ -98,7 +100,7 @@ static const char *FLAME_SCRIPT =
     "var x=0;top.forEach(function(i){bar(i,x,callers.length);x+=tot>0?N[i][key]/tot*W:0});"
     "g.setAttribute('height',(deep+1)*H);g.dataset.drawn=g.querySelectorAll('rect').length}"
     "document.querySelectorAll('input[name=flame-by]').forEach(function(b){b.addEventListener('change',"
-    "function(){key=K[b.value];draw()})});var m=location.hash.match(/flame=(peak|alloc|exit)/);"
+    "function(){key=K[b.value];draw()})});var m=location.hash.match(/flame=(peak|alloc|exit|gpu)/);"
     "if(m){key=K[m[1]];document.querySelector('input[value='+m[1]+']').checked=true}"
     "var z=location.hash.match(/zoom=(\\d+)/);if(z&&+z[1]<N.length)zoom=+z[1];draw();"
     "window.addEventListener('resize',draw)})();";
@@ -111,9 +113,11 @@ void pf_html_flame(FILE *f, const pf_model_t *m)
           "memory and what its callees hold. Hover for numbers and source; click a bar to zoom into it, again "
           "to zoom out (the callers above it zoom out to them). Width: <label><input type=\"radio\" name=\"flame-by\" value=\"peak\" checked> at the "
           "peak</label> <label><input type=\"radio\" name=\"flame-by\" value=\"alloc\"> allocated</label> "
-          "<label><input type=\"radio\" name=\"flame-by\" value=\"exit\"> live at exit</label></p>\n"
-          "<svg id=\"flame\" width=\"100%\" height=\"18\"></svg>\n",
+          "<label><input type=\"radio\" name=\"flame-by\" value=\"exit\"> live at exit</label>",
           f);
+    if (m->total.gpu_peak_bytes > 0)
+        fputs(" <label><input type=\"radio\" name=\"flame-by\" value=\"gpu\"> GPU at its peak</label>", f);
+    fputs("</p>\n<svg id=\"flame\" width=\"100%\" height=\"18\"></svg>\n", f);
     flame_data(f, m);
     fprintf(f, "<script>%s</script>\n", FLAME_SCRIPT);
 }

@@ -101,6 +101,8 @@ static void call_tree(pf_json_t *j, const pf_model_t *m)
         bytes(j, "self_peak_bytes", c->self_peak);
         bytes(j, "leaked_bytes", c->leaked);
         bytes(j, "self_leaked_bytes", c->self_leaked);
+        bytes(j, "gpu_bytes", c->gpu);
+        bytes(j, "gpu_peak_bytes", c->gpu_peak);
         pf_json_end_object(j);
     }
     pf_json_end_array(j);

@@ -670,6 +670,9 @@ def case_gpu_ctypes(c):
     gpu_series = [b for _, b in d["gpu_timeline"]]
     assert max(gpu_series) == 80 << 20 and gpu_series[-1] == 16 << 20, gpu_series
     assert "gpu" in cp.stderr.split("line ")[1].splitlines()[0], "no GPU column in the text report"
+    nodes = {n["line"]: n for n in d["call_tree"] if n["file"].endswith("gpu_ctypes.py")}
+    assert nodes[18]["gpu_bytes"] == 64 << 20 and nodes[18]["gpu_peak_bytes"] == 64 << 20, nodes[18]
+    assert nodes[19]["gpu_bytes"] == 16 << 20 and nodes[19]["gpu_peak_bytes"] == 16 << 20, nodes[19]
     same = [f for f in flows_at(d, "gpu_ctypes.py", 22) if f["kind"] == "h2d"]
     assert same and same[0]["bytes"] == 5 * (4 << 20) and same[0]["count"] == 5, same
     assert same[0]["redundant"] and same[0]["evidence"] == "content-hash", same

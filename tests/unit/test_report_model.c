@@ -638,12 +638,12 @@ static void test_call_tree(void **state)
     if (!tree || !strstr(tree, "{\"id\":2,\"parent\":1,\"depth\":2,\"file\":\"/app.py\",\"line\":10,"
                                "\"function\":\"load\",\"alloc_bytes\":1100,\"self_alloc_bytes\":1100,"
                                "\"peak_bytes\":1100,\"self_peak_bytes\":1100,\"leaked_bytes\":100,"
-                               "\"self_leaked_bytes\":100}"))
+                               "\"self_leaked_bytes\":100,\"gpu_bytes\":0,\"gpu_peak_bytes\":0}"))
         fail_msg("call_tree not as expected:\n%s", tree ? tree : json);
     free(json);
     char *html = render_html(m);
     const char *data = strstr(html, "<script type=\"application/json\" id=\"flame-data\">");
-    if (!data || !strstr(data, "[[-1,2100,2100,1100,\"\\u003cmodule>\",\"app.py:30\",\"\"],\n[0,1300,1300,300,\"main\""))
+    if (!data || !strstr(data, "[[-1,2100,2100,1100,\"\\u003cmodule>\",\"app.py:30\",\"\",0],\n[0,1300,1300,300,\"main\""))
         fail_msg("no flame graph data:\n%s", data ? data : html);
     free(html);
     pf_model_free(m);
