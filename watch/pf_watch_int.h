@@ -186,7 +186,8 @@ int pf_watch_ring_parse(const uint8_t *data, uint64_t size, uint64_t tail, uint6
 /* Consumes the ring like pf_watch_ring_last, counting into *count. */
 int pf_watch_ring_count(pf_watch_ring_t *r, pf_watch_ring_count_t *count) PF_WATCH_HIDDEN;
 
-/* ---- pf_watch_futile.c: emulation skips instructions whose watches keep giving up ---- */
+/* ---- pf_watch_futile.c: emulation skips instructions whose watches keep giving up; the skid walk, sampled
+ * pcs from which it keeps reaching its step limit without an access of the wanted kind ---- */
 
 #define PF_WATCH_FUTILE_BITS 6      /* 64 entries a thread */
 typedef struct pf_watch_futile {
@@ -217,6 +218,8 @@ typedef struct pf_watch_thread {
     /* the step walk from a sample to the next memory instruction */
     int walking;
     int walk_steps;
+    uint64_t walk_from;         /* the sampled pc it started at */
+    pf_watch_futile_t walk_futile[1 << PF_WATCH_FUTILE_BITS];  /* sampled pcs whose walks keep finding none */
     /* breakpoint emulation (cfg.emulate_breakpoints): the slot the instruction being stepped accesses */
     int emu_pending;
     uint64_t emu_steps;         /* steps since the last emulated hit */
