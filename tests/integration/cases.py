@@ -1313,6 +1313,8 @@ def case_watch_default(c):
     cp, d = c.profile(script, extra=("--no-report",))
     assert cp.returncode == 0, cp.stderr
     assert "watch" not in cp.stderr, cp.stderr
+    said = [l for l in run([c.pyflow, "info"]).stdout.splitlines() if l.startswith("default watch")]
+    assert said and said[0][21:25].strip() == ("ok" if breakpoints_fire(c) else "skip"), said
     changed = [f for f in d["flows"] if f["at"]["line"] == 24 and f["at"]["file"].endswith("watch_copies.py")]
     assert changed, d["flows"]
     if breakpoints_fire(c):
