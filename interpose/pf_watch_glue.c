@@ -262,8 +262,7 @@ int pf_watch_glue_init(pf_tls_t *t)
     loader_lo = c.ignore[1].lo;
     loader_hi = c.ignore[1].hi;
     find_eval_loop();
-    pf_unwinder_start();
-    c.native_unwind = g_native_unwind;
+    c.native_unwind = g_native_unwind;     /* libunwind is set up below, once watch is on */
     ignore_object_of(&c, 2, dlsym(RTLD_DEFAULT, "Py_GetVersion"));
     type_type = dlsym(RTLD_DEFAULT, "PyType_Type");
 
@@ -298,6 +297,9 @@ int pf_watch_glue_init(pf_tls_t *t)
         say_off(why);
         return rc;
     }
+    /* libunwind's one-time set-up opens a pipe: now, not in a handler, and not in a run where watch is off
+     * (the default on a machine whose debug registers do not fire: that run keeps no descriptor of watch's) */
+    pf_unwinder_start();
     pthread_key_create(&watch_key, thread_gone);
     watch_on = 1;
     return 0;

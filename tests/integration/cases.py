@@ -1354,6 +1354,11 @@ def case_watch_not_permitted(c):
     info = run([deny, c.pyflow, "info"])
     for probe in ("cycles sampling", "breakpoint slots"):
         assert re.search(probe + r"\s+FAIL not permitted", info.stdout), info.stdout
+    assert re.search(r"default watch\s+skip nothing", info.stdout), info.stdout
+    # without --watch, the default copy watches cannot start either, and nothing is said
+    r = run([deny, c.pyflow, "run", "--python", c.python, "--no-report", "--json", js, script])
+    assert r.returncode == plain.returncode and r.stdout == plain.stdout and "watch" not in r.stderr, r.stderr
+    assert json.load(open(js))["watch"] is None
 
 
 def case_fd_numbers(c):
