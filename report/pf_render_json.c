@@ -72,6 +72,17 @@ static void stats_fields(pf_json_t *j, const pf_model_t *m, const pf_stats_t *s)
     timeline(j, m, s);
 }
 
+/* A call-tree node's file, line and function keys. */
+static void node_site(pf_json_t *j, const pf_model_t *m, const pf_callnode_t *c)
+{
+    pf_json_key(j, "file");
+    pf_json_string(j, pf_model_str(m, c->file));
+    pf_json_key(j, "line");
+    pf_json_int(j, c->line);
+    pf_json_key(j, "function");
+    pf_json_string(j, pf_model_str(m, c->function));
+}
+
 /* The call tree, flat, in depth-first order (children largest first): each node names its parent by id
  * (its position in the array; -1 for a root), so a tree of any depth is one level of JSON. */
 static void call_tree(pf_json_t *j, const pf_model_t *m)
@@ -89,12 +100,7 @@ static void call_tree(pf_json_t *j, const pf_model_t *m)
         pf_json_int(j, c->parent < 0 ? -1 : id[c->parent]);
         pf_json_key(j, "depth");
         pf_json_int(j, c->depth);
-        pf_json_key(j, "file");
-        pf_json_string(j, pf_model_str(m, c->file));
-        pf_json_key(j, "line");
-        pf_json_int(j, c->line);
-        pf_json_key(j, "function");
-        pf_json_string(j, pf_model_str(m, c->function));
+        node_site(j, m, c);
         bytes(j, "alloc_bytes", c->alloc);
         bytes(j, "self_alloc_bytes", c->self_alloc);
         bytes(j, "peak_bytes", c->peak);
@@ -133,12 +139,7 @@ static void leak_callers(pf_json_t *j, const pf_model_t *m, const pf_line_t *l)
     for (size_t i = 0; i < n; i++) {
         const pf_callnode_t *c = &m->nodes[chain[i]];
         pf_json_begin_object(j);
-        pf_json_key(j, "file");
-        pf_json_string(j, pf_model_str(m, c->file));
-        pf_json_key(j, "line");
-        pf_json_int(j, c->line);
-        pf_json_key(j, "function");
-        pf_json_string(j, pf_model_str(m, c->function));
+        node_site(j, m, c);
         pf_json_end_object(j);
     }
     pf_json_end_array(j);
