@@ -98,6 +98,8 @@ typedef struct pf_flow {
     uint32_t write_native;                  /* its innermost native function, interned (0: none) */
     int write_to_dst;                       /* 1: it wrote the copy, 0: the source */
     double redundant_bytes;                 /* estimate for the whole edge: bytes x judged redundant share */
+    int32_t via_node;                       /* the call-tree node of its largest copy (-1: none): who called */
+    double via_bytes;                       /* that copy's bytes */
 } pf_flow_t;
 
 /* Redundant accesses grouped by where the first access and its repeat ran (watch/). */

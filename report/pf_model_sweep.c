@@ -537,7 +537,8 @@ static void on_copy(sweeper_t *S, const event_t *e)
     int32_t fn;
     pf_stack_view_t st = pf_loader_stack(S->L, e->proc, c + 1, c->flags, c->n_py, c->n_native);
     int started;
-    int32_t at = pf_sweep_attribute(S, e->proc, e, st.py, st.n_py, st.attribute_flags, &fn, &started, NULL);
+    int32_t node;
+    int32_t at = pf_sweep_attribute(S, e->proc, e, st.py, st.n_py, st.attribute_flags, &fn, &started, &node);
     uint64_t dst_offset = 0;
     int64_t dst = object_at(S, e->proc, c->dst, &dst_offset);
     alloc_site_t src = {-1, 0};     /* where the source was allocated */
@@ -573,6 +574,7 @@ static void on_copy(sweeper_t *S, const event_t *e)
         fl->started = started;
         fl->src_native = src.native;
         fl->write_line = fl->write_func = -1;
+        fl->via_node = -1;
         fl->dst_native = dst >= 0 ? S->objs[dst].native : 0;
         if (st.n_native)
             fl->at_native = pf_sweep_native_site(S, e->proc, st.ips, st.n_native);
@@ -581,6 +583,10 @@ static void on_copy(sweeper_t *S, const event_t *e)
     pf_flow_t *fl = &m->flows[*fv - 1];
     fl->bytes += est;
     fl->count += count;
+    if (est > fl->via_bytes) {  /* copies are few (sampled by bytes): the path is worked out for each */
+        fl->via_bytes = est;
+        fl->via_node = node >= 0 ? node : pf_sweep_stack_node(S, e->proc, st.py, st.n_py, at);
+    }
     copy_info_t *ci = PF_VEC_PUSH(S->cinfo, S->n_cinfo, S->cap_cinfo);
     ci->flow = (int32_t)(*fv - 1);
     ci->est = est;

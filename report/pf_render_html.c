@@ -313,7 +313,13 @@ int pf_render_html(const pf_model_t *m, FILE *f, const pf_html_opts_t *opts)
         }
         fputs(" <code>", f);
         pf_html_esc(f, pf_report_source_line(pf_model_str(m, at->file), at->line));
-        fputs("</code>: ", f);
+        fputs("</code>", f);
+        char callers[1024];
+        if (fl->via_node >= 0 && m->nodes[fl->via_node].parent >= 0) {
+            fputs(" via ", f);
+            pf_html_esc(f, pf_report_callers(m, fl->via_node, callers, sizeof callers));
+        }
+        fputs(": ", f);
         pf_html_esc(f, pf_report_copy_fix(fl));
         fputs("</div>\n", f);
         any++;

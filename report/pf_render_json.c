@@ -90,8 +90,10 @@ static void call_tree(pf_json_t *j, const pf_model_t *m)
     int32_t *id = pf_xmalloc((m->n_nodes + 1) * sizeof *id);
     int32_t next_id = 0;
     pf_json_begin_array(j);
-    for (int32_t n = m->first_root; n >= 0; n = pf_report_calltree_next(m, n, 1)) {
+    for (int32_t n = m->first_root; n >= 0; n = pf_report_calltree_next(m, n, m->nodes[n].alloc >= 0.5)) {
         const pf_callnode_t *c = &m->nodes[n];
+        if (c->alloc < 0.5)
+            continue;   /* a path only copies went (a flow's via): no bytes of the tree's, nor below */
         id[n] = next_id++;
         pf_json_begin_object(j);
         pf_json_key(j, "id");
@@ -127,12 +129,9 @@ static void end_kinds(pf_json_t *j, uint8_t kinds)
     pf_json_end_array(j);
 }
 
-/* The callers (outermost first) of the call-tree node holding most of line l's bytes at exit: which caller
- * of a shared helper keeps what it leaks. [] when that node is a root. */
-static void leak_callers(pf_json_t *j, const pf_model_t *m, const pf_line_t *l)
+/* The callers (outermost first) of call-tree node `node` (-1: none), as sites. */
+static void node_callers(pf_json_t *j, const pf_model_t *m, int32_t node)
 {
-    size_t paths;
-    int32_t node = pf_report_line_node(m, l, 1, &paths);
     int32_t chain[PF_MAX_PY_FRAMES + 1];
     size_t n = pf_report_caller_chain(m, node, chain, sizeof chain / sizeof *chain);
     pf_json_begin_array(j);
@@ -143,6 +142,14 @@ static void leak_callers(pf_json_t *j, const pf_model_t *m, const pf_line_t *l)
         pf_json_end_object(j);
     }
     pf_json_end_array(j);
+}
+
+/* The callers (outermost first) of the call-tree node holding most of line l's bytes at exit: which caller
+ * of a shared helper keeps what it leaks. [] when that node is a root. */
+static void leak_callers(pf_json_t *j, const pf_model_t *m, const pf_line_t *l)
+{
+    size_t paths;
+    node_callers(j, m, pf_report_line_node(m, l, 1, &paths));
 }
 
 /* One entry of "lines" (l) or "functions" (l = NULL). */
@@ -436,6 +443,8 @@ int pf_render_json(const pf_model_t *m, FILE *out)
         } else {
             pf_json_null(&j);
         }
+        pf_json_key(&j, "via");
+        node_callers(&j, m, fl->via_node);
         pf_json_key(&j, "src_objects");
         end_kinds(&j, fl->src_ends);
         pf_json_key(&j, "dst_objects");

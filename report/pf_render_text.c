@@ -787,6 +787,9 @@ static void findings(out_t *o, const pf_model_t *m)
              at->line, reset(o), human(f->redundant_bytes, a), n, n < 1.5 ? "y" : "ies", from,
              human(pf_report_copy_rate(&at->s), rate),
              pf_report_source_line(pf_model_str(m, at->file), at->line));
+        char callers[1024];
+        if (f->via_node >= 0 && m->nodes[f->via_node].parent >= 0)     /* a helper's copy: who called it */
+            line(o, "      via %s", pf_report_callers(m, f->via_node, callers, sizeof callers));
         line(o, "      fix: %s", pf_report_copy_fix(f));
     }
     unlisted_copies(o, m, any);

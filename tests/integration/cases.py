@@ -210,6 +210,9 @@ def case_copies_numpy(c):
     assert cp.returncode == 0, cp.stderr
     near(row(d, "copy_through_functions.py", 12)["redundant_copy_bytes"], 40_000_000, 0.02,
          "x.copy() passed through functions, redundant bytes")
+    helper = [f for f in flows_at(d, "copy_through_functions.py", 12) if f["redundant"]]
+    assert [(v["function"], v["line"]) for v in helper[0]["via"]] == [("<module>", 24), ("pipeline", 20)], helper
+    assert "\n      via <module>:24 > pipeline:20\n" in cp.stderr.split("redundant copies")[1], cp.stderr
     conv = [f for f in flows_at(d, "copy_through_functions.py", 26) if f["redundant"]]
     assert not conv, f"a list->array conversion was called a redundant copy: {conv}"
     assert row(d, "copy_through_functions.py", 26)["redundant_copy_bytes"] == 0
