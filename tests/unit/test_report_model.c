@@ -581,6 +581,7 @@ static void test_call_tree(void **state)
     b_alloc(&b, 10, 0x1000, 1000, 1000, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 3, via20);
     b_alloc(&b, 20, 0x2000, 500, 500, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 3, via21);
     b_alloc(&b, 30, 0x3000, 200, 200, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 4, hooked);
+    b_copy(&b, 31, 77, 0x3000, 0x2000, 200, 8);         /* a copy on a path that allocates nothing */
     b_spawn(&b, 32, PF_SPAWN_THREAD, 0xB0, 1, 2, starts);
     b_free(&b, 40, 0x1000);
     b_chunk(&b, 2);                                      /* the thread main:22 started, in library code */
@@ -589,7 +590,8 @@ static void test_call_tree(void **state)
     pf_model_t *m = load_ok(b_save(&b, "tree.pflow", 0));
     assert_int_equal((int)m->total.peak_bytes, 2100);
     const pf_callnode_t *root = child_node(m, -1, 30);
-    assert_int_equal(root->next_sibling, -1);            /* every byte is under <module> */
+    /* every byte is under <module>; the copy's path is a root of its own with none */
+    assert_true(root->next_sibling < 0 || m->nodes[root->next_sibling].alloc < 0.5);
     const pf_callnode_t *m20 = child_node(m, node_id(m, root), 20), *m21 = child_node(m, node_id(m, root), 21),
                         *m22 = child_node(m, node_id(m, root), 22);
     const pf_callnode_t *load20 = child_node(m, node_id(m, m20), 10), *hook = child_node(m, node_id(m, m20), 40),
@@ -640,6 +642,8 @@ static void test_call_tree(void **state)
                                "\"peak_bytes\":1100,\"self_peak_bytes\":1100,\"leaked_bytes\":100,"
                                "\"self_leaked_bytes\":100,\"gpu_bytes\":0,\"gpu_peak_bytes\":0}"))
         fail_msg("call_tree not as expected:\n%s", tree ? tree : json);
+    if (strstr(tree, "\"parent\":-1,\"depth\":0,\"file\":\"/app.py\",\"line\":22,"))
+        fail_msg("a path with no bytes of its own is in call_tree:\n%s", tree);
     free(json);
     char *html = render_html(m);
     const char *data = strstr(html, "<script type=\"application/json\" id=\"flame-data\">");
