@@ -304,7 +304,7 @@ typedef struct pf_rec_copy {
     uint64_t est_bytes;     /* bytes / P(sampled): copy volume estimate */
     uint8_t flags;          /* PF_ALLOC_SAMPLED / _EXACT / _NO_PYSTATE / _TRUNCATED / _STACK_REF */
     uint8_t ends;           /* what the copy's two ends are: PF_COPY_ENDS(src kind, dst kind); 0: not known
-                               (older runtimes wrote 0 here) */
+                               (a copy beyond the compare budget, or an older runtime's, which wrote 0) */
     uint16_t n_py;
     uint16_t n_native;
     uint16_t reserved16;

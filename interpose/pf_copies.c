@@ -79,18 +79,22 @@ static void write_copy(pf_tls_t *t, uint64_t id, const void *dst, const void *sr
     pf_writer_commit(t, rec, PF_REC_COPY, (uint16_t)kind, bytes);
 }
 
-/* Links the two objects of a copy (copy_ends) so the first free can judge it, within the thread's compare
- * budget. */
-static void link_copy(pf_tls_t *t, uint64_t id, const void *dst, const void *src, uint64_t n, const pf_objinfo_t *d,
-                      const pf_objinfo_t *s)
+/* 1 when the thread's compare budget covers judging a copy of n bytes (each copy earns 1/PF_COMPARE_SHARE of
+ * its bytes); beyond it a copy is recorded, not linked, and its ends are not even looked up. */
+static int within_budget(pf_tls_t *t, uint64_t n)
 {
     if (!t->compare_credit_set) {
         t->compare_credit = PF_COMPARE_INITIAL;
         t->compare_credit_set = 1;
     }
     t->compare_credit += (int64_t)(n / PF_COMPARE_SHARE);
-    if (t->compare_credit < (int64_t)n)
-        return;
+    return t->compare_credit >= (int64_t)n;
+}
+
+/* Links the two objects of a copy (copy_ends) so the first free can judge it. */
+static void link_copy(pf_tls_t *t, uint64_t id, const void *dst, const void *src, uint64_t n, const pf_objinfo_t *d,
+                      const pf_objinfo_t *s)
+{
     /* Device memory cannot be read from the host: a copy with a GPU end is never compared here (uploads
      * are judged by content hash in pf_hooks_cuda.c). Found on a real GPU: the mock's host memory hid it. */
     if (d->domain == PF_DOMAIN_GPU || s->domain == PF_DOMAIN_GPU)
@@ -110,16 +114,16 @@ static void link_copy(pf_tls_t *t, uint64_t id, const void *dst, const void *src
     pf_watch_glue_copy(id, dst, src, len);
 }
 
-/* Writes a COPY record (its ends' kinds when both are tracked) and links its objects for a verdict.
- * Returns the copy's id. */
+/* Writes a COPY record and, within the compare budget, links its objects for a verdict; the record names its
+ * ends' kinds where it was linked (the copies a verdict may concern). Returns the copy's id. */
 static uint64_t record_copy(pf_tls_t *t, const void *dst, const void *src, uint64_t n, uint64_t est, uint8_t flags,
                             int kind)
 {
     uint64_t id = __atomic_fetch_add(&next_copy_id, 1, __ATOMIC_RELAXED);
     pf_objinfo_t d, s;
-    int tracked = copy_ends(dst, src, n, &d, &s);
-    write_copy(t, id, dst, src, n, est, flags, kind, tracked ? PF_COPY_ENDS(end_kind(&s), end_kind(&d)) : 0);
-    if (tracked)
+    int linked = within_budget(t, n) && copy_ends(dst, src, n, &d, &s);
+    write_copy(t, id, dst, src, n, est, flags, kind, linked ? PF_COPY_ENDS(end_kind(&s), end_kind(&d)) : 0);
+    if (linked)
         link_copy(t, id, dst, src, n, &d, &s);
     return id;
 }
