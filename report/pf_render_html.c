@@ -299,25 +299,16 @@ int pf_render_html(const pf_model_t *m, FILE *f, const pf_html_opts_t *opts)
         const pf_line_t *at = &m->lines[fl->at_line];
         fprintf(f, "<div class=\"finding\"><span class=\"bad\">redundant copy</span> %s at ", pf_report_human_bytes(fl->redundant_bytes, a));
         pf_html_esc(f, pf_report_basename(pf_model_str(m, at->file)));
+        char from[600], callers[1024];
         fprintf(f, ":%d", at->line);
-        if (fl->src_line >= 0) {    /* a line may copy the data of several lines: one finding each */
-            const pf_line_t *src = &m->lines[fl->src_line];
-            fputs(" of data from ", f);
-            if (src->file != at->file) {
-                pf_html_esc(f, pf_report_basename(pf_model_str(m, src->file)));
-                fputc(':', f);
-            } else {
-                fputs("line ", f);
-            }
-            fprintf(f, "%d", src->line);
-        }
+        pf_html_esc(f, pf_report_copy_source(m, fl, from, sizeof from));
         fputs(" <code>", f);
         pf_html_esc(f, pf_report_source_line(pf_model_str(m, at->file), at->line));
         fputs("</code>", f);
-        char callers[1024];
-        if (fl->via_node >= 0 && m->nodes[fl->via_node].parent >= 0) {
+        const char *via = pf_report_flow_via(m, fl, callers, sizeof callers);
+        if (via) {
             fputs(" via ", f);
-            pf_html_esc(f, pf_report_callers(m, fl->via_node, callers, sizeof callers));
+            pf_html_esc(f, via);
         }
         fputs(": ", f);
         pf_html_esc(f, pf_report_copy_fix(fl));

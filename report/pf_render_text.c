@@ -777,19 +777,15 @@ static void findings(out_t *o, const pf_model_t *m)
         }
         char rate[16];
         double n = f->redundant_count < 1 ? 1 : f->redundant_count;
-        char from[96] = "";     /* a line may copy objects of several lines: one finding each */
-        if (f->src_line >= 0)
-            snprintf(from, sizeof from, " of data from line %d", m->lines[f->src_line].line);
-        if (f->src_line >= 0 && m->lines[f->src_line].file != at->file)
-            snprintf(from, sizeof from, " of data from %s:%d", pf_report_basename(pf_model_str(m, m->lines[f->src_line].file)),
-                     m->lines[f->src_line].line);
+        char from[600], callers[1024];
         line(o, "  %s%s:%d%s  %s in %.0f cop%s%s (%s/s): %s", red(o), shorten_path(pf_model_str(m, at->file)),
-             at->line, reset(o), human(f->redundant_bytes, a), n, n < 1.5 ? "y" : "ies", from,
+             at->line, reset(o), human(f->redundant_bytes, a), n, n < 1.5 ? "y" : "ies",
+             pf_report_copy_source(m, f, from, sizeof from),
              human(pf_report_copy_rate(&at->s), rate),
              pf_report_source_line(pf_model_str(m, at->file), at->line));
-        char callers[1024];
-        if (f->via_node >= 0 && m->nodes[f->via_node].parent >= 0)     /* a helper's copy: who called it */
-            line(o, "      via %s", pf_report_callers(m, f->via_node, callers, sizeof callers));
+        const char *via = pf_report_flow_via(m, f, callers, sizeof callers);
+        if (via)    /* a helper's copy: who called it */
+            line(o, "      via %s", via);
         line(o, "      fix: %s", pf_report_copy_fix(f));
     }
     unlisted_copies(o, m, any);

@@ -501,3 +501,22 @@ const char *pf_report_via(const pf_model_t *m, const pf_line_t *l, int at_exit, 
     int32_t node = pf_report_line_node(m, l, at_exit, paths);
     return node >= 0 && m->nodes[node].parent >= 0 ? pf_report_callers(m, node, buf, size) : NULL;
 }
+
+const char *pf_report_copy_source(const pf_model_t *m, const pf_flow_t *f, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    if (f->src_line < 0)
+        return buf;
+    const pf_line_t *src = &m->lines[f->src_line];
+    if (f->at_line >= 0 && src->file != m->lines[f->at_line].file)
+        snprintf(buf, size, " of data from %s:%d", pf_report_basename(pf_model_str(m, src->file)), src->line);
+    else
+        snprintf(buf, size, " of data from line %d", src->line);
+    return buf;
+}
+
+const char *pf_report_flow_via(const pf_model_t *m, const pf_flow_t *f, char *buf, size_t size)
+{
+    return f->via_node >= 0 && m->nodes[f->via_node].parent >= 0 ? pf_report_callers(m, f->via_node, buf, size)
+                                                                   : NULL;
+}

@@ -157,6 +157,14 @@ const char *pf_report_callers(const pf_model_t *m, int32_t node, char *buf, size
 const char *pf_report_via(const pf_model_t *m, const pf_line_t *l, int at_exit, char *buf, size_t size,
                           size_t *paths);
 
+/* For a copy finding: " of data from line N" (or "file:N" in another file) into buf, "" when the source is not
+ * known (a line may copy the data of several lines: one finding each). Returns buf. */
+const char *pf_report_copy_source(const pf_model_t *m, const pf_flow_t *f, char *buf, size_t size);
+
+/* For a copy finding: the callers of the edge's largest copy into buf (pf_report_callers); NULL when that copy
+ * was made at the top of a path (nothing called its line). */
+const char *pf_report_flow_via(const pf_model_t *m, const pf_flow_t *f, char *buf, size_t size);
+
 /* What to do about unprofiled children, one sentence. */
 #define PF_UNPROFILED_FIX "keep pyflow's variables in the child's environment: env={**os.environ, ...}"
 
