@@ -55,7 +55,7 @@ typedef struct sweeper {
     pf_map_t func_index;
     pf_map_t frame_cache;   /* (proc, code id, lasti) -> row+1 */
     pf_map_t line_cache;    /* (proc, code id, lasti) -> line+1, of frames that call nested code */
-    pf_map_t node_index;    /* (parent node, row) -> call-tree node+1 */
+    pf_map_t node_index;    /* (parent node, file, line) -> call-tree node+1 */
     pf_map_t stack_memo;    /* (proc, interned stack, flags) -> charges index+1, or ~0: no user frame */
     stack_charge_t *charges;
     size_t n_charges, cap_charges;

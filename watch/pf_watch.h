@@ -151,7 +151,7 @@ int pf_watch_copy(uint64_t copy_id, const void *dst, const void *src, size_t n);
 /* A copy's watch ends this long after it was armed. Writes that prove a copy needed mostly come right after
  * it; one nobody wrote by then is left to the byte comparison at its free. The bound matters where armed
  * debug registers cost the whole thread something: in this project's KVM guests page faults take 1.5x
- * (4 KiB) to 8x (huge pages) as long while one is armed, and a kept copy nobody writes held its watch for the rest of the run
+ * (4 KiB) to 10x (huge pages) as long while one is armed, and a kept copy nobody writes held its watch for the rest of the run
  * (numpy temporaries after np.array(a): 1.41x the time of pyflow without watch). */
 #define PF_WATCH_COPY_LIFETIME_NS (50ull * 1000 * 1000)
 

@@ -15,7 +15,6 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 static int perf_open(struct perf_event_attr *attr)
@@ -94,19 +93,12 @@ static int open_write_breakpoint(const volatile void *addr)
     return perf_open(&a);
 }
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Seconds to fault in fresh 8 MiB mappings page by page, `reps` times, on 4 KiB pages or (huge) on
  * transparent huge pages where the kernel gives them. */
 static double fault_time(int huge, int reps)
 {
     enum { BYTES = 8 << 20 };
-    double t0 = mono_s();
+    uint64_t t0 = pf_watch_mono_ns();
     for (int r = 0; r < reps; r++) {
         char *p = mmap(NULL, BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED)
@@ -116,7 +108,7 @@ static double fault_time(int huge, int reps)
             ((volatile char *)p)[i] = 1;
         munmap(p, BYTES);
     }
-    return mono_s() - t0;
+    return (double)(pf_watch_mono_ns() - t0) / 1e9;
 }
 
 /* How much longer faults of one kind take with fd's breakpoint armed: the best of 3 runs each way,
@@ -136,7 +128,7 @@ static double armed_factor(int fd, int huge)
 }
 
 /* What an armed watchpoint costs the rest of the thread: in some VMs every page fault takes longer while a
- * debug register is armed (this project's KVM guests: 1.5x on 4 KiB pages, 4-8x on transparent huge pages,
+ * debug register is armed (this project's KVM guests: 1.5x on 4 KiB pages, 4-10x on transparent huge pages,
  * which numpy's large arrays get), which is most of --watch=stores/loads' cost on numpy code. */
 static void probe_armed_cost(pf_probe_t *out, size_t max, size_t *n)
 {
