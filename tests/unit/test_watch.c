@@ -166,6 +166,34 @@ static void test_copy_slots_oldest_first(void **state)
     assert_int_equal(pf_watch_claim_slot(&t, 0x4000, 8, PF_WATCH_MODE_COPIES), 3);
 }
 
+/* A copy watch ends PF_WATCH_COPY_LIFETIME_NS after it was armed (an armed debug register costs the thread
+ * in some VMs); a younger one stays, a sample's watch is not a copy's to end, and the next expiry is the
+ * younger one's. */
+static void test_copy_watch_lifetime(void **state)
+{
+    static pf_watch_thread_t t;
+    memset(&t, 0, sizeof t);
+    t.n_slots = 3;
+    uint64_t now = pf_watch_mono_ns();
+    uint64_t armed[3] = {now - 2 * PF_WATCH_COPY_LIFETIME_NS, now - PF_WATCH_COPY_LIFETIME_NS / 2,
+                         now - 2 * PF_WATCH_COPY_LIFETIME_NS};
+    uint32_t modes[3] = {PF_WATCH_MODE_COPIES, PF_WATCH_MODE_COPIES, PF_WATCH_MODE_STORES};
+    for (int i = 0; i < 3; i++) {
+        t.slot[i].fd = t.slot[i].global = -1;
+        t.slot[i].state = PF_SLOT_WATCHING;
+        t.slot[i].mode = modes[i];
+        t.slot[i].armed_ns = armed[i];
+    }
+    t.copy_expiry_ns = armed[0] + PF_WATCH_COPY_LIFETIME_NS;
+    pf_watch_self = &t;
+    pf_watch_copies_expire();
+    pf_watch_self = NULL;
+    assert_int_equal(t.slot[0].state, PF_SLOT_FREE);        /* its lifetime is over */
+    assert_int_equal(t.slot[1].state, PF_SLOT_WATCHING);    /* half of it left */
+    assert_int_equal(t.slot[2].state, PF_SLOT_WATCHING);    /* a store's watch */
+    assert_true(t.copy_expiry_ns == armed[1] + PF_WATCH_COPY_LIFETIME_NS);
+}
+
 static uint32_t fake_id(void *ctx, const void *code) { return (uint32_t)(uintptr_t)code + 100; }
 
 /* Emulation's CPU budget: a chain that stepped C ns leaves C * (100 - pct) / pct ns of unwatched time before
@@ -355,7 +383,7 @@ int main(void)
         cmocka_unit_test(test_decode_segments_and_aliases), cmocka_unit_test(test_decode_dropped),
         cmocka_unit_test(test_decode_prev), cmocka_unit_test(test_value_same),
         cmocka_unit_test(test_reservoir),
-        cmocka_unit_test(test_copy_slots_oldest_first), cmocka_unit_test(test_emu_budget), cmocka_unit_test(test_futile), cmocka_unit_test(test_pair_encoding), cmocka_unit_test(test_ring_parse),
+        cmocka_unit_test(test_copy_slots_oldest_first), cmocka_unit_test(test_copy_watch_lifetime), cmocka_unit_test(test_emu_budget), cmocka_unit_test(test_futile), cmocka_unit_test(test_pair_encoding), cmocka_unit_test(test_ring_parse),
         cmocka_unit_test(test_pfm_on_demand),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
