@@ -56,7 +56,6 @@ static int retarget_copy_word(pf_watch_thread_t *t, uint64_t copy_id, uint32_t e
         if (s->state == PF_SLOT_WATCHING && s->mode == PF_WATCH_MODE_COPIES && s->addr == addr) {
             s->copy_id = copy_id;
             s->copy_end = end;
-            s->armed_order = ++t->claims;
             started(t, s);
             return 1;
         }

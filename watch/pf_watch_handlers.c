@@ -149,7 +149,7 @@ static int choose_slot(pf_watch_thread_t *t, uint64_t addr, uint32_t len, uint32
      * newest copies out (watch_copies.py's bytearray(base), written on the next line, went unwatched). */
     for (int i = 0; i < t->n_slots && mode == PF_WATCH_MODE_COPIES; i++) {
         const pf_watch_slot_t *s = &t->slot[i];
-        if (s->mode == PF_WATCH_MODE_COPIES && (pick < 0 || s->armed_order < t->slot[pick].armed_order))
+        if (s->mode == PF_WATCH_MODE_COPIES && (pick < 0 || s->armed_ns < t->slot[pick].armed_ns))
             pick = i;
     }
     if (pick >= 0)
@@ -182,7 +182,6 @@ int pf_watch_claim_slot(pf_watch_thread_t *t, uint64_t addr, uint32_t len, uint3
     s->float_elem = 0;
     s->survived = 0;
     s->same_call = 0;
-    s->armed_order = ++t->claims;
     return i;
 }
 

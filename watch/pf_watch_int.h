@@ -140,8 +140,8 @@ typedef struct pf_watch_slot {
     int fd;                     /* PERF_TYPE_BREAKPOINT event, opened disabled at thread start */
     int global;                 /* index in the global armed table */
     uint32_t state;             /* PF_SLOT_* */
-    uint32_t armed_order;       /* the thread's count of claims when this watch was claimed (its age) */
-    uint64_t armed_ns;          /* _COPIES: when it was armed (pf_watch_mono_ns), for its lifetime */
+    uint64_t armed_ns;          /* _COPIES: when it was armed (pf_watch_mono_ns): its age, for the oldest to
+                                   give way to a newer copy's watch and for its lifetime */
     uint32_t survived;          /* samples this watch survived (reservoir n) */
     uint32_t same_call;         /* same-call traps so far */
     uint32_t mode;              /* PF_WATCH_MODE_STORES, _LOADS or _COPIES */
@@ -213,7 +213,6 @@ typedef struct pf_watch_thread {
     uint64_t fs_base, gs_base;
     uintptr_t stack_lo, stack_hi, alt_lo, alt_hi;
     uint64_t rng;
-    uint32_t claims;            /* slots claimed so far (pf_watch_slot_t.armed_order) */
     uint64_t copy_expiry_ns;    /* when its oldest copy watch ends (pf_watch_copies_expire); 0: none armed */
     /* the step walk from a sample to the next memory instruction */
     int walking;

@@ -146,6 +146,7 @@ static void test_copy_slots_oldest_first(void **state)
     memset(&t, 0, sizeof t);
     t.n_slots = 4;
     t.rng = 7;
+    uint64_t now = 1000;    /* the arming times pf_watch_copy gives its watches (pf_watch_slot_t.armed_ns) */
     for (int i = 0; i < 4; i++) {
         t.slot[i].fd = t.slot[i].global = -1;
         t.slot[i].state = PF_SLOT_FREE;
@@ -154,15 +155,18 @@ static void test_copy_slots_oldest_first(void **state)
         int i = pf_watch_claim_slot(&t, 0x1000 + 64 * k, 8, PF_WATCH_MODE_COPIES);
         assert_int_equal(i, (int)k);
         t.slot[i].state = PF_SLOT_WATCHING;
+        t.slot[i].armed_ns = ++now;
     }
     assert_int_equal(pf_watch_claim_slot(&t, 0x1000, 8, PF_WATCH_MODE_COPIES), -1);   /* already watched */
     int i = pf_watch_claim_slot(&t, 0x2000, 8, PF_WATCH_MODE_COPIES);
     assert_int_equal(i, 0);                 /* the oldest */
     t.slot[i].state = PF_SLOT_WATCHING;
+    t.slot[i].armed_ns = ++now;
     t.slot[1].mode = PF_WATCH_MODE_STORES;  /* a sampled store's watch is not a copy's to take */
     i = pf_watch_claim_slot(&t, 0x3000, 8, PF_WATCH_MODE_COPIES);
     assert_int_equal(i, 2);
     t.slot[i].state = PF_SLOT_WATCHING;
+    t.slot[i].armed_ns = ++now;
     assert_int_equal(pf_watch_claim_slot(&t, 0x4000, 8, PF_WATCH_MODE_COPIES), 3);
 }
 
