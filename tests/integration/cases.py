@@ -358,8 +358,10 @@ def case_call_paths(c):
         for i in range(25):
             f.write(f"def f{i}():\n    return {'bytearray(8 << 20)' if i == 24 else f'f{i + 1}()'}\n")
         f.write("keep = f0()\n")
-    # sampling off but for the exact 8 MiB: a sample on one of the calls (its frame) would end the run there
-    cp = run([c.pyflow, "run", "--python", c.python, "--width", "120", "--sample-bytes", "1g", chain])
+    # every allocation exact: a 256 KiB sample on one call's frame would end the run there, and with sampling
+    # coarsened instead (--sample-bytes 1g) one start-up sample stood for 1 GiB, making the chain too small
+    # to show
+    cp = run([c.pyflow, "run", "--python", c.python, "--width", "120", "--exact", chain])
     section = cp.stderr.split("call paths", 1)[1].split("\n\n")[0]
     assert "<module> chain.py:51" in section and "(24 more lines passing the same bytes down)" in section, section
     assert "f24 chain.py:50" in section and "f12 chain.py" not in section, section
