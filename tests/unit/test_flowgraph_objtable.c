@@ -96,6 +96,40 @@ static void test_one_region_grows_big(void **state)
     assert_int_equal(pf_objtable_count(), 0);
 }
 
+/* Objects packed as tightly as allocators pack them (every 16 bytes, pymalloc's smallest class) over
+ * several regions: each 1 KiB block's objects share one group of slots, so neighbouring blocks' groups
+ * overflow into each other. Removing half in random order (backward-shift deletion across group
+ * boundaries and the array's wrap-around) must leave every other object found and the removed ones not. */
+static void test_dense_neighbours_churn(void **state)
+{
+    enum { N = 300000 };
+    const uintptr_t base = 0x7f1234500000ull;
+    uint32_t *order = malloc(N * sizeof *order);
+    for (uint32_t i = 0; i < N; i++) {
+        order[i] = i;
+        pf_objinfo_t o = {.addr = base + (uintptr_t)i * 16, .size = 16 + i};
+        assert_int_equal(pf_objtable_insert(&o), 0);
+    }
+    srand(11);
+    for (int i = N - 1; i > 0; i--) {
+        int j = rand() % (i + 1);
+        uint32_t t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    for (int i = 0; i < N / 2; i++)
+        assert_int_equal(pf_objtable_remove(base + (uintptr_t)order[i] * 16, NULL), 1);
+    for (int i = 0; i < N; i++) {
+        pf_objinfo_t got;
+        int live = i >= N / 2;
+        assert_int_equal(pf_objtable_lookup(base + (uintptr_t)order[i] * 16, &got), live);
+        if (live)
+            assert_int_equal(got.size, 16 + order[i]);
+    }
+    assert_int_equal(pf_objtable_count(), N - N / 2);
+    free(order);
+}
+
 static int clear_links(pf_objinfo_t *obj, void *arg)
 {
     (void)arg;
@@ -221,6 +255,7 @@ int main(void)
         cmocka_unit_test_setup(test_growth_and_churn, setup),
         cmocka_unit_test_setup(test_filter_selectivity, setup),
         cmocka_unit_test_setup(test_threads, setup),
+        cmocka_unit_test_setup(test_dense_neighbours_churn, setup),
         cmocka_unit_test_setup(test_links_follow_objects, setup),
         cmocka_unit_test_setup(test_one_region_grows_big, setup),
     };
