@@ -147,7 +147,7 @@ static int supported_minor(const char *libdir, int minor)
 static void list_supported(const char *libdir, char *out, size_t size)
 {
     out[0] = '\0';
-    for (int m = 9; m <= 13; m++) {
+    for (int m = PF_PY_MINOR_FIRST; m <= PF_PY_MINOR_LAST; m++) {
         if (!supported_minor(libdir, m))
             continue;
         size_t used = strlen(out);

@@ -35,7 +35,7 @@ typedef struct pf_pycode_info {
 
 typedef struct pf_pyframes_api {
     uint32_t abi;                /* PF_PYFRAMES_ABI */
-    uint32_t py_minor;           /* 9..13: the minor version this object was built for */
+    uint32_t py_minor;           /* 8..13: the minor version this object was built for */
 
     /* Fills out[0..max) with the calling thread's Python frames, innermost first, skipping shims and
      * incomplete frames. Returns the number of frames (0: a thread state but no Python frame running),

@@ -6,7 +6,7 @@
  * around the wrapped allocator, so memory it takes from malloc or mmap is counted once, here, as Python.
  *
  * The structs below are the stable public ABI of PyMemAllocatorEx and PyObjectArenaAllocator (unchanged
- * 3.9-3.13); declaring them here keeps CPython headers out of the runtime (see pf_pyframes.h).
+ * 3.8-3.13); declaring them here keeps CPython headers out of the runtime (see pf_pyframes.h).
  */
 #include <dlfcn.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /* pf_linetable_int.h - turns (code object's line table, instruction offset) into a line number, offline,
- * for the three encodings CPython 3.9-3.13 use (pf_linetable_format_t in core/pf_format.h). */
+ * for the three encodings CPython 3.8-3.13 use (pf_linetable_format_t in core/pf_format.h). */
 #ifndef PF_LINETABLE_INT_H
 #define PF_LINETABLE_INT_H
 

@@ -39,7 +39,7 @@ static int nested_on_line(const char *function)
     return function[0] == '<' && strcmp(function, "<module>") != 0;
 }
 
-/* One row per file:line. A line running code of two functions (a comprehension on 3.9-3.11, a generator
+/* One row per file:line. A line running code of two functions (a comprehension on 3.8-3.11, a generator
  * expression, a lambda) is named after the enclosing one, as 3.12's inlined comprehensions are. */
 static int32_t line_row(sweeper_t *S, uint32_t file, uint32_t function, int line)
 {

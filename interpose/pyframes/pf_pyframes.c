@@ -1,4 +1,4 @@
-/* pf_pyframes.c - reads the calling thread's Python stack for one CPython minor version (3.9-3.13).
+/* pf_pyframes.c - reads the calling thread's Python stack for one CPython minor version (3.8-3.13).
  *
  * Compiled once per version against that version's headers (internal ones included) into
  * pf_pyframes_3<minor>.so; the runtime dlopens the one matching the interpreter it finds itself in. This is
@@ -11,7 +11,7 @@
  * Where the thread state comes from, and why each moment of the process's life is safe (checked against
  * the disassembly of each version's PyGILState_GetThisThreadState and its pystate.c):
  *  - PyGILState_GetThisThreadState() returns this thread's state whether or not it holds the GIL.
- *    3.9-3.11 return NULL while _PyRuntime.gilstate.autoInterpreterState is NULL; 3.12/3.13 return NULL
+ *    3.8-3.11 return NULL while _PyRuntime.gilstate.autoInterpreterState is NULL; 3.12/3.13 return NULL
  *    while the TSS key is not created. Both live in _PyRuntime's static (zero / _PyRuntimeState_INIT)
  *    data, so before Py_Initialize (our constructor runs before main) and after _PyGILState_Fini the
  *    answer is NULL without touching anything uninitialized. Native threads never had the key set: NULL.
@@ -21,9 +21,9 @@
  *    (_PyThreadState_DeleteExcept) while those threads, blocked in C with the GIL released, still have the
  *    key pointing at them. Once finalization has begun only the finalizing thread may run Python, and it
  *    is the one holding the GIL, so capture() then trusts a state only if it is also the GIL holder's
- *    (_PyThreadState_UncheckedGet: the GIL holder on 3.9-3.11, this thread's attached state on 3.12+);
+ *    (_PyThreadState_UncheckedGet: the GIL holder on 3.8-3.11, this thread's attached state on 3.12+);
  *    anyone else is reported as having no Python state. Cost: one extra call (a global read) per capture.
- *  - _PyThreadState_UncheckedGet is NOT the main source: on 3.9-3.11 it is the GIL holder, i.e. another
+ *  - _PyThreadState_UncheckedGet is NOT the main source: on 3.8-3.11 it is the GIL holder, i.e. another
  *    thread's state after Py_BEGIN_ALLOW_THREADS; on 3.12+ it is NULL once the GIL is released.
  *  - Frames on the chain are alive: the interpreter unlinks a frame (tstate->frame / current_frame moves
  *    to the caller) before clearing it, and a frame's code object is a strong reference.
@@ -43,8 +43,8 @@
 #include "pf_format.h"
 #include "pf_pyframes.h"
 
-#if PY_MAJOR_VERSION != 3 || PY_MINOR_VERSION < 9 || PY_MINOR_VERSION > 13
-#error "pf_pyframes.c supports CPython 3.9 to 3.13"
+#if PY_MAJOR_VERSION != 3 || PY_MINOR_VERSION < 8 || PY_MINOR_VERSION > 13
+#error "pf_pyframes.c supports CPython 3.8 to 3.13"
 #endif
 #ifdef Py_GIL_DISABLED
 #error "free-threaded builds (3.13t) have other layouts: a separate reader is needed"
@@ -131,8 +131,8 @@ static int safe_read_v(long pid, int n, void *const dst[], const void *const src
  * walk that meets an unreadable pointer stops there and returns what it has. */
 
 #if PY_MINOR_VERSION <= 10
-/* 3.9/3.10: a linked list of PyFrameObject; one eval call per frame, no shims. f_lasti is -1 before the
- * first instruction, bytes on 3.9 and code units on 3.10. */
+/* 3.8-3.10: a linked list of PyFrameObject; one eval call per frame, no shims. f_lasti is -1 before the
+ * first instruction, bytes on 3.8/3.9 and code units on 3.10. */
 static inline int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, int *truncated, const int async,
                                  const long pid)
 {

@@ -1078,7 +1078,7 @@ def case_bad_input(c):
         ([c.pyflow, "report", "--format", "xml", os.path.join(c.tmp, "none.pflow")], 2, "unknown format"),
     ]
     # interpreters pyflow cannot profile: named as such, with the versions it can
-    for old in ("3.8", "2.7"):
+    for old in ("3.7", "2.7"):
         found = sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{old}.*/bin/python{old}")))
         if found:
             checks.append(([c.pyflow, "run", "--python", found[0], prog("fidelity.py")], 2,

@@ -32,7 +32,7 @@ function(pf_pyframes_test tag minor py)
   set_tests_properties(unit.pyframes.${tag} PROPERTIES LABELS unit SKIP_RETURN_CODE 77 TIMEOUT 300)
 endfunction()
 
-foreach(minor 9 10 11 12 13)
+foreach(minor ${PYFLOW_PYTHON_MINORS})
   list(FIND pf_pyf_minors ${minor} at)
   if(at LESS 0)
     add_test(NAME unit.pyframes.3.${minor} COMMAND sh -c "echo 'no Python 3.${minor} with headers'; exit 77")

@@ -149,7 +149,7 @@ static void test_attribution(void **state)
     uint32_t dash_c[] = {4, 7};             /* python -c: the generated code is all the user has */
     b_alloc(&b, 8, 0x800, 80, 80, PF_DOMAIN_PYOBJ, PF_ALLOC_SAMPLED, 2, dash_c);
     b_code(&b, 8, "/home/me/app.py", "<listcomp>", 7);
-    uint32_t comprehension[] = {8, 2};      /* a comprehension's own code (3.9-3.11): the same row, named main */
+    uint32_t comprehension[] = {8, 2};      /* a comprehension's own code (3.8-3.11): the same row, named main */
     b_alloc(&b, 9, 0x900, 90, 90, PF_DOMAIN_PYOBJ, PF_ALLOC_SAMPLED, 2, comprehension);
     b_code(&b, 9, "/home/me/app.py", "<genexpr>", 30);
     b_code(&b, 10, "/home/me/app.py", "run", 30);

@@ -3,11 +3,11 @@
 
     python3 gen_linetable_vectors.py [INTERPRETER ...] > linetable_vectors.h
 
-Run with no argument it uses the interpreters of this machine's test setup (pyenv 3.9-3.13 and Debian's
+Run with no argument it uses the interpreters of this machine's test setup (pyenv 3.8-3.13 and Debian's
 python3). Each interpreter compiles SOURCE below (loops, multi-line expressions, nested blocks, a jump of
 more than 255 lines, negative line deltas, lines without code, a long single-line expression) and reports,
-for every code object, its raw line table (co_lnotab on 3.9, co_linetable after) and the line of every
-instruction as the interpreter itself computes it: dis.findlinestarts on 3.9, co_lines() on 3.10+.
+for every code object, its raw line table (co_lnotab on 3.8/3.9, co_linetable after) and the line of every
+instruction as the interpreter itself computes it: dis.findlinestarts on 3.8/3.9, co_lines() on 3.10+.
 Instructions CPython gives no line (None) are checked against the reporter's rule: the last line before
 them in the table (or firstlineno). The C test (tests/unit/test_report_linetable_vectors.c) embeds the
 result, so it runs without any interpreter installed.
@@ -18,6 +18,7 @@ import subprocess
 import sys
 
 DEFAULT = [
+    "/root/.pyenv/versions/3.8.18/bin/python3.8",
     "/root/.pyenv/versions/3.9.18/bin/python3.9",
     "/root/.pyenv/versions/3.10.13/bin/python3.10",
     "/root/.pyenv/versions/3.11.7/bin/python3.11",
