@@ -7,7 +7,8 @@ int32_t pf_calltree_node(pf_model_t *m, pf_map_t *index, const pf_callsite_t *pa
 {
     int32_t node = -1;
     for (size_t i = 0; i < n; i++) {
-        uint64_t key = pf_hash_bytes((int64_t[]){node, path[i].file, path[i].line}, 24, 0xCA11) & ~(1ull << 63);
+        uint64_t words[3] = {(uint64_t)node, (uint64_t)path[i].file, (uint64_t)path[i].line};
+        uint64_t key = pf_hash_words(words, 3, 0xCA11) & ~(1ull << 63);
         int created;
         uint64_t *v = pf_map_put(index, key, &created);
         if (created) {

@@ -29,7 +29,7 @@
 
 uint64_t pf_sweep_key3(uint64_t a, uint64_t b, uint64_t c)
 {
-    return pf_hash_bytes((uint64_t[]){a, b, c}, 24, 0x77) & ~(1ull << 63);
+    return pf_hash_words((uint64_t[]){a, b, c}, 3, 0x77) & ~(1ull << 63);
 }
 
 /* Code nested in a line's function on the same line: a comprehension (its own code object before 3.12), a
@@ -701,7 +701,7 @@ static void prefetch_event(const sweeper_t *S, const event_t *e)
 void pf_model_sweep(loader_t *L)
 {
     pf_model_t *m = L->m;
-    sweeper_t S = {.m = m, .L = L, .symbols = pf_symbols_new()};
+    sweeper_t S = {.m = m, .L = L, .symbols = pf_symbols_new(), .live.by_address = 1, .freed.by_address = 1};
     S.t_end = L->t_last;
     if (m->has_exit && (uint64_t)(m->elapsed_s * 1e9) > S.t_end)
         S.t_end = (uint64_t)(m->elapsed_s * 1e9);

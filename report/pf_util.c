@@ -87,16 +87,34 @@ uint64_t pf_hash_bytes(const void *data, size_t n, uint64_t seed)
     return mix(h);
 }
 
+uint64_t pf_hash_words(const uint64_t *words, size_t n, uint64_t seed)
+{
+    uint64_t h = mix(seed ^ (n * 0x9E3779B97F4A7C15ull));
+    for (size_t i = 0; i < n; i++)
+        h = mix(h ^ words[i]);     /* mix is a bijection: tuples differing in one word never collide */
+    return h;
+}
+
 void pf_map_free(pf_map_t *m)
 {
     free(m->slots);
     memset(m, 0, sizeof *m);
 }
 
+/* Where a key's probe starts. By address: a hashed window per 1 KiB block (hashed, not aligned, so that
+ * page-aligned keys still spread), two slots per 16-byte granule so that a block packed with small
+ * objects leaves every other slot for a neighbouring window running into it. */
+static size_t home_of(const pf_map_t *m, uint64_t key)
+{
+    if (m->by_address)
+        return (size_t)(mix(key >> 10) + ((key >> 3) & 126)) & (m->cap - 1);
+    return (size_t)mix(key) & (m->cap - 1);
+}
+
 static size_t find_slot(const pf_map_t *m, uint64_t key)
 {
     size_t mask = m->cap - 1;
-    size_t i = (size_t)mix(key) & mask;
+    size_t i = home_of(m, key);
     while (m->slots[i].key && m->slots[i].key != key + 1)
         i = (i + 1) & mask;
     return i;
@@ -113,7 +131,7 @@ uint64_t *pf_map_get(const pf_map_t *m, uint64_t key)
 void pf_map_prefetch(const pf_map_t *m, uint64_t key)
 {
     if (m->cap)
-        __builtin_prefetch(&m->slots[(size_t)mix(key) & (m->cap - 1)]);
+        __builtin_prefetch(&m->slots[home_of(m, key)]);
 }
 
 /* Zeroed slots for a map. A big map (one keyed by the addresses of an exact profile's objects) is on
@@ -137,6 +155,7 @@ static void grow(pf_map_t *m)
 {
     pf_map_t bigger = {0};
     bigger.cap = m->cap ? m->cap * 2 : 64;
+    bigger.by_address = m->by_address;
     bigger.slots = map_slots(bigger.cap);
     for (size_t i = 0; i < m->cap; i++) {
         if (m->slots[i].key) {
@@ -174,7 +193,7 @@ int pf_map_del(pf_map_t *m, uint64_t key)
     /* backward-shift deletion keeps probe runs intact without tombstones */
     size_t hole = i;
     for (size_t j = (i + 1) & mask; m->slots[j].key; j = (j + 1) & mask) {
-        size_t home = (size_t)mix(m->slots[j].key - 1) & mask;
+        size_t home = home_of(m, m->slots[j].key - 1);
         int movable = hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
         if (movable) {
             m->slots[hole] = m->slots[j];

@@ -31,6 +31,11 @@ typedef struct pf_map_entry {
 typedef struct pf_map {
     pf_map_entry_t *slots;
     size_t cap, len;
+    /* Set before first use for a map keyed by address (low bits the address): keys in one 1 KiB block
+     * then get homes in one window of slots, in address order, so that a sweep allocating and freeing
+     * neighbours walks the slots in order instead of missing the cache once a key (the runtime's object
+     * table does the same, flowgraph/pf_objtable.c). */
+    int by_address;
 } pf_map_t;
 
 void pf_map_free(pf_map_t *m);
@@ -52,5 +57,7 @@ size_t pf_utf8_seq(const unsigned char *s, size_t n);
 char *pf_utf8_clean(const char *s, size_t n);
 
 uint64_t pf_hash_bytes(const void *data, size_t n, uint64_t seed);
+/* The same for whole 64-bit words, a word at a time (a key of three words: 3 mixes, not 24 byte steps). */
+uint64_t pf_hash_words(const uint64_t *words, size_t n, uint64_t seed);
 
 #endif /* PF_UTIL_INT_H */

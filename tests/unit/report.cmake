@@ -44,3 +44,9 @@ pf_unit_test(test_report_symbols
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report_symbols.c
   LIBS pf_report dl)
 target_include_directories(test_report_symbols PRIVATE ${PROJECT_SOURCE_DIR}/report)
+
+# The reporter's map (hashed and by-address homes, deletion) and its tuple hash.
+pf_unit_test(test_report_util
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report_util.c
+  LIBS pf_report)
+target_include_directories(test_report_util PRIVATE ${PROJECT_SOURCE_DIR}/report)
