@@ -434,18 +434,17 @@ static int64_t object_at(sweeper_t *S, uint32_t proc, uint64_t addr, uint64_t *o
     return idx;
 }
 
+static uint32_t recent_slot(uint64_t key)
+{
+    return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 48) & (PF_RECENT_FREES - 1);
+}
+
 /* Ends the life of live object idx at address key at time t: it stops counting in its rows (unless the
  * process was already finalizing: then it stays live at exit). */
 static void release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uint64_t t)
 {
     const live_obj_t *o = &S->objs[idx];
-    int created;
-    uint64_t *f = pf_map_put(&S->freed, k, &created);
-    if (created) {
-        PF_VEC_PUSH(S->freed_sites, S->n_freed_sites, S->cap_freed_sites);
-        *f = S->n_freed_sites - 1;
-    }
-    S->freed_sites[*f] = (alloc_site_t){o->line, o->native};
+    S->recent_frees[recent_slot(k)] = (recent_free_t){k + 1, {o->line, o->native}};
     if (t >= S->L->procs[proc].fin_ns)
         return;     /* interpreter shutdown: the object stays counted as live at exit */
     pf_map_del(&S->live, k);
@@ -543,9 +542,10 @@ static void on_copy(sweeper_t *S, const event_t *e)
     int64_t dst = object_at(S, e->proc, c->dst, &dst_offset);
     alloc_site_t src = {-1, 0};     /* where the source was allocated */
     if (e->aux == PF_COPY_REALLOC) {    /* the source is the block realloc just freed */
-        uint64_t *v = pf_map_get(&S->freed, addr_key(e->proc, c->src));
-        if (v)
-            src = S->freed_sites[*v];
+        uint64_t k = addr_key(e->proc, c->src);
+        const recent_free_t *r = &S->recent_frees[recent_slot(k)];
+        if (r->key1 == k + 1)
+            src = r->site;
     } else {
         int64_t o = object_at(S, e->proc, c->src, NULL);
         if (o >= 0)
@@ -694,14 +694,13 @@ static void prefetch_event(const sweeper_t *S, const event_t *e)
     const pf_rec_free_t *f = pf_event_payload(S->L, e);
     uint64_t k = addr_key(e->proc, f->addr);
     pf_map_prefetch(&S->live, k);
-    if (e->type == PF_REC_FREE)
-        pf_map_prefetch(&S->freed, k);
 }
 
 void pf_model_sweep(loader_t *L)
 {
     pf_model_t *m = L->m;
-    sweeper_t S = {.m = m, .L = L, .symbols = pf_symbols_new(), .live.by_address = 1, .freed.by_address = 1};
+    sweeper_t S = {.m = m, .L = L, .symbols = pf_symbols_new(), .live.by_address = 1};
+    S.recent_frees = pf_xcalloc(PF_RECENT_FREES, sizeof *S.recent_frees);
     S.t_end = L->t_last;
     if (m->has_exit && (uint64_t)(m->elapsed_s * 1e9) > S.t_end)
         S.t_end = (uint64_t)(m->elapsed_s * 1e9);
@@ -782,7 +781,6 @@ void pf_model_sweep(loader_t *L)
     pf_map_free(&S.stack_memo);
     free(S.charges);
     pf_map_free(&S.live);
-    pf_map_free(&S.freed);
     pf_map_free(&S.flow_index);
     pf_map_free(&S.copies);
     pf_map_free(&S.native_cache);
@@ -794,5 +792,5 @@ void pf_model_sweep(loader_t *L)
     free(S.ranges);
     free(S.objs);
     free(S.free_objs);
-    free(S.freed_sites);
+    free(S.recent_frees);
 }
