@@ -8,7 +8,9 @@
  *    and hand out the hook for a hooked name when the lookup really finds a CUDA definition, remembering
  *    that definition as the real function;
  *  - through cuGetProcAddress(_v2) / cudaGetDriverEntryPoint(ByVersion), how CUDA >= 11.3 runtimes and
- *    frameworks reach the driver: the real pointer handed out is kept and the hook handed out instead.
+ *    frameworks reach the driver: the real pointer handed out is kept and the hook handed out instead,
+ *    cuGetProcAddress's own included (a statically linked runtime, CuPy's, looks everything up through
+ *    the cuGetProcAddress it asked cuGetProcAddress for).
  * Exporting was chosen over wrapping only what dlsym hands out: the PLT route is the one PyTorch's caching
  * allocator and every extension linked against libcudart take, and GOT patching would need a dlopen hook,
  * which cannot be written (glibc's dlopen searches the *caller's* RUNPATH, and a wrapper is the caller).
@@ -64,6 +66,8 @@ typedef unsigned long long pf_cudeviceptr_t;
 #define PF_CUDA_NOT_INITIALIZED 3   /* cudaErrorInitializationError == CUDA_ERROR_NOT_INITIALIZED == 3 */
 #define PF_CUDA_PER_THREAD_STREAM 2 /* CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, cudaEnablePerThread... */
 #define PF_CUDA_V2_SINCE 3020       /* the CUDA version whose ABI the _v2 entry points are */
+#define PF_CUDA_GPA_SINCE 11030     /* cuGetProcAddress appeared (CUDA 11.3) */
+#define PF_CUDA_GPA_V2_SINCE 12000  /* and took its _v2 ABI, with a status argument (CUDA 12.0) */
 #define PF_UPLOAD_MIN_BYTES 4096u   /* smaller uploads are not worth a verdict */
 
 /* Every hooked function. Adding one: a line here, its hook below, and (for a driver function reachable
@@ -622,18 +626,22 @@ static enum pf_cuda_fn driver_entry(const char *symbol, long version, unsigned l
         {"cuMemcpyHtoDAsync", F_cuMemcpyHtoDAsync_v2, PF_CUDA_V2_SINCE, 1},
         {"cuMemcpyDtoHAsync", F_cuMemcpyDtoHAsync_v2, PF_CUDA_V2_SINCE, 1},
         {"cuMemcpyDtoDAsync", F_cuMemcpyDtoDAsync_v2, PF_CUDA_V2_SINCE, 1},
+        /* itself: a statically linked runtime (CuPy's) fetches cuGetProcAddress_v2 with dlsym, asks it
+         * for "cuGetProcAddress", and looks every later entry point up through what it got. Handing out
+         * libcuda's own there would take all of them past the hooks. Its ABI gained a status argument in
+         * CUDA 12.0. */
+        {"cuGetProcAddress", F_cuGetProcAddress_v2, PF_CUDA_GPA_V2_SINCE, 0},
+        {"cuGetProcAddress", F_cuGetProcAddress, PF_CUDA_GPA_SINCE, 0},
     };
     if (!symbol || symbol[0] != 'c' || symbol[1] != 'u')
         return F_COUNT;
     size_t n = strlen(symbol);
     if (n > 3 && strcmp(symbol + n - 3, "_v2") == 0)
         n -= 3;
-    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-        if (strlen(map[i].base) == n && strncmp(symbol, map[i].base, n) == 0) {
-            if (version < map[i].since || (map[i].streamed && (flags & PF_CUDA_PER_THREAD_STREAM)))
-                return F_COUNT;
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)     /* the first ABI the version has */
+        if (strlen(map[i].base) == n && strncmp(symbol, map[i].base, n) == 0 && version >= map[i].since &&
+            !(map[i].streamed && (flags & PF_CUDA_PER_THREAD_STREAM)))
             return map[i].fn;
-        }
     return F_COUNT;
 }
 
@@ -664,13 +672,15 @@ PF_EXPORT pf_cuda_status_t cuGetProcAddress_v2(const char *symbol, void **pfn, i
     return rc;
 }
 
-/* No version argument: the runtime asks for its own, always past the _v2 ABIs (CUDA >= 11.3). */
+/* No version argument: the runtime asks for its own (CUDA >= 11.3), past every _v2 ABI; but which of
+ * cuGetProcAddress's two ABIs it is cannot be known here, so that one is left unswapped (version 3020
+ * matches the _v2 ABIs and not cuGetProcAddress's). */
 PF_EXPORT pf_cuda_status_t cudaGetDriverEntryPoint(const char *symbol, void **pfn, unsigned long long flags,
                                                    void *status)
 {
     CALL(cudaGetDriverEntryPoint, symbol, pfn, flags, status);
     if (rc == 0)
-        swap_entry(symbol, pfn, 11030, flags);
+        swap_entry(symbol, pfn, PF_CUDA_V2_SINCE, flags);
     return rc;
 }
 

@@ -1,6 +1,6 @@
-"""Driver entry points fetched by name with cuGetProcAddress (how the CUDA runtime and some frameworks
-reach the driver). Ground truth: line 17 allocates 24 MiB of GPU memory, freed on line 18; line 19
-allocates 8 MiB, kept."""
+"""Driver entry points fetched by name with cuGetProcAddress, also through cuGetProcAddress fetched by name
+(as a static CUDA runtime, CuPy's, does). Ground truth: line 17 allocates 24 MiB of GPU memory, freed on
+line 18; line 19 allocates 8 MiB, kept; lines 29 (CUDA 12 ABI) and 30 (11.3 ABI) 16 and 4 MiB, kept."""
 import ctypes
 import os
 import sys
@@ -17,4 +17,15 @@ print("start")
 assert mem_alloc(ctypes.byref(a), 24 << 20) == 0
 assert mem_free(a) == 0
 assert mem_alloc(ctypes.byref(b), 8 << 20) == 0
+GPA12 = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_int,
+                         ctypes.c_ulonglong, ctypes.c_void_p)
+GPA11 = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_int,
+                         ctypes.c_ulonglong)
+ALLOC = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_ulonglong), ctypes.c_size_t)
+assert cuda.cuGetProcAddress_v2(b"cuGetProcAddress", ctypes.byref(fp), 12000, 0, None) == 0
+gpa12 = GPA12(fp.value)
+assert cuda.cuGetProcAddress_v2(b"cuGetProcAddress", ctypes.byref(fp), 11030, 0, None) == 0
+gpa11 = GPA11(fp.value)
+assert gpa12(b"cuMemAlloc", ctypes.byref(fp), 12000, 0, None) == 0 and ALLOC(fp.value)(ctypes.byref(b), 16 << 20) == 0
+assert gpa11(b"cuMemAlloc", ctypes.byref(fp), 11030, 0) == 0 and ALLOC(fp.value)(ctypes.byref(b), 4 << 20) == 0
 print("procaddress ok")

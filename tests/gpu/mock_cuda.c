@@ -138,6 +138,8 @@ static int cuMemAlloc_v1(unsigned *p, unsigned n)
 }
 static int cuMemcpyHtoD_v2_ptds(unsigned long long d, const void *s, size_t n) { return cuMemcpyHtoD_v2(d, s, n); }
 
+EXPORT int cuGetProcAddress(const char *sym, void **pfn, int version, unsigned long long flags);
+
 /* Driver entry points by name, as the CUDA runtime and frameworks fetch them. */
 EXPORT int cuGetProcAddress_v2(const char *sym, void **pfn, int version, unsigned long long flags, void *status)
 {
@@ -154,6 +156,10 @@ EXPORT int cuGetProcAddress_v2(const char *sym, void **pfn, int version, unsigne
     *pfn = NULL;
     if (strcmp(sym, "cuMemAlloc") == 0 && version < 3020) {
         *pfn = (void *)cuMemAlloc_v1;
+        return 0;
+    }
+    if (strcmp(sym, "cuGetProcAddress") == 0) {    /* itself, as a static CUDA runtime asks for it */
+        *pfn = version >= 12000 ? (void *)cuGetProcAddress_v2 : (void *)cuGetProcAddress;
         return 0;
     }
     if (strcmp(sym, "cuMemcpyHtoD") == 0 && (flags & 2)) {

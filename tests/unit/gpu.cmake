@@ -3,6 +3,9 @@
 # the real launcher (tests/integration/cases.py, cases gpu_*).
 add_library(pf_mockcuda SHARED ${PROJECT_SOURCE_DIR}/tests/gpu/mock_cuda.c)
 set_target_properties(pf_mockcuda PROPERTIES C_VISIBILITY_PRESET hidden LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/gpu)
+# Bound to itself, as libcuda is: the pointers its cuGetProcAddress hands out, and its calls between its own
+# entry points, are its own functions, not whatever a preload interposes under their names.
+target_link_options(pf_mockcuda PRIVATE -Wl,-Bsymbolic)
 
 set(pf_gpu_env "PYFLOW_TEST_MOCKCUDA=$<TARGET_FILE:pf_mockcuda>")
 execute_process(COMMAND /usr/bin/python3 -c "import sysconfig; print(sysconfig.get_paths()['include'])"
