@@ -32,6 +32,8 @@
  *
  * What is counted:
  *  - device allocations are GPU bytes (PF_DOMAIN_GPU), every one recorded exactly (few and large);
+ *  - a mapping of the virtual memory API (cuMemMap of a cuMemCreate handle) is a device allocation, ended
+ *    by the cuMemUnmap covering it;
  *  - managed (unified) memory is GPU bytes too: it is reserved on the device and migrates on demand; the
  *    host RSS it may occupy while the CPU touches it is not counted twice;
  *  - pinned host memory (cudaMallocHost, cudaHostAlloc, cuMemAllocHost, cuMemHostAlloc) is host RAM that
@@ -66,6 +68,7 @@ typedef unsigned long long pf_cudeviceptr_t;
 #define PF_CUDA_NOT_INITIALIZED 3   /* cudaErrorInitializationError == CUDA_ERROR_NOT_INITIALIZED == 3 */
 #define PF_CUDA_PER_THREAD_STREAM 2 /* CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, cudaEnablePerThread... */
 #define PF_CUDA_V2_SINCE 3020       /* the CUDA version whose ABI the _v2 entry points are */
+#define PF_CUDA_VMM_SINCE 10020     /* the virtual memory API (cuMemCreate, cuMemMap) appeared (CUDA 10.2) */
 #define PF_CUDA_GPA_SINCE 11030     /* cuGetProcAddress appeared (CUDA 11.3) */
 #define PF_CUDA_GPA_V2_SINCE 12000  /* and took its _v2 ABI, with a status argument (CUDA 12.0) */
 #define PF_UPLOAD_MIN_BYTES 4096u   /* smaller uploads are not worth a verdict */
@@ -79,7 +82,7 @@ typedef unsigned long long pf_cudeviceptr_t;
     X(cuMemAllocAsync) X(cuMemFreeAsync) X(cuMemAllocHost_v2) X(cuMemHostAlloc) X(cuMemFreeHost)             \
     X(cuMemcpy) X(cuMemcpyAsync) X(cuMemcpyHtoD_v2) X(cuMemcpyDtoH_v2) X(cuMemcpyDtoD_v2)                    \
     X(cuMemcpyHtoDAsync_v2) X(cuMemcpyDtoHAsync_v2) X(cuMemcpyDtoDAsync_v2) X(cuGetProcAddress)             \
-    X(cuGetProcAddress_v2)
+    X(cuGetProcAddress_v2) X(cuMemMap) X(cuMemUnmap)
 
 #define PF_X_ENUM(n) F_##n,
 enum pf_cuda_fn { PF_CUDA_FNS(PF_X_ENUM) F_COUNT };
@@ -333,6 +336,20 @@ static PF_NOINLINE void ranges_remove(const void *p)
     pf_spin_unlock(&gpu_ranges.lock);
 }
 
+/* The start of the first live GPU block starting in [p, end), or 0 when none. */
+static uintptr_t ranges_first_in(const void *p, uintptr_t end)
+{
+    uintptr_t a = (uintptr_t)p, found = 0;
+    pf_spin_lock(&gpu_ranges.lock);
+    size_t i = ranges_upper(a);
+    if (i > 0 && gpu_ranges.v[i - 1].start == a)
+        found = a;
+    else if (i < gpu_ranges.n && gpu_ranges.v[i].start < end)
+        found = gpu_ranges.v[i].start;
+    pf_spin_unlock(&gpu_ranges.lock);
+    return found;
+}
+
 /* 1 when p lies in a live GPU (device or managed) block pyflow saw allocated, else 0. */
 static int tracked_gpu(const void *p)
 {
@@ -365,6 +382,17 @@ static inline void note_free(void *p, int domain)
         ranges_remove(p);
     if (pf_objtable_maybe(p))
         pf_on_free_slow(&pf_tls, p, domain);
+}
+
+/* Ends every GPU block starting in [p, p + size): an unmap of the virtual memory API may cover several
+ * mappings. */
+static void note_free_range(void *p, size_t size)
+{
+    if (pf_tls.guard != 0)
+        return;
+    uintptr_t start;
+    while ((start = ranges_first_in(p, (uintptr_t)p + size)) != 0)
+        note_free((void *)start, PF_DOMAIN_GPU);
 }
 
 /* Repeated uploads: the last content hash sent from each (host address, length), to any destination.
@@ -515,6 +543,26 @@ FREE_HOOK(cuMemFree_v2, PF_DOMAIN_GPU, (pf_cudeviceptr_t p), ARGS(p))
 FREE_HOOK(cuMemFreeAsync, PF_DOMAIN_GPU, (pf_cudeviceptr_t p, void *stream), ARGS(p, stream))
 FREE_HOOK(cuMemFreeHost, PF_DOMAIN_MALLOC, (void *p), ARGS(p))
 
+/* The virtual memory API (cuMemCreate, then cuMemMap into a range from cuMemAddressReserve: PyTorch's
+ * expandable segments): a mapping is the GPU block, at the line that mapped it. A physical handle alone
+ * has no address to key it by or to find copies in; a handle mapped at two addresses (which no framework
+ * pyflow knows of does) would count twice. */
+PF_EXPORT pf_cuda_status_t cuMemMap(pf_cudeviceptr_t ptr, size_t size, size_t offset, unsigned long long handle,
+                                    unsigned long long flags)
+{
+    CALL(cuMemMap, ptr, size, offset, handle, flags);
+    if (rc == 0)
+        note_alloc(DEV(ptr), size, PF_DOMAIN_GPU);
+    return rc;
+}
+
+PF_EXPORT pf_cuda_status_t cuMemUnmap(pf_cudeviceptr_t ptr, size_t size)
+{
+    note_free_range(DEV(ptr), size);
+    CALL(cuMemUnmap, ptr, size);
+    return rc;
+}
+
 PF_EXPORT pf_cuda_status_t cudaMemcpy(void *dst, const void *src, size_t n, int kind)
 {
     CALL(cudaMemcpy, dst, src, n, kind);
@@ -626,6 +674,8 @@ static enum pf_cuda_fn driver_entry(const char *symbol, long version, unsigned l
         {"cuMemcpyHtoDAsync", F_cuMemcpyHtoDAsync_v2, PF_CUDA_V2_SINCE, 1},
         {"cuMemcpyDtoHAsync", F_cuMemcpyDtoHAsync_v2, PF_CUDA_V2_SINCE, 1},
         {"cuMemcpyDtoDAsync", F_cuMemcpyDtoDAsync_v2, PF_CUDA_V2_SINCE, 1},
+        {"cuMemMap", F_cuMemMap, PF_CUDA_VMM_SINCE, 0},
+        {"cuMemUnmap", F_cuMemUnmap, PF_CUDA_VMM_SINCE, 0},
         /* itself: a statically linked runtime (CuPy's) fetches cuGetProcAddress_v2 with dlsym, asks it
          * for "cuGetProcAddress", and looks every later entry point up through what it got. Handing out
          * libcuda's own there would take all of them past the hooks. Its ABI gained a status argument in

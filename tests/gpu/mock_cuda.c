@@ -19,8 +19,9 @@ static void *raw_map(size_t n, int prot)
     return (r < 0 && r > -4096) ? NULL : (void *)r;
 }
 
-/* live device blocks: the device address, its size, and where its bytes really are */
-static struct { char *dev, *backing; size_t n; } blocks[4096];
+/* live device blocks: the device address, its size, and where its bytes really are; a mapped block (the
+ * virtual memory API) borrows its address from a reservation and its bytes from a physical handle */
+static struct { char *dev, *backing; size_t n; int mapped; } blocks[4096];
 
 static int device_alloc(void **out, size_t n)
 {
@@ -122,6 +123,50 @@ EXPORT int cuMemcpyDtoDAsync_v2(unsigned long long d, unsigned long long s, size
 EXPORT int cuMemcpyHtoDAsync_v2(unsigned long long d, const void *s, size_t n, void *stream) { return cuMemcpyHtoD_v2(d, s, n); }
 EXPORT int cuMemcpyDtoHAsync_v2(void *d, unsigned long long s, size_t n, void *stream) { return cuMemcpyDtoH_v2(d, s, n); }
 
+/* The virtual memory API, as PyTorch's expandable segments use it: a reserved device range, physical
+ * memory behind handles, and mappings of handles into the range. The mock never frees a handle's bytes
+ * (it keeps no size for them), as with pinned blocks. */
+EXPORT int cuMemAddressReserve(unsigned long long *p, size_t n, size_t align, unsigned long long addr,
+                               unsigned long long flags)
+{
+    void *q = raw_map(n, PROT_NONE);
+    *p = (unsigned long long)(uintptr_t)q;
+    return q ? 0 : 2;
+}
+EXPORT int cuMemAddressFree(unsigned long long p, size_t n)
+{
+    return syscall(SYS_munmap, (void *)(uintptr_t)p, n) ? 1 : 0;
+}
+EXPORT int cuMemCreate(unsigned long long *handle, size_t n, const void *prop, unsigned long long flags)
+{
+    void *b = raw_map(n, PROT_READ | PROT_WRITE);
+    *handle = (unsigned long long)(uintptr_t)b;
+    return b ? 0 : 2;
+}
+EXPORT int cuMemRelease(unsigned long long handle) { return 0; }
+EXPORT int cuMemMap(unsigned long long p, size_t n, size_t offset, unsigned long long handle,
+                    unsigned long long flags)
+{
+    for (int i = 0; i < 4096; i++)
+        if (!blocks[i].dev) {
+            blocks[i].dev = (char *)(uintptr_t)p;
+            blocks[i].backing = (char *)(uintptr_t)handle + offset;
+            blocks[i].n = n;
+            blocks[i].mapped = 1;
+            return 0;
+        }
+    return 2;
+}
+/* Unmaps every mapping inside [p, p + n): one call may end several, as in CUDA. */
+EXPORT int cuMemUnmap(unsigned long long p, size_t n)
+{
+    char *start = (char *)(uintptr_t)p;
+    for (int i = 0; i < 4096; i++)
+        if (blocks[i].mapped && blocks[i].dev >= start && blocks[i].dev < start + n)
+            blocks[i].dev = NULL, blocks[i].mapped = 0;
+    return 0;
+}
+
 /* Device memory that no hooked entry point hands out (as cuMemCreate + cuMemMap would): a profiler sees
  * only its address in a later copy, and must not read it from the host. */
 EXPORT int mockDeviceAllocUntracked(void **p, size_t n) { return device_alloc(p, n); }
@@ -152,6 +197,7 @@ EXPORT int cuGetProcAddress_v2(const char *sym, void **pfn, int version, unsigne
         {"cuMemcpyHtoD", (void *)cuMemcpyHtoD_v2}, {"cuMemcpyDtoH", (void *)cuMemcpyDtoH_v2},
         {"cuMemcpyDtoD", (void *)cuMemcpyDtoD_v2}, {"cuMemcpyHtoDAsync", (void *)cuMemcpyHtoDAsync_v2},
         {"cuMemcpyDtoHAsync", (void *)cuMemcpyDtoHAsync_v2}, {"cuMemcpyDtoDAsync", (void *)cuMemcpyDtoDAsync_v2},
+        {"cuMemMap", (void *)cuMemMap}, {"cuMemUnmap", (void *)cuMemUnmap},
     };
     *pfn = NULL;
     if (strcmp(sym, "cuMemAlloc") == 0 && version < 3020) {

@@ -704,6 +704,21 @@ def case_gpu_procaddress(c):
         assert r["gpu_bytes"] == mib << 20 and r["leaked_bytes"] == mib << 20, (line, r)
 
 
+def case_gpu_vmm(c):
+    """The virtual memory API (PyTorch's expandable segments): mapped chunks are GPU blocks of the line that
+    mapped them, until unmapped (one unmap may end several); a copy into a chunk is an h2d edge to it."""
+    lib = os.environ.get("PYFLOW_TEST_MOCKCUDA")
+    if not lib or not os.path.exists(lib):
+        raise Skip("the mock CUDA library was not built")
+    cp, d = c.profile(os.path.join(GPU, "gpu_vmm.py"), lib)
+    assert cp.returncode == 0 and cp.stdout == "vmm ok\n", (cp.returncode, cp.stdout, cp.stderr[-800:])
+    for line, mib, kept in ((22, 16, 0), (23, 32, 32), (24, 8, 0), (25, 8, 0)):
+        r = row(d, "gpu_vmm.py", line)
+        assert r["gpu_bytes"] == mib << 20 and r["leaked_bytes"] == kept << 20, (line, r)
+    up = [f for f in flows_at(d, "gpu_vmm.py", 26) if f["kind"] == "h2d"]
+    assert up and up[0]["bytes"] == 1 << 20 and up[0]["dst"]["line"] == 23, up
+
+
 def case_gpu_extension(c):
     """A C extension linked against CUDA (calls through the PLT) is seen too."""
     ext = os.environ.get("PYFLOW_TEST_GPUEXT")
