@@ -47,6 +47,17 @@ static void test_reinsert_overwrites(void **state)
 
 /* Many page-aligned addresses (the worst case for weak hashes), removed in a scrambled order: every
  * lookup must still find what is left (backward-shift deletion keeps probe runs intact). */
+static void shuffle(uintptr_t *v, int n, unsigned seed)
+{
+    srand(seed);
+    for (int i = n - 1; i > 0; i--) {
+        int j = rand() % (i + 1);
+        uintptr_t t = v[i];
+        v[i] = v[j];
+        v[j] = t;
+    }
+}
+
 static void test_growth_and_churn(void **state)
 {
     enum { N = 200000 };
@@ -57,13 +68,7 @@ static void test_growth_and_churn(void **state)
         assert_int_equal(pf_objtable_insert(&o), 0);
     }
     assert_int_equal(pf_objtable_count(), N);
-    srand(7);
-    for (int i = N - 1; i > 0; i--) {
-        int j = rand() % (i + 1);
-        uintptr_t t = addrs[i];
-        addrs[i] = addrs[j];
-        addrs[j] = t;
-    }
+    shuffle(addrs, N, 7);
     for (int i = 0; i < N / 2; i++)
         assert_int_equal(pf_objtable_remove(addrs[i], NULL), 1);
     for (int i = N / 2; i < N; i++) {
@@ -104,25 +109,19 @@ static void test_dense_neighbours_churn(void **state)
 {
     enum { N = 300000 };
     const uintptr_t base = 0x7f1234500000ull;
-    uint32_t *order = malloc(N * sizeof *order);
-    for (uint32_t i = 0; i < N; i++) {
+    uintptr_t *order = malloc(N * sizeof *order);
+    for (uintptr_t i = 0; i < N; i++) {
         order[i] = i;
-        pf_objinfo_t o = {.addr = base + (uintptr_t)i * 16, .size = 16 + i};
+        pf_objinfo_t o = {.addr = base + i * 16, .size = 16 + i};
         assert_int_equal(pf_objtable_insert(&o), 0);
     }
-    srand(11);
-    for (int i = N - 1; i > 0; i--) {
-        int j = rand() % (i + 1);
-        uint32_t t = order[i];
-        order[i] = order[j];
-        order[j] = t;
-    }
+    shuffle(order, N, 11);
     for (int i = 0; i < N / 2; i++)
-        assert_int_equal(pf_objtable_remove(base + (uintptr_t)order[i] * 16, NULL), 1);
+        assert_int_equal(pf_objtable_remove(base + order[i] * 16, NULL), 1);
     for (int i = 0; i < N; i++) {
         pf_objinfo_t got;
         int live = i >= N / 2;
-        assert_int_equal(pf_objtable_lookup(base + (uintptr_t)order[i] * 16, &got), live);
+        assert_int_equal(pf_objtable_lookup(base + order[i] * 16, &got), live);
         if (live)
             assert_int_equal(got.size, 16 + order[i]);
     }
