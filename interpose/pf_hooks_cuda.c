@@ -41,7 +41,8 @@
  *  - with a caching allocator (PyTorch, CuPy's pool) these are the reservations from the driver, charged to
  *    the line whose allocation made the cache grow; blocks the cache hands out again cost nothing more and
  *    are not seen, and a cached block freed by the program stays live until the cache releases it;
- *  - copies become flow edges h2d / d2h / d2d / h2h with bytes and the copying line. The kind is the API's
+ *  - copies (2D copies: width x height bytes; peer copies between GPUs: d2d) become flow edges h2d / d2h /
+ *    d2d / h2h with bytes and the copying line. The kind is the API's
  *    (cudaMemcpyKind, or the HtoD/DtoH/DtoD entry point); cudaMemcpyDefault and cuMemcpy (unified
  *    addressing) are classified by which ends lie inside a live GPU block (a range table here, so a view
  *    into a block counts, not only its first byte);
@@ -82,7 +83,8 @@ typedef unsigned long long pf_cudeviceptr_t;
     X(cuMemAllocAsync) X(cuMemFreeAsync) X(cuMemAllocHost_v2) X(cuMemHostAlloc) X(cuMemFreeHost)             \
     X(cuMemcpy) X(cuMemcpyAsync) X(cuMemcpyHtoD_v2) X(cuMemcpyDtoH_v2) X(cuMemcpyDtoD_v2)                    \
     X(cuMemcpyHtoDAsync_v2) X(cuMemcpyDtoHAsync_v2) X(cuMemcpyDtoDAsync_v2) X(cuGetProcAddress)             \
-    X(cuGetProcAddress_v2) X(cuMemMap) X(cuMemUnmap)
+    X(cuGetProcAddress_v2) X(cuMemMap) X(cuMemUnmap) X(cudaMemcpy2D) X(cudaMemcpy2DAsync) X(cuMemcpy2D_v2)         \
+    X(cuMemcpy2DAsync_v2) X(cudaMemcpyPeer) X(cudaMemcpyPeerAsync) X(cuMemcpyPeer) X(cuMemcpyPeerAsync)
 
 #define PF_X_ENUM(n) F_##n,
 enum pf_cuda_fn { PF_CUDA_FNS(PF_X_ENUM) F_COUNT };
@@ -479,15 +481,21 @@ static int copy_kind(int kind, const void *dst, const void *src)
 
 /* Records a finished copy; kind is the cudaMemcpyKind the API implies. Only an explicit host-to-device copy
  * has a source known to be host memory, whose bytes may be hashed: one classified by its tracked ends may
- * come from device memory pyflow never saw allocated. */
-static inline void note_copy(void *dst, const void *src, size_t n, int kind)
+ * come from device memory pyflow never saw allocated. A 2D copy's bytes are hashed only when its rows lie
+ * back to back (pitch = width): otherwise the n bytes from src are not what was sent. */
+static inline void note_copy_rows(void *dst, const void *src, size_t n, int kind, int contiguous)
 {
     if (PF_LIKELY(pf_tls.guard != 0 || n == 0))
         return;
     int pf_kind = copy_kind(kind, dst, src);
     uint64_t id = pf_on_copy_exact(&pf_tls, dst, src, n, pf_kind);
-    if (kind == 1)
+    if (kind == 1 && contiguous)
         judge_upload(id, src, n);
+}
+
+static inline void note_copy(void *dst, const void *src, size_t n, int kind)
+{
+    note_copy_rows(dst, src, n, kind, 1);
 }
 
 #define DEV(p) ((void *)(uintptr_t)(p))
@@ -643,6 +651,113 @@ PF_EXPORT pf_cuda_status_t cuMemcpyDtoDAsync_v2(pf_cudeviceptr_t dst, pf_cudevic
     return rc;
 }
 
+/* 2D copies: width bytes from each of height rows, pitches apart. */
+PF_EXPORT pf_cuda_status_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                                        size_t height, int kind)
+{
+    CALL(cudaMemcpy2D, dst, dpitch, src, spitch, width, height, kind);
+    if (rc == 0)
+        note_copy_rows(dst, src, width * height, kind, spitch == width);
+    return rc;
+}
+
+PF_EXPORT pf_cuda_status_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                             size_t width, size_t height, int kind, void *stream)
+{
+    CALL(cudaMemcpy2DAsync, dst, dpitch, src, spitch, width, height, kind, stream);
+    if (rc == 0)
+        note_copy_rows(dst, src, width * height, kind, spitch == width);
+    return rc;
+}
+
+/* The driver's 2D copy names each end by memory type (CUDA_MEMCPY2D, the _v2 layout of cuda.h). */
+typedef struct pf_cuda_memcpy2d {
+    size_t src_x, src_y;
+    int src_type;                   /* CUmemorytype: 1 host, 2 device, 3 array, 4 unified */
+    const void *src_host;
+    pf_cudeviceptr_t src_device;
+    void *src_array;
+    size_t src_pitch, dst_x, dst_y;
+    int dst_type;
+    void *dst_host;
+    pf_cudeviceptr_t dst_device;
+    void *dst_array;
+    size_t dst_pitch, width, height;
+} pf_cuda_memcpy2d_t;
+
+/* An end's first byte, or NULL for a CUDA array (opaque: no address to attribute). */
+static void *end_address(int type, const void *host, pf_cudeviceptr_t device, size_t x, size_t y, size_t pitch)
+{
+    uintptr_t base = type == 1 ? (uintptr_t)host : type == 2 || type == 4 ? (uintptr_t)device : 0;
+    return base ? (void *)(base + y * pitch + x) : NULL;
+}
+
+static void note_copy_2d(const pf_cuda_memcpy2d_t *c)
+{
+    if (!c || pf_tls.guard != 0)
+        return;
+    void *src = end_address(c->src_type, c->src_host, c->src_device, c->src_x, c->src_y, c->src_pitch);
+    void *dst = end_address(c->dst_type, c->dst_host, c->dst_device, c->dst_x, c->dst_y, c->dst_pitch);
+    if (!src || !dst)
+        return;
+    int from_host = c->src_type == 1, to_host = c->dst_type == 1;
+    int unified = c->src_type == 4 || c->dst_type == 4;
+    int kind = unified ? 4 : from_host ? (to_host ? 0 : 1) : (to_host ? 2 : 3);
+    note_copy_rows(dst, src, c->width * c->height, kind, c->src_pitch == c->width);
+}
+
+PF_EXPORT pf_cuda_status_t cuMemcpy2D_v2(const pf_cuda_memcpy2d_t *copy)
+{
+    CALL(cuMemcpy2D_v2, copy);
+    if (rc == 0)
+        note_copy_2d(copy);
+    return rc;
+}
+
+PF_EXPORT pf_cuda_status_t cuMemcpy2DAsync_v2(const pf_cuda_memcpy2d_t *copy, void *stream)
+{
+    CALL(cuMemcpy2DAsync_v2, copy, stream);
+    if (rc == 0)
+        note_copy_2d(copy);
+    return rc;
+}
+
+/* Copies between two GPUs' memory. */
+PF_EXPORT pf_cuda_status_t cudaMemcpyPeer(void *dst, int dst_device, const void *src, int src_device, size_t n)
+{
+    CALL(cudaMemcpyPeer, dst, dst_device, src, src_device, n);
+    if (rc == 0)
+        note_copy(dst, src, n, 3);
+    return rc;
+}
+
+PF_EXPORT pf_cuda_status_t cudaMemcpyPeerAsync(void *dst, int dst_device, const void *src, int src_device,
+                                               size_t n, void *stream)
+{
+    CALL(cudaMemcpyPeerAsync, dst, dst_device, src, src_device, n, stream);
+    if (rc == 0)
+        note_copy(dst, src, n, 3);
+    return rc;
+}
+
+PF_EXPORT pf_cuda_status_t cuMemcpyPeer(pf_cudeviceptr_t dst, void *dst_ctx, pf_cudeviceptr_t src, void *src_ctx,
+                                        size_t n)
+{
+    CALL(cuMemcpyPeer, dst, dst_ctx, src, src_ctx, n);
+    if (rc == 0)
+        note_copy(DEV(dst), DEV(src), n, 3);
+    return rc;
+}
+
+PF_EXPORT pf_cuda_status_t cuMemcpyPeerAsync(pf_cudeviceptr_t dst, void *dst_ctx, pf_cudeviceptr_t src,
+                                             void *src_ctx, size_t n, void *stream)
+{
+    CALL(cuMemcpyPeerAsync, dst, dst_ctx, src, src_ctx, n, stream);
+    if (rc == 0)
+        note_copy(DEV(dst), DEV(src), n, 3);
+    return rc;
+}
+
 /* ---- entry points handed out by name: cuGetProcAddress, cudaGetDriverEntryPoint ---- */
 
 /* The hook for a driver symbol as these calls name it ("cuMemAlloc": the version picks the ABI), or
@@ -674,6 +789,10 @@ static enum pf_cuda_fn driver_entry(const char *symbol, long version, unsigned l
         {"cuMemcpyHtoDAsync", F_cuMemcpyHtoDAsync_v2, PF_CUDA_V2_SINCE, 1},
         {"cuMemcpyDtoHAsync", F_cuMemcpyDtoHAsync_v2, PF_CUDA_V2_SINCE, 1},
         {"cuMemcpyDtoDAsync", F_cuMemcpyDtoDAsync_v2, PF_CUDA_V2_SINCE, 1},
+        {"cuMemcpy2D", F_cuMemcpy2D_v2, PF_CUDA_V2_SINCE, 1},
+        {"cuMemcpy2DAsync", F_cuMemcpy2DAsync_v2, PF_CUDA_V2_SINCE, 1},
+        {"cuMemcpyPeer", F_cuMemcpyPeer, 0, 1},
+        {"cuMemcpyPeerAsync", F_cuMemcpyPeerAsync, 0, 1},
         {"cuMemMap", F_cuMemMap, PF_CUDA_VMM_SINCE, 0},
         {"cuMemUnmap", F_cuMemUnmap, PF_CUDA_VMM_SINCE, 0},
         /* itself: a statically linked runtime (CuPy's) fetches cuGetProcAddress_v2 with dlsym, asks it
@@ -752,7 +871,7 @@ static void *const hook_fn[F_COUNT] = {PF_CUDA_FNS(PF_X_HOOK)};
 
 /* ---- dlsym, dlvsym ---- */
 
-/* Which hooked function a name is, or F_COUNT. A linear scan of 30 short names is fine here: dlsym
+/* Which hooked function a name is, or F_COUNT. A linear scan of 40 short names is fine here: dlsym
  * itself costs a symbol-table walk, and almost every name fails the first test. */
 static enum pf_cuda_fn hooked_name(const char *name)
 {

@@ -123,6 +123,62 @@ EXPORT int cuMemcpyDtoDAsync_v2(unsigned long long d, unsigned long long s, size
 EXPORT int cuMemcpyHtoDAsync_v2(unsigned long long d, const void *s, size_t n, void *stream) { return cuMemcpyHtoD_v2(d, s, n); }
 EXPORT int cuMemcpyDtoHAsync_v2(void *d, unsigned long long s, size_t n, void *stream) { return cuMemcpyDtoH_v2(d, s, n); }
 
+/* 2D copies (rows of width bytes, pitches apart) and copies between devices. */
+static void rowcopy(char *d, size_t dpitch, const char *s, size_t spitch, size_t width, size_t height)
+{
+    for (size_t r = 0; r < height; r++)
+        bytecopy(d + r * dpitch, s + r * spitch, width);
+}
+EXPORT int cudaMemcpy2D(void *d, size_t dpitch, const void *s, size_t spitch, size_t width, size_t height, int kind)
+{
+    rowcopy(d, dpitch, s, spitch, width, height);
+    return 0;
+}
+EXPORT int cudaMemcpy2DAsync(void *d, size_t dpitch, const void *s, size_t spitch, size_t width, size_t height,
+                             int kind, void *stream)
+{
+    return cudaMemcpy2D(d, dpitch, s, spitch, width, height, kind);
+}
+typedef struct {    /* CUDA_MEMCPY2D */
+    size_t src_x, src_y;
+    int src_type;
+    const void *src_host;
+    unsigned long long src_device;
+    void *src_array;
+    size_t src_pitch, dst_x, dst_y;
+    int dst_type;
+    void *dst_host;
+    unsigned long long dst_device;
+    void *dst_array;
+    size_t dst_pitch, width, height;
+} mock_memcpy2d_t;
+EXPORT int cuMemcpy2D_v2(const mock_memcpy2d_t *c)
+{
+    const char *s = c->src_type == 1 ? c->src_host : (const char *)(uintptr_t)c->src_device;
+    char *d = c->dst_type == 1 ? c->dst_host : (char *)(uintptr_t)c->dst_device;
+    rowcopy(d + c->dst_y * c->dst_pitch + c->dst_x, c->dst_pitch, s + c->src_y * c->src_pitch + c->src_x,
+            c->src_pitch, c->width, c->height);
+    return 0;
+}
+EXPORT int cuMemcpy2DAsync_v2(const mock_memcpy2d_t *c, void *stream) { return cuMemcpy2D_v2(c); }
+EXPORT int cudaMemcpyPeer(void *d, int dd, const void *s, int sd, size_t n)
+{
+    bytecopy(d, s, n);
+    return 0;
+}
+EXPORT int cudaMemcpyPeerAsync(void *d, int dd, const void *s, int sd, size_t n, void *stream)
+{
+    return cudaMemcpyPeer(d, dd, s, sd, n);
+}
+EXPORT int cuMemcpyPeer(unsigned long long d, void *dc, unsigned long long s, void *sc, size_t n)
+{
+    return cudaMemcpyPeer((void *)(uintptr_t)d, 0, (const void *)(uintptr_t)s, 0, n);
+}
+EXPORT int cuMemcpyPeerAsync(unsigned long long d, void *dc, unsigned long long s, void *sc, size_t n, void *stream)
+{
+    return cuMemcpyPeer(d, dc, s, sc, n);
+}
+
 /* The virtual memory API, as PyTorch's expandable segments use it: a reserved device range, physical
  * memory behind handles, and mappings of handles into the range. The mock never frees a handle's bytes
  * (it keeps no size for them), as with pinned blocks. */
@@ -198,6 +254,8 @@ EXPORT int cuGetProcAddress_v2(const char *sym, void **pfn, int version, unsigne
         {"cuMemcpyDtoD", (void *)cuMemcpyDtoD_v2}, {"cuMemcpyHtoDAsync", (void *)cuMemcpyHtoDAsync_v2},
         {"cuMemcpyDtoHAsync", (void *)cuMemcpyDtoHAsync_v2}, {"cuMemcpyDtoDAsync", (void *)cuMemcpyDtoDAsync_v2},
         {"cuMemMap", (void *)cuMemMap}, {"cuMemUnmap", (void *)cuMemUnmap},
+        {"cuMemcpy2D", (void *)cuMemcpy2D_v2}, {"cuMemcpy2DAsync", (void *)cuMemcpy2DAsync_v2},
+        {"cuMemcpyPeer", (void *)cuMemcpyPeer}, {"cuMemcpyPeerAsync", (void *)cuMemcpyPeerAsync},
     };
     *pfn = NULL;
     if (strcmp(sym, "cuMemAlloc") == 0 && version < 3020) {

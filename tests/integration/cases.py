@@ -719,6 +719,30 @@ def case_gpu_vmm(c):
     assert up and up[0]["bytes"] == 1 << 20 and up[0]["dst"]["line"] == 23, up
 
 
+def case_gpu_copies_2d(c):
+    """2D copies (runtime and driver) and copies between devices are flow edges; only a contiguous upload is
+    judged by content."""
+    lib = os.environ.get("PYFLOW_TEST_MOCKCUDA")
+    if not lib or not os.path.exists(lib):
+        raise Skip("the mock CUDA library was not built")
+    cp, d = c.profile(os.path.join(GPU, "gpu_copies_2d.py"), lib)
+    assert cp.returncode == 0 and cp.stdout == "2d ok\n", (cp.returncode, cp.stdout, cp.stderr[-800:])
+
+    def edge(line, kind):
+        found = [f for f in flows_at(d, "gpu_copies_2d.py", line) if f["kind"] == kind]
+        assert len(found) == 1, (line, kind, flows_at(d, "gpu_copies_2d.py", line))
+        return found[0]
+    first, again, strided = edge(23, "h2d"), edge(24, "h2d"), edge(25, "h2d")
+    assert first["bytes"] == 4 << 20 and first["dst"]["line"] == 21 and not first["redundant"], first
+    assert again["bytes"] == 4 << 20 and again["redundant_bytes"] == 4 << 20, again
+    assert strided["bytes"] == 2 << 20 and not strided["redundant"], strided
+    down = edge(27, "d2h")
+    assert down["bytes"] == 4 << 20 and down["src"]["line"] == 21, down
+    for line, src, dst in ((28, 21, 22), (29, 22, 21)):
+        peer = edge(line, "d2d")
+        assert peer["bytes"] == 4 << 20 and peer["src"]["line"] == src and peer["dst"]["line"] == dst, peer
+
+
 def case_gpu_extension(c):
     """A C extension linked against CUDA (calls through the PLT) is seen too."""
     ext = os.environ.get("PYFLOW_TEST_GPUEXT")

@@ -1,0 +1,31 @@
+"""2D and peer copies. Ground truth: lines 21 and 22 allocate 4 MiB device blocks a and b. Line 23 uploads 4
+rows of 1 MiB back to back into a (h2d, 4 MiB), line 24 sends the same bytes again (redundant), line 25
+uploads 2 rows of 1 MiB taken 2 MiB apart (h2d, 2 MiB, not judged: its source is not contiguous). Line 27
+downloads a with the driver's 2D copy (d2h, 4 MiB, from line 21), line 28 copies a to b between devices
+(d2d), line 29 b to a with the driver's peer copy (d2d)."""
+import ctypes
+import os
+import sys
+
+cuda = ctypes.CDLL(sys.argv[1] if len(sys.argv) > 1 else os.environ["PYFLOW_TEST_MOCKCUDA"])
+size_t, u64, vp, MiB = ctypes.c_size_t, ctypes.c_ulonglong, ctypes.c_void_p, 1 << 20
+cuda.cudaMemcpy2D.argtypes = [vp, size_t, vp, size_t, size_t, size_t, ctypes.c_int]
+cuda.cudaMemcpyPeer.argtypes = [vp, ctypes.c_int, vp, ctypes.c_int, size_t]
+cuda.cuMemcpyPeer.argtypes = [u64, vp, u64, vp, size_t]
+MEMCPY2D = type("MEMCPY2D", (ctypes.Structure,), {"_fields_": [
+    (n, t) for n, t in zip("sx sy stype shost sdev sarr spitch dx dy dtype dhost ddev darr dpitch w h".split(),
+                           (size_t, size_t, ctypes.c_int, vp, u64, vp, size_t, size_t, size_t, ctypes.c_int, vp,
+                            u64, vp, size_t, size_t, size_t))]})
+a, b = vp(), vp()
+host, back = ctypes.create_string_buffer(b"\x07" * (4 * MiB), 4 * MiB), ctypes.create_string_buffer(4 * MiB)
+assert cuda.cudaMalloc(ctypes.byref(a), size_t(4 * MiB)) == 0
+assert cuda.cudaMalloc(ctypes.byref(b), size_t(4 * MiB)) == 0
+assert cuda.cudaMemcpy2D(a, MiB, host, MiB, MiB, 4, 1) == 0
+assert cuda.cudaMemcpy2D(a, MiB, host, MiB, MiB, 4, 1) == 0
+assert cuda.cudaMemcpy2D(a, MiB, host, 2 * MiB, MiB, 2, 1) == 0
+c = MEMCPY2D(stype=2, sdev=a.value, spitch=MiB, dtype=1, dhost=ctypes.addressof(back), dpitch=MiB, w=MiB, h=4)
+assert cuda.cuMemcpy2D_v2(ctypes.byref(c)) == 0
+assert cuda.cudaMemcpyPeer(b, 1, a, 0, 4 * MiB) == 0
+assert cuda.cuMemcpyPeer(a.value, None, b.value, None, 4 * MiB) == 0
+assert back.raw == host.raw
+print("2d ok")
