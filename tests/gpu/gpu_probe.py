@@ -5,7 +5,8 @@ itself, and must never pose as a CUDA library)."""
 import ctypes
 import sys
 
-NAMES = ["cudaMalloc", "cudaMemcpy", "cuMemAlloc_v2", "cuGetProcAddress_v2", "cudaGetDriverEntryPoint"]
+NAMES = ["cudaMalloc", "cudaMemcpy", "cuMemAlloc_v2", "cuGetProcAddress_v2", "cudaGetDriverEntryPoint", "cuMemMap",
+         "cudaMemcpy2D", "cuMemcpyPeer"]
 
 
 def probe(where, lib):
