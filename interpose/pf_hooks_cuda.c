@@ -327,8 +327,32 @@ ALLOC_HOOK(cuMemAllocManaged, PF_DOMAIN_GPU, (pf_cudeviceptr_t *p, size_t size, 
            ARGS(p, size, flags))
 ALLOC_HOOK(cuMemAllocAsync, PF_DOMAIN_GPU, (pf_cudeviceptr_t *p, size_t size, void *stream),
            ARGS(p, size, stream))
+/* From a memory pool of the program's own (cudaMemPoolCreate; CuPy's MemoryAsyncPool): freed by the
+ * FreeAsync calls above, like cudaMallocAsync's. */
+ALLOC_HOOK(cudaMallocFromPoolAsync, PF_DOMAIN_GPU, (void **p, size_t size, void *pool, void *stream),
+           ARGS(p, size, pool, stream))
+ALLOC_HOOK(cuMemAllocFromPoolAsync, PF_DOMAIN_GPU, (pf_cudeviceptr_t *p, size_t size, void *pool, void *stream),
+           ARGS(p, size, pool, stream))
 ALLOC_HOOK(cuMemAllocHost_v2, PF_DOMAIN_MALLOC, (void **p, size_t size), ARGS(p, size))
 ALLOC_HOOK(cuMemHostAlloc, PF_DOMAIN_MALLOC, (void **p, size_t size, unsigned flags), ARGS(p, size, flags))
+
+/* Pitched 2D allocations: rows of width bytes padded to the pitch the driver picks, height of them. */
+PF_EXPORT pf_cuda_status_t cudaMallocPitch(void **p, size_t *pitch, size_t width, size_t height)
+{
+    CALL(cudaMallocPitch, p, pitch, width, height);
+    if (rc == 0)
+        note_alloc(*p, *pitch * height, PF_DOMAIN_GPU);
+    return rc;
+}
+
+PF_EXPORT pf_cuda_status_t cuMemAllocPitch_v2(pf_cudeviceptr_t *p, size_t *pitch, size_t width, size_t height,
+                                              unsigned element_bytes)
+{
+    CALL(cuMemAllocPitch_v2, p, pitch, width, height, element_bytes);
+    if (rc == 0)
+        note_alloc(DEV(*p), *pitch * height, PF_DOMAIN_GPU);
+    return rc;
+}
 
 FREE_HOOK(cudaFree, PF_DOMAIN_GPU, (void *p), ARGS(p))
 FREE_HOOK(cudaFreeAsync, PF_DOMAIN_GPU, (void *p, void *stream), ARGS(p, stream))
@@ -563,6 +587,8 @@ static enum pf_cuda_fn driver_entry(const char *symbol, long version, unsigned l
         {"cuMemFree", F_cuMemFree_v2, PF_CUDA_V2_SINCE, 0},
         {"cuMemAllocManaged", F_cuMemAllocManaged, 0, 0},
         {"cuMemAllocAsync", F_cuMemAllocAsync, 0, 1},
+        {"cuMemAllocFromPoolAsync", F_cuMemAllocFromPoolAsync, 0, 1},
+        {"cuMemAllocPitch", F_cuMemAllocPitch_v2, PF_CUDA_V2_SINCE, 0},
         {"cuMemFreeAsync", F_cuMemFreeAsync, 0, 1},
         {"cuMemAllocHost", F_cuMemAllocHost_v2, PF_CUDA_V2_SINCE, 0},
         {"cuMemHostAlloc", F_cuMemHostAlloc, 0, 0},

@@ -123,6 +123,23 @@ EXPORT int cuMemcpyDtoDAsync_v2(unsigned long long d, unsigned long long s, size
 EXPORT int cuMemcpyHtoDAsync_v2(unsigned long long d, const void *s, size_t n, void *stream) { return cuMemcpyHtoD_v2(d, s, n); }
 EXPORT int cuMemcpyDtoHAsync_v2(void *d, unsigned long long s, size_t n, void *stream) { return cuMemcpyDtoH_v2(d, s, n); }
 
+/* Allocations from a program's own memory pool, and pitched ones (rows padded to 512 bytes here). */
+EXPORT int cudaMallocFromPoolAsync(void **p, size_t n, void *pool, void *stream) { return cudaMalloc(p, n); }
+EXPORT int cuMemAllocFromPoolAsync(unsigned long long *p, size_t n, void *pool, void *stream)
+{
+    return cuMemAlloc_v2(p, n);
+}
+EXPORT int cudaMallocPitch(void **p, size_t *pitch, size_t width, size_t height)
+{
+    *pitch = (width + 511) / 512 * 512;
+    return cudaMalloc(p, *pitch * height);
+}
+EXPORT int cuMemAllocPitch_v2(unsigned long long *p, size_t *pitch, size_t width, size_t height, unsigned elem)
+{
+    *pitch = (width + 511) / 512 * 512;
+    return cuMemAlloc_v2(p, *pitch * height);
+}
+
 /* 2D copies (rows of width bytes, pitches apart) and copies between devices. */
 static void rowcopy(char *d, size_t dpitch, const char *s, size_t spitch, size_t width, size_t height)
 {
@@ -254,6 +271,7 @@ EXPORT int cuGetProcAddress_v2(const char *sym, void **pfn, int version, unsigne
         {"cuMemcpyDtoD", (void *)cuMemcpyDtoD_v2}, {"cuMemcpyHtoDAsync", (void *)cuMemcpyHtoDAsync_v2},
         {"cuMemcpyDtoHAsync", (void *)cuMemcpyDtoHAsync_v2}, {"cuMemcpyDtoDAsync", (void *)cuMemcpyDtoDAsync_v2},
         {"cuMemMap", (void *)cuMemMap}, {"cuMemUnmap", (void *)cuMemUnmap},
+        {"cuMemAllocFromPoolAsync", (void *)cuMemAllocFromPoolAsync}, {"cuMemAllocPitch", (void *)cuMemAllocPitch_v2},
         {"cuMemcpy2D", (void *)cuMemcpy2D_v2}, {"cuMemcpy2DAsync", (void *)cuMemcpy2DAsync_v2},
         {"cuMemcpyPeer", (void *)cuMemcpyPeer}, {"cuMemcpyPeerAsync", (void *)cuMemcpyPeerAsync},
     };

@@ -743,6 +743,18 @@ def case_gpu_copies_2d(c):
         assert peer["bytes"] == 4 << 20 and peer["src"]["line"] == src and peer["dst"]["line"] == dst, peer
 
 
+def case_gpu_pools(c):
+    """Allocations from a program's own memory pool and pitched allocations are GPU bytes (pitch x height)."""
+    lib = os.environ.get("PYFLOW_TEST_MOCKCUDA")
+    if not lib or not os.path.exists(lib):
+        raise Skip("the mock CUDA library was not built")
+    cp, d = c.profile(os.path.join(GPU, "gpu_pools.py"), lib)
+    assert cp.returncode == 0 and cp.stdout == "pools ok\n", (cp.returncode, cp.stdout, cp.stderr[-800:])
+    for line, mib, kept in ((15, 8, 0), (17, 4, 4), (18, 1, 1), (19, 1, 0)):
+        r = row(d, "gpu_pools.py", line)
+        assert r["gpu_bytes"] == mib << 20 and r["leaked_bytes"] == kept << 20, (line, r)
+
+
 def case_gpu_extension(c):
     """A C extension linked against CUDA (calls through the PLT) is seen too."""
     ext = os.environ.get("PYFLOW_TEST_GPUEXT")

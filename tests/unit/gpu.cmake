@@ -21,7 +21,7 @@ if(pf_debian_py_inc AND EXISTS ${pf_debian_py_inc}/Python.h)
   list(APPEND pf_gpu_env "PYFLOW_TEST_GPUEXT=${CMAKE_BINARY_DIR}/tests/gpu/ext")
 endif()
 
-foreach(case gpu_ctypes gpu_extension gpu_procaddress gpu_vmm gpu_copies_2d)
+foreach(case gpu_ctypes gpu_extension gpu_procaddress gpu_vmm gpu_copies_2d gpu_pools)
   add_test(NAME integration.${case}.debian-python3
            COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/tests/integration/cases.py ${case}
                    --pyflow $<TARGET_FILE:pyflow> --python /usr/bin/python3)
