@@ -660,13 +660,27 @@ def case_fork_merged(c):
 GPU = os.path.join(os.path.dirname(HERE), "gpu")
 
 
-def case_gpu_ctypes(c):
-    """CUDA loaded late with ctypes: GPU bytes per line, frees, h2d/d2h edges, a redundant upload."""
+def profile_on_mock_cuda(c, program, stdout_end):
+    """Profiles tests/gpu/PROGRAM against the mock CUDA library (skipped when it was not built); checks the
+    program ran to its last line and returns its run and the JSON document."""
     lib = os.environ.get("PYFLOW_TEST_MOCKCUDA")
     if not lib or not os.path.exists(lib):
         raise Skip("the mock CUDA library was not built")
-    cp, d = c.profile(os.path.join(GPU, "gpu_ctypes.py"), lib)
-    assert cp.returncode == 0 and cp.stdout == "gpu ok\n", (cp.returncode, cp.stdout, cp.stderr[-800:])
+    cp, d = c.profile(os.path.join(GPU, program), lib)
+    assert cp.returncode == 0 and cp.stdout.endswith(stdout_end), (cp.returncode, cp.stdout, cp.stderr[-800:])
+    return cp, d
+
+
+def assert_gpu_rows(d, script, rows):
+    """rows: (line, MiB allocated there, MiB of it live at exit)."""
+    for line, mib, kept in rows:
+        r = row(d, script, line)
+        assert r["gpu_bytes"] == mib << 20 and r["leaked_bytes"] == kept << 20, (line, r)
+
+
+def case_gpu_ctypes(c):
+    """CUDA loaded late with ctypes: GPU bytes per line, frees, h2d/d2h edges, a redundant upload."""
+    cp, d = profile_on_mock_cuda(c, "gpu_ctypes.py", "gpu ok\n")
     big, kept = row(d, "gpu_ctypes.py", 18), row(d, "gpu_ctypes.py", 19)
     assert big["gpu_bytes"] == 64 << 20 and big["leaked_bytes"] == 0, big
     assert kept["gpu_bytes"] == 16 << 20 and kept["leaked_bytes"] == 16 << 20, kept
@@ -690,31 +704,19 @@ def case_gpu_ctypes(c):
 
 def case_gpu_procaddress(c):
     """Driver functions fetched with cuGetProcAddress are hooked too."""
-    lib = os.environ.get("PYFLOW_TEST_MOCKCUDA")
-    if not lib or not os.path.exists(lib):
-        raise Skip("the mock CUDA library was not built")
-    cp, d = c.profile(os.path.join(GPU, "gpu_procaddress.py"), lib)
-    assert cp.returncode == 0 and cp.stdout.endswith("procaddress ok\n"), (cp.returncode, cp.stdout, cp.stderr[-800:])
+    cp, d = profile_on_mock_cuda(c, "gpu_procaddress.py", "procaddress ok\n")
     freed, kept = row(d, "gpu_procaddress.py", 17), row(d, "gpu_procaddress.py", 19)
     assert freed["gpu_bytes"] == 24 << 20 and freed["leaked_bytes"] == 0, freed
     assert kept["gpu_bytes"] == 8 << 20 and kept["leaked_bytes"] == 8 << 20, kept
     # cuGetProcAddress fetched through itself (a static CUDA runtime's bootstrap), in both ABIs
-    for line, mib in ((29, 16), (30, 4)):
-        r = row(d, "gpu_procaddress.py", line)
-        assert r["gpu_bytes"] == mib << 20 and r["leaked_bytes"] == mib << 20, (line, r)
+    assert_gpu_rows(d, "gpu_procaddress.py", ((29, 16, 16), (30, 4, 4)))
 
 
 def case_gpu_vmm(c):
     """The virtual memory API (PyTorch's expandable segments): mapped chunks are GPU blocks of the line that
     mapped them, until unmapped (one unmap may end several); a copy into a chunk is an h2d edge to it."""
-    lib = os.environ.get("PYFLOW_TEST_MOCKCUDA")
-    if not lib or not os.path.exists(lib):
-        raise Skip("the mock CUDA library was not built")
-    cp, d = c.profile(os.path.join(GPU, "gpu_vmm.py"), lib)
-    assert cp.returncode == 0 and cp.stdout == "vmm ok\n", (cp.returncode, cp.stdout, cp.stderr[-800:])
-    for line, mib, kept in ((22, 16, 0), (23, 32, 32), (24, 8, 0), (25, 8, 0)):
-        r = row(d, "gpu_vmm.py", line)
-        assert r["gpu_bytes"] == mib << 20 and r["leaked_bytes"] == kept << 20, (line, r)
+    cp, d = profile_on_mock_cuda(c, "gpu_vmm.py", "vmm ok\n")
+    assert_gpu_rows(d, "gpu_vmm.py", ((22, 16, 0), (23, 32, 32), (24, 8, 0), (25, 8, 0)))
     up = [f for f in flows_at(d, "gpu_vmm.py", 26) if f["kind"] == "h2d"]
     assert up and up[0]["bytes"] == 1 << 20 and up[0]["dst"]["line"] == 23, up
 
@@ -722,11 +724,7 @@ def case_gpu_vmm(c):
 def case_gpu_copies_2d(c):
     """2D copies (runtime and driver) and copies between devices are flow edges; only a contiguous upload is
     judged by content."""
-    lib = os.environ.get("PYFLOW_TEST_MOCKCUDA")
-    if not lib or not os.path.exists(lib):
-        raise Skip("the mock CUDA library was not built")
-    cp, d = c.profile(os.path.join(GPU, "gpu_copies_2d.py"), lib)
-    assert cp.returncode == 0 and cp.stdout == "2d ok\n", (cp.returncode, cp.stdout, cp.stderr[-800:])
+    cp, d = profile_on_mock_cuda(c, "gpu_copies_2d.py", "2d ok\n")
 
     def edge(line, kind):
         found = [f for f in flows_at(d, "gpu_copies_2d.py", line) if f["kind"] == kind]
@@ -745,14 +743,8 @@ def case_gpu_copies_2d(c):
 
 def case_gpu_pools(c):
     """Allocations from a program's own memory pool and pitched allocations are GPU bytes (pitch x height)."""
-    lib = os.environ.get("PYFLOW_TEST_MOCKCUDA")
-    if not lib or not os.path.exists(lib):
-        raise Skip("the mock CUDA library was not built")
-    cp, d = c.profile(os.path.join(GPU, "gpu_pools.py"), lib)
-    assert cp.returncode == 0 and cp.stdout == "pools ok\n", (cp.returncode, cp.stdout, cp.stderr[-800:])
-    for line, mib, kept in ((15, 8, 0), (17, 4, 4), (18, 1, 1), (19, 1, 0)):
-        r = row(d, "gpu_pools.py", line)
-        assert r["gpu_bytes"] == mib << 20 and r["leaked_bytes"] == kept << 20, (line, r)
+    cp, d = profile_on_mock_cuda(c, "gpu_pools.py", "pools ok\n")
+    assert_gpu_rows(d, "gpu_pools.py", ((15, 8, 0), (17, 4, 4), (18, 1, 1), (19, 1, 0)))
 
 
 def case_gpu_extension(c):
