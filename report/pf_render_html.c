@@ -173,7 +173,7 @@ static void processes(FILE *f, const pf_model_t *m)
         pf_html_num_cell(f, p->alloc_bytes);
         pf_html_num_cell(f, p->peak_bytes);
         pf_html_num_cell(f, p->live);
-        fputs("<td class=\"src\">", f);
+        fputs(pf_report_process_replaced(m, i) ? "<td class=\"src\">(before exec) " : "<td class=\"src\">", f);
         pf_html_esc(f, p->argv);
         fputs("</td></tr>\n", f);
     }

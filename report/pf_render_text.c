@@ -569,8 +569,10 @@ static void processes(out_t *o, const pf_model_t *m)
         char parent[16];
         snprintf(parent, sizeof parent, p->via_pid ? "%u*" : "%u", p->via_pid ? p->via_pid : p->ppid);
         via |= p->via_pid != 0 && !p->root;
-        line(o, "%-8u %-8s %9s %9s %9s  %s", p->pid, p->root ? "(root)" : parent, human(p->alloc_bytes, a),
-             human(p->peak_bytes, b), human(p->live, c), p->argv);
+        /* a process that exec'd keeps its pid: its first image's row says so */
+        line(o, "%-8u %-8s %9s %9s %9s  %s%s", p->pid, p->root ? "(root)" : parent, human(p->alloc_bytes, a),
+             human(p->peak_bytes, b), human(p->live, c), pf_report_process_replaced(m, i) ? "(before exec) " : "",
+             p->argv);
     }
     if (via)
         line(o, "* through a shell or another launcher that process ran");

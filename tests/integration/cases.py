@@ -653,6 +653,14 @@ def case_fork_merged(c):
     near(row(d, "forker.py", 6)["alloc_bytes"], 5_000_000, 0.01, "child's allocation")
     near(row(d, "forker.py", 3)["alloc_bytes"], 2_000_000, 0.01, "parent's allocation")
     assert len(d["processes"]) == 2, d["processes"]
+    # a child that execs keeps its pid: its first image is a row of its own, marked as replaced
+    cp, d = c.profile(prog("fork_exec.py"))
+    assert cp.returncode == 0 and cp.stdout == "exec ok\nparent ok\n", (cp.stdout, cp.stderr[-800:])
+    images = [p for p in d["processes"] if not p["root"]]
+    assert len(images) == 2 and images[0]["pid"] == images[1]["pid"], d["processes"]
+    assert images[0]["replaced_by_exec"] and not images[1]["replaced_by_exec"], images
+    assert images[0]["alloc_bytes"] >= 8 << 20 and "-c" in images[1]["argv"], images
+    assert "(before exec) " in cp.stderr, cp.stderr[-1500:]
 
 
 # ---- GPU (a mock CUDA library on machines without one) ----
