@@ -7,7 +7,9 @@ the cache grow: `a` reserves its segment; `b` (the same size, after `a` is dropp
 and shows no GPU bytes; `torch.cuda.empty_cache()` gives the segment back (it is then no longer live).
 `x.cuda()` of the same host tensor twice is two h2d copies of the same bytes: the second is redundant. The
 first x.cuda() makes the cache reserve a whole segment (requests between 1 and 10 MiB get a 20 MiB one);
-the second fits in it. Not yet run on a GPU by the test suite: see examples/gpu/README.md."""
+the second fits in it. With `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` the cache grows by mapping
+physical chunks (cuMemMap) instead: pyflow charges each mapping to the line that made it grow, the same way.
+Not yet run on a GPU by the test suite: see examples/gpu/README.md."""
 import torch
 
 a = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")    # reserves ~64 MiB
