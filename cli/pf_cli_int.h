@@ -93,4 +93,8 @@ int pf_launch_run(const pf_run_opts_t *o, const pf_python_t *py, const char *lib
  * Returns 0, 1 when the profile is empty (nothing to append to), or -errno. */
 int pf_trailer_append(const char *profile, const pf_child_status_t *st);
 
+/* pf_cli_cuda.c: `pyflow info`'s CUDA line (driver and GPUs found, or why not). */
+struct pf_probe;
+void pf_cli_probe_cuda(struct pf_probe *p);
+
 #endif /* PF_CLI_INT_H */

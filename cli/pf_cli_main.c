@@ -494,8 +494,9 @@ static int cmd_info(void)
     printf("pyflow %s\n", PYFLOW_VERSION);
     printf("%-20s %s/%s\n", "runtime", libdir, PF_RUNTIME_SONAME);
     printf("%-20s %s\n", "python versions", list);
-    pf_probe_t probes[16];
+    pf_probe_t probes[17];
     size_t n = pf_watch_probe(probes, 16);
+    pf_cli_probe_cuda(&probes[n++]);
     static const char *status[] = {"ok", "skip", "FAIL"};
     for (size_t i = 0; i < n; i++)
         printf("%-20s %-4s %s\n", probes[i].name, status[probes[i].status], probes[i].detail);

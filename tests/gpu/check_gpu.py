@@ -5,6 +5,7 @@ Usage: check_gpu.py CASE --pyflow BUILD/bin/pyflow --python INTERPRETER --mock l
 Exit 0 = pass, 1 = fail (with the failing assertion), 77 = skipped (with the reason).
   probe   the profiler never poses as CUDA: every dlsym probe answers as without it (no CUDA, CUDA loaded
           RTLD_LOCAL, then RTLD_GLOBAL), and dlerror() text stays usable;
+  info    `pyflow info`'s cuda line: skip without a driver, ok (driver 12.4, 1 GPU) with the mock as libcuda;
   driver  driver API allocations (plain, managed, async) are GPU bytes per line, pinned host memory is
           native bytes, frees end liveness, d2d/d2h edges, cudaMemcpyDefault classified by the ends (interior
           pointers too), a copy from device memory pyflow never saw is not read on the host, the same upload
@@ -63,6 +64,23 @@ def case_probe(a):
         assert "global cudaMalloc absent\n" in cp.stdout and "odd dlerror" not in cp.stdout, cp.stdout
 
 
+def case_info(a):
+    """`pyflow info` says whether a CUDA driver and GPUs are there: skip without libcuda.so.1, ok with the
+    mock library found under that name (driver 12.4, one GPU)."""
+    without = run([a.pyflow, "info"])
+    assert without.returncode == 0, without.stderr
+    cuda = [ln for ln in without.stdout.splitlines() if ln.startswith("cuda ")]
+    assert len(cuda) == 1, without.stdout
+    if "skip" not in cuda[0]:
+        return      # a machine with a real driver: nothing to compare against the mock
+    with tempfile.TemporaryDirectory(prefix="pyflow-gpu-") as tmp:
+        os.symlink(os.path.abspath(a.mock), os.path.join(tmp, "libcuda.so.1"))
+        env = dict(os.environ, LD_LIBRARY_PATH=tmp)
+        cp = subprocess.run([a.pyflow, "info"], capture_output=True, text=True, env=env, timeout=60)
+    line = [ln for ln in cp.stdout.splitlines() if ln.startswith("cuda ")]
+    assert cp.returncode == 0 and line and " ok " in line[0] and "driver 12.4, 1 GPU:" in line[0], cp.stdout
+
+
 def case_driver(a):
     s = "gpu_driver.py"
     cp, d = profile(a, os.path.join(HERE, s), a.mock)
@@ -92,7 +110,7 @@ def case_driver(a):
     assert d["totals"]["gpu_bytes"] == 28 * MiB, d["totals"]
 
 
-CASES = {"probe": case_probe, "driver": case_driver}
+CASES = {"probe": case_probe, "driver": case_driver, "info": case_info}
 
 
 def main():

@@ -240,6 +240,19 @@ EXPORT int cuMemUnmap(unsigned long long p, size_t n)
     return 0;
 }
 
+/* What `pyflow info` asks a driver: its version (12.4 here) and one GPU. */
+EXPORT int cuDriverGetVersion(int *v)
+{
+    *v = 12040;
+    return 0;
+}
+EXPORT int cuInit(unsigned flags) { return 0; }
+EXPORT int cuDeviceGetCount(int *n)
+{
+    *n = 1;
+    return 0;
+}
+
 /* Device memory that no hooked entry point hands out (as cuMemCreate + cuMemMap would): a profiler sees
  * only its address in a later copy, and must not read it from the host. */
 EXPORT int mockDeviceAllocUntracked(void **p, size_t n) { return device_alloc(p, n); }

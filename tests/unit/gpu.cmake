@@ -30,8 +30,8 @@ foreach(case gpu_ctypes gpu_extension gpu_procaddress gpu_vmm gpu_copies_2d gpu_
 endforeach()
 
 # tests/gpu/check_gpu.py: probes answer as without the profiler; the driver API, pinned memory, unified
-# addressing and cuGetProcAddress variants.
-foreach(case probe driver)
+# addressing and cuGetProcAddress variants; `pyflow info`'s cuda line.
+foreach(case probe driver info)
   add_test(NAME gpu.${case}.debian-python3
            COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/tests/gpu/check_gpu.py ${case}
                    --pyflow $<TARGET_FILE:pyflow> --python /usr/bin/python3 --mock $<TARGET_FILE:pf_mockcuda>)
