@@ -48,3 +48,29 @@ add_test(NAME integration.preload_chain.debian-python3
                  --pyflow $<TARGET_FILE:pyflow> --python /usr/bin/python3)
 set_tests_properties(integration.preload_chain.debian-python3 PROPERTIES LABELS integration SKIP_RETURN_CODE 77
                      TIMEOUT 120 ENVIRONMENT "PYFLOW_TEST_NEXT_PRELOAD=$<TARGET_FILE:pf_next_preload>")
+
+# A program linked against the real static CUDA runtime (libcudart_static.a, from the CUDA toolkit when
+# installed: CuPy's wheels are built so), run with pyflow's runtime preloaded and a logging stand-in for
+# libcuda: every entry point it looks up after fetching cuGetProcAddress by name must go through pyflow.
+find_library(PF_CUDART_STATIC libcudart_static.a PATHS /usr/local/cuda/lib64 /usr/local/cuda/lib NO_DEFAULT_PATH)
+if(PF_CUDART_STATIC)
+  add_executable(pf_static_cudart_app ${PROJECT_SOURCE_DIR}/tests/gpu/static_cudart_app.c)
+  set_target_properties(pf_static_cudart_app PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/gpu)
+  target_link_libraries(pf_static_cudart_app PRIVATE ${PF_CUDART_STATIC} pthread dl rt)
+  add_library(pf_logging_libcuda SHARED ${PROJECT_SOURCE_DIR}/tests/gpu/logging_libcuda.c)
+  set_target_properties(pf_logging_libcuda PROPERTIES OUTPUT_NAME cuda SUFFIX .so.1
+                        LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/gpu/logging)
+  target_link_libraries(pf_logging_libcuda PRIVATE dl)
+  target_link_options(pf_logging_libcuda PRIVATE -Wl,-Bsymbolic)
+  if(PYFLOW_SANITIZE)    # run uninstrumented, like the programs pyflow profiles
+    foreach(t pf_static_cudart_app pf_logging_libcuda)
+      target_compile_options(${t} PRIVATE -fno-sanitize=all)
+      target_link_options(${t} PRIVATE -fno-sanitize=all)
+    endforeach()
+  endif()
+  add_test(NAME gpu.static_cudart
+           COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/tests/gpu/check_static_cudart.py
+                   $<TARGET_FILE:pf_static_cudart_app> ${CMAKE_BINARY_DIR}/tests/gpu/logging
+                   $<TARGET_FILE:pyflow_runtime>)
+  set_tests_properties(gpu.static_cudart PROPERTIES LABELS "integration;gpu" SKIP_RETURN_CODE 77 TIMEOUT 120)
+endif()
