@@ -49,7 +49,7 @@ static int shebang_names_shell(const char *line)
     return pf_shebang_program(line, program, sizeof program) == 0 && launcher_kind(program) == 2;
 }
 
-int pf_program_is_python(const char *path)
+int pf_program_is_python(const char *path, char *const envp[])
 {
     if (!path)
         return 0;
@@ -73,10 +73,10 @@ int pf_program_is_python(const char *path)
     line[strcspn(line, "\n")] = '\0';
     if (strstr(line, "python"))
         return 1;
-    return shebang_names_shell(line) && pf_script_runs_python(path);
+    return shebang_names_shell(line) && pf_script_runs_python(path, envp);
 }
 
-int pf_script_runs_python(const char *path)
+int pf_script_runs_python(const char *path, char *const envp[])
 {
     /* on the stack: this may run in a vfork child, which must not allocate */
     char text[PF_SCRIPT_READ_BYTES];
@@ -100,7 +100,7 @@ int pf_script_runs_python(const char *path)
         if (last)
             *last = '\0';
     }
-    return pf_command_runs_python(text[0] == '#' && text[1] == '!' ? text + strcspn(text, "\n") : text);
+    return pf_command_runs_python(text[0] == '#' && text[1] == '!' ? text + strcspn(text, "\n") : text, envp);
 }
 
 /* Programs that only start others, the shells first: 0 for none, 1 for a launcher, 2 for a shell. */
@@ -133,16 +133,16 @@ static int skipped_argument(const char *arg)
     return digits > 0 && (arg[digits] == '\0' || (arg[digits + 1] == '\0' && strchr("smhd", arg[digits])));
 }
 
-int pf_launches_python(const char *path, char *const argv[])
+int pf_launches_python(const char *path, char *const argv[], char *const envp[])
 {
     if (!path || !argv || !argv[0])
         return 0;
     if (launcher_kind(path) == 2) {
         for (size_t i = 1; argv[i]; i++) {
             if (argv[i][0] == '-' && argv[i][1] != '-' && strchr(argv[i], 'c'))   /* -c, bash -lc, sh -ec */
-                return argv[i + 1] && pf_command_runs_python(argv[i + 1]);
+                return argv[i + 1] && pf_command_runs_python(argv[i + 1], envp);
             if (argv[i][0] != '-' && argv[i][0] != '+')
-                return pf_script_runs_python(argv[i]);     /* sh job.sh */
+                return pf_script_runs_python(argv[i], envp);     /* sh job.sh */
         }
         return 0;
     }
@@ -157,9 +157,49 @@ int pf_launches_python(const char *path, char *const argv[])
     return 0;
 }
 
-int pf_command_runs_python(const char *command)
+/* Shell variables a command line set before using them (PY=python3; "$PY" x.py), kept in place. */
+#define PF_SHELL_VARS 8
+typedef struct shell_vars {
+    char name[PF_SHELL_VARS][32];
+    char value[PF_SHELL_VARS][64];
+    unsigned n;
+} shell_vars_t;
+
+static void shell_vars_set(shell_vars_t *v, const char *assignment)
+{
+    size_t len = strcspn(assignment, "=");
+    if (len == 0 || len >= sizeof v->name[0])
+        return;
+    unsigned i = v->n < PF_SHELL_VARS ? v->n++ : PF_SHELL_VARS - 1;     /* a full table forgets the last */
+    memcpy(v->name[i], assignment, len);
+    v->name[i][len] = '\0';
+    strncpy(v->value[i], assignment + len + 1, sizeof v->value[0] - 1);
+    v->value[i][sizeof v->value[0] - 1] = '\0';
+}
+
+/* The value of $NAME or ${NAME} (word), set earlier in the command line or else in the environment the
+ * shell is given; NULL when neither says, or word is no variable reference. */
+static const char *shell_var(const shell_vars_t *v, const char *word, char *const envp[])
+{
+    if (word[0] != '$')
+        return NULL;
+    char name[32];
+    const char *start = word + 1 + (word[1] == '{');
+    size_t len = strcspn(start, "}");
+    if (len == 0 || len >= sizeof name)
+        return NULL;
+    memcpy(name, start, len);
+    name[len] = '\0';
+    for (unsigned i = v->n; i-- > 0;)
+        if (strcmp(v->name[i], name) == 0)
+            return v->value[i];
+    return env_value(envp, name);
+}
+
+int pf_command_runs_python(const char *command, char *const envp[])
 {
     static const char separators[] = ";&|(`\n";
+    shell_vars_t vars = {.n = 0};
     int command_position = 1;
     for (const char *p = command; p && *p;) {
         size_t blank = strspn(p, " \t\"'");
@@ -179,12 +219,16 @@ int pf_command_runs_python(const char *command)
         p += len;
         if (!command_position)
             continue;
-        if (strchr(word, '='))
-            continue;       /* VAR=value before the command */
-        if (strncmp(pf_file_name(word), "python", 6) == 0)
+        if (strchr(word, '=')) {
+            shell_vars_set(&vars, word);    /* VAR=value before the command, or alone */
+            continue;
+        }
+        const char *value = shell_var(&vars, word, envp);
+        const char *program = value ? value : word;     /* "$PYTHON" job.py */
+        if (strncmp(pf_file_name(program), "python", 6) == 0)
             return 1;
         /* exec is the shell's own, not a program: what follows it is the command */
-        command_position = pf_is_launcher(word) || strcmp(word, "exec") == 0 || skipped_argument(word);
+        command_position = pf_is_launcher(program) || strcmp(program, "exec") == 0 || skipped_argument(program);
     }
     return 0;
 }

@@ -17,16 +17,16 @@ int pf_preload_entry_is_ours(const char *p, size_t len);
 /* 1 when a process given environment envp loads pyflow's runtime and is asked to profile. */
 int pf_env_profiles(char *const envp[]);
 
-/* Whether the program at path runs Python: a script by its "#!" line (naming python; naming a shell: by
- * pf_script_runs_python), anything else by its file name (starting with "python"); a bare name is not
- * looked for along PATH. Returns 1 or 0, or -1 when that cannot be told yet (a path without its file, not
- * named python: exec trying a PATH entry that lacks it). */
-int pf_program_is_python(const char *path);
+/* Whether the program at path, started with environment envp, runs Python: a script by its "#!" line
+ * (naming python; naming a shell: by pf_script_runs_python), anything else by its file name (starting
+ * with "python"); a bare name is not looked for along PATH. Returns 1 or 0, or -1 when that cannot be told
+ * yet (a path without its file, not named python: exec trying a PATH entry that lacks it). */
+int pf_program_is_python(const char *path, char *const envp[]);
 
 /* 1 when the shell script at path runs Python: a command in it does (pf_command_runs_python), among its
  * first PF_SCRIPT_READ_BYTES. */
 #define PF_SCRIPT_READ_BYTES 8192
-int pf_script_runs_python(const char *path);
+int pf_script_runs_python(const char *path, char *const envp[]);
 
 /* 1 when the program at path only starts other programs: a shell (for subprocess's shell=True, os.system),
  * env, nice, timeout... */
@@ -36,11 +36,13 @@ int pf_is_launcher(const char *path);
  * (pf_script_runs_python), or the program
  * env, nice, timeout... start (the first argument not an option, a VAR=value or a number), through further
  * launchers. */
-int pf_launches_python(const char *path, char *const argv[]);
+int pf_launches_python(const char *path, char *const argv[], char *const envp[]);
 
 /* 1 when a shell command line runs Python: a word in command position (first, after ; & | ( or a
- * launcher, past VAR=value assignments) whose file name starts with "python". */
-int pf_command_runs_python(const char *command);
+ * launcher, past VAR=value assignments) whose file name starts with "python", or a variable there ($PY,
+ * ${PY}) whose value does: as the command line set it before, else as envp (the shell's environment, may
+ * be NULL) has it. */
+int pf_command_runs_python(const char *command, char *const envp[]);
 
 /* argv joined by spaces, argv[0] by its file name only, cut to fit cap bytes (NUL included).
  * Returns the length written. */

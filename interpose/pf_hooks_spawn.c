@@ -86,9 +86,9 @@ static int judge_child(child_t *c, const char *path, char *const argv[], char *c
     c->command_len = 0;
     if (pf_env_profiles(envp))
         return 0;
-    int python = pf_program_is_python(path);
+    int python = pf_program_is_python(path, envp);
     if (python == 0 && pf_is_launcher(path))
-        python = pf_launches_python(path, argv);    /* sh -c "python3 ...", env python3 ... */
+        python = pf_launches_python(path, argv, envp);   /* sh -c "python3 ...", env python3 ... */
     if (python <= 0)
         return python;
     c->flags = PF_SPAWN_UNPROFILED;

@@ -571,7 +571,8 @@ def case_unprofiled_children(c):
     which line started each and what it ran: subprocess, posix_spawn, fork+execve, a PATH search, a #! script,
     and the program replacing itself. A child that keeps the variables is profiled; a non-Python one is not
     mentioned; a shell that runs Python (subprocess's shell=True, os.system, a shell script given to sh or
-    started by its #! line) is listed by its command. The program's output is as without pyflow."""
+    started by its #! line, a program named by a shell variable) is listed by its command. The program's output
+    is as without pyflow."""
     script = prog("unprofiled.py")
     plain = run([c.python, script, c.tmp])
     cp, d = c.profile(script, c.tmp)
@@ -580,25 +581,26 @@ def case_unprofiled_children(c):
     got = {(os.path.basename(u["file"] or ""), u["line"]): u for u in d["unprofiled_processes"]}
     want = {line_of(script, marker): marker for marker in (
         "# by subprocess", "# by posix_spawn", "# by fork and execve", "# by a PATH search",
-        "# by a script's #! line", "# by a shell", "# by os.system", "# by sh and a script",
-        "# by a shell script's #! line", "# itself")}
+        "# by a script's #! line", "# by a shell", "# by a shell variable", "# by os.system",
+        "# by sh and a script", "# by a shell script's #! line", "# itself")}
     assert sorted(l for _, l in got) == sorted(want), (sorted(got), want)
     root = d["processes"][0]["pid"]
     for line, marker in want.items():
         u = got[("unprofiled.py", line)]
         # subprocess: vfork from 3.10 (the parent writes the start); fork, close_fds, exec before (the child)
-        if marker not in ("# by subprocess", "# by a script's #! line", "# by a shell", "# by sh and a script",
-                          "# by a shell script's #! line"):
+        if marker not in ("# by subprocess", "# by a script's #! line", "# by a shell", "# by a shell variable",
+                          "# by sh and a script", "# by a shell script's #! line"):
             itself = marker in ("# by fork and execve", "# by a PATH search", "# itself")
             assert (u["pid"] == u["started_by_pid"]) == itself, (marker, u)
-        command = {"# by a script's #! line": "tool.py", "# by a shell": "sh -c ", "# by os.system": "sh -c ",
+        command = {"# by a script's #! line": "tool.py", "# by a shell": "sh -c ", "# by a shell variable": "sh -c ",
+                   "# by os.system": "sh -c ",
                    "# by sh and a script": "sh ", "# by a shell script's #! line": "job.sh"}.get(marker, "python")
         assert u["command"].startswith(command), (marker, u)
     assert got[("unprofiled.py", line_of(script, "# by os.system"))]["pid"] == 0     # glibc's shell: not seen
     assert got[("unprofiled.py", line_of(script, "# itself"))]["pid"] == root
     kept = row(d, "unprofiled.py", line_of(script, "# profiled"))
     assert kept["started_processes"] == 1 and kept["started_bytes"] >= 2_500_000, kept
-    assert "10 Python processes not profiled" in cp.stderr + cp.stdout, (cp.stdout + cp.stderr)[-1500:]
+    assert "11 Python processes not profiled" in cp.stderr + cp.stdout, (cp.stdout + cp.stderr)[-1500:]
 
 
 def case_keyboard_interrupt(c):

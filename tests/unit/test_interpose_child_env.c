@@ -68,26 +68,26 @@ static void test_program_is_python(void **state)
     (void)state;
     char dir[] = "/tmp/pf-child-env-XXXXXX";
     assert_non_null(mkdtemp(dir));
-    assert_int_equal(pf_program_is_python("/usr/bin/python3"), 1);
-    assert_int_equal(pf_program_is_python("python3.11"), 1);              /* by name, even without its file */
-    assert_int_equal(pf_program_is_python("/venv/bin/python"), 1);
-    assert_int_equal(pf_program_is_python(script(dir, "tool", "#!/usr/bin/env python3\nimport sys\n")), 1);
-    assert_int_equal(pf_program_is_python(script(dir, "tool2", "#! /opt/py/bin/python3.12 -u\n")), 1);
-    assert_int_equal(pf_program_is_python(script(dir, "sh", "#!/bin/sh\n# python in a comment\n")), 0);
-    assert_int_equal(pf_program_is_python(script(dir, "python3-config", "#!/bin/sh\necho -I/usr/include\n")), 0);
+    assert_int_equal(pf_program_is_python("/usr/bin/python3", NULL), 1);
+    assert_int_equal(pf_program_is_python("python3.11", NULL), 1);              /* by name, even without its file */
+    assert_int_equal(pf_program_is_python("/venv/bin/python", NULL), 1);
+    assert_int_equal(pf_program_is_python(script(dir, "tool", "#!/usr/bin/env python3\nimport sys\n"), NULL), 1);
+    assert_int_equal(pf_program_is_python(script(dir, "tool2", "#! /opt/py/bin/python3.12 -u\n"), NULL), 1);
+    assert_int_equal(pf_program_is_python(script(dir, "sh", "#!/bin/sh\n# python in a comment\n"), NULL), 0);
+    assert_int_equal(pf_program_is_python(script(dir, "python3-config", "#!/bin/sh\necho -I/usr/include\n"), NULL), 0);
     /* a shell script: by the commands it runs */
-    assert_int_equal(pf_program_is_python(script(dir, "runner", "#!/bin/sh\nset -e\nexec python3 -c 1\n")), 1);
+    assert_int_equal(pf_program_is_python(script(dir, "runner", "#!/bin/sh\nset -e\nexec python3 -c 1\n"), NULL), 1);
     assert_int_equal(pf_program_is_python(script(dir, "runner2", "#!/usr/bin/env -S bash -e\ncd /srv\n"
-                                                                 "\"/opt/py/bin/python3.12\" job.py\n")), 1);
-    assert_int_equal(pf_program_is_python(script(dir, "awk", "#!/usr/bin/awk -f\n{ python3 }\n")), 0);
-    assert_int_equal(pf_program_is_python(script(dir, "python3.99", "\177ELF")), 1);
-    assert_int_equal(pf_program_is_python(script(dir, "elf", "\177ELF")), 0);
-    assert_int_equal(pf_program_is_python(script(dir, "empty", "")), 0);
-    assert_int_equal(pf_program_is_python("git"), 0);                      /* a bare name, not python's */
+                                                                 "\"/opt/py/bin/python3.12\" job.py\n"), NULL), 1);
+    assert_int_equal(pf_program_is_python(script(dir, "awk", "#!/usr/bin/awk -f\n{ python3 }\n"), NULL), 0);
+    assert_int_equal(pf_program_is_python(script(dir, "python3.99", "\177ELF"), NULL), 1);
+    assert_int_equal(pf_program_is_python(script(dir, "elf", "\177ELF"), NULL), 0);
+    assert_int_equal(pf_program_is_python(script(dir, "empty", ""), NULL), 0);
+    assert_int_equal(pf_program_is_python("git", NULL), 0);                      /* a bare name, not python's */
     errno = 1234;
-    assert_int_equal(pf_program_is_python("/nonexistent/dir/tool"), -1);  /* a PATH entry without it */
+    assert_int_equal(pf_program_is_python("/nonexistent/dir/tool", NULL), -1);  /* a PATH entry without it */
     assert_int_equal(errno, 1234);                                         /* exec's caller reads errno */
-    assert_int_equal(pf_program_is_python(NULL), 0);
+    assert_int_equal(pf_program_is_python(NULL, NULL), 0);
     const char *names[] = {"tool", "tool2", "sh", "python3-config", "runner", "runner2", "awk", "python3.99", "elf", "empty"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         char path[600];
@@ -111,27 +111,27 @@ static void test_launchers(void **state)
     char *env_python[] = {"env", "-i", "A=1", "python3", "x.py", NULL};
     char *timeout_python[] = {"timeout", "10s", "nice", "-n", "5", "python3", NULL};
     char *nice_git[] = {"nice", "-n", "5", "git", "status", NULL};
-    assert_true(pf_launches_python("/bin/sh", sh_python));
-    assert_true(pf_launches_python("/usr/bin/bash", bash_lc));
-    assert_false(pf_launches_python("/bin/sh", sh_grep));
-    assert_false(pf_launches_python("/bin/sh", sh_script));     /* no such file here */
+    assert_true(pf_launches_python("/bin/sh", sh_python, NULL));
+    assert_true(pf_launches_python("/usr/bin/bash", bash_lc, NULL));
+    assert_false(pf_launches_python("/bin/sh", sh_grep, NULL));
+    assert_false(pf_launches_python("/bin/sh", sh_script, NULL));     /* no such file here */
     char dir[] = "/tmp/pf-child-env-XXXXXX";
     assert_non_null(mkdtemp(dir));
     char *sh_runs[] = {"sh", "-e", (char *)script(dir, "job.sh", "# python3 is started below\nA=1 nice python3 x.py\n"), NULL};
-    assert_true(pf_launches_python("/bin/sh", sh_runs));
+    assert_true(pf_launches_python("/bin/sh", sh_runs, NULL));
     char *sh_other[] = {"sh", (char *)script(dir, "other.sh", "echo python3\ngrep python3 f\n"), NULL};
-    assert_false(pf_launches_python("/bin/sh", sh_other));
+    assert_false(pf_launches_python("/bin/sh", sh_other, NULL));
     /* the first 8 KiB are read; a command cut off at their end is not taken */
     char big[PF_SCRIPT_READ_BYTES + 64];
     memset(big, '#', sizeof big);
     memcpy(big + PF_SCRIPT_READ_BYTES - 7, "\npython3 x\n", 11);
     big[sizeof big - 1] = '\0';
     char *sh_cut[] = {"sh", (char *)script(dir, "cut.sh", big), NULL};
-    assert_false(pf_launches_python("/bin/sh", sh_cut));
+    assert_false(pf_launches_python("/bin/sh", sh_cut, NULL));
     big[PF_SCRIPT_READ_BYTES - 200] = '\n';
     memcpy(big + PF_SCRIPT_READ_BYTES - 199, "python3 y\n", 10);
     char *sh_in[] = {"sh", (char *)script(dir, "in.sh", big), NULL};
-    assert_true(pf_launches_python("/bin/sh", sh_in));
+    assert_true(pf_launches_python("/bin/sh", sh_in, NULL));
     const char *names[] = {"job.sh", "other.sh", "cut.sh", "in.sh"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         char path[600];
@@ -139,10 +139,10 @@ static void test_launchers(void **state)
         unlink(path);
     }
     rmdir(dir);
-    assert_true(pf_launches_python("/usr/bin/env", env_python));
-    assert_true(pf_launches_python("/usr/bin/timeout", timeout_python));
-    assert_false(pf_launches_python("/usr/bin/nice", nice_git));
-    assert_false(pf_launches_python(NULL, sh_python));
+    assert_true(pf_launches_python("/usr/bin/env", env_python, NULL));
+    assert_true(pf_launches_python("/usr/bin/timeout", timeout_python, NULL));
+    assert_false(pf_launches_python("/usr/bin/nice", nice_git, NULL));
+    assert_false(pf_launches_python(NULL, sh_python, NULL));
 }
 
 static void test_command_runs_python(void **state)
@@ -154,11 +154,28 @@ static void test_command_runs_python(void **state)
     const char *no[] = {"", "echo python", "grep -r python .", "ls -l", "git commit -m 'python3 x'",
                         "cat python3.txt", "./run_python_tests.sh"};
     for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
-        if (!pf_command_runs_python(yes[i]))
+        if (!pf_command_runs_python(yes[i], NULL))
             fail_msg("not seen to run Python: %s", yes[i]);
     for (size_t i = 0; i < sizeof no / sizeof *no; i++)
-        if (pf_command_runs_python(no[i]))
+        if (pf_command_runs_python(no[i], NULL))
             fail_msg("seen to run Python: %s", no[i]);
+}
+
+/* A program named by a variable: set earlier in the command line, else in the shell's environment. */
+static void test_command_variables(void **state)
+{
+    (void)state;
+    char *env[] = {"HOME=/root", "PYTHON=/usr/bin/python3.11", "EDITOR=vim", NULL};
+    assert_true(pf_command_runs_python("\"$PYTHON\" job.py", env));
+    assert_true(pf_command_runs_python("cd /srv && ${PYTHON} -m app", env));
+    assert_true(pf_command_runs_python("PY=python3; nice \"$PY\" x.py", NULL));
+    assert_true(pf_command_runs_python("PYTHON=vim\nPYTHON=/opt/bin/python3\n$PYTHON x", env));   /* the latest */
+    assert_false(pf_command_runs_python("\"$PYTHON\" job.py", NULL));        /* not set anywhere */
+    assert_false(pf_command_runs_python("$EDITOR notes.txt", env));
+    assert_false(pf_command_runs_python("echo $PYTHON", env));                /* not in command position */
+    assert_false(pf_command_runs_python("PYTHON=python3.12", env));         /* an assignment runs nothing */
+    char *sh_var[] = {"/bin/sh", "-c", "\"$PYTHON\" -c 1", NULL};
+    assert_true(pf_launches_python("/bin/sh", sh_var, env));
 }
 
 static void test_command_line(void **state)
@@ -189,6 +206,7 @@ int main(void)
         cmocka_unit_test(test_program_is_python),
         cmocka_unit_test(test_launchers),
         cmocka_unit_test(test_command_runs_python),
+        cmocka_unit_test(test_command_variables),
         cmocka_unit_test(test_command_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,8 +1,9 @@
 """Starts Python children with environments that drop pyflow's variables, in each way a process can:
 subprocess (vfork, or fork on 3.9), os.posix_spawn, fork then os.execve, os.execvpe's PATH search, a script
-whose #! names python; then one child that keeps them, and a non-Python one; a shell running Python, and
-os.system once LD_PRELOAD is gone from its own environment; a shell script that runs Python, given to sh
-and started by its #! line, and one that does not. Last, it replaces itself."""
+whose #! names python; then one child that keeps them, and a non-Python one; a shell running Python, one
+naming it by a variable of the environment it is given, and os.system once LD_PRELOAD is gone from its own
+environment; a shell script that runs Python, given to sh and started by its #! line, and one that does
+not. Last, it replaces itself."""
 import os
 import subprocess
 import sys
@@ -39,6 +40,7 @@ subprocess.run([tool], env=clean, check=True)                                # b
 subprocess.run([sys.executable, "-c", "x = bytearray(3_000_000)"], env=dict(os.environ), check=True)  # profiled
 subprocess.run(["true"], env=clean, check=True)                              # not Python
 subprocess.run(f"{sys.executable} -c pass", shell=True, env=clean, check=True)  # by a shell
+subprocess.run('"$PY" -c pass', shell=True, env=dict(clean, PY=sys.executable), check=True)  # by a shell variable
 subprocess.run(["sh", job], env=clean, check=True)                           # by sh and a script
 subprocess.run([job], env=clean, check=True)                                 # by a shell script's #! line
 subprocess.run([other], env=clean, check=True)                               # not Python either
