@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -231,6 +232,35 @@ int pf_command_runs_python(const char *command, char *const envp[])
         command_position = pf_is_launcher(program) || strcmp(program, "exec") == 0 || skipped_argument(program);
     }
     return 0;
+}
+
+const char *pf_path_lookup(const char *file, char *buf, size_t cap)
+{
+    if (!file || !*file || strchr(file, '/'))
+        return file;
+    int saved = errno;
+    const char *path = getenv("PATH");
+    if (!path)
+        path = "/bin:/usr/bin";     /* glibc's default for the exec*p functions */
+    size_t flen = strlen(file);
+    const char *found = file;
+    for (const char *dir = path;; dir += strcspn(dir, ":") + 1) {
+        size_t dlen = strcspn(dir, ":");
+        if (dlen + 1 + flen < cap) {
+            memcpy(buf, dlen ? dir : ".", dlen ? dlen : 1);     /* an empty entry is the current directory */
+            size_t at = dlen ? dlen : 1;
+            buf[at] = '/';
+            memcpy(buf + at + 1, file, flen + 1);
+            if (access(buf, X_OK) == 0) {
+                found = buf;
+                break;
+            }
+        }
+        if (!dir[dlen])
+            break;
+    }
+    errno = saved;
+    return found;
 }
 
 size_t pf_command_line(char *buf, size_t cap, char *const argv[])

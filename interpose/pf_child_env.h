@@ -44,6 +44,12 @@ int pf_launches_python(const char *path, char *const argv[], char *const envp[])
  * be NULL) has it. */
 int pf_command_runs_python(const char *command, char *const envp[]);
 
+/* The program an exec*p function or posix_spawnp runs for file: file itself when it has a slash, else the
+ * first executable file/PATH entry (the caller's PATH, as they search it) written into buf, else file.
+ * C code's execvp("tool") would otherwise be judged by the bare name alone (glibc's own PATH retries call
+ * execve internally, past the hooks). */
+const char *pf_path_lookup(const char *file, char *buf, size_t cap);
+
 /* argv joined by spaces, argv[0] by its file name only, cut to fit cap bytes (NUL included).
  * Returns the length written. */
 size_t pf_command_line(char *buf, size_t cap, char *const argv[]);

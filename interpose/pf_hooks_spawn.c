@@ -23,6 +23,7 @@
  * Only Python frames are captured: the reporter looks for the user's line in them, nothing else.
  */
 #include <dlfcn.h>
+#include <limits.h>
 #include <linux/kcmp.h>
 #include <pthread.h>
 #include <spawn.h>
@@ -78,22 +79,28 @@ typedef struct child {
 
 static const child_t plain_child;
 
-/* Fills *c for a start of path with argv and envp. Returns -1 when that cannot be told yet (an exec trying
- * a PATH entry that lacks the program: the next try tells), else 0. */
-static int judge_child(child_t *c, const char *path, char *const argv[], char *const envp[])
+/* Fills *c for a start of path with argv and envp (path searched along PATH first when search is set: the
+ * exec*p functions). Returns -1 when that cannot be told yet (an exec trying a PATH entry that lacks the
+ * program: the next try tells), else 0. The guard is raised: the copies made here are pyflow's own. */
+static int judge_child(child_t *c, const char *path, char *const argv[], char *const envp[], int search)
 {
     c->flags = 0;
     c->command_len = 0;
     if (pf_env_profiles(envp))
         return 0;
+    pf_tls.guard++;
+    char found[PATH_MAX];
+    if (search)
+        path = pf_path_lookup(path, found, sizeof found);
     int python = pf_program_is_python(path, envp);
     if (python == 0 && pf_is_launcher(path))
         python = pf_launches_python(path, argv, envp);   /* sh -c "python3 ...", env python3 ... */
-    if (python <= 0)
-        return python;
-    c->flags = PF_SPAWN_UNPROFILED;
-    c->command_len = (uint16_t)pf_command_line(c->command, sizeof c->command, argv);
-    return 0;
+    if (python > 0) {
+        c->flags = PF_SPAWN_UNPROFILED;
+        c->command_len = (uint16_t)pf_command_line(c->command, sizeof c->command, argv);
+    }
+    pf_tls.guard--;
+    return python < 0 ? -1 : 0;
 }
 
 static void write_spawn(pf_tls_t *t, int kind, uint64_t child, uint64_t t_ns, const child_t *c)
@@ -153,14 +160,14 @@ static void note_vfork_exec(pf_tls_t *t, uint32_t pid, const child_t *c)
 
 /* Before exec(path, argv, envp): a vfork child notes its start for its parent; a process about to become
  * an unprofiled Python notes that in its own file (once: os.execvp tries one PATH entry after another). */
-static void note_exec(const char *path, char *const argv[], char *const envp[])
+static void note_exec(const char *path, char *const argv[], char *const envp[], int search)
 {
     static uint32_t self_noted_pid;
     pf_tls_t *t = &pf_tls;
     if (t->guard || !__atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE))
         return;
     child_t c;
-    if (judge_child(&c, path, argv, envp) < 0)
+    if (judge_child(&c, path, argv, envp, search) < 0)
         return;
     uint32_t pid = (uint32_t)syscall(SYS_getpid);
     if (pid != pf_cfg.pid) {
@@ -205,7 +212,7 @@ PF_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_a
     uint64_t t0 = start_time();
     child_t c = plain_child;
     if (t0)
-        judge_child(&c, path, argv, envp);
+        judge_child(&c, path, argv, envp, 0);
     return after_posix_spawn(PF_REAL(posix_spawn)(pid, path, fa, attr, argv, envp), pid, t0, &c);
 }
 
@@ -215,37 +222,37 @@ PF_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_
     uint64_t t0 = start_time();
     child_t c = plain_child;
     if (t0)
-        judge_child(&c, file, argv, envp);
+        judge_child(&c, file, argv, envp, 1);
     return after_posix_spawn(PF_REAL(posix_spawnp)(pid, file, fa, attr, argv, envp), pid, t0, &c);
 }
 
 PF_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
-    note_exec(path, argv, envp);
+    note_exec(path, argv, envp, 0);
     return PF_REAL(execve)(path, argv, envp);
 }
 
 PF_EXPORT int execv(const char *path, char *const argv[])
 {
-    note_exec(path, argv, environ);
+    note_exec(path, argv, environ, 0);
     return PF_REAL(execv)(path, argv);
 }
 
 PF_EXPORT int execvp(const char *file, char *const argv[])
 {
-    note_exec(file, argv, environ);
+    note_exec(file, argv, environ, 1);
     return PF_REAL(execvp)(file, argv);
 }
 
 PF_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-    note_exec(file, argv, envp);
+    note_exec(file, argv, envp, 1);
     return PF_REAL(execvpe)(file, argv, envp);
 }
 
 PF_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
-    note_exec(argv[0], argv, envp);   /* the program's file name, as its caller gave it */
+    note_exec(argv[0], argv, envp, 0);   /* the program's file name, as its caller gave it */
     return PF_REAL(fexecve)(fd, argv, envp);
 }
 
@@ -255,7 +262,7 @@ PF_EXPORT int system(const char *command)
     if (t0) {
         child_t c = plain_child;
         char *const argv[] = {"sh", "-c", (char *)command, NULL};
-        judge_child(&c, "/bin/sh", argv, environ);
+        judge_child(&c, "/bin/sh", argv, environ, 0);
         note_start(PF_SPAWN_PROCESS, 0, t0, &c);
     }
     return PF_REAL(system)(command);

@@ -568,8 +568,8 @@ def case_child_after_chdir(c):
 
 def case_unprofiled_children(c):
     """Python children given an environment without pyflow's variables run unprofiled, and the report says
-    which line started each and what it ran: subprocess, posix_spawn, fork+execve, a PATH search, a #! script,
-    and the program replacing itself. A child that keeps the variables is profiled; a non-Python one is not
+    which line started each and what it ran: subprocess, posix_spawn, fork+execve, a PATH search, a #! script
+    (also by its bare name through C's execvp), and the program replacing itself. A child that keeps the variables is profiled; a non-Python one is not
     mentioned; a shell that runs Python (subprocess's shell=True, os.system, a shell script given to sh or
     started by its #! line, a program named by a shell variable) is listed by its command. The program's output
     is as without pyflow."""
@@ -581,7 +581,7 @@ def case_unprofiled_children(c):
     got = {(os.path.basename(u["file"] or ""), u["line"]): u for u in d["unprofiled_processes"]}
     want = {line_of(script, marker): marker for marker in (
         "# by subprocess", "# by posix_spawn", "# by fork and execve", "# by a PATH search",
-        "# by a script's #! line", "# by a shell", "# by a shell variable", "# by os.system",
+        "# by a script's #! line", "# by C's execvp", "# by a shell", "# by a shell variable", "# by os.system",
         "# by sh and a script", "# by a shell script's #! line", "# itself")}
     assert sorted(l for _, l in got) == sorted(want), (sorted(got), want)
     root = d["processes"][0]["pid"]
@@ -590,9 +590,9 @@ def case_unprofiled_children(c):
         # subprocess: vfork from 3.10 (the parent writes the start); fork, close_fds, exec before (the child)
         if marker not in ("# by subprocess", "# by a script's #! line", "# by a shell", "# by a shell variable",
                           "# by sh and a script", "# by a shell script's #! line"):
-            itself = marker in ("# by fork and execve", "# by a PATH search", "# itself")
+            itself = marker in ("# by fork and execve", "# by a PATH search", "# by C's execvp", "# itself")
             assert (u["pid"] == u["started_by_pid"]) == itself, (marker, u)
-        command = {"# by a script's #! line": "tool.py", "# by a shell": "sh -c ", "# by a shell variable": "sh -c ",
+        command = {"# by a script's #! line": "tool.py", "# by C's execvp": "tool.py", "# by a shell": "sh -c ", "# by a shell variable": "sh -c ",
                    "# by os.system": "sh -c ",
                    "# by sh and a script": "sh ", "# by a shell script's #! line": "job.sh"}.get(marker, "python")
         assert u["command"].startswith(command), (marker, u)
@@ -600,7 +600,7 @@ def case_unprofiled_children(c):
     assert got[("unprofiled.py", line_of(script, "# itself"))]["pid"] == root
     kept = row(d, "unprofiled.py", line_of(script, "# profiled"))
     assert kept["started_processes"] == 1 and kept["started_bytes"] >= 2_500_000, kept
-    assert "11 Python processes not profiled" in cp.stderr + cp.stdout, (cp.stdout + cp.stderr)[-1500:]
+    assert "12 Python processes not profiled" in cp.stderr + cp.stdout, (cp.stdout + cp.stderr)[-1500:]
 
 
 def case_keyboard_interrupt(c):

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -178,6 +179,32 @@ static void test_command_variables(void **state)
     assert_true(pf_launches_python("/bin/sh", sh_var, env));
 }
 
+/* exec*p's PATH search, done the way glibc does it: the first executable entry, the caller's PATH. */
+static void test_path_lookup(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pf-path-XXXXXX", buf[4096], path[600], *saved = getenv("PATH");
+    assert_non_null(mkdtemp(dir));
+    char tool[600], plain[600];     /* script() hands out one static buffer */
+    snprintf(tool, sizeof tool, "%s", script(dir, "tool", "#!/usr/bin/env python3\n"));
+    snprintf(plain, sizeof plain, "%s", script(dir, "plain", "data\n"));
+    assert_int_equal(chmod(tool, 0755), 0);
+    assert_int_equal(chmod(plain, 0644), 0);                          /* not executable: not a match */
+    snprintf(path, sizeof path, "/nonexistent:%s:/usr/bin", dir);
+    setenv("PATH", path, 1);
+    assert_string_equal(pf_path_lookup("tool", buf, sizeof buf), tool);
+    assert_string_equal(pf_path_lookup("plain", buf, sizeof buf), "plain");
+    assert_string_equal(pf_path_lookup("no-such-tool", buf, sizeof buf), "no-such-tool");
+    assert_string_equal(pf_path_lookup("./tool", buf, sizeof buf), "./tool");      /* a slash: as given */
+    assert_int_equal(pf_program_is_python(pf_path_lookup("tool", buf, sizeof buf), NULL), 1);
+    assert_int_equal(pf_program_is_python("tool", NULL), 0);            /* the bare name alone says nothing */
+    if (saved)
+        setenv("PATH", saved, 1);
+    unlink(tool);
+    unlink(plain);
+    rmdir(dir);
+}
+
 static void test_command_line(void **state)
 {
     (void)state;
@@ -207,6 +234,7 @@ int main(void)
         cmocka_unit_test(test_launchers),
         cmocka_unit_test(test_command_runs_python),
         cmocka_unit_test(test_command_variables),
+        cmocka_unit_test(test_path_lookup),
         cmocka_unit_test(test_command_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,9 +1,10 @@
 """Starts Python children with environments that drop pyflow's variables, in each way a process can:
 subprocess (vfork, or fork on 3.9), os.posix_spawn, fork then os.execve, os.execvpe's PATH search, a script
-whose #! names python; then one child that keeps them, and a non-Python one; a shell running Python, one
+whose #! names python, and that script by its bare name through C's execvp; then one child that keeps them, and a non-Python one; a shell running Python, one
 naming it by a variable of the environment it is given, and os.system once LD_PRELOAD is gone from its own
 environment; a shell script that runs Python, given to sh and started by its #! line, and one that does
 not. Last, it replaces itself."""
+import ctypes
 import os
 import subprocess
 import sys
@@ -38,6 +39,14 @@ if pid == 0:
 os.waitpid(pid, 0)
 subprocess.run([tool], env=clean, check=True)                                # by a script's #! line
 subprocess.run([sys.executable, "-c", "x = bytearray(3_000_000)"], env=dict(os.environ), check=True)  # profiled
+pid = os.fork()
+if pid == 0:                                        # C code's execvp finds the #! script along PATH itself
+    os.environ.clear()
+    os.environ["PATH"] = work + ":" + clean["PATH"]
+    name = b"tool.py"
+    ctypes.CDLL(None).execvp(name, (ctypes.c_char_p * 2)(name, None))   # by C's execvp
+    os._exit(127)
+os.waitpid(pid, 0)
 subprocess.run(["true"], env=clean, check=True)                              # not Python
 subprocess.run(f"{sys.executable} -c pass", shell=True, env=clean, check=True)  # by a shell
 subprocess.run('"$PY" -c pass', shell=True, env=dict(clean, PY=sys.executable), check=True)  # by a shell variable
