@@ -19,7 +19,8 @@ typedef unsigned long long pf_cudeviceptr_t;
     X(cuMemcpyHtoDAsync_v2) X(cuMemcpyDtoHAsync_v2) X(cuMemcpyDtoDAsync_v2) X(cuGetProcAddress)             \
     X(cuGetProcAddress_v2) X(cuMemMap) X(cuMemUnmap) X(cudaMemcpy2D) X(cudaMemcpy2DAsync) X(cuMemcpy2D_v2)         \
     X(cuMemcpy2DAsync_v2) X(cudaMemcpyPeer) X(cudaMemcpyPeerAsync) X(cuMemcpyPeer) X(cuMemcpyPeerAsync)      \
-    X(cudaMallocFromPoolAsync) X(cuMemAllocFromPoolAsync) X(cudaMallocPitch) X(cuMemAllocPitch_v2)
+    X(cudaMallocFromPoolAsync) X(cuMemAllocFromPoolAsync) X(cudaMallocPitch) X(cuMemAllocPitch_v2)          \
+    X(cuMemcpy2DUnaligned_v2)
 
 #define PF_X_ENUM(n) F_##n,
 enum pf_cuda_fn { PF_CUDA_FNS(PF_X_ENUM) F_COUNT };

@@ -524,6 +524,15 @@ PF_EXPORT pf_cuda_status_t cuMemcpy2D_v2(const pf_cuda_memcpy2d_t *copy)
     return rc;
 }
 
+/* What a static CUDA runtime's cudaMemcpy2D calls (it fetches "cuMemcpy2DUnaligned", not "cuMemcpy2D"). */
+PF_EXPORT pf_cuda_status_t cuMemcpy2DUnaligned_v2(const pf_cuda_memcpy2d_t *copy)
+{
+    CALL(cuMemcpy2DUnaligned_v2, copy);
+    if (rc == 0)
+        note_copy_2d(copy);
+    return rc;
+}
+
 PF_EXPORT pf_cuda_status_t cuMemcpy2DAsync_v2(const pf_cuda_memcpy2d_t *copy, void *stream)
 {
     CALL(cuMemcpy2DAsync_v2, copy, stream);
@@ -603,6 +612,7 @@ static enum pf_cuda_fn driver_entry(const char *symbol, long version, unsigned l
         {"cuMemcpyDtoDAsync", F_cuMemcpyDtoDAsync_v2, PF_CUDA_V2_SINCE, 1},
         {"cuMemcpy2D", F_cuMemcpy2D_v2, PF_CUDA_V2_SINCE, 1},
         {"cuMemcpy2DAsync", F_cuMemcpy2DAsync_v2, PF_CUDA_V2_SINCE, 1},
+        {"cuMemcpy2DUnaligned", F_cuMemcpy2DUnaligned_v2, PF_CUDA_V2_SINCE, 1},
         {"cuMemcpyPeer", F_cuMemcpyPeer, 0, 1},
         {"cuMemcpyPeerAsync", F_cuMemcpyPeerAsync, 0, 1},
         {"cuMemMap", F_cuMemMap, PF_CUDA_VMM_SINCE, 0},

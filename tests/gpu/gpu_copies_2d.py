@@ -1,8 +1,8 @@
 """2D and peer copies. Ground truth: lines 21 and 22 allocate 4 MiB device blocks a and b. Line 23 uploads 4
-rows of 1 MiB back to back into a (h2d, 4 MiB), line 24 sends the same bytes again (redundant), line 25
-uploads 2 rows of 1 MiB taken 2 MiB apart (h2d, 2 MiB, not judged: its source is not contiguous). Line 27
-downloads a with the driver's 2D copy (d2h, 4 MiB, from line 21), line 28 copies a to b between devices
-(d2d), line 29 b to a with the driver's peer copy (d2d)."""
+rows of 1 MiB back to back into a (h2d, 4 MiB), line 24 sends the same bytes again (redundant), line 25 2 rows
+taken 2 MiB apart (h2d, 2 MiB, not judged: not contiguous). Line 27 downloads a by the driver's 2D copy (d2h,
+from line 21), line 31 again by its unaligned one (a static runtime's cudaMemcpy2D); line 28 copies a to b
+between devices (d2d), line 29 b to a by the driver's peer copy (d2d)."""
 import ctypes
 import os
 import sys
@@ -28,4 +28,5 @@ assert cuda.cuMemcpy2D_v2(ctypes.byref(c)) == 0
 assert cuda.cudaMemcpyPeer(b, 1, a, 0, 4 * MiB) == 0
 assert cuda.cuMemcpyPeer(a.value, None, b.value, None, 4 * MiB) == 0
 assert back.raw == host.raw
+assert cuda.cuMemcpy2DUnaligned_v2(ctypes.byref(c)) == 0
 print("2d ok")

@@ -178,6 +178,7 @@ EXPORT int cuMemcpy2D_v2(const mock_memcpy2d_t *c)
     return 0;
 }
 EXPORT int cuMemcpy2DAsync_v2(const mock_memcpy2d_t *c, void *stream) { return cuMemcpy2D_v2(c); }
+EXPORT int cuMemcpy2DUnaligned_v2(const mock_memcpy2d_t *c) { return cuMemcpy2D_v2(c); }
 EXPORT int cudaMemcpyPeer(void *d, int dd, const void *s, int sd, size_t n)
 {
     bytecopy(d, s, n);
@@ -286,6 +287,7 @@ EXPORT int cuGetProcAddress_v2(const char *sym, void **pfn, int version, unsigne
         {"cuMemMap", (void *)cuMemMap}, {"cuMemUnmap", (void *)cuMemUnmap},
         {"cuMemAllocFromPoolAsync", (void *)cuMemAllocFromPoolAsync}, {"cuMemAllocPitch", (void *)cuMemAllocPitch_v2},
         {"cuMemcpy2D", (void *)cuMemcpy2D_v2}, {"cuMemcpy2DAsync", (void *)cuMemcpy2DAsync_v2},
+        {"cuMemcpy2DUnaligned", (void *)cuMemcpy2DUnaligned_v2},
         {"cuMemcpyPeer", (void *)cuMemcpyPeer}, {"cuMemcpyPeerAsync", (void *)cuMemcpyPeerAsync},
     };
     *pfn = NULL;
