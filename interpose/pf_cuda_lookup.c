@@ -204,7 +204,7 @@ void pf_cuda_remember_real(enum pf_cuda_fn fn, void *f)
 
 /* ---- dlsym, dlvsym ---- */
 
-/* Which hooked function a name is, or F_COUNT. A linear scan of 50 short names is fine here: dlsym
+/* Which hooked function a name is, or F_COUNT. A linear scan of 70 short names is fine here: dlsym
  * itself costs a symbol-table walk, and almost every name fails the first test. */
 static enum pf_cuda_fn hooked_name(const char *name)
 {

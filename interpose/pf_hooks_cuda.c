@@ -320,6 +320,7 @@ static inline void note_copy(void *dst, const void *src, size_t n, int kind)
 ALLOC_HOOK(cudaMalloc, PF_DOMAIN_GPU, (void **p, size_t size), ARGS(p, size))
 ALLOC_HOOK(cudaMallocManaged, PF_DOMAIN_GPU, (void **p, size_t size, unsigned flags), ARGS(p, size, flags))
 ALLOC_HOOK(cudaMallocAsync, PF_DOMAIN_GPU, (void **p, size_t size, void *stream), ARGS(p, size, stream))
+ALLOC_HOOK(cudaMallocAsync_ptsz, PF_DOMAIN_GPU, (void **p, size_t size, void *stream), ARGS(p, size, stream))
 ALLOC_HOOK(cudaMallocHost, PF_DOMAIN_MALLOC, (void **p, size_t size), ARGS(p, size))
 ALLOC_HOOK(cudaHostAlloc, PF_DOMAIN_MALLOC, (void **p, size_t size, unsigned flags), ARGS(p, size, flags))
 ALLOC_HOOK(cuMemAlloc_v2, PF_DOMAIN_GPU, (pf_cudeviceptr_t *p, size_t size), ARGS(p, size))
@@ -327,12 +328,18 @@ ALLOC_HOOK(cuMemAllocManaged, PF_DOMAIN_GPU, (pf_cudeviceptr_t *p, size_t size, 
            ARGS(p, size, flags))
 ALLOC_HOOK(cuMemAllocAsync, PF_DOMAIN_GPU, (pf_cudeviceptr_t *p, size_t size, void *stream),
            ARGS(p, size, stream))
+ALLOC_HOOK(cuMemAllocAsync_ptsz, PF_DOMAIN_GPU, (pf_cudeviceptr_t *p, size_t size, void *stream),
+           ARGS(p, size, stream))
 /* From a memory pool of the program's own (cudaMemPoolCreate; CuPy's MemoryAsyncPool): freed by the
  * FreeAsync calls above, like cudaMallocAsync's. */
 ALLOC_HOOK(cudaMallocFromPoolAsync, PF_DOMAIN_GPU, (void **p, size_t size, void *pool, void *stream),
            ARGS(p, size, pool, stream))
+ALLOC_HOOK(cudaMallocFromPoolAsync_ptsz, PF_DOMAIN_GPU, (void **p, size_t size, void *pool, void *stream),
+           ARGS(p, size, pool, stream))
 ALLOC_HOOK(cuMemAllocFromPoolAsync, PF_DOMAIN_GPU, (pf_cudeviceptr_t *p, size_t size, void *pool, void *stream),
            ARGS(p, size, pool, stream))
+ALLOC_HOOK(cuMemAllocFromPoolAsync_ptsz, PF_DOMAIN_GPU,
+           (pf_cudeviceptr_t *p, size_t size, void *pool, void *stream), ARGS(p, size, pool, stream))
 ALLOC_HOOK(cuMemAllocHost_v2, PF_DOMAIN_MALLOC, (void **p, size_t size), ARGS(p, size))
 ALLOC_HOOK(cuMemHostAlloc, PF_DOMAIN_MALLOC, (void **p, size_t size, unsigned flags), ARGS(p, size, flags))
 
@@ -356,9 +363,11 @@ PF_EXPORT pf_cuda_status_t cuMemAllocPitch_v2(pf_cudeviceptr_t *p, size_t *pitch
 
 FREE_HOOK(cudaFree, PF_DOMAIN_GPU, (void *p), ARGS(p))
 FREE_HOOK(cudaFreeAsync, PF_DOMAIN_GPU, (void *p, void *stream), ARGS(p, stream))
+FREE_HOOK(cudaFreeAsync_ptsz, PF_DOMAIN_GPU, (void *p, void *stream), ARGS(p, stream))
 FREE_HOOK(cudaFreeHost, PF_DOMAIN_MALLOC, (void *p), ARGS(p))
 FREE_HOOK(cuMemFree_v2, PF_DOMAIN_GPU, (pf_cudeviceptr_t p), ARGS(p))
 FREE_HOOK(cuMemFreeAsync, PF_DOMAIN_GPU, (pf_cudeviceptr_t p, void *stream), ARGS(p, stream))
+FREE_HOOK(cuMemFreeAsync_ptsz, PF_DOMAIN_GPU, (pf_cudeviceptr_t p, void *stream), ARGS(p, stream))
 FREE_HOOK(cuMemFreeHost, PF_DOMAIN_MALLOC, (void *p), ARGS(p))
 
 /* The virtual memory API (cuMemCreate, then cuMemMap into a range from cuMemAddressReserve: PyTorch's
@@ -381,104 +390,55 @@ PF_EXPORT pf_cuda_status_t cuMemUnmap(pf_cudeviceptr_t ptr, size_t size)
     return rc;
 }
 
-PF_EXPORT pf_cuda_status_t cudaMemcpy(void *dst, const void *src, size_t n, int kind)
-{
-    CALL(cudaMemcpy, dst, src, n, kind);
-    if (rc == 0)
-        note_copy(dst, src, n, kind);
-    return rc;
-}
+/* Copy hooks, each twice: the function, and its per-thread-default-stream variant (_ptds, _ptsz: what code
+ * built with --default-stream per-thread calls, and what cuGetProcAddress hands out for the
+ * CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM flag), which runs its copy on another default stream and so
+ * is another real function. args are parenthesized; note is the recording call. */
+#define PF_UNPAREN(...) __VA_ARGS__
+#define COPY_HOOK(fn, params, args, note)                                                                   \
+    PF_EXPORT pf_cuda_status_t fn params                                                                     \
+    {                                                                                                        \
+        CALL(fn, PF_UNPAREN args);                                                                           \
+        if (rc == 0)                                                                                         \
+            note;                                                                                            \
+        return rc;                                                                                           \
+    }
+#define COPY_HOOKS(fn, per_thread, params, args, note) \
+    COPY_HOOK(fn, params, args, note) COPY_HOOK(per_thread, params, args, note)
 
-PF_EXPORT pf_cuda_status_t cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *stream)
-{
-    CALL(cudaMemcpyAsync, dst, src, n, kind, stream);
-    if (rc == 0)
-        note_copy(dst, src, n, kind);
-    return rc;
-}
-
-PF_EXPORT pf_cuda_status_t cuMemcpy(pf_cudeviceptr_t dst, pf_cudeviceptr_t src, size_t n)
-{
-    CALL(cuMemcpy, dst, src, n);
-    if (rc == 0)
-        note_copy(DEV(dst), DEV(src), n, 4);
-    return rc;
-}
-
-PF_EXPORT pf_cuda_status_t cuMemcpyAsync(pf_cudeviceptr_t dst, pf_cudeviceptr_t src, size_t n, void *stream)
-{
-    CALL(cuMemcpyAsync, dst, src, n, stream);
-    if (rc == 0)
-        note_copy(DEV(dst), DEV(src), n, 4);
-    return rc;
-}
-
-PF_EXPORT pf_cuda_status_t cuMemcpyHtoD_v2(pf_cudeviceptr_t dst, const void *src, size_t n)
-{
-    CALL(cuMemcpyHtoD_v2, dst, src, n);
-    if (rc == 0)
-        note_copy(DEV(dst), src, n, 1);
-    return rc;
-}
-
-PF_EXPORT pf_cuda_status_t cuMemcpyHtoDAsync_v2(pf_cudeviceptr_t dst, const void *src, size_t n, void *stream)
-{
-    CALL(cuMemcpyHtoDAsync_v2, dst, src, n, stream);
-    if (rc == 0)
-        note_copy(DEV(dst), src, n, 1);
-    return rc;
-}
-
-PF_EXPORT pf_cuda_status_t cuMemcpyDtoH_v2(void *dst, pf_cudeviceptr_t src, size_t n)
-{
-    CALL(cuMemcpyDtoH_v2, dst, src, n);
-    if (rc == 0)
-        note_copy(dst, DEV(src), n, 2);
-    return rc;
-}
-
-PF_EXPORT pf_cuda_status_t cuMemcpyDtoHAsync_v2(void *dst, pf_cudeviceptr_t src, size_t n, void *stream)
-{
-    CALL(cuMemcpyDtoHAsync_v2, dst, src, n, stream);
-    if (rc == 0)
-        note_copy(dst, DEV(src), n, 2);
-    return rc;
-}
-
-PF_EXPORT pf_cuda_status_t cuMemcpyDtoD_v2(pf_cudeviceptr_t dst, pf_cudeviceptr_t src, size_t n)
-{
-    CALL(cuMemcpyDtoD_v2, dst, src, n);
-    if (rc == 0)
-        note_copy(DEV(dst), DEV(src), n, 3);
-    return rc;
-}
-
-PF_EXPORT pf_cuda_status_t cuMemcpyDtoDAsync_v2(pf_cudeviceptr_t dst, pf_cudeviceptr_t src, size_t n, void *stream)
-{
-    CALL(cuMemcpyDtoDAsync_v2, dst, src, n, stream);
-    if (rc == 0)
-        note_copy(DEV(dst), DEV(src), n, 3);
-    return rc;
-}
+COPY_HOOKS(cudaMemcpy, cudaMemcpy_ptds, (void *dst, const void *src, size_t n, int kind), (dst, src, n, kind),
+           note_copy(dst, src, n, kind))
+COPY_HOOKS(cudaMemcpyAsync, cudaMemcpyAsync_ptsz, (void *dst, const void *src, size_t n, int kind, void *stream),
+           (dst, src, n, kind, stream), note_copy(dst, src, n, kind))
+COPY_HOOKS(cuMemcpy, cuMemcpy_ptds, (pf_cudeviceptr_t dst, pf_cudeviceptr_t src, size_t n), (dst, src, n),
+           note_copy(DEV(dst), DEV(src), n, 4))
+COPY_HOOKS(cuMemcpyAsync, cuMemcpyAsync_ptsz, (pf_cudeviceptr_t dst, pf_cudeviceptr_t src, size_t n, void *stream),
+           (dst, src, n, stream), note_copy(DEV(dst), DEV(src), n, 4))
+COPY_HOOKS(cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds, (pf_cudeviceptr_t dst, const void *src, size_t n), (dst, src, n),
+           note_copy(DEV(dst), src, n, 1))
+COPY_HOOKS(cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz,
+           (pf_cudeviceptr_t dst, const void *src, size_t n, void *stream), (dst, src, n, stream),
+           note_copy(DEV(dst), src, n, 1))
+COPY_HOOKS(cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds, (void *dst, pf_cudeviceptr_t src, size_t n), (dst, src, n),
+           note_copy(dst, DEV(src), n, 2))
+COPY_HOOKS(cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz, (void *dst, pf_cudeviceptr_t src, size_t n, void *stream),
+           (dst, src, n, stream), note_copy(dst, DEV(src), n, 2))
+COPY_HOOKS(cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds, (pf_cudeviceptr_t dst, pf_cudeviceptr_t src, size_t n),
+           (dst, src, n), note_copy(DEV(dst), DEV(src), n, 3))
+COPY_HOOKS(cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz,
+           (pf_cudeviceptr_t dst, pf_cudeviceptr_t src, size_t n, void *stream), (dst, src, n, stream),
+           note_copy(DEV(dst), DEV(src), n, 3))
 
 /* 2D copies: width bytes from each of height rows, pitches apart. */
-PF_EXPORT pf_cuda_status_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
-                                        size_t height, int kind)
-{
-    CALL(cudaMemcpy2D, dst, dpitch, src, spitch, width, height, kind);
-    if (rc == 0)
-        note_copy_rows(dst, src, width * height, kind, spitch == width);
-    return rc;
-}
-
-PF_EXPORT pf_cuda_status_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
-                                             size_t width, size_t height, int kind, void *stream)
-{
-    CALL(cudaMemcpy2DAsync, dst, dpitch, src, spitch, width, height, kind, stream);
-    if (rc == 0)
-        note_copy_rows(dst, src, width * height, kind, spitch == width);
-    return rc;
-}
+COPY_HOOKS(cudaMemcpy2D, cudaMemcpy2D_ptds,
+           (void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, int kind),
+           (dst, dpitch, src, spitch, width, height, kind),
+           note_copy_rows(dst, src, width * height, kind, spitch == width))
+COPY_HOOKS(cudaMemcpy2DAsync, cudaMemcpy2DAsync_ptsz,
+           (void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, int kind,
+            void *stream),
+           (dst, dpitch, src, spitch, width, height, kind, stream),
+           note_copy_rows(dst, src, width * height, kind, spitch == width))
 
 /* The driver's 2D copy names each end by memory type (CUDA_MEMCPY2D, the _v2 layout of cuda.h). */
 typedef struct pf_cuda_memcpy2d {
@@ -516,123 +476,83 @@ static void note_copy_2d(const pf_cuda_memcpy2d_t *c)
     note_copy_rows(dst, src, c->width * c->height, kind, c->src_pitch == c->width);
 }
 
-PF_EXPORT pf_cuda_status_t cuMemcpy2D_v2(const pf_cuda_memcpy2d_t *copy)
-{
-    CALL(cuMemcpy2D_v2, copy);
-    if (rc == 0)
-        note_copy_2d(copy);
-    return rc;
-}
+COPY_HOOKS(cuMemcpy2D_v2, cuMemcpy2D_v2_ptds, (const pf_cuda_memcpy2d_t *copy), (copy), note_copy_2d(copy))
+/* what a static CUDA runtime's cudaMemcpy2D calls (it fetches "cuMemcpy2DUnaligned", not "cuMemcpy2D") */
+COPY_HOOKS(cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned_v2_ptds, (const pf_cuda_memcpy2d_t *copy), (copy),
+           note_copy_2d(copy))
+COPY_HOOKS(cuMemcpy2DAsync_v2, cuMemcpy2DAsync_v2_ptsz, (const pf_cuda_memcpy2d_t *copy, void *stream),
+           (copy, stream), note_copy_2d(copy))
 
-/* What a static CUDA runtime's cudaMemcpy2D calls (it fetches "cuMemcpy2DUnaligned", not "cuMemcpy2D"). */
-PF_EXPORT pf_cuda_status_t cuMemcpy2DUnaligned_v2(const pf_cuda_memcpy2d_t *copy)
-{
-    CALL(cuMemcpy2DUnaligned_v2, copy);
-    if (rc == 0)
-        note_copy_2d(copy);
-    return rc;
-}
-
-PF_EXPORT pf_cuda_status_t cuMemcpy2DAsync_v2(const pf_cuda_memcpy2d_t *copy, void *stream)
-{
-    CALL(cuMemcpy2DAsync_v2, copy, stream);
-    if (rc == 0)
-        note_copy_2d(copy);
-    return rc;
-}
-
-/* Copies between two GPUs' memory. */
-PF_EXPORT pf_cuda_status_t cudaMemcpyPeer(void *dst, int dst_device, const void *src, int src_device, size_t n)
-{
-    CALL(cudaMemcpyPeer, dst, dst_device, src, src_device, n);
-    if (rc == 0)
-        note_copy(dst, src, n, 3);
-    return rc;
-}
-
-PF_EXPORT pf_cuda_status_t cudaMemcpyPeerAsync(void *dst, int dst_device, const void *src, int src_device,
-                                               size_t n, void *stream)
-{
-    CALL(cudaMemcpyPeerAsync, dst, dst_device, src, src_device, n, stream);
-    if (rc == 0)
-        note_copy(dst, src, n, 3);
-    return rc;
-}
-
-PF_EXPORT pf_cuda_status_t cuMemcpyPeer(pf_cudeviceptr_t dst, void *dst_ctx, pf_cudeviceptr_t src, void *src_ctx,
-                                        size_t n)
-{
-    CALL(cuMemcpyPeer, dst, dst_ctx, src, src_ctx, n);
-    if (rc == 0)
-        note_copy(DEV(dst), DEV(src), n, 3);
-    return rc;
-}
-
-PF_EXPORT pf_cuda_status_t cuMemcpyPeerAsync(pf_cudeviceptr_t dst, void *dst_ctx, pf_cudeviceptr_t src,
-                                             void *src_ctx, size_t n, void *stream)
-{
-    CALL(cuMemcpyPeerAsync, dst, dst_ctx, src, src_ctx, n, stream);
-    if (rc == 0)
-        note_copy(DEV(dst), DEV(src), n, 3);
-    return rc;
-}
+/* Copies between two GPUs' memory (the runtime's have no per-thread variants). */
+COPY_HOOK(cudaMemcpyPeer, (void *dst, int dst_device, const void *src, int src_device, size_t n),
+          (dst, dst_device, src, src_device, n), note_copy(dst, src, n, 3))
+COPY_HOOK(cudaMemcpyPeerAsync, (void *dst, int dst_device, const void *src, int src_device, size_t n, void *stream),
+          (dst, dst_device, src, src_device, n, stream), note_copy(dst, src, n, 3))
+COPY_HOOKS(cuMemcpyPeer, cuMemcpyPeer_ptds,
+           (pf_cudeviceptr_t dst, void *dst_ctx, pf_cudeviceptr_t src, void *src_ctx, size_t n),
+           (dst, dst_ctx, src, src_ctx, n), note_copy(DEV(dst), DEV(src), n, 3))
+COPY_HOOKS(cuMemcpyPeerAsync, cuMemcpyPeerAsync_ptsz,
+           (pf_cudeviceptr_t dst, void *dst_ctx, pf_cudeviceptr_t src, void *src_ctx, size_t n, void *stream),
+           (dst, dst_ctx, src, src_ctx, n, stream), note_copy(DEV(dst), DEV(src), n, 3))
 
 /* ---- entry points handed out by name: cuGetProcAddress, cudaGetDriverEntryPoint ---- */
 
 /* The hook for a driver symbol as these calls name it ("cuMemAlloc": the version picks the ABI), or
- * F_COUNT when pyflow does not hook it in that version and stream mode. A _v2 hook is never handed out
- * for an older version (the v1 ABI has 32-bit device pointers), and a stream-ordered function is not
- * swapped when the per-thread default stream variant (_ptds/_ptsz) was asked for: the hook calls one real
- * function per name, and must not change which default stream a copy runs on. */
+ * F_COUNT when pyflow does not hook it in that version. A _v2 hook is never handed out for an older
+ * version (the v1 ABI has 32-bit device pointers). A stream-ordered function asked for in its
+ * per-thread-default-stream variant (the flag) gets that variant's own hook, which calls the variant the
+ * driver handed out: the copy runs on the default stream the caller asked for. */
 static enum pf_cuda_fn driver_entry(const char *symbol, long version, unsigned long long flags)
 {
+#define NONE F_COUNT    /* not stream-ordered: one function whatever the flag */
     static const struct {
         const char *base;
         enum pf_cuda_fn fn;
-        int since;          /* minimum version for this ABI */
-        int streamed;       /* has a per-thread-default-stream variant */
+        int since;                  /* minimum version for this ABI */
+        enum pf_cuda_fn per_thread; /* the per-thread-default-stream variant's hook, or NONE */
     } map[] = {
-        {"cuMemAlloc", F_cuMemAlloc_v2, PF_CUDA_V2_SINCE, 0},
-        {"cuMemFree", F_cuMemFree_v2, PF_CUDA_V2_SINCE, 0},
-        {"cuMemAllocManaged", F_cuMemAllocManaged, 0, 0},
-        {"cuMemAllocAsync", F_cuMemAllocAsync, 0, 1},
-        {"cuMemAllocFromPoolAsync", F_cuMemAllocFromPoolAsync, 0, 1},
-        {"cuMemAllocPitch", F_cuMemAllocPitch_v2, PF_CUDA_V2_SINCE, 0},
-        {"cuMemFreeAsync", F_cuMemFreeAsync, 0, 1},
-        {"cuMemAllocHost", F_cuMemAllocHost_v2, PF_CUDA_V2_SINCE, 0},
-        {"cuMemHostAlloc", F_cuMemHostAlloc, 0, 0},
-        {"cuMemFreeHost", F_cuMemFreeHost, 0, 0},
-        {"cuMemcpy", F_cuMemcpy, 0, 1},
-        {"cuMemcpyAsync", F_cuMemcpyAsync, 0, 1},
-        {"cuMemcpyHtoD", F_cuMemcpyHtoD_v2, PF_CUDA_V2_SINCE, 1},
-        {"cuMemcpyDtoH", F_cuMemcpyDtoH_v2, PF_CUDA_V2_SINCE, 1},
-        {"cuMemcpyDtoD", F_cuMemcpyDtoD_v2, PF_CUDA_V2_SINCE, 1},
-        {"cuMemcpyHtoDAsync", F_cuMemcpyHtoDAsync_v2, PF_CUDA_V2_SINCE, 1},
-        {"cuMemcpyDtoHAsync", F_cuMemcpyDtoHAsync_v2, PF_CUDA_V2_SINCE, 1},
-        {"cuMemcpyDtoDAsync", F_cuMemcpyDtoDAsync_v2, PF_CUDA_V2_SINCE, 1},
-        {"cuMemcpy2D", F_cuMemcpy2D_v2, PF_CUDA_V2_SINCE, 1},
-        {"cuMemcpy2DAsync", F_cuMemcpy2DAsync_v2, PF_CUDA_V2_SINCE, 1},
-        {"cuMemcpy2DUnaligned", F_cuMemcpy2DUnaligned_v2, PF_CUDA_V2_SINCE, 1},
-        {"cuMemcpyPeer", F_cuMemcpyPeer, 0, 1},
-        {"cuMemcpyPeerAsync", F_cuMemcpyPeerAsync, 0, 1},
-        {"cuMemMap", F_cuMemMap, PF_CUDA_VMM_SINCE, 0},
-        {"cuMemUnmap", F_cuMemUnmap, PF_CUDA_VMM_SINCE, 0},
+        {"cuMemAlloc", F_cuMemAlloc_v2, PF_CUDA_V2_SINCE, NONE},
+        {"cuMemFree", F_cuMemFree_v2, PF_CUDA_V2_SINCE, NONE},
+        {"cuMemAllocManaged", F_cuMemAllocManaged, 0, NONE},
+        {"cuMemAllocAsync", F_cuMemAllocAsync, 0, F_cuMemAllocAsync_ptsz},
+        {"cuMemAllocFromPoolAsync", F_cuMemAllocFromPoolAsync, 0, F_cuMemAllocFromPoolAsync_ptsz},
+        {"cuMemAllocPitch", F_cuMemAllocPitch_v2, PF_CUDA_V2_SINCE, NONE},
+        {"cuMemFreeAsync", F_cuMemFreeAsync, 0, F_cuMemFreeAsync_ptsz},
+        {"cuMemAllocHost", F_cuMemAllocHost_v2, PF_CUDA_V2_SINCE, NONE},
+        {"cuMemHostAlloc", F_cuMemHostAlloc, 0, NONE},
+        {"cuMemFreeHost", F_cuMemFreeHost, 0, NONE},
+        {"cuMemcpy", F_cuMemcpy, 0, F_cuMemcpy_ptds},
+        {"cuMemcpyAsync", F_cuMemcpyAsync, 0, F_cuMemcpyAsync_ptsz},
+        {"cuMemcpyHtoD", F_cuMemcpyHtoD_v2, PF_CUDA_V2_SINCE, F_cuMemcpyHtoD_v2_ptds},
+        {"cuMemcpyDtoH", F_cuMemcpyDtoH_v2, PF_CUDA_V2_SINCE, F_cuMemcpyDtoH_v2_ptds},
+        {"cuMemcpyDtoD", F_cuMemcpyDtoD_v2, PF_CUDA_V2_SINCE, F_cuMemcpyDtoD_v2_ptds},
+        {"cuMemcpyHtoDAsync", F_cuMemcpyHtoDAsync_v2, PF_CUDA_V2_SINCE, F_cuMemcpyHtoDAsync_v2_ptsz},
+        {"cuMemcpyDtoHAsync", F_cuMemcpyDtoHAsync_v2, PF_CUDA_V2_SINCE, F_cuMemcpyDtoHAsync_v2_ptsz},
+        {"cuMemcpyDtoDAsync", F_cuMemcpyDtoDAsync_v2, PF_CUDA_V2_SINCE, F_cuMemcpyDtoDAsync_v2_ptsz},
+        {"cuMemcpy2D", F_cuMemcpy2D_v2, PF_CUDA_V2_SINCE, F_cuMemcpy2D_v2_ptds},
+        {"cuMemcpy2DAsync", F_cuMemcpy2DAsync_v2, PF_CUDA_V2_SINCE, F_cuMemcpy2DAsync_v2_ptsz},
+        {"cuMemcpy2DUnaligned", F_cuMemcpy2DUnaligned_v2, PF_CUDA_V2_SINCE, F_cuMemcpy2DUnaligned_v2_ptds},
+        {"cuMemcpyPeer", F_cuMemcpyPeer, 0, F_cuMemcpyPeer_ptds},
+        {"cuMemcpyPeerAsync", F_cuMemcpyPeerAsync, 0, F_cuMemcpyPeerAsync_ptsz},
+        {"cuMemMap", F_cuMemMap, PF_CUDA_VMM_SINCE, NONE},
+        {"cuMemUnmap", F_cuMemUnmap, PF_CUDA_VMM_SINCE, NONE},
         /* itself: a statically linked runtime (CuPy's) fetches cuGetProcAddress_v2 with dlsym, asks it
          * for "cuGetProcAddress", and looks every later entry point up through what it got. Handing out
          * libcuda's own there would take all of them past the hooks. Its ABI gained a status argument in
          * CUDA 12.0. */
-        {"cuGetProcAddress", F_cuGetProcAddress_v2, PF_CUDA_GPA_V2_SINCE, 0},
-        {"cuGetProcAddress", F_cuGetProcAddress, PF_CUDA_GPA_SINCE, 0},
+        {"cuGetProcAddress", F_cuGetProcAddress_v2, PF_CUDA_GPA_V2_SINCE, NONE},
+        {"cuGetProcAddress", F_cuGetProcAddress, PF_CUDA_GPA_SINCE, NONE},
     };
+#undef NONE
     if (!symbol || symbol[0] != 'c' || symbol[1] != 'u')
         return F_COUNT;
     size_t n = strlen(symbol);
     if (n > 3 && strcmp(symbol + n - 3, "_v2") == 0)
         n -= 3;
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)     /* the first ABI the version has */
-        if (strlen(map[i].base) == n && strncmp(symbol, map[i].base, n) == 0 && version >= map[i].since &&
-            !(map[i].streamed && (flags & PF_CUDA_PER_THREAD_STREAM)))
-            return map[i].fn;
+        if (strlen(map[i].base) == n && strncmp(symbol, map[i].base, n) == 0 && version >= map[i].since)
+            return (flags & PF_CUDA_PER_THREAD_STREAM) && map[i].per_thread != F_COUNT ? map[i].per_thread
+                                                                                     : map[i].fn;
     return F_COUNT;
 }
 

@@ -9,8 +9,8 @@ Exit 0 = pass, 1 = fail (with the failing assertion), 77 = skipped (with the rea
   driver  driver API allocations (plain, managed, async) are GPU bytes per line, pinned host memory is
           native bytes, frees end liveness, d2d/d2h edges, cudaMemcpyDefault classified by the ends (interior
           pointers too), a copy from device memory pyflow never saw is not read on the host, the same upload
-          3 times is redundant, and cuGetProcAddress hands out the library's own v1 / per-thread-stream
-          variants.
+          3 times is redundant, and cuGetProcAddress hands out the library's own v1 variant, and its
+          per-thread-stream variant as a hook of its own whose copies are seen.
 """
 import argparse
 import json
@@ -98,6 +98,8 @@ def case_driver(a):
     assert dd and dd[0]["bytes"] == MiB and dd[0]["src"]["line"] == 27, dd
     down = flows_at(d, s, 38, "d2h")
     assert down and down[0]["bytes"] == MiB and down[0]["src"]["line"] == 27, down
+    per_thread = flows_at(d, s, 48, "h2d")     # through the per-thread-default-stream variant
+    assert per_thread and per_thread[0]["bytes"] == MiB and per_thread[0]["dst"]["line"] == 27, per_thread
     inside = flows_at(d, s, 39, "h2d")
     assert inside, "cudaMemcpyDefault into a device block's interior is not h2d"
     assert inside[0]["dst"]["line"] == 27, f"a copy into a device block's interior lost its block: {inside}"

@@ -5,8 +5,8 @@
 37 cuMemcpyDtoD_v2 1 MiB (d2d); 38 cuMemcpyDtoHAsync_v2 1 MiB (d2h); 39 cudaMemcpy with cudaMemcpyDefault
 host->device (h2d by the tracked ends); 40 the same device->host (d2h); 42 cudaMemcpy cudaMemcpyDefault
 from device memory pyflow never saw allocated to a tracked buffer (h2d by the ends; its source must not be
-read on the host); 44-47 cuGetProcAddress: the v1 ABI and the per-thread-stream variant are not swapped
-(the program gets the library's own functions)."""
+read on the host); 44-47 cuGetProcAddress: the v1 ABI is not swapped (the program gets the library's own),
+the per-thread-stream variant is handed out as its own hook: 48 uploads 1 MiB through it (h2d)."""
 import ctypes
 import os
 import sys
@@ -45,5 +45,6 @@ assert cuda.cuGetProcAddress_v2(b"cuMemAlloc", ctypes.byref(fp), 3000, 0, None) 
 v1 = fp.value
 assert cuda.cuGetProcAddress_v2(b"cuMemcpyHtoD", ctypes.byref(fp), 12000, 2, None) == 0
 ptds = fp.value
+assert ctypes.CFUNCTYPE(ctypes.c_int, U, P, S)(ptds)(m.value + 4 * MiB, host, MiB) == 0
 own = ctypes.cast(cuda.cuMemAlloc_v2, ctypes.c_void_p).value
 print("driver ok", v1 != own, ptds != ctypes.cast(cuda.cuMemcpyHtoD_v2, ctypes.c_void_p).value)
