@@ -20,14 +20,15 @@ typedef unsigned long long pf_cudeviceptr_t;
     X(cuGetProcAddress_v2) X(cuMemMap) X(cuMemUnmap) X(cudaMemcpy2D) X(cudaMemcpy2DAsync) X(cuMemcpy2D_v2)         \
     X(cuMemcpy2DAsync_v2) X(cudaMemcpyPeer) X(cudaMemcpyPeerAsync) X(cuMemcpyPeer) X(cuMemcpyPeerAsync)      \
     X(cudaMallocFromPoolAsync) X(cuMemAllocFromPoolAsync) X(cudaMallocPitch) X(cuMemAllocPitch_v2)          \
-    X(cuMemcpy2DUnaligned_v2)                                                                                \
+    X(cuMemcpy2DUnaligned_v2) X(cudaMemcpy3D) X(cudaMemcpy3DAsync) X(cuMemcpy3D_v2) X(cuMemcpy3DAsync_v2)    \
     /* the per-thread-default-stream variants of the stream-ordered ones */                                 \
     X(cudaMemcpy_ptds) X(cudaMemcpyAsync_ptsz) X(cudaMemcpy2D_ptds) X(cudaMemcpy2DAsync_ptsz)               \
     X(cudaMallocAsync_ptsz) X(cudaFreeAsync_ptsz) X(cudaMallocFromPoolAsync_ptsz) X(cuMemcpy_ptds)           \
     X(cuMemcpyAsync_ptsz) X(cuMemcpyHtoD_v2_ptds) X(cuMemcpyDtoH_v2_ptds) X(cuMemcpyDtoD_v2_ptds)            \
     X(cuMemcpyHtoDAsync_v2_ptsz) X(cuMemcpyDtoHAsync_v2_ptsz) X(cuMemcpyDtoDAsync_v2_ptsz)                   \
     X(cuMemcpy2D_v2_ptds) X(cuMemcpy2DUnaligned_v2_ptds) X(cuMemcpy2DAsync_v2_ptsz) X(cuMemcpyPeer_ptds)     \
-    X(cuMemcpyPeerAsync_ptsz) X(cuMemAllocAsync_ptsz) X(cuMemFreeAsync_ptsz) X(cuMemAllocFromPoolAsync_ptsz)
+    X(cuMemcpyPeerAsync_ptsz) X(cuMemAllocAsync_ptsz) X(cuMemFreeAsync_ptsz) X(cuMemAllocFromPoolAsync_ptsz) \
+    X(cudaMemcpy3D_ptds) X(cudaMemcpy3DAsync_ptsz) X(cuMemcpy3D_v2_ptds) X(cuMemcpy3DAsync_v2_ptsz)
 
 #define PF_X_ENUM(n) F_##n,
 enum pf_cuda_fn { PF_CUDA_FNS(PF_X_ENUM) F_COUNT };

@@ -462,6 +462,15 @@ static void *end_address(int type, const void *host, pf_cudeviceptr_t device, si
     return base ? (void *)(base + y * pitch + x) : NULL;
 }
 
+/* The cudaMemcpyKind a driver copy's two memory types make (unified: classified by the ends). */
+static int kind_of_types(int src_type, int dst_type)
+{
+    int from_host = src_type == 1, to_host = dst_type == 1;
+    if (src_type == 4 || dst_type == 4)
+        return 4;
+    return from_host ? (to_host ? 0 : 1) : (to_host ? 2 : 3);
+}
+
 static void note_copy_2d(const pf_cuda_memcpy2d_t *c)
 {
     if (!c || pf_tls.guard != 0)
@@ -470,10 +479,8 @@ static void note_copy_2d(const pf_cuda_memcpy2d_t *c)
     void *dst = end_address(c->dst_type, c->dst_host, c->dst_device, c->dst_x, c->dst_y, c->dst_pitch);
     if (!src || !dst)
         return;
-    int from_host = c->src_type == 1, to_host = c->dst_type == 1;
-    int unified = c->src_type == 4 || c->dst_type == 4;
-    int kind = unified ? 4 : from_host ? (to_host ? 0 : 1) : (to_host ? 2 : 3);
-    note_copy_rows(dst, src, c->width * c->height, kind, c->src_pitch == c->width);
+    note_copy_rows(dst, src, c->width * c->height, kind_of_types(c->src_type, c->dst_type),
+                   c->src_pitch == c->width);
 }
 
 COPY_HOOKS(cuMemcpy2D_v2, cuMemcpy2D_v2_ptds, (const pf_cuda_memcpy2d_t *copy), (copy), note_copy_2d(copy))
@@ -482,6 +489,70 @@ COPY_HOOKS(cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned_v2_ptds, (const pf_cuda_m
            note_copy_2d(copy))
 COPY_HOOKS(cuMemcpy2DAsync_v2, cuMemcpy2DAsync_v2_ptsz, (const pf_cuda_memcpy2d_t *copy, void *stream),
            (copy, stream), note_copy_2d(copy))
+
+/* 3D copies: width bytes from each of height rows of each of depth slices. The runtime names each end by a
+ * pitched pointer and a position (cudaMemcpy3DParms), the driver by memory type (CUDA_MEMCPY3D, _v2
+ * layout); an end that is a CUDA array has no address, and such a copy is left out. */
+typedef struct pf_cuda_pitched {
+    void *ptr;
+    size_t pitch, xsize, ysize;
+} pf_cuda_pitched_t;
+
+typedef struct pf_cuda_memcpy3d_parms {
+    void *src_array;
+    size_t src_x, src_y, src_z;
+    pf_cuda_pitched_t src;
+    void *dst_array;
+    size_t dst_x, dst_y, dst_z;
+    pf_cuda_pitched_t dst;
+    size_t width, height, depth;
+    int kind;
+} pf_cuda_memcpy3d_parms_t;
+
+typedef struct pf_cuda_memcpy3d {
+    size_t src_x, src_y, src_z, src_lod;
+    int src_type;
+    const void *src_host;
+    pf_cudeviceptr_t src_device;
+    void *src_array, *reserved0;
+    size_t src_pitch, src_height, dst_x, dst_y, dst_z, dst_lod;
+    int dst_type;
+    void *dst_host;
+    pf_cudeviceptr_t dst_device;
+    void *dst_array, *reserved1;
+    size_t dst_pitch, dst_height, width, height, depth;
+} pf_cuda_memcpy3d_t;
+
+static void note_copy_3d_parms(const pf_cuda_memcpy3d_parms_t *p)
+{
+    if (!p || p->src_array || p->dst_array || !p->src.ptr || !p->dst.ptr || pf_tls.guard != 0)
+        return;
+    void *src = (char *)p->src.ptr + (p->src_z * p->src.ysize + p->src_y) * p->src.pitch + p->src_x;
+    void *dst = (char *)p->dst.ptr + (p->dst_z * p->dst.ysize + p->dst_y) * p->dst.pitch + p->dst_x;
+    int contiguous = p->src.pitch == p->width && (p->depth <= 1 || p->src.ysize == p->height);
+    note_copy_rows(dst, src, p->width * p->height * p->depth, p->kind, contiguous);
+}
+
+static void note_copy_3d(const pf_cuda_memcpy3d_t *c)
+{
+    if (!c || pf_tls.guard != 0)
+        return;
+    void *src = end_address(c->src_type, c->src_host, c->src_device, c->src_x, c->src_z * c->src_height + c->src_y,
+                            c->src_pitch);
+    void *dst = end_address(c->dst_type, c->dst_host, c->dst_device, c->dst_x, c->dst_z * c->dst_height + c->dst_y,
+                            c->dst_pitch);
+    if (!src || !dst)
+        return;
+    int contiguous = c->src_pitch == c->width && (c->depth <= 1 || c->src_height == c->height);
+    note_copy_rows(dst, src, c->width * c->height * c->depth, kind_of_types(c->src_type, c->dst_type), contiguous);
+}
+
+COPY_HOOKS(cudaMemcpy3D, cudaMemcpy3D_ptds, (const pf_cuda_memcpy3d_parms_t *p), (p), note_copy_3d_parms(p))
+COPY_HOOKS(cudaMemcpy3DAsync, cudaMemcpy3DAsync_ptsz, (const pf_cuda_memcpy3d_parms_t *p, void *stream), (p, stream),
+           note_copy_3d_parms(p))
+COPY_HOOKS(cuMemcpy3D_v2, cuMemcpy3D_v2_ptds, (const pf_cuda_memcpy3d_t *copy), (copy), note_copy_3d(copy))
+COPY_HOOKS(cuMemcpy3DAsync_v2, cuMemcpy3DAsync_v2_ptsz, (const pf_cuda_memcpy3d_t *copy, void *stream),
+           (copy, stream), note_copy_3d(copy))
 
 /* Copies between two GPUs' memory (the runtime's have no per-thread variants). */
 COPY_HOOK(cudaMemcpyPeer, (void *dst, int dst_device, const void *src, int src_device, size_t n),
@@ -532,6 +603,8 @@ static enum pf_cuda_fn driver_entry(const char *symbol, long version, unsigned l
         {"cuMemcpy2D", F_cuMemcpy2D_v2, PF_CUDA_V2_SINCE, F_cuMemcpy2D_v2_ptds},
         {"cuMemcpy2DAsync", F_cuMemcpy2DAsync_v2, PF_CUDA_V2_SINCE, F_cuMemcpy2DAsync_v2_ptsz},
         {"cuMemcpy2DUnaligned", F_cuMemcpy2DUnaligned_v2, PF_CUDA_V2_SINCE, F_cuMemcpy2DUnaligned_v2_ptds},
+        {"cuMemcpy3D", F_cuMemcpy3D_v2, PF_CUDA_V2_SINCE, F_cuMemcpy3D_v2_ptds},
+        {"cuMemcpy3DAsync", F_cuMemcpy3DAsync_v2, PF_CUDA_V2_SINCE, F_cuMemcpy3DAsync_v2_ptsz},
         {"cuMemcpyPeer", F_cuMemcpyPeer, 0, F_cuMemcpyPeer_ptds},
         {"cuMemcpyPeerAsync", F_cuMemcpyPeerAsync, 0, F_cuMemcpyPeerAsync_ptsz},
         {"cuMemMap", F_cuMemMap, PF_CUDA_VMM_SINCE, NONE},

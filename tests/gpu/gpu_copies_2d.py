@@ -1,8 +1,8 @@
-"""2D and peer copies. Ground truth: lines 21 and 22 allocate 4 MiB device blocks a and b. Line 23 uploads 4
-rows of 1 MiB back to back into a (h2d, 4 MiB), line 24 sends the same bytes again (redundant), line 25 2 rows
-taken 2 MiB apart (h2d, 2 MiB, not judged: not contiguous). Line 27 downloads a by the driver's 2D copy (d2h,
-from line 21), line 31 again by its unaligned one (a static runtime's cudaMemcpy2D); line 28 copies a to b
-between devices (d2d), line 29 b to a by the driver's peer copy (d2d)."""
+"""2D, 3D and peer copies. Ground truth: lines 21, 22 allocate 4 MiB device blocks a, b. Line 23 uploads 4 rows
+of 1 MiB back to back into a (h2d, 4 MiB), 24 the same bytes again (redundant), 25 2 rows 2 MiB apart (h2d,
+2 MiB, not judged: not contiguous). 27 downloads a by the driver's 2D copy (d2h), 31 by its unaligned one (a
+static runtime's cudaMemcpy2D), 45 by its 3D copy; 44 uploads 2 slices of 2 rows by the runtime's 3D copy
+(h2d, 4 MiB). 28 copies a to b between devices (d2d), 29 b to a by the driver's peer copy (d2d)."""
 import ctypes
 import os
 import sys
@@ -29,4 +29,18 @@ assert cuda.cudaMemcpyPeer(b, 1, a, 0, 4 * MiB) == 0
 assert cuda.cuMemcpyPeer(a.value, None, b.value, None, 4 * MiB) == 0
 assert back.raw == host.raw
 assert cuda.cuMemcpy2DUnaligned_v2(ctypes.byref(c)) == 0
+PP = type("PITCHED", (ctypes.Structure,), {"_fields_": [("ptr", vp), ("pitch", size_t), ("xsize", size_t),
+                                                         ("ysize", size_t)]})
+P3 = type("MEMCPY3DPARMS", (ctypes.Structure,), {"_fields_": [
+    ("sarr", vp), ("sx", size_t), ("sy", size_t), ("sz", size_t), ("sptr", PP), ("darr", vp), ("dx", size_t),
+    ("dy", size_t), ("dz", size_t), ("dptr", PP), ("w", size_t), ("h", size_t), ("d", size_t), ("kind", ctypes.c_int)]})
+C3 = type("MEMCPY3D", (ctypes.Structure,), {"_fields_": [(n, t) for n, t in zip(
+    "sx sy sz slod stype shost sdev sarr r0 spitch sheight dx dy dz dlod dtype dhost ddev darr r1 dpitch dheight w h d"
+    .split(), (size_t,) * 4 + (ctypes.c_int, vp, u64, vp, vp, size_t, size_t) + (size_t,) * 4 +
+    (ctypes.c_int, vp, u64, vp, vp) + (size_t,) * 5)]})
+up3 = P3(sptr=PP(ctypes.addressof(host), MiB, MiB, 2), dptr=PP(a.value, MiB, MiB, 2), w=MiB, h=2, d=2, kind=1)
+down3 = C3(stype=2, sdev=a.value, spitch=MiB, sheight=2, dtype=1, dhost=ctypes.addressof(back), dpitch=MiB,
+           dheight=2, w=MiB, h=2, d=2)
+assert cuda.cudaMemcpy3D(ctypes.byref(up3)) == 0
+assert cuda.cuMemcpy3D_v2(ctypes.byref(down3)) == 0 and back.raw == host.raw
 print("2d ok")

@@ -179,6 +179,50 @@ EXPORT int cuMemcpy2D_v2(const mock_memcpy2d_t *c)
 }
 EXPORT int cuMemcpy2DAsync_v2(const mock_memcpy2d_t *c, void *stream) { return cuMemcpy2D_v2(c); }
 EXPORT int cuMemcpy2DUnaligned_v2(const mock_memcpy2d_t *c) { return cuMemcpy2D_v2(c); }
+/* 3D copies: depth slices of height rows of width bytes (no CUDA arrays in the mock). */
+typedef struct { void *ptr; size_t pitch, xsize, ysize; } mock_pitched_t;
+typedef struct {    /* cudaMemcpy3DParms */
+    void *src_array;
+    size_t sx, sy, sz;
+    mock_pitched_t src;
+    void *dst_array;
+    size_t dx, dy, dz;
+    mock_pitched_t dst;
+    size_t width, height, depth;
+    int kind;
+} mock_memcpy3d_parms_t;
+typedef struct {    /* CUDA_MEMCPY3D */
+    size_t sx, sy, sz, slod;
+    int stype;
+    const void *shost;
+    unsigned long long sdev;
+    void *sarr, *res0;
+    size_t spitch, sheight, dx, dy, dz, dlod;
+    int dtype;
+    void *dhost;
+    unsigned long long ddev;
+    void *darr, *res1;
+    size_t dpitch, dheight, width, height, depth;
+} mock_memcpy3d_t;
+EXPORT int cudaMemcpy3D(const mock_memcpy3d_parms_t *p)
+{
+    for (size_t z = 0; z < p->depth; z++)
+        rowcopy((char *)p->dst.ptr + ((p->dz + z) * p->dst.ysize + p->dy) * p->dst.pitch + p->dx, p->dst.pitch,
+                (const char *)p->src.ptr + ((p->sz + z) * p->src.ysize + p->sy) * p->src.pitch + p->sx, p->src.pitch,
+                p->width, p->height);
+    return 0;
+}
+EXPORT int cudaMemcpy3DAsync(const mock_memcpy3d_parms_t *p, void *stream) { return cudaMemcpy3D(p); }
+EXPORT int cuMemcpy3D_v2(const mock_memcpy3d_t *c)
+{
+    const char *s = c->stype == 1 ? c->shost : (const char *)(uintptr_t)c->sdev;
+    char *d = c->dtype == 1 ? c->dhost : (char *)(uintptr_t)c->ddev;
+    for (size_t z = 0; z < c->depth; z++)
+        rowcopy(d + ((c->dz + z) * c->dheight + c->dy) * c->dpitch + c->dx, c->dpitch,
+                s + ((c->sz + z) * c->sheight + c->sy) * c->spitch + c->sx, c->spitch, c->width, c->height);
+    return 0;
+}
+EXPORT int cuMemcpy3DAsync_v2(const mock_memcpy3d_t *c, void *stream) { return cuMemcpy3D_v2(c); }
 EXPORT int cudaMemcpyPeer(void *d, int dd, const void *s, int sd, size_t n)
 {
     bytecopy(d, s, n);
@@ -288,6 +332,7 @@ EXPORT int cuGetProcAddress_v2(const char *sym, void **pfn, int version, unsigne
         {"cuMemAllocFromPoolAsync", (void *)cuMemAllocFromPoolAsync}, {"cuMemAllocPitch", (void *)cuMemAllocPitch_v2},
         {"cuMemcpy2D", (void *)cuMemcpy2D_v2}, {"cuMemcpy2DAsync", (void *)cuMemcpy2DAsync_v2},
         {"cuMemcpy2DUnaligned", (void *)cuMemcpy2DUnaligned_v2},
+        {"cuMemcpy3D", (void *)cuMemcpy3D_v2}, {"cuMemcpy3DAsync", (void *)cuMemcpy3DAsync_v2},
         {"cuMemcpyPeer", (void *)cuMemcpyPeer}, {"cuMemcpyPeerAsync", (void *)cuMemcpyPeerAsync},
     };
     *pfn = NULL;

@@ -732,8 +732,8 @@ def case_gpu_vmm(c):
 
 
 def case_gpu_copies_2d(c):
-    """2D copies (runtime and driver) and copies between devices are flow edges; only a contiguous upload is
-    judged by content."""
+    """2D and 3D copies (runtime and driver) and copies between devices are flow edges; only a contiguous upload
+    is judged by content."""
     cp, d = profile_on_mock_cuda(c, "gpu_copies_2d.py", "2d ok\n")
 
     def edge(line, kind):
@@ -744,9 +744,11 @@ def case_gpu_copies_2d(c):
     assert first["bytes"] == 4 << 20 and first["dst"]["line"] == 21 and not first["redundant"], first
     assert again["bytes"] == 4 << 20 and again["redundant_bytes"] == 4 << 20, again
     assert strided["bytes"] == 2 << 20 and not strided["redundant"], strided
-    for line in (27, 31):
+    for line in (27, 31, 45):
         down = edge(line, "d2h")
         assert down["bytes"] == 4 << 20 and down["src"]["line"] == 21, down
+    up3 = edge(44, "h2d")      # the runtime's 3D copy: 2 slices of 2 rows of 1 MiB, back to back
+    assert up3["bytes"] == 4 << 20 and up3["dst"]["line"] == 21 and up3["redundant_bytes"] == 4 << 20, up3
     for line, src, dst in ((28, 21, 22), (29, 22, 21)):
         peer = edge(line, "d2d")
         assert peer["bytes"] == 4 << 20 and peer["src"]["line"] == src and peer["dst"]["line"] == dst, peer
