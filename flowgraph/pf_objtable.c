@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "pf_addr_home.h"
 #include "pf_sys.h"
 
 #define PF_STRIPE_INITIAL_SLOTS 1024u
@@ -68,18 +69,11 @@ static inline pf_stripe_t *stripe_of(uintptr_t addr)
     return &pf_stripes[mix_of(pf_objtable_hash(addr >> 20)) & (PF_OBJTABLE_STRIPES - 1)];
 }
 
-/* An address's home slot. Objects in one 1 KiB block get homes in one window of 128 slots that starts at a
- * hashed place, two slots per 16-byte granule in address order, so the inserts and frees of neighbours
- * (a pool filled or a dict torn down in order) walk the array in order instead of missing the cache once
- * an object: pyflow run --exact on bench/workloads/churn.py took 0.86x the time of fully hashed homes.
- * Two slots a granule leave every other slot free even where a block is packed with 16-byte objects, so
- * a neighbouring window running into it probes one slot further, not across it; and the window's start is
- * hashed, not aligned to 128, so that page-aligned objects (one a block, all at offset 0) still get
- * spread homes (aligned windows gave them 37 slots of mean displacement, against 0.8). */
+/* An address's home slot: in its 1 KiB block's window (core/pf_addr_home.h). pyflow run --exact on
+ * bench/workloads/churn.py took 0.86x the time it took with fully hashed homes. */
 static inline uint32_t slot_of(uintptr_t addr, uint32_t mask)
 {
-    uint64_t group = mix_of(pf_objtable_hash(addr >> 10)) >> 8;
-    return (uint32_t)(group + ((addr >> 3) & 126)) & mask;
+    return (uint32_t)pf_home_in_window(mix_of(pf_objtable_hash(pf_home_block(addr))) >> 8, addr) & mask;
 }
 
 static void filter_inc(uintptr_t addr)

@@ -393,12 +393,11 @@ PF_EXPORT pf_cuda_status_t cuMemUnmap(pf_cudeviceptr_t ptr, size_t size)
 /* Copy hooks, each twice: the function, and its per-thread-default-stream variant (_ptds, _ptsz: what code
  * built with --default-stream per-thread calls, and what cuGetProcAddress hands out for the
  * CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM flag), which runs its copy on another default stream and so
- * is another real function. args are parenthesized; note is the recording call. */
-#define PF_UNPAREN(...) __VA_ARGS__
+ * is another real function. args are parenthesized (ARGS unwraps them); note is the recording call. */
 #define COPY_HOOK(fn, params, args, note)                                                                   \
     PF_EXPORT pf_cuda_status_t fn params                                                                     \
     {                                                                                                        \
-        CALL(fn, PF_UNPAREN args);                                                                           \
+        CALL(fn, ARGS args);                                                                                 \
         if (rc == 0)                                                                                         \
             note;                                                                                            \
         return rc;                                                                                           \

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "pf_addr_home.h"
+
 static void oom(size_t n)
 {
     fprintf(stderr, "pyflow: out of memory (asked for %zu bytes) while building the report\n", n);
@@ -101,13 +103,11 @@ void pf_map_free(pf_map_t *m)
     memset(m, 0, sizeof *m);
 }
 
-/* Where a key's probe starts. By address: a hashed window per 1 KiB block (hashed, not aligned, so that
- * page-aligned keys still spread), two slots per 16-byte granule so that a block packed with small
- * objects leaves every other slot for a neighbouring window running into it. */
+/* Where a key's probe starts: by address, in its block's window (core/pf_addr_home.h), else hashed. */
 static size_t home_of(const pf_map_t *m, uint64_t key)
 {
     if (m->by_address)
-        return (size_t)(mix(key >> 10) + ((key >> 3) & 126)) & (m->cap - 1);
+        return (size_t)pf_home_in_window(mix(pf_home_block(key)), key) & (m->cap - 1);
     return (size_t)mix(key) & (m->cap - 1);
 }
 

@@ -31,10 +31,8 @@ typedef struct pf_map_entry {
 typedef struct pf_map {
     pf_map_entry_t *slots;
     size_t cap, len;
-    /* Set before first use for a map keyed by address (low bits the address): keys in one 1 KiB block
-     * then get homes in one window of slots, in address order, so that a sweep allocating and freeing
-     * neighbours walks the slots in order instead of missing the cache once a key (the runtime's object
-     * table does the same, flowgraph/pf_objtable.c). */
+    /* Set before first use for a map keyed by address (low bits the address): neighbours get homes
+     * together (core/pf_addr_home.h), so a sweep allocating and freeing them walks the slots in order. */
     int by_address;
 } pf_map_t;
 
