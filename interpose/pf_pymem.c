@@ -9,7 +9,11 @@
  * 3.8-3.13); declaring them here keeps CPython headers out of the runtime (see pf_pyframes.h).
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdint.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "pf_objtable.h"
 #include "pf_rt_int.h"
@@ -121,17 +125,57 @@ static void wrap_domains(void)
     }
 }
 
+/* Copies n bytes at p, or returns -1 when they are not all readable (without faulting: a read of one's own
+ * memory through the kernel), or when that read is refused (a seccomp filter). */
+static int read_own_memory(const void *p, void *out, size_t n)
+{
+    struct iovec local = {out, n}, remote = {(void *)p, n};
+    return syscall(SYS_process_vm_readv, getpid(), &local, 1UL, &remote, 1UL, 0UL) == (long)n ? 0 : -1;
+}
+
+#define PF_CHAIN_DEPTH 3
+
+/* 1 when the allocator cur calls ours underneath, or when that cannot be told; 0 when it does not. A hook
+ * installed over our wrappers (tracemalloc, started during start-up by -X tracemalloc or PYTHONTRACEMALLOC)
+ * keeps the allocator it wrapped in a struct its ctx points at, as CPython's own hooks do (tracemalloc:
+ * ctx = &saved PyMemAllocatorEx; the debug hooks: ctx = &{api id, PyMemAllocatorEx}): the saved struct is
+ * at ctx or one word after it. Wrapping such a hook again would have ours call it and it call ours, until
+ * the stack overflows. Followed through at most PF_CHAIN_DEPTH such hooks. */
+static int calls_ours(const pf_pymem_allocator_t *cur, int depth)
+{
+    if (cur->malloc == pymem_malloc)
+        return 1;
+    if (!cur->ctx || depth == PF_CHAIN_DEPTH)
+        return 0;
+    for (size_t skip = 0; skip <= sizeof(void *); skip += sizeof(void *)) {
+        pf_pymem_allocator_t saved;
+        if (read_own_memory((const char *)cur->ctx + skip, &saved, sizeof saved) != 0) {
+            if (errno == EFAULT)
+                continue;
+            return 1;   /* cannot look: leaving the allocator as it is loses counts, wrapping it may recurse */
+        }
+        if (saved.malloc && calls_ours(&saved, depth + 1))
+            return 1;
+    }
+    return 0;
+}
+
 void pf_pymem_recheck(void)
 {
     if (PF_LIKELY(verified) || !get_allocator)
         return;
     /* PYTHONMALLOC=... and -X dev install fresh allocators during start-up, replacing the wrappers set from
      * the constructor. Wrapping again is allowed at any time (the new ones are what we wrap), so put them
-     * back, until the interpreter is initialized and they are seen in place. */
+     * back, until the interpreter is initialized and they are seen in place (or under a hook that wraps
+     * them). */
     pf_pymem_allocator_t cur;
     get_allocator(PF_PYMEM_DOMAINS - 1, &cur);
-    if (cur.malloc != pymem_malloc)
-        wrap_domains();
+    if (cur.malloc != pymem_malloc) {
+        int saved_errno = errno;    /* a hook's caller sees errno as without pyflow */
+        if (!calls_ours(&cur, 0))
+            wrap_domains();
+        errno = saved_errno;
+    }
     if (is_initialized && is_initialized())
         verified = 1;
 }

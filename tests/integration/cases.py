@@ -176,6 +176,34 @@ def case_tracemalloc_agreement(c):
     near(ours, truth, 0.01, "live bytes of lines 7-8 vs tracemalloc")
 
 
+def case_tracemalloc_in_program(c):
+    """A program that runs tracemalloc itself runs under pyflow as without it, and is profiled: tracemalloc
+    started during start-up (-X tracemalloc, PYTHONTRACEMALLOC; alone, with -X dev's debug hooks, or over
+    PYTHONMALLOC=malloc) installs its hooks over pyflow's, which must then not wrap them again (each calling
+    the other until the stack overflows: a segfault before the first line, as CPython's own test_capi ran
+    into), and tracemalloc.start() later does the same after start-up. The program prints what tracemalloc
+    traced for a 3 MB bytearray, which must not change; pyflow must still see the line's 3 MB."""
+    with open(os.path.join(c.tmp, "traced.py"), "w") as f:
+        f.write("import tracemalloc\n"
+                "tracemalloc.start() if not tracemalloc.is_tracing() else None\n"
+                "before = tracemalloc.get_traced_memory()[0]\n"
+                "big = bytearray(3_000_000)\n"
+                "grew = tracemalloc.get_traced_memory()[0] - before\n"
+                "print(tracemalloc.get_tracemalloc_memory() > 0, 3_000_000 <= grew < 3_100_000)\n")
+    out = os.path.join(c.tmp, "out.json")
+    for opts, env in (([], {}), (["-X", "tracemalloc"], {}), (["-X", "tracemalloc=5", "-X", "dev"], {}),
+                      ([], {"PYTHONTRACEMALLOC": "3"}), (["-X", "tracemalloc"], {"PYTHONMALLOC": "malloc"}),
+                      (["-X", "tracemalloc"], {"PYTHONMALLOC": "debug"})):
+        env = {**os.environ, **env}
+        plain = run([c.python, *opts, "traced.py"], cwd=c.tmp, env=env)
+        cp = run([c.pyflow, "run", "--json", out, c.python, *opts, "traced.py"], cwd=c.tmp, env=env)
+        assert plain.returncode == 0 and plain.stdout == "True True\n", (opts, plain.stdout, plain.stderr)
+        assert cp.returncode == 0, f"{opts} {env.get('PYTHONMALLOC')}: exit {cp.returncode}\n{cp.stderr[-3000:]}"
+        assert cp.stdout == plain.stdout, f"{opts}: plain {plain.stdout!r}, pyflow {cp.stdout!r}"
+        with open(out) as f:
+            exact_plus_samples(row(json.load(f), "traced.py", 4)["alloc_bytes"], 3_000_000, f"{opts} traced.py:4")
+
+
 # ---- copies and the flow graph ----
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(HERE)), "examples")

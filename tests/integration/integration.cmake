@@ -4,7 +4,7 @@
 set(PF_IT_SCRIPT ${CMAKE_CURRENT_LIST_DIR}/cases.py)
 get_property(pf_it_pythons GLOBAL PROPERTY PYFLOW_PYFRAMES_PYTHONS)
 set(pf_it_all /usr/bin/python3 ${pf_it_pythons})
-set(pf_it_per_version python_and_native temporaries_and_live tracemalloc_agreement stdout_and_exit_codes
+set(pf_it_per_version python_and_native temporaries_and_live tracemalloc_agreement tracemalloc_in_program stdout_and_exit_codes
     module_and_code argv_cwd_env keyboard_interrupt signals_forwarded os_exit_and_sigkill fork_merged copies_numpy copies_python
     threads_stress child_processes outside_code started_by started_by_shell short_lived_workers lazy_libraries odd_script_names leaks peak_in_middle crashes_and_timers signal_coexistence
     stack_interning unprofiled_children command_lines call_paths)
