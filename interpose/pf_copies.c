@@ -128,6 +128,16 @@ static uint64_t record_copy(pf_tls_t *t, const void *dst, const void *src, uint6
     return id;
 }
 
+/* 1 when dst lies in the live part of this thread's stack: between the running frame and the stack's top.
+ * Such a copy fills a caller's local variable, not an object, and may be a stack switcher (greenlet,
+ * gevent) writing a saved stack back over the frames, whose Python frames are then no longer what the
+ * thread state points at: reading them would fault. Not known (custom or alternate stacks): 0. */
+static int copies_into_live_stack(const pf_tls_t *t, const void *dst)
+{
+    uintptr_t here = (uintptr_t)__builtin_frame_address(0), d = (uintptr_t)dst;
+    return here >= t->stack_low && here < t->stack_high && d >= here && d < t->stack_high;
+}
+
 void pf_on_copy_slow(pf_tls_t *t, void *dst, const void *src, size_t n, int kind)
 {
     if (t->guard) {
@@ -144,7 +154,7 @@ void pf_on_copy_slow(pf_tls_t *t, void *dst, const void *src, size_t n, int kind
     uint64_t est, mean, threshold;
     pf_sampling_now(pf_cfg.copy_sample_bytes, pf_cfg.copy_threshold, &mean, &threshold);
     pf_sample_verdict_t v = pf_sampler_visit(&t->copy_sampler, n, mean, threshold, &est);
-    if (v != PF_SAMPLE_SKIP && n > 0 && dst != src) {
+    if (v != PF_SAMPLE_SKIP && n > 0 && dst != src && !copies_into_live_stack(t, dst)) {
         record_copy(t, dst, src, n, est, v == PF_SAMPLE_EXACT ? PF_ALLOC_EXACT : PF_ALLOC_SAMPLED, kind);
     }
     t->guard--;

@@ -49,6 +49,8 @@ typedef struct pf_tls {
     uint32_t watch_started;     /* watch/ was started (or refused) on this thread */
     uint32_t spawn_noted_pid;   /* the vfork child whose start this thread's file already has (exec retries) */
     uint32_t in_vfork_child;    /* writing from a vfork child on this thread's behalf: no file descriptor use */
+    uintptr_t stack_low;        /* the thread's stack, [stack_low, stack_high), or 0, 0 when not known */
+    uintptr_t stack_high;
 } pf_tls_t;
 
 extern __thread pf_tls_t pf_tls __attribute__((tls_model("initial-exec"))) PF_HIDDEN;
