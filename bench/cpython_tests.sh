@@ -35,7 +35,7 @@ run() {  # name, then the command; prints the time and regrtest's summary
   (cd "$out" && "$@" > "$out/$name.log" 2>&1)
   local end=$(date +%s.%N)
   printf '%-7s %7.1f s  %s\n' "$name" "$(python3 -c "print($end - $start)")" \
-    "$(grep -E '^Total tests:' "$out/$name.log" | tail -1)"
+    "$(grep -E '^(Total tests|Tests result):' "$out/$name.log" | head -1)"
 }
 failed() {  # the test modules regrtest reported failed in a log
   sed -n 's/^test \(test_[A-Za-z0-9_]*\) failed.*/\1/p' "$out/$1.log" | sort -u
