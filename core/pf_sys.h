@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 /* Anonymous private memory for pyflow's own tables. Returns NULL on failure (errno set). */
@@ -46,6 +47,15 @@ static inline void *pf_sys_mmap(void *addr, size_t len, int prot, int flags, int
 static inline int pf_sys_munmap(void *addr, size_t len)
 {
     return (int)syscall(SYS_munmap, addr, len);
+}
+
+/* Copies n bytes at p of this process into out without faulting where p is unmapped: 0, or -1 (errno
+ * EFAULT: not all readable; another errno: the read was refused, e.g. by a seccomp filter).
+ * Async-signal-safe. */
+static inline int pf_sys_read_own(const void *p, void *out, size_t n)
+{
+    struct iovec local = {out, n}, remote = {(void *)p, n};
+    return syscall(SYS_process_vm_readv, syscall(SYS_getpid), &local, 1UL, &remote, 1UL, 0UL) == (long)n ? 0 : -1;
 }
 
 static inline uint32_t pf_sys_gettid(void)

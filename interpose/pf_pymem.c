@@ -11,12 +11,10 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdint.h>
-#include <sys/syscall.h>
-#include <sys/uio.h>
-#include <unistd.h>
 
 #include "pf_objtable.h"
 #include "pf_rt_int.h"
+#include "pf_sys.h"
 #include "pf_watch_glue.h"
 
 typedef struct pf_pymem_allocator {
@@ -125,14 +123,6 @@ static void wrap_domains(void)
     }
 }
 
-/* Copies n bytes at p, or returns -1 when they are not all readable (without faulting: a read of one's own
- * memory through the kernel), or when that read is refused (a seccomp filter). */
-static int read_own_memory(const void *p, void *out, size_t n)
-{
-    struct iovec local = {out, n}, remote = {(void *)p, n};
-    return syscall(SYS_process_vm_readv, getpid(), &local, 1UL, &remote, 1UL, 0UL) == (long)n ? 0 : -1;
-}
-
 #define PF_CHAIN_DEPTH 3
 
 /* 1 when the allocator cur calls ours underneath, or when that cannot be told; 0 when it does not. A hook
@@ -149,7 +139,7 @@ static int calls_ours(const pf_pymem_allocator_t *cur, int depth)
         return 0;
     for (size_t skip = 0; skip <= sizeof(void *); skip += sizeof(void *)) {
         pf_pymem_allocator_t saved;
-        if (read_own_memory((const char *)cur->ctx + skip, &saved, sizeof saved) != 0) {
+        if (pf_sys_read_own((const char *)cur->ctx + skip, &saved, sizeof saved) != 0) {
             if (errno == EFAULT)
                 continue;
             return 1;   /* cannot look: leaving the allocator as it is loses counts, wrapping it may recurse */

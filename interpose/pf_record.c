@@ -11,7 +11,6 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,6 +20,7 @@
 #include "pf_rt_int.h"
 #include "pf_stacks.h"
 #include "pf_sys.h"
+#include "pf_thread_stack.h"
 #include "pf_watch_glue.h"
 #include "pf_writer.h"
 
@@ -74,36 +74,6 @@ static void write_thread_record(pf_tls_t *t)
     pf_writer_commit(t, rec, PF_REC_THREAD, PF_THREAD_HANDLE, bytes);
 }
 
-extern void *__libc_stack_end;     /* glibc's: the main thread's stack pointer at process start */
-
-/* The thread's stack (pf_copies.c leaves copies into its live part alone). The main thread's grows down
- * from just above where the process started; another's is its pthread stack. Called with the guard up:
- * pthread_getattr_np may allocate. */
-static void learn_stack(pf_tls_t *t)
-{
-    t->stack_low = t->stack_high = 0;
-    if (pf_sys_gettid() == (uint32_t)getpid()) {
-        /* the kernel keeps the stack's rlimit (capped here at 1 GiB) free of other mappings below it */
-        uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), room = (uintptr_t)1 << 30;
-        struct rlimit lim;
-        if (getrlimit(RLIMIT_STACK, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < room)
-            room = (uintptr_t)lim.rlim_cur;
-        t->stack_high = ((uintptr_t)__libc_stack_end + page) & ~(page - 1);
-        t->stack_low = t->stack_high - room;
-        return;
-    }
-    pthread_attr_t attr;
-    void *low;
-    size_t size;
-    if (pthread_getattr_np(pthread_self(), &attr) != 0)
-        return;
-    if (pthread_attr_getstack(&attr, &low, &size) == 0) {
-        t->stack_low = (uintptr_t)low;
-        t->stack_high = (uintptr_t)low + size;
-    }
-    pthread_attr_destroy(&attr);
-}
-
 /* Per-thread set-up on the first slow path, and again in a fork child (new file, new tid). */
 static void thread_start(pf_tls_t *t)
 {
@@ -118,7 +88,8 @@ static void thread_start(pf_tls_t *t)
         t->ready = 1;
     }
     t->tid = pf_sys_gettid();
-    learn_stack(t);
+    t->stack_low = t->stack_high = 0;
+    pf_thread_stack(&t->stack_low, &t->stack_high);     /* the guard is up (pf_enter_recording's callers) */
     write_thread_record(t);
 }
 

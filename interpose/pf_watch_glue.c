@@ -21,13 +21,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "pf_codes.h"
 #include "pf_modules.h"
 #include "pf_objtable.h"
 #include "pf_runtime.h"
+#include "pf_sys.h"
 #include "pf_watch.h"
 #include "pf_writer.h"
 
@@ -121,8 +121,7 @@ static void find_eval_loop(void)
 
 static int read_word(uintptr_t addr, uint64_t *out)
 {
-    struct iovec local = {out, 8}, remote = {(void *)addr, 8};
-    return process_vm_readv((pid_t)pf_cfg.pid, &local, 1, &remote, 1, 0) == 8 ? 0 : -1;
+    return pf_sys_read_own((const void *)addr, out, 8);
 }
 
 /* 1 when v points at a type object: its ob_type is PyType_Type or a metatype whose type is PyType_Type. */

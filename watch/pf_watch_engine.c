@@ -4,6 +4,7 @@
  * pf_watch_copies.c.
  */
 #include "pf_fd.h"
+#include "pf_thread_stack.h"
 #include "pf_watch_int.h"
 
 #include <asm/prctl.h>
@@ -106,16 +107,7 @@ sigfail:
 
 static void thread_bounds(pf_watch_thread_t *t)
 {
-    pthread_attr_t attr;
-    void *lo;
-    size_t size;
-    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-        if (pthread_attr_getstack(&attr, &lo, &size) == 0) {
-            t->stack_lo = (uintptr_t)lo;
-            t->stack_hi = (uintptr_t)lo + size;
-        }
-        pthread_attr_destroy(&attr);
-    }
+    pf_thread_stack(&t->stack_lo, &t->stack_hi);
     unsigned long fs = 0, gs = 0;
     syscall(SYS_arch_prctl, ARCH_GET_FS, &fs);
     syscall(SYS_arch_prctl, ARCH_GET_GS, &gs);

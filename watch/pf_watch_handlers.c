@@ -13,13 +13,13 @@
  * kills a thread whose forced single-step trap is blocked). Records are produced by pf_watch_drain, outside
  * any handler.
  */
+#include "pf_sys.h"
 #include "pf_watch_int.h"
 
 #include <errno.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <linux/perf_event.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,8 +41,7 @@ uint64_t pf_watch_mono_ns(void)
 /* Reads len bytes at addr without faulting (the address may be unmapped). Returns 0 or -1. */
 int pf_watch_safe_read(uint64_t addr, void *dst, size_t len)
 {
-    struct iovec local = {dst, len}, remote = {(void *)(uintptr_t)addr, len};
-    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -1;
+    return pf_sys_read_own((const void *)(uintptr_t)addr, dst, len);
 }
 
 /* The instruction bytes at pc: directly when they cannot cross into the next page, else fault-tolerant. */
