@@ -4,6 +4,10 @@
  * The sweep names a node by its path (lines, outermost first) once per recorded stack, and moves its live
  * bytes as the line rows' move; afterwards pf_calltree_finish fills in the peak and exit shares and the
  * sums over each node's subtree, and orders every node's children largest first.
+ *
+ * Beside it the sweep builds the unfolded tree (pf_model.full): the same paths with the library frames
+ * between and below the user's lines kept, so a user line's bytes can be split by the library function
+ * that allocated them. Bytes are moved on an unfolded node, and count in its folded one too.
  */
 #ifndef PF_CALLTREE_INT_H
 #define PF_CALLTREE_INT_H
@@ -14,15 +18,25 @@
 #include "pf_model_int.h"
 #include "pf_util_int.h"
 
-/* A step of a path: a line, and the function running it. */
+/* A step of a path: a line, and the function running it; in the unfolded tree also its kind (PF_NODE_*)
+ * and the folded node it counts in. */
 typedef struct pf_callsite {
     uint32_t file, function;
     int line;
+    uint8_t kind;
+    int32_t folded;
 } pf_callsite_t;
 
 /* The node whose path is path[0..n) (n >= 1), made with its ancestors on first use. index maps (parent,
  * file, line) to node+1. */
 int32_t pf_calltree_node(pf_model_t *m, pf_map_t *index, const pf_callsite_t *path, size_t n);
+
+/* The same in the unfolded tree (m->full), whose steps carry their kind and folded node; index is its own. */
+int32_t pf_calltree_full_node(pf_model_t *m, pf_map_t *index, const pf_callsite_t *path, size_t n);
+
+/* The child of unfolded node `node` that is native function `native` (an interned "symbol (library)"; 0:
+ * node itself), made on first use: where --native saw the allocation made, below the Python frames. */
+int32_t pf_calltree_native_child(pf_model_t *m, pf_map_t *index, int32_t node, uint32_t native);
 
 /* The program's peaks so far (the sweep's counts of new host and GPU peaks): a node keeps its live bytes as
  * they were at the latest of each, as the line rows do. */
@@ -30,7 +44,8 @@ typedef struct pf_peak_epochs {
     uint32_t host, gpu;
 } pf_peak_epochs_t;
 
-/* Node's live bytes change by +bytes (an allocation, also added to its allocated) or -bytes (its free);
+/* Unfolded node's live bytes, and its folded node's, change by +bytes (an allocation, also added to their
+ * allocated) or -bytes (its free);
  * gpu: they are device bytes, which count on both the host/GPU total and the GPU peak as the rows do. */
 void pf_calltree_alloc(pf_model_t *m, int32_t node, double bytes, int gpu, pf_peak_epochs_t e);
 void pf_calltree_free(pf_model_t *m, int32_t node, double bytes, int gpu, pf_peak_epochs_t e);

@@ -385,6 +385,7 @@ int pf_model_load(const char *path, const pf_load_opts_t *opts, pf_model_t **out
     pf_model_t *m = pf_xcalloc(1, sizeof *m);
     m->string_index = pf_xcalloc(1, sizeof(pf_map_t));
     m->first_root = -1;
+    m->first_full_root = -1;
     pf_model_intern(m, "", 0);
     if (opts && opts->profile_only && *opts->profile_only)
         m->profile_only = pf_xstrndup(opts->profile_only, strlen(opts->profile_only));
@@ -448,6 +449,7 @@ void pf_model_free(pf_model_t *m)
     free(m->lines);
     free(m->funcs);
     free(m->nodes);
+    free(m->full);
     free(m->flows);
     free(m->redundancies);
     free(m->sampling_steps);

@@ -3,23 +3,56 @@
 
 #include "pf_calltree_int.h"
 
-int32_t pf_calltree_node(pf_model_t *m, pf_map_t *index, const pf_callsite_t *path, size_t n)
+/* The node of path[0..n) in a tree (nodes, *n_nodes, *cap), made with its ancestors on first use; full: the
+ * unfolded tree, whose steps also differ by function (native steps share a library and line 0) and carry
+ * their kind and folded node. */
+static int32_t tree_node(pf_callnode_t **nodes, size_t *n_nodes, size_t *cap, pf_map_t *index, const pf_callsite_t *path,
+                         size_t n, int full)
 {
     int32_t node = -1;
     for (size_t i = 0; i < n; i++) {
-        uint64_t words[3] = {(uint64_t)node, (uint64_t)path[i].file, (uint64_t)path[i].line};
-        uint64_t key = pf_hash_words(words, 3, 0xCA11) & ~(1ull << 63);
+        uint64_t words[4] = {(uint64_t)node, (uint64_t)path[i].file, (uint64_t)path[i].line, path[i].function};
+        uint64_t key = pf_hash_words(words, full ? 4 : 3, full ? 0xF011 : 0xCA11) & ~(1ull << 63);
         int created;
         uint64_t *v = pf_map_put(index, key, &created);
         if (created) {
-            pf_callnode_t *c = PF_VEC_PUSH(m->nodes, m->n_nodes, m->cap_nodes);
+            pf_callnode_t *c = pf_vec_push((void **)nodes, n_nodes, cap, sizeof **nodes);
             *c = (pf_callnode_t){.file = path[i].file, .function = path[i].function, .line = path[i].line, .parent = node, .first_child = -1, .next_sibling = -1,
-                                 .depth = (uint32_t)i};
-            *v = m->n_nodes;
+                                 .depth = (uint32_t)i, .kind = full ? path[i].kind : PF_NODE_USER, .folded = full ? path[i].folded : -1};
+            *v = *n_nodes;
         }
         node = (int32_t)(*v - 1);
     }
     return node;
+}
+
+int32_t pf_calltree_node(pf_model_t *m, pf_map_t *index, const pf_callsite_t *path, size_t n)
+{
+    return tree_node(&m->nodes, &m->n_nodes, &m->cap_nodes, index, path, n, 0);
+}
+
+int32_t pf_calltree_full_node(pf_model_t *m, pf_map_t *index, const pf_callsite_t *path, size_t n)
+{
+    return tree_node(&m->full, &m->n_full, &m->cap_full, index, path, n, 1);
+}
+
+int32_t pf_calltree_native_child(pf_model_t *m, pf_map_t *index, int32_t node, uint32_t native)
+{
+    if (!native || node < 0)
+        return node;
+    const pf_callnode_t *p = &m->full[node];
+    uint64_t words[3] = {(uint64_t)node, native, 0x9A7};
+    uint64_t key = pf_hash_words(words, 3, 0xF012) & ~(1ull << 63);
+    int created;
+    uint64_t *v = pf_map_put(index, key, &created);
+    if (created) {
+        pf_callnode_t *c = PF_VEC_PUSH(m->full, m->n_full, m->cap_full);
+        p = &m->full[node];
+        *c = (pf_callnode_t){.file = 0, .function = native, .line = 0, .parent = node, .first_child = -1,
+                             .next_sibling = -1, .depth = p->depth + 1, .kind = PF_NODE_NATIVE, .folded = p->folded};
+        *v = m->n_full;
+    }
+    return (int32_t)(*v - 1);
 }
 
 /* Keeps live bytes as they were at the latest peak: taken at their first change after that peak (a node
@@ -40,18 +73,23 @@ static void move(pf_callnode_t *c, double delta, int gpu, pf_peak_epochs_t e)
         move_live(&c->gpu_live, &c->gpu_live_at_peak, &c->gpu_peak_epoch, e.gpu, delta);
 }
 
-void pf_calltree_alloc(pf_model_t *m, int32_t node, double bytes, int gpu, pf_peak_epochs_t e)
+/* full: a node of the unfolded tree; its folded node moves alike */
+void pf_calltree_alloc(pf_model_t *m, int32_t full, double bytes, int gpu, pf_peak_epochs_t e)
 {
-    pf_callnode_t *c = &m->nodes[node];
-    c->self_alloc += bytes;
-    if (gpu)
-        c->self_gpu += bytes;
-    move(c, bytes, gpu, e);
+    int32_t at[2] = {full, m->full[full].folded};
+    for (int t = 0; t < 2; t++) {
+        pf_callnode_t *c = t ? &m->nodes[at[1]] : &m->full[at[0]];
+        c->self_alloc += bytes;
+        if (gpu)
+            c->self_gpu += bytes;
+        move(c, bytes, gpu, e);
+    }
 }
 
-void pf_calltree_free(pf_model_t *m, int32_t node, double bytes, int gpu, pf_peak_epochs_t e)
+void pf_calltree_free(pf_model_t *m, int32_t full, double bytes, int gpu, pf_peak_epochs_t e)
 {
-    move(&m->nodes[node], -bytes, gpu, e);
+    move(&m->full[full], -bytes, gpu, e);
+    move(&m->nodes[m->full[full].folded], -bytes, gpu, e);
 }
 
 typedef struct order_key {
@@ -72,11 +110,12 @@ static int cmp_order(const void *a, const void *b)
 /* Rounding of sampled estimates leaves crumbs where the bytes came and went. */
 static double whole(double v) { return v < 0.5 ? 0 : v; }
 
-void pf_calltree_finish(pf_model_t *m, pf_peak_epochs_t e, int at_peak, int at_gpu_peak)
+static void finish_tree(pf_callnode_t *nodes, size_t n_nodes, int32_t *first_root, pf_peak_epochs_t e, int at_peak,
+                        int at_gpu_peak)
 {
-    m->first_root = -1;
-    for (size_t i = 0; i < m->n_nodes; i++) {
-        pf_callnode_t *c = &m->nodes[i];
+    *first_root = -1;
+    for (size_t i = 0; i < n_nodes; i++) {
+        pf_callnode_t *c = &nodes[i];
         c->self_peak = at_peak ? whole(c->peak_epoch == e.host ? c->live_at_peak : c->live) : 0;
         c->self_gpu_peak = at_gpu_peak ? whole(c->gpu_peak_epoch == e.gpu ? c->gpu_live_at_peak : c->gpu_live) : 0;
         c->self_leaked = whole(c->live);
@@ -88,27 +127,42 @@ void pf_calltree_finish(pf_model_t *m, pf_peak_epochs_t e, int at_peak, int at_g
         c->first_child = c->next_sibling = -1;
     }
     /* a parent's index is below its children's: one backward pass sums every subtree */
-    for (size_t i = m->n_nodes; i-- > 0;) {
-        const pf_callnode_t *c = &m->nodes[i];
+    for (size_t i = n_nodes; i-- > 0;) {
+        const pf_callnode_t *c = &nodes[i];
         if (c->parent < 0)
             continue;
-        pf_callnode_t *p = &m->nodes[c->parent];
+        pf_callnode_t *p = &nodes[c->parent];
         p->alloc += c->alloc;
         p->peak += c->peak;
         p->leaked += c->leaked;
         p->gpu += c->gpu;
         p->gpu_peak += c->gpu_peak;
     }
-    order_key_t *keys = pf_xmalloc((m->n_nodes + 1) * sizeof *keys);
-    for (size_t i = 0; i < m->n_nodes; i++)
-        keys[i] = (order_key_t){m->nodes[i].peak, m->nodes[i].alloc, (int32_t)i};
-    qsort(keys, m->n_nodes, sizeof *keys, cmp_order);
+    order_key_t *keys = pf_xmalloc((n_nodes + 1) * sizeof *keys);
+    for (size_t i = 0; i < n_nodes; i++)
+        keys[i] = (order_key_t){nodes[i].peak, nodes[i].alloc, (int32_t)i};
+    qsort(keys, n_nodes, sizeof *keys, cmp_order);
     /* prepending from the smallest up leaves each list largest first */
-    for (size_t k = m->n_nodes; k-- > 0;) {
-        pf_callnode_t *c = &m->nodes[keys[k].node];
-        int32_t *head = c->parent < 0 ? &m->first_root : &m->nodes[c->parent].first_child;
+    for (size_t k = n_nodes; k-- > 0;) {
+        pf_callnode_t *c = &nodes[keys[k].node];
+        int32_t *head = c->parent < 0 ? first_root : &nodes[c->parent].first_child;
         c->next_sibling = *head;
         *head = keys[k].node;
     }
     free(keys);
+}
+
+void pf_calltree_finish(pf_model_t *m, pf_peak_epochs_t e, int at_peak, int at_gpu_peak)
+{
+    finish_tree(m->nodes, m->n_nodes, &m->first_root, e, at_peak, at_gpu_peak);
+    finish_tree(m->full, m->n_full, &m->first_full_root, e, at_peak, at_gpu_peak);
+}
+
+int32_t pf_calltree_next(const pf_callnode_t *nodes, int32_t n, int descend)
+{
+    if (descend && nodes[n].first_child >= 0)
+        return nodes[n].first_child;
+    while (n >= 0 && nodes[n].next_sibling < 0)
+        n = nodes[n].parent;
+    return n >= 0 ? nodes[n].next_sibling : -1;
 }

@@ -56,11 +56,19 @@ typedef struct pf_func {
     pf_stats_t s;
 } pf_func_t;
 
+/* What a call-tree node's step is: a line of the user's (or a bracketed or library row of the folded tree),
+ * a line of a library's Python code, a native function (--native). */
+enum { PF_NODE_USER = 0, PF_NODE_LIBRARY = 1, PF_NODE_NATIVE = 2 };
+
 /* A node of the call tree: a line of the user's reached through a path of the user's lines that called it
  * (outermost first). Its path's last line is the row its allocations were charged to, so the tree's self
  * bytes add up to the per-line table. Memory with no user line of its own hangs under the path of the
  * line that started its thread or process, else is a root (a bracketed or library row). Library frames
- * between two user frames are left out, as they are from the rows. */
+ * between two user frames are left out of this, the folded tree, as they are from the rows.
+ *
+ * The unfolded tree (pf_model.full) has the same nodes and, between and below them, the library frames
+ * of the stacks (kind PF_NODE_LIBRARY) and, with --native, the innermost native function that allocated
+ * (PF_NODE_NATIVE); each of its nodes names the folded node it folds into. */
 typedef struct pf_callnode {
     uint32_t file, function;    /* interned strings */
     int line;
@@ -75,7 +83,14 @@ typedef struct pf_callnode {
     /* during the sweep: live (GPU) bytes now, and as they were at the (GPU) peak numbered *epoch */
     double live, live_at_peak, gpu_live, gpu_live_at_peak;
     uint32_t peak_epoch, gpu_peak_epoch;
+    uint8_t kind;               /* PF_NODE_* */
+    int32_t folded;             /* unfolded tree: the folded node its bytes count in (-1: library frames
+                                   above the first user line: folded away) */
 } pf_callnode_t;
+
+/* A call tree (m->nodes or m->full) in depth-first order, children largest first: the node after n, or -1
+ * at the end; descend = 0 skips n's subtree. Start from its first root. */
+int32_t pf_calltree_next(const pf_callnode_t *nodes, int32_t n, int descend);
 
 /* A site for the flow graph: the line an object was allocated at (row index, or -1 for untracked). */
 typedef struct pf_flow {
@@ -166,6 +181,9 @@ struct pf_model {
     pf_callnode_t *nodes;       /* the call tree, parents before their children (pf_calltree_int.h) */
     size_t n_nodes, cap_nodes;
     int32_t first_root;         /* the roots, linked by next_sibling as children are; -1: no node */
+    pf_callnode_t *full;        /* the unfolded call tree, with library frames (pf_calltree_int.h) */
+    size_t n_full, cap_full;
+    int32_t first_full_root;
     pf_flow_t *flows;
     size_t n_flows, cap_flows;
     pf_process_t *procs;

@@ -224,25 +224,11 @@ int32_t pf_sweep_attribute(sweeper_t *S, uint32_t proc, const event_t *e, const 
     return attribute(S, proc, e, frames, n, flags, func, started, node, &user);
 }
 
-int32_t pf_sweep_stack_node(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *frames, uint16_t n, int32_t row)
+const pcode_t *pf_sweep_frame_code(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *f) { return frame_code(S, proc, f); }
+
+int pf_sweep_frame_line(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *f, const pcode_t *pc)
 {
-    /* the callers' lines are not rows (a row is made only for what is charged to it) */
-    pf_callsite_t path[PF_MAX_PY_FRAMES + 1];
-    size_t k = 0;
-    for (int i = n - 1; i >= 0 && k < PF_MAX_PY_FRAMES; i--) {
-        const pcode_t *pc = frame_code(S, proc, &frames[i]);
-        if (!pc || !pc->is_user || S->m->strings[pc->file][0] == '<')
-            continue;
-        /* a comprehension's frame on its caller's line is the caller's step: one step, not two */
-        pf_callsite_t step = {pc->file, pc->function, frame_line(S, proc, &frames[i], pc)};
-        if (!k || path[k - 1].file != step.file || path[k - 1].line != step.line)
-            path[k++] = step;
-    }
-    const pf_line_t *l = &S->m->lines[row];
-    if (k && path[k - 1].file == l->file && path[k - 1].line == l->line)
-        k--;
-    path[k++] = (pf_callsite_t){l->file, l->function, l->line};     /* the row's own name for the last step */
-    return pf_calltree_node(S->m, &S->node_index, path, k);
+    return frame_line(S, proc, f, pc);
 }
 
 #define PF_NO_USER_FRAME UINT64_MAX     /* stack_memo's value for an interned stack without a user frame */
@@ -477,6 +463,8 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     double est = (double)a->est_bytes;
     if (started)
         m->lines[row].started_bytes += est;
+    uint32_t native = st.n_native ? pf_sweep_native_site(S, e->proc, st.ips, st.n_native) : 0;
+    node = pf_calltree_native_child(m, &S->full_index, node, native);
     pf_calltree_alloc(m, node, est, a->domain == PF_DOMAIN_GPU, (pf_peak_epochs_t){S->peak_epoch, S->gpu_peak_epoch});
     double count = a->size ? est / (double)a->size : 1.0;
     pf_stats_t *rows[3] = {&m->lines[row].s, &m->funcs[fn].s, &m->total};
@@ -512,7 +500,7 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     o->node = node;
     o->gpu = a->domain == PF_DOMAIN_GPU;
     o->domain = a->domain;
-    o->native = st.n_native ? pf_sweep_native_site(S, e->proc, st.ips, st.n_native) : 0;
+    o->native = native;
     o->est = est;
     o->size = a->size;
     *pf_map_put(&S->live, addr_key(e->proc, a->addr), NULL) = idx;
@@ -585,7 +573,8 @@ static void on_copy(sweeper_t *S, const event_t *e)
     fl->count += count;
     if (est > fl->via_bytes) {  /* copies are few (sampled by bytes): the path is worked out for each */
         fl->via_bytes = est;
-        fl->via_node = node >= 0 ? node : pf_sweep_stack_node(S, e->proc, st.py, st.n_py, at);
+        int32_t via = node >= 0 ? node : pf_sweep_stack_node(S, e->proc, st.py, st.n_py, at);
+        fl->via_node = S->m->full[via].folded;     /* after the call: it may move m->full */
     }
     copy_info_t *ci = PF_VEC_PUSH(S->cinfo, S->n_cinfo, S->cap_cinfo);
     ci->flow = (int32_t)(*fv - 1);
@@ -778,6 +767,7 @@ void pf_model_sweep(loader_t *L)
     pf_map_free(&S.frame_cache);
     pf_map_free(&S.line_cache);
     pf_map_free(&S.node_index);
+    pf_map_free(&S.full_index);
     pf_map_free(&S.stack_memo);
     free(S.charges);
     pf_map_free(&S.live);

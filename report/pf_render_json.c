@@ -83,15 +83,18 @@ static void node_site(pf_json_t *j, const pf_model_t *m, const pf_callnode_t *c)
     pf_json_string(j, pf_model_str(m, c->function));
 }
 
-/* The call tree, flat, in depth-first order (children largest first): each node names its parent by id
- * (its position in the array; -1 for a root), so a tree of any depth is one level of JSON. */
-static void call_tree(pf_json_t *j, const pf_model_t *m)
+/* A call tree (nodes from first_root), flat, in depth-first order (children largest first): each node names
+ * its parent by id (its position in the array; -1 for a root), so a tree of any depth is one level of JSON.
+ * id receives each written node's id. folded_id: the unfolded tree, whose nodes also say their kind and the
+ * id of the folded node they count in (NULL: the folded tree). */
+static void tree_nodes(pf_json_t *j, const pf_model_t *m, const pf_callnode_t *nodes, int32_t first_root, int32_t *id,
+                       const int32_t *folded_id)
 {
-    int32_t *id = pf_xmalloc((m->n_nodes + 1) * sizeof *id);
+    static const char *const kinds[] = {"user", "library", "native"};
     int32_t next_id = 0;
     pf_json_begin_array(j);
-    for (int32_t n = m->first_root; n >= 0; n = pf_report_calltree_next(m, n, m->nodes[n].alloc >= 0.5)) {
-        const pf_callnode_t *c = &m->nodes[n];
+    for (int32_t n = first_root; n >= 0; n = pf_calltree_next(nodes, n, nodes[n].alloc >= 0.5)) {
+        const pf_callnode_t *c = &nodes[n];
         if (c->alloc < 0.5)
             continue;   /* a path only copies went (a flow's via): no bytes of the tree's, nor below */
         id[n] = next_id++;
@@ -103,6 +106,14 @@ static void call_tree(pf_json_t *j, const pf_model_t *m)
         pf_json_key(j, "depth");
         pf_json_int(j, c->depth);
         node_site(j, m, c);
+        if (folded_id) {
+            pf_json_key(j, "kind");
+            pf_json_string(j, kinds[c->kind < 3 ? c->kind : 0]);
+            pf_json_key(j, "library");
+            pf_json_bool(j, c->kind != PF_NODE_USER);
+            pf_json_key(j, "folded_into");
+            pf_json_int(j, c->folded >= 0 && m->nodes[c->folded].alloc >= 0.5 ? folded_id[c->folded] : -1);
+        }
         bytes(j, "alloc_bytes", c->alloc);
         bytes(j, "self_alloc_bytes", c->self_alloc);
         bytes(j, "peak_bytes", c->peak);
@@ -114,7 +125,19 @@ static void call_tree(pf_json_t *j, const pf_model_t *m)
         pf_json_end_object(j);
     }
     pf_json_end_array(j);
+}
+
+/* "call_tree" (the user's lines: library frames folded into the line that called them) and
+ * "call_tree_unfolded" (with them). */
+static void call_trees(pf_json_t *j, const pf_model_t *m)
+{
+    int32_t *id = pf_xmalloc((m->n_nodes + 1) * sizeof *id), *full_id = pf_xmalloc((m->n_full + 1) * sizeof *full_id);
+    pf_json_key(j, "call_tree");
+    tree_nodes(j, m, m->nodes, m->first_root, id, NULL);
+    pf_json_key(j, "call_tree_unfolded");
+    tree_nodes(j, m, m->full, m->first_full_root, full_id, id);
     free(id);
+    free(full_id);
 }
 
 /* What a flow's candidate copies had at one end (pf_copy_end_t), as names: ["str"], ["bytes", "other"]; [] when
@@ -397,8 +420,7 @@ int pf_render_json(const pf_model_t *m, FILE *out)
     }
     pf_json_end_array(&j);
 
-    pf_json_key(&j, "call_tree");
-    call_tree(&j, m);
+    call_trees(&j, m);
 
     pf_json_key(&j, "flows");
     pf_json_begin_array(&j);

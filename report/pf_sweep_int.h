@@ -67,6 +67,7 @@ typedef struct sweeper {
     pf_map_t frame_cache;   /* (proc, code id, lasti) -> row+1 */
     pf_map_t line_cache;    /* (proc, code id, lasti) -> line+1, of frames that call nested code */
     pf_map_t node_index;    /* (parent node, file, line) -> call-tree node+1 */
+    pf_map_t full_index;    /* the same for the unfolded call tree (library frames kept) */
     pf_map_t stack_memo;    /* (proc, interned stack, flags) -> charges index+1, or ~0: no user frame */
     stack_charge_t *charges;
     size_t n_charges, cap_charges;
@@ -105,9 +106,14 @@ int32_t pf_sweep_attribute_stack(sweeper_t *S, uint32_t proc, const pf_rec_pyfra
 int32_t pf_sweep_attribute(sweeper_t *S, uint32_t proc, const event_t *e, const pf_rec_pyframe_t *frames, uint16_t n,
                            uint8_t flags, int32_t *func, int *started, int32_t *node);
 
-/* The call-tree node of a stack charged to row: the path of its frames in the user's real files, outermost
- * first, ending with row (pf_calltree_int.h). */
+/* The unfolded call-tree node of a stack charged to row (pf_calltree_int.h): the path of its frames in the
+ * user's real files, outermost first, ending with row, with the library frames between and below them;
+ * the node's folded is the node of the user's lines alone (pf_sweep_callpath.c). */
 int32_t pf_sweep_stack_node(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *frames, uint16_t n, int32_t row);
+
+/* The code of frame f (NULL: the profile does not define it), and the line it is at. */
+const pcode_t *pf_sweep_frame_code(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *f);
+int pf_sweep_frame_line(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *f, const pcode_t *pc);
 
 /* The innermost native frame outside the interpreter, libc and pyflow, as an interned "symbol (library)";
  * 0 when there is none. */

@@ -1649,6 +1649,44 @@ def case_gpu_per_tensor(c):
     assert r.stdout == "expandable_segments:True,backend:cudaMallocAsync\n", (r.stdout, r.stderr)
 
 
+# ---- reports on real programs (issue 30): library frames in call paths, the flow graph's default view,
+# the HTML page's timeline and table ----
+
+def unfolded_path(doc, node):
+    """(kind, function, line) of each node of call_tree_unfolded from its root down to `node`."""
+    nodes, path = doc["call_tree_unfolded"], []
+    while node is not None:
+        path.append((node["kind"], node["function"], node["line"]))
+        node = nodes[node["parent"]] if node["parent"] >= 0 else None
+    return path[::-1]
+
+
+def case_library_paths(c):
+    """A user line calls a package function that allocates two frames down: the unfolded call tree names
+    the package's functions under the user's line (library: true), folded into that line; the folded
+    call_tree, the default, has the user's lines alone, with the same bytes."""
+    cp, d = c.profile(prog("libpaths/uses_lib.py"))
+    assert cp.returncode == 0, cp.stderr
+    mib = 1 << 20
+    fill = [n for n in d["call_tree_unfolded"] if n["function"] == "_fill" and n["alloc_bytes"] >= 15 * mib]
+    assert len(fill) == 1, [unfolded_path(d, n) for n in d["call_tree_unfolded"] if n["alloc_bytes"] >= mib]
+    path = unfolded_path(d, fill[0])
+    assert path == [("user", "<module>", 12), ("user", "load", 9), ("library", "make_table", 10),
+                    ("library", "_fill", 6)], path
+    assert fill[0]["library"] is True and fill[0]["file"].endswith("tinylib/__init__.py"), fill[0]
+    exact_plus_samples(fill[0]["self_alloc_bytes"], 16 * mib, "_fill's own bytes")
+    # folded: the library frames count in the user's line that called them
+    load = d["call_tree"][fill[0]["folded_into"]]
+    assert (load["function"], load["line"]) == ("load", 9), load
+    assert load["self_alloc_bytes"] >= fill[0]["self_alloc_bytes"], (load, fill[0])
+    assert not any(n["file"].endswith("tinylib/__init__.py") for n in d["call_tree"]), "a library frame in call_tree"
+    # the two trees hold the same bytes
+    for key in ("alloc_bytes", "peak_bytes", "leaked_bytes"):
+        a = sum(n[key] for n in d["call_tree"] if n["parent"] < 0)
+        b = sum(n[key] for n in d["call_tree_unfolded"] if n["parent"] < 0)
+        assert abs(a - b) <= 2, (key, a, b)
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 

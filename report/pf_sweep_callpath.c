@@ -1,0 +1,75 @@
+/* pf_sweep_callpath.c - the call-tree nodes of a stack (pf_calltree_int.h): the folded path of the user's
+ * lines, and the unfolded one that keeps the library frames between and below them.
+ *
+ * Both are made together so every unfolded step knows the folded node it counts in: a user step its own,
+ * a library step the one of the user's line above it (the line that called into the library). Library
+ * frames above the first user line (a thread's bootstrap, runpy) fold away (-1): the folded tree starts at
+ * the user's outermost line. Code without a real file (<frozen importlib._bootstrap>, <string>,
+ * `<__array_function__ internals>`) is no step of either: nothing a user can open.
+ */
+#include "pf_calltree_int.h"
+#include "pf_sweep_int.h"
+
+/* The step of frame f (code pc); user steps are named as the folded path names them. */
+static pf_callsite_t step_of(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *f, const pcode_t *pc)
+{
+    return (pf_callsite_t){pc->file, pc->function, pf_sweep_frame_line(S, proc, f, pc),
+                           pc->is_user ? PF_NODE_USER : PF_NODE_LIBRARY, -1};
+}
+
+static int same_line(const pf_callsite_t *a, const pf_callsite_t *b) { return a->file == b->file && a->line == b->line; }
+
+int32_t pf_sweep_stack_node(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *frames, uint16_t n, int32_t row)
+{
+    /* the callers' lines are not rows (a row is made only for what is charged to it) */
+    pf_callsite_t path[PF_MAX_PY_FRAMES + 1], full[PF_MAX_PY_FRAMES + 1];
+    size_t user_at[PF_MAX_PY_FRAMES + 1];   /* where each folded step sits in full */
+    size_t k = 0, nf = 0;
+    for (int i = n - 1; i >= 0 && k < PF_MAX_PY_FRAMES && nf < PF_MAX_PY_FRAMES; i--) {
+        const pcode_t *pc = pf_sweep_frame_code(S, proc, &frames[i]);
+        if (!pc || S->m->strings[pc->file][0] == '<')
+            continue;
+        pf_callsite_t step = step_of(S, proc, &frames[i], pc);
+        if (!pc->is_user) {
+            if (!nf || !same_line(&full[nf - 1], &step))
+                full[nf++] = step;
+            continue;
+        }
+        /* a comprehension's frame on its caller's line is the caller's step: one step, not two */
+        if (k && same_line(&path[k - 1], &step))
+            continue;
+        user_at[k] = nf;
+        path[k++] = step;
+        full[nf++] = step;
+    }
+    const pf_line_t *l = &S->m->lines[row];
+    pf_callsite_t last = {l->file, l->function, l->line, PF_NODE_USER, -1};
+    if (k && same_line(&path[k - 1], &last)) {
+        full[user_at[k - 1]] = last;    /* the row's own name for the last step */
+        path[k - 1] = last;
+    } else if (k) {                     /* a row below the last user line (generated code): it ends the path */
+        nf = user_at[k - 1] + 1;
+        user_at[k] = nf;
+        full[nf++] = last;
+        path[k++] = last;
+    } else {                            /* no user line: the row is a root of the folded tree */
+        if (!nf || !same_line(&full[nf - 1], &last)) {
+            nf = 0;                     /* a bracketed row, or one no frame names: a root here too */
+            full[nf++] = last;
+        }                               /* else a library row under the library frames that called it */
+        user_at[0] = nf - 1;
+        path[k++] = last;
+    }
+    int32_t folded = pf_calltree_node(S->m, &S->node_index, path, k);
+    /* each folded step's node, innermost first up the folded path; each library step below one counts in it */
+    for (size_t j = k; j-- > 0; folded = S->m->nodes[folded].parent)
+        full[user_at[j]].folded = folded;
+    int32_t cur = -1;
+    for (size_t i = 0, j = 0; i < nf; i++) {
+        if (j < k && i == user_at[j])
+            cur = full[i].folded, j++;
+        else
+            full[i].folded = cur;
+    }
+    return pf_calltree_full_node(S->m, &S->full_index, full, nf);
+}
