@@ -131,6 +131,8 @@ int pf_cli_parse_run(int argc, char **argv, pf_run_opts_t *o)
         } else if (is_option(a, "--dot-min-bytes")) {
             if (!(v = option_value(argc, argv, &i, "--dot-min-bytes")) || pf_cli_parse_bytes(v, &o->dot_min_bytes) != 0)
                 return usage_error("%s needs a positive byte count (like 64k)", "--dot-min-bytes");
+        } else if (strcmp(a, "--dot-all") == 0) {
+            o->dot_all = 1;
         } else if (is_option(a, "--html")) {
             if (!(v = option_value(argc, argv, &i, "--html")))
                 return usage_error("%s needs a file name", "--html");

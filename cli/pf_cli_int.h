@@ -19,6 +19,7 @@ typedef struct pf_run_opts {
     const char *dot;            /* --dot FILE (and FILE.svg when Graphviz is installed) */
     const char *html;           /* --html FILE */
     uint64_t dot_min_bytes;     /* --dot-min-bytes: smaller flows folded */
+    int dot_all;                /* --dot-all: every flow, not the default view of the program's objects */
     int exact, native, no_report, max_lines, width;
     int help;                   /* -h/--help among the options: print the usage, run nothing */
     int reduced, profile_all;   /* report: only lines that matter; every file counts as the user's */

@@ -32,7 +32,7 @@ static const char *usage_text =
     "       pyflow run [options] python3.X [python options] app.py|-m module|-c CODE [args...]\n"
     "       pyflow run [options] COMMAND [args...]   (a Python program on PATH: pytest, ...)\n"
     "       pyflow report PROFILE [--format text|json|dot|html] [-o FILE] [--max-lines N] [--width N]\n"
-    "                     [--reduced] [--profile-only PAT] [--profile-all]\n"
+    "                     [--reduced] [--profile-only PAT] [--profile-all] [--dot-all]\n"
     "       pyflow info\n"
     "\n"
     "run options (they come before the script; what follows it is the program's):\n"
@@ -43,6 +43,8 @@ static const char *usage_text =
     "  --html FILE         also write one self-contained HTML page (sortable tables, timeline, flow graph)\n"
     "  --dot FILE          also write the object flow graph (Graphviz; FILE.svg too if `dot` is installed)\n"
     "  --dot-min-bytes N   leave flows smaller than N out of the graph (default 64k)\n"
+    "  --dot-all           draw every flow: untracked ends and import-time traffic too, not only the\n"
+    "                      largest flows between your program's objects and every wasteful one\n"
     "  --exact             record every allocation (slower; for tests and small programs)\n"
     "  --sample-bytes N    mean sampling interval in bytes (default 256k; suffixes k, m, g)\n"
     "  --max-profile SIZE  the profile file's size cap (default and most 4g): as it nears it, sampling\n"
@@ -166,6 +168,7 @@ typedef struct outputs {
     const char *dot;                /* file or "-" */
     const char *html;               /* file or "-" */
     double dot_min_bytes;
+    int dot_all;                    /* every flow (--dot-all) */
 } outputs_t;
 
 typedef enum rendering { R_JSON, R_DOT, R_HTML } rendering_t;
@@ -190,7 +193,7 @@ static void dot_to_svg(const char *dot)
 }
 
 /* The flow graph as SVG text, through Graphviz (NULL when it is not installed). Caller frees. */
-static char *flow_graph_svg(const pf_model_t *model, double min_bytes)
+static char *flow_graph_svg(const pf_model_t *model, const pf_dot_opts_t *dopts)
 {
     char dir[] = "/tmp/pyflow-svg-XXXXXX", dot[64], svg[80];
     if (!mkdtemp(dir))
@@ -199,8 +202,7 @@ static char *flow_graph_svg(const pf_model_t *model, double min_bytes)
     snprintf(svg, sizeof svg, "%s/g.svg", dir);
     char *text = NULL;
     FILE *f = fopen(dot, "w");
-    pf_dot_opts_t dopts = {.min_bytes = min_bytes};
-    if (f && pf_render_dot(model, f, &dopts) == 0 && fclose(f) == 0) {
+    if (f && pf_render_dot(model, f, dopts) == 0 && fclose(f) == 0) {
         f = NULL;
         pid_t pid = fork();
         if (pid == 0) {
@@ -249,12 +251,12 @@ static int write_rendering(const pf_model_t *model, const char *path, const outp
         fprintf(stderr, "pyflow: cannot write %s: %s\n", path, strerror(errno));
         return -1;
     }
-    pf_dot_opts_t dopts = {.min_bytes = o->dot_min_bytes};
+    pf_dot_opts_t dopts = {.min_bytes = o->dot_min_bytes, .all = o->dot_all};
     int rc;
     if (kind == R_DOT) {
         rc = pf_render_dot(model, f, &dopts);
     } else if (kind == R_HTML) {
-        pf_html_opts_t hopts = {.flow_svg = flow_graph_svg(model, o->dot_min_bytes)};
+        pf_html_opts_t hopts = {.flow_svg = flow_graph_svg(model, &dopts)};
         rc = pf_render_html(model, f, &hopts);
         free((char *)hopts.flow_svg);
     } else {
@@ -395,7 +397,7 @@ static int cmd_run(int argc, char **argv)
         outputs_t out = {.load = {.profile_only = o.profile_only, .profile_all = o.profile_all},
                          .text = !o.no_report, .text_out = stderr, .topts = &topts, .json = o.json, .dot = o.dot,
                          .html = o.html,
-                         .dot_min_bytes = o.dot_min_bytes ? (double)o.dot_min_bytes : 65536.0};
+                         .dot_min_bytes = o.dot_min_bytes ? (double)o.dot_min_bytes : 65536.0, .dot_all = o.dot_all};
         /* --no-report and no other rendering: the profile is all that was asked for, and loading a big one
          * costs seconds and about twice its size in memory */
         int wanted = out.text || out.json || out.dot || out.html;
@@ -415,6 +417,7 @@ static int cmd_report(int argc, char **argv)
     const char *profile = NULL, *format = "text", *out = NULL;
     pf_text_opts_t topts = {0};
     pf_load_opts_t load = {0};
+    int dot_all = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int valued = strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0 || strcmp(a, "-o") == 0 ||
@@ -439,6 +442,8 @@ static int cmd_report(int argc, char **argv)
             topts.width = atoi(argv[++i]);
         else if (strcmp(a, "--reduced") == 0)
             topts.reduced = 1;
+        else if (strcmp(a, "--dot-all") == 0)
+            dot_all = 1;
         else if (strcmp(a, "--profile-only") == 0 && i + 1 < argc)
             load.profile_only = argv[++i];
         else if (strcmp(a, "--profile-all") == 0)
@@ -468,7 +473,7 @@ static int cmd_report(int argc, char **argv)
     if (json || dot || html) {
         outputs_t o = {.load = load, .json = json ? (out ? out : "-") : NULL,
                        .dot = dot ? (out ? out : "-") : NULL, .html = html ? (out ? out : "-") : NULL,
-                       .dot_min_bytes = 65536.0};
+                       .dot_min_bytes = 65536.0, .dot_all = dot_all};
         return render(profile, &o) == 0 ? 0 : 2;
     }
     FILE *f = out ? fopen(out, "w") : stdout;

@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "pf_model_int.h"
 #include "pf_util_int.h"
@@ -53,5 +54,11 @@ void pf_calltree_free(pf_model_t *m, int32_t node, double bytes, int gpu, pf_pea
 /* After the sweep: self peak shares (at_peak, at_gpu_peak: the program had one), live at exit, subtree
  * sums, and the children (and roots) linked largest first by peak, then allocated bytes. */
 void pf_calltree_finish(pf_model_t *m, pf_peak_epochs_t e, int at_peak, int at_gpu_peak);
+
+/* 1: file is numpy's generated dispatch wrapper (numpy < 1.25), the frame of a numpy function by name. */
+static inline int pf_callpath_numpy_dispatch(const char *file)
+{
+    return strcmp(file, "<__array_function__ internals>") == 0;
+}
 
 #endif /* PF_CALLTREE_INT_H */

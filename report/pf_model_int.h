@@ -114,6 +114,7 @@ typedef struct pf_flow {
     int write_to_dst;                       /* 1: it wrote the copy, 0: the source */
     double redundant_bytes;                 /* estimate for the whole edge: bytes x judged redundant share */
     int32_t via_node;                       /* the call-tree node of its largest copy (-1: none): who called */
+    int32_t via_full;                       /* the same in the unfolded tree: the library function that copied */
     double via_bytes;                       /* that copy's bytes */
 } pf_flow_t;
 

@@ -562,7 +562,7 @@ static void on_copy(sweeper_t *S, const event_t *e)
         fl->started = started;
         fl->src_native = src.native;
         fl->write_line = fl->write_func = -1;
-        fl->via_node = -1;
+        fl->via_node = fl->via_full = -1;
         fl->dst_native = dst >= 0 ? S->objs[dst].native : 0;
         if (st.n_native)
             fl->at_native = pf_sweep_native_site(S, e->proc, st.ips, st.n_native);
@@ -575,6 +575,7 @@ static void on_copy(sweeper_t *S, const event_t *e)
         fl->via_bytes = est;
         int32_t via = node >= 0 ? node : pf_sweep_stack_node(S, e->proc, st.py, st.n_py, at);
         fl->via_node = S->m->full[via].folded;     /* after the call: it may move m->full */
+        fl->via_full = via;
     }
     copy_info_t *ci = PF_VEC_PUSH(S->cinfo, S->n_cinfo, S->cap_cinfo);
     ci->flow = (int32_t)(*fv - 1);

@@ -49,10 +49,13 @@ int pf_render_json(const pf_model_t *model, FILE *out);
 
 typedef struct pf_dot_opts {
     double min_bytes;        /* flows moving fewer bytes are folded into one "smaller flows" note */
+    int all;                 /* every flow (untracked ends, imports, all sizes above min_bytes), not the
+                                default view of the program's own objects (pf_flowview_int.h) */
 } pf_dot_opts_t;
 
-/* Renders the object flow graph in Graphviz: nodes are allocation sites (clustered by function), edges are
- * copies and reallocs with bytes and counts; redundant copies in red with the fix. Returns 0 or -errno. */
+/* Renders the object flow graph in Graphviz: nodes are allocation sites (clustered by function) named by
+ * the kind of object and the library function that made it, edges are copies and reallocs with bytes,
+ * counts and the function that copied; redundant copies in red with the fix, a legend. Returns 0 or -errno. */
 int pf_render_dot(const pf_model_t *model, FILE *out, const pf_dot_opts_t *opts);
 
 typedef struct pf_html_opts {

@@ -5,7 +5,9 @@
  * a library step the one of the user's line above it (the line that called into the library). Library
  * frames above the first user line (a thread's bootstrap, runpy) fold away (-1): the folded tree starts at
  * the user's outermost line. Code without a real file (<frozen importlib._bootstrap>, <string>,
- * `<__array_function__ internals>`) is no step of either: nothing a user can open.
+ * ...) is no step of either: nothing a user can open; but numpy 1.24's `<__array_function__ internals>`
+ * wrapper is, in the unfolded path: it is the only frame naming a numpy function written in C
+ * (np.concatenate), and it names it.
  */
 #include "pf_calltree_int.h"
 #include "pf_sweep_int.h"
@@ -27,10 +29,15 @@ int32_t pf_sweep_stack_node(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t 
     size_t k = 0, nf = 0;
     for (int i = n - 1; i >= 0 && k < PF_MAX_PY_FRAMES && nf < PF_MAX_PY_FRAMES; i--) {
         const pcode_t *pc = pf_sweep_frame_code(S, proc, &frames[i]);
-        if (!pc || S->m->strings[pc->file][0] == '<')
+        if (!pc)
+            continue;
+        const char *file = S->m->strings[pc->file];
+        int dispatch = pf_callpath_numpy_dispatch(file);
+        if (file[0] == '<' && !dispatch)
             continue;
         pf_callsite_t step = step_of(S, proc, &frames[i], pc);
-        if (!pc->is_user) {
+        if (!pc->is_user || dispatch) {
+            step.kind = PF_NODE_LIBRARY;
             if (!nf || !same_line(&full[nf - 1], &step))
                 full[nf++] = step;
             continue;

@@ -1,0 +1,226 @@
+/* pf_flowview.c - the flow graph's view: which flows it draws, what its nodes and edges are called
+ * (pf_flowview_int.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pf_calltree_int.h"
+#include "pf_flowview_int.h"
+#include "pf_report_int.h"
+#include "pf_util_int.h"
+
+/* 1: row is a line of the user's files (not a bracketed row, not a library line charged for want of one). */
+static int user_row(const pf_model_t *m, int32_t row)
+{
+    return row >= 0 && m->lines[row].line > 0 && pf_model_is_user_file(m, pf_model_str(m, m->lines[row].file));
+}
+
+/* 1: the source of row is an import statement (what it allocates and copies is the imported modules'
+ * setting up). memo: per row, 0 not known yet, 1 no, 2 yes. */
+static int import_row(const pf_model_t *m, int32_t row, uint8_t *memo)
+{
+    if (row < 0)
+        return 0;
+    if (!memo[row]) {
+        const pf_line_t *l = &m->lines[row];
+        const char *src = l->line > 0 ? pf_report_source_line(pf_model_str(m, l->file), l->line) : "";
+        int imp = strncmp(src, "import ", 7) == 0 || (strncmp(src, "from ", 5) == 0 && strstr(src, " import "));
+        memo[row] = (uint8_t)(1 + imp);
+    }
+    return memo[row] == 2;
+}
+
+/* For each line row, the unfolded node that allocated most of its bytes below it in a library: the
+ * innermost Python library frame (a native leaf's caller when it has one), else the native leaf. */
+static void find_makers(const pf_model_t *m, int32_t *maker)
+{
+    double *best = pf_xcalloc(m->n_lines + 1, sizeof *best);
+    pf_map_t rows = {0};
+    for (size_t i = 0; i < m->n_lines; i++) {
+        uint64_t w[3] = {m->lines[i].file, m->lines[i].function, (uint64_t)(int64_t)m->lines[i].line};
+        *pf_map_put(&rows, pf_hash_words(w, 3, 0x40E) & ~(1ull << 63), NULL) = i + 1;
+    }
+    for (size_t i = 0; i < m->n_lines; i++)
+        maker[i] = -1;
+    for (size_t i = 0; i < m->n_full; i++) {
+        const pf_callnode_t *c = &m->full[i];
+        if (c->kind == PF_NODE_USER || c->folded < 0 || c->self_alloc < 0.5)
+            continue;
+        const pf_callnode_t *f = &m->nodes[c->folded];
+        uint64_t w[3] = {f->file, f->function, (uint64_t)(int64_t)f->line};
+        uint64_t *row = pf_map_get(&rows, pf_hash_words(w, 3, 0x40E) & ~(1ull << 63));
+        if (!row || c->self_alloc <= best[*row - 1])
+            continue;
+        best[*row - 1] = c->self_alloc;
+        int32_t at = (int32_t)i;
+        if (c->kind == PF_NODE_NATIVE && c->parent >= 0 && m->full[c->parent].kind == PF_NODE_LIBRARY)
+            at = c->parent;
+        maker[*row - 1] = at;
+    }
+    pf_map_free(&rows);
+    free(best);
+}
+
+typedef struct by_bytes {
+    double bytes;
+    size_t flow;
+} by_bytes_t;
+
+static int cmp_bytes_desc(const void *a, const void *b)
+{
+    const by_bytes_t *x = a, *y = b;
+    if (x->bytes != y->bytes)
+        return x->bytes > y->bytes ? -1 : 1;
+    return x->flow < y->flow ? -1 : x->flow > y->flow;
+}
+
+void pf_flowview_build(const pf_model_t *m, double min_bytes, int all, pf_flowview_t *v)
+{
+    memset(v, 0, sizeof *v);
+    v->left = pf_xcalloc(m->n_flows + 1, 1);
+    v->node = pf_xcalloc(m->n_lines + 1, 1);
+    v->maker = pf_xmalloc((m->n_lines + 1) * sizeof *v->maker);
+    v->ends = pf_xcalloc(m->n_lines + 1, 1);
+    find_makers(m, v->maker);
+    uint8_t *imports = pf_xcalloc(m->n_lines + 1, 1);
+    by_bytes_t *cand = pf_xmalloc((m->n_flows + 1) * sizeof *cand);
+    size_t n_cand = 0;
+    for (size_t i = 0; i < m->n_flows; i++) {
+        const pf_flow_t *fl = &m->flows[i];
+        if (fl->src_line >= 0)
+            v->ends[fl->src_line] |= fl->src_ends;
+        if (fl->dst_line >= 0)
+            v->ends[fl->dst_line] |= fl->dst_ends;
+        uint8_t why = PF_LEFT_NONE;
+        if (all)
+            why = fl->src_line < 0 && fl->dst_line < 0 ? PF_LEFT_UNTRACKED : fl->bytes < min_bytes ? PF_LEFT_SMALL : PF_LEFT_NONE;
+        else if (fl->src_line < 0 || fl->dst_line < 0)
+            why = PF_LEFT_UNTRACKED;
+        else if (!user_row(m, fl->src_line) || !user_row(m, fl->dst_line) || import_row(m, fl->at_line, imports) ||
+                 import_row(m, fl->src_line, imports) || import_row(m, fl->dst_line, imports))
+            why = PF_LEFT_IMPORT;
+        else if (fl->bytes < min_bytes)
+            why = PF_LEFT_SMALL;
+        else if (pf_flow_waste(m, fl) == PF_WASTE_NONE)
+            cand[n_cand++] = (by_bytes_t){fl->bytes, i};     /* drawn if among the largest */
+        v->left[i] = why;
+    }
+    qsort(cand, n_cand, sizeof *cand, cmp_bytes_desc);
+    for (size_t k = PF_FLOWVIEW_TOP; k < n_cand; k++)
+        v->left[cand[k].flow] = PF_LEFT_SMALL;
+    for (size_t i = 0; i < m->n_flows; i++) {
+        const pf_flow_t *fl = &m->flows[i];
+        if (v->left[i]) {
+            v->n_left[v->left[i]]++;
+            v->left_bytes[v->left[i]] += fl->bytes;
+            continue;
+        }
+        v->node[fl->src_line >= 0 ? (size_t)fl->src_line : m->n_lines] = 1;
+        v->node[fl->dst_line >= 0 ? (size_t)fl->dst_line : m->n_lines] = 1;
+    }
+    free(cand);
+    free(imports);
+}
+
+void pf_flowview_free(pf_flowview_t *v)
+{
+    free(v->left);
+    free(v->node);
+    free(v->maker);
+    free(v->ends);
+}
+
+/* The dotted module name of a library file: what follows site-packages/ (or the standard library's
+ * folder), without .py and __init__; into buf. */
+static const char *module_name(const char *file, char *buf, size_t size)
+{
+    const char *rest = file, *p;
+    if (pf_callpath_numpy_dispatch(file))
+        rest = "numpy";
+    else if ((p = strstr(file, "site-packages/")) || (p = strstr(file, "dist-packages/")))
+        rest = p + 14;
+    else if ((p = strstr(file, "/lib/python3")) && (p = strchr(p + 12, '/')))
+        rest = p + 1;
+    else
+        rest = pf_report_basename(file);
+    snprintf(buf, size, "%s", rest);
+    size_t n = strlen(buf);
+    if (n > 3 && strcmp(buf + n - 3, ".py") == 0)
+        buf[n -= 3] = '\0';
+    if (n > 9 && strcmp(buf + n - 9, "/__init__") == 0)
+        buf[n -= 9] = '\0';
+    for (char *c = buf; *c; c++)
+        if (*c == '/')
+            *c = '.';
+    return buf;
+}
+
+const char *pf_flowview_function(const pf_model_t *m, int32_t full_node, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    if (full_node < 0 || full_node >= (int32_t)m->n_full)
+        return buf;
+    const pf_callnode_t *c = &m->full[full_node];
+    if (c->kind == PF_NODE_NATIVE)
+        snprintf(buf, size, "%s", pf_model_str(m, c->function));
+    else if (c->kind == PF_NODE_LIBRARY) {
+        char mod[256];
+        snprintf(buf, size, "%s.%s", module_name(pf_model_str(m, c->file), mod, sizeof mod), pf_model_str(m, c->function));
+    }
+    return buf;
+}
+
+const char *pf_flowview_kind(const pf_model_t *m, const pf_flowview_t *v, int32_t row, char *buf, size_t size)
+{
+    if (row < 0)
+        return "untracked memory";
+    const pf_line_t *l = &m->lines[row];
+    const pf_stats_t *s = &l->s;
+    uint8_t ends = v->ends[row];
+    if (s->gpu_bytes > 0.5 * s->alloc_bytes)
+        return "GPU buffer";
+    if ((ends & (1u << PF_COPY_END_STR)) && (ends & (1u << PF_COPY_END_BYTES)))
+        return "str and bytes";
+    if (ends & (1u << PF_COPY_END_STR))
+        return "str";
+    if (ends & (1u << PF_COPY_END_BYTES))
+        return "bytes";
+    char pkg[128] = "";
+    int32_t mk = v->maker[row];
+    if (mk >= 0 && m->full[mk].kind == PF_NODE_LIBRARY) {
+        module_name(pf_model_str(m, m->full[mk].file), pkg, sizeof pkg);
+        pkg[strcspn(pkg, ".")] = '\0';
+    }
+    if (s->native_bytes >= s->python_bytes) {
+        if (!pkg[0])
+            return "native buffer";
+        snprintf(buf, size, "%s data", pkg);
+        return buf;
+    }
+    if (!pkg[0])
+        return "Python objects";
+    snprintf(buf, size, "Python objects (%s)", pkg);
+    return buf;
+}
+
+pf_waste_t pf_flow_waste(const pf_model_t *m, const pf_flow_t *fl)
+{
+    (void)m;
+    /* recomputed values (a copy's destination filled again with what it held) join here once the model
+     * records them: return PF_WASTE_RECOMPUTED for such a flow */
+    return pf_report_flow_redundant(fl) ? PF_WASTE_REDUNDANT_COPY : PF_WASTE_NONE;
+}
+
+pf_waste_t pf_node_waste(const pf_model_t *m, int32_t row)
+{
+    (void)m;
+    (void)row;
+    /* untouched memory (a line's allocations never read nor written) and recomputed values charged to a
+     * line join here once the model records them: return PF_WASTE_UNTOUCHED / PF_WASTE_RECOMPUTED */
+    return PF_WASTE_NONE;
+}
+
+const char *pf_waste_name(pf_waste_t w)
+{
+    static const char *const names[PF_WASTE_KINDS] = {"", "redundant copy", "recomputed value", "untouched memory"};
+    return w < PF_WASTE_KINDS ? names[w] : "";
+}
