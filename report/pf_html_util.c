@@ -23,3 +23,17 @@ void pf_html_num_cell(FILE *f, double v)
     char b[24];
     fprintf(f, "<td data-v=\"%.0f\">%s</td>", v, pf_report_human_bytes(v, b));
 }
+
+void pf_html_script_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20 || *p == '<' || *p == 0x7f)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}

@@ -93,8 +93,11 @@ static void table(FILE *f, const pf_model_t *m, const char *id, int lines)
         chart(f, m, s->timeline, 90, 18, 0);
         fputs("</td>", f);
         if (lines) {
-            fputs("<td class=\"src\">", f);
-            pf_html_esc(f, pf_report_source_line(pf_model_str(m, file), line));
+            const char *src = pf_report_source_line(pf_model_str(m, file), line);
+            fputs("<td class=\"src\" title=\"", f);
+            pf_html_esc(f, src);
+            fputs("\">", f);
+            pf_html_esc(f, src);
             fputs("</td>", f);
         }
         fputs("</tr>\n", f);
@@ -241,7 +244,13 @@ static const char *STYLE =
     "body{font:14px system-ui,sans-serif;margin:24px;color:#222}h1{font-size:20px}h2{font-size:16px;margin-top:28px}"
     "table{border-collapse:collapse;font-size:13px}th,td{padding:3px 8px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}"
     "th{cursor:pointer;background:#f6f6f6;position:sticky;top:0}th:first-child,td:first-child,td:nth-child(2),"
-    "td.src{text-align:left}svg#flame rect.bar{cursor:pointer}svg#flame text{font:11px monospace;fill:#222}td.src{font-family:monospace;white-space:pre;max-width:40em;overflow:hidden}"
+    "td.src{text-align:left}svg#flame rect.bar{cursor:pointer}svg#flame text{font:11px monospace;fill:#222}td.src{font-family:monospace;white-space:pre;overflow:hidden;text-overflow:ellipsis}"
+    /* the source column takes what the others leave of the page's width, and cuts the rest (the full line
+       is its tooltip): a wide table never makes the page scroll sideways */
+    "table#lines{width:100%}table#lines td.src{max-width:0;width:100%}table#lines td:nth-child(2){max-width:14em;overflow:hidden;text-overflow:ellipsis}"
+    ".tip{font:12px monospace;color:#444;min-height:1.3em}svg#timeline text.tick{font:11px system-ui,sans-serif;fill:#555}"
+    "#flowgraph{overflow:auto;max-width:100%;max-height:80vh;border:1px solid #eee}#flowgraph g.node.sel polygon,"
+    "#flowgraph g.node.sel path{stroke-width:3}ol.path{margin:2px 0;font:12px monospace}ol.path li.lib{color:#777}"
     ".finding{margin:4px 0}.bad{color:#c22;font-weight:600}.good{color:#292;font-weight:600}#redundancies td,#needed td{text-align:left}.summary td{text-align:left}svg.chart{vertical-align:middle}";
 
 static const char *SCRIPT =
@@ -340,12 +349,8 @@ int pf_render_html(const pf_model_t *m, FILE *f, const pf_html_opts_t *opts)
     }
     if (!any)
         fputs("<div class=\"finding\">no redundant copy, redundant access or probable leak found</div>", f);
-    fputs("</div>\n<h2>Memory over time</h2>", f);
-    chart(f, m, m->total.timeline, 800, 140, 1);
-    if (m->total.gpu_bytes > 0) {
-        fputs("<h2>GPU memory over time</h2>", f);
-        chart(f, m, m->gpu_timeline, 800, 100, 1);
-    }
+    fputs("</div>\n", f);
+    pf_html_timeline(f, m);
     fputs("\n<h2>Lines</h2>\n", f);
     table(f, m, "lines", 1);
     outside_code(f, m);
@@ -356,11 +361,7 @@ int pf_render_html(const pf_model_t *m, FILE *f, const pf_html_opts_t *opts)
     processes(f, m);
     unprofiled(f, m);
     pf_html_watch_sections(f, m);
-    if (opts && opts->flow_svg && opts->flow_svg[0]) {
-        fputs("<h2>Object flow graph</h2>\n", f);
-        const char *svg = strstr(opts->flow_svg, "<svg");   /* drop the XML prologue and doctype */
-        fputs(svg ? svg : opts->flow_svg, f);
-    }
+    pf_html_flow_graph(f, m, opts ? opts->flow_svg : NULL);
     fprintf(f, "\n<script>%s</script></body></html>\n", SCRIPT);
     return ferror(f) ? -EIO : 0;
 }

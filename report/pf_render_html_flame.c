@@ -16,21 +16,6 @@
 
 #define PF_FLAME_MIN 0.001
 
-/* A JSON string safe inside a <script> element: "<" is written \u003c, so no text can close it. */
-static void script_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p < 0x20 || *p == '<' || *p == 0x7f)
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
 static int flame_kept(const pf_model_t *m, const pf_callnode_t *c)
 {
     return c->alloc >= 0.5 &&
@@ -59,11 +44,11 @@ static void flame_data(FILE *f, const pf_model_t *m, const pf_callnode_t *nodes,
             pos[n] = next++;
             fprintf(f, "%s[%d,%.0f,%.0f,%.0f,", pos[n] ? ",\n" : "", c->parent < 0 ? -1 : pos[c->parent], c->peak,
                     c->alloc, c->leaked);
-            script_string(f, pf_model_str(m, c->function));
+            pf_html_script_string(f, pf_model_str(m, c->function));
             fputc(',', f);
-            script_string(f, where);
+            pf_html_script_string(f, where);
             fputc(',', f);
-            script_string(f, c->kind == PF_NODE_NATIVE ? "" : pf_report_source_line(file, c->line));
+            pf_html_script_string(f, c->kind == PF_NODE_NATIVE ? "" : pf_report_source_line(file, c->line));
             fprintf(f, ",%.0f,%d]", c->gpu_peak, c->kind);
         }
         n = pf_calltree_next(nodes, n, keep);
