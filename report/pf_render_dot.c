@@ -109,14 +109,14 @@ static void legend(FILE *f, unsigned wastes)
 /* The note on what the view left out, and how to see it. */
 static void left_note(FILE *f, const pf_flowview_t *v, int all)
 {
-    static const char *const why[PF_LEFT_REASONS] = {"", "smaller flows", "flows with an untracked end (not sampled)",
-                                                     "flows at import lines or between objects no line of yours made"};
+    static const char *const why[PF_LEFT_REASONS] = {"", "smaller", "with an untracked end (not sampled)",
+                                                     "at import lines or between objects no line of yours made"};
     char note[1024] = "", b[24];
     size_t len = 0;
     for (int r = 1; r < PF_LEFT_REASONS; r++)
         if (v->n_left[r])
-            len += (size_t)snprintf(note + len, sizeof note - len, "%s%zu %s (%s)", len ? "\n" : "", v->n_left[r],
-                                    why[r], pf_report_human_bytes(v->left_bytes[r], b));
+            len += (size_t)snprintf(note + len, sizeof note - len, "%s%zu flow%s %s (%s)", len ? "\n" : "", v->n_left[r],
+                                    v->n_left[r] == 1 ? "" : "s", why[r], pf_report_human_bytes(v->left_bytes[r], b));
     if (!len)
         return;
     snprintf(note + len, sizeof note - len, "\nnot shown%s", all ? "" : "; --dot-all draws them");

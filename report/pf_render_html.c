@@ -263,7 +263,10 @@ static const char *SCRIPT =
     "document.querySelectorAll('table.sortable').forEach(function(t){[].slice.call(t.tHead.rows[0].cells)."
     "forEach(function(c){c.addEventListener('click',function(){var d=t.dataset.sorted===c.dataset.k+':desc'?"
     "'asc':'desc';sortTable(t,c.dataset.k,d)})})});"
-    "var m=location.hash.match(/^#sort=(\\w+):(asc|desc)$/);if(m)sortTable(document.getElementById('lines'),m[1],m[2]);";
+    "var m=location.hash.match(/^#sort=(\\w+):(asc|desc)$/);if(m)sortTable(document.getElementById('lines'),m[1],m[2]);"
+    /* how wide the page is laid out against the window (the tests check it never scrolls sideways) */
+    "document.body.dataset.scrollWidth=document.documentElement.scrollWidth;"
+    "document.body.dataset.clientWidth=document.documentElement.clientWidth;";
 
 int pf_render_html(const pf_model_t *m, FILE *f, const pf_html_opts_t *opts)
 {

@@ -1687,6 +1687,158 @@ def case_library_paths(c):
         assert abs(a - b) <= 2, (key, a, b)
 
 
+
+def dot_edges(text):
+    """(src, dst, label, attributes) of each edge of a dot file pyflow wrote."""
+    return [(a, b, lab.replace("\\n", "\n"), rest)
+            for a, b, lab, rest in re.findall(r'^  (\w+) -> (\w+) \[label="((?:[^"\\]|\\.)*)"(.*)\];$', text, re.M)]
+
+
+def dot_nodes(text):
+    """{node name: label} of a dot file pyflow wrote."""
+    return {n: lab.replace("\\n", "\n") for n, lab in re.findall(r'^ +(\w+) \[(?:\w+="?[^",]*"?, )*label="((?:[^"\\]|\\.)*)"', text, re.M)}
+
+
+def check_default_graph(text, doc, where):
+    """What every default flow graph must be: no untracked node and no edge at an import line; every redundant
+    flow between objects the program's lines made drawn red; nodes named by the kind of object."""
+    import linecache
+    nodes, edges = dot_nodes(text), dot_edges(text)
+    assert "untracked" not in nodes and not any("untracked" in (a, b) for a, b, _, _ in edges), (where, text[:2000])
+    sources = {}
+    for a, b, label, _ in edges:
+        at = re.search(r"\nat (\S+):(\d+)", label)
+        assert at, (where, label)
+        src = [l for l in doc["lines"] if os.path.basename(l["file"]) == at.group(1) and l["line"] == int(at.group(2))]
+        for l in src:
+            line = linecache.getline(l["file"], l["line"]).strip()
+            assert not line.startswith(("import ", "from ")), (where, "an import-time flow drawn", label)
+    kinds = ("numpy data", "pandas data", "scipy data", "str", "bytes", "Python objects", "native buffer", "GPU buffer")
+    for n, label in nodes.items():
+        if n.startswith("n"):
+            assert label.split("\n")[0].startswith(kinds), (where, label)
+    red = sum(1 for _, _, _, rest in edges if "color=red" in rest)
+    want = 0
+    for fl in doc["flows"]:
+        ends = (fl["src"], fl["dst"])
+        if not fl["redundant"] or any(e.get("file", "[").startswith("[") or e.get("line", 0) <= 0 for e in ends):
+            continue
+        if any("/site-packages/" in e["file"] or "/dist-packages/" in e["file"] or "/lib/python3" in e["file"] for e in ends):
+            continue
+        at = fl["at"]
+        if linecache.getline(at["file"], at["line"]).strip().startswith(("import ", "from ")):
+            continue
+        if any(linecache.getline(e["file"], e["line"]).strip().startswith(("import ", "from ")) for e in ends):
+            continue
+        if fl["bytes"] >= 65536:
+            want += 1
+    assert red == want, (where, "redundant flows drawn", red, "of", want, text[:3000])
+    return nodes, edges
+
+
+def case_flow_graph_view(c):
+    """The default flow graph tells the data's story: the package-made object named by kind and maker, the
+    redundant copy red, the needed copy black, the import-time copy and untracked ends left out with a
+    note; --dot-all draws them; a report of the same profile agrees."""
+    dot = os.path.join(c.tmp, "story.dot")
+    cp, d = c.profile(prog("libpaths/flow_story.py"), extra=("--dot", dot))
+    assert cp.returncode == 0, cp.stderr
+    text = open(dot).read()
+    nodes, edges = check_default_graph(text, d, "flow_story.py")
+    made = [l for n, l in nodes.items() if "flow_story.py:15" in l]
+    assert made and "made by tinylib._fill" in made[0], nodes
+    by_at = {re.search(r"\nat flow_story\.py:(\d+)", l).group(1): rest for _, _, l, rest in edges}
+    assert "color=red" in by_at.get("16", ""), by_at
+    assert "17" in by_at and "color=red" not in by_at["17"], by_at
+    assert "11" not in by_at, "the import-time copy is in the default graph"
+    assert "  legend [" in text and "redundant copy" in text.split("  legend [", 1)[1].split("\n")[0], text
+    note = nodes.get("folded", "")
+    assert "at import lines" in note and "--dot-all" in note, note
+    # --dot-all: today's complete graph, the import-time copy and untracked memory included
+    profile = os.path.join(c.tmp, "story.pf")
+    r = run([c.pyflow, "run", "--python", c.python, "--no-report", "-o", profile, prog("libpaths/flow_story.py")])
+    assert r.returncode == 0, r.stderr
+    full = run([c.pyflow, "report", "--format", "dot", "--dot-all", profile]).stdout
+    ats = re.findall(r"\\nat flow_story\.py:(\d+)", full)
+    assert "11" in ats and "16" in ats, full
+    same = json.loads(run([c.pyflow, "report", "--format", "json", profile]).stdout)
+    half = [f for f in same["flows"] if [f["src"]["file"], f["dst"]["file"]].count("[untracked]") == 1
+            and f["bytes"] >= 65536]
+    assert ("untracked [" in full) == bool(half), (half, full)
+    # the unfolded call path names the library functions on the way
+    assert any(n["function"] == "make_table" and n["library"] for n in d["call_tree_unfolded"])
+
+
+def case_flow_graph_real(c):
+    """Real programs nobody here wrote (scikit-learn's digits linkage example from python-sklearn-doc, a
+    pandas workload): the default graph has no import-time flow and no untracked node, names object kinds
+    and keeps every redundant flow (skipped where the packages are not installed)."""
+    progs = []
+    sk = "/usr/share/doc/python-sklearn-doc/examples/cluster/plot_digits_linkage.py"
+    if os.path.exists(sk) and run([c.python, "-c", "import sklearn, matplotlib"]).returncode == 0:
+        progs.append(sk)
+    if run([c.python, "-c", "import pandas"]).returncode == 0:
+        progs.append(os.path.join(os.path.dirname(os.path.dirname(HERE)), "bench", "real", "pandas_workload.py"))
+    if not progs:
+        raise Skip("neither scikit-learn (with python-sklearn-doc) nor pandas is installed")
+    for p in progs:
+        dot = os.path.join(c.tmp, os.path.basename(p) + ".dot")
+        cp, d = c.profile(p, extra=("--dot", dot), env={"MPLBACKEND": "Agg"})
+        assert cp.returncode == 0, cp.stderr[-2000:]
+        nodes, edges = check_default_graph(open(dot).read(), d, p)
+        assert edges, (p, "no flow drawn")
+        assert any("\nmade by " in l for l in nodes.values()), (p, "no node names the library function that made it")
+        assert any("\nby " in l for _, _, l, _ in edges), (p, "no edge names the function that copied")
+
+
+def case_html_report_layout(c):
+    """The HTML page in headless Chromium at 1280 px: the timeline has time and byte tick labels and the
+    peak; the page never scrolls sideways (a long source line is cut, with a tooltip); the flame graph
+    unfolds to library frames; clicking a flow-graph node (#flownode=) shows its line and call path."""
+    browser = chromium()
+    if not browser:
+        raise Skip("no Chromium here")
+    page = os.path.join(c.tmp, "story.html")
+    long_line = os.path.join(c.tmp, "long_line.py")
+    with open(long_line, "w") as f:
+        f.write("import runpy, os, sys\nsys.argv = [%r]\n" % prog("libpaths/flow_story.py"))
+        f.write("wide = [bytearray(1 << 20) for _ in range(4)] + [0] * 1 + [" + " + ".join(["1"] * 120) + "]\n")
+        f.write("runpy.run_path(%r, run_name='__main__')\n" % prog("libpaths/flow_story.py"))
+    cp = run([c.pyflow, "run", "--python", c.python, "--no-report", "--html", page, long_line])
+    assert cp.returncode == 0, cp.stderr
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1280,900",
+             "--user-data-dir=" + os.path.join(c.tmp, "chrome")]
+    dom = run([browser, *flags, "--dump-dom", "file://" + page], timeout=120).stdout
+    body = re.search(r'<body[^>]*data-scroll-width="(\d+)"[^>]*data-client-width="(\d+)"', dom)
+    assert body and int(body.group(1)) <= int(body.group(2)) <= 1280, ("the page scrolls sideways", body and body.groups())
+    tl = dom.split('<svg id="timeline"')[1].split("</svg>")[0]
+    ticks = re.findall(r'class="tick"[^>]*>([^<]+)<', tl)
+    assert sum(t.endswith(" s") or t.endswith(" ms") for t in ticks) >= 3, ticks
+    assert sum(t.endswith("iB") or t.endswith(" B") for t in ticks) >= 3, ticks
+    assert any(t.startswith("peak ") for t in ticks) and 'class="peak"' in tl, ticks
+    src = re.search(r'<td class="src" title="([^"]*1 \+ 1 \+ 1[^"]*)"', dom)
+    assert src, "the long source line has no tooltip"
+    # the flame graph: the user's lines by default, library frames behind the box
+    folded = dom.split('<svg id="flame"')[1].split("</svg>")[0]
+    assert "library make_table" not in folded
+    dom = run([browser, *flags, "--dump-dom", "file://" + page + "#library"], timeout=120).stdout
+    unfolded = dom.split('<svg id="flame"')[1].split("</svg>")[0]
+    assert 'data-unfolded="1"' in unfolded and "library _fill" in unfolded, unfolded[:2000]
+    if not shutil.which("dot"):
+        raise Skip("no Graphviz: the flow graph's clicks were not checked")
+    html = open(page, encoding="utf-8").read()
+    made = re.search(r'"(flow-n\d+)":\["flow_story\.py:15"', html)
+    assert made, "no flow-graph node for the package-made object"
+    dom = run([browser, *flags, "--dump-dom", "file://" + page + "#flownode=" + made.group(1)], timeout=120).stdout
+    info = dom.split('id="flow-info"')[1].split("</ol>")[0]
+    assert 'data-shown="%s"' % made.group(1) in info and "flow_story.py:15" in info, info
+    assert '<li class="lib">tinylib._fill:6</li>' in info and '<li class="user">main flow_story.py:15</li>' in info, info
+    shot = os.path.join(c.tmp, "layout.png")
+    run([browser, *flags, "--screenshot=" + shot, "file://" + page], timeout=120)
+    assert os.path.exists(shot) and os.path.getsize(shot) > 10_000
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
