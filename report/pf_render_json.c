@@ -83,6 +83,19 @@ static void node_site(pf_json_t *j, const pf_model_t *m, const pf_callnode_t *c)
     pf_json_string(j, pf_model_str(m, c->function));
 }
 
+/* The unfolded call tree's JSON keeps the nodes holding at least this share of the program's allocated
+ * bytes, its peak, or what is live at exit (their subtrees are smaller still): a pandas program's library
+ * paths run to thousands of nodes of a few KiB each. */
+#define PF_JSON_UNFOLDED_MIN 0.001
+
+static int unfolded_kept(const pf_model_t *m, const pf_callnode_t *c)
+{
+    const pf_stats_t *t = &m->total;
+    return c->alloc >= PF_JSON_UNFOLDED_MIN * t->alloc_bytes || (c->peak > 0 && c->peak >= PF_JSON_UNFOLDED_MIN * t->peak_bytes) ||
+           (c->leaked > 0 && c->leaked >= PF_JSON_UNFOLDED_MIN * t->leaked_bytes) ||
+           (c->gpu_peak > 0 && c->gpu_peak >= PF_JSON_UNFOLDED_MIN * t->gpu_peak_bytes);
+}
+
 /* A call tree (nodes from first_root), flat, in depth-first order (children largest first): each node names
  * its parent by id (its position in the array; -1 for a root), so a tree of any depth is one level of JSON.
  * id receives each written node's id. folded_id: the unfolded tree, whose nodes also say their kind and the
@@ -93,10 +106,15 @@ static void tree_nodes(pf_json_t *j, const pf_model_t *m, const pf_callnode_t *n
     static const char *const kinds[] = {"user", "library", "native"};
     int32_t next_id = 0;
     pf_json_begin_array(j);
-    for (int32_t n = first_root; n >= 0; n = pf_calltree_next(nodes, n, nodes[n].alloc >= 0.5)) {
+    for (int32_t n = first_root; n >= 0;) {
         const pf_callnode_t *c = &nodes[n];
-        if (c->alloc < 0.5)
-            continue;   /* a path only copies went (a flow's via): no bytes of the tree's, nor below */
+        /* a path only copies went (a flow's via) has no bytes of the tree's, nor below; the unfolded tree
+           also leaves out what holds under PF_JSON_UNFOLDED_MIN of each of the program's figures */
+        int keep = c->alloc >= 0.5 && (!folded_id || unfolded_kept(m, c));
+        if (!keep) {
+            n = pf_calltree_next(nodes, n, 0);
+            continue;
+        }
         id[n] = next_id++;
         pf_json_begin_object(j);
         pf_json_key(j, "id");
@@ -123,6 +141,7 @@ static void tree_nodes(pf_json_t *j, const pf_model_t *m, const pf_callnode_t *n
         bytes(j, "gpu_bytes", c->gpu);
         bytes(j, "gpu_peak_bytes", c->gpu_peak);
         pf_json_end_object(j);
+        n = pf_calltree_next(nodes, n, 1);
     }
     pf_json_end_array(j);
 }

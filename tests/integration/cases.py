@@ -1680,11 +1680,11 @@ def case_library_paths(c):
     assert (load["function"], load["line"]) == ("load", 9), load
     assert load["self_alloc_bytes"] >= fill[0]["self_alloc_bytes"], (load, fill[0])
     assert not any(n["file"].endswith("tinylib/__init__.py") for n in d["call_tree"]), "a library frame in call_tree"
-    # the two trees hold the same bytes
+    # the two trees hold the same bytes (the unfolded JSON leaves out roots under 0.1% of every figure)
     for key in ("alloc_bytes", "peak_bytes", "leaked_bytes"):
         a = sum(n[key] for n in d["call_tree"] if n["parent"] < 0)
         b = sum(n[key] for n in d["call_tree_unfolded"] if n["parent"] < 0)
-        assert abs(a - b) <= 2, (key, a, b)
+        assert abs(a - b) <= 2 + 0.002 * d["totals"][key], (key, a, b)
 
 
 
