@@ -239,6 +239,17 @@ static void test_copies_and_verdicts(void **state)
     pf_model_free(m);
 }
 
+
+/* 1 when the dot text has an edge whose label ends with label_end and that is drawn red. */
+static int dot_edge_red(const char *dot, const char *label_end)
+{
+    const char *at = strstr(dot, label_end);
+    if (!at)
+        return 0;
+    const char *eol = strchr(at, '\n'), *red = strstr(at, "color=red");
+    return red && (!eol || red < eol);
+}
+
 /* The header's redundant total counts copies no finding lists: a worker's (started by the user's line, in
  * library code) and a library line's. The findings say how much, and which line started the worker. */
 static void test_unlisted_redundant_copies(void **state)
@@ -289,8 +300,8 @@ static void test_unlisted_redundant_copies(void **state)
         fail_msg("HTML:\n%s", html ? html : text);
     free(text);
     text = render_dot(m);     /* red either way; the worker's not called the line's to share */
-    if (!strstr(text, "at app.py:5\\nREDUNDANT, by a thread or process it started\", color=red") ||
-        !strstr(text, "at app.py:6\\nREDUNDANT: share the buffer\", color=red"))
+    if (!dot_edge_red(text, "at app.py:5\\nREDUNDANT, by a thread or process it started\"") ||
+        !dot_edge_red(text, "at app.py:6\\nREDUNDANT: share the buffer\""))
         fail_msg("dot:\n%s", text);
     free(text);
     text = render_json(m);
@@ -607,6 +618,24 @@ static void test_call_tree(void **state)
     assert_int_equal((int)m22->alloc, 300);                 /* the started thread's bytes */
     assert_int_equal((int)m22->self_alloc, 300);
     assert_int_equal(m22->first_child, -1);
+    /* unfolded: the library frame between main:20 and hook:40 is kept, its bytes counted in main:20's node */
+    int32_t hook_full = -1;
+    for (size_t i = 0; i < m->n_full; i++)
+        if (m->full[i].line == 40 && m->full[i].self_alloc > 0)
+            hook_full = (int32_t)i;
+    assert_true(hook_full >= 0);
+    const pf_callnode_t *hf = &m->full[hook_full], *decode = &m->full[hf->parent];
+    assert_int_equal(hf->kind, PF_NODE_USER);
+    assert_int_equal(hf->folded, node_id(m, hook));
+    assert_int_equal(decode->kind, PF_NODE_LIBRARY);
+    assert_string_equal(pf_model_str(m, decode->function), "decode");
+    assert_int_equal(decode->folded, node_id(m, m20));
+    assert_int_equal(m->full[decode->parent].folded, node_id(m, m20));
+    assert_int_equal((int)decode->alloc, 200);
+    double full_roots = 0;
+    for (int32_t r = m->first_full_root; r >= 0; r = m->full[r].next_sibling)
+        full_roots += m->full[r].alloc;
+    assert_int_equal((int)full_roots, (int)m->total.alloc_bytes);
     assert_int_equal((int)root->peak, 2100);
     assert_int_equal((int)m20->peak, 1300);
     assert_int_equal((int)load20->peak, 1100);
@@ -647,7 +676,7 @@ static void test_call_tree(void **state)
     free(json);
     char *html = render_html(m);
     const char *data = strstr(html, "<script type=\"application/json\" id=\"flame-data\">");
-    if (!data || !strstr(data, "[[-1,2100,2100,1100,\"\\u003cmodule>\",\"app.py:30\",\"\",0],\n[0,1300,1300,300,\"main\""))
+    if (!data || !strstr(data, "[[-1,2100,2100,1100,\"\\u003cmodule>\",\"app.py:30\",\"\",0,0],\n[0,1300,1300,300,\"main\""))
         fail_msg("no flame graph data:\n%s", data ? data : html);
     free(html);
     pf_model_free(m);
