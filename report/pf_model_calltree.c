@@ -11,8 +11,11 @@ static int32_t tree_node(pf_callnode_t **nodes, size_t *n_nodes, size_t *cap, pf
 {
     int32_t node = -1;
     for (size_t i = 0; i < n; i++) {
-        uint64_t words[4] = {(uint64_t)node, (uint64_t)path[i].file, (uint64_t)path[i].line, path[i].function};
-        uint64_t key = pf_hash_words(words, full ? 4 : 3, full ? 0xF011 : 0xCA11) & ~(1ull << 63);
+        /* unfolded: a step's folded node is part of its name, so a library line that is a row of its own
+           (no user line below it) is never the same node as that line on the way to a user line */
+        uint64_t words[5] = {(uint64_t)node, (uint64_t)path[i].file, (uint64_t)path[i].line, path[i].function,
+                             (uint64_t)(int64_t)path[i].folded};
+        uint64_t key = pf_hash_words(words, full ? 5 : 3, full ? 0xF011 : 0xCA11) & ~(1ull << 63);
         int created;
         uint64_t *v = pf_map_put(index, key, &created);
         if (created) {
@@ -77,7 +80,7 @@ static void move(pf_callnode_t *c, double delta, int gpu, pf_peak_epochs_t e)
 void pf_calltree_alloc(pf_model_t *m, int32_t full, double bytes, int gpu, pf_peak_epochs_t e)
 {
     int32_t at[2] = {full, m->full[full].folded};
-    for (int t = 0; t < 2; t++) {
+    for (int t = 0; t < (at[1] >= 0 ? 2 : 1); t++) {
         pf_callnode_t *c = t ? &m->nodes[at[1]] : &m->full[at[0]];
         c->self_alloc += bytes;
         if (gpu)
@@ -89,7 +92,8 @@ void pf_calltree_alloc(pf_model_t *m, int32_t full, double bytes, int gpu, pf_pe
 void pf_calltree_free(pf_model_t *m, int32_t full, double bytes, int gpu, pf_peak_epochs_t e)
 {
     move(&m->full[full], -bytes, gpu, e);
-    move(&m->nodes[m->full[full].folded], -bytes, gpu, e);
+    if (m->full[full].folded >= 0)     /* always, for a node bytes were charged to (pf_sweep_callpath.c) */
+        move(&m->nodes[m->full[full].folded], -bytes, gpu, e);
 }
 
 typedef struct order_key {
