@@ -1685,6 +1685,19 @@ def case_library_paths(c):
         a = sum(n[key] for n in d["call_tree"] if n["parent"] < 0)
         b = sum(n[key] for n in d["call_tree_unfolded"] if n["parent"] < 0)
         assert abs(a - b) <= 2 + 0.002 * d["totals"][key], (key, a, b)
+    # --native: the native function that allocated is a leaf under the library's Python frame
+    if run([c.python, "-c", "import numpy"]).returncode != 0:
+        return
+    code = os.path.join(c.tmp, "ones.py")
+    with open(code, "w") as f:
+        f.write("import numpy as np\n\ndef load():\n    return np.ones((1024, 2048))\n\nkeep = load()\n")
+    cp, d = c.profile(code, extra=("--native",))
+    assert cp.returncode == 0, cp.stderr
+    leaves = [n for n in d["call_tree_unfolded"] if n["kind"] == "native" and n["alloc_bytes"] >= 15 * mib]
+    assert leaves, [unfolded_path(d, n) for n in d["call_tree_unfolded"] if n["alloc_bytes"] >= mib]
+    path = unfolded_path(d, leaves[0])
+    assert path[:2] == [("user", "<module>", 6), ("user", "load", 4)] and ("library", "ones", path[2][2]) == path[2], path
+    assert leaves[0]["file"] == "" and leaves[0]["line"] == 0 and leaves[0]["function"], leaves[0]
 
 
 
