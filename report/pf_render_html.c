@@ -247,7 +247,7 @@ static const char *STYLE =
     "td.src{text-align:left}svg#flame rect.bar{cursor:pointer}svg#flame text{font:11px monospace;fill:#222}td.src{font-family:monospace;white-space:pre;overflow:hidden;text-overflow:ellipsis}"
     /* the source column takes what the others leave of the page's width, and cuts the rest (the full line
        is its tooltip): a wide table never makes the page scroll sideways */
-    "table#lines{width:100%}table#lines td.src{max-width:0;width:100%}table#lines td:nth-child(2){max-width:14em;overflow:hidden;text-overflow:ellipsis}"
+    "table#lines{width:100%}table#lines th:last-child{text-align:left}table#lines td.src{max-width:0;width:100%}table#lines td:nth-child(2){max-width:14em;overflow:hidden;text-overflow:ellipsis}"
     ".tip{font:12px monospace;color:#444;min-height:1.3em}svg#timeline text.tick{font:11px system-ui,sans-serif;fill:#555}"
     "#flowgraph{overflow:auto;max-width:100%;max-height:80vh;border:1px solid #eee}#flowgraph g.node.sel polygon,"
     "#flowgraph g.node.sel path{stroke-width:3}ol.path{margin:2px 0;font:12px monospace}ol.path li.lib{color:#777}"
