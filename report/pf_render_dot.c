@@ -52,7 +52,7 @@ static void node(FILE *f, const pf_model_t *m, const pf_flowview_t *v, size_t i,
         *wastes |= 1u << w;
         snprintf(label + strlen(label), sizeof label - strlen(label), "\n%s", pf_waste_name(w));
     }
-    fprintf(f, "    n%zu [id=\"flow-n%zu\", label=", i, i);
+    fprintf(f, "    n%zu [id=\"flow_n%zu\", label=", i, i);
     dot_str(f, label);
     fprintf(f, "%s];\n", WASTE_STYLE[w].node);
 }

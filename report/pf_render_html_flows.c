@@ -2,7 +2,7 @@
  * (pf_render_dot.c), scrolled inside its own box so a wide graph never widens the page, and a panel that
  * shows a clicked node's line, its source and its call path, library frames included (pf_calltree_int.h).
  *
- * The nodes' facts go into the page as JSON keyed by the SVG ids the graph gives its nodes (flow-nROW); the
+ * The nodes' facts go into the page as JSON keyed by the SVG ids the graph gives its nodes (flow_nROW); the
  * call path is the unfolded one to the library function that made most of the line's bytes, else the
  * path holding most of them at the peak. */
 #include <stdlib.h>
@@ -43,7 +43,8 @@ static void path(FILE *f, const pf_model_t *m, const pf_callnode_t *nodes, int32
     fputc(']', f);
 }
 
-/* Shows the clicked node's facts in #flow-info; data-shown on it names the node (the tests read it). */
+/* Shows the clicked node's facts in #flow-info; data-shown on it names the node (the tests read it, after
+ * #flownode= clicked it). */
 static const char *FLOWS_SCRIPT =
     "(function(){var D=JSON.parse(document.getElementById('flow-data').textContent),p=document.getElementById('flow-info');"
     "function esc(s){var d=document.createElement('div');d.textContent=s;return d.innerHTML}"
@@ -52,7 +53,9 @@ static const char *FLOWS_SCRIPT =
     "p.innerHTML=h+'</ol>';p.dataset.shown=id;document.querySelectorAll('#flowgraph g.node.sel').forEach(function(e){"
     "e.classList.remove('sel')});var g=document.getElementById(id);if(g)g.classList.add('sel')}"
     "document.querySelectorAll('#flowgraph g.node').forEach(function(g){if(D[g.id]){g.style.cursor='pointer';"
-    "g.addEventListener('click',function(){show(g.id)})}});var m=location.hash.match(/flownode=(flow-n\\d+)/);if(m)show(m[1])})();";
+    "g.addEventListener('click',function(){show(g.id)})}});"
+    /* #flownode=ID clicks that node, as a reader would */
+    "var m=location.hash.match(/flownode=(flow_n\\d+)/),t=m&&document.getElementById(m[1]);if(t)t.dispatchEvent(new MouseEvent('click'))})();";
 
 void pf_html_flow_graph(FILE *f, const pf_model_t *m, const char *svg)
 {
@@ -70,10 +73,13 @@ void pf_html_flow_graph(FILE *f, const pf_model_t *m, const char *svg)
     int first = 1;
     for (size_t i = 0; i < m->n_lines; i++) {
         const pf_line_t *l = &m->lines[i];
-        if (!v.node[i] && v.maker[i] < 0)
+        if (!v.node[i])
             continue;   /* in no flow: no node in any view */
-        char id[32], where[600], kind[160], maker[400], what[700];
-        snprintf(id, sizeof id, "flow-n%zu", i);
+        char id[32], quoted[40], where[600], kind[160], maker[400], what[700];
+        snprintf(id, sizeof id, "flow_n%zu", i);
+        snprintf(quoted, sizeof quoted, "id=\"%s\"", id);
+        if (!strstr(s ? s : svg, quoted))
+            continue;   /* not drawn in this view */
         snprintf(where, sizeof where, "%s:%d", pf_report_basename(pf_model_str(m, l->file)), l->line);
         pf_flowview_function(m, v.maker[i], maker, sizeof maker);
         snprintf(what, sizeof what, "%s%s%s", pf_flowview_kind(m, &v, (int32_t)i, kind, sizeof kind),

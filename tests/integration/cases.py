@@ -1841,7 +1841,7 @@ def case_html_report_layout(c):
     if not shutil.which("dot"):
         raise Skip("no Graphviz: the flow graph's clicks were not checked")
     html = open(page, encoding="utf-8").read()
-    made = re.search(r'"(flow-n\d+)":\["flow_story\.py:15"', html)
+    made = re.search(r'"(flow_n\d+)":\["flow_story\.py:15"', html)
     assert made, "no flow-graph node for the package-made object"
     dom = run([browser, *flags, "--dump-dom", "file://" + page + "#flownode=" + made.group(1)], timeout=120).stdout
     info = dom.split('id="flow-info"')[1].split("</ol>")[0]
