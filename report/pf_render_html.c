@@ -249,7 +249,7 @@ static const char *STYLE =
        is its tooltip): a wide table never makes the page scroll sideways */
     "table#lines{width:100%}table#lines th:last-child{text-align:left}table#lines td.src{max-width:0;width:100%}table#lines td:nth-child(2){max-width:14em;overflow:hidden;text-overflow:ellipsis}"
     ".tip{font:12px monospace;color:#444;min-height:1.3em}svg#timeline text.tick{font:11px system-ui,sans-serif;fill:#555}"
-    "#flowgraph{overflow:auto;max-width:100%;max-height:80vh;border:1px solid #eee}#flowgraph g.node.sel polygon,"
+    "#flowgraph{overflow:auto;max-width:100%;max-height:80vh;border:1px solid #eee}#flowgraph svg{max-width:100%;height:auto}#flowgraph g.node.sel polygon,"
     "#flowgraph g.node.sel path{stroke-width:3}ol.path{margin:2px 0;font:12px monospace}ol.path li.lib{color:#777}"
     ".finding{margin:4px 0}.bad{color:#c22;font-weight:600}.good{color:#292;font-weight:600}#redundancies td,#needed td{text-align:left}.summary td{text-align:left}svg.chart{vertical-align:middle}";
 
