@@ -4,7 +4,11 @@
 #define PF_CLI_INT_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
+
+#include "pf_out.h"
+#include "pf_report.h"
 
 typedef enum pf_target_kind { PF_TARGET_SCRIPT, PF_TARGET_MODULE, PF_TARGET_CODE } pf_target_kind_t;
 
@@ -89,9 +93,36 @@ typedef struct pf_child_status {
 int pf_launch_run(const pf_run_opts_t *o, const pf_python_t *py, const char *libdir, const char *profile,
                   pf_child_status_t *st);
 
-/* Appends the launcher's chunk with a PF_REC_EXIT record to a profile the runtime wrote.
- * Returns 0, 1 when the profile is empty (nothing to append to), or -errno. */
-int pf_trailer_append(const char *profile, const pf_child_status_t *st);
+/* Appends the launcher's chunk with a PF_REC_EXIT record to the profile the runtime wrote (fd: the launcher's
+ * own descriptor of it, never reopened by name). Returns 0, 1 when the profile is empty (nothing to append
+ * to), or -errno. */
+int pf_trailer_append(int fd, const pf_child_status_t *st);
+
+/* pf_cli_render.c: one rendering's destination: stdout ("-") or a file written through pf_out. */
+typedef struct pf_target {
+    int wanted, to_stdout;
+    pf_out_t out;
+} pf_target_t;
+
+typedef enum pf_rendering { PF_R_JSON, PF_R_DOT, PF_R_HTML } pf_rendering_t;
+
+typedef struct pf_outputs {
+    pf_load_opts_t load;            /* the user-code rule (children are always merged) */
+    int text;                       /* the terminal report, to text_out */
+    FILE *text_out;
+    const pf_text_opts_t *topts;
+    pf_target_t json, dot, html;
+    double dot_min_bytes;
+} pf_outputs_t;
+
+/* Checks a rendering's destination before anything runs (path NULL: not wanted; "-": stdout; keep: a file
+ * it must not replace). Returns 0, or -1 after printing why. */
+int pf_cli_target_prepare(pf_target_t *t, const char *what, const char *path, const char *keep);
+void pf_cli_target_release(pf_target_t *t);
+
+/* Loads the profile (its children merged) and writes every wanted rendering. Returns 0, or -1 after
+ * printing why (the renderings that could be written are). */
+int pf_cli_render(const char *profile, pf_outputs_t *o);
 
 /* pf_cli_cuda.c: `pyflow info`'s CUDA line (driver and GPUs found, or why not). */
 struct pf_probe;

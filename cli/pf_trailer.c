@@ -1,7 +1,6 @@
 /* pf_trailer.c - the launcher's EXIT record: one chunk (tid 0) appended after the runtime's chunks, so a
  * saved profile knows how its program ended. Payload first, header last, like the runtime writes. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -10,29 +9,19 @@
 #include "pf_cli_int.h"
 #include "pf_format.h"
 
-int pf_trailer_append(const char *profile, const pf_child_status_t *st)
+int pf_trailer_append(int fd, const pf_child_status_t *st)
 {
-    int fd = open(profile, O_RDWR | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
     struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        int e = errno;
-        close(fd);
-        return -e;
-    }
-    if (sb.st_size < (off_t)PF_HEADER_BYTES) {
-        close(fd);
+    if (fstat(fd, &sb) != 0)
+        return -errno;
+    if (sb.st_size < (off_t)PF_HEADER_BYTES)
         return 1;
-    }
     uint64_t body = (uint64_t)sb.st_size - PF_HEADER_BYTES;
     uint64_t k = (body + PF_CHUNK_BYTES - 1) / PF_CHUNK_BYTES;
     off_t at = (off_t)(PF_HEADER_BYTES + k * PF_CHUNK_BYTES);
     char *chunk = calloc(1, PF_CHUNK_BYTES);
-    if (!chunk) {
-        close(fd);
+    if (!chunk)
         return -ENOMEM;
-    }
     pf_chunk_header_t ch = {PF_CHUNK_MAGIC, 0, 0};
     memcpy(chunk, &ch, sizeof ch);
     pf_rec_header_t rh = {PF_REC_EXIT, 0, (uint32_t)(sizeof rh + sizeof(pf_rec_exit_t))};
@@ -42,6 +31,5 @@ int pf_trailer_append(const char *profile, const pf_child_status_t *st)
     ssize_t w = pwrite(fd, chunk, PF_CHUNK_BYTES, at);
     int e = w == (ssize_t)PF_CHUNK_BYTES ? 0 : (w < 0 ? -errno : -EIO);
     free(chunk);
-    close(fd);
     return e;
 }

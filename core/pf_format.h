@@ -77,6 +77,9 @@ typedef struct pf_file_header {
                                        parent is ppid). 0 in older files. */
     uint32_t via_child;             /* that first program's pid: what via_pid's SPAWN record names (or 0,
                                        a start whose pid was not known: system(3)) */
+    uint64_t run_id;                /* the launcher's random id of the run, the same in every process's
+                                       file: a PATH.<pid> beside PATH belongs to it only when they match
+                                       (an earlier run's files are never merged). 0 in older files. */
 } pf_file_header_t;
 
 typedef struct pf_chunk_header {

@@ -202,7 +202,7 @@ static void leave_environment_clean(void)
         else
             unsetenv("LD_PRELOAD");
     }
-    static const char *const vars[] = {PF_ENV_OUTPUT, PF_ENV_ROOT_PID, PF_ENV_SAMPLE_BYTES, PF_ENV_OBJECT_BYTES,
+    static const char *const vars[] = {PF_ENV_OUTPUT, PF_ENV_ROOT_PID, PF_ENV_RUN_ID, PF_ENV_SAMPLE_BYTES, PF_ENV_OBJECT_BYTES,
                                        PF_ENV_COPY_SAMPLE_BYTES, PF_ENV_COPY_BYTES, PF_ENV_MAX_PROFILE_BYTES,
                                        PF_ENV_EXACT, PF_ENV_NATIVE,
                                        PF_ENV_QUIET, PF_ENV_WATCH, PF_ENV_WATCH_PERIOD, PF_ENV_WATCH_BUDGET, PF_ENV_WATCH_EVENT,
@@ -249,6 +249,7 @@ __attribute__((constructor)) static void pf_rt_init(void)
         .flags = (pf_cfg.exact ? PF_HDR_EXACT : 0) | (pf_cfg.native ? PF_HDR_NATIVE : 0),
         .python_hex = hex,
         .python_version = version,
+        .run_id = getenv(PF_ENV_RUN_ID) ? strtoull(getenv(PF_ENV_RUN_ID), NULL, 16) : 0,
     };
     take_via(&info);
     int rc = pf_objtable_init();

@@ -35,6 +35,7 @@
 
 #define PF_ENV_OUTPUT "PYFLOW_OUTPUT"
 #define PF_ENV_ROOT_PID "PYFLOW_ROOT_PID"
+#define PF_ENV_RUN_ID "PYFLOW_RUN_ID"          /* hex: the run every process's header names (run_id) */
 #define PF_ENV_SAMPLE_BYTES "PYFLOW_SAMPLE_BYTES"
 #define PF_ENV_OBJECT_BYTES "PYFLOW_OBJECT_BYTES"
 #define PF_ENV_COPY_SAMPLE_BYTES "PYFLOW_COPY_SAMPLE_BYTES"

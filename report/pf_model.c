@@ -354,6 +354,10 @@ static int add_process(loader_t *L, const char *path, int root, char *err, size_
     if (rc < 0)
         return rc;
     const pf_file_header_t *h = &P->file.header;
+    if (!root && L->n_procs > 0 && L->procs[0].file.header.run_id && h->run_id != L->procs[0].file.header.run_id) {
+        pf_file_close(&P->file);   /* another run's file under a name like ours: not this program's */
+        return -ESRCH;
+    }
     pf_process_t *pr = PF_VEC_PUSH(m->procs, m->n_procs, m->cap_procs);
     pr->pid = h->pid;
     pr->ppid = h->ppid;

@@ -1,0 +1,206 @@
+/* pf_workdir.c - the run's private directory (pf_workdir.h). */
+#include "pf_workdir.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define PF_ROOT_NAME "profile.pflow"
+
+int pf_workdir_make(pf_workdir_t *w, int parentfd, const char *parent_path, const char *prefix)
+{
+    memset(w, 0, sizeof *w);
+    w->parentfd = parentfd;
+    w->fd = w->profile_fd = -1;
+    int err = EEXIST;
+    for (int tries = 0; err == EEXIST && tries < 100; tries++) {
+        snprintf(w->name, sizeof w->name, "%.200s%06llx", prefix, pf_out_random() & 0xffffffull);
+        err = mkdirat(parentfd, w->name, 0700) == 0 ? 0 : errno;
+    }
+    if (err)
+        goto fail;
+    w->fd = openat(parentfd, w->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (w->fd < 0)
+        err = errno;
+    else if ((w->profile_fd = openat(w->fd, PF_ROOT_NAME, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0)
+        err = errno;
+    if (err) {
+        unlinkat(parentfd, w->name, AT_REMOVEDIR);
+        goto fail;
+    }
+    snprintf(w->profile, sizeof w->profile, "%s/%s/%s", parent_path, w->name, PF_ROOT_NAME);
+    return 0;
+fail:
+    if (w->fd >= 0)
+        close(w->fd);
+    close(parentfd);
+    w->fd = w->parentfd = -1;
+    return -err;
+}
+
+/* A child profile's name: profile.pflow.<pid> or profile.pflow.<pid>.<n>. Returns its pid, else 0. */
+static long child_pid(const char *name)
+{
+    size_t n = strlen(PF_ROOT_NAME);
+    if (strncmp(name, PF_ROOT_NAME, n) != 0 || name[n] != '.')
+        return 0;
+    char *end;
+    long pid = strtol(name + n + 1, &end, 10);
+    if (end == name + n + 1 || pid <= 0)
+        return 0;
+    if (*end == '.') {
+        char *tail;
+        strtol(end + 1, &tail, 10);
+        if (tail == end + 1 || *tail)
+            return 0;
+    } else if (*end) {
+        return 0;
+    }
+    return pid;
+}
+
+/* Calls fn for each child profile in the directory; returns how many there were. */
+static size_t each_child(pf_workdir_t *w, void (*fn)(pf_workdir_t *, const char *, long, void *), void *arg)
+{
+    int fd = dup(w->fd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return 0;
+    }
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        long pid = child_pid(de->d_name);
+        if (pid) {
+            n++;
+            if (fn)
+                fn(w, de->d_name, pid, arg);
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+/* Moves without replacing: renameat2's RENAME_NOREPLACE, or link + unlink where the file system lacks it. */
+static int move_noreplace(int from_dir, const char *from, int to_dir, const char *to)
+{
+#ifdef RENAME_NOREPLACE
+    if (renameat2(from_dir, from, to_dir, to, RENAME_NOREPLACE) == 0)
+        return 0;
+    if (errno != EINVAL && errno != ENOSYS)
+        return -1;
+#endif
+    if (linkat(from_dir, from, to_dir, to, 0) != 0)
+        return -1;
+    unlinkat(from_dir, from, 0);
+    return 0;
+}
+
+/* A profile is made 0600 while the run records into it; where the user keeps it, it gets the mode a file
+ * the user creates would have. */
+static void user_mode(pf_workdir_t *w, const char *name)
+{
+    mode_t mask = umask(0);
+    umask(mask);
+    fchmodat(w->fd, name, 0666 & ~mask, 0);
+}
+
+static void publish_child(pf_workdir_t *w, const char *name, long pid, void *arg)
+{
+    pf_out_t *out = arg;
+    char to[600];
+    user_mode(w, name);
+    for (int n = 0; n < 1000; n++) {
+        if (n == 0)
+            snprintf(to, sizeof to, "%s.%ld", out->name, pid);
+        else
+            snprintf(to, sizeof to, "%s.%ld.%d", out->name, pid, n);
+        if (move_noreplace(w->fd, name, out->dirfd, to) == 0)
+            return;
+        if (errno != EEXIST)
+            break;
+    }
+    fprintf(stderr, "pyflow: cannot keep the child profile %s beside %s: %s\n", name, out->path, strerror(errno));
+}
+
+/* Copies the root profile into an output written in place (a device, a FIFO). */
+static int copy_root(pf_workdir_t *w, pf_out_t *out)
+{
+    int fd = pf_out_open(out);
+    if (fd < 0)
+        return -1;
+    char buf[1 << 16];
+    off_t at = 0;
+    int ok = 1;
+    for (;;) {
+        ssize_t n = pread(w->profile_fd, buf, sizeof buf, at);
+        if (n <= 0) {
+            ok = n == 0;
+            break;
+        }
+        for (ssize_t done = 0; ok && done < n;) {
+            ssize_t m = write(fd, buf + done, (size_t)(n - done));
+            if (m <= 0 && errno != EINTR)
+                ok = 0;
+            else if (m > 0)
+                done += m;
+        }
+        if (!ok)
+            break;
+        at += n;
+    }
+    int e = errno;
+    if (pf_out_commit(out, fd, ok) != 0 || !ok) {
+        fprintf(stderr, "pyflow: writing the profile to %s failed: %s\n", out->path, strerror(e));
+        return -1;
+    }
+    size_t kids = each_child(w, NULL, NULL);
+    if (kids)
+        fprintf(stderr, "pyflow: %zu child process profile%s not kept: %s is not a file they can sit beside\n",
+                kids, kids == 1 ? " is" : "s are", out->path);
+    return 0;
+}
+
+int pf_workdir_publish(pf_workdir_t *w, pf_out_t *out)
+{
+    if (out->in_place)
+        return copy_root(w, out);
+    each_child(w, publish_child, out);
+    user_mode(w, PF_ROOT_NAME);
+    if (renameat(w->fd, PF_ROOT_NAME, out->dirfd, out->name) != 0) {
+        fprintf(stderr, "pyflow: cannot put the profile in place at %s: %s (it stays in %s)\n", out->path,
+                strerror(errno), w->profile);
+        return -1;
+    }
+    if (out->existed)
+        fprintf(stderr, "pyflow: the earlier profile %s was replaced\n", out->path);
+    return 0;
+}
+
+static void remove_child(pf_workdir_t *w, const char *name, long pid, void *arg)
+{
+    (void)pid, (void)arg;
+    unlinkat(w->fd, name, 0);
+}
+
+void pf_workdir_remove(pf_workdir_t *w)
+{
+    if (w->fd >= 0) {
+        each_child(w, remove_child, NULL);
+        unlinkat(w->fd, PF_ROOT_NAME, 0);
+        unlinkat(w->parentfd, w->name, AT_REMOVEDIR);
+        close(w->fd);
+    }
+    if (w->profile_fd >= 0)
+        close(w->profile_fd);
+    if (w->parentfd >= 0)
+        close(w->parentfd);
+    w->fd = w->profile_fd = w->parentfd = -1;
+}
