@@ -72,11 +72,11 @@ int pf_cli_parse_bytes(const char *s, uint64_t *out);
 
 typedef struct pf_python {
     int major, minor;
-    char executable[4096];
+    char executable[4096];      /* what runs: the path as named, or as found on PATH (never resolved) */
 } pf_python_t;
 
-/* Runs the interpreter once (without pyflow) to learn its version and real executable. Returns 0, or -1
- * after printing why it is not a usable Python. */
+/* pf_probe.c: finds the interpreter as a shell would and learns its version (cached, privately). Returns
+ * 0, or -1 after printing why it is not a usable Python. */
 int pf_launch_probe(const char *python, pf_python_t *py);
 
 /* Directory of the runtime (…/lib/pyflow) next to this executable. Returns 0 or -1. */
