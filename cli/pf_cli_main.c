@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "pf_cli_int.h"
+#include "pf_jobs.h"
 #include "pf_report.h"
 #include "pf_runtime.h"
 #include "pf_watch.h"
@@ -384,6 +385,7 @@ static int cmd_info(void)
 
 int main(int argc, char **argv)
 {
+    argv = pf_jobs_keep_argv(argc, argv);
     if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;

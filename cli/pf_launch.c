@@ -2,8 +2,7 @@
  * same argv (the script as typed), cwd, stdin/stdout/stderr, environment plus pyflow's variables, and
  * LD_PRELOAD with the runtime in front of whatever was already preloaded.
  *
- * While the program runs, pyflow ignores SIGINT and SIGQUIT (the terminal delivers them to the program
- * too, as `time` does) and passes SIGTERM and SIGHUP on to it.
+ * While the program runs, signals and stops pass between pyflow and the program as pf_jobs.h says.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +17,7 @@
 #include <unistd.h>
 
 #include "pf_cli_int.h"
+#include "pf_jobs.h"
 #include "pf_runtime.h"
 
 int pf_launch_libdir(char *out, size_t size)
@@ -62,14 +62,6 @@ int pf_cli_find_on_path(const char *name, char *out, size_t size)
         p += n + (p[n] == ':');
     }
     return -1;
-}
-
-static volatile sig_atomic_t child_pid;
-
-static void forward_signal(int sig)
-{
-    if (child_pid > 0)
-        kill((pid_t)child_pid, sig);
 }
 
 static void set_env_u64(const char *name, uint64_t v)
@@ -173,52 +165,26 @@ static void exec_argv(const pf_run_opts_t *o, const pf_python_t *py)
 int pf_launch_run(const pf_run_opts_t *o, const pf_python_t *py, const char *libdir, const char *profile,
                   pf_child_status_t *st)
 {
-    struct sigaction ign = {.sa_handler = SIG_IGN}, fwd = {.sa_handler = forward_signal}, old_int, old_quit,
-                     old_term, old_hup;
-    sigemptyset(&ign.sa_mask);
-    sigemptyset(&fwd.sa_mask);
-    /* Blocked across fork, so no signal falls between the fork and the handlers below: pyflow then
-     * forwards a pending SIGTERM/SIGHUP and drops a pending SIGINT/SIGQUIT (the terminal sent those to the
-     * program too, which gets them when it unblocks before exec). */
-    sigset_t waiting, old_mask;
-    sigemptyset(&waiting);
-    sigaddset(&waiting, SIGINT);
-    sigaddset(&waiting, SIGQUIT);
-    sigaddset(&waiting, SIGTERM);
-    sigaddset(&waiting, SIGHUP);
-    sigprocmask(SIG_BLOCK, &waiting, &old_mask);
+    pf_jobs_t jobs;
+    pf_jobs_prepare(&jobs);
     fflush(NULL);
     uint64_t start = now_ns();
     pid_t pid = fork();
     if (pid < 0) {
         int e = errno;
-        sigprocmask(SIG_SETMASK, &old_mask, NULL);
+        pf_jobs_abandon(&jobs);
         fprintf(stderr, "pyflow: cannot start the program: %s\n", strerror(e));
         return -1;
     }
     if (pid == 0) {
-        sigprocmask(SIG_SETMASK, &old_mask, NULL);
+        pf_jobs_child(&jobs);
         exec_program(o, py, libdir, profile);
     }
-    child_pid = pid;
-    sigaction(SIGINT, &ign, &old_int);
-    sigaction(SIGQUIT, &ign, &old_quit);
-    sigaction(SIGTERM, &fwd, &old_term);
-    sigaction(SIGHUP, &fwd, &old_hup);
-    sigprocmask(SIG_SETMASK, &old_mask, NULL);
+    pf_jobs_hide_cmdline(pid);
     int status;
-    while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR) {
-            fprintf(stderr, "pyflow: waiting for the program failed: %s\n", strerror(errno));
-            return -1;
-        }
-    }
+    if (pf_jobs_wait(&jobs, pid, &status) != 0)
+        return -1;
     st->elapsed_ns = now_ns() - start;
-    child_pid = 0;
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGQUIT, &old_quit, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-    sigaction(SIGHUP, &old_hup, NULL);
     st->signaled = WIFSIGNALED(status);
     st->code = st->signaled ? WTERMSIG(status) : WEXITSTATUS(status);
     return 0;
