@@ -20,6 +20,7 @@
 
 #include "pf_cli_int.h"
 #include "pf_jobs.h"
+#include "pf_notes.h"
 #include "pf_report.h"
 #include "pf_runtime.h"
 #include "pf_watch.h"
@@ -243,17 +244,25 @@ static int cmd_run(int argc, char **argv)
 
     pf_child_status_t st;
     char run_id[32];
-    snprintf(run_id, sizeof run_id, "%llx", pf_out_random() | 1);
+    unsigned long long id = pf_out_random() | 1;
+    snprintf(run_id, sizeof run_id, "%llx", id);
     setenv(PF_ENV_RUN_ID, run_id, 1);
+    int notes = pf_notes_open(id);
     int launched = pf_launch_run(&o, &py, libdir, wd.profile, &st);
     unsetenv(PF_ENV_RUN_ID);
     if (launched != 0) {
+        pf_notes_print(notes, stderr);
         pf_workdir_remove(&wd);
         return 2;
     }
     /* From here pyflow only writes: a reader of its stderr that went away (`| head`) must not cost the
      * files, nor leave the work directory behind. */
     signal(SIGPIPE, SIG_IGN);
+    if (pf_workdir_recover(&wd) != 0) {
+        pf_notes_print(notes, stderr);
+        pf_workdir_remove(&wd);
+        return finish_like(&st);
+    }
     int appended = pf_trailer_append(wd.profile_fd, &st);
     if (appended < 0)
         fprintf(stderr, "pyflow: could not finish the profile (%s): the report may miss the exit status\n",
@@ -272,6 +281,7 @@ static int cmd_run(int argc, char **argv)
         if (o.profile)
             pf_workdir_publish(&wd, &saved);
     }
+    pf_notes_print(notes, stderr);
     pf_workdir_remove(&wd);
     pf_out_release(&saved);
     pf_cli_target_release(&out.json);

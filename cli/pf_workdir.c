@@ -29,6 +29,11 @@ int pf_workdir_make(pf_workdir_t *w, int parentfd, const char *parent_path, cons
         err = errno;
     else if ((w->profile_fd = openat(w->fd, PF_ROOT_NAME, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0)
         err = errno;
+    else if (geteuid() == 0)
+        /* run as root, the program may become another user (setuid, setgid) before it starts children:
+         * they may add their profiles (sticky: never remove or rename another's), not list the directory;
+         * files they plant under a child's name are told apart by the run id (pf_format.h) */
+        fchmod(w->fd, 01733);
     if (err) {
         unlinkat(parentfd, w->name, AT_REMOVEDIR);
         goto fail;
@@ -181,6 +186,66 @@ int pf_workdir_publish(pf_workdir_t *w, pf_out_t *out)
     }
     if (out->existed)
         fprintf(stderr, "pyflow: the earlier profile %s was replaced\n", out->path);
+    return 0;
+}
+
+/* Copies the root profile, through its descriptor, into the file at fd. Returns 0 or -1. */
+static int copy_profile(const pf_workdir_t *w, int fd)
+{
+    char buf[1 << 16];
+    off_t at = 0;
+    for (;;) {
+        ssize_t n = pread(w->profile_fd, buf, sizeof buf, at);
+        if (n <= 0)
+            return n == 0 ? 0 : -1;
+        for (ssize_t done = 0; done < n;) {
+            ssize_t m = write(fd, buf + done, (size_t)(n - done));
+            if (m < 0 && errno != EINTR)
+                return -1;
+            if (m > 0)
+                done += m;
+        }
+        at += n;
+    }
+}
+
+int pf_workdir_recover(pf_workdir_t *w)
+{
+    struct stat dir, root, held;
+    if (fstat(w->fd, &dir) == 0 && dir.st_nlink > 0 && fstatat(w->fd, PF_ROOT_NAME, &root, AT_SYMLINK_NOFOLLOW) == 0 &&
+        fstat(w->profile_fd, &held) == 0 && root.st_ino == held.st_ino && root.st_dev == held.st_dev)
+        return 0;
+    char old[PATH_MAX];
+    snprintf(old, sizeof old, "%s", w->profile);
+    *strrchr(old, '/') = '\0';
+    /* a new directory where the old one was made, else in $TMPDIR */
+    pf_workdir_t fresh;
+    char parent[PATH_MAX];
+    snprintf(parent, sizeof parent, "%s", old);
+    *strrchr(parent, '/') = '\0';
+    int pfd = dup(w->parentfd);
+    if (pf_workdir_make(&fresh, pfd, parent, "pyflow-recovered-") != 0) {
+        const char *t = getenv("TMPDIR");
+        snprintf(parent, sizeof parent, "%s", t && *t ? t : "/tmp");
+        pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (pfd < 0 || pf_workdir_make(&fresh, pfd, parent, "pyflow-recovered-") != 0) {
+            fprintf(stderr, "pyflow: the program removed pyflow's directory %s, and no new one can be made: no "
+                    "report\n", old);
+            return -1;
+        }
+    }
+    if (copy_profile(w, fresh.profile_fd) != 0) {
+        fprintf(stderr, "pyflow: the program removed pyflow's directory %s; its profile cannot be read back: %s\n",
+                old, strerror(errno));
+        pf_workdir_remove(&fresh);
+        return -1;
+    }
+    fprintf(stderr, "pyflow: the program removed pyflow's directory %s while it ran: the report has what the "
+            "main process recorded (child processes' profiles, if any, went with it)\n", old);
+    close(w->profile_fd);
+    close(w->fd);
+    close(w->parentfd);
+    *w = fresh;
     return 0;
 }
 

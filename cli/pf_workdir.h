@@ -29,6 +29,11 @@ int pf_workdir_make(pf_workdir_t *w, int parentfd, const char *parent_path, cons
  * a FIFO gets a copy of the root profile. Returns 0, or -1 after printing why (the files stay here). */
 int pf_workdir_publish(pf_workdir_t *w, pf_out_t *out);
 
+/* After the run: when the program removed the directory (or the root profile in it), a new one is made
+ * with a copy of the root profile, read through the descriptor pyflow kept, and said so on stderr.
+ * Children's profiles removed with it are lost. Returns 0, or -1 when nothing could be recovered. */
+int pf_workdir_recover(pf_workdir_t *w);
+
 /* Removes this run's files, then the directory, and closes the descriptors. */
 void pf_workdir_remove(pf_workdir_t *w);
 

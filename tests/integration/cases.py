@@ -1943,6 +1943,48 @@ def case_fifo_outputs(c):
     assert r.returncode == 0 and json.loads(r.stdout)["lines"], (r.returncode, r.stdout[:200], r.stderr[-600:])
 
 
+def case_lost_children(c):
+    """A program that removes pyflow's temporary directory still gets the report of what its main process
+    recorded, and its children's captured stderr gets no pyflow message (pyflow names them itself). Run as
+    root: children that became another user are profiled; one in a chroot is named as not profiled, with why."""
+    tmpdir = os.path.join(c.tmp, "t")
+    os.makedirs(tmpdir)
+    env = dict(os.environ, TMPDIR=tmpdir)
+    out = os.path.join(c.tmp, "o.json")
+    r = run([c.pyflow, "run", "--python", c.python, "--json", out, prog("lost_children.py"), "rmtmp"], env=env)
+    assert r.returncode == 0 and r.stdout == "child stderr: ''\ndone\n", (r.stdout, r.stderr[-800:])
+    assert "removed pyflow's directory" in r.stderr, r.stderr[-800:]
+    assert re.search(r"pyflow: child process \d+ \(python[^)]*\): cannot write the profile", r.stderr), r.stderr[-800:]
+    with open(out) as f:
+        near(row(json.load(f), "lost_children.py", 14)["alloc_bytes"], 4_000_000, 0.01, "main process's bytes")
+    assert os.listdir(tmpdir) == [], os.listdir(tmpdir)
+    if os.geteuid() != 0:
+        print("note: not root: the setuid and chroot halves need root")
+        return
+    # nobody must reach the interpreter (pyenv's live under /root) and the runtime for the exec'd child
+    reachable = run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", c.python, "-c", "pass"]).returncode == 0
+    world = tempfile.mkdtemp(prefix="pyflow-it-world-", dir="/tmp")
+    os.chmod(world, 0o755)
+    try:
+        cp, d = c.profile(prog("lost_children.py"), "setuid", "1" if reachable else "0", env={"TMPDIR": world})
+        assert cp.returncode == 0 and cp.stdout == "done\n", (cp.stdout, cp.stderr[-800:])
+        near(row(d, "lost_children.py", 21)["alloc_bytes"], 5_000_000, 0.01, "bytes of the child that became nobody")
+        if reachable:
+            kids = [p for p in d["processes"] if "-c" in p["argv"]]
+            assert kids and kids[0]["alloc_bytes"] >= 5_900_000, d["processes"]
+        else:
+            print(f"note: {c.python} is not reachable as nobody: the exec'd child was not run")
+        jail = os.path.join(world, "jail")
+        os.mkdir(jail)
+        cp = run([c.pyflow, "run", "--python", c.python, prog("lost_children.py"), "chroot", jail],
+                 env=dict(os.environ, TMPDIR=world))
+        assert cp.returncode == 0 and cp.stdout == "done\n", (cp.stdout, cp.stderr[-800:])
+        assert re.search(r"child process \d+ \(python[^)]*\): a forked child is not profiled: it cannot create its "
+                         r"profile \(No such file or directory\)", cp.stderr), cp.stderr[-800:]
+    finally:
+        shutil.rmtree(world, ignore_errors=True)
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
