@@ -1985,6 +1985,28 @@ def case_lost_children(c):
         shutil.rmtree(world, ignore_errors=True)
 
 
+def case_threads_from_code(c):
+    """Threads started from -c or stdin code: their allocations are charged to the target's own lines, as
+    for a file; the line that started the thread keeps only what it allocated itself."""
+    code = ("import threading\n"
+            "def work():\n"
+            "    x = bytearray(5_000_000)\n"
+            "    y = bytearray(3_000_000)\n"
+            "t = threading.Thread(target=work)\n"
+            "t.start()\n"
+            "t.join()\n")
+    out = os.path.join(c.tmp, "t.json")
+    for name, args, stdin in (("<string>", ["-c", code], ""), ("<stdin>", ["-"], code)):
+        r = run([c.pyflow, "run", "--python", c.python, "--exact", "--json", out, *args], input=stdin)
+        assert r.returncode == 0, r.stderr[-800:]
+        with open(out) as f:
+            d = json.load(f)
+        near(row(d, name, 3)["alloc_bytes"], 5_000_000, 0.01, f"{name}: the thread's first line")
+        near(row(d, name, 4)["alloc_bytes"], 3_000_000, 0.01, f"{name}: the thread's second line")
+        start = [r for r in d["lines"] if r["file"] == name and r["line"] == 6]
+        assert not start or start[0]["alloc_bytes"] < 1_000_000, (name, start)
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
