@@ -88,15 +88,19 @@ typedef struct pf_child_status {
     uint64_t elapsed_ns;
 } pf_child_status_t;
 
+/* The argv the program is started with (the interpreter, its options, the program and its arguments; the
+ * strings are o's and py's). Free the array only. NULL when out of memory. */
+char **pf_launch_argv(const pf_run_opts_t *o, const pf_python_t *py);
+
 /* Starts the program under the runtime (profile NULL: without it) and waits for it. Returns 0 with *st
  * filled, or -1 after printing why it could not start. */
 int pf_launch_run(const pf_run_opts_t *o, const pf_python_t *py, const char *libdir, const char *profile,
                   pf_child_status_t *st);
 
-/* Appends the launcher's chunk with a PF_REC_EXIT record to the profile the runtime wrote (fd: the launcher's
- * own descriptor of it, never reopened by name). Returns 0, 1 when the profile is empty (nothing to append
- * to), or -errno. */
-int pf_trailer_append(int fd, const pf_child_status_t *st);
+/* Appends the launcher's chunk with a PF_REC_EXIT record, and the whole argv (PF_REC_ARGV; NULL: none), to
+ * the profile the runtime wrote (fd: the launcher's own descriptor of it, never reopened by name). Returns
+ * 0, 1 when the profile is empty (nothing to append to), or -errno. */
+int pf_trailer_append(int fd, const pf_child_status_t *st, char *const *argv);
 
 /* pf_cli_render.c: one rendering's destination: stdout ("-") or a file written through pf_out. */
 typedef struct pf_target {

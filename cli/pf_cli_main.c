@@ -263,7 +263,9 @@ static int cmd_run(int argc, char **argv)
         pf_workdir_remove(&wd);
         return finish_like(&st);
     }
-    int appended = pf_trailer_append(wd.profile_fd, &st);
+    char **argv_run = pf_launch_argv(&o, &py);
+    int appended = pf_trailer_append(wd.profile_fd, &st, argv_run);
+    free(argv_run);
     if (appended < 0)
         fprintf(stderr, "pyflow: could not finish the profile (%s): the report may miss the exit status\n",
                 strerror(-appended));

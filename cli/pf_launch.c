@@ -139,12 +139,11 @@ static void request_torch_async_backend(void)
     setenv("PYTORCH_CUDA_ALLOC_CONF", value, 1);
 }
 
-/* Execs the interpreter on the program, with the user's argv. Never returns. */
-static void exec_argv(const pf_run_opts_t *o, const pf_python_t *py)
+char **pf_launch_argv(const pf_run_opts_t *o, const pf_python_t *py)
 {
     char **argv = calloc((size_t)o->n_python_opts + (size_t)o->nargs + 4, sizeof *argv);
     if (!argv)
-        _exit(127);
+        return NULL;
     int k = 0;
     argv[k++] = (char *)py->executable;
     for (int i = 0; i < o->n_python_opts; i++)
@@ -157,6 +156,15 @@ static void exec_argv(const pf_run_opts_t *o, const pf_python_t *py)
     for (int i = 0; i < o->nargs; i++)
         argv[k++] = o->args[i];
     argv[k] = NULL;
+    return argv;
+}
+
+/* Execs the interpreter on the program, with the user's argv. Never returns. */
+static void exec_argv(const pf_run_opts_t *o, const pf_python_t *py)
+{
+    char **argv = pf_launch_argv(o, py);
+    if (!argv)
+        _exit(127);
     execv(py->executable, argv);
     fprintf(stderr, "pyflow: cannot execute %s: %s\n", py->executable, strerror(errno));
     _exit(127);

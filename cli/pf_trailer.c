@@ -9,7 +9,7 @@
 #include "pf_cli_int.h"
 #include "pf_format.h"
 
-int pf_trailer_append(int fd, const pf_child_status_t *st)
+int pf_trailer_append(int fd, const pf_child_status_t *st, char *const *argv)
 {
     struct stat sb;
     if (fstat(fd, &sb) != 0)
@@ -28,6 +28,22 @@ int pf_trailer_append(int fd, const pf_child_status_t *st)
     pf_rec_exit_t x = {st->elapsed_ns, st->code, st->signaled ? PF_EXIT_SIGNALED : 0};
     memcpy(chunk + PF_CHUNK_HEADER_BYTES + sizeof rh, &x, sizeof x);
     memcpy(chunk + PF_CHUNK_HEADER_BYTES, &rh, sizeof rh);
+    /* the whole argv: the header has room for 3 KiB of it; here up to the rest of the chunk */
+    size_t at_argv = PF_CHUNK_HEADER_BYTES + rh.bytes, room = PF_CHUNK_BYTES - at_argv - sizeof rh, used = 0;
+    char *args = chunk + at_argv + sizeof rh;
+    uint16_t count = 0;
+    for (size_t i = 0; argv && argv[i] && used < room && count < UINT16_MAX; i++, count++) {
+        size_t len = strlen(argv[i]) + 1;
+        if (len > room - used)
+            len = room - used;  /* cut: the last byte stays a NUL */
+        memcpy(args + used, argv[i], len);
+        used += len;
+        args[used - 1] = '\0';
+    }
+    if (used) {
+        pf_rec_header_t ah = {PF_REC_ARGV, count, (uint32_t)((sizeof ah + used + 7) & ~(size_t)7)};
+        memcpy(chunk + at_argv, &ah, sizeof ah);
+    }
     ssize_t w = pwrite(fd, chunk, PF_CHUNK_BYTES, at);
     int e = w == (ssize_t)PF_CHUNK_BYTES ? 0 : (w < 0 ? -errno : -EIO);
     free(chunk);

@@ -111,6 +111,9 @@ typedef enum pf_rec_type {
     PF_REC_STACK = 13,      /* a call stack seen for the first time, given an id that ALLOC and COPY refer to */
     PF_REC_SPAWN = 14,      /* a thread or process was started: when, which, and the starting thread's stack */
     PF_REC_WRITER = 15,     /* the records after it in this chunk are another thread's (pf_rec_writer_t) */
+    PF_REC_ARGV = 16,       /* the launched process's whole argv (aux: how many), each NUL terminated, written by
+                               the launcher in its trailer chunk: the header keeps only those that fit
+                               PF_ARGV_BYTES; one past the chunk's room is cut */
     PF_REC_TYPE_MAX
 } pf_rec_type_t;
 

@@ -102,12 +102,14 @@ int pf_file_open(const char *path, pf_file_t *f, char *err, size_t errlen)
     memcpy(&f->header, f->data, sizeof f->header);
     const pf_file_header_t *h = &f->header;
     const char *why = NULL;
+    char version[160];
+    snprintf(version, sizeof version, "has format version %u; this pyflow reads versions 1 to %u (%s)", h->version,
+             PF_FORMAT_VERSION, h->version > PF_FORMAT_VERSION ? "written by a newer pyflow: update pyflow to read it"
+                                                               : "corrupt at offset 8");
     if (memcmp(h->magic, PF_FILE_MAGIC, 8) != 0)
         why = "is not a pyflow profile (wrong magic at offset 0)";
-    else if (h->version > PF_FORMAT_VERSION)
-        why = "was written by a newer pyflow (format version too new): update pyflow to read it";
-    else if (h->version == 0)
-        why = "is corrupt: format version 0 at offset 8";
+    else if (h->version > PF_FORMAT_VERSION || h->version == 0)
+        why = version;
     else if (h->header_bytes != PF_HEADER_BYTES)
         why = "is corrupt: unexpected header size at offset 12";
     else if (h->chunk_bytes < 4096 || h->chunk_bytes > (64u << 20) || (h->chunk_bytes & 7))

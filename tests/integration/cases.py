@@ -2007,6 +2007,37 @@ def case_threads_from_code(c):
         assert not start or start[0]["alloc_bytes"] < 1_000_000, (name, start)
 
 
+def case_long_argument(c):
+    """An argument too long for the profile header (over 3 KiB) is kept whole in the profile's argv, with
+    the arguments after it (even empty ones), in the live report and in `pyflow report` of the saved file."""
+    code = "x = bytearray(2_000_000)  # " + "y" * 5000
+    saved = os.path.join(c.tmp, "long.pflow")
+    cp, d = c.profile("-c", code, "after", "", "last", extra=["-o", saved])
+    assert cp.returncode == 0, cp.stderr[-800:]
+    assert d["program"]["argv"] == ["-c", code, "after", "", "last"], [a[:40] for a in d["program"]["argv"]]
+    rep = run([c.pyflow, "report", saved, "--format", "json"])
+    assert rep.returncode == 0 and json.loads(rep.stdout)["program"]["argv"][1] == code, rep.stderr[-400:]
+
+
+def case_format_version(c):
+    """A profile of another format version (0, or newer than this pyflow reads) is refused with one line
+    naming its version and the versions this pyflow reads, never read as the current one."""
+    saved = os.path.join(c.tmp, "v.pflow")
+    r = run([c.pyflow, "run", "--python", c.python, "--no-report", "-o", saved, "-c", "x = bytearray(2_000_000)"])
+    assert r.returncode == 0, r.stderr[-400:]
+    with open(saved, "rb") as f:
+        data = bytearray(f.read())
+    for version in (0, 4, 77):
+        struct.pack_into("<I", data, 8, version)
+        bad = os.path.join(c.tmp, f"v{version}.pflow")
+        with open(bad, "wb") as f:
+            f.write(data)
+        rep = run([c.pyflow, "report", bad])
+        lines = rep.stderr.splitlines()
+        assert rep.returncode == 2 and rep.stdout == "" and len(lines) == 1, (version, rep.stdout[:200], rep.stderr)
+        assert f"format version {version};" in lines[0] and "reads versions 1 to" in lines[0], lines[0]
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
