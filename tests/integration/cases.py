@@ -2038,6 +2038,17 @@ def case_format_version(c):
         assert f"format version {version};" in lines[0] and "reads versions 1 to" in lines[0], lines[0]
 
 
+def case_watch_signals_blocked(c):
+    """--watch=copies where the program blocks every signal: watchpoints cannot report, and pyflow says so
+    once instead of a silent "0 proved needed"; the twin that blocks nothing watches its copies, says nothing."""
+    script = prog("copies_signals_blocked.py")
+    said = "watch: the program blocks SIGTRAP"
+    _, r, doc = watch_run(c, script, [], mode="copies")
+    assert said not in r.stderr and doc["watch"]["copy_watches"] > 0, (r.stderr[-600:], doc["watch"])
+    _, r, doc = watch_run(c, script, ["block"], mode="copies")
+    assert r.stderr.count(said) == 1, r.stderr[-800:]
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
