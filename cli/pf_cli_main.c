@@ -248,6 +248,7 @@ static int cmd_run(int argc, char **argv)
     snprintf(run_id, sizeof run_id, "%llx", id);
     setenv(PF_ENV_RUN_ID, run_id, 1);
     int notes = pf_notes_open(id);
+    pf_jobs_also_watch(pf_workdir_watch(&wd), pf_workdir_hold_new, &wd);
     int launched = pf_launch_run(&o, &py, libdir, wd.profile, &st);
     unsetenv(PF_ENV_RUN_ID);
     if (launched != 0) {

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
@@ -78,10 +80,46 @@ static void stop_like(const pf_jobs_t *j, pid_t pid, int sig)
     continue_program(j, pid);
 }
 
+static int watched_fd = -1;
+static void (*watched_fn)(void *);
+static void *watched_arg;
+
+void pf_jobs_also_watch(int fd, void (*fn)(void *), void *arg)
+{
+    watched_fd = fd;
+    watched_fn = fn;
+    watched_arg = arg;
+}
+
+/* The next relayed signal (its number, its code and sender in *code, *from), calling the watched
+ * descriptor's function whenever that is readable meanwhile. 0 when interrupted. */
+static int next_signal(pf_jobs_t *j, int sfd, int *code, pid_t *from)
+{
+    if (sfd < 0) {
+        siginfo_t si;
+        int sig = sigwaitinfo(&j->relayed, &si);
+        *code = si.si_code;
+        *from = si.si_pid;
+        return sig > 0 ? sig : 0;
+    }
+    struct pollfd p[2] = {{.fd = sfd, .events = POLLIN}, {.fd = watched_fd, .events = POLLIN}};
+    if (poll(p, watched_fd >= 0 ? 2 : 1, -1) <= 0)
+        return 0;
+    if (watched_fd >= 0 && p[1].revents)
+        watched_fn(watched_arg);
+    struct signalfd_siginfo si;
+    if (!(p[0].revents & POLLIN) || read(sfd, &si, sizeof si) != (ssize_t)sizeof si)
+        return 0;
+    *code = si.ssi_code;
+    *from = (pid_t)si.ssi_pid;
+    return (int)si.ssi_signo;
+}
+
 int pf_jobs_wait(pf_jobs_t *j, pid_t pid, int *status)
 {
     setpgid(pid, pid);  /* also here, so no signal relayed to the group finds it not yet made */
     int rc = 0;
+    int sfd = signalfd(-1, &j->relayed, SFD_CLOEXEC);
     for (;;) {
         pid_t r = waitpid(pid, status, WNOHANG | WUNTRACED | WCONTINUED);
         if (r == pid) {
@@ -96,15 +134,18 @@ int pf_jobs_wait(pf_jobs_t *j, pid_t pid, int *status)
             rc = -1;
             break;
         }
-        siginfo_t si;
-        int sig = sigwaitinfo(&j->relayed, &si);
+        int code = 0;
+        pid_t from = 0;
+        int sig = next_signal(j, sfd, &code, &from);
         if (sig <= 0 || sig == SIGCHLD)
             continue;
         if (sig == SIGCONT)
             continue_program(j, pid);
-        else if (!(si.si_code <= 0 && si.si_pid == pid))   /* not the program's own signal to its parent */
+        else if (!(code <= 0 && from == pid))   /* not the program's own signal to its parent */
             kill(pid, sig);
     }
+    if (sfd >= 0)
+        close(sfd);
     terminal_to(j, pid, j->own_pgrp);
     /* what arrived after the program ended was meant for it: dropped, not turned on pyflow */
     struct timespec zero = {0, 0};

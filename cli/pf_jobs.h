@@ -17,7 +17,7 @@
 #include <sys/types.h>
 
 typedef struct pf_jobs {
-    sigset_t relayed;   /* blocked in pyflow while the program runs, taken with sigwaitinfo */
+    sigset_t relayed;   /* blocked in pyflow while the program runs, read from a signalfd */
     sigset_t old_mask;
     int tty;            /* the terminal pyflow had the foreground of, or -1 */
     pid_t own_pgrp;
@@ -35,6 +35,9 @@ void pf_jobs_abandon(pf_jobs_t *j);
 /* Waits for the program to end, relaying signals and stops. Returns 0 with its wait status, or -1 after
  * printing why. The terminal and the signal mask are pyflow's again on return. */
 int pf_jobs_wait(pf_jobs_t *j, pid_t pid, int *status);
+
+/* While the program runs, fn(arg) is called whenever fd is readable (-1: nothing watched). */
+void pf_jobs_also_watch(int fd, void (*fn)(void *), void *arg);
 
 /* Keeps a copy of argv for pyflow's own use and remembers where the original lies (call first in main). */
 char **pf_jobs_keep_argv(int argc, char **argv);

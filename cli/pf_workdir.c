@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,7 +17,7 @@ int pf_workdir_make(pf_workdir_t *w, int parentfd, const char *parent_path, cons
 {
     memset(w, 0, sizeof *w);
     w->parentfd = parentfd;
-    w->fd = w->profile_fd = -1;
+    w->fd = w->profile_fd = w->inotify_fd = -1;
     int err = EEXIST;
     for (int tries = 0; err == EEXIST && tries < 100; tries++) {
         snprintf(w->name, sizeof w->name, "%.200s%06llx", prefix, pf_out_random() & 0xffffffull);
@@ -135,33 +136,15 @@ static void publish_child(pf_workdir_t *w, const char *name, long pid, void *arg
     fprintf(stderr, "pyflow: cannot keep the child profile %s beside %s: %s\n", name, out->path, strerror(errno));
 }
 
+static int copy_profile(int from, int fd);
+
 /* Copies the root profile into an output written in place (a device, a FIFO). */
 static int copy_root(pf_workdir_t *w, pf_out_t *out)
 {
     int fd = pf_out_open(out);
     if (fd < 0)
         return -1;
-    char buf[1 << 16];
-    off_t at = 0;
-    int ok = 1;
-    for (;;) {
-        ssize_t n = pread(w->profile_fd, buf, sizeof buf, at);
-        if (n <= 0) {
-            ok = n == 0;
-            break;
-        }
-        for (ssize_t done = 0; ok && done < n;) {
-            ssize_t m = write(fd, buf + done, (size_t)(n - done));
-            if (m <= 0 && errno != EINTR)
-                ok = 0;
-            else if (m > 0)
-                done += m;
-        }
-        if (!ok)
-            break;
-        at += n;
-    }
-    int e = errno;
+    int ok = copy_profile(w->profile_fd, fd) == 0, e = errno;
     if (pf_out_commit(out, fd, ok) != 0 || !ok) {
         fprintf(stderr, "pyflow: writing the profile to %s failed: %s\n", out->path, strerror(e));
         return -1;
@@ -189,13 +172,47 @@ int pf_workdir_publish(pf_workdir_t *w, pf_out_t *out)
     return 0;
 }
 
-/* Copies the root profile, through its descriptor, into the file at fd. Returns 0 or -1. */
-static int copy_profile(const pf_workdir_t *w, int fd)
+int pf_workdir_watch(pf_workdir_t *w)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", w->profile);
+    *strrchr(dir, '/') = '\0';
+    w->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (w->inotify_fd >= 0 && inotify_add_watch(w->inotify_fd, dir, IN_CREATE) < 0) {
+        close(w->inotify_fd);
+        w->inotify_fd = -1;
+    }
+    return w->inotify_fd;
+}
+
+void pf_workdir_hold_new(void *arg)
+{
+    pf_workdir_t *w = arg;
+    char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    ssize_t n;
+    while ((n = read(w->inotify_fd, buf, sizeof buf)) > 0) {
+        for (char *p = buf; p < buf + n;) {
+            const struct inotify_event *e = (const struct inotify_event *)p;
+            p += sizeof *e + e->len;
+            if (!e->len || !child_pid(e->name) || w->n_held >= PF_WORKDIR_HELD || strlen(e->name) >= 64)
+                continue;
+            int fd = openat(w->fd, e->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+            if (fd < 0)
+                continue;
+            w->held[w->n_held].fd = fd;
+            snprintf(w->held[w->n_held].name, sizeof w->held[0].name, "%s", e->name);
+            w->n_held++;
+        }
+    }
+}
+
+/* Copies the file at from (a descriptor pyflow kept) into the file at fd. Returns 0 or -1. */
+static int copy_profile(int from, int fd)
 {
     char buf[1 << 16];
     off_t at = 0;
     for (;;) {
-        ssize_t n = pread(w->profile_fd, buf, sizeof buf, at);
+        ssize_t n = pread(from, buf, sizeof buf, at);
         if (n <= 0)
             return n == 0 ? 0 : -1;
         for (ssize_t done = 0; done < n;) {
@@ -206,6 +223,20 @@ static int copy_profile(const pf_workdir_t *w, int fd)
                 done += m;
         }
         at += n;
+    }
+}
+
+/* Closes every descriptor w holds. */
+static void release(pf_workdir_t *w)
+{
+    for (int i = 0; i < w->n_held; i++)
+        close(w->held[i].fd);
+    w->n_held = 0;
+    int *fds[] = {&w->fd, &w->profile_fd, &w->parentfd, &w->inotify_fd};
+    for (size_t i = 0; i < sizeof fds / sizeof *fds; i++) {
+        if (*fds[i] >= 0)
+            close(*fds[i]);
+        *fds[i] = -1;
     }
 }
 
@@ -234,17 +265,25 @@ int pf_workdir_recover(pf_workdir_t *w)
             return -1;
         }
     }
-    if (copy_profile(w, fresh.profile_fd) != 0) {
+    if (copy_profile(w->profile_fd, fresh.profile_fd) != 0) {
         fprintf(stderr, "pyflow: the program removed pyflow's directory %s; its profile cannot be read back: %s\n",
                 old, strerror(errno));
         pf_workdir_remove(&fresh);
         return -1;
     }
+    pf_workdir_hold_new(w);     /* the last ones created */
+    int kept = 0;
+    for (int i = 0; i < w->n_held; i++) {
+        int to = openat(fresh.fd, w->held[i].name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (to >= 0 && copy_profile(w->held[i].fd, to) == 0)
+            kept++;
+        if (to >= 0)
+            close(to);
+    }
     fprintf(stderr, "pyflow: the program removed pyflow's directory %s while it ran: the report has what the "
-            "main process recorded (child processes' profiles, if any, went with it)\n", old);
-    close(w->profile_fd);
-    close(w->fd);
-    close(w->parentfd);
+            "main process and %d child process%s recorded (from the files pyflow held open)\n", old, kept,
+            kept == 1 ? "" : "es");
+    release(w);
     *w = fresh;
     return 0;
 }
@@ -261,11 +300,6 @@ void pf_workdir_remove(pf_workdir_t *w)
         each_child(w, remove_child, NULL);
         unlinkat(w->fd, PF_ROOT_NAME, 0);
         unlinkat(w->parentfd, w->name, AT_REMOVEDIR);
-        close(w->fd);
     }
-    if (w->profile_fd >= 0)
-        close(w->profile_fd);
-    if (w->parentfd >= 0)
-        close(w->parentfd);
-    w->fd = w->profile_fd = w->parentfd = -1;
+    release(w);
 }

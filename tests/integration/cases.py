@@ -1944,7 +1944,7 @@ def case_fifo_outputs(c):
 
 
 def case_lost_children(c):
-    """A program that removes pyflow's temporary directory still gets the report of what its main process
+    """A program that removes pyflow's temporary directory still gets the report of what it and its children
     recorded, and its children's captured stderr gets no pyflow message (pyflow names them itself). Run as
     root: children that became another user are profiled; one in a chroot is named as not profiled, with why."""
     tmpdir = os.path.join(c.tmp, "t")
@@ -1956,7 +1956,10 @@ def case_lost_children(c):
     assert "removed pyflow's directory" in r.stderr, r.stderr[-800:]
     assert re.search(r"pyflow: child process \d+ \(python[^)]*\): cannot write the profile", r.stderr), r.stderr[-800:]
     with open(out) as f:
-        near(row(json.load(f), "lost_children.py", 14)["alloc_bytes"], 4_000_000, 0.01, "main process's bytes")
+        d = json.load(f)
+    near(row(d, "lost_children.py", 15)["alloc_bytes"], 4_000_000, 0.01, "main process's bytes")
+    kids = [p for p in d["processes"] if "-c" in p["argv"] and p["alloc_bytes"] >= 6_900_000]
+    assert kids, f"the child profiled before the removal is lost: {d['processes']}"
     assert os.listdir(tmpdir) == [], os.listdir(tmpdir)
     if os.geteuid() != 0:
         print("note: not root: the setuid and chroot halves need root")
@@ -1968,7 +1971,7 @@ def case_lost_children(c):
     try:
         cp, d = c.profile(prog("lost_children.py"), "setuid", "1" if reachable else "0", env={"TMPDIR": world})
         assert cp.returncode == 0 and cp.stdout == "done\n", (cp.stdout, cp.stderr[-800:])
-        near(row(d, "lost_children.py", 21)["alloc_bytes"], 5_000_000, 0.01, "bytes of the child that became nobody")
+        near(row(d, "lost_children.py", 22)["alloc_bytes"], 5_000_000, 0.01, "bytes of the child that became nobody")
         if reachable:
             kids = [p for p in d["processes"] if "-c" in p["argv"]]
             assert kids and kids[0]["alloc_bytes"] >= 5_900_000, d["processes"]
