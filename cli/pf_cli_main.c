@@ -265,7 +265,7 @@ static int cmd_run(int argc, char **argv)
         return finish_like(&st);
     }
     char **argv_run = pf_launch_argv(&o, &py);
-    int appended = pf_trailer_append(wd.profile_fd, &st, argv_run);
+    int appended = pf_trailer_append(wd.profile_fd, &st, argv_run), keep = 0;
     free(argv_run);
     if (appended < 0)
         fprintf(stderr, "pyflow: could not finish the profile (%s): the report may miss the exit status\n",
@@ -281,11 +281,14 @@ static int cmd_run(int argc, char **argv)
         int wanted = out.text || out.json.wanted || out.dot.wanted || out.html.wanted;
         if (wanted && pf_cli_render(wd.profile, &out) != 0 && !o.no_report)
             fprintf(stderr, "pyflow: the report could not be produced (see above)\n");
-        if (o.profile)
-            pf_workdir_publish(&wd, &saved);
+        if (o.profile && pf_workdir_publish(&wd, &saved) != 0)
+            keep = 1;   /* what could not be moved stays where the message said */
     }
     pf_notes_print(notes, stderr);
-    pf_workdir_remove(&wd);
+    if (keep)
+        pf_workdir_release(&wd);
+    else
+        pf_workdir_remove(&wd);
     pf_out_release(&saved);
     pf_cli_target_release(&out.json);
     pf_cli_target_release(&out.dot);

@@ -226,8 +226,7 @@ static int copy_profile(int from, int fd)
     }
 }
 
-/* Closes every descriptor w holds. */
-static void release(pf_workdir_t *w)
+void pf_workdir_release(pf_workdir_t *w)
 {
     for (int i = 0; i < w->n_held; i++)
         close(w->held[i].fd);
@@ -283,7 +282,7 @@ int pf_workdir_recover(pf_workdir_t *w)
     fprintf(stderr, "pyflow: the program removed pyflow's directory %s while it ran: the report has what the "
             "main process and %d child process%s recorded (from the files pyflow held open)\n", old, kept,
             kept == 1 ? "" : "es");
-    release(w);
+    pf_workdir_release(w);
     *w = fresh;
     return 0;
 }
@@ -301,5 +300,5 @@ void pf_workdir_remove(pf_workdir_t *w)
         unlinkat(w->fd, PF_ROOT_NAME, 0);
         unlinkat(w->parentfd, w->name, AT_REMOVEDIR);
     }
-    release(w);
+    pf_workdir_release(w);
 }

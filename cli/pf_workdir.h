@@ -45,6 +45,9 @@ int pf_workdir_publish(pf_workdir_t *w, pf_out_t *out);
  * kept, and said so on stderr. Returns 0, or -1 when nothing could be recovered. */
 int pf_workdir_recover(pf_workdir_t *w);
 
+/* Closes the descriptors, leaving the files (a profile that could not be moved into place). */
+void pf_workdir_release(pf_workdir_t *w);
+
 /* Removes this run's files, then the directory, and closes the descriptors. */
 void pf_workdir_remove(pf_workdir_t *w);
 

@@ -1,6 +1,7 @@
 /* pf_notify.c - a child process's messages go to the launcher (pf_runtime.h, PF_NOTES_NAME), not to the
- * program's stderr. One datagram, never waiting: a launcher that is gone (or an older one) loses nothing
- * but the message, and the caller then falls back to stderr. */
+ * program's stderr. One datagram, never waiting: where no launcher listens (an older one, or it is gone)
+ * the caller falls back to stderr; where its queue is full, the message is dropped. */
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -33,6 +34,7 @@ int pf_notify_launcher(const char *msg, size_t len)
         return 0;
     ssize_t sent = sendto(s, buf, strlen(buf), MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a,
                           (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)name));
+    int full = sent < 0 && (errno == EAGAIN || errno == ENOBUFS);
     close(s);
-    return sent > 0;
+    return sent > 0 || full;    /* a launcher with its queue full: the message is lost, never the program's stderr */
 }
