@@ -1,7 +1,9 @@
 /* pf_jobs.c - signals and job control as if the program ran directly (pf_jobs.h). */
 #include "pf_jobs.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,38 @@
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
+
+/* 1 when another process shares pyflow's process group (pyflow is one command of a pipeline, or of a
+ * script run in the foreground); 0 when none does or /proc cannot tell. */
+static int group_shared(pid_t pgrp)
+{
+    DIR *d = opendir("/proc");
+    if (!d)
+        return 0;
+    int shared = 0;
+    struct dirent *de;
+    char path[64], stat[512];
+    while (!shared && (de = readdir(d))) {
+        long pid = strtol(de->d_name, NULL, 10);
+        if (pid <= 0 || pid == getpid())
+            continue;
+        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, stat, sizeof stat - 1) : -1;
+        if (fd >= 0)
+            close(fd);
+        if (n <= 0)
+            continue;
+        stat[n] = '\0';
+        const char *end = strrchr(stat, ')');   /* the name may hold spaces and parentheses */
+        char state;
+        long ppid, group;
+        if (end && sscanf(end + 1, " %c %ld %ld", &state, &ppid, &group) == 3 && group == pgrp && state != 'Z')
+            shared = 1;
+    }
+    closedir(d);
+    return shared;
+}
 
 void pf_jobs_prepare(pf_jobs_t *j)
 {
@@ -25,11 +59,18 @@ void pf_jobs_prepare(pf_jobs_t *j)
     for (int fd = 0; fd <= 2 && j->tty < 0; fd++)
         if (isatty(fd) && tcgetpgrp(fd) == j->own_pgrp)
             j->tty = fd;
+    /* In the terminal's foreground with other commands (`pyflow run app.py | less`), the group must stay the
+     * foreground one for all of them: the program stays in it too, and what the terminal sends the group
+     * reaches it directly (pyflow relays only what was sent to it by a process). */
+    j->same_group = j->tty >= 0 && group_shared(j->own_pgrp);
+    if (j->same_group)
+        j->tty = -1;
 }
 
 void pf_jobs_child(const pf_jobs_t *j)
 {
-    setpgid(0, 0);
+    if (!j->same_group)
+        setpgid(0, 0);
     if (j->tty >= 0)
         tcsetpgrp(j->tty, getpid());    /* SIGTTOU is blocked here: allowed from the background */
     sigprocmask(SIG_SETMASK, &j->old_mask, NULL);
@@ -57,7 +98,7 @@ static void continue_program(const pf_jobs_t *j, pid_t pid)
     while (sigtimedwait(&cont, NULL, &zero) == SIGCONT) {
     }
     terminal_to(j, j->own_pgrp, pid);
-    kill(-pid, SIGCONT);
+    kill(j->same_group ? pid : -pid, SIGCONT);
 }
 
 /* The program stopped with sig: pyflow stops the same way (the shell sees the job stopped) and, once
@@ -117,7 +158,8 @@ static int next_signal(pf_jobs_t *j, int sfd, int *code, pid_t *from)
 
 int pf_jobs_wait(pf_jobs_t *j, pid_t pid, int *status)
 {
-    setpgid(pid, pid);  /* also here, so no signal relayed to the group finds it not yet made */
+    if (!j->same_group)
+        setpgid(pid, pid);  /* also here, so no signal relayed to the group finds it not yet made */
     int rc = 0;
     int sfd = signalfd(-1, &j->relayed, SFD_CLOEXEC);
     for (;;) {
@@ -141,8 +183,8 @@ int pf_jobs_wait(pf_jobs_t *j, pid_t pid, int *status)
             continue;
         if (sig == SIGCONT)
             continue_program(j, pid);
-        else if (!(code <= 0 && from == pid))   /* not the program's own signal to its parent */
-            kill(pid, sig);
+        else if (!(code <= 0 && from == pid) && !(j->same_group && code > 0))
+            kill(pid, sig);     /* not the program's own signal to its parent, nor the terminal's to both */
     }
     if (sfd >= 0)
         close(sfd);

@@ -3,7 +3,9 @@
  *
  * The program runs in a process group of its own and, when pyflow was in the terminal's foreground, owns
  * the terminal: Ctrl-C, Ctrl-\ and Ctrl-Z reach the program (and its children) once, from the terminal,
- * and never pyflow. Whatever reaches pyflow instead (kill, killpg of pyflow's group, timeout, a shell's
+ * and never pyflow. (One exception: pyflow in the foreground as one command of a pipeline, `pyflow run
+ * app.py | less`. The program then stays in the pipeline's group, which keeps the terminal for all its
+ * commands; the terminal's signals reach the program directly and pyflow does not relay them.) Whatever reaches pyflow instead (kill, killpg of pyflow's group, timeout, a shell's
  * `kill %1`) did not reach the program by the same act, so pyflow passes each such signal on exactly once,
  * every catchable one, and survives it itself. A program that stops (SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU)
  * stops pyflow the same way, so the shell sees the job stopped; SIGCONT to pyflow continues the program's
@@ -19,7 +21,8 @@
 typedef struct pf_jobs {
     sigset_t relayed;   /* blocked in pyflow while the program runs, read from a signalfd */
     sigset_t old_mask;
-    int tty;            /* the terminal pyflow had the foreground of, or -1 */
+    int tty;            /* the terminal pyflow had the foreground of (handed to the program), or -1 */
+    int same_group;     /* the program stays in pyflow's group: a foreground pipeline (pf_jobs_prepare) */
     pid_t own_pgrp;
 } pf_jobs_t;
 

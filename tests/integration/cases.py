@@ -2058,6 +2058,53 @@ def case_watch_signals_blocked(c):
     assert r.stderr.count(said) == 1, r.stderr[-800:]
 
 
+def pty_session(argv, send, wait=1.0, timeout=10):
+    """Runs argv on a new terminal, types `send` after `wait` seconds; returns what the terminal showed."""
+    import pty
+    import select
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(argv[0], argv)
+    out = b""
+    try:
+        time.sleep(wait)
+        os.write(fd, send)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if select.select([fd], [], [], 0.2)[0]:
+                try:
+                    data = os.read(fd, 4096)
+                except OSError:
+                    break
+                if not data:
+                    break
+                out += data
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.waitpid(pid, 0)
+        os.close(fd)
+    return out.decode(errors="replace")
+
+
+def case_terminal_pipeline(c):
+    """On a terminal with job control: alone in the foreground, the program owns the terminal (it reads it;
+    Ctrl-C reaches it once); as one command of a pipeline, the pipeline keeps the terminal, so another
+    command reading it while the program runs is not stopped."""
+    if not shutil.which("bash"):
+        raise Skip("no bash")
+    pyflow = f"{shlex.quote(c.pyflow)} run --no-report --python {shlex.quote(c.python)}"
+    alone = f"{pyflow} -c 's = input(); print(\"got\", s)'; echo status=$?"
+    shown = pty_session(["/bin/bash", "--norc", "-i", "-c", alone], b"hello\n")
+    assert "got hello" in shown and "status=0" in shown, shown[-400:]
+    piped = (f"{pyflow} -c 'import time; time.sleep(2); print(\"prog done\")' | "
+             "sh -c 'read x < /dev/tty; echo other got $x; cat'; echo status=$?")
+    shown = pty_session(["/bin/bash", "--norc", "-i", "-c", piped], b"abc\n")
+    assert "other got abc" in shown and "prog done" in shown and "status=0" in shown, shown[-400:]
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 

@@ -13,7 +13,7 @@ set(pf_it_once bad_input corrupt_profiles report_rerender install_prefix flow_gr
     copy_pieces child_after_chdir watch_categories watch_signals watch_off watch_default watch_not_permitted watch_copies gpu_per_tensor exec_native_clean long_run_bounds fd_numbers fd_limit watch_sampled_addresses watch_budget
     profile_size_cap closed_profile_fd sampling_options greenlet_switches
     interpreter_cache output_files job_control broken_pipe fifo_outputs long_argument format_version
-    watch_signals_blocked)
+    watch_signals_blocked terminal_pipeline)
 
 function(pf_it_add case py)
   string(REGEX REPLACE ".*/" "" tag ${py})
