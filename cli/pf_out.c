@@ -61,6 +61,13 @@ int pf_out_prepare(pf_out_t *o, const char *what, const char *path, const char *
     o->what = what;
     o->path = path;
     o->dirfd = -1;
+    if (strcmp(path, "/dev/stdout") == 0 || strcmp(path, "/dev/stderr") == 0 || strncmp(path, "/dev/fd/", 8) == 0 ||
+        strncmp(path, "/proc/self/fd/", 14) == 0) {
+        o->in_place = o->descriptor = 1;
+        if (access(path, W_OK) != 0)
+            return cannot(o, errno);
+        return 0;
+    }
     const char *slash = strrchr(path, '/');
     const char *name = slash ? slash + 1 : path;
     if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
@@ -111,7 +118,9 @@ int pf_out_prepare(pf_out_t *o, const char *what, const char *path, const char *
 int pf_out_open(pf_out_t *o)
 {
     int fd;
-    if (o->in_place) {
+    if (o->descriptor) {
+        fd = open(o->path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    } else if (o->in_place) {
         fd = openat(o->dirfd, o->name, O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
         struct stat st;
         if (fd >= 0 && (fstat(fd, &st) != 0 || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)))) {

@@ -7,7 +7,9 @@
  *     replaced rather than followed;
  *   - an existing character device or FIFO (/dev/null, a named pipe with a reader) is opened once, for
  *     writing only, and written as it is: nothing replaces a device node;
- *   - a symbolic link, a directory, a socket or a block device is refused with one line.
+ *   - /dev/stdout, /dev/stderr, /dev/fd/N and /proc/self/fd/N name a file pyflow already has open (links
+ *     the system made): opened through the link, for writing only, and written as they are;
+ *   - another symbolic link, a directory, a socket or a block device is refused with one line.
  * The directory is held open from the check on, and everything after it is relative to that descriptor. */
 #ifndef PF_OUT_H
 #define PF_OUT_H
@@ -21,6 +23,7 @@ typedef struct pf_out {
     int dirfd;              /* the directory it is in */
     char name[256];         /* its last component */
     int in_place;           /* an existing device or FIFO, written as it is */
+    int descriptor;         /* /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N: pyflow's own open file */
     int existed;            /* a regular file was there when checked */
     char tmp[300];          /* the temporary being written, "" when none */
 } pf_out_t;

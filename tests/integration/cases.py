@@ -1800,6 +1800,9 @@ def case_output_files(c):
     r = pyflow("-o", "swapped.pflow", "swap.py")
     assert content("victim") == "victim\n", "the profile was written into a link's target"
     assert r.returncode == 0, r.stderr[-600:]
+    # /dev/stdout: a link the system made to pyflow's own stdout, written through
+    r = pyflow("--json", "/dev/stdout", "-c", "x = 1")
+    assert r.returncode == 0 and json.loads(r.stdout)["program"]["argv"] == ["-c", "x = 1"], r.stderr[-400:]
     # an existing JSON report is replaced whole
     r = pyflow("--json", "r.json", "s.py")
     r = pyflow("--json", "r.json", "s.py")
