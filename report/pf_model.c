@@ -341,8 +341,8 @@ size_t pf_profile_children(const char *path, char ***out)
         return 0;
     struct dirent *de;
     while ((de = readdir(d)) && n < PF_MAX_CHILD_FILES) {
-        if (!is_child_name(de->d_name, base))
-            continue;
+        if (!is_child_name(de->d_name, base) || de->d_type == DT_LNK)
+            continue;   /* a link under a child's name (a shared directory) is never followed */
         char full[PATH_MAX + 256];
         snprintf(full, sizeof full, "%s/%s", dir, de->d_name);
         char **slot = PF_VEC_PUSH(names, n, cap);
