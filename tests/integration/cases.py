@@ -1808,6 +1808,16 @@ def case_output_files(c):
     r = pyflow("--json", "r.json", "s.py")
     assert r.returncode == 0 and json.loads(content("r.json"))["lines"], r.stderr[-600:]
     assert not [n for n in os.listdir(d) if n.endswith(".tmp") or ".pyflow-" in n], os.listdir(d)
+    # run as root: another user's profile (and files named like its children) are neither replaced nor removed
+    if os.geteuid() == 0:
+        for name in ("other.pflow", "other.pflow.4242"):
+            with open(os.path.join(d, name), "wb") as f:
+                f.write(b"PYFLOWPF" + bytes(100))
+            os.chown(os.path.join(d, name), 65534, 65534)
+        r = pyflow("-o", "other.pflow", "s.py")
+        assert r.returncode == 2 and "another user" in r.stderr, r.stderr[-400:]
+        for name in ("other.pflow", "other.pflow.4242"):
+            assert os.stat(os.path.join(d, name)).st_uid == 65534, f"{name} was replaced or removed"
     # a character device (a private /dev/null): written in place, never replaced by a file
     if os.geteuid() == 0:
         null = os.path.join(d, "null")
