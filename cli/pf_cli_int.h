@@ -4,7 +4,11 @@
 #define PF_CLI_INT_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
+
+#include "pf_out.h"
+#include "pf_report.h"
 
 typedef enum pf_target_kind { PF_TARGET_SCRIPT, PF_TARGET_MODULE, PF_TARGET_CODE } pf_target_kind_t;
 
@@ -69,11 +73,11 @@ int pf_cli_parse_bytes(const char *s, uint64_t *out);
 
 typedef struct pf_python {
     int major, minor;
-    char executable[4096];
+    char executable[4096];      /* what runs: the path as named, or as found on PATH (never resolved) */
 } pf_python_t;
 
-/* Runs the interpreter once (without pyflow) to learn its version and real executable. Returns 0, or -1
- * after printing why it is not a usable Python. */
+/* pf_probe.c: finds the interpreter as a shell would and learns its version (cached, privately). Returns
+ * 0, or -1 after printing why it is not a usable Python. */
 int pf_launch_probe(const char *python, pf_python_t *py);
 
 /* Directory of the runtime (…/lib/pyflow) next to this executable. Returns 0 or -1. */
@@ -85,14 +89,46 @@ typedef struct pf_child_status {
     uint64_t elapsed_ns;
 } pf_child_status_t;
 
+/* The argv the program is started with (the interpreter, its options, the program and its arguments; the
+ * strings are o's and py's). Free the array only. NULL when out of memory. */
+char **pf_launch_argv(const pf_run_opts_t *o, const pf_python_t *py);
+
 /* Starts the program under the runtime (profile NULL: without it) and waits for it. Returns 0 with *st
  * filled, or -1 after printing why it could not start. */
 int pf_launch_run(const pf_run_opts_t *o, const pf_python_t *py, const char *libdir, const char *profile,
                   pf_child_status_t *st);
 
-/* Appends the launcher's chunk with a PF_REC_EXIT record to a profile the runtime wrote.
- * Returns 0, 1 when the profile is empty (nothing to append to), or -errno. */
-int pf_trailer_append(const char *profile, const pf_child_status_t *st);
+/* Appends the launcher's chunk with a PF_REC_EXIT record, and the whole argv (PF_REC_ARGV; NULL: none), to
+ * the profile the runtime wrote (fd: the launcher's own descriptor of it, never reopened by name). Returns
+ * 0, 1 when the profile is empty (nothing to append to), or -errno. */
+int pf_trailer_append(int fd, const pf_child_status_t *st, char *const *argv);
+
+/* pf_cli_render.c: one rendering's destination: stdout ("-") or a file written through pf_out. */
+typedef struct pf_target {
+    int wanted, to_stdout;
+    pf_out_t out;
+} pf_target_t;
+
+typedef enum pf_rendering { PF_R_JSON, PF_R_DOT, PF_R_HTML } pf_rendering_t;
+
+typedef struct pf_outputs {
+    pf_load_opts_t load;            /* the user-code rule (children are always merged) */
+    int text;                       /* the terminal report, to text_out */
+    FILE *text_out;
+    const pf_text_opts_t *topts;
+    pf_target_t json, dot, html;
+    double dot_min_bytes;
+    int dot_all;                    /* every flow (--dot-all) */
+} pf_outputs_t;
+
+/* Checks a rendering's destination before anything runs (path NULL: not wanted; "-": stdout; keep: a file
+ * it must not replace). Returns 0, or -1 after printing why. */
+int pf_cli_target_prepare(pf_target_t *t, const char *what, const char *path, const char *keep);
+void pf_cli_target_release(pf_target_t *t);
+
+/* Loads the profile (its children merged) and writes every wanted rendering. Returns 0, or -1 after
+ * printing why (the renderings that could be written are). */
+int pf_cli_render(const char *profile, pf_outputs_t *o);
 
 /* pf_cli_cuda.c: `pyflow info`'s CUDA line (driver and GPUs found, or why not). */
 struct pf_probe;

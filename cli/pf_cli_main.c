@@ -19,9 +19,12 @@
 #include <unistd.h>
 
 #include "pf_cli_int.h"
+#include "pf_jobs.h"
+#include "pf_notes.h"
 #include "pf_report.h"
 #include "pf_runtime.h"
 #include "pf_watch.h"
+#include "pf_workdir.h"
 
 #define PYFLOW_VERSION "0.1.0"
 
@@ -97,18 +100,6 @@ static int want_color(void)
     return isatty(STDERR_FILENO) && !(nc && *nc);
 }
 
-/* Checks that path can be written (creating it if needed). Returns 0, or -1 after saying why. */
-static int check_writable(const char *what, const char *path)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        fprintf(stderr, "pyflow: cannot write the %s to %s: %s\n", what, path, strerror(errno));
-        return -1;
-    }
-    close(fd);
-    return 0;
-}
-
 static int check_script(const pf_run_opts_t *o)
 {
     if (o->kind != PF_TARGET_SCRIPT || strcmp(o->target, "-") == 0)
@@ -127,16 +118,6 @@ static int check_script(const pf_run_opts_t *o)
         }
     }
     return 0;
-}
-
-/* Removes PATH.<pid>[.<n>] files left by an earlier run with the same -o, so they are not merged. */
-static void remove_children(const char *path)
-{
-    char **kids;
-    size_t n = pf_profile_children(path, &kids);
-    for (size_t i = 0; i < n; i++)
-        unlink(kids[i]);
-    pf_profile_children_free(kids, n);
 }
 
 static int supported_minor(const char *libdir, int minor)
@@ -159,141 +140,6 @@ static void list_supported(const char *libdir, char *out, size_t size)
         snprintf(out, size, "none (rebuild with python3-dev installed)");
 }
 
-typedef struct outputs {
-    pf_load_opts_t load;            /* merge children, the user-code rule */
-    int text;                       /* the terminal report, to text_out */
-    FILE *text_out;
-    const pf_text_opts_t *topts;
-    const char *json;               /* file or "-" */
-    const char *dot;                /* file or "-" */
-    const char *html;               /* file or "-" */
-    double dot_min_bytes;
-    int dot_all;                    /* every flow (--dot-all) */
-} outputs_t;
-
-typedef enum rendering { R_JSON, R_DOT, R_HTML } rendering_t;
-
-/* Runs Graphviz on a .dot file when it is installed; says why not otherwise (once, on stderr). */
-static void dot_to_svg(const char *dot)
-{
-    char svg[PATH_MAX + 8];
-    snprintf(svg, sizeof svg, "%s.svg", dot);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int devnull = open("/dev/null", O_WRONLY);
-        if (devnull >= 0)
-            dup2(devnull, STDERR_FILENO);
-        execlp("dot", "dot", "-Tsvg", dot, "-o", svg, (char *)NULL);
-        _exit(127);
-    }
-    int status = 0;
-    if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        fprintf(stderr, "pyflow: %s written; no SVG (Graphviz's `dot` is %s)\n", dot,
-                pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 127 ? "not installed" : "failing");
-}
-
-/* The flow graph as SVG text, through Graphviz (NULL when it is not installed). Caller frees. */
-static char *flow_graph_svg(const pf_model_t *model, const pf_dot_opts_t *dopts)
-{
-    char dir[] = "/tmp/pyflow-svg-XXXXXX", dot[64], svg[80];
-    if (!mkdtemp(dir))
-        return NULL;
-    snprintf(dot, sizeof dot, "%s/g.dot", dir);
-    snprintf(svg, sizeof svg, "%s/g.svg", dir);
-    char *text = NULL;
-    FILE *f = fopen(dot, "w");
-    if (f && pf_render_dot(model, f, dopts) == 0 && fclose(f) == 0) {
-        f = NULL;
-        pid_t pid = fork();
-        if (pid == 0) {
-            int devnull = open("/dev/null", O_WRONLY);
-            if (devnull >= 0)
-                dup2(devnull, STDERR_FILENO);
-            execlp("dot", "dot", "-Tsvg", dot, "-o", svg, (char *)NULL);
-            _exit(127);
-        }
-        int status;
-        if (pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-            FILE *in = fopen(svg, "r");
-            if (in) {
-                size_t cap = 1 << 16, len = 0, n;
-                text = malloc(cap);
-                while (text && (n = fread(text + len, 1, cap - len - 1, in)) > 0) {
-                    len += n;
-                    if (len + 1 == cap) {
-                        char *bigger = realloc(text, cap *= 2);
-                        if (!bigger) {
-                            free(text);
-                            text = NULL;
-                        } else
-                            text = bigger;
-                    }
-                }
-                if (text)
-                    text[len] = '\0';
-                fclose(in);
-            }
-        }
-    }
-    if (f)
-        fclose(f);
-    unlink(dot);
-    unlink(svg);
-    rmdir(dir);
-    return text;
-}
-
-/* Writes one rendering to path ("-" = stdout). Returns 0 or -1 after saying why. */
-static int write_rendering(const pf_model_t *model, const char *path, const outputs_t *o, rendering_t kind)
-{
-    FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "pyflow: cannot write %s: %s\n", path, strerror(errno));
-        return -1;
-    }
-    pf_dot_opts_t dopts = {.min_bytes = o->dot_min_bytes, .all = o->dot_all};
-    int rc;
-    if (kind == R_DOT) {
-        rc = pf_render_dot(model, f, &dopts);
-    } else if (kind == R_HTML) {
-        pf_html_opts_t hopts = {.flow_svg = flow_graph_svg(model, &dopts)};
-        rc = pf_render_html(model, f, &hopts);
-        free((char *)hopts.flow_svg);
-    } else {
-        rc = pf_render_json(model, f);
-    }
-    if (f != stdout && fclose(f) != 0)
-        rc = -1;
-    if (rc < 0)
-        fprintf(stderr, "pyflow: writing %s failed\n", path);
-    else if (kind == R_DOT && f != stdout)
-        dot_to_svg(path);
-    return rc < 0 ? -1 : 0;
-}
-
-static int render(const char *profile, const outputs_t *o)
-{
-    char err[1024];
-    pf_model_t *model;
-    pf_load_opts_t lo = o->load;
-    lo.merge_children = 1;
-    if (pf_model_load(profile, &lo, &model, err, sizeof err) < 0) {
-        fprintf(stderr, "pyflow: %s\n", err);
-        return -1;
-    }
-    int rc = 0;
-    if (o->text && pf_render_text(model, o->text_out, o->topts) < 0)
-        rc = -1;
-    if (o->json && write_rendering(model, o->json, o, R_JSON) < 0)
-        rc = -1;
-    if (o->dot && write_rendering(model, o->dot, o, R_DOT) < 0)
-        rc = -1;
-    if (o->html && write_rendering(model, o->html, o, R_HTML) < 0)
-        rc = -1;
-    pf_model_free(model);
-    return rc;
-}
-
 /* Ends pyflow the way the program ended: its exit code, or death by its signal. */
 static int finish_like(const pf_child_status_t *st)
 {
@@ -309,6 +155,38 @@ static int finish_like(const pf_child_status_t *st)
     sigprocmask(SIG_UNBLOCK, &set, NULL);
     kill(getpid(), st->code);
     return 128 + st->code;
+}
+
+/* The run's private directory: beside the -o profile (same file system, so it is moved into place by a
+ * rename; a device or FIFO output gets a copy instead), else in $TMPDIR. Returns 0, or -1 after printing
+ * why (then the program runs unprofiled). */
+static int make_workdir(pf_workdir_t *wd, const pf_out_t *saved)
+{
+    char parent[PATH_MAX], prefix[300];
+    int fd;
+    if (saved && !saved->in_place) {
+        const char *slash = strrchr(saved->path, '/');
+        snprintf(parent, sizeof parent, "%.*s", slash ? (int)(slash - saved->path) + (slash == saved->path) : 1,
+                 slash ? saved->path : ".");
+        snprintf(prefix, sizeof prefix, ".%.200s.pyflow-", saved->name);
+        fd = dup(saved->dirfd);
+    } else {
+        const char *t = getenv("TMPDIR");
+        snprintf(parent, sizeof parent, "%s", t && *t ? t : "/tmp");
+        snprintf(prefix, sizeof prefix, "pyflow-");
+        fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    }
+    int rc = fd < 0 ? -errno : pf_workdir_make(wd, fd, parent, prefix);
+    if (rc == 0)
+        return 0;
+    if (saved && !saved->in_place)
+        fprintf(stderr, "pyflow: cannot write the profile beside %s: %s; running the program without profiling\n",
+                saved->path, strerror(-rc));
+    else
+        /* Nowhere to put the profile: the program still runs, as the user asked, just unprofiled. */
+        fprintf(stderr, "pyflow: cannot create a temporary directory for the profile (%s/%sXXXXXX): %s; running "
+                "the program without profiling (set TMPDIR, or use -o FILE)\n", parent, prefix, strerror(-rc));
+    return -1;
 }
 
 static int cmd_run(int argc, char **argv)
@@ -347,68 +225,77 @@ static int cmd_run(int argc, char **argv)
         fprintf(stderr, "pyflow: Python %d.%d is not supported (supported here: %s)\n", py.major, py.minor, list);
         return 2;
     }
-    if (o.json && strcmp(o.json, "-") != 0 && check_writable("JSON report", o.json) != 0)
+    /* every output is checked before the program starts; none is written until it has ended */
+    const char *script = o.kind == PF_TARGET_SCRIPT && strcmp(o.target, "-") != 0 ? o.target : NULL;
+    pf_outputs_t out = {.load = {.profile_only = o.profile_only, .profile_all = o.profile_all},
+                        .text = !o.no_report, .text_out = stderr,
+                        .dot_min_bytes = o.dot_min_bytes ? (double)o.dot_min_bytes : 65536.0,
+                        .dot_all = o.dot_all};
+    pf_out_t saved = {.dirfd = -1};
+    if (pf_cli_target_prepare(&out.json, "JSON report", o.json, script) != 0 ||
+        pf_cli_target_prepare(&out.dot, "flow graph", o.dot, script) != 0 ||
+        pf_cli_target_prepare(&out.html, "HTML report", o.html, script) != 0 ||
+        (o.profile && pf_out_prepare(&saved, "profile", o.profile, script, 1) != 0))
         return 2;
-    if (o.dot && strcmp(o.dot, "-") != 0 && check_writable("flow graph", o.dot) != 0)
-        return 2;
-    if (o.html && strcmp(o.html, "-") != 0 && check_writable("HTML report", o.html) != 0)
-        return 2;
-
-    char tmpdir[PATH_MAX] = "";
-    char profile[PATH_MAX];
-    if (o.profile) {
-        snprintf(profile, sizeof profile, "%s", o.profile);
-        remove_children(profile);
-        if (unlink(profile) != 0 && errno != ENOENT) {
-            fprintf(stderr, "pyflow: cannot replace the profile %s: %s\n", profile, strerror(errno));
+    pf_workdir_t wd;
+    if (make_workdir(&wd, o.profile ? &saved : NULL) != 0) {
+        pf_child_status_t st;
+        if (pf_launch_run(&o, &py, libdir, NULL, &st) != 0)
             return 2;
-        }
-        if (check_writable("profile", profile) != 0)
-            return 2;
-    } else {
-        const char *t = getenv("TMPDIR");
-        snprintf(tmpdir, sizeof tmpdir, "%s/pyflow-XXXXXX", t && *t ? t : "/tmp");
-        if (!mkdtemp(tmpdir)) {
-            /* Nowhere to put the profile: the program still runs, as the user asked, just unprofiled. */
-            fprintf(stderr, "pyflow: cannot create a temporary directory for the profile (%s): %s; running the "
-                    "program without profiling (set TMPDIR, or use -o FILE)\n", tmpdir, strerror(errno));
-            pf_child_status_t st;
-            if (pf_launch_run(&o, &py, libdir, NULL, &st) != 0)
-                return 2;
-            return finish_like(&st);
-        }
-        snprintf(profile, sizeof profile, "%s/profile.pflow", tmpdir);
-        if (check_writable("profile", profile) != 0)
-            return 2;
+        return finish_like(&st);
     }
 
     pf_child_status_t st;
-    if (pf_launch_run(&o, &py, libdir, profile, &st) != 0)
+    char run_id[32];
+    unsigned long long id = pf_out_random() | 1;
+    snprintf(run_id, sizeof run_id, "%llx", id);
+    setenv(PF_ENV_RUN_ID, run_id, 1);
+    int notes = pf_notes_open(id);
+    pf_jobs_also_watch(pf_workdir_watch(&wd), pf_workdir_hold_new, &wd);
+    int launched = pf_launch_run(&o, &py, libdir, wd.profile, &st);
+    unsetenv(PF_ENV_RUN_ID);
+    if (launched != 0) {
+        pf_notes_print(notes, stderr);
+        pf_workdir_remove(&wd);
         return 2;
-    int appended = pf_trailer_append(profile, &st);
+    }
+    /* From here pyflow only writes: a reader of its stderr that went away (`| head`) must not cost the
+     * files, nor leave the work directory behind. */
+    signal(SIGPIPE, SIG_IGN);
+    if (pf_workdir_recover(&wd) != 0) {
+        pf_notes_print(notes, stderr);
+        pf_workdir_remove(&wd);
+        return finish_like(&st);
+    }
+    char **argv_run = pf_launch_argv(&o, &py);
+    int appended = pf_trailer_append(wd.profile_fd, &st, argv_run), keep = 0;
+    free(argv_run);
     if (appended < 0)
-        fprintf(stderr, "pyflow: could not finish the profile %s (%s): the report may miss the exit status\n",
-                profile, strerror(-appended));
+        fprintf(stderr, "pyflow: could not finish the profile (%s): the report may miss the exit status\n",
+                strerror(-appended));
     if (appended == 1) {
         fprintf(stderr, "pyflow: no profile was recorded: the program did not start under pyflow's runtime\n");
     } else {
         pf_text_opts_t topts = {.max_lines = o.max_lines, .width = terminal_width(o.width), .color = want_color(),
                                 .profile_path = o.profile, .reduced = o.reduced};
-        outputs_t out = {.load = {.profile_only = o.profile_only, .profile_all = o.profile_all},
-                         .text = !o.no_report, .text_out = stderr, .topts = &topts, .json = o.json, .dot = o.dot,
-                         .html = o.html,
-                         .dot_min_bytes = o.dot_min_bytes ? (double)o.dot_min_bytes : 65536.0, .dot_all = o.dot_all};
+        out.topts = &topts;
         /* --no-report and no other rendering: the profile is all that was asked for, and loading a big one
          * costs seconds and about twice its size in memory */
-        int wanted = out.text || out.json || out.dot || out.html;
-        if (wanted && render(profile, &out) != 0 && !o.no_report)
+        int wanted = out.text || out.json.wanted || out.dot.wanted || out.html.wanted;
+        if (wanted && pf_cli_render(wd.profile, &out) != 0 && !o.no_report)
             fprintf(stderr, "pyflow: the report could not be produced (see above)\n");
+        if (o.profile && pf_workdir_publish(&wd, &saved) != 0)
+            keep = 1;   /* what could not be moved stays where the message said */
     }
-    if (tmpdir[0]) {
-        remove_children(profile);
-        unlink(profile);
-        rmdir(tmpdir);
-    }
+    pf_notes_print(notes, stderr);
+    if (keep)
+        pf_workdir_release(&wd);
+    else
+        pf_workdir_remove(&wd);
+    pf_out_release(&saved);
+    pf_cli_target_release(&out.json);
+    pf_cli_target_release(&out.dot);
+    pf_cli_target_release(&out.html);
     return finish_like(&st);
 }
 
@@ -470,23 +357,33 @@ static int cmd_report(int argc, char **argv)
         fprintf(stderr, "pyflow: unknown format %s (text, json, dot or html)\n", format);
         return 2;
     }
+    pf_outputs_t o = {.load = load, .dot_min_bytes = 65536.0, .dot_all = dot_all};
+    const char *dest = out ? out : "-";
+    pf_target_t text;
+    if (pf_cli_target_prepare(json ? &o.json : dot ? &o.dot : html ? &o.html : &text,
+                              json ? "JSON report" : dot ? "flow graph" : html ? "HTML report" : "report", dest,
+                              profile) != 0)
+        return 2;
+    int rc;
     if (json || dot || html) {
-        outputs_t o = {.load = load, .json = json ? (out ? out : "-") : NULL,
-                       .dot = dot ? (out ? out : "-") : NULL, .html = html ? (out ? out : "-") : NULL,
-                       .dot_min_bytes = 65536.0, .dot_all = dot_all};
-        return render(profile, &o) == 0 ? 0 : 2;
+        rc = pf_cli_render(profile, &o);
+        pf_cli_target_release(json ? &o.json : dot ? &o.dot : &o.html);
+        return rc == 0 ? 0 : 2;
     }
-    FILE *f = out ? fopen(out, "w") : stdout;
+    FILE *f = text.to_stdout ? stdout : pf_out_fopen(&text.out);
     if (!f) {
-        fprintf(stderr, "pyflow: cannot write %s: %s\n", out, strerror(errno));
+        pf_cli_target_release(&text);
         return 2;
     }
     topts.width = out ? (topts.width ? topts.width : 100) : terminal_width(topts.width);
     topts.color = !out && isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
-    outputs_t o = {.load = load, .text = 1, .text_out = f, .topts = &topts};
-    int rc = render(profile, &o);
-    if (out)
-        fclose(f);
+    o.text = 1;
+    o.text_out = f;
+    o.topts = &topts;
+    rc = pf_cli_render(profile, &o);
+    if (!text.to_stdout && pf_out_fcommit(&text.out, f, rc == 0) != 0)
+        rc = -1;
+    pf_cli_target_release(&text);
     return rc == 0 ? 0 : 2;
 }
 
@@ -510,6 +407,7 @@ static int cmd_info(void)
 
 int main(int argc, char **argv)
 {
+    argv = pf_jobs_keep_argv(argc, argv);
     if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;

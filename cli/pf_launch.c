@@ -2,8 +2,7 @@
  * same argv (the script as typed), cwd, stdin/stdout/stderr, environment plus pyflow's variables, and
  * LD_PRELOAD with the runtime in front of whatever was already preloaded.
  *
- * While the program runs, pyflow ignores SIGINT and SIGQUIT (the terminal delivers them to the program
- * too, as `time` does) and passes SIGTERM and SIGHUP on to it.
+ * While the program runs, signals and stops pass between pyflow and the program as pf_jobs.h says.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +17,7 @@
 #include <unistd.h>
 
 #include "pf_cli_int.h"
+#include "pf_jobs.h"
 #include "pf_runtime.h"
 
 int pf_launch_libdir(char *out, size_t size)
@@ -62,153 +62,6 @@ int pf_cli_find_on_path(const char *name, char *out, size_t size)
         p += n + (p[n] == ':');
     }
     return -1;
-}
-
-/* The probe costs a Python start-up (~20 ms) per run; its answer only changes when the binary does, so it
- * is cached per ELF binary (path, inode, size, mtime). Scripts such as pyenv's shims pick the interpreter
- * at each call and are always probed. Returns 1 and fills *key when the interpreter can be cached. */
-static int cache_key(const char *python, char *key, size_t size)
-{
-    char path[PATH_MAX], real[PATH_MAX];
-    if (pf_cli_find_on_path(python, path, sizeof path) != 0 || !realpath(path, real))
-        return 0;
-    struct stat st;
-    if (!pf_cli_is_elf(real) || stat(real, &st) != 0)
-        return 0;
-    snprintf(key, size, "%s|%llu|%lld|%lld", real, (unsigned long long)st.st_ino, (long long)st.st_size,
-             (long long)st.st_mtime);
-    return 1;
-}
-
-static void cache_file(char *out, size_t size)
-{
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    if (xdg && *xdg)
-        snprintf(out, size, "%s/pyflow", xdg);
-    else if (home && *home)
-        snprintf(out, size, "%s/.cache/pyflow", home);
-    else
-        out[0] = '\0';
-}
-
-static int cache_lookup(const char *key, pf_python_t *py)
-{
-    char dir[PATH_MAX], file[PATH_MAX + 16], line[PATH_MAX * 3];
-    cache_file(dir, sizeof dir);
-    if (!dir[0])
-        return 0;
-    snprintf(file, sizeof file, "%s/interpreters", dir);
-    FILE *f = fopen(file, "r");
-    if (!f)
-        return 0;
-    int found = 0;
-    size_t kl = strlen(key);
-    while (!found && fgets(line, sizeof line, f)) {
-        if (strncmp(line, key, kl) == 0 && line[kl] == ' ' &&
-            sscanf(line + kl + 1, "%d %d %4095[^\n]", &py->major, &py->minor, py->executable) == 3)
-            found = 1;
-    }
-    fclose(f);
-    return found;
-}
-
-static void cache_store(const char *key, const pf_python_t *py)
-{
-    char dir[PATH_MAX], file[PATH_MAX + 16];
-    cache_file(dir, sizeof dir);
-    if (!dir[0])
-        return;
-    char parent[PATH_MAX];
-    snprintf(parent, sizeof parent, "%s", dir);
-    char *slash = strrchr(parent, '/');
-    if (slash) {
-        *slash = '\0';
-        mkdir(parent, 0755);
-    }
-    mkdir(dir, 0755);
-    snprintf(file, sizeof file, "%s/interpreters", dir);
-    FILE *f = fopen(file, "a");
-    if (!f)
-        return;     /* a read-only home: just probe every time */
-    fprintf(f, "%s %d %d %s\n", key, py->major, py->minor, py->executable);
-    fclose(f);
-}
-
-static int probe_uncached(const char *python, pf_python_t *py);
-
-int pf_launch_probe(const char *python, pf_python_t *py)
-{
-    char key[PATH_MAX * 2];
-    int cacheable = cache_key(python, key, sizeof key);
-    if (cacheable && cache_lookup(key, py) && access(py->executable, X_OK) == 0)
-        return 0;
-    if (probe_uncached(python, py) != 0)
-        return -1;
-    if (cacheable)
-        cache_store(key, py);
-    return 0;
-}
-
-static int probe_uncached(const char *python, pf_python_t *py)
-{
-    int fds[2];
-    if (pipe(fds) != 0) {
-        perror("pyflow: pipe");
-        return -1;
-    }
-    pid_t pid = fork();
-    if (pid < 0) {
-        perror("pyflow: fork");
-        return -1;
-    }
-    if (pid == 0) {
-        dup2(fds[1], STDOUT_FILENO);
-        int devnull = open("/dev/null", O_RDWR);
-        if (devnull >= 0) {
-            dup2(devnull, STDIN_FILENO);
-            dup2(devnull, STDERR_FILENO);
-        }
-        close(fds[0]);
-        unsetenv("LD_PRELOAD");   /* the probe itself is not profiled */
-        /* Python 2 syntax too, so an old interpreter is named as unsupported rather than as not Python. */
-        execlp(python, python, "-S", "-c",
-               "import sys; sys.stdout.write('PYFLOW-PROBE %d %d %s\\n' % (sys.version_info[0], "
-               "sys.version_info[1], sys.executable))",
-               (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    char buf[8192];
-    size_t used = 0;
-    ssize_t n;
-    while (used < sizeof buf - 1 && (n = read(fds[0], buf + used, sizeof buf - 1 - used)) > 0)
-        used += (size_t)n;
-    buf[used] = '\0';
-    close(fds[0]);
-    int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    char exe[4096];
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && used == 0) {
-        fprintf(stderr, "pyflow: cannot run the interpreter %s: not found (use --python PATH or PYFLOW_PYTHON)\n",
-                python);
-        return -1;
-    }
-    const char *line = strstr(buf, "PYFLOW-PROBE ");
-    if (!line || sscanf(line, "PYFLOW-PROBE %d %d %4095[^\n]", &py->major, &py->minor, exe) != 3) {
-        fprintf(stderr, "pyflow: --python %s is not a Python interpreter\n", python);
-        return -1;
-    }
-    snprintf(py->executable, sizeof py->executable, "%s", exe);
-    return 0;
-}
-
-static volatile sig_atomic_t child_pid;
-
-static void forward_signal(int sig)
-{
-    if (child_pid > 0)
-        kill((pid_t)child_pid, sig);
 }
 
 static void set_env_u64(const char *name, uint64_t v)
@@ -286,12 +139,11 @@ static void request_torch_async_backend(void)
     setenv("PYTORCH_CUDA_ALLOC_CONF", value, 1);
 }
 
-/* Execs the interpreter on the program, with the user's argv. Never returns. */
-static void exec_argv(const pf_run_opts_t *o, const pf_python_t *py)
+char **pf_launch_argv(const pf_run_opts_t *o, const pf_python_t *py)
 {
     char **argv = calloc((size_t)o->n_python_opts + (size_t)o->nargs + 4, sizeof *argv);
     if (!argv)
-        _exit(127);
+        return NULL;
     int k = 0;
     argv[k++] = (char *)py->executable;
     for (int i = 0; i < o->n_python_opts; i++)
@@ -304,6 +156,15 @@ static void exec_argv(const pf_run_opts_t *o, const pf_python_t *py)
     for (int i = 0; i < o->nargs; i++)
         argv[k++] = o->args[i];
     argv[k] = NULL;
+    return argv;
+}
+
+/* Execs the interpreter on the program, with the user's argv. Never returns. */
+static void exec_argv(const pf_run_opts_t *o, const pf_python_t *py)
+{
+    char **argv = pf_launch_argv(o, py);
+    if (!argv)
+        _exit(127);
     execv(py->executable, argv);
     fprintf(stderr, "pyflow: cannot execute %s: %s\n", py->executable, strerror(errno));
     _exit(127);
@@ -312,52 +173,26 @@ static void exec_argv(const pf_run_opts_t *o, const pf_python_t *py)
 int pf_launch_run(const pf_run_opts_t *o, const pf_python_t *py, const char *libdir, const char *profile,
                   pf_child_status_t *st)
 {
-    struct sigaction ign = {.sa_handler = SIG_IGN}, fwd = {.sa_handler = forward_signal}, old_int, old_quit,
-                     old_term, old_hup;
-    sigemptyset(&ign.sa_mask);
-    sigemptyset(&fwd.sa_mask);
-    /* Blocked across fork, so no signal falls between the fork and the handlers below: pyflow then
-     * forwards a pending SIGTERM/SIGHUP and drops a pending SIGINT/SIGQUIT (the terminal sent those to the
-     * program too, which gets them when it unblocks before exec). */
-    sigset_t waiting, old_mask;
-    sigemptyset(&waiting);
-    sigaddset(&waiting, SIGINT);
-    sigaddset(&waiting, SIGQUIT);
-    sigaddset(&waiting, SIGTERM);
-    sigaddset(&waiting, SIGHUP);
-    sigprocmask(SIG_BLOCK, &waiting, &old_mask);
+    pf_jobs_t jobs;
+    pf_jobs_prepare(&jobs);
     fflush(NULL);
     uint64_t start = now_ns();
     pid_t pid = fork();
     if (pid < 0) {
         int e = errno;
-        sigprocmask(SIG_SETMASK, &old_mask, NULL);
+        pf_jobs_abandon(&jobs);
         fprintf(stderr, "pyflow: cannot start the program: %s\n", strerror(e));
         return -1;
     }
     if (pid == 0) {
-        sigprocmask(SIG_SETMASK, &old_mask, NULL);
+        pf_jobs_child(&jobs);
         exec_program(o, py, libdir, profile);
     }
-    child_pid = pid;
-    sigaction(SIGINT, &ign, &old_int);
-    sigaction(SIGQUIT, &ign, &old_quit);
-    sigaction(SIGTERM, &fwd, &old_term);
-    sigaction(SIGHUP, &fwd, &old_hup);
-    sigprocmask(SIG_SETMASK, &old_mask, NULL);
+    pf_jobs_hide_cmdline(pid);
     int status;
-    while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR) {
-            fprintf(stderr, "pyflow: waiting for the program failed: %s\n", strerror(errno));
-            return -1;
-        }
-    }
+    if (pf_jobs_wait(&jobs, pid, &status) != 0)
+        return -1;
     st->elapsed_ns = now_ns() - start;
-    child_pid = 0;
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGQUIT, &old_quit, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-    sigaction(SIGHUP, &old_hup, NULL);
     st->signaled = WIFSIGNALED(status);
     st->code = st->signaled ? WTERMSIG(status) : WEXITSTATUS(status);
     return 0;

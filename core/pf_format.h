@@ -77,6 +77,9 @@ typedef struct pf_file_header {
                                        parent is ppid). 0 in older files. */
     uint32_t via_child;             /* that first program's pid: what via_pid's SPAWN record names (or 0,
                                        a start whose pid was not known: system(3)) */
+    uint64_t run_id;                /* the launcher's random id of the run, the same in every process's
+                                       file: a PATH.<pid> beside PATH belongs to it only when they match
+                                       (an earlier run's files are never merged). 0 in older files. */
 } pf_file_header_t;
 
 typedef struct pf_chunk_header {
@@ -108,6 +111,9 @@ typedef enum pf_rec_type {
     PF_REC_STACK = 13,      /* a call stack seen for the first time, given an id that ALLOC and COPY refer to */
     PF_REC_SPAWN = 14,      /* a thread or process was started: when, which, and the starting thread's stack */
     PF_REC_WRITER = 15,     /* the records after it in this chunk are another thread's (pf_rec_writer_t) */
+    PF_REC_ARGV = 16,       /* the launched process's whole argv (aux: how many), each NUL terminated, written by
+                               the launcher in its trailer chunk: the header keeps only those that fit
+                               PF_ARGV_BYTES; one past the chunk's room is cut */
     PF_REC_TYPE_MAX
 } pf_rec_type_t;
 

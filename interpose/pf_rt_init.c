@@ -43,6 +43,9 @@ void pf_log(const char *fmt, ...)
     if (m < 0)
         return;
     size_t len = (size_t)n + ((size_t)m < sizeof buf - (size_t)n - 1 ? (size_t)m : sizeof buf - (size_t)n - 2);
+    /* a child's stderr is the program's: the message goes to the launcher, which prints it with the report */
+    if (!pf_cfg.is_root && pf_cfg.run_id && pf_notify_launcher(buf + n, len - (size_t)n))
+        return;
     buf[len++] = '\n';
     ssize_t ignored = write(STDERR_FILENO, buf, len);
     (void)ignored;
@@ -128,14 +131,18 @@ static void fork_parent(void)
 static void fork_child(void)
 {
     pf_cfg.pid = (uint32_t)getpid();
+    pf_cfg.is_root = 0;
     pf_fd_fork_child();
     pf_objtable_fork_child();
     pf_writer_fork_parent();
     pf_codes_reset();
     pf_stacks_reset();
     pf_modules_reset();
-    if (pf_writer_reopen_child() < 0)
+    int rc = pf_writer_reopen_child();
+    if (rc < 0) {
         __atomic_store_n(&pf_cfg.enabled, 0, __ATOMIC_RELEASE);
+        pf_log("a forked child is not profiled: it cannot create its profile (%s)", strerror(-rc));
+    }
     pf_record_thread_reset(&pf_tls);
     pf_watch_glue_fork_child(&pf_tls);
     pf_tls.guard--;
@@ -202,7 +209,7 @@ static void leave_environment_clean(void)
         else
             unsetenv("LD_PRELOAD");
     }
-    static const char *const vars[] = {PF_ENV_OUTPUT, PF_ENV_ROOT_PID, PF_ENV_SAMPLE_BYTES, PF_ENV_OBJECT_BYTES,
+    static const char *const vars[] = {PF_ENV_OUTPUT, PF_ENV_ROOT_PID, PF_ENV_RUN_ID, PF_ENV_SAMPLE_BYTES, PF_ENV_OBJECT_BYTES,
                                        PF_ENV_COPY_SAMPLE_BYTES, PF_ENV_COPY_BYTES, PF_ENV_MAX_PROFILE_BYTES,
                                        PF_ENV_EXACT, PF_ENV_NATIVE,
                                        PF_ENV_QUIET, PF_ENV_WATCH, PF_ENV_WATCH_PERIOD, PF_ENV_WATCH_BUDGET, PF_ENV_WATCH_EVENT,
@@ -221,6 +228,9 @@ __attribute__((constructor)) static void pf_rt_init(void)
     pf_cfg.start_mono_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
     pf_cfg.pid = (uint32_t)getpid();
     pf_cfg.quiet = env_flag(PF_ENV_QUIET);
+    const char *run_id = getenv(PF_ENV_RUN_ID), *root = getenv(PF_ENV_ROOT_PID);
+    pf_cfg.run_id = run_id ? strtoull(run_id, NULL, 16) : 0;
+    pf_cfg.is_root = root && atoi(root) == (int)getpid();
 
     const char *output = getenv(PF_ENV_OUTPUT);
     char version[32];
@@ -242,13 +252,13 @@ __attribute__((constructor)) static void pf_rt_init(void)
     pf_cfg.copy_sample_bytes = env_u64(PF_ENV_COPY_SAMPLE_BYTES, pf_cfg.mean_sample_bytes);
     pf_cfg.copy_threshold = env_u64(PF_ENV_COPY_BYTES, PF_DEFAULT_COPY_BYTES);
 
-    const char *root = getenv(PF_ENV_ROOT_PID);
-    int is_root = root && atoi(root) == (int)getpid();
+    int is_root = pf_cfg.is_root;
     pf_writer_info_t info = {
         .max_bytes = env_u64(PF_ENV_MAX_PROFILE_BYTES, 0),
         .flags = (pf_cfg.exact ? PF_HDR_EXACT : 0) | (pf_cfg.native ? PF_HDR_NATIVE : 0),
         .python_hex = hex,
         .python_version = version,
+        .run_id = pf_cfg.run_id,
     };
     take_via(&info);
     int rc = pf_objtable_init();

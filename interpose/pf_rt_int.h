@@ -96,6 +96,8 @@ typedef struct pf_config {
     const pf_pyframes_api_t *py;/* the interpreter's frame reader; NULL until loaded */
     uint64_t start_mono_ns;
     uint32_t pid;               /* getpid(), kept (also by the fork handler): it is a system call each time */
+    int is_root;                /* the process the launcher started (its stderr is the user's terminal) */
+    uint64_t run_id;            /* PYFLOW_RUN_ID: names the launcher's socket for messages (pf_notify.c) */
 } pf_config_t;
 
 extern pf_config_t pf_cfg PF_HIDDEN;
@@ -104,6 +106,9 @@ extern pf_config_t pf_cfg PF_HIDDEN;
 void pf_rt_resolve_real(void) PF_HIDDEN;     /* idempotent; safe to call from any hook */
 int pf_rt_resolving(void) PF_HIDDEN;         /* 1 while dlsym runs: hooks must use the bootstrap heap */
 void pf_log(const char *fmt, ...) PF_HIDDEN __attribute__((format(printf, 1, 2)));
+
+/* pf_notify.c: hands a message (without "pyflow: " and newline) to the launcher. Returns 1 when sent. */
+int pf_notify_launcher(const char *msg, size_t len) PF_HIDDEN;
 
 /* pf_hooks_spawn.c: finds the real pthread_create, fork, posix_spawn and exec functions (constructor). */
 void pf_spawn_resolve(void) PF_HIDDEN;

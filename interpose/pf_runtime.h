@@ -35,6 +35,12 @@
 
 #define PF_ENV_OUTPUT "PYFLOW_OUTPUT"
 #define PF_ENV_ROOT_PID "PYFLOW_ROOT_PID"
+#define PF_ENV_RUN_ID "PYFLOW_RUN_ID"          /* hex: the run every process's header names (run_id) */
+/* The launcher's abstract AF_UNIX datagram socket, named from the run id: a profiled process other than the
+ * one the launcher started sends its messages there ("PID UID COMM MESSAGE"), never to its own stderr,
+ * which belongs to the program (and is often captured by it). Abstract names cross chroot and uid changes. */
+#define PF_NOTES_NAME "pyflow-%016llx"
+#define PF_NOTES_MAX 512                        /* bytes of one message */
 #define PF_ENV_SAMPLE_BYTES "PYFLOW_SAMPLE_BYTES"
 #define PF_ENV_OBJECT_BYTES "PYFLOW_OBJECT_BYTES"
 #define PF_ENV_COPY_SAMPLE_BYTES "PYFLOW_COPY_SAMPLE_BYTES"

@@ -312,6 +312,13 @@ void pf_watch_glue_slow(pf_tls_t *t)
     }
     if (PF_LIKELY(!watch_on))
         return;
+    if (PF_UNLIKELY(__atomic_load_n(&pf_watch_copies_blocked, __ATOMIC_RELAXED) == 1) &&
+        __atomic_exchange_n(&pf_watch_copies_blocked, 2, __ATOMIC_RELAXED) == 1) {
+        static const char why[] = "watch: the program blocks SIGTRAP (in a thread that blocks every signal), "
+                                  "through which copy watches report: copies made there are not watched";
+        pf_log("%s", why);
+        pf_record_mark(t, PF_MARK_NOTE, 0, why);
+    }
     if (PF_UNLIKELY(!t->watch_started)) {
         char why[256];
         t->watch_started = 1;

@@ -45,6 +45,7 @@ static struct {
     uint32_t python_hex;
     char python_version[32];
     uint32_t via_pid, via_child;
+    uint64_t run_id;
     int full_reported;
 } W = {.fd = -1};
 
@@ -94,7 +95,7 @@ static uint64_t clock_ns(clockid_t id)
 static int open_profile_file(int is_root)
 {
     if (is_root) {
-        int fd = open(W.base, O_RDWR | O_CLOEXEC);
+        int fd = open(W.base, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
         struct stat st;
         if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size == 0) {
             snprintf(W.path, sizeof W.path, "%s", W.base);
@@ -110,7 +111,7 @@ static int open_profile_file(int is_root)
             snprintf(path, sizeof W.path, "%s.%d", W.base, pid);
         else
             snprintf(path, sizeof W.path, "%s.%d.%d", W.base, pid, n);
-        int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd >= 0 || errno != EEXIST)
             return fd >= 0 ? fd : -errno;
     }
@@ -137,6 +138,7 @@ static int write_header(int fd, uint32_t flags)
     h.argv_bytes = read_cmdline(h.argv, sizeof h.argv);
     h.via_pid = W.via_pid;
     h.via_child = W.via_child;
+    h.run_id = W.run_id;
     _Static_assert(sizeof h <= PF_HEADER_BYTES, "header must fit its page");
     if (pwrite(fd, &h, sizeof h, 0) != (ssize_t)sizeof h)
         return -EIO;
@@ -187,6 +189,7 @@ int pf_writer_open(const char *base_path, int is_root, const pf_writer_info_t *i
     W.python_hex = info->python_hex;
     W.via_pid = info->via_pid;
     W.via_child = info->via_child;
+    W.run_id = info->run_id;
     snprintf(W.python_version, sizeof W.python_version, "%s", info->python_version);
     return open_and_start(is_root);
 }

@@ -21,6 +21,7 @@ typedef struct pf_writer_info {
     uint32_t python_hex;
     const char *python_version; /* "3.11.2" */
     uint32_t via_pid, via_child;/* the header's (this process only: a fork child's parent is this process) */
+    uint64_t run_id;            /* the header's: the launcher's id of the run */
 } pf_writer_info_t;
 
 /* Opens the profile for this process: base_path itself when this is the launched process and the file is

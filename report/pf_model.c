@@ -94,6 +94,9 @@ static int is_import_root(const char *file, int is_user)
            (!is_user && n > c && strcmp(file + n - c, codecs) == 0);
 }
 
+static char *join_argv(const char *argv, size_t n);
+static void root_argv(pf_model_t *m, const char *argv, size_t n);
+
 static int on_record(void *ctx, const pf_record_t *r)
 {
     loader_t *L = ctx;
@@ -149,6 +152,19 @@ static int on_record(void *ctx, const pf_record_t *r)
             note_sampling_step(m, (double)mk->t_ns / 1e9, mk->value);
         return 0;
     }
+    case PF_REC_ARGV:
+        if (L->cur == 0) {  /* the whole argv, where the header had room for part of it only */
+            const char *argv = r->payload;
+            size_t n = 0;     /* aux arguments; the padding after them is not one */
+            for (unsigned k = 0; k < r->aux && n < r->payload_bytes; k++)
+                n += strnlen(argv + n, r->payload_bytes - n) + 1;
+            if (n > r->payload_bytes)
+                n = r->payload_bytes;
+            free(m->procs[0].argv);
+            m->procs[0].argv = join_argv(argv, n);
+            root_argv(m, argv, n);
+        }
+        return 0;
     case PF_REC_EXIT: {
         const pf_rec_exit_t *x = r->payload;
         if (L->cur == 0) {
@@ -242,18 +258,18 @@ pf_stack_view_t pf_loader_stack(loader_t *L, uint32_t proc, const void *tail, ui
 }
 
 /* Space-joined argv from a header's NUL-separated one; skip_first drops the interpreter. */
-static char *join_argv(const pf_file_header_t *h, int skip_first)
+/* argv (n bytes, NUL separated) joined by spaces, without argv[0] (the interpreter). */
+static char *join_argv(const char *argv, size_t n)
 {
-    size_t n = h->argv_bytes;
     char *s = pf_xmalloc(n + 1);
     size_t o = 0;
     int first = 1;
     for (size_t i = 0; i < n;) {
-        size_t len = strnlen(h->argv + i, n - i);
-        if (!(skip_first && first)) {
+        size_t len = strnlen(argv + i, n - i);
+        if (!first) {
             if (o)
                 s[o++] = ' ';
-            memcpy(s + o, h->argv + i, len);
+            memcpy(s + o, argv + i, len);
             o += len;
         }
         first = 0;
@@ -263,15 +279,21 @@ static char *join_argv(const pf_file_header_t *h, int skip_first)
     return s;
 }
 
-static void root_argv(pf_model_t *m, const pf_file_header_t *h)
+/* The root's arguments (argv[0], the interpreter, left out), replacing any read before. */
+static void root_argv(pf_model_t *m, const char *argv, size_t n)
 {
-    size_t n = h->argv_bytes, cap = 0;
+    for (size_t i = 0; i < m->argc; i++)
+        free(m->argv[i]);
+    free(m->argv);
+    m->argv = NULL;
+    m->argc = 0;
+    size_t cap = 0;
     int index = 0;
     for (size_t i = 0; i < n;) {
-        size_t len = strnlen(h->argv + i, n - i);
+        size_t len = strnlen(argv + i, n - i);
         if (index++ > 0) {  /* argv[0] is the interpreter */
             char **slot = PF_VEC_PUSH(m->argv, m->argc, cap);
-            *slot = pf_xstrndup(h->argv + i, len);
+            *slot = pf_xstrndup(argv + i, len);
         }
         i += len + 1;
     }
@@ -319,8 +341,8 @@ size_t pf_profile_children(const char *path, char ***out)
         return 0;
     struct dirent *de;
     while ((de = readdir(d)) && n < PF_MAX_CHILD_FILES) {
-        if (!is_child_name(de->d_name, base))
-            continue;
+        if (!is_child_name(de->d_name, base) || de->d_type == DT_LNK)
+            continue;   /* a link under a child's name (a shared directory) is never followed */
         char full[PATH_MAX + 256];
         snprintf(full, sizeof full, "%s/%s", dir, de->d_name);
         char **slot = PF_VEC_PUSH(names, n, cap);
@@ -354,12 +376,16 @@ static int add_process(loader_t *L, const char *path, int root, char *err, size_
     if (rc < 0)
         return rc;
     const pf_file_header_t *h = &P->file.header;
+    if (!root && L->n_procs > 0 && L->procs[0].file.header.run_id && h->run_id != L->procs[0].file.header.run_id) {
+        pf_file_close(&P->file);   /* another run's file under a name like ours: not this program's */
+        return -ESRCH;
+    }
     pf_process_t *pr = PF_VEC_PUSH(m->procs, m->n_procs, m->cap_procs);
     pr->pid = h->pid;
     pr->ppid = h->ppid;
     pr->via_pid = h->via_pid;
     pr->root = root;
-    pr->argv = join_argv(h, 1);
+    pr->argv = join_argv(h->argv, h->argv_bytes);
     pr->python = pf_xstrndup(h->python_version, strlen(h->python_version));
     if (!root && L->n_procs > 0) {
         uint64_t root_start = L->procs[0].file.header.start_mono_ns;
@@ -371,7 +397,7 @@ static int add_process(loader_t *L, const char *path, int root, char *err, size_
         m->mean_sample_bytes = h->mean_sample_bytes;
         m->object_threshold = h->object_threshold;
         m->python_version = pf_xstrndup(h->python_version, strlen(h->python_version));
-        root_argv(m, h);
+        root_argv(m, h->argv, h->argv_bytes);
     }
     L->cur = (uint32_t)L->n_procs;
     L->n_procs++;

@@ -12,6 +12,41 @@
 
 #include "pf_util_int.h"
 
+/* Copies a pipe, to its end, into a memory-backed file, so that it maps and drops pages like a profile on
+ * disk. Returns the new descriptor (the pipe is closed), or -errno (EFBIG past PF_READER_MAX_BYTES). */
+static int stream_to_memfd(int fd)
+{
+    int mem = memfd_create("pyflow-profile", MFD_CLOEXEC);
+    int e = mem < 0 ? errno : 0;
+    uint64_t total = 0;
+    static char buf[1 << 16];
+    while (!e) {
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            e = n < 0 ? errno : 0;
+            break;
+        }
+        if ((total += (uint64_t)n) > PF_READER_MAX_BYTES)
+            e = EFBIG;
+        for (ssize_t done = 0; !e && done < n;) {
+            ssize_t w = write(mem, buf + done, (size_t)(n - done));
+            if (w < 0 && errno != EINTR)
+                e = errno;
+            else if (w > 0)
+                done += w;
+        }
+    }
+    close(fd);
+    if (e) {
+        if (mem >= 0)
+            close(mem);
+        return -e;
+    }
+    return mem;
+}
+
 int pf_file_open(const char *path, pf_file_t *f, char *err, size_t errlen)
 {
     memset(f, 0, sizeof *f);
@@ -22,6 +57,15 @@ int pf_file_open(const char *path, pf_file_t *f, char *err, size_t errlen)
         return -e;
     }
     struct stat st;
+    if (fstat(fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))) {
+        /* a pipe (`pyflow report <(...)`, a FIFO): read once, to its end */
+        fd = stream_to_memfd(fd);
+        if (fd < 0) {
+            snprintf(err, errlen, "%s: %s", path, fd == -EFBIG ? "far larger than any profile pyflow writes (4 GiB)"
+                     : strerror(-fd));
+            return fd;
+        }
+    }
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         int e = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
         snprintf(err, errlen, "%s: %s", path, e == EISDIR ? "is a directory" : "not a regular file");
@@ -58,12 +102,14 @@ int pf_file_open(const char *path, pf_file_t *f, char *err, size_t errlen)
     memcpy(&f->header, f->data, sizeof f->header);
     const pf_file_header_t *h = &f->header;
     const char *why = NULL;
+    char version[160];
+    snprintf(version, sizeof version, "has format version %u; this pyflow reads versions 1 to %u (%s)", h->version,
+             PF_FORMAT_VERSION, h->version > PF_FORMAT_VERSION ? "written by a newer pyflow: update pyflow to read it"
+                                                               : "corrupt at offset 8");
     if (memcmp(h->magic, PF_FILE_MAGIC, 8) != 0)
         why = "is not a pyflow profile (wrong magic at offset 0)";
-    else if (h->version > PF_FORMAT_VERSION)
-        why = "was written by a newer pyflow (format version too new): update pyflow to read it";
-    else if (h->version == 0)
-        why = "is corrupt: format version 0 at offset 8";
+    else if (h->version > PF_FORMAT_VERSION || h->version == 0)
+        why = version;
     else if (h->header_bytes != PF_HEADER_BYTES)
         why = "is corrupt: unexpected header size at offset 12";
     else if (h->chunk_bytes < 4096 || h->chunk_bytes > (64u << 20) || (h->chunk_bytes & 7))

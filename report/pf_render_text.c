@@ -50,8 +50,8 @@ static int is_wide(uint32_t c)
            (c >= 0x1F900 && c <= 0x1F9FF) || (c >= 0x20000 && c <= 0x3FFFD);
 }
 
-/* The glyph at s: sets *len (bytes) and *safe (0 = print it as '?': a control character, or an escape
- * sequence that is not our own colour) and returns its columns. Names and source text come from the
+/* The glyph at s: sets *len (bytes) and *safe (0 = print it as '?': a control character, a bidirectional
+ * control, or an escape sequence that is not our own colour) and returns its columns. Names and source text come from the
  * profiled program: a newline, tab or escape in them must not break the table or drive the terminal. */
 static int glyph(const char *s, int color, size_t *len, int *safe)
 {
@@ -83,6 +83,13 @@ static int glyph(const char *s, int color, size_t *len, int *safe)
     uint32_t c = n == 2 ? (u[0] & 0x1Fu) : n == 3 ? (u[0] & 0x0Fu) : (u[0] & 0x07u);
     for (size_t i = 1; i < n; i++)
         c = (c << 6) | (u[i] & 0x3Fu);
+    /* C1 controls, line and paragraph separators, and the bidirectional marks, embeddings, overrides and
+     * isolates: each can reorder or hide what the terminal shows after it ("Trojan Source") */
+    if ((c >= 0x80 && c <= 0x9F) || c == 0x061C || c == 0x200E || c == 0x200F || (c >= 0x2028 && c <= 0x202E) ||
+        (c >= 0x2066 && c <= 0x2069)) {
+        *safe = 0;
+        return 1;
+    }
     if ((c >= 0x0300 && c <= 0x036F) || (c >= 0x200B && c <= 0x200F) || (c >= 0xFE00 && c <= 0xFE0F))
         return 0;   /* combining marks and zero-width characters */
     return is_wide(c) ? 2 : 1;

@@ -148,6 +148,10 @@ int pf_watch_pending(void);
  * unwatched, or no slot free). */
 int pf_watch_copy(uint64_t copy_id, const void *dst, const void *src, size_t n);
 
+/* 1 once a copy went unwatched because its thread blocks SIGTRAP, through which watchpoints report (a
+ * thread that blocks every signal): for the caller to say so once (and set it to 2). */
+extern int pf_watch_copies_blocked;
+
 /* A copy's watch ends this long after it was armed. Writes that prove a copy needed mostly come right after
  * it; one nobody wrote by then is left to the byte comparison at its free. The bound matters where armed
  * debug registers cost the whole thread something: in this project's KVM guests page faults take 1.5x

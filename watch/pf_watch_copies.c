@@ -114,11 +114,19 @@ void pf_watch_copies_expire(void)
     t->busy = 0;
 }
 
+int pf_watch_copies_blocked;
+
 int pf_watch_copy(uint64_t copy_id, const void *dst, const void *src, size_t n)
 {
     pf_watch_thread_t *t = pf_watch_self;
     if (!t || !(pf_watch_cfg.modes & PF_WATCH_MODE_COPIES) || pf_watch_stopped || t->busy || t->walking || n < 8)
         return 0;
+    sigset_t blocked;   /* a blocked SIGTRAP never reports the write: watching would only look like "no write" */
+    if (pthread_sigmask(SIG_BLOCK, NULL, &blocked) == 0 && sigismember(&blocked, SIGTRAP)) {
+        if (!__atomic_load_n(&pf_watch_copies_blocked, __ATOMIC_RELAXED))
+            __atomic_store_n(&pf_watch_copies_blocked, 1, __ATOMIC_RELAXED);
+        return 0;
+    }
     t->busy = 1;        /* the handlers leave the slots alone meanwhile */
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     int armed = 0;

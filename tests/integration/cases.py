@@ -11,11 +11,15 @@ import glob
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAMS = os.path.join(HERE, "programs")
@@ -1850,6 +1854,471 @@ def case_html_report_layout(c):
     shot = os.path.join(c.tmp, "layout.png")
     run([browser, *flags, "--screenshot=" + shot, "file://" + page], timeout=120)
     assert os.path.exists(shot) and os.path.getsize(shot) > 10_000
+
+
+# ---- safety: venvs, output files, signals and job control, FIFOs (issue 23; docs/safety.md) ----
+
+def make_venv(c, where):
+    """A venv of c.python with a module m in it (symlinked, as `python -m venv` makes it). Skips where the
+    interpreter has no venv module."""
+    r = run([c.python, "-m", "venv", "--without-pip", where])
+    if r.returncode != 0:
+        raise Skip(f"{c.python} cannot make a venv: {r.stderr.strip()[-200:]}")
+    vpy = os.path.join(where, "bin", "python")
+    site = run([vpy, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
+    with open(os.path.join(site, "venvmod.py"), "w") as f:
+        f.write("print('venvmod ok')\n")
+    return vpy
+
+
+def case_venvs(c):
+    """A venv runs as itself, named with --python (relative or not), named before the script, activated (its
+    bin first on PATH), and the base interpreter named afterwards still runs as itself (the probe cache
+    keys on the path as named and the venv's pyvenv.cfg, not on the binary both resolve to)."""
+    home = os.path.join(c.tmp, "home")
+    os.makedirs(home)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYFLOW_PYTHON", "XDG_CACHE_HOME", "VIRTUAL_ENV")}
+    env["HOME"] = home
+    venv = os.path.join(c.tmp, "venv")
+    vpy = make_venv(c, venv)
+    code = "import venvmod, sys; print(sys.prefix)"
+    want = f"venvmod ok\n{venv}\n"
+    base_prefix = run([c.python, "-c", "import sys; print(sys.prefix)"]).stdout
+    for attempt in range(2):    # the second run of each reads the probe cache
+        for cmd in (["--python", vpy, "-c", code], ["--python", "venv/bin/python", "-c", code], [vpy, "-c", code]):
+            r = run([c.pyflow, "run", "--no-report", *cmd], cwd=c.tmp, env=env)
+            assert r.returncode == 0 and r.stdout == want, (cmd, attempt, r.stdout, r.stderr[-600:])
+        active = dict(env, PATH=os.path.join(venv, "bin") + ":" + env.get("PATH", ""), VIRTUAL_ENV=venv)
+        r = run([c.pyflow, "run", "--no-report", "-c", code], env=active)
+        assert r.returncode == 0 and r.stdout == want, ("activated", attempt, r.stdout, r.stderr[-600:])
+        r = run([c.pyflow, "run", "--no-report", "--python", c.python, "-c", "import sys; print(sys.prefix)"],
+                env=env)
+        assert r.returncode == 0 and r.stdout == base_prefix, ("base after venv", r.stdout, base_prefix)
+
+
+def case_interpreter_cache(c):
+    """The probe cache is private and holds only versions: a cached line naming a program is never run, a
+    cache others can write (or another user owns) is ignored, and pyflow makes it 0700/0600."""
+    home = os.path.join(c.tmp, "home")
+    os.makedirs(home)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYFLOW_PYTHON", "XDG_CACHE_HOME")}
+    env["HOME"] = home
+    cmd = [c.pyflow, "run", "--no-report", "--python", c.python, "-c", "import sys; print(sys.version_info[1])"]
+    minor = run([c.python, "-c", "import sys; print(sys.version_info[1])"]).stdout
+    r = run(cmd, env=env)
+    assert r.returncode == 0 and r.stdout == minor, (r.stdout, r.stderr[-400:])
+    cdir = os.path.join(home, ".cache", "pyflow")
+    cfile = os.path.join(cdir, "interpreters")
+    assert os.stat(cdir).st_mode & 0o777 == 0o700, oct(os.stat(cdir).st_mode)
+    assert os.stat(cfile).st_mode & 0o777 == 0o600, oct(os.stat(cfile).st_mode)
+    with open(cfile) as f:
+        lines = f.read().splitlines()
+    assert lines, "nothing cached"
+    marker = os.path.join(c.tmp, "evil-ran")
+    evil = os.path.join(c.tmp, "evil")
+    with open(evil, "w") as f:
+        f.write(f"#!/bin/sh\ntouch {marker}\nexec {c.python} \"$@\"\n")
+    os.chmod(evil, 0o755)
+    keys = [ln.split(" ")[0] for ln in lines]
+
+    def write_cache(text, mode):
+        with open(cfile, "w") as f:
+            f.write(text)
+        os.chmod(cfile, mode)
+    # a line naming a program to run (the cache once held the executable): never executed
+    write_cache("".join(f"{k} 3 {minor.strip()} {evil}\n" for k in keys), 0o600)
+    r = run(cmd, env=env)
+    assert r.returncode == 0 and r.stdout == minor, (r.stdout, r.stderr[-400:])
+    assert not os.path.exists(marker), "pyflow ran a program named by its cache"
+    # a cache anyone may write, or one in a directory anyone may write: ignored (its 3.7 would be refused)
+    for fmode, dmode in ((0o666, 0o700), (0o600, 0o777)):
+        write_cache("".join(f"{k} 3 7\n" for k in keys), fmode)
+        os.chmod(cdir, dmode)
+        r = run(cmd, env=env)
+        os.chmod(cdir, 0o700)
+        assert r.returncode == 0 and r.stdout == minor, (oct(fmode), oct(dmode), r.stdout, r.stderr[-400:])
+    if os.geteuid() == 0:   # another user's cache (a HOME under sudo -E): ignored
+        write_cache("".join(f"{k} 3 7\n" for k in keys), 0o600)
+        os.chown(cfile, 65534, 65534)
+        r = run(cmd, env=env)
+        assert r.returncode == 0 and r.stdout == minor, ("foreign cache", r.stdout, r.stderr[-400:])
+
+
+def case_output_files(c):
+    """-o, --json, --html and --dot never delete, truncate or write through what they did not create."""
+    d = os.path.join(c.tmp, "out")
+    os.makedirs(d)
+    script = os.path.join(d, "s.py")
+    with open(script, "w") as f:
+        f.write("import os\nx = bytearray(2_000_000)\nif os.fork() == 0:\n    y = bytearray(3_000_000)\n"
+                "    os._exit(0)\nos.wait()\nprint('ran')\n")
+
+    def pyflow(*args):
+        return run([c.pyflow, "run", "--python", c.python, "--no-report", *args], cwd=d)
+
+    def content(name):
+        with open(os.path.join(d, name)) as f:
+            return f.read()
+    # files beside the -o name that look like its children: untouched (an earlier run's, or not profiles)
+    for name in ("app.log.1", "app.log.2", "p.pflow.12345"):
+        with open(os.path.join(d, name), "w") as f:
+            f.write(f"keep {name}\n")
+    r = pyflow("-o", "app.log", "s.py")
+    assert r.returncode == 0 and r.stdout == "ran\n", r.stderr[-600:]
+    for name in ("app.log.1", "app.log.2"):
+        assert content(name) == f"keep {name}\n", f"{name} changed or removed"
+    r = pyflow("-o", "p.pflow", "s.py")
+    r = pyflow("-o", "p.pflow", "s.py")
+    assert r.returncode == 0 and "replaced" in r.stderr, r.stderr[-600:]
+    assert content("p.pflow.12345") == "keep p.pflow.12345\n", "a file named like a child profile was removed"
+    rep = run([c.pyflow, "report", os.path.join(d, "p.pflow"), "--format", "json"])
+    assert rep.returncode == 0 and len(json.loads(rep.stdout)["processes"]) == 2, \
+        "the report merged another run's child profiles"
+    # the program's script, and a file that is not a profile: refused, intact
+    for target in ("s.py", "notes.txt"):
+        if target == "notes.txt":
+            with open(os.path.join(d, target), "w") as f:
+                f.write("my notes\n")
+        before = content(target)
+        r = pyflow("-o", target, "s.py")
+        assert r.returncode == 2 and r.stdout == "" and len(r.stderr.splitlines()) == 1, (target, r.stderr)
+        assert content(target) == before, f"-o {target} changed it"
+    r = pyflow("--json", "s.py", "s.py")
+    assert r.returncode == 2 and "import os" in content("s.py"), ("--json overwrote the script", r.stderr)
+    # a symbolic link: refused with one line, its target untouched
+    victim = os.path.join(d, "victim")
+    with open(victim, "w") as f:
+        f.write("victim\n")
+    for opt in ("-o", "--json", "--html", "--dot"):
+        link = os.path.join(d, "link" + opt.strip("-"))
+        os.symlink(victim, link)
+        r = pyflow(opt, link, "s.py")
+        assert r.returncode == 2 and "symbolic link" in r.stderr and len(r.stderr.splitlines()) == 1, (opt, r.stderr)
+        assert content("victim") == "victim\n", f"{opt} wrote through a link"
+    # a link swapped in at the -o name while the program runs: replaced, never followed
+    swap = os.path.join(d, "swap.py")
+    with open(swap, "w") as f:
+        f.write("import os, time\nx = bytearray(2_000_000)\ntime.sleep(0.2)\n"
+                f"if os.path.exists('swapped.pflow'): os.unlink('swapped.pflow')\nos.symlink({victim!r}, 'swapped.pflow')\n")
+    r = pyflow("-o", "swapped.pflow", "swap.py")
+    assert content("victim") == "victim\n", "the profile was written into a link's target"
+    assert r.returncode == 0, r.stderr[-600:]
+    # /dev/stdout: a link the system made to pyflow's own stdout, written through
+    r = pyflow("--json", "/dev/stdout", "-c", "x = 1")
+    assert r.returncode == 0 and json.loads(r.stdout)["program"]["argv"] == ["-c", "x = 1"], r.stderr[-400:]
+    # an existing JSON report is replaced whole
+    r = pyflow("--json", "r.json", "s.py")
+    r = pyflow("--json", "r.json", "s.py")
+    assert r.returncode == 0 and json.loads(content("r.json"))["lines"], r.stderr[-600:]
+    assert not [n for n in os.listdir(d) if n.endswith(".tmp") or ".pyflow-" in n], os.listdir(d)
+    # run as root: another user's profile (and files named like its children) are neither replaced nor removed
+    if os.geteuid() == 0:
+        for name in ("other.pflow", "other.pflow.4242"):
+            with open(os.path.join(d, name), "wb") as f:
+                f.write(b"PYFLOWPF" + bytes(100))
+            os.chown(os.path.join(d, name), 65534, 65534)
+        r = pyflow("-o", "other.pflow", "s.py")
+        assert r.returncode == 2 and "another user" in r.stderr, r.stderr[-400:]
+        for name in ("other.pflow", "other.pflow.4242"):
+            assert os.stat(os.path.join(d, name)).st_uid == 65534, f"{name} was replaced or removed"
+    # a character device (a private /dev/null): written in place, never replaced by a file
+    if os.geteuid() == 0:
+        null = os.path.join(d, "null")
+        os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        for opt in ("-o", "--json"):
+            r = pyflow(opt, null, "s.py")
+            assert r.returncode == 0, (opt, r.stderr[-600:])
+            assert stat.S_ISCHR(os.lstat(null).st_mode), f"{opt} {null} replaced the device node"
+
+
+def relay_program(c):
+    """signal_relay.py under a name of its own (for pkill -f)."""
+    path = os.path.join(c.tmp, f"relay_{os.getpid()}.py")
+    shutil.copy(prog("signal_relay.py"), path)
+    return path
+
+
+def case_signals_relayed(c):
+    """Signals the program handles, sent to pyflow's process group, to the program's pid, or by name with
+    pkill -f: pyflow survives each, the program handles each exactly once, and pyflow ends as it did."""
+    script = relay_program(c)
+    p = subprocess.Popen([c.pyflow, "run", "--python", c.python, script], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    child = None
+    try:
+        first = p.stdout.readline().split()
+        assert first and first[0] == "ready", "the program did not start"
+        child = int(first[1])
+        names = ["SIGUSR1", "SIGUSR2", "SIGALRM", "SIGPIPE", "SIGVTALRM", "SIGPROF", "SIGXCPU", "SIGRTMIN", "SIGHUP"]
+        for name in names:
+            os.killpg(p.pid, getattr(signal, name))
+            got = p.stdout.readline()
+            assert got == f"got {name}\n", f"{name} to the group: {got!r}; pyflow {p.poll()}"
+        os.kill(child, signal.SIGUSR2)
+        assert p.stdout.readline() == "got SIGUSR2\n"
+        if shutil.which("pkill"):
+            subprocess.run(["pkill", "-USR1", "-f", os.path.basename(script)])
+            assert p.stdout.readline() == "got SIGUSR1\n"
+        time.sleep(0.3)
+        assert p.poll() is None, f"pyflow ended by a signal the program handles: {p.returncode}"
+        os.killpg(p.pid, signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        if child:
+            try:
+                os.kill(child, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    counts = dict(kv.split("=") for kv in out.split("counts", 1)[1].split())
+    assert counts["SIGTERM"] == "1", f"SIGTERM to the group handled {counts['SIGTERM']} times"
+    assert counts["SIGHUP"] == "1" and counts["SIGUSR1"] == "2" and counts["SIGUSR2"] == "2", counts
+    assert p.returncode == 0 and "relay_" in err, (p.returncode, err[-600:])
+
+
+def case_job_control(c):
+    """A program that stops itself (SIGSTOP, SIGTSTP) stops pyflow the same way; SIGCONT to pyflow
+    continues it, and pyflow ends as it did."""
+    for sig in ("SIGSTOP", "SIGTSTP"):
+        p = subprocess.Popen([c.pyflow, "run", "--python", c.python, prog("signal_relay.py"), "stop", sig],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=os.setpgrp)   # a group with a parent in the session: not orphaned
+        child = None
+        try:
+            first = p.stdout.readline().split()
+            assert first and first[0] == "ready", "the program did not start"
+            child = int(first[1])
+            status = None
+            deadline = time.time() + 20
+            while status is None and time.time() < deadline:
+                pid, st = os.waitpid(p.pid, os.WUNTRACED | os.WNOHANG)
+                if pid:
+                    status = st
+                time.sleep(0.02)
+            assert status is not None and os.WIFSTOPPED(status), f"{sig}: pyflow did not stop ({status})"
+            assert os.WSTOPSIG(status) == getattr(signal, sig), f"{sig}: pyflow stopped by {os.WSTOPSIG(status)}"
+            os.kill(p.pid, signal.SIGCONT)
+            _, st = os.waitpid(p.pid, 0)
+            p.returncode = os.waitstatus_to_exitcode(st)
+            out = p.stdout.read()
+        finally:
+            if p.returncode is None:
+                os.kill(p.pid, signal.SIGKILL)
+                os.waitpid(p.pid, 0)
+                p.returncode = -9
+            if child:
+                try:
+                    os.kill(child, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        assert p.returncode == 0 and out == "resumed\n", (sig, p.returncode, out)
+
+
+def case_broken_pipe(c):
+    """`pyflow run ... 2>&1 | head -1`: pyflow's report meets a closed pipe; the JSON is still written
+    whole, no temporary directory stays, and pyflow ends with the program's status."""
+    tmpdir = os.path.join(c.tmp, "t")
+    os.makedirs(tmpdir)
+    out = os.path.join(c.tmp, "o.json")
+    code = "import time, sys; x = bytearray(2_000_000); print('first', flush=True); time.sleep(0.5); sys.exit(3)"
+    sh = (f"{shlex.quote(c.pyflow)} run --python {shlex.quote(c.python)} --json {shlex.quote(out)} "
+          f"-c {shlex.quote(code)} 2>&1 | head -1; echo status ${{PIPESTATUS[0]}}")
+    r = run(["bash", "-c", sh], env=dict(os.environ, TMPDIR=tmpdir))
+    assert r.stdout.splitlines() == ["first", "status 3"], r.stdout
+    with open(out) as f:
+        assert json.load(f)["lines"], "empty JSON"
+    assert os.listdir(tmpdir) == [], os.listdir(tmpdir)
+
+
+def case_fifo_outputs(c):
+    """--json to a FIFO with a reader, and `pyflow report FIFO` from a writer: each opened once, no hang."""
+    fifo = os.path.join(c.tmp, "fifo")
+    os.mkfifo(fifo)
+    saved = os.path.join(c.tmp, "p.pflow")
+    got = {}
+
+    def read_fifo():
+        with open(fifo) as f:
+            got["text"] = f.read()
+    t = threading.Thread(target=read_fifo, daemon=True)
+    t.start()
+    r = run([c.pyflow, "run", "--python", c.python, "--no-report", "-o", saved, "--json", fifo, "-c",
+             "x = bytearray(3_000_000)"], timeout=60)
+    t.join(30)
+    assert r.returncode == 0 and json.loads(got.get("text") or "{}").get("lines"), (r.stderr[-600:], got)
+
+    def write_fifo():
+        with open(fifo, "wb") as f, open(saved, "rb") as p:
+            shutil.copyfileobj(p, f)
+    t = threading.Thread(target=write_fifo, daemon=True)
+    t.start()
+    r = run([c.pyflow, "report", fifo, "--format", "json"], timeout=60)
+    t.join(30)
+    assert r.returncode == 0 and json.loads(r.stdout)["lines"], (r.returncode, r.stdout[:200], r.stderr[-600:])
+
+
+def case_lost_children(c):
+    """A program that removes pyflow's temporary directory still gets the report of what it and its children
+    recorded, and its children's captured stderr gets no pyflow message (pyflow names them itself). Run as
+    root: children that became another user are profiled; one in a chroot is named as not profiled, with why."""
+    tmpdir = os.path.join(c.tmp, "t")
+    os.makedirs(tmpdir)
+    env = dict(os.environ, TMPDIR=tmpdir)
+    out = os.path.join(c.tmp, "o.json")
+    r = run([c.pyflow, "run", "--python", c.python, "--json", out, prog("lost_children.py"), "rmtmp"], env=env)
+    assert r.returncode == 0 and r.stdout == "child stderr: ''\ndone\n", (r.stdout, r.stderr[-800:])
+    assert "removed pyflow's directory" in r.stderr, r.stderr[-800:]
+    assert re.search(r"pyflow: child process \d+ \(python[^)]*\): cannot write the profile", r.stderr), r.stderr[-800:]
+    with open(out) as f:
+        d = json.load(f)
+    near(row(d, "lost_children.py", 15)["alloc_bytes"], 4_000_000, 0.01, "main process's bytes")
+    kids = [p for p in d["processes"] if "-c" in p["argv"] and p["alloc_bytes"] >= 6_900_000]
+    assert kids, f"the child profiled before the removal is lost: {d['processes']}"
+    assert os.listdir(tmpdir) == [], os.listdir(tmpdir)
+    if os.geteuid() != 0:
+        print("note: not root: the setuid and chroot halves need root")
+        return
+    # nobody must reach the interpreter (pyenv's live under /root) and the runtime for the exec'd child
+    def as_nobody():
+        os.setgid(65534)
+        os.setuid(65534)
+    try:
+        reachable = run([c.python, "-c", "pass"], preexec_fn=as_nobody).returncode == 0
+    except OSError:
+        reachable = False
+    world = tempfile.mkdtemp(prefix="pyflow-it-world-", dir="/tmp")
+    os.chmod(world, 0o755)
+    try:
+        cp, d = c.profile(prog("lost_children.py"), "setuid", "1" if reachable else "0", env={"TMPDIR": world})
+        assert cp.returncode == 0 and cp.stdout == "done\n", (cp.stdout, cp.stderr[-800:])
+        near(row(d, "lost_children.py", 22)["alloc_bytes"], 5_000_000, 0.01, "bytes of the child that became nobody")
+        if reachable:
+            kids = [p for p in d["processes"] if "-c" in p["argv"]]
+            assert kids and kids[0]["alloc_bytes"] >= 5_900_000, d["processes"]
+        else:
+            print(f"note: {c.python} is not reachable as nobody: the exec'd child was not run")
+        jail = os.path.join(world, "jail")
+        os.mkdir(jail)
+        cp = run([c.pyflow, "run", "--python", c.python, prog("lost_children.py"), "chroot", jail],
+                 env=dict(os.environ, TMPDIR=world))
+        assert cp.returncode == 0 and cp.stdout == "done\n", (cp.stdout, cp.stderr[-800:])
+        assert re.search(r"child process \d+ \(python[^)]*\): a forked child is not profiled: it cannot create its "
+                         r"profile \(No such file or directory\)", cp.stderr), cp.stderr[-800:]
+    finally:
+        shutil.rmtree(world, ignore_errors=True)
+
+
+def case_threads_from_code(c):
+    """Threads started from -c or stdin code: their allocations are charged to the target's own lines, as
+    for a file; the line that started the thread keeps only what it allocated itself."""
+    code = ("import threading\n"
+            "def work():\n"
+            "    x = bytearray(5_000_000)\n"
+            "    y = bytearray(3_000_000)\n"
+            "t = threading.Thread(target=work)\n"
+            "t.start()\n"
+            "t.join()\n")
+    out = os.path.join(c.tmp, "t.json")
+    for name, args, stdin in (("<string>", ["-c", code], ""), ("<stdin>", ["-"], code)):
+        r = run([c.pyflow, "run", "--python", c.python, "--exact", "--json", out, *args], input=stdin)
+        assert r.returncode == 0, r.stderr[-800:]
+        with open(out) as f:
+            d = json.load(f)
+        near(row(d, name, 3)["alloc_bytes"], 5_000_000, 0.01, f"{name}: the thread's first line")
+        near(row(d, name, 4)["alloc_bytes"], 3_000_000, 0.01, f"{name}: the thread's second line")
+        start = [r for r in d["lines"] if r["file"] == name and r["line"] == 6]
+        assert not start or start[0]["alloc_bytes"] < 1_000_000, (name, start)
+
+
+def case_long_argument(c):
+    """An argument too long for the profile header (over 3 KiB) is kept whole in the profile's argv, with
+    the arguments after it (even empty ones), in the live report and in `pyflow report` of the saved file."""
+    code = "x = bytearray(2_000_000)  # " + "y" * 5000
+    saved = os.path.join(c.tmp, "long.pflow")
+    cp, d = c.profile("-c", code, "after", "", "last", extra=["-o", saved])
+    assert cp.returncode == 0, cp.stderr[-800:]
+    assert d["program"]["argv"] == ["-c", code, "after", "", "last"], [a[:40] for a in d["program"]["argv"]]
+    rep = run([c.pyflow, "report", saved, "--format", "json"])
+    assert rep.returncode == 0 and json.loads(rep.stdout)["program"]["argv"][1] == code, rep.stderr[-400:]
+
+
+def case_format_version(c):
+    """A profile of another format version (0, or newer than this pyflow reads) is refused with one line
+    naming its version and the versions this pyflow reads, never read as the current one."""
+    saved = os.path.join(c.tmp, "v.pflow")
+    r = run([c.pyflow, "run", "--python", c.python, "--no-report", "-o", saved, "-c", "x = bytearray(2_000_000)"])
+    assert r.returncode == 0, r.stderr[-400:]
+    with open(saved, "rb") as f:
+        data = bytearray(f.read())
+    for version in (0, 4, 77):
+        struct.pack_into("<I", data, 8, version)
+        bad = os.path.join(c.tmp, f"v{version}.pflow")
+        with open(bad, "wb") as f:
+            f.write(data)
+        rep = run([c.pyflow, "report", bad])
+        lines = rep.stderr.splitlines()
+        assert rep.returncode == 2 and rep.stdout == "" and len(lines) == 1, (version, rep.stdout[:200], rep.stderr)
+        assert f"format version {version};" in lines[0] and "reads versions 1 to" in lines[0], lines[0]
+
+
+def case_watch_signals_blocked(c):
+    """--watch=copies where the program blocks every signal: watchpoints cannot report, and pyflow says so
+    once instead of a silent "0 proved needed"; the twin that blocks nothing watches its copies, says nothing."""
+    script = prog("copies_signals_blocked.py")
+    said = "watch: the program blocks SIGTRAP"
+    _, r, doc = watch_run(c, script, [], mode="copies")
+    assert said not in r.stderr and doc["watch"]["copy_watches"] > 0, (r.stderr[-600:], doc["watch"])
+    _, r, doc = watch_run(c, script, ["block"], mode="copies")
+    assert r.stderr.count(said) == 1, r.stderr[-800:]
+
+
+def pty_session(argv, send, wait=1.0, timeout=10):
+    """Runs argv on a new terminal, types `send` after `wait` seconds; returns what the terminal showed."""
+    import pty
+    import select
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(argv[0], argv)
+    out = b""
+    try:
+        time.sleep(wait)
+        os.write(fd, send)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if select.select([fd], [], [], 0.2)[0]:
+                try:
+                    data = os.read(fd, 4096)
+                except OSError:
+                    break
+                if not data:
+                    break
+                out += data
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.waitpid(pid, 0)
+        os.close(fd)
+    return out.decode(errors="replace")
+
+
+def case_terminal_pipeline(c):
+    """On a terminal with job control: alone in the foreground, the program owns the terminal (it reads it;
+    Ctrl-C reaches it once); as one command of a pipeline, the pipeline keeps the terminal, so another
+    command reading it while the program runs is not stopped."""
+    if not shutil.which("bash"):
+        raise Skip("no bash")
+    pyflow = f"{shlex.quote(c.pyflow)} run --no-report --python {shlex.quote(c.python)}"
+    alone = f"{pyflow} -c 's = input(); print(\"got\", s)'; echo status=$?"
+    shown = pty_session(["/bin/bash", "--norc", "-i", "-c", alone], b"hello\n")
+    assert "got hello" in shown and "status=0" in shown, shown[-400:]
+    piped = (f"{pyflow} -c 'import time; time.sleep(2); print(\"prog done\")' | "
+             "sh -c 'read x < /dev/tty; echo other got $x; cat'; echo status=$?")
+    shown = pty_session(["/bin/bash", "--norc", "-i", "-c", piped], b"abc\n")
+    assert "other got abc" in shown and "prog done" in shown and "status=0" in shown, shown[-400:]
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}

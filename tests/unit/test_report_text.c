@@ -105,6 +105,29 @@ static void test_long_file_keeps_line_number(void **state)
     pf_model_free(m);
 }
 
+/* Bidirectional controls (U+202E RIGHT-TO-LEFT OVERRIDE, U+2066 LEFT-TO-RIGHT ISOLATE, U+200F RLM), a C1
+ * control (U+009B, a one-character CSI) and U+2028 in a file or function name never reach the terminal. */
+static void test_bidi_controls_escaped(void **state)
+{
+    (void)state;
+    assert_non_null(setlocale(LC_CTYPE, "C.UTF-8"));
+    builder_t b;
+    b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    b_code(&b, 1, "/tmp/evil\xe2\x80\xaeyp.exe\xe2\x81\xa6x\xe2\x80\x8f.py", "f\xc2\x9b" "31m\xe2\x80\xa8g", 7);
+    uint32_t c = 1;
+    b_alloc(&b, 1, 0x1000, 5000, 5000, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &c);
+    pf_model_t *m = load_ok(b_save(&b, "bidi.pflow", 0));
+    char *text = render(m, 200, 0, 20);
+    static const char *const banned[] = {"\xe2\x80\xae", "\xe2\x81\xa6", "\xe2\x80\x8f", "\xc2\x9b", "\xe2\x80\xa8"};
+    for (size_t i = 0; i < sizeof banned / sizeof *banned; i++)
+        if (strstr(text, banned[i]))
+            fail_msg("control %zu reached the terminal:\n%s", i, text);
+    assert_non_null(strstr(text, "evil?yp.exe?x?.py"));
+    free(text);
+    pf_model_free(m);
+}
+
 /* A profile that lacks records says so in the summary, within the width. */
 static void test_incomplete_profile_said(void **state)
 {
@@ -246,6 +269,7 @@ int main(void)
         cmocka_unit_test(test_width_never_exceeded),
         cmocka_unit_test(test_cut_source_keeps_no_blanks),
         cmocka_unit_test(test_long_file_keeps_line_number),
+        cmocka_unit_test(test_bidi_controls_escaped),
         cmocka_unit_test(test_incomplete_profile_said),
         cmocka_unit_test(test_outside_code_said),
     };
