@@ -31,7 +31,8 @@ static const char *usage_text =
     "       pyflow run [options] -c CODE [args...]\n"
     "       pyflow run [options] python3.X [python options] app.py|-m module|-c CODE [args...]\n"
     "       pyflow run [options] COMMAND [args...]   (a Python program on PATH: pytest, ...)\n"
-    "       pyflow report PROFILE [--format text|json|dot|html] [-o FILE] [--max-lines N] [--width N]\n"
+    "       pyflow report PROFILE [--format text|json|dot|html|csv|speedscope|pprof] [-o FILE]\n"
+    "                     [--max-lines N] [--width N]\n"
     "                     [--reduced] [--profile-only PAT] [--profile-all]\n"
     "       pyflow info\n"
     "\n"
@@ -166,9 +167,11 @@ typedef struct outputs {
     const char *dot;                /* file or "-" */
     const char *html;               /* file or "-" */
     double dot_min_bytes;
+    const char *export_path;        /* file or "-": an export for another tool (csv, speedscope, pprof) */
+    int export_kind;                /* its rendering_t */
 } outputs_t;
 
-typedef enum rendering { R_JSON, R_DOT, R_HTML } rendering_t;
+typedef enum rendering { R_JSON, R_DOT, R_HTML, R_CSV, R_SPEEDSCOPE, R_PPROF } rendering_t;
 
 /* Runs Graphviz on a .dot file when it is installed; says why not otherwise (once, on stderr). */
 static void dot_to_svg(const char *dot)
@@ -257,6 +260,12 @@ static int write_rendering(const pf_model_t *model, const char *path, const outp
         pf_html_opts_t hopts = {.flow_svg = flow_graph_svg(model, o->dot_min_bytes)};
         rc = pf_render_html(model, f, &hopts);
         free((char *)hopts.flow_svg);
+    } else if (kind == R_CSV) {
+        rc = pf_render_csv(model, f);
+    } else if (kind == R_SPEEDSCOPE) {
+        rc = pf_render_speedscope(model, f);
+    } else if (kind == R_PPROF) {
+        rc = pf_render_pprof(model, f);
     } else {
         rc = pf_render_json(model, f);
     }
@@ -287,6 +296,8 @@ static int render(const char *profile, const outputs_t *o)
     if (o->dot && write_rendering(model, o->dot, o, R_DOT) < 0)
         rc = -1;
     if (o->html && write_rendering(model, o->html, o, R_HTML) < 0)
+        rc = -1;
+    if (o->export_path && write_rendering(model, o->export_path, o, (rendering_t)o->export_kind) < 0)
         rc = -1;
     pf_model_free(model);
     return rc;
@@ -461,8 +472,21 @@ static int cmd_report(int argc, char **argv)
         return 2;
     }
     int json = strcmp(format, "json") == 0, dot = strcmp(format, "dot") == 0, html = strcmp(format, "html") == 0;
+    static const struct {
+        const char *name;
+        rendering_t kind;
+    } exports[] = {{"csv", R_CSV}, {"speedscope", R_SPEEDSCOPE}, {"pprof", R_PPROF}};
+    for (size_t i = 0; i < sizeof exports / sizeof *exports; i++)
+        if (strcmp(format, exports[i].name) == 0) {
+            if (exports[i].kind == R_PPROF && !out && isatty(STDOUT_FILENO)) {
+                fprintf(stderr, "pyflow: the pprof export is gzipped binary: give -o FILE (or redirect stdout)\n");
+                return 2;
+            }
+            outputs_t o = {.load = load, .export_path = out ? out : "-", .export_kind = exports[i].kind};
+            return render(profile, &o) == 0 ? 0 : 2;
+        }
     if (!json && !dot && !html && strcmp(format, "text") != 0) {
-        fprintf(stderr, "pyflow: unknown format %s (text, json, dot or html)\n", format);
+        fprintf(stderr, "pyflow: unknown format %s (text, json, dot, html, csv, speedscope or pprof)\n", format);
         return 2;
     }
     if (json || dot || html) {

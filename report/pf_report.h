@@ -63,4 +63,12 @@ typedef struct pf_html_opts {
  * Returns 0 or -errno. */
 int pf_render_html(const pf_model_t *model, FILE *out, const pf_html_opts_t *opts);
 
+/* Exports for other tools (pf_render_csv.c, pf_render_speedscope.c, pf_render_pprof.c). Each returns 0 or
+ * -errno. CSV: the per-line table (the JSON's "lines"). speedscope: the call tree as speedscope's JSON
+ * file format, one sampled profile per weight (allocated, live at peak, live at exit). pprof: the call
+ * tree as a gzipped profile.proto with those three sample types, in bytes. */
+int pf_render_csv(const pf_model_t *model, FILE *out);
+int pf_render_speedscope(const pf_model_t *model, FILE *out);
+int pf_render_pprof(const pf_model_t *model, FILE *out);
+
 #endif /* PF_REPORT_H */

@@ -1649,6 +1649,121 @@ def case_gpu_per_tensor(c):
     assert r.stdout == "expandable_segments:True,backend:cudaMallocAsync\n", (r.stdout, r.stderr)
 
 
+# ---- pyflow where Python users work (issue 27): exports, diff, pip, pytest, Jupyter ----
+
+def protobuf_text(text):
+    """protoc --decode's text format as nested dicts of lists: {"sample": [{"value": ["1", ...]}, ...]}."""
+    root, stack = {}, []
+    cur = root
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.endswith("{"):
+            child = {}
+            cur.setdefault(line[:-1].strip(), []).append(child)
+            stack.append(cur)
+            cur = child
+        elif line == "}":
+            cur = stack.pop()
+        elif ":" in line:
+            k, v = line.split(":", 1)
+            cur.setdefault(k.strip(), []).append(v.strip().strip('"'))
+    return root
+
+
+def export_profile(c):
+    """Profiles export_lines.py exactly; returns (profile path, its JSON, the line 6 row)."""
+    profile = os.path.join(c.tmp, "p.pflow")
+    cp, d = c.profile(prog("export_lines.py"), extra=("--exact", "-o", profile, "--no-report"))
+    assert cp.returncode == 0, cp.stderr
+    return profile, d, row(d, "export_lines.py", 6)
+
+
+def case_export_csv(c):
+    """--format csv: read back by Python's csv module, the rows are the JSON's lines with the same bytes."""
+    import csv
+    profile, d, line6 = export_profile(c)
+    out = os.path.join(c.tmp, "p.csv")
+    cp = run([c.pyflow, "report", profile, "--format", "csv", "-o", out])
+    assert cp.returncode == 0, cp.stderr
+    with open(out, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == len(d["lines"]), f"{len(rows)} CSV rows, {len(d['lines'])} JSON lines"
+    r = [r for r in rows if r["file"].endswith("export_lines.py") and r["line"] == "6"]
+    assert len(r) == 1, f"no single CSV row for line 6: {rows[:4]}"
+    for k in ("alloc_bytes", "peak_bytes", "leaked_bytes", "python_bytes", "native_bytes"):
+        assert int(r[0][k]) == line6[k], f"CSV {k} {r[0][k]} != JSON {line6[k]}"
+    assert line6["alloc_bytes"] >= 16 << 20 and line6["leaked_bytes"] >= 8 << 20, line6
+    assert r[0]["function"] == "make" and r[0]["user_code"] == "1", r[0]
+
+
+def case_export_speedscope(c):
+    """--format speedscope: valid under speedscope's published JSON schema (tests/integration/consumers/,
+    from speedscope's repository), samples and weights paired, frames in range, and line 6's weights in the
+    'allocated bytes' profile add up to its row (two paths: once > make, twice > make)."""
+    try:
+        import jsonschema
+    except ImportError:
+        raise Skip("python3-jsonschema is not installed (.ci/install-deps installs it)")
+    profile, d, line6 = export_profile(c)
+    out = os.path.join(c.tmp, "p.speedscope.json")
+    cp = run([c.pyflow, "report", profile, "--format", "speedscope", "-o", out])
+    assert cp.returncode == 0, cp.stderr
+    with open(out) as f:
+        doc = json.load(f)
+    with open(os.path.join(HERE, "consumers", "speedscope-file-format-schema.json")) as f:
+        jsonschema.validate(doc, json.load(f))
+    frames = doc["shared"]["frames"]
+    names = [p["name"] for p in doc["profiles"]]
+    assert names == ["allocated bytes", "live at peak", "live at exit"], names
+    for p in doc["profiles"]:
+        assert len(p["samples"]) == len(p["weights"]), p["name"]
+        assert all(0 <= i < len(frames) for s in p["samples"] for i in s), p["name"]
+        assert p["endValue"] == sum(p["weights"]), p["name"]
+    alloc = doc["profiles"][0]
+    leaf6 = [(s, w) for s, w in zip(alloc["samples"], alloc["weights"])
+             if frames[s[-1]]["file"].endswith("export_lines.py") and frames[s[-1]]["line"] == 6]
+    assert sum(w for _, w in leaf6) == line6["alloc_bytes"], (leaf6, line6["alloc_bytes"])
+    paths = {tuple(frames[i]["name"].split(" ")[0] for i in s) for s, _ in leaf6}
+    assert paths == {("<module>", "once", "make"), ("<module>", "twice", "make")}, paths
+    exit_w = sum(w for s, w in zip(doc["profiles"][2]["samples"], doc["profiles"][2]["weights"])
+                 if frames[s[-1]]["line"] == 6 and frames[s[-1]]["file"].endswith("export_lines.py"))
+    assert exit_w == line6["leaked_bytes"], (exit_w, line6["leaked_bytes"])
+
+
+def case_export_pprof(c):
+    """--format pprof: gunzipped and decoded by protoc with profile.proto (the published messages and field
+    numbers), the three sample types are bytes, and the samples whose leaf is line 6 add up to its row."""
+    import gzip
+    protoc = shutil.which("protoc")
+    if not protoc:
+        raise Skip("protoc is not installed (protobuf-compiler; .ci/install-deps installs it)")
+    profile, d, line6 = export_profile(c)
+    out = os.path.join(c.tmp, "p.pb.gz")
+    cp = run([c.pyflow, "report", profile, "--format", "pprof", "-o", out])
+    assert cp.returncode == 0, cp.stderr
+    with open(out, "rb") as f:
+        raw = gzip.decompress(f.read())
+    dec = subprocess.run([protoc, "--decode", "perftools.profiles.Profile", "-I", os.path.join(HERE, "consumers"),
+                          "profile.proto"], input=raw, capture_output=True)
+    assert dec.returncode == 0, dec.stderr.decode(errors="replace")
+    p = protobuf_text(dec.stdout.decode())
+    strings = [bytes(s, "latin-1").decode("unicode_escape") for s in p["string_table"]]
+    assert strings[0] == "", strings[:3]
+    types = [(strings[int(t["type"][0])], strings[int(t["unit"][0])]) for t in p["sample_type"]]
+    assert types == [("alloc_space", "bytes"), ("peak_space", "bytes"), ("leaked_space", "bytes")], types
+    funcs = {f["id"][0]: (strings[int(f["name"][0])], strings[int(f["filename"][0])]) for f in p["function"]}
+    locs = {l["id"][0]: (funcs[l["line"][0]["function_id"][0]], int(l["line"][0].get("line", ["0"])[0]))
+            for l in p["location"]}
+    total = [0, 0, 0]
+    for s in p["sample"]:
+        (name, file), line = locs[s["location_id"][0]]
+        assert len(s["value"]) == 3, s
+        if file.endswith("export_lines.py") and line == 6:
+            assert name == "make", name
+            total = [a + int(v) for a, v in zip(total, s["value"])]
+    assert total == [line6["alloc_bytes"], line6["peak_bytes"], line6["leaked_bytes"]], (total, line6)
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
