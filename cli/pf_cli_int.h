@@ -97,4 +97,7 @@ int pf_trailer_append(const char *profile, const pf_child_status_t *st);
 struct pf_probe;
 void pf_cli_probe_cuda(struct pf_probe *p);
 
+/* pf_cli_diff.c: `pyflow diff BASE NEW` (argv[0] is "diff"). Returns the exit status. */
+int pf_cli_diff(int argc, char **argv);
+
 #endif /* PF_CLI_INT_H */

@@ -34,6 +34,8 @@ static const char *usage_text =
     "       pyflow report PROFILE [--format text|json|dot|html|csv|speedscope|pprof] [-o FILE]\n"
     "                     [--max-lines N] [--width N]\n"
     "                     [--reduced] [--profile-only PAT] [--profile-all]\n"
+    "       pyflow diff BASE NEW [--fail-on COND[,COND]]... [--format text|html] [-o FILE] [--html FILE]\n"
+    "                   (two profiles or JSON reports; COND e.g. peak:+10%, leaked:+1MB, redundant:+0)\n"
     "       pyflow info\n"
     "\n"
     "run options (they come before the script; what follows it is the program's):\n"
@@ -543,6 +545,8 @@ int main(int argc, char **argv)
         return cmd_report(argc - 1, argv + 1);
     if (strcmp(argv[1], "info") == 0)
         return cmd_info();
-    fprintf(stderr, "pyflow: unknown command %s (run, report or info; see `pyflow --help`)\n", argv[1]);
+    if (strcmp(argv[1], "diff") == 0)
+        return pf_cli_diff(argc - 1, argv + 1);
+    fprintf(stderr, "pyflow: unknown command %s (run, report, diff or info; see `pyflow --help`)\n", argv[1]);
     return 2;
 }

@@ -103,6 +103,10 @@ static void call_tree(pf_json_t *j, const pf_model_t *m)
         pf_json_key(j, "depth");
         pf_json_int(j, c->depth);
         node_site(j, m, c);
+        if (pf_report_file_listed(m, pf_model_str(m, c->file))) {  /* as a line's (row_object) */
+            pf_json_key(j, "source");
+            pf_json_string(j, pf_report_source_line(pf_model_str(m, c->file), c->line));
+        }
         bytes(j, "alloc_bytes", c->alloc);
         bytes(j, "self_alloc_bytes", c->self_alloc);
         bytes(j, "peak_bytes", c->peak);
@@ -164,6 +168,12 @@ static void row_object(pf_json_t *j, const pf_model_t *m, uint32_t file, int lin
     pf_json_key(j, "function");
     pf_json_string(j, pf_model_str(m, function));
     stats_fields(j, m, s);
+    /* the text of a line of the user's code as it was when the report was made: `pyflow diff` matches
+     * lines across edits by it (library lines, which an edit of the user's does not move, by number) */
+    if (l && pf_report_file_listed(m, pf_model_str(m, file))) {
+        pf_json_key(j, "source");
+        pf_json_string(j, pf_report_source_line(pf_model_str(m, file), line));
+    }
     if (l) {    /* of alloc_bytes, what threads and processes this line started allocated (pf_line_t) */
         bytes(j, "started_bytes", l->started_bytes);
         pf_json_key(j, "started_threads");

@@ -1764,6 +1764,57 @@ def case_export_pprof(c):
     assert total == [line6["alloc_bytes"], line6["peak_bytes"], line6["leaked_bytes"]], (total, line6)
 
 
+
+def diff_runs(c):
+    """Runs diff_base.py, then diff_new.py (the same file edited: one line changed, lines inserted above it),
+    both as app.py in one directory, with --exact; returns the two JSON reports' paths."""
+    app = os.path.join(c.tmp, "app.py")
+    out = []
+    for version in ("diff_base.py", "diff_new.py"):
+        shutil.copy(prog(version), app)
+        j = os.path.join(c.tmp, version.replace(".py", ".json"))
+        cp = run([c.pyflow, "run", "--python", c.python, "--exact", "--no-report", "--json", j, app], cwd=c.tmp)
+        assert cp.returncode == 0, cp.stderr
+        out.append(j)
+    return out
+
+
+def case_diff(c):
+    """`pyflow diff`: the edited line is named (at its new number, 12, with both texts) with its +2 MiB; the lines
+    that only moved are matched by their text and not listed; --fail-on decides the exit status both ways;
+    a run diffed with itself changes nothing and fails nothing (the twin); the HTML page names the line."""
+    base, new = diff_runs(c)
+    cp = run([c.pyflow, "diff", base, new, "--fail-on", "peak:+10%"])
+    assert cp.returncode == 1, f"peak grew 2 MiB of ~11: --fail-on peak:+10% must fail (rc {cp.returncode})\n{cp.stdout}{cp.stderr}"
+    lines = cp.stdout.split("lines (matched", 1)[1].split("functions:", 1)[0]
+    m = re.search(r"\+(2\.0) MiB +\+2\.0 MiB +\+2\.0 MiB .* app\.py:12 build \[edited\]", lines)
+    assert m, f"the edited line app.py:12 (11 in the base) with +2.0 MiB allocated, peak, leaked:\n{lines}"
+    assert "was: b = bytearray(4 << 20)" in lines and "now: b = bytearray(6 << 20)" in lines, lines
+    assert "load" not in lines and "[new]" not in lines and "[gone]" not in lines.replace("[python startup]", ""), (
+        f"lines that only moved must match by text:\n{lines}")
+    assert "--fail-on peak:+10%: FAILED" in cp.stdout, cp.stdout
+    for conds, rc in (("peak:+30%", 0), ("leaked:+1MB", 1), ("leaked:+3MB", 0), ("allocated:+2MiB", 1),
+                      ("redundant:+0,copies:+0", 0)):
+        cp = run([c.pyflow, "diff", base, new, "--fail-on", conds])
+        assert cp.returncode == rc, f"--fail-on {conds}: rc {cp.returncode}, expected {rc}\n{cp.stdout[-600:]}"
+    cp = run([c.pyflow, "diff", new, base, "--fail-on", "peak:+0,leaked:+0"])
+    assert cp.returncode == 0, f"memory shrank: nothing to fail\n{cp.stdout}"
+    html = os.path.join(c.tmp, "d.html")
+    cp = run([c.pyflow, "diff", base, base, "--fail-on", "peak:+0,leaked:+0,redundant:+0", "--html", html])
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    assert "lines (matched by function and source text): 0 changed" in cp.stdout, cp.stdout
+    cp = run([c.pyflow, "diff", base, new, "--format", "html", "-o", html])
+    assert cp.returncode == 0, cp.stderr
+    with open(html) as f:
+        page = f.read()
+    assert "app.py:12 build [edited]" in page and "b = bytearray(6 &lt;&lt; 20)" in page, page[:2000]
+    for bad in (["--fail-on", "peak"], ["--fail-on", "peak:+ten"], ["--fail-on", "speed:+1"]):
+        cp = run([c.pyflow, "diff", base, new, *bad])
+        assert cp.returncode == 2 and cp.stderr.count("\n") == 1, (bad, cp.returncode, cp.stderr)
+    cp = run([c.pyflow, "diff", base, prog("diff_base.py")])
+    assert cp.returncode == 2 and "not a pyflow profile" in cp.stderr, cp.stderr
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
