@@ -1815,6 +1815,81 @@ def case_diff(c):
     assert cp.returncode == 2 and "not a pyflow profile" in cp.stderr, cp.stderr
 
 
+
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def venv_pythons(c):
+    """Debian's python3 and the oldest and newest pyenv interpreters present (pyenv's 3.12 and 3.13 venvs have
+    pip but no setuptools or wheel: the build backend needs neither)."""
+    pyenv = sorted(glob.glob("/root/.pyenv/versions/3.*/bin/python3"),
+                   key=lambda p: [int(x) for x in re.findall(r"versions/3\.(\d+)\.(\d+)", p)[0]])
+    pyenv = [p for p in pyenv if re.search(r"versions/3\.(8|9|1[0-3])\.", p)]
+    return ["/usr/bin/python3"] + ([pyenv[0], pyenv[-1]] if len(pyenv) > 1 else pyenv)
+
+
+def make_venv(c, python, name):
+    venv = os.path.join(c.tmp, name)
+    cp = run([python, "-m", "venv", venv])
+    if cp.returncode != 0:
+        raise Skip(f"{python} cannot make a venv (python3-venv): {cp.stderr.strip()[-200:]}")
+    return venv
+
+
+def pip_env(c):
+    """pip offline, building in a CMake tree kept next to the tests' build (incremental on later runs)."""
+    build = os.path.dirname(os.path.dirname(os.path.abspath(c.pyflow)))
+    return {**os.environ, "PYFLOW_BUILD_DIR": os.path.join(build, "pip-build"), "PIP_NO_INDEX": "1",
+            "PIP_DISABLE_PIP_VERSION_CHECK": "1", "CMAKE_BUILD_PARALLEL_LEVEL": "2"}
+
+
+def case_pip_install(c):
+    """`pip install .` from the checkout, offline, into a venv of Debian's python3 and of pyenv interpreters:
+    `pyflow` is on the venv's PATH and profiles an example (the report names its line), `python -m pyflow`
+    works and passes the program's exit status; `pip wheel .` gives a py3-none-<platform> wheel carrying the
+    launcher, the runtime, the frame readers and the pytest11 entry point."""
+    if not shutil.which("cmake"):
+        raise Skip("cmake is not installed")
+    env = pip_env(c)
+    for i, python in enumerate(venv_pythons(c)):
+        if not os.path.exists(python):
+            continue
+        venv = make_venv(c, python, f"venv{i}")
+        cp = run([os.path.join(venv, "bin", "python"), "-m", "pip", "install", ROOT], env=env, timeout=900)
+        assert cp.returncode == 0, f"pip install with {python}:\n{cp.stdout[-1500:]}{cp.stderr[-1500:]}"
+        exe = os.path.join(venv, "bin", "pyflow")
+        assert os.access(exe, os.X_OK), f"no pyflow on the venv's PATH ({exe})"
+        clean = {k: v for k, v in os.environ.items() if k != "PYFLOW_PYTHON"}
+        cp = run([exe, "run", os.path.join(ROOT, "examples", "leaky_cache.py")], env=clean)
+        assert cp.returncode == 0, cp.stderr
+        minor = run([os.path.join(venv, "bin", "python"), "-c", "import sys; print(sys.version.split()[0])"]).stdout.strip()
+        assert f"Python {minor}" in cp.stderr, f"the venv's own interpreter ({minor}) runs the program:\n{cp.stderr[:400]}"
+        assert re.search(r"leaky_cache\.py:\d+", cp.stderr), cp.stderr
+        info = run([exe, "info"], env=clean).stdout
+        assert os.path.join(venv, "lib") in info and "site-packages/pyflow/_native/lib/pyflow" in info, info
+        cp = run([os.path.join(venv, "bin", "python"), "-m", "pyflow", "run", "-c", "import sys; sys.exit(3)"],
+                 env=clean)
+        assert cp.returncode == 3, (cp.returncode, cp.stderr)
+    wheels = os.path.join(c.tmp, "wheels")
+    cp = run([os.path.join(c.tmp, "venv0", "bin", "python"), "-m", "pip", "wheel", "--no-deps", ROOT, "-w", wheels],
+             env=env, timeout=900)
+    assert cp.returncode == 0, cp.stdout[-1500:] + cp.stderr[-1500:]
+    import zipfile
+    (whl,) = os.listdir(wheels)
+    assert re.match(r"pyflow-[\d.]+-py3-none-linux_\w+\.whl$", whl), whl
+    with zipfile.ZipFile(os.path.join(wheels, whl)) as z:
+        names = z.namelist()
+        entry = z.read([n for n in names if n.endswith("entry_points.txt")][0]).decode()
+        mode = z.getinfo("pyflow/_native/bin/pyflow").external_attr >> 16
+    for need in ("pyflow/_native/bin/pyflow", "pyflow/_native/lib/pyflow/libpyflow.so", "pyflow/__main__.py",
+                 "pyflow/pytest_plugin.py"):
+        assert need in names, (need, names)
+    assert any(re.match(r"pyflow/_native/lib/pyflow/pf_pyframes_3\d+\.so", n) for n in names), names
+    assert mode & 0o111, f"the launcher is not executable in the wheel ({oct(mode)})"
+    assert "[pytest11]" in entry and "pyflow = pyflow.pytest_plugin" in entry, entry
+    assert "[console_scripts]" in entry and "pyflow = pyflow.__main__:main" in entry, entry
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
