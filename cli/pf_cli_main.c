@@ -431,7 +431,8 @@ static int cmd_report(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int valued = strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0 || strcmp(a, "-o") == 0 ||
-                     strcmp(a, "--max-lines") == 0 || strcmp(a, "--width") == 0 || strcmp(a, "--profile-only") == 0;
+                     strcmp(a, "--max-lines") == 0 || strcmp(a, "--width") == 0 || strcmp(a, "--profile-only") == 0 ||
+                     strcmp(a, "--window") == 0;
         if (valued && i + 1 >= argc) {
             fprintf(stderr, "pyflow: %s needs a value (see `pyflow --help`)\n", a);
             return 2;
@@ -456,7 +457,17 @@ static int cmd_report(int argc, char **argv)
             load.profile_only = argv[++i];
         else if (strcmp(a, "--profile-all") == 0)
             load.profile_all = 1;
-        else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+        else if (strcmp(a, "--window") == 0 && i + 1 < argc) {
+            /* FROM:TO in ns of the profile's clock: what the pytest plugin asks about one test */
+            unsigned long long from, to;
+            char end;
+            if (sscanf(argv[++i], "%llu:%llu%c", &from, &to, &end) != 2 || to == 0 || from > to) {
+                fprintf(stderr, "pyflow: --window needs FROM_NS:TO_NS (0 < TO, FROM <= TO), not %s\n", argv[i]);
+                return 2;
+            }
+            load.window_from_ns = from;
+            load.window_to_ns = to;
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage(stdout);
             return 0;
         } else if (a[0] == '-' && a[1]) {

@@ -75,7 +75,9 @@ static int cache_key(const char *python, char *key, size_t size)
     struct stat st;
     if (!pf_cli_is_elf(real) || stat(real, &st) != 0)
         return 0;
-    snprintf(key, size, "%s|%llu|%lld|%lld", real, (unsigned long long)st.st_ino, (long long)st.st_size,
+    /* the path as found too, not only the binary: a venv's bin/python is a link to the system's binary, and
+     * run by its own path it is that venv (its sys.executable and sys.prefix), not the system's Python */
+    snprintf(key, size, "%s|%s|%llu|%lld|%lld", path, real, (unsigned long long)st.st_ino, (long long)st.st_size,
              (long long)st.st_mtime);
     return 1;
 }

@@ -18,6 +18,10 @@ typedef struct pf_load_opts {
     int merge_children;      /* also load PATH.<pid> files written by forked children and subprocesses */
     const char *profile_only;/* comma-separated substrings: only files containing one are the user's code */
     int profile_all;         /* every file is the user's code (the standard library and packages too) */
+    /* only what the root process allocated in [window_from_ns, window_to_ns] of its clock, and its frees and
+     * copies until window_to_ns: "live at exit" is then live at window_to_ns (the pytest plugin's view of
+     * one test). 0, 0: the whole run. */
+    uint64_t window_from_ns, window_to_ns;
 } pf_load_opts_t;
 
 /* Loads the profile at path (and, when asked, its children's files) into a new model.

@@ -1890,6 +1890,58 @@ def case_pip_install(c):
     assert "[console_scripts]" in entry and "pyflow = pyflow.__main__:main" in entry, entry
 
 
+
+def case_pytest_limits(c):
+    """The pytest plugin, installed with the wheel into a venv (Debian's pytest from the system): under pyflow
+    (`pyflow run -m pytest` and `pytest --pyflow`) each test over its limit_memory / limit_leaks fails naming
+    its line and both layers (numpy's 40 MB count as native), each twin under its limit passes; memory per
+    test is in the summary and the JSON; without pyflow the limits are not checked, and it says so."""
+    if run(["/usr/bin/python3", "-c", "import pytest"]).returncode != 0:
+        raise Skip("Debian's python3-pytest is not installed")
+    venv = os.path.join(c.tmp, "venv")
+    cp = run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv])
+    if cp.returncode != 0:
+        raise Skip(f"no venv: {cp.stderr.strip()[-200:]}")
+    cp = run([os.path.join(venv, "bin", "python"), "-m", "pip", "install", ROOT], env=pip_env(c), timeout=900)
+    assert cp.returncode == 0, cp.stdout[-1500:] + cp.stderr[-1500:]
+    tests = os.path.join(PROGRAMS, "pytest_limits")
+    src = os.path.join(tests, "test_limits.py")
+    numpy = has_numpy("/usr/bin/python3")
+    clean = {k: v for k, v in os.environ.items() if k != "PYFLOW_PYTHON"}
+    py = os.path.join(venv, "bin", "python")
+    for how in (["pyflow", "run", "--no-report", "-m", "pytest"], ["python", "-m", "pytest", "--pyflow"]):
+        js = os.path.join(c.tmp, "tests.json")
+        cmd = [os.path.join(venv, "bin", how[0]), *how[1:], "-p", "no:cacheprovider", "--pyflow-json", js, "-q", src]
+        cp = run(cmd, env=clean, cwd=tests)
+        out = cp.stdout + cp.stderr
+        assert cp.returncode == 1, f"{how}: rc {cp.returncode}\n{out[-3000:]}"
+        failed = set(re.findall(r"FAILED test_limits\.py::(\w+)", out))
+        expect = {"test_peak_over", "test_leaks_over"} | ({"test_numpy_peak_over"} if numpy else set())
+        assert failed == expect, f"{how}: failed {failed}, expected {expect}\n{out[-3000:]}"
+        peak_line = line_of(src, "block = bytearray(32 << 20)")
+        assert re.search(r"test_peak_over: 3\d\.\d MiB its peak, over @pytest\.mark\.limit_memory\(\"24\.0 MiB\"\)", out), out
+        assert re.search(rf"test_limits\.py:{peak_line} test_peak_over: 3\d\.\d MiB \(python 3\d\.\d MiB, native", out), out
+        leak_line = line_of(src, "kept.append(bytearray(4 << 20))")
+        assert re.search(r"test_leaks_over: 4\.\d MiB left live after it, over @pytest\.mark\.limit_leaks", out), out
+        assert f"test_limits.py:{leak_line} test_leaks_over: 4." in out, out
+        if numpy:
+            np_line = line_of(src, "a = np.ones(5_000_000)")
+            assert re.search(rf"test_limits\.py:{np_line} test_numpy_peak_over: 3\d\.\d MiB \(python [^,]+, native 3\d\.\d MiB", out), out
+        assert "pyflow: memory per test" in out, out
+        with open(js) as f:
+            doc = json.load(f)
+        by = {t["nodeid"].split("::")[-1]: t for t in doc["tests"]}
+        assert doc["schema"] == "pyflow-pytest/1" and len(by) == (6 if numpy else 4), by.keys()
+        assert by["test_peak_over"]["peak_bytes"] >= 32 << 20 and by["test_peak_over"]["failed_limit"] == "limit_memory"
+        assert by["test_peak_under"]["allocated_bytes"] >= 60 << 20 and by["test_peak_under"]["peak_bytes"] < 24 << 20
+        assert by["test_leaks_over"]["leaked_bytes"] >= 4 << 20 and by["test_leaks_under"]["leaked_bytes"] < 1 << 20
+        if numpy:
+            assert by["test_numpy_peak_over"]["allocated_native_bytes"] >= 38 << 20, by["test_numpy_peak_over"]
+    cp = run([py, "-m", "pytest", "-p", "no:cacheprovider", "-q", src], env=clean, cwd=tests)
+    assert cp.returncode == 0, f"without pyflow the limits are not checked:\n{cp.stdout[-2000:]}"
+    assert "memory limits not checked: not running under pyflow" in cp.stdout, cp.stdout[-1500:]
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
