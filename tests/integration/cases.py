@@ -1942,6 +1942,63 @@ def case_pytest_limits(c):
     assert "memory limits not checked: not running under pyflow" in cp.stdout, cp.stdout[-1500:]
 
 
+
+def notebook_rows(html_text):
+    """%pyflow's table as {source text: [allocated, python, native, at its peak, left live]} (bytes, rounded)."""
+    units = {"B": 1, "KiB": 1024, "MiB": 1 << 20, "GiB": 1 << 30}
+    rows = {}
+    for tr in re.findall(r"<tr><td>.*?</tr>", html_text, re.S):
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)
+        nums = [float(v.split()[0]) * units[v.split()[1]] for v in cells[1:6]]
+        import html
+        rows[html.unescape(re.sub(r"</?code>", "", cells[6]))] = nums
+    return rows
+
+
+def case_jupyter_notebook(c):
+    """The kernel "Python 3 (pyflow)" (python -m pyflow.jupyter install) runs a notebook headless under nbclient:
+    %pyflow after a cell that leaks 8 MiB names its line with the bytes it left live; after its twin, which frees
+    what it allocates, the same table says nothing was left; %pyflow session still has the leaking line."""
+    py = "/usr/bin/python3"
+    if run([py, "-c", "import ipykernel, nbclient, nbformat"]).returncode != 0:
+        raise Skip("python3-ipykernel / python3-nbclient are not installed")
+    venv = os.path.join(c.tmp, "venv")
+    cp = run([py, "-m", "venv", "--system-site-packages", venv])
+    if cp.returncode != 0:
+        raise Skip(f"no venv: {cp.stderr.strip()[-200:]}")
+    vpy = os.path.join(venv, "bin", "python")
+    cp = run([vpy, "-m", "pip", "install", ROOT], env=pip_env(c), timeout=900)
+    assert cp.returncode == 0, cp.stdout[-1500:] + cp.stderr[-1500:]
+    jp = os.path.join(c.tmp, "jupyter")
+    cp = run([vpy, "-m", "pyflow.jupyter", "install", "--prefix", jp])
+    assert cp.returncode == 0 and "Python 3 (pyflow)" in cp.stdout, cp.stdout + cp.stderr
+    nb = os.path.join(c.tmp, "leak.ipynb")
+    cp = run([vpy, os.path.join(PROGRAMS, "notebook", "make_notebook.py"), nb])
+    assert cp.returncode == 0, cp.stderr
+    script = ("import json, sys, nbformat, nbclient\n"
+              "nb = nbformat.read(sys.argv[1], as_version=4)\n"
+              "nbclient.NotebookClient(nb, kernel_name='pyflow', timeout=120).execute()\n"
+              "print(json.dumps([[o.get('data', {}).get('text/html') or o.get('text') or '' for o in c.outputs]"
+              " for c in nb.cells]))\n")
+    env = {**os.environ, "JUPYTER_PATH": os.path.join(jp, "share", "jupyter"), "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+    env.pop("PYFLOW_PYTHON", None)
+    cp = run([vpy, "-c", script, nb], env=env, timeout=300)
+    assert cp.returncode == 0, cp.stdout[-2000:] + cp.stderr[-3000:]
+    outs = json.loads(cp.stdout.strip().splitlines()[-1])
+    leak, twin, session = outs[2][0], outs[4][0], outs[5][0]
+    assert "pyflow: cell [2]" in leak, leak
+    rows = notebook_rows(leak)
+    key = "kept.append(bytearray(1 << 20))   # leaks 8 MiB"
+    assert key in rows, f"the leaking line is not named: {leak}"
+    near(rows[key][4], 8 << 20, 0.02, "bytes the leaking cell left live (1 MiB blocks: exact)")
+    rows = notebook_rows(twin)
+    key2 = "temp = bytearray(1 << 20)   # freed: nothing left"
+    assert "pyflow: cell [4]" in twin and key2 in rows, twin
+    assert key not in rows, f"a cell's report has only what that cell allocated: {twin}"
+    assert rows[key2][0] >= 8 << 20 and rows[key2][4] == 0, f"the twin left nothing live: {rows[key2]}"
+    assert key in notebook_rows(session), session
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 

@@ -32,7 +32,7 @@ foreach(case ${pf_it_once})
 endforeach()
 
 # issue 27 (pyflow where Python users work): exports, diff, pip, pytest, Jupyter; once, on Debian's python3
-set(pf_it_pyeco export_csv export_speedscope export_pprof diff pip_install pytest_limits)
+set(pf_it_pyeco export_csv export_speedscope export_pprof diff pip_install pytest_limits jupyter_notebook)
 foreach(case ${pf_it_pyeco})
   pf_it_add(${case} /usr/bin/python3)
 endforeach()
