@@ -33,7 +33,7 @@ static const char *usage_text =
     "       pyflow run [options] COMMAND [args...]   (a Python program on PATH: pytest, ...)\n"
     "       pyflow report PROFILE [--format text|json|dot|html|csv|speedscope|pprof] [-o FILE]\n"
     "                     [--max-lines N] [--width N]\n"
-    "                     [--reduced] [--profile-only PAT] [--profile-all]\n"
+    "                     [--reduced] [--profile-only PAT] [--profile-all] [--window FROM_NS:TO_NS]\n"
     "       pyflow diff BASE NEW [--fail-on COND[,COND]]... [--format text|html] [-o FILE] [--html FILE]\n"
     "                   (two profiles or JSON reports; COND e.g. peak:+10%, leaked:+1MB, redundant:+0)\n"
     "       pyflow info\n"
