@@ -77,9 +77,9 @@ static int cache_key(const char *python, char *key, size_t size)
         return 0;
     /* the path as found too, not only the binary: a venv's bin/python is a link to the system's binary, and
      * run by its own path it is that venv (its sys.executable and sys.prefix), not the system's Python */
-    snprintf(key, size, "%s|%s|%llu|%lld|%lld", path, real, (unsigned long long)st.st_ino, (long long)st.st_size,
-             (long long)st.st_mtime);
-    return 1;
+    int n = snprintf(key, size, "%s|%s|%llu|%lld|%lld", path, real, (unsigned long long)st.st_ino,
+                     (long long)st.st_size, (long long)st.st_mtime);
+    return n > 0 && (size_t)n < size;   /* a key cut short could match another interpreter's: probe instead */
 }
 
 static void cache_file(char *out, size_t size)

@@ -118,55 +118,38 @@ static void fill_values(pf_diff_row_t *r, const pf_jv_t *o, const char *const fi
         r->v[k] = fields[k] ? pf_jv_num(o, fields[k]) : 0;
 }
 
-static void read_lines(pf_diff_side_t *side, const pf_jv_t *lines, source_index_t *si)
+/* The "lines" (si: indexed by file and line for the call paths) or "functions" of a report. A line is
+ * keyed by its file, function and text (a line whose text is unknown or blank only by its number), a
+ * function by its file and name. */
+static void read_rows(pf_diff_side_t *side, int table, const pf_jv_t *items, source_index_t *si)
 {
-    size_t n = lines && lines->kind == PF_JV_ARRAY ? lines->n : 0;
+    size_t n = items && items->kind == PF_JV_ARRAY ? items->n : 0;
     pf_diff_row_t *rows = pf_xcalloc(n + 1, sizeof *rows);
     pf_map_t seen = {0};
     for (size_t i = 0; i < n; i++) {
-        const pf_jv_t *o = &lines->items[i];
+        const pf_jv_t *o = &items->items[i];
         pf_diff_row_t *r = &rows[i];
         r->file = strdup(pf_jv_str(o, "file"));
         r->function = strdup(pf_jv_str(o, "function"));
         r->line = (int)pf_jv_num(o, "line");
-        const pf_jv_t *src = pf_jv_get(o, "source");
-        r->source = strdup(src ? pf_jv_str(o, "source") : "");
+        r->source = strdup(table == PF_DIFF_LINES ? pf_jv_str(o, "source") : "");
         char number[24];
         snprintf(number, sizeof number, "#%d", r->line);
-        /* a line whose text is unknown (or blank) can only be matched by its number */
         const char *parts[3] = {r->file, r->function, r->source[0] ? r->source : number};
-        r->key = occurrence_key(&seen, parts, 3);
+        r->key = occurrence_key(&seen, parts, table == PF_DIFF_LINES ? 3 : 2);
         fill_values(r, o, json_fields);
-        int created;
-        uint64_t *v = pf_map_put(&si->map, site_hash(r->file, r->line), &created);
-        if (created)
-            *v = i + 1;
+        if (si) {
+            int created;
+            uint64_t *v = pf_map_put(&si->map, site_hash(r->file, r->line), &created);
+            if (created)
+                *v = i + 1;
+        }
     }
     pf_map_free(&seen);
-    side->rows[PF_DIFF_LINES] = rows;
-    side->n[PF_DIFF_LINES] = n;
-    si->lines = rows;
-}
-
-static void read_functions(pf_diff_side_t *side, const pf_jv_t *funcs)
-{
-    size_t n = funcs && funcs->kind == PF_JV_ARRAY ? funcs->n : 0;
-    pf_diff_row_t *rows = pf_xcalloc(n + 1, sizeof *rows);
-    pf_map_t seen = {0};
-    for (size_t i = 0; i < n; i++) {
-        const pf_jv_t *o = &funcs->items[i];
-        pf_diff_row_t *r = &rows[i];
-        r->file = strdup(pf_jv_str(o, "file"));
-        r->function = strdup(pf_jv_str(o, "function"));
-        r->line = (int)pf_jv_num(o, "line");
-        r->source = strdup("");
-        const char *parts[2] = {r->file, r->function};
-        r->key = occurrence_key(&seen, parts, 2);
-        fill_values(r, o, json_fields);
-    }
-    pf_map_free(&seen);
-    side->rows[PF_DIFF_FUNCS] = rows;
-    side->n[PF_DIFF_FUNCS] = n;
+    side->rows[table] = rows;
+    side->n[table] = n;
+    if (si)
+        si->lines = rows;
 }
 
 /* Call paths: a call-tree node's own bytes, keyed by the chain of its lines (file, function, source) from
@@ -277,9 +260,9 @@ int pf_diff_load(const char *path, pf_diff_side_t *side, char *err, size_t errle
     for (int k = 0; k < PF_DIFF_MEASURES; k++)
         side->total[k] = pf_jv_num(totals, json_fields[k]);
     source_index_t si = {0};
-    read_lines(side, pf_jv_get(&doc, "lines"), &si);
+    read_rows(side, PF_DIFF_LINES, pf_jv_get(&doc, "lines"), &si);
     user_copies(side);
-    read_functions(side, pf_jv_get(&doc, "functions"));
+    read_rows(side, PF_DIFF_FUNCS, pf_jv_get(&doc, "functions"), NULL);
     read_paths(side, pf_jv_get(&doc, "call_tree"), &si);
     pf_map_free(&si.map);
     pf_jv_free(&doc);

@@ -37,6 +37,15 @@ void pf_export_frames_free(pf_export_frames_t *f)
     *f = (pf_export_frames_t){0};
 }
 
+size_t pf_export_max_depth(const pf_model_t *m)
+{
+    size_t d = 0;
+    for (size_t n = 0; n < m->n_nodes; n++)
+        if (m->nodes[n].depth > d)
+            d = m->nodes[n].depth;
+    return d + 1;
+}
+
 size_t pf_export_stack(const pf_model_t *m, const pf_export_frames_t *f, int32_t node, int root_first,
                        uint32_t *out, size_t max)
 {

@@ -23,6 +23,9 @@ typedef struct pf_export_frames {
 void pf_export_frames_build(const pf_model_t *m, pf_export_frames_t *out);
 void pf_export_frames_free(pf_export_frames_t *f);
 
+/* The deepest path's length (at least 1): room for pf_export_stack. */
+size_t pf_export_max_depth(const pf_model_t *m);
+
 /* The frames of node's path, outermost first (root_first 1) or innermost first, into out[0..max);
  * returns how many. */
 size_t pf_export_stack(const pf_model_t *m, const pf_export_frames_t *f, int32_t node, int root_first,

@@ -95,10 +95,7 @@ static void functions_and_locations(pf_pb_t *profile, strings_t *s, const pf_mod
 
 static void samples(pf_pb_t *profile, const pf_model_t *m, const pf_export_frames_t *f)
 {
-    uint32_t depth = 1;
-    for (size_t n = 0; n < m->n_nodes; n++)
-        if (m->nodes[n].depth + 1 > depth)
-            depth = m->nodes[n].depth + 1;
+    size_t depth = pf_export_max_depth(m);
     uint32_t *stack = pf_xmalloc(depth * sizeof *stack);
     uint64_t *ids = pf_xmalloc(depth * sizeof *ids);
     for (size_t n = 0; n < m->n_nodes; n++) {

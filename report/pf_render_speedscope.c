@@ -13,15 +13,6 @@
 
 #define PYFLOW_EXPORTER "pyflow 0.1.0"
 
-static uint32_t max_depth(const pf_model_t *m)
-{
-    uint32_t d = 0;
-    for (size_t n = 0; n < m->n_nodes; n++)
-        if (m->nodes[n].depth > d)
-            d = m->nodes[n].depth;
-    return d + 1;
-}
-
 static void frames(pf_json_t *j, const pf_model_t *m, const pf_export_frames_t *f)
 {
     pf_json_begin_array(j);
@@ -47,7 +38,20 @@ static void frames(pf_json_t *j, const pf_model_t *m, const pf_export_frames_t *
 static void profile(pf_json_t *j, const pf_model_t *m, const pf_export_frames_t *f, int which, uint32_t *stack,
                     size_t depth)
 {
+    /* the nodes with bytes of this weight, and their total: speedscope's endValue comes before the lists */
+    int32_t *nodes = pf_xmalloc((m->n_nodes + 1) * sizeof *nodes);
+    int64_t *weights = pf_xmalloc((m->n_nodes + 1) * sizeof *weights);
+    size_t n = 0;
     double total = 0;
+    for (size_t k = 0; k < m->n_nodes; k++) {
+        int64_t w[PF_EXPORT_WEIGHTS];
+        pf_export_node_weights(&m->nodes[k], w);
+        if (w[which] > 0) {
+            nodes[n] = (int32_t)k;
+            weights[n++] = w[which];
+            total += (double)w[which];
+        }
+    }
     pf_json_begin_object(j);
     pf_json_key(j, "type");
     pf_json_string(j, "sampled");
@@ -57,41 +61,33 @@ static void profile(pf_json_t *j, const pf_model_t *m, const pf_export_frames_t 
     pf_json_string(j, "bytes");
     pf_json_key(j, "startValue");
     pf_json_int(j, 0);
+    pf_json_key(j, "endValue");
+    pf_json_number(j, total);
     pf_json_key(j, "samples");
     pf_json_begin_array(j);
-    for (size_t n = 0; n < m->n_nodes; n++) {
-        int64_t w[PF_EXPORT_WEIGHTS];
-        pf_export_node_weights(&m->nodes[n], w);
-        if (w[which] <= 0)
-            continue;
-        size_t k = pf_export_stack(m, f, (int32_t)n, 1, stack, depth);
+    for (size_t i = 0; i < n; i++) {
+        size_t k = pf_export_stack(m, f, nodes[i], 1, stack, depth);
         pf_json_begin_array(j);
-        for (size_t i = 0; i < k; i++)
-            pf_json_int(j, stack[i]);
+        for (size_t s = 0; s < k; s++)
+            pf_json_int(j, stack[s]);
         pf_json_end_array(j);
     }
     pf_json_end_array(j);
     pf_json_key(j, "weights");
     pf_json_begin_array(j);
-    for (size_t n = 0; n < m->n_nodes; n++) {
-        int64_t w[PF_EXPORT_WEIGHTS];
-        pf_export_node_weights(&m->nodes[n], w);
-        if (w[which] <= 0)
-            continue;
-        pf_json_int(j, w[which]);
-        total += (double)w[which];
-    }
+    for (size_t i = 0; i < n; i++)
+        pf_json_int(j, weights[i]);
     pf_json_end_array(j);
-    pf_json_key(j, "endValue");
-    pf_json_number(j, total);
     pf_json_end_object(j);
+    free(nodes);
+    free(weights);
 }
 
 int pf_render_speedscope(const pf_model_t *m, FILE *out)
 {
     pf_export_frames_t f;
     pf_export_frames_build(m, &f);
-    size_t depth = max_depth(m);
+    size_t depth = pf_export_max_depth(m);
     uint32_t *stack = pf_xmalloc(depth * sizeof *stack);
     pf_json_t j;
     pf_json_init(&j, out);

@@ -16,10 +16,10 @@ import html
 import json
 import linecache
 import os
-import subprocess
 import sys
 
 from . import runtime
+from .runtime import human_bytes as human
 
 KERNEL_NAME = "pyflow"
 DISPLAY_NAME = "Python 3 (pyflow)"
@@ -42,14 +42,6 @@ def install(user=False, prefix=None, name=KERNEL_NAME):
         with open(os.path.join(d, "kernel.json"), "w") as f:
             json.dump(kernel_spec(), f, indent=1)
         return KernelSpecManager().install_kernel_spec(d, name, user=user, prefix=prefix)
-
-
-def human(n):
-    n = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
 
 
 class CellTimes:
@@ -110,14 +102,6 @@ def report_html(doc, title, top):
     return f"<div class='pyflow-report'><p>{head}</p>\n{_rows_html(doc, top)}</div>"
 
 
-def _full_page(from_ns, to_ns):
-    path = runtime.profile_path()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYFLOW_") and k != "LD_PRELOAD"}
-    cp = subprocess.run([runtime.launcher(), "report", path, "--format", "html", "--window", f"{from_ns}:{to_ns}"],
-                        capture_output=True, env=env, timeout=120)
-    return cp.stdout.decode("utf-8", "replace") if cp.returncode == 0 else None
-
-
 def load_ipython_extension(ip):
     from IPython.core.magic import Magics, line_magic, magics_class
     from IPython.display import HTML, display
@@ -153,10 +137,10 @@ def load_ipython_extension(ip):
                 print("pyflow: no cell has run yet")
                 return
             if a.full:
-                page = _full_page(*span)
+                page = runtime.window_report(*span, fmt="html")
                 if page:
-                    display(HTML(f"<iframe style='width:100%;height:600px;border:0' srcdoc=\"{html.escape(page)}\">"
-                                 "</iframe>"))
+                    display(HTML(f"<div><iframe style='width:100%;height:600px;border:0' srcdoc=\"{html.escape(page)}\">"
+                                 "</iframe></div>"))
                     return
             doc = runtime.window_report(*span)
             if doc is None:

@@ -21,6 +21,7 @@ import sys
 import pytest
 
 from . import runtime
+from .runtime import human_bytes as human
 
 _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024 ** 2, "mb": 1024 ** 2, "mib": 1024 ** 2,
           "g": 1024 ** 3, "gb": 1024 ** 3, "gib": 1024 ** 3}
@@ -32,14 +33,6 @@ def parse_size(text):
     if not m or m.group(2).lower() not in _UNITS:
         raise ValueError(f"{text!r} is not a size (a number and B, KB, MB, GB, KiB, MiB or GiB)")
     return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
-
-
-def human(n):
-    n = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
 
 
 def pytest_addoption(parser):

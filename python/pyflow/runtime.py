@@ -108,17 +108,28 @@ def profile_path():
     return mine if os.path.exists(mine) else None
 
 
-def window_report(from_ns, to_ns):
-    """The JSON report of what this process allocated in [from_ns, to_ns] (frees until to_ns): its "lines"
-    hold each line's bytes allocated then, its peak and what is still live at to_ns. None when it cannot be
-    made (says nothing: the caller has the counters)."""
+def window_report(from_ns, to_ns, fmt="json"):
+    """pyflow's report of what this process allocated in [from_ns, to_ns] (frees until to_ns): for "json" the
+    parsed document, whose "lines" hold each line's bytes allocated then, its peak and what is still live at
+    to_ns; for another format ("html") its text. None when it cannot be made (the caller has the counters)."""
     path = profile_path()
     if not path or not to_ns:
         return None
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYFLOW_") and k != "LD_PRELOAD"}
     try:
-        cp = subprocess.run([launcher(), "report", path, "--format", "json", "--window", f"{from_ns}:{to_ns}"],
+        cp = subprocess.run([launcher(), "report", path, "--format", fmt, "--window", f"{from_ns}:{to_ns}"],
                             capture_output=True, env=env, timeout=120)
-        return json.loads(cp.stdout) if cp.returncode == 0 else None
+        if cp.returncode != 0:
+            return None
+        return json.loads(cp.stdout) if fmt == "json" else cp.stdout.decode("utf-8", "replace")
     except (OSError, ValueError, subprocess.SubprocessError):
         return None
+
+
+def human_bytes(n):
+    """12.3 MiB."""
+    n = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
