@@ -131,7 +131,7 @@ static void read_rows(pf_diff_side_t *side, int table, const pf_jv_t *items, sou
         pf_diff_row_t *r = &rows[i];
         r->file = strdup(pf_jv_str(o, "file"));
         r->function = strdup(pf_jv_str(o, "function"));
-        r->line = (int)pf_jv_num(o, "line");
+        r->line = pf_jv_int(o, "line");
         r->source = strdup(table == PF_DIFF_LINES ? pf_jv_str(o, "source") : "");
         char number[24];
         snprintf(number, sizeof number, "#%d", r->line);
@@ -166,9 +166,9 @@ static void read_paths(pf_diff_side_t *side, const pf_jv_t *tree, const source_i
     size_t kept = 0;
     for (size_t i = 0; i < n; i++) {
         const pf_jv_t *o = &tree->items[i];
-        long parent = (long)pf_jv_num(o, "parent");
+        long parent = pf_jv_int(o, "parent");
         const char *file = pf_jv_str(o, "file"), *func = pf_jv_str(o, "function");
-        int line = (int)pf_jv_num(o, "line");
+        int line = pf_jv_int(o, "line");
         const pf_jv_t *own = pf_jv_get(o, "source");
         const char *src = own ? pf_jv_str(o, "source") : source_of(si, file, line);
         char number[24], here[512];

@@ -61,11 +61,16 @@ size_t pf_export_stack(const pf_model_t *m, const pf_export_frames_t *f, int32_t
     return n;
 }
 
-static int64_t whole(double v) { return v > 0 ? (int64_t)floor(v + 0.5) : 0; }
+int64_t pf_export_whole(double v)
+{
+    if (!(v > 0))       /* negative, zero or NaN (a corrupt profile's numbers are anything) */
+        return 0;
+    return v < 9.2e18 ? (int64_t)floor(v + 0.5) : INT64_MAX;
+}
 
 void pf_export_node_weights(const pf_callnode_t *c, int64_t out[PF_EXPORT_WEIGHTS])
 {
-    out[0] = whole(c->self_alloc);
-    out[1] = whole(c->self_peak);
-    out[2] = whole(c->self_leaked);
+    out[0] = pf_export_whole(c->self_alloc);
+    out[1] = pf_export_whole(c->self_peak);
+    out[2] = pf_export_whole(c->self_leaked);
 }

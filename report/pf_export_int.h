@@ -38,4 +38,7 @@ extern const char *const pf_export_weight_names[PF_EXPORT_WEIGHTS];   /* "alloc_
 extern const char *const pf_export_weight_titles[PF_EXPORT_WEIGHTS];  /* "allocated bytes", ... */
 void pf_export_node_weights(const pf_callnode_t *c, int64_t out[PF_EXPORT_WEIGHTS]);
 
+/* v rounded to a whole number of bytes or nanoseconds, within [0, INT64_MAX] (NaN: 0). */
+int64_t pf_export_whole(double v);
+
 #endif /* PF_EXPORT_INT_H */

@@ -1,5 +1,6 @@
 /* pf_json_read.c - a small JSON reader (pf_json_read_int.h): recursive descent, depth-limited. */
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -271,6 +272,14 @@ double pf_jv_num(const pf_jv_t *v, const char *key)
 {
     const pf_jv_t *m = pf_jv_get(v, key);
     return m && m->kind == PF_JV_NUMBER ? m->number : 0;
+}
+
+int pf_jv_int(const pf_jv_t *v, const char *key)
+{
+    double d = pf_jv_num(v, key);
+    if (!(d == d))
+        return 0;
+    return d >= (double)INT_MAX ? INT_MAX : d <= (double)INT_MIN ? INT_MIN : (int)d;
 }
 
 const char *pf_jv_str(const pf_jv_t *v, const char *key)

@@ -24,6 +24,8 @@ void pf_jv_free(pf_jv_t *v);
 const pf_jv_t *pf_jv_get(const pf_jv_t *v, const char *key);
 /* Its number (0 when absent or not a number) and its string ("" when absent or not a string). */
 double pf_jv_num(const pf_jv_t *v, const char *key);
+/* Its number as an int, rounded toward zero and clamped to [INT_MIN, INT_MAX] (0: absent, NaN). */
+int pf_jv_int(const pf_jv_t *v, const char *key);
 const char *pf_jv_str(const pf_jv_t *v, const char *key);
 
 #endif /* PF_JSON_READ_INT_H */

@@ -152,7 +152,7 @@ int pf_render_pprof(const pf_model_t *m, FILE *out)
         value_type(&profile, PROFILE_SAMPLE_TYPE, &s, pf_export_weight_names[w], "bytes");
     samples(&profile, m, &f);
     functions_and_locations(&profile, &s, m, &f);
-    pf_pb_uint(&profile, PROFILE_DURATION_NANOS, (uint64_t)llround(m->elapsed_s * 1e9));
+    pf_pb_uint(&profile, PROFILE_DURATION_NANOS, (uint64_t)pf_export_whole(m->elapsed_s * 1e9));
     value_type(&profile, PROFILE_PERIOD_TYPE, &s, "space", "bytes");
     pf_pb_uint(&profile, PROFILE_PERIOD, m->exact ? 1 : m->mean_sample_bytes);
     char comment[300];
