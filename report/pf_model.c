@@ -147,6 +147,8 @@ static int on_record(void *ctx, const pf_record_t *r)
             m->dropped += mk->value;
         if (r->aux == PF_MARK_SAMPLING && L->cur == 0 && mk->value > 1)
             note_sampling_step(m, (double)mk->t_ns / 1e9, mk->value);
+        if (r->aux == PF_MARK_LABEL && L->cur == 0)
+            pf_tests_note(m, (const char *)(mk + 1), mk->note_len);
         return 0;
     }
     case PF_REC_EXIT: {
@@ -458,6 +460,7 @@ void pf_model_free(pf_model_t *m)
     free(m->flows);
     free(m->redundancies);
     free(m->sampling_steps);
+    pf_tests_free(m);
     for (size_t i = 0; i < m->n_procs; i++) {
         free(m->procs[i].argv);
         free(m->procs[i].python);

@@ -532,6 +532,8 @@ int pf_render_json(const pf_model_t *m, FILE *out)
 
     pf_json_key(&j, "unprofiled_processes");
     unprofiled(&j, m);
+    pf_json_key(&j, "tests");
+    pf_render_tests_json(&j, m);
     pf_json_end_object(&j);
     fputc('\n', out);
     free(order);

@@ -117,6 +117,10 @@ class Session:
             r["failed_limit"] = over[0][0]
             r["message"] = self.explain(item, over, (t0, t1), r)
         self.results[item.nodeid] = r
+        # into the profile too, so that `pyflow report` lists the tests (report/pf_report_tests.c)
+        runtime.mark("pytest-result\t{}\t{}\t{}\t{}\t{}\t{}\t{}".format(
+            r["allocated_python_bytes"], r["allocated_native_bytes"], r["peak_bytes"], r["leaked_python_bytes"],
+            r["leaked_native_bytes"], r["failed_limit"] or "-", item.nodeid))
 
     def explain(self, item, over, window, r):
         lines = []

@@ -1909,7 +1909,8 @@ def case_pytest_limits(c):
     numpy = has_numpy("/usr/bin/python3")
     clean = {k: v for k, v in os.environ.items() if k != "PYFLOW_PYTHON"}
     py = os.path.join(venv, "bin", "python")
-    for how in (["pyflow", "run", "--no-report", "-m", "pytest"], ["python", "-m", "pytest", "--pyflow"]):
+    profile = os.path.join(c.tmp, "tests.pflow")
+    for how in (["pyflow", "run", "--no-report", "-o", profile, "-m", "pytest"], ["python", "-m", "pytest", "--pyflow"]):
         js = os.path.join(c.tmp, "tests.json")
         cmd = [os.path.join(venv, "bin", how[0]), *how[1:], "-p", "no:cacheprovider", "--pyflow-json", js, "-q", src]
         cp = run(cmd, env=clean, cwd=tests)
@@ -1937,6 +1938,16 @@ def case_pytest_limits(c):
         assert by["test_leaks_over"]["leaked_bytes"] >= 4 << 20 and by["test_leaks_under"]["leaked_bytes"] < 1 << 20
         if numpy:
             assert by["test_numpy_peak_over"]["allocated_native_bytes"] >= 38 << 20, by["test_numpy_peak_over"]
+        if "-o" in how:     # the profile's own report lists the tests too
+            rep = run([os.path.join(venv, "bin", "pyflow"), "report", profile, "--format", "json"])
+            tests_doc = {t["nodeid"].split("::")[-1]: t for t in json.loads(rep.stdout)["tests"]}
+            assert set(tests_doc) == set(by), (tests_doc.keys(), by.keys())
+            for name, t in tests_doc.items():
+                assert t["peak_bytes"] == by[name]["peak_bytes"], (name, t, by[name])
+                assert t["failed_limit"] == by[name]["failed_limit"], (name, t, by[name])
+            text = run([os.path.join(venv, "bin", "pyflow"), "report", profile]).stdout
+            assert re.search(r"tests \(pytest, \d measured, largest peak first\)", text), text[-1500:]
+            assert re.search(r"test_limits\.py::test_peak_over  over limit_memory", text), text[-1500:]
     cp = run([py, "-m", "pytest", "-p", "no:cacheprovider", "-q", src], env=clean, cwd=tests)
     assert cp.returncode == 0, f"without pyflow the limits are not checked:\n{cp.stdout[-2000:]}"
     assert "memory limits not checked: not running under pyflow" in cp.stdout, cp.stdout[-1500:]
