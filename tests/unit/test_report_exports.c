@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "pf_diff.h"
+#include "pf_model_int.h"
 #include "pf_json_read_int.h"
 #include "pf_protobuf_int.h"
 
@@ -133,6 +134,30 @@ static void test_fail_on_conditions(void **state)
     assert_true(pf_diff_cond_broken(&d, &c));
 }
 
+static void note(pf_model_t *m, const char *label)
+{
+    pf_tests_note(m, label, strlen(label));
+}
+
+static void test_pytest_result_labels(void **state)
+{
+    (void)state;
+    pf_model_t m;
+    memset(&m, 0, sizeof m);
+    note(&m, "pytest-result\t100\t200\t300\t4\t5\tlimit_memory\ttests/t.py::test_a[x\ty]");
+    note(&m, "pytest-result\t1\t2\t3\t0\t0\t-\tt.py::b");
+    note(&m, "test-start t.py::b");                         /* another label: not a result */
+    note(&m, "pytest-result\t1\t2\tthree\t0\t0\t-\tt.py::c");  /* malformed: left out */
+    note(&m, "pytest-result\t1\t2\t3\t0\t0\t-\t");          /* no node id: left out */
+    assert_int_equal(m.n_tests, 2);
+    assert_string_equal(m.tests[0].nodeid, "tests/t.py::test_a[x\ty]");   /* the id is the rest */
+    assert_true(m.tests[0].alloc_python == 100 && m.tests[0].alloc_native == 200 && m.tests[0].peak == 300);
+    assert_true(m.tests[0].leaked_python == 4 && m.tests[0].leaked_native == 5);
+    assert_string_equal(m.tests[0].failed_limit, "limit_memory");
+    assert_string_equal(m.tests[1].failed_limit, "");
+    pf_tests_free(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -140,6 +165,7 @@ int main(void)
         cmocka_unit_test(test_json_refuses_malformed),
         cmocka_unit_test(test_protobuf_wire),
         cmocka_unit_test(test_fail_on_conditions),
+        cmocka_unit_test(test_pytest_result_labels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
