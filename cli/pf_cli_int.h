@@ -109,7 +109,7 @@ typedef struct pf_target {
     pf_out_t out;
 } pf_target_t;
 
-typedef enum pf_rendering { PF_R_JSON, PF_R_DOT, PF_R_HTML } pf_rendering_t;
+typedef enum pf_rendering { PF_R_JSON, PF_R_DOT, PF_R_HTML, PF_R_CSV, PF_R_SPEEDSCOPE, PF_R_PPROF } pf_rendering_t;
 
 typedef struct pf_outputs {
     pf_load_opts_t load;            /* the user-code rule (children are always merged) */
@@ -119,6 +119,8 @@ typedef struct pf_outputs {
     pf_target_t json, dot, html;
     double dot_min_bytes;
     int dot_all;                    /* every flow (--dot-all) */
+    pf_target_t export_to;          /* an export for another tool (csv, speedscope, pprof) */
+    pf_rendering_t export_kind;
 } pf_outputs_t;
 
 /* Checks a rendering's destination before anything runs (path NULL: not wanted; "-": stdout; keep: a file
@@ -133,5 +135,8 @@ int pf_cli_render(const char *profile, pf_outputs_t *o);
 /* pf_cli_cuda.c: `pyflow info`'s CUDA line (driver and GPUs found, or why not). */
 struct pf_probe;
 void pf_cli_probe_cuda(struct pf_probe *p);
+
+/* pf_cli_diff.c: `pyflow diff BASE NEW` (argv[0] is "diff"). Returns the exit status. */
+int pf_cli_diff(int argc, char **argv);
 
 #endif /* PF_CLI_INT_H */

@@ -34,8 +34,11 @@ static const char *usage_text =
     "       pyflow run [options] -c CODE [args...]\n"
     "       pyflow run [options] python3.X [python options] app.py|-m module|-c CODE [args...]\n"
     "       pyflow run [options] COMMAND [args...]   (a Python program on PATH: pytest, ...)\n"
-    "       pyflow report PROFILE [--format text|json|dot|html] [-o FILE] [--max-lines N] [--width N]\n"
-    "                     [--reduced] [--profile-only PAT] [--profile-all] [--dot-all]\n"
+    "       pyflow report PROFILE [--format text|json|dot|html|csv|speedscope|pprof] [-o FILE]\n"
+    "                     [--max-lines N] [--width N] [--reduced] [--profile-only PAT] [--profile-all]\n"
+    "                     [--dot-all] [--window FROM_NS:TO_NS]\n"
+    "       pyflow diff BASE NEW [--fail-on COND[,COND]]... [--format text|html] [-o FILE] [--html FILE]\n"
+    "                   (two profiles or JSON reports; COND e.g. peak:+10%, leaked:+1MB, redundant:+0)\n"
     "       pyflow info\n"
     "\n"
     "run options (they come before the script; what follows it is the program's):\n"
@@ -308,7 +311,8 @@ static int cmd_report(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int valued = strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0 || strcmp(a, "-o") == 0 ||
-                     strcmp(a, "--max-lines") == 0 || strcmp(a, "--width") == 0 || strcmp(a, "--profile-only") == 0;
+                     strcmp(a, "--max-lines") == 0 || strcmp(a, "--width") == 0 || strcmp(a, "--profile-only") == 0 ||
+                     strcmp(a, "--window") == 0;
         if (valued && i + 1 >= argc) {
             fprintf(stderr, "pyflow: %s needs a value (see `pyflow --help`)\n", a);
             return 2;
@@ -335,7 +339,17 @@ static int cmd_report(int argc, char **argv)
             load.profile_only = argv[++i];
         else if (strcmp(a, "--profile-all") == 0)
             load.profile_all = 1;
-        else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+        else if (strcmp(a, "--window") == 0 && i + 1 < argc) {
+            /* FROM:TO in ns of the profile's clock: what the pytest plugin asks about one test */
+            unsigned long long from, to;
+            char end;
+            if (sscanf(argv[++i], "%llu:%llu%c", &from, &to, &end) != 2 || to == 0 || from > to) {
+                fprintf(stderr, "pyflow: --window needs FROM_NS:TO_NS (0 < TO, FROM <= TO), not %s\n", argv[i]);
+                return 2;
+            }
+            load.window_from_ns = from;
+            load.window_to_ns = to;
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage(stdout);
             return 0;
         } else if (a[0] == '-' && a[1]) {
@@ -353,8 +367,25 @@ static int cmd_report(int argc, char **argv)
         return 2;
     }
     int json = strcmp(format, "json") == 0, dot = strcmp(format, "dot") == 0, html = strcmp(format, "html") == 0;
+    static const struct {
+        const char *name;
+        pf_rendering_t kind;
+    } exports[] = {{"csv", PF_R_CSV}, {"speedscope", PF_R_SPEEDSCOPE}, {"pprof", PF_R_PPROF}};
+    for (size_t i = 0; i < sizeof exports / sizeof *exports; i++)
+        if (strcmp(format, exports[i].name) == 0) {
+            if (exports[i].kind == PF_R_PPROF && !out && isatty(STDOUT_FILENO)) {
+                fprintf(stderr, "pyflow: the pprof export is gzipped binary: give -o FILE (or redirect stdout)\n");
+                return 2;
+            }
+            pf_outputs_t o = {.load = load, .export_kind = exports[i].kind};
+            if (pf_cli_target_prepare(&o.export_to, exports[i].name, out ? out : "-", profile) != 0)
+                return 2;
+            int rc = pf_cli_render(profile, &o);
+            pf_cli_target_release(&o.export_to);
+            return rc == 0 ? 0 : 2;
+        }
     if (!json && !dot && !html && strcmp(format, "text") != 0) {
-        fprintf(stderr, "pyflow: unknown format %s (text, json, dot or html)\n", format);
+        fprintf(stderr, "pyflow: unknown format %s (text, json, dot, html, csv, speedscope or pprof)\n", format);
         return 2;
     }
     pf_outputs_t o = {.load = load, .dot_min_bytes = 65536.0, .dot_all = dot_all};
@@ -422,6 +453,8 @@ int main(int argc, char **argv)
         return cmd_report(argc - 1, argv + 1);
     if (strcmp(argv[1], "info") == 0)
         return cmd_info();
-    fprintf(stderr, "pyflow: unknown command %s (run, report or info; see `pyflow --help`)\n", argv[1]);
+    if (strcmp(argv[1], "diff") == 0)
+        return pf_cli_diff(argc - 1, argv + 1);
+    fprintf(stderr, "pyflow: unknown command %s (run, report, diff or info; see `pyflow --help`)\n", argv[1]);
     return 2;
 }

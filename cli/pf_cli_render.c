@@ -110,6 +110,12 @@ static int write_rendering(const pf_model_t *model, pf_target_t *t, const pf_out
         pf_html_opts_t hopts = {.flow_svg = flow_graph_svg(model, &dopts)};
         rc = pf_render_html(model, f, &hopts);
         free((char *)hopts.flow_svg);
+    } else if (kind == PF_R_CSV) {
+        rc = pf_render_csv(model, f);
+    } else if (kind == PF_R_SPEEDSCOPE) {
+        rc = pf_render_speedscope(model, f);
+    } else if (kind == PF_R_PPROF) {
+        rc = pf_render_pprof(model, f);
     } else {
         rc = pf_render_json(model, f);
     }
@@ -140,6 +146,8 @@ int pf_cli_render(const char *profile, pf_outputs_t *o)
     if (o->dot.wanted && write_rendering(model, &o->dot, o, PF_R_DOT) < 0)
         rc = -1;
     if (o->html.wanted && write_rendering(model, &o->html, o, PF_R_HTML) < 0)
+        rc = -1;
+    if (o->export_to.wanted && write_rendering(model, &o->export_to, o, o->export_kind) < 0)
         rc = -1;
     pf_model_free(model);
     return rc;

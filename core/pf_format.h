@@ -268,8 +268,10 @@ typedef enum pf_mark_kind {
     PF_MARK_FINALIZING = 1, /* interpreter shutdown began: frees after this do not cancel (live-at-exit) */
     PF_MARK_DROPPED = 2,    /* value = records dropped (file full or unwritable) */
     PF_MARK_NOTE = 3,       /* value = 0; a text note follows in the payload tail (note_len bytes) */
-    PF_MARK_SAMPLING = 4    /* value = factor: from here, the sampling means are factor x the header's (the
+    PF_MARK_SAMPLING = 4,   /* value = factor: from here, the sampling means are factor x the header's (the
                                profile neared its size cap); the object threshold is at least the new mean */
+    PF_MARK_LABEL = 5       /* value = 0; the program's own label follows as the note (pyflow_mark(): the
+                               pytest plugin's "test-start NODEID" / "test-end NODEID") */
 } pf_mark_kind_t;
 
 /* PF_REC_MARK payload. aux = pf_mark_kind_t; then note text for PF_MARK_NOTE. */

@@ -225,7 +225,8 @@ static void record_alloc(pf_tls_t *t, void *p, size_t size, int domain, uint64_t
     pf_writer_commit(t, rec, PF_REC_ALLOC, 0, bytes);
 
     pf_objinfo_t obj = {.addr = (uintptr_t)p, .size = size, .domain = (uint32_t)domain, .flags = flags | st.flags};
-    pf_objtable_insert(&obj);
+    if (pf_objtable_insert(&obj) == 0)     /* untracked, its free would not be seen: not live either */
+        pf_api_on_alloc(domain, est);
 }
 
 void pf_on_alloc_slow(pf_tls_t *t, void *p, size_t size, int domain)
@@ -273,6 +274,8 @@ int pf_on_free_slow_info(pf_tls_t *t, void *p, int domain, pf_objinfo_t *obj)
         return 0;
     t->guard++;
     int found = pf_objtable_remove((uintptr_t)p, obj);
+    if (found)
+        pf_api_on_free(obj);
     if (found && __atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE)) {
         pf_enter_recording(t);
         _Static_assert(PF_OBJ_LINKS == 3, "test every link below");

@@ -136,6 +136,10 @@ void pf_on_realloc_moved(pf_tls_t *t, void *dst, const struct pf_objinfo *old, s
 void pf_copy_verdict_on_free(pf_tls_t *t, struct pf_objinfo *obj) PF_HIDDEN;
 void pf_record_thread_reset(pf_tls_t *t) PF_HIDDEN;
 void pf_record_mark(pf_tls_t *t, int kind, uint64_t value, const char *note) PF_HIDDEN;
+/* pf_api.c: the running counters of pyflow_api.h, kept by the slow paths (a recorded allocation, the free
+ * of a tracked one). */
+void pf_api_on_alloc(int domain, uint64_t est) PF_HIDDEN;
+void pf_api_on_free(const struct pf_objinfo *obj) PF_HIDDEN;
 uint64_t pf_now_ns(void) PF_HIDDEN;
 
 /* The sampling mean and object threshold in effect for the configured ones: the mean raised 4^L-fold at

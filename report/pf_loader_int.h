@@ -112,6 +112,7 @@ typedef struct loader {
     int unordered;
     event_t *events;
     size_t n_events, cap_events;
+    uint64_t window_from_ns, window_to_ns;  /* pf_load_opts_t's; 0, 0: the whole run */
 } loader_t;
 
 static inline const void *pf_event_payload(const loader_t *L, const event_t *e)
@@ -150,6 +151,8 @@ void pf_model_watch_totals(loader_t *L);
  * L->unordered when a stream goes back in time: the loader then walks the files again collecting
  * L->events. */
 int pf_events_is_event(uint16_t type);
+/* 0 for an event the load's window leaves out (pf_load_opts_t): an allocation outside it, anything after it. */
+int pf_events_in_window(const loader_t *L, uint16_t type, uint64_t t);
 uint64_t pf_events_time(const loader_t *L, uint32_t proc, const void *payload);     /* on the root's clock */
 void pf_events_record(loader_t *L, const pf_record_t *r);
 void pf_events_free_streams(loader_t *L);

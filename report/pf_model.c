@@ -150,6 +150,8 @@ static int on_record(void *ctx, const pf_record_t *r)
             m->dropped += mk->value;
         if (r->aux == PF_MARK_SAMPLING && L->cur == 0 && mk->value > 1)
             note_sampling_step(m, (double)mk->t_ns / 1e9, mk->value);
+        if (r->aux == PF_MARK_LABEL && L->cur == 0)
+            pf_tests_note(m, (const char *)(mk + 1), mk->note_len);
         return 0;
     }
     case PF_REC_ARGV:
@@ -208,8 +210,11 @@ static int collect_event(void *ctx, const pf_record_t *r)
     loader_t *L = ctx;
     if (!pf_events_is_event(r->type))
         return 0;
+    uint64_t t = pf_events_time(L, L->cur, r->payload);
+    if (!pf_events_in_window(L, r->type, t))
+        return 0;
     event_t *e = PF_VEC_PUSH(L->events, L->n_events, L->cap_events);
-    e->t = pf_events_time(L, L->cur, r->payload);
+    e->t = t;
     e->seq = (uint32_t)L->n_events;
     e->type = r->type;
     e->aux = r->aux;
@@ -417,8 +422,12 @@ int pf_model_load(const char *path, const pf_load_opts_t *opts, pf_model_t **out
         m->profile_only = pf_xstrndup(opts->profile_only, strlen(opts->profile_only));
     m->profile_all = opts && opts->profile_all;
     loader_t L = {.m = m};
+    if (opts && opts->window_to_ns) {
+        L.window_from_ns = opts->window_from_ns;
+        L.window_to_ns = opts->window_to_ns;
+    }
     int rc = add_process(&L, path, 1, err, errlen);
-    if (rc == 0 && opts && opts->merge_children) {
+    if (rc == 0 && opts && opts->merge_children && !L.window_to_ns) {   /* a window is the root's clock */
         char **kids = NULL;
         size_t n = pf_profile_children(path, &kids);
         for (size_t i = 0; i < n; i++) {
@@ -479,6 +488,7 @@ void pf_model_free(pf_model_t *m)
     free(m->flows);
     free(m->redundancies);
     free(m->sampling_steps);
+    pf_tests_free(m);
     for (size_t i = 0; i < m->n_procs; i++) {
         free(m->procs[i].argv);
         free(m->procs[i].python);

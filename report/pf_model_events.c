@@ -30,6 +30,13 @@ int pf_events_is_event(uint16_t type)
            type == PF_REC_COPY_WRITE || type == PF_REC_VERDICT;
 }
 
+int pf_events_in_window(const loader_t *L, uint16_t type, uint64_t t)
+{
+    if (!L->window_to_ns)
+        return 1;
+    return t <= L->window_to_ns && (type != PF_REC_ALLOC || t >= L->window_from_ns);
+}
+
 /* Gives back the whole pages of file bytes [from, to) (contents stay in the file and the page cache). */
 static void drop_pages(const pf_file_t *f, uint64_t from, uint64_t to)
 {
@@ -210,6 +217,8 @@ static int cursor_next(const loader_t *L, pf_event_cursor_t *c)
         if (!pf_events_is_event(h.type))
             continue;
         c->ev.t = pf_events_time(L, s->proc, f->data + at + sizeof h);
+        if (!pf_events_in_window(L, h.type, c->ev.t))
+            continue;
         c->ev.offset8 = (uint32_t)((at + sizeof h) >> 3);
         c->ev.type = h.type;
         c->ev.aux = h.aux;

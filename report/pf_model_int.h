@@ -163,6 +163,13 @@ typedef struct pf_unprofiled {
     char *command;          /* its command line, the program by its file name */
 } pf_unprofiled_t;
 
+/* A test the pytest plugin measured: its "pytest-result" label (PF_MARK_LABEL; pf_report_tests.c). */
+typedef struct pf_test_result {
+    char *nodeid;
+    double alloc_python, alloc_native, peak, leaked_python, leaked_native;
+    char failed_limit[16];      /* "limit_memory" or "limit_leaks" when it failed one, else "" */
+} pf_test_result_t;
+
 /* The profile neared its size cap: from t_s on, sampling means were factor x the header's. */
 typedef struct pf_sampling_step {
     double t_s;
@@ -215,12 +222,18 @@ struct pf_model {
     uint64_t unresolved_stacks; /* ALLOC/COPY records whose interned stack the file lacks: attributed without it */
     pf_sampling_step_t *sampling_steps; /* the root process's, in time order, factors increasing */
     size_t n_sampling_steps, cap_sampling_steps;
+    pf_test_result_t *tests;    /* the root process's tests, in the order they ran (pytest plugin) */
+    size_t n_tests, cap_tests;
     char *profile_only;         /* the user-code rule (see pf_load_opts_t) */
     int profile_all;
 };
 
 /* The PieProf category a redundancy suggests (a display heuristic, see pf_model_watch.c). */
 const char *pf_redundancy_category(const struct pf_model *m, const pf_redundancy_t *r);
+
+/* pf_report_tests.c: a PF_MARK_LABEL's text, kept when it is a "pytest-result"; and their memory. */
+void pf_tests_note(struct pf_model *m, const char *label, size_t len);
+void pf_tests_free(struct pf_model *m);
 
 /* The row a name refers to. */
 static inline const char *pf_model_str(const struct pf_model *m, uint32_t id)

@@ -72,6 +72,21 @@ static void stats_fields(pf_json_t *j, const pf_model_t *m, const pf_stats_t *s)
     timeline(j, m, s);
 }
 
+/* The text of a line of the user's code as it was when the report was made, when the file could be read:
+ * `pyflow diff` matches lines across edits by it (library lines, which an edit of the user's does not
+ * move, by number). */
+static void source_text(pf_json_t *j, const pf_model_t *m, uint32_t file, int line)
+{
+    const char *name = pf_model_str(m, file);
+    if (!pf_report_file_listed(m, name))
+        return;
+    const char *text = pf_report_source_line(name, line);
+    if (!text[0])
+        return;
+    pf_json_key(j, "source");
+    pf_json_string(j, text);
+}
+
 /* A call-tree node's file, line and function keys. */
 static void node_site(pf_json_t *j, const pf_model_t *m, const pf_callnode_t *c)
 {
@@ -132,6 +147,7 @@ static void tree_nodes(pf_json_t *j, const pf_model_t *m, const pf_callnode_t *n
             pf_json_key(j, "folded_into");
             pf_json_int(j, c->folded >= 0 && m->nodes[c->folded].alloc >= 0.5 ? folded_id[c->folded] : -1);
         }
+        source_text(j, m, c->file, c->line);
         bytes(j, "alloc_bytes", c->alloc);
         bytes(j, "self_alloc_bytes", c->self_alloc);
         bytes(j, "peak_bytes", c->peak);
@@ -206,6 +222,8 @@ static void row_object(pf_json_t *j, const pf_model_t *m, uint32_t file, int lin
     pf_json_key(j, "function");
     pf_json_string(j, pf_model_str(m, function));
     stats_fields(j, m, s);
+    if (l)
+        source_text(j, m, file, line);
     if (l) {    /* of alloc_bytes, what threads and processes this line started allocated (pf_line_t) */
         bytes(j, "started_bytes", l->started_bytes);
         pf_json_key(j, "started_threads");
@@ -555,6 +573,8 @@ int pf_render_json(const pf_model_t *m, FILE *out)
 
     pf_json_key(&j, "unprofiled_processes");
     unprofiled(&j, m);
+    pf_json_key(&j, "tests");
+    pf_render_tests_json(&j, m);
     pf_json_end_object(&j);
     fputc('\n', out);
     free(order);

@@ -817,6 +817,7 @@ int pf_render_text(const pf_model_t *m, FILE *f, const pf_text_opts_t *opts)
     findings(&o, m);
     access_findings(&o, m);
     leaks(&o, m);
+    pf_render_tests_text(m, f, rows);
     if (opts && opts->profile_path) {
         fputc('\n', f);
         line(&o, "profile saved: %s (render again: pyflow report %s)", opts->profile_path, opts->profile_path);

@@ -18,6 +18,10 @@ typedef struct pf_load_opts {
     int merge_children;      /* also load PATH.<pid> files written by forked children and subprocesses */
     const char *profile_only;/* comma-separated substrings: only files containing one are the user's code */
     int profile_all;         /* every file is the user's code (the standard library and packages too) */
+    /* only what the root process allocated in [window_from_ns, window_to_ns] of its clock, and its frees and
+     * copies until window_to_ns: "live at exit" is then live at window_to_ns (the pytest plugin's view of
+     * one test). 0, 0: the whole run. */
+    uint64_t window_from_ns, window_to_ns;
 } pf_load_opts_t;
 
 /* Loads the profile at path (and, when asked, its children's files) into a new model.
@@ -65,5 +69,13 @@ typedef struct pf_html_opts {
 /* Renders one self-contained HTML page (no network): findings, timeline, sortable tables, flow graph.
  * Returns 0 or -errno. */
 int pf_render_html(const pf_model_t *model, FILE *out, const pf_html_opts_t *opts);
+
+/* Exports for other tools (pf_render_csv.c, pf_render_speedscope.c, pf_render_pprof.c). Each returns 0 or
+ * -errno. CSV: the per-line table (the JSON's "lines"). speedscope: the call tree as speedscope's JSON
+ * file format, one sampled profile per weight (allocated, live at peak, live at exit). pprof: the call
+ * tree as a gzipped profile.proto with those three sample types, in bytes. */
+int pf_render_csv(const pf_model_t *model, FILE *out);
+int pf_render_speedscope(const pf_model_t *model, FILE *out);
+int pf_render_pprof(const pf_model_t *model, FILE *out);
 
 #endif /* PF_REPORT_H */

@@ -168,4 +168,10 @@ const char *pf_report_flow_via(const pf_model_t *m, const pf_flow_t *f, char *bu
 /* What to do about unprofiled children, one sentence. */
 #define PF_UNPROFILED_FIX "keep pyflow's variables in the child's environment: env={**os.environ, ...}"
 
+/* pf_report_tests.c: the tests the pytest plugin measured, from its "pytest-result" labels. */
+struct pf_json;
+/* The text section (the rows largest peak first; nothing when no test was measured), and the JSON array. */
+void pf_render_tests_text(const pf_model_t *m, FILE *f, int rows);
+void pf_render_tests_json(struct pf_json *j, const pf_model_t *m);
+
 #endif /* PF_REPORT_INT_H */

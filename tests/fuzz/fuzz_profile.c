@@ -43,6 +43,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             pf_render_dot(m, null, &dot);
             pf_html_opts_t html = {0};
             pf_render_html(m, null, &html);
+            pf_render_csv(m, null);
+            pf_render_speedscope(m, null);
+            pf_render_pprof(m, null);
             fclose(null);
         }
         pf_model_free(m);

@@ -33,3 +33,13 @@ endforeach()
 foreach(case ${pf_it_once})
   pf_it_add(${case} /usr/bin/python3)
 endforeach()
+
+# issue 27 (pyflow where Python users work): exports, diff, pip, pytest, Jupyter; once, on Debian's python3
+set(pf_it_pyeco export_csv export_speedscope export_pprof diff pip_install pytest_limits jupyter_notebook)
+foreach(case ${pf_it_pyeco})
+  pf_it_add(${case} /usr/bin/python3)
+endforeach()
+# these three pip-install the checkout, building in one CMake tree (build/pip-build): one at a time
+foreach(case pip_install pytest_limits jupyter_notebook)
+  set_tests_properties(integration.${case}.debian-python3 PROPERTIES RESOURCE_LOCK pyflow_pip_build)
+endforeach()
