@@ -67,6 +67,10 @@ int pf_cli_find_on_path(const char *name, char *out, size_t size);
 /* Parses a byte count with an optional k/m/g suffix. Returns 0 and sets *out, or -1. */
 int pf_cli_parse_bytes(const char *s, uint64_t *out);
 
+/* `pyflow env --output-dir DIR [--format shell|srun|json]` (argv[0] is "env"): prints the environment that
+ * profiles a process pyflow did not start into DIR/<host>.<pid> (pf_cli_env.c). Returns the exit status. */
+int pf_cli_env(int argc, char **argv);
+
 typedef struct pf_python {
     int major, minor;
     char executable[4096];

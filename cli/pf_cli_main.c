@@ -31,8 +31,10 @@ static const char *usage_text =
     "       pyflow run [options] -c CODE [args...]\n"
     "       pyflow run [options] python3.X [python options] app.py|-m module|-c CODE [args...]\n"
     "       pyflow run [options] COMMAND [args...]   (a Python program on PATH: pytest, ...)\n"
-    "       pyflow report PROFILE [--format text|json|dot|html] [-o FILE] [--max-lines N] [--width N]\n"
+    "       pyflow report PROFILE|DIR... [--format text|json|dot|html] [-o FILE] [--max-lines N] [--width N]\n"
     "                     [--reduced] [--profile-only PAT] [--profile-all] [--dot-all]\n"
+    "       pyflow env --output-dir DIR [--format shell|srun|json] [--sample-bytes N] [--exact] [--native]\n"
+    "                     (the environment that profiles processes pyflow did not start; docs/distributed.md)\n"
     "       pyflow info\n"
     "\n"
     "run options (they come before the script; what follows it is the program's):\n"
@@ -271,17 +273,27 @@ static int write_rendering(const pf_model_t *model, const char *path, const outp
     return rc < 0 ? -1 : 0;
 }
 
-static int render(const char *profile, const outputs_t *o)
+static int is_directory(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Several profiles, or a directory of them (pyflow env's), load as one job (pf_model_load_set). */
+static int render_set(const char *const *profiles, size_t n_profiles, const outputs_t *o)
 {
     char err[1024];
     pf_model_t *model;
     pf_load_opts_t lo = o->load;
     lo.merge_children = 1;
-    if (pf_model_load(profile, &lo, &model, err, sizeof err) < 0) {
+    int rc = n_profiles > 1 || is_directory(profiles[0])
+                 ? pf_model_load_set(profiles, n_profiles, &lo, &model, err, sizeof err)
+                 : pf_model_load(profiles[0], &lo, &model, err, sizeof err);
+    if (rc < 0) {
         fprintf(stderr, "pyflow: %s\n", err);
         return -1;
     }
-    int rc = 0;
+    rc = 0;
     if (o->text && pf_render_text(model, o->text_out, o->topts) < 0)
         rc = -1;
     if (o->json && write_rendering(model, o->json, o, R_JSON) < 0)
@@ -292,6 +304,11 @@ static int render(const char *profile, const outputs_t *o)
         rc = -1;
     pf_model_free(model);
     return rc;
+}
+
+static int render(const char *profile, const outputs_t *o)
+{
+    return render_set(&profile, 1, o);
 }
 
 /* Ends pyflow the way the program ended: its exit code, or death by its signal. */
@@ -415,6 +432,8 @@ static int cmd_run(int argc, char **argv)
 static int cmd_report(int argc, char **argv)
 {
     const char *profile = NULL, *format = "text", *out = NULL;
+    const char *profiles[argc];    /* files and directories of one job */
+    size_t n_profiles = 0;
     pf_text_opts_t topts = {0};
     pf_load_opts_t load = {0};
     int dot_all = 0;
@@ -454,11 +473,10 @@ static int cmd_report(int argc, char **argv)
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "pyflow: unknown option %s (see `pyflow --help`)\n", a);
             return 2;
-        } else if (!profile)
-            profile = a;
-        else {
-            fprintf(stderr, "pyflow: report takes one profile (got %s and %s)\n", profile, a);
-            return 2;
+        } else {
+            if (!profile)
+                profile = a;
+            profiles[n_profiles++] = a;
         }
     }
     if (!profile) {
@@ -474,7 +492,7 @@ static int cmd_report(int argc, char **argv)
         outputs_t o = {.load = load, .json = json ? (out ? out : "-") : NULL,
                        .dot = dot ? (out ? out : "-") : NULL, .html = html ? (out ? out : "-") : NULL,
                        .dot_min_bytes = 65536.0, .dot_all = dot_all};
-        return render(profile, &o) == 0 ? 0 : 2;
+        return render_set(profiles, n_profiles, &o) == 0 ? 0 : 2;
     }
     FILE *f = out ? fopen(out, "w") : stdout;
     if (!f) {
@@ -484,7 +502,7 @@ static int cmd_report(int argc, char **argv)
     topts.width = out ? (topts.width ? topts.width : 100) : terminal_width(topts.width);
     topts.color = !out && isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
     outputs_t o = {.load = load, .text = 1, .text_out = f, .topts = &topts};
-    int rc = render(profile, &o);
+    int rc = render_set(profiles, n_profiles, &o);
     if (out)
         fclose(f);
     return rc == 0 ? 0 : 2;
@@ -524,6 +542,8 @@ int main(int argc, char **argv)
         return cmd_report(argc - 1, argv + 1);
     if (strcmp(argv[1], "info") == 0)
         return cmd_info();
-    fprintf(stderr, "pyflow: unknown command %s (run, report or info; see `pyflow --help`)\n", argv[1]);
+    if (strcmp(argv[1], "env") == 0)
+        return pf_cli_env(argc - 1, argv + 1);
+    fprintf(stderr, "pyflow: unknown command %s (run, report, env or info; see `pyflow --help`)\n", argv[1]);
     return 2;
 }

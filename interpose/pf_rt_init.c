@@ -12,12 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "pf_child_env.h"
 #include "pf_codes.h"
 #include "pf_fd.h"
+#include "pf_labels.h"
 #include "pf_modules.h"
 #include "pf_objtable.h"
 #include "pf_rt_int.h"
@@ -206,7 +208,7 @@ static void leave_environment_clean(void)
                                        PF_ENV_COPY_SAMPLE_BYTES, PF_ENV_COPY_BYTES, PF_ENV_MAX_PROFILE_BYTES,
                                        PF_ENV_EXACT, PF_ENV_NATIVE,
                                        PF_ENV_QUIET, PF_ENV_WATCH, PF_ENV_WATCH_PERIOD, PF_ENV_WATCH_BUDGET, PF_ENV_WATCH_EVENT,
-                                       PF_ENV_WATCH_SEED, PF_ENV_VIA, NULL};
+                                       PF_ENV_WATCH_SEED, PF_ENV_VIA, PF_ENV_OUTPUT_DIR, PF_ENV_HOST, NULL};
     for (int i = 0; vars[i]; i++)
         unsetenv(vars[i]);
 }
@@ -223,6 +225,16 @@ __attribute__((constructor)) static void pf_rt_init(void)
     pf_cfg.quiet = env_flag(PF_ENV_QUIET);
 
     const char *output = getenv(PF_ENV_OUTPUT);
+    const char *output_dir = getenv(PF_ENV_OUTPUT_DIR);
+    static char dir_base[PATH_MAX];     /* PYFLOW_OUTPUT_DIR: DIR/<host>, the writer adds .<pid> */
+    int in_dir = (!output || !*output) && output_dir && *output_dir;
+    if (in_dir || (output && *output))
+        pf_labels_init();
+    if (in_dir) {
+        mkdir(output_dir, 0777);   /* a host's first worker makes it; EEXIST otherwise */
+        snprintf(dir_base, sizeof dir_base, "%s/%s", output_dir, pf_labels_host());
+        output = dir_base;
+    }
     char version[32];
     uint32_t hex = 0;
     int minor = output && *output ? detect_python(version, sizeof version, &hex) : -1;
@@ -243,7 +255,7 @@ __attribute__((constructor)) static void pf_rt_init(void)
     pf_cfg.copy_threshold = env_u64(PF_ENV_COPY_BYTES, PF_DEFAULT_COPY_BYTES);
 
     const char *root = getenv(PF_ENV_ROOT_PID);
-    int is_root = root && atoi(root) == (int)getpid();
+    int is_root = !in_dir && root && atoi(root) == (int)getpid();
     pf_writer_info_t info = {
         .max_bytes = env_u64(PF_ENV_MAX_PROFILE_BYTES, 0),
         .flags = (pf_cfg.exact ? PF_HDR_EXACT : 0) | (pf_cfg.native ? PF_HDR_NATIVE : 0),
