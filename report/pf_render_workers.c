@@ -73,11 +73,14 @@ void pf_render_workers_text(const pf_model_t *m, FILE *f, int width)
         int32_t rows[DIFF_LINES];
         double diffs[DIFF_LINES];
         size_t k = pf_workers_diff(m, hi, lo, rows, diffs, DIFF_LINES);
+        int col = width > 60 ? 30 : 20;
+        if (k)
+            fprintf(f, "  %-*s %10s\n", col, "lines that make the difference", "largest - smallest, at their peaks");
         for (size_t i = 0; i < k; i++) {
             char where[300], d[24];
             where_of(m, rows[i], where, sizeof where);
-            fprintf(f, "  %-*s %s%s more in the largest at their peaks\n", width > 60 ? 30 : 20, where,
-                    diffs[i] > 0 ? "" : "-", pf_report_human_bytes(diffs[i] > 0 ? diffs[i] : -diffs[i], d));
+            fprintf(f, "  %-*s %s%s\n", col, where, diffs[i] > 0 ? "+" : "-",
+                    pf_report_human_bytes(diffs[i] > 0 ? diffs[i] : -diffs[i], d));
         }
     }
     free(idx);
@@ -106,6 +109,8 @@ void pf_render_workers_json(const pf_model_t *m, pf_json_t *j)
             pf_json_null(j);
         pf_json_key(j, "labels");
         pf_json_string(j, p->labels ? p->labels : "");
+        pf_json_key(j, "start_s");     /* after the first process's start, on the job's clock */
+        pf_json_number(j, (double)p->offset_ns / 1e9);
         pf_json_key(j, "dask_worker");
         pf_json_bool(j, p->dask_worker);
         pf_json_key(j, "peak_bytes");
