@@ -38,6 +38,20 @@ static char *append_label(char *have, const char *key, const char *value)
     return s;
 }
 
+/* The value of key in labels ("" when absent), into buf. */
+static const char *label_value(const char *labels, const char *key, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    size_t k = strlen(key);
+    for (const char *p = labels; p && *p;) {
+        size_t n = strcspn(p, " ");
+        if (n > k && strncmp(p, key, k) == 0 && p[k] == '=')
+            snprintf(buf, size, "%.*s", (int)(n - k - 1), p + k + 1);
+        p += n + (p[n] == ' ');
+    }
+    return buf;
+}
+
 void pf_workers_mark(pf_model_t *m, pf_process_t *p, uint16_t kind, const pf_rec_mark_t *mk)
 {
     (void)m;
@@ -53,8 +67,10 @@ void pf_workers_mark(pf_model_t *m, pf_process_t *p, uint16_t kind, const pf_rec
         if (strcmp(text, "host") == 0) {
             free(p->host);
             p->host = pf_xstrndup(eq + 1, strlen(eq + 1));
-        } else if (!p->labels || !strstr(p->labels, text)) {   /* a fork child's file repeats none */
-            p->labels = append_label(p->labels, text, eq + 1);
+        } else {
+            char have[8];
+            if (!label_value(p->labels, text, have, sizeof have)[0])    /* the first of a key counts */
+                p->labels = append_label(p->labels, text, eq + 1);
         }
     }
     free(text);
@@ -189,20 +205,6 @@ size_t pf_workers_list(const pf_model_t *m, uint32_t *idx, size_t cap)
         if (is_worker(m, &m->procs[i]))
             idx[n++] = (uint32_t)i;
     return n;
-}
-
-/* The value of key in labels ("" when absent), into buf. */
-static const char *label_value(const char *labels, const char *key, char *buf, size_t size)
-{
-    buf[0] = '\0';
-    size_t k = strlen(key);
-    for (const char *p = labels; p && *p;) {
-        size_t n = strcspn(p, " ");
-        if (n > k && strncmp(p, key, k) == 0 && p[k] == '=')
-            snprintf(buf, size, "%.*s", (int)(n - k - 1), p + k + 1);
-        p += n + (p[n] == ' ');
-    }
-    return buf;
 }
 
 void pf_workers_name(const pf_process_t *p, char *buf, size_t size)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pf_html_int.h"
 #include "pf_report_int.h"
 #include "pf_workers_int.h"
 
@@ -175,5 +176,54 @@ void pf_render_workers_json(const pf_model_t *m, pf_json_t *j)
     }
     pf_json_end_array(j);
     pf_json_end_object(j);
+    free(idx);
+}
+
+void pf_render_workers_html(const pf_model_t *m, FILE *f)
+{
+    uint32_t *idx = malloc(MAX_WORKERS * sizeof *idx);
+    size_t n = idx ? pf_workers_list(m, idx, MAX_WORKERS) : 0;
+    if (n < 2) {
+        free(idx);
+        return;
+    }
+    fputs("<h2>Workers</h2>\n<table id=\"workers\" class=\"sortable\"><thead><tr><th data-k=\"worker\">worker</th>"
+          "<th data-k=\"host\">host</th><th data-k=\"pid\">pid</th><th data-k=\"peak\">peak</th>"
+          "<th data-k=\"alloc\">allocated</th><th data-k=\"ended\">ended</th></tr></thead><tbody>\n", f);
+    for (size_t i = 0; i < n; i++) {
+        const pf_process_t *p = &m->procs[idx[i]];
+        char name[48], ending[64];
+        pf_workers_name(p, name, sizeof name);
+        pf_workers_ending(m, p, ending, sizeof ending);
+        fputs("<tr><td class=\"src\">", f);
+        pf_html_esc(f, name);
+        fputs("</td><td class=\"src\">", f);
+        pf_html_esc(f, p->host ? p->host : "-");
+        fprintf(f, "</td><td data-v=\"%u\">%u</td>", p->pid, p->pid);
+        pf_html_num_cell(f, p->peak_bytes);
+        pf_html_num_cell(f, p->alloc_bytes);
+        fputs("<td class=\"src\">", f);
+        pf_html_esc(f, ending);
+        fputs("</td></tr>\n", f);
+    }
+    fputs("</tbody></table>\n", f);
+    uint32_t hi, lo;
+    if (extremes(m, idx, n, &hi, &lo) && m->procs[hi].peak_bytes > m->procs[lo].peak_bytes) {
+        char a[24], b[24];
+        int32_t rows[DIFF_LINES];
+        double diffs[DIFF_LINES];
+        size_t k = pf_workers_diff(m, hi, lo, rows, diffs, DIFF_LINES);
+        fprintf(f, "<p id=\"imbalance\">Imbalance: largest peak %s (pid %u), smallest %s (pid %u)%s",
+                pf_report_human_bytes(m->procs[hi].peak_bytes, a), m->procs[hi].pid,
+                pf_report_human_bytes(m->procs[lo].peak_bytes, b), m->procs[lo].pid, k ? "; the lines that differ most at their peaks:" : "");
+        for (size_t i = 0; i < k; i++) {
+            char where[300], d[24];
+            where_of(m, rows[i], where, sizeof where);
+            fprintf(f, "%s ", i ? "," : "");
+            pf_html_esc(f, where);
+            fprintf(f, " %s%s", diffs[i] > 0 ? "+" : "-", pf_report_human_bytes(diffs[i] > 0 ? diffs[i] : -diffs[i], d));
+        }
+        fputs("</p>\n", f);
+    }
     free(idx);
 }

@@ -66,5 +66,6 @@ size_t pf_workers_diff(const pf_model_t *m, uint32_t a, uint32_t b, int32_t *row
 /* ---- rendering (pf_render_workers.c) ---- */
 void pf_render_workers_text(const pf_model_t *m, FILE *f, int width);
 void pf_render_workers_json(const pf_model_t *m, pf_json_t *j);
+void pf_render_workers_html(const pf_model_t *m, FILE *f);
 
 #endif /* PF_WORKERS_INT_H */

@@ -2019,6 +2019,10 @@ def case_dist_env_dir(c):
     assert imb["largest_peak_pid"] == ws[1]["pid"] and imb["smallest_peak_pid"] == ws[0]["pid"], imb
     assert imb["lines"][0]["line"].endswith("/env_worker.py:8"), imb
     near(imb["lines"][0]["peak_bytes_difference"], 8 * MIB, 0.05, "the difference between ranks 1 and 0")
+    html = os.path.join(c.tmp, "job.html")
+    assert run([c.pyflow, "report", out_dir, "--format", "html", "-o", html]).returncode == 0
+    page = open(html, encoding="utf-8").read()
+    assert '<table id="workers"' in page and "rank 1/4" in page and '<p id="imbalance">' in page, page[-3000:]
     # several files and folders: one host's files named one by one give the same workers
     a_files = [os.path.join(out_dir, f) for f in files if f.startswith("hostA")]
     text = run([c.pyflow, "report", *a_files, "--width", "120"])
