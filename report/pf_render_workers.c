@@ -30,10 +30,12 @@ static int extremes(const pf_model_t *m, const uint32_t *idx, size_t n, uint32_t
     return 1;
 }
 
-static void where_of(const pf_model_t *m, int32_t row, char *buf, size_t size)
+/* "file:line" of a row; full: the whole path (JSON), else its last component (text, HTML) */
+static void where_of(const pf_model_t *m, int32_t row, int full, char *buf, size_t size)
 {
     const pf_line_t *l = &m->lines[row];
-    snprintf(buf, size, "%s:%d", pf_report_basename(pf_model_str(m, l->file)), l->line);
+    const char *file = pf_model_str(m, l->file);
+    snprintf(buf, size, "%s:%d", full ? file : pf_report_basename(file), l->line);
 }
 
 void pf_render_workers_text(const pf_model_t *m, FILE *f, int width)
@@ -79,7 +81,7 @@ void pf_render_workers_text(const pf_model_t *m, FILE *f, int width)
             fprintf(f, "  %-*s %10s\n", col, "lines that make the difference", "largest - smallest, at their peaks");
         for (size_t i = 0; i < k; i++) {
             char where[300], d[24];
-            where_of(m, rows[i], where, sizeof where);
+            where_of(m, rows[i], 0, where, sizeof where);
             fprintf(f, "  %-*s %s%s\n", col, where, diffs[i] > 0 ? "+" : "-",
                     pf_report_human_bytes(diffs[i] > 0 ? diffs[i] : -diffs[i], d));
         }
@@ -129,7 +131,7 @@ void pf_render_workers_json(const pf_model_t *m, pf_json_t *j)
             if (pl->proc != idx[i] || pl->row < 0 || (size_t)pl->row >= m->n_lines)
                 continue;
             char where[300];
-            snprintf(where, sizeof where, "%s:%d", pf_model_str(m, m->lines[pl->row].file), m->lines[pl->row].line);
+            where_of(m, pl->row, 1, where, sizeof where);
             pf_json_begin_object(j);
             pf_json_key(j, "line");
             pf_json_string(j, where);
@@ -166,7 +168,7 @@ void pf_render_workers_json(const pf_model_t *m, pf_json_t *j)
     size_t k = pf_workers_diff(m, hi, lo, rows, diffs, DIFF_LINES);
     for (size_t i = 0; i < k; i++) {
         char where[300];
-        snprintf(where, sizeof where, "%s:%d", pf_model_str(m, m->lines[rows[i]].file), m->lines[rows[i]].line);
+        where_of(m, rows[i], 1, where, sizeof where);
         pf_json_begin_object(j);
         pf_json_key(j, "line");
         pf_json_string(j, where);
@@ -218,7 +220,7 @@ void pf_render_workers_html(const pf_model_t *m, FILE *f)
                 pf_report_human_bytes(m->procs[lo].peak_bytes, b), m->procs[lo].pid, k ? "; the lines that differ most at their peaks:" : "");
         for (size_t i = 0; i < k; i++) {
             char where[300], d[24];
-            where_of(m, rows[i], where, sizeof where);
+            where_of(m, rows[i], 0, where, sizeof where);
             fprintf(f, "%s ", i ? "," : "");
             pf_html_esc(f, where);
             fprintf(f, " %s%s", diffs[i] > 0 ? "+" : "-", pf_report_human_bytes(diffs[i] > 0 ? diffs[i] : -diffs[i], d));
