@@ -1907,13 +1907,13 @@ def case_dist_torchrun(c):
     for r in (0, 1):
         w = ranks[f"rank={r}"]
         assert w["name"] == f"rank {r}/2" and "world_size=2" in w["labels"] and w["ended"] == "finished", w
-        exact_plus_samples(worker_line(w, "torch_ranks.py", 10), (r + 1) * 8 * MIB, f"rank {r}'s line 10")
-    near(row(d, "torch_ranks.py", 10)["alloc_bytes"], 24 * MIB, 0.03, "line 10 over both ranks")
+        exact_plus_samples(worker_line(w, "torch_ranks.py", 10), (r + 1) * 24 * MIB, f"rank {r}'s line 10")
+    near(row(d, "torch_ranks.py", 10)["alloc_bytes"], 72 * MIB, 0.03, "line 10 over both ranks")
     imb = d["imbalance"]
     assert imb["largest_peak_pid"] == ranks["rank=1"]["pid"], imb
     top = imb["lines"][0]
     assert top["line"].endswith("/torch_ranks.py:10"), imb
-    near(top["peak_bytes_difference"], 8 * MIB, 0.05, "the line that makes the difference")
+    near(top["peak_bytes_difference"], 24 * MIB, 0.05, "the line that makes the difference")
     assert "rank 1/2" in cp.stderr and "imbalance: largest peak" in cp.stderr, cp.stderr[-3000:]
 
 
@@ -1988,7 +1988,8 @@ def case_dist_env_dir(c):
     assert ray["env_vars"]["PYFLOW_OUTPUT_DIR"] == os.path.realpath(out_dir), ray
     worker = os.path.join(DIST, "env_worker.py")
     # rank host MiB ending, in the order they start (one at a time: the order is the test's clock)
-    plan = [(0, "hostA", 4, "normal"), (1, "hostB", 12, "normal"), (2, "hostA", 6, "os_exit"), (3, "hostB", 8, "kill")]
+    # (sizes far apart: start-up's sampled bytes vary by a MiB or two between runs)
+    plan = [(0, "hostA", 4, "normal"), (1, "hostB", 24, "normal"), (2, "hostA", 12, "os_exit"), (3, "hostB", 16, "kill")]
     loop = cp.stdout + "".join(
         f"RANK={r} WORLD_SIZE=4 PYFLOW_HOST={h} {c.python} {worker} {mib} {how}; echo status $?; sleep 0.3\n"
         for r, h, mib, how in plan)
@@ -2018,7 +2019,7 @@ def case_dist_env_dir(c):
     imb = d["imbalance"]
     assert imb["largest_peak_pid"] == ws[1]["pid"] and imb["smallest_peak_pid"] == ws[0]["pid"], imb
     assert imb["lines"][0]["line"].endswith("/env_worker.py:8"), imb
-    near(imb["lines"][0]["peak_bytes_difference"], 8 * MIB, 0.05, "the difference between ranks 1 and 0")
+    near(imb["lines"][0]["peak_bytes_difference"], 20 * MIB, 0.05, "the difference between ranks 1 and 0")
     html = os.path.join(c.tmp, "job.html")
     assert run([c.pyflow, "report", out_dir, "--format", "html", "-o", html]).returncode == 0
     page = open(html, encoding="utf-8").read()

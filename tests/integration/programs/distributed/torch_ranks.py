@@ -1,5 +1,5 @@
 """A 2-rank torch.distributed loop on the CPU (gloo), as torchrun starts it: each rank allocates a known
-amount on its own line (rank r: (r + 1) * 8 MiB kept), and the ranks all-reduce a tensor."""
+amount on its own line (rank r: (r + 1) * 24 MiB kept), and the ranks all-reduce a tensor."""
 import os
 
 import torch
@@ -7,7 +7,7 @@ import torch.distributed as dist
 
 
 def keep(rank):
-    return [bytearray(1 << 20) for _ in range((rank + 1) * 8)]   # RANK_LINE: rank r keeps (r + 1) * 8 MiB
+    return [bytearray(1 << 20) for _ in range((rank + 1) * 24)]   # RANK_LINE: rank r keeps (r + 1) * 24 MiB
 
 
 def main():
