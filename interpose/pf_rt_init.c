@@ -208,9 +208,11 @@ static void leave_environment_clean(void)
                                        PF_ENV_COPY_SAMPLE_BYTES, PF_ENV_COPY_BYTES, PF_ENV_MAX_PROFILE_BYTES,
                                        PF_ENV_EXACT, PF_ENV_NATIVE,
                                        PF_ENV_QUIET, PF_ENV_WATCH, PF_ENV_WATCH_PERIOD, PF_ENV_WATCH_BUDGET, PF_ENV_WATCH_EVENT,
-                                       PF_ENV_WATCH_SEED, PF_ENV_VIA, PF_ENV_OUTPUT_DIR, PF_ENV_HOST, NULL};
+                                       PF_ENV_WATCH_SEED, PF_ENV_VIA, NULL};
     for (int i = 0; vars[i]; i++)
         unsetenv(vars[i]);
+    unsetenv(PF_ENV_OUTPUT_DIR);    /* pyflow env's (pf_labels.h) */
+    unsetenv(PF_ENV_HOST);
 }
 
 __attribute__((constructor)) static void pf_rt_init(void)
@@ -255,7 +257,7 @@ __attribute__((constructor)) static void pf_rt_init(void)
     pf_cfg.copy_threshold = env_u64(PF_ENV_COPY_BYTES, PF_DEFAULT_COPY_BYTES);
 
     const char *root = getenv(PF_ENV_ROOT_PID);
-    int is_root = !in_dir && root && atoi(root) == (int)getpid();
+    int is_root = root && atoi(root) == (int)getpid();
     pf_writer_info_t info = {
         .max_bytes = env_u64(PF_ENV_MAX_PROFILE_BYTES, 0),
         .flags = (pf_cfg.exact ? PF_HDR_EXACT : 0) | (pf_cfg.native ? PF_HDR_NATIVE : 0),
