@@ -78,7 +78,7 @@ void pf_render_workers_text(const pf_model_t *m, FILE *f, int width)
         size_t k = pf_workers_diff(m, hi, lo, rows, diffs, DIFF_LINES);
         int col = width > 60 ? 30 : 20;
         if (k)
-            fprintf(f, "  %-*s %10s\n", col, "lines that make the difference", "largest - smallest, at their peaks");
+            fprintf(f, "  %-*s %s\n", col, "line", "largest - smallest, each at its own peak");
         for (size_t i = 0; i < k; i++) {
             char where[300], d[24];
             where_of(m, rows[i], 0, where, sizeof where);
