@@ -288,3 +288,39 @@ size_t pf_workers_diff(const pf_model_t *m, uint32_t a, uint32_t b, int32_t *row
     free(all);
     return n;
 }
+
+/* Dask's client calls that hand work to the workers (distributed/client.py); in 2022.12 and later each
+ * also reads the calling code for the dashboard (_get_computation_code), which allocates enough to be
+ * sampled at every call. */
+static int is_submit_call(const char *file, const char *function)
+{
+    static const char *const calls[] = {"submit", "map", "compute", "persist", "get", "scatter", NULL};
+    if (!ends_with(file, "/distributed/client.py"))
+        return 0;
+    for (int i = 0; calls[i]; i++)
+        if (strcmp(function, calls[i]) == 0)
+            return 1;
+    return 0;
+}
+
+size_t pf_workers_submissions(const pf_model_t *m, pf_submission_t *out, size_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < m->n_full; i++) {
+        const pf_callnode_t *c = &m->full[i];
+        if (c->kind != PF_NODE_LIBRARY || !is_submit_call(pf_model_str(m, c->file), pf_model_str(m, c->function)))
+            continue;
+        int32_t u = c->parent;
+        while (u >= 0 && m->full[u].kind != PF_NODE_USER)
+            u = m->full[u].parent;
+        if (u < 0)
+            continue;   /* submitted from library code only: no line of yours to name */
+        size_t k = 0;
+        while (k < n && !(out[k].file == m->full[u].file && out[k].line == m->full[u].line &&
+                          out[k].call == c->function))
+            k++;
+        if (k == n && n < cap)
+            out[n++] = (pf_submission_t){m->full[u].file, m->full[u].line, c->function};
+    }
+    return n;
+}

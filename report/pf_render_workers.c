@@ -65,6 +65,11 @@ void pf_render_workers_text(const pf_model_t *m, FILE *f, int width)
         fprintf(f, "%-14s %-16.16s %-8u %9s %9s  %s\n", name, p->host ? p->host : "-", p->pid,
                 pf_report_human_bytes(p->peak_bytes, a), pf_report_human_bytes(p->alloc_bytes, b), ending);
     }
+    pf_submission_t subs[DIFF_LINES];
+    size_t ns = pf_workers_submissions(m, subs, DIFF_LINES);
+    for (size_t i = 0; i < ns; i++)
+        fprintf(f, "%s %s:%d (Client.%s)%s", i ? "," : "tasks submitted at", pf_report_basename(pf_model_str(m, subs[i].file)),
+                subs[i].line, pf_model_str(m, subs[i].call), i + 1 == ns ? "\n" : "");
     uint32_t hi, lo;
     if (extremes(m, idx, n, &hi, &lo) && m->procs[hi].peak_bytes > m->procs[lo].peak_bytes) {
         char a[24], b[24], nh[48], nl[48];
@@ -142,6 +147,21 @@ void pf_render_workers_json(const pf_model_t *m, pf_json_t *j)
             pf_json_end_object(j);
         }
         pf_json_end_array(j);
+        pf_json_end_object(j);
+    }
+    pf_json_end_array(j);
+    pf_submission_t subs[DIFF_LINES];
+    size_t ns = pf_workers_submissions(m, subs, DIFF_LINES);
+    pf_json_key(j, "task_submissions");
+    pf_json_begin_array(j);
+    for (size_t i = 0; i < ns; i++) {
+        pf_json_begin_object(j);
+        pf_json_key(j, "file");
+        pf_json_string(j, pf_model_str(m, subs[i].file));
+        pf_json_key(j, "line");
+        pf_json_int(j, subs[i].line);
+        pf_json_key(j, "call");
+        pf_json_string(j, pf_model_str(m, subs[i].call));
         pf_json_end_object(j);
     }
     pf_json_end_array(j);

@@ -63,6 +63,17 @@ void pf_workers_ending(const pf_model_t *m, const pf_process_t *p, char *buf, si
  * at their peaks|, largest first; diffs[i] = a's - b's. Returns how many (at most cap). */
 size_t pf_workers_diff(const pf_model_t *m, uint32_t a, uint32_t b, int32_t *rows, double *diffs, size_t cap);
 
+/* A line of yours that handed work to Dask's workers: it called Client.submit/map/compute/... */
+typedef struct pf_submission {
+    uint32_t file;          /* interned */
+    int line;
+    uint32_t call;          /* interned: the client method */
+} pf_submission_t;
+
+/* The distinct submitting lines found in the unfolded call tree (a call is seen when something under it
+ * was recorded). Returns how many (at most cap). */
+size_t pf_workers_submissions(const pf_model_t *m, pf_submission_t *out, size_t cap);
+
 /* ---- rendering (pf_render_workers.c) ---- */
 void pf_render_workers_text(const pf_model_t *m, FILE *f, int width);
 void pf_render_workers_json(const pf_model_t *m, pf_json_t *j);

@@ -1915,6 +1915,7 @@ def case_dist_torchrun(c):
     assert top["line"].endswith("/torch_ranks.py:10"), imb
     near(top["peak_bytes_difference"], 24 * MIB, 0.05, "the line that makes the difference")
     assert "rank 1/2" in cp.stderr and "imbalance: largest peak" in cp.stderr, cp.stderr[-3000:]
+    assert d["task_submissions"] == [] and "tasks submitted" not in cp.stderr, d["task_submissions"]
 
 
 def dask_profile(c, *args):
@@ -1943,6 +1944,10 @@ def case_dist_dask(c):
         assert abs(s / MIB - round(s / MIB)) < 0.02, shares
     main = [p for p in d["processes"] if p["root"]][0]
     assert main["pid"] not in [w["pid"] for w in dask], "the client process is not a worker"
+    # the line that handed the tasks to the workers (SUBMIT_LINE), and no other
+    subs = [(os.path.basename(t["file"]), t["line"], t["call"]) for t in d["task_submissions"]]
+    assert subs == [("dask_job.py", 27, "map")], d["task_submissions"]
+    assert "tasks submitted at dask_job.py:27 (Client.map)" in cp.stderr, cp.stderr[-3000:]
 
 
 def case_dist_dask_killed(c):

@@ -149,6 +149,37 @@ static void test_empty_directory_is_one_error(void **state)
     assert_null(m);
 }
 
+/* Lines of yours that called a Dask client's submit-like method; twins: another library's `map`, the
+ * client's `gather` (collects, submits nothing), and a client call with no line of yours above it. */
+static void test_task_submissions(void **state)
+{
+    (void)state;
+    builder_t b;
+    b_init(&b, PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    const char *client = "/usr/lib/python3/dist-packages/distributed/client.py";
+    b_code(&b, 1, "/home/me/job.py", "main", 27);
+    b_code(&b, 2, client, "map", 2081);
+    b_code(&b, 3, client, "_get_computation_code", 2955);
+    b_code(&b, 4, "/home/me/job.py", "other", 40);
+    b_code(&b, 5, "/usr/lib/python3/dist-packages/mylib/pool.py", "map", 10);
+    b_code(&b, 6, client, "gather", 2200);
+    uint32_t submitted[] = {3, 2, 1}, other_map[] = {5, 4}, gathered[] = {6, 4}, no_user[] = {3, 2};
+    b_alloc(&b, 1, 0x100, 100, 100, PF_DOMAIN_PYOBJ, PF_ALLOC_SAMPLED, 3, submitted);
+    b_alloc(&b, 2, 0x200, 100, 100, PF_DOMAIN_PYOBJ, PF_ALLOC_SAMPLED, 2, other_map);
+    b_alloc(&b, 3, 0x300, 100, 100, PF_DOMAIN_PYOBJ, PF_ALLOC_SAMPLED, 2, gathered);
+    b_alloc(&b, 4, 0x400, 100, 100, PF_DOMAIN_PYOBJ, PF_ALLOC_SAMPLED, 2, no_user);
+    b_alloc(&b, 5, 0x500, 100, 100, PF_DOMAIN_PYOBJ, PF_ALLOC_SAMPLED, 3, submitted);   /* the same line again */
+    pf_model_t *m = load_ok(b_save(&b, "submit.pflow", 0));
+    pf_submission_t subs[4];
+    size_t n = pf_workers_submissions(m, subs, 4);
+    assert_int_equal((int)n, 1);
+    assert_string_equal(pf_model_str(m, subs[0].file), "/home/me/job.py");
+    assert_int_equal(subs[0].line, 27);
+    assert_string_equal(pf_model_str(m, subs[0].call), "map");
+    pf_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -156,6 +187,7 @@ int main(void)
         cmocka_unit_test(test_endings_and_names),
         cmocka_unit_test(test_lines_at_each_process_peak),
         cmocka_unit_test(test_empty_directory_is_one_error),
+        cmocka_unit_test(test_task_submissions),
     };
     return cmocka_run_group_tests(tests, writer_setup, writer_teardown);
 }
