@@ -1,7 +1,7 @@
-"""A Dask LocalCluster job with worker processes: each task allocates a known amount on its own line of
-this file (task i: (i + 1) MiB) and returns a small number; the main process sums them. Argument
-"kill": one task kills its worker process mid-job (Dask's nanny starts a new one and the task is retried
-elsewhere... the job still finishes), so the report must say that worker was killed."""
+"""A Dask LocalCluster job with worker processes: task i allocates (i + 1) MiB on its own line; the main
+process sums what they return. "kill PIDFILE": the first run of task 0 writes its worker's pid there and
+SIGKILLs that worker mid-job; Dask's nanny starts a new worker and the task runs again, so the job still
+finishes, and the report must say which worker was killed."""
 import os
 import signal
 import sys
