@@ -71,6 +71,10 @@ int pf_cli_find_on_path(const char *name, char *out, size_t size);
 /* Parses a byte count with an optional k/m/g suffix. Returns 0 and sets *out, or -1. */
 int pf_cli_parse_bytes(const char *s, uint64_t *out);
 
+/* `pyflow env --output-dir DIR [--format shell|srun|json]` (argv[0] is "env"): prints the environment that
+ * profiles a process pyflow did not start into DIR/<host>.<pid> (pf_cli_env.c). Returns the exit status. */
+int pf_cli_env(int argc, char **argv);
+
 typedef struct pf_python {
     int major, minor;
     char executable[4096];      /* what runs: the path as named, or as found on PATH (never resolved) */
@@ -131,6 +135,8 @@ void pf_cli_target_release(pf_target_t *t);
 /* Loads the profile (its children merged) and writes every wanted rendering. Returns 0, or -1 after
  * printing why (the renderings that could be written are). */
 int pf_cli_render(const char *profile, pf_outputs_t *o);
+/* The same for several profiles, or directories of them (pyflow env's), loaded as one job. */
+int pf_cli_render_set(const char *const *profiles, size_t n_profiles, pf_outputs_t *o);
 
 /* pf_cli_cuda.c: `pyflow info`'s CUDA line (driver and GPUs found, or why not). */
 struct pf_probe;

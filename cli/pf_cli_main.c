@@ -34,11 +34,13 @@ static const char *usage_text =
     "       pyflow run [options] -c CODE [args...]\n"
     "       pyflow run [options] python3.X [python options] app.py|-m module|-c CODE [args...]\n"
     "       pyflow run [options] COMMAND [args...]   (a Python program on PATH: pytest, ...)\n"
-    "       pyflow report PROFILE [--format text|json|dot|html|csv|speedscope|pprof] [-o FILE]\n"
+    "       pyflow report PROFILE|DIR... [--format text|json|dot|html|csv|speedscope|pprof] [-o FILE]\n"
     "                     [--max-lines N] [--width N] [--reduced] [--profile-only PAT] [--profile-all]\n"
     "                     [--dot-all] [--window FROM_NS:TO_NS]\n"
     "       pyflow diff BASE NEW [--fail-on COND[,COND]]... [--format text|html] [-o FILE] [--html FILE]\n"
     "                   (two profiles or JSON reports; COND e.g. peak:+10%, leaked:+1MB, redundant:+0)\n"
+    "       pyflow env --output-dir DIR [--format shell|srun|json] [--sample-bytes N] [--exact] [--native]\n"
+    "                     (the environment that profiles processes pyflow did not start; docs/distributed.md)\n"
     "       pyflow info\n"
     "\n"
     "run options (they come before the script; what follows it is the program's):\n"
@@ -305,6 +307,8 @@ static int cmd_run(int argc, char **argv)
 static int cmd_report(int argc, char **argv)
 {
     const char *profile = NULL, *format = "text", *out = NULL;
+    const char *profiles[argc];    /* files and directories of one job */
+    size_t n_profiles = 0;
     pf_text_opts_t topts = {0};
     pf_load_opts_t load = {0};
     int dot_all = 0;
@@ -355,11 +359,10 @@ static int cmd_report(int argc, char **argv)
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "pyflow: unknown option %s (see `pyflow --help`)\n", a);
             return 2;
-        } else if (!profile)
-            profile = a;
-        else {
-            fprintf(stderr, "pyflow: report takes one profile (got %s and %s)\n", profile, a);
-            return 2;
+        } else {
+            if (!profile)
+                profile = a;
+            profiles[n_profiles++] = a;
         }
     }
     if (!profile) {
@@ -380,7 +383,7 @@ static int cmd_report(int argc, char **argv)
             pf_outputs_t o = {.load = load, .export_kind = exports[i].kind};
             if (pf_cli_target_prepare(&o.export_to, exports[i].name, out ? out : "-", profile) != 0)
                 return 2;
-            int rc = pf_cli_render(profile, &o);
+            int rc = pf_cli_render_set(profiles, n_profiles, &o);
             pf_cli_target_release(&o.export_to);
             return rc == 0 ? 0 : 2;
         }
@@ -397,7 +400,7 @@ static int cmd_report(int argc, char **argv)
         return 2;
     int rc;
     if (json || dot || html) {
-        rc = pf_cli_render(profile, &o);
+        rc = pf_cli_render_set(profiles, n_profiles, &o);
         pf_cli_target_release(json ? &o.json : dot ? &o.dot : &o.html);
         return rc == 0 ? 0 : 2;
     }
@@ -411,7 +414,7 @@ static int cmd_report(int argc, char **argv)
     o.text = 1;
     o.text_out = f;
     o.topts = &topts;
-    rc = pf_cli_render(profile, &o);
+    rc = pf_cli_render_set(profiles, n_profiles, &o);
     if (!text.to_stdout && pf_out_fcommit(&text.out, f, rc == 0) != 0)
         rc = -1;
     pf_cli_target_release(&text);
@@ -455,6 +458,8 @@ int main(int argc, char **argv)
         return cmd_info();
     if (strcmp(argv[1], "diff") == 0)
         return pf_cli_diff(argc - 1, argv + 1);
-    fprintf(stderr, "pyflow: unknown command %s (run, report, diff or info; see `pyflow --help`)\n", argv[1]);
+    if (strcmp(argv[1], "env") == 0)
+        return pf_cli_env(argc - 1, argv + 1);
+    fprintf(stderr, "pyflow: unknown command %s (run, report, diff, env or info; see `pyflow --help`)\n", argv[1]);
     return 2;
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -128,13 +129,28 @@ static int write_rendering(const pf_model_t *model, pf_target_t *t, const pf_out
     return rc < 0 ? -1 : 0;
 }
 
+static int is_directory(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 int pf_cli_render(const char *profile, pf_outputs_t *o)
+{
+    return pf_cli_render_set(&profile, 1, o);
+}
+
+int pf_cli_render_set(const char *const *profiles, size_t n_profiles, pf_outputs_t *o)
 {
     char err[1024];
     pf_model_t *model;
     pf_load_opts_t lo = o->load;
     lo.merge_children = 1;
-    if (pf_model_load(profile, &lo, &model, err, sizeof err) < 0) {
+    /* several profiles, or a directory of them (pyflow env's), load as one job */
+    int loaded = n_profiles > 1 || is_directory(profiles[0])
+                     ? pf_model_load_set(profiles, n_profiles, &lo, &model, err, sizeof err)
+                     : pf_model_load(profiles[0], &lo, &model, err, sizeof err);
+    if (loaded < 0) {
         fprintf(stderr, "pyflow: %s\n", err);
         return -1;
     }

@@ -270,8 +270,14 @@ typedef enum pf_mark_kind {
     PF_MARK_NOTE = 3,       /* value = 0; a text note follows in the payload tail (note_len bytes) */
     PF_MARK_SAMPLING = 4,   /* value = factor: from here, the sampling means are factor x the header's (the
                                profile neared its size cap); the object threshold is at least the new mean */
-    PF_MARK_LABEL = 5       /* value = 0; the program's own label follows as the note (pyflow_mark(): the
+    PF_MARK_LABEL = 5,      /* value = 0; the program's own label follows as the note (pyflow_mark(): the
                                pytest plugin's "test-start NODEID" / "test-end NODEID") */
+    PF_MARK_PROCESS_LABEL = 6, /* value = 0; note "key=value": what a distributed engine calls this process
+                               (host=, rank=, local_rank=, world_size=, worker=, ...; interpose/pf_labels.c).
+                               Readers that do not know it skip it: no version change */
+    PF_MARK_EXIT = 7        /* value = status: the process called _exit/_Exit (os._exit, a fork child of
+                               multiprocessing) and so skipped the interpreter's shutdown. A process with
+                               neither this nor PF_MARK_FINALIZING was killed or crashed */
 } pf_mark_kind_t;
 
 /* PF_REC_MARK payload. aux = pf_mark_kind_t; then note text for PF_MARK_NOTE. */

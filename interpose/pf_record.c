@@ -17,6 +17,7 @@
 #include "pf_codes.h"
 #include "pf_modules.h"
 #include "pf_objtable.h"
+#include "pf_labels.h"
 #include "pf_rt_int.h"
 #include "pf_stacks.h"
 #include "pf_sys.h"
@@ -129,6 +130,7 @@ void pf_enter_recording(pf_tls_t *t)
         t->chunk_gen = gen;     /* so the THREAD record below lands in this generation's chunk */
         t->chunk_pos = t->chunk_end = NULL;
         thread_start(t);
+        pf_labels_write(t, gen);   /* once per file: what the engine calls this process */
     }
     if (PF_UNLIKELY((!finalizing_marked || marked_gen != gen) && pf_cfg.py && pf_cfg.py->is_finalizing())) {
         finalizing_marked = 1;

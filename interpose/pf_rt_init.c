@@ -12,12 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "pf_child_env.h"
 #include "pf_codes.h"
 #include "pf_fd.h"
+#include "pf_labels.h"
 #include "pf_modules.h"
 #include "pf_objtable.h"
 #include "pf_rt_int.h"
@@ -216,6 +218,8 @@ static void leave_environment_clean(void)
                                        PF_ENV_WATCH_SEED, PF_ENV_VIA, NULL};
     for (int i = 0; vars[i]; i++)
         unsetenv(vars[i]);
+    unsetenv(PF_ENV_OUTPUT_DIR);    /* pyflow env's (pf_labels.h) */
+    unsetenv(PF_ENV_HOST);
 }
 
 __attribute__((constructor)) static void pf_rt_init(void)
@@ -233,6 +237,16 @@ __attribute__((constructor)) static void pf_rt_init(void)
     pf_cfg.is_root = root && atoi(root) == (int)getpid();
 
     const char *output = getenv(PF_ENV_OUTPUT);
+    const char *output_dir = getenv(PF_ENV_OUTPUT_DIR);
+    static char dir_base[PATH_MAX];     /* PYFLOW_OUTPUT_DIR: DIR/<host>, the writer adds .<pid> */
+    int in_dir = (!output || !*output) && output_dir && *output_dir;
+    if (in_dir || (output && *output))
+        pf_labels_init();
+    if (in_dir) {
+        mkdir(output_dir, 0777);   /* a host's first worker makes it; EEXIST otherwise */
+        snprintf(dir_base, sizeof dir_base, "%s/%s", output_dir, pf_labels_host());
+        output = dir_base;
+    }
     char version[32];
     uint32_t hex = 0;
     int minor = output && *output ? detect_python(version, sizeof version, &hex) : -1;

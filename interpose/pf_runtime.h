@@ -49,6 +49,10 @@
 #define PF_ENV_EXACT "PYFLOW_EXACT"
 #define PF_ENV_NATIVE "PYFLOW_NATIVE"
 #define PF_ENV_QUIET "PYFLOW_QUIET"
+#define PF_ENV_OUTPUT_DIR "PYFLOW_OUTPUT_DIR"      /* without PYFLOW_OUTPUT: each process writes DIR/<host>.<pid>
+                                                      (pyflow env; processes not started by pyflow run) */
+#define PF_ENV_HOST "PYFLOW_HOST"                  /* the host name recorded and used in file names (unset:
+                                                      gethostname); for tests that simulate several hosts */
 #define PF_ENV_VIA "PYFLOW_VIA"                    /* "<pid>:<pid>": set by a launcher (a shell) for what it runs */
 #define PF_ENV_WATCH "PYFLOW_WATCH"                /* "stores", "loads", "copies", "all" or a comma list;
                                                       "auto": copies where debug registers fire, silently

@@ -138,6 +138,13 @@ pf_stack_view_t pf_loader_stack(loader_t *L, uint32_t proc, const void *tail, ui
 _Static_assert(!(PF_STACK_MISSING & (PF_ALLOC_SAMPLED | PF_ALLOC_EXACT | PF_ALLOC_NO_PYSTATE | PF_ALLOC_TRUNCATED |
                                      PF_ALLOC_STACK_REF)), "PF_STACK_MISSING must not be a format flag");
 
+/* The files of pf_model_load_set, ordered by start; start_ns on one clock (pf_model_dir.c). */
+typedef struct pf_file_set {
+    char **paths;
+    uint64_t *start_ns;
+    size_t n;
+} pf_file_set_t;
+
 /* Interns s[0..n) in the model's string table. Returns its id (never fails: allocation failure aborts). */
 uint32_t pf_model_intern(pf_model_t *m, const char *s, size_t n);
 

@@ -14,6 +14,7 @@
 
 #include "pf_loader_int.h"
 #include "pf_origin_int.h"
+#include "pf_workers_int.h"
 
 #define PF_MAX_CHILD_FILES 4096
 
@@ -121,6 +122,7 @@ static int on_record(void *ctx, const pf_record_t *r)
         pc->table_len = c->linetable_len;
         pc->is_user = pf_model_is_user_file(m, m->strings[pc->file]);
         pc->is_import_root = is_import_root(m->strings[pc->file], pc->is_user);
+        pf_workers_code(&m->procs[L->cur], m->strings[pc->file], m->strings[pc->function]);
         *pf_map_put(&P->codes, c->code_id, NULL) = P->n_pcodes;
         return 0;
     }
@@ -148,6 +150,8 @@ static int on_record(void *ctx, const pf_record_t *r)
             P->fin_ns = t;
         if (r->aux == PF_MARK_DROPPED)
             m->dropped += mk->value;
+        if (r->aux == PF_MARK_PROCESS_LABEL || r->aux == PF_MARK_EXIT)
+            pf_workers_mark(m, &m->procs[L->cur], r->aux, mk);
         if (r->aux == PF_MARK_SAMPLING && L->cur == 0 && mk->value > 1)
             note_sampling_step(m, (double)mk->t_ns / 1e9, mk->value);
         if (r->aux == PF_MARK_LABEL && L->cur == 0)
@@ -369,7 +373,8 @@ void pf_profile_children_free(char **list, size_t n)
 
 /* ---- public ---- */
 
-static int add_process(loader_t *L, const char *path, int root, char *err, size_t errlen)
+/* start_ns: the file's start on the set's common clock (pf_model_dir.c), or 0 to take its header's */
+static int add_process(loader_t *L, const char *path, int root, uint64_t start_ns, char *err, size_t errlen)
 {
     pf_model_t *m = L->m;
     L->procs = pf_xrealloc(L->procs, (L->n_procs + 1) * sizeof *L->procs);
@@ -380,6 +385,8 @@ static int add_process(loader_t *L, const char *path, int root, char *err, size_
     int rc = pf_file_open(path, &P->file, err, errlen);
     if (rc < 0)
         return rc;
+    if (start_ns)
+        P->file.header.start_mono_ns = start_ns;
     const pf_file_header_t *h = &P->file.header;
     if (!root && L->n_procs > 0 && L->procs[0].file.header.run_id && h->run_id != L->procs[0].file.header.run_id) {
         pf_file_close(&P->file);   /* another run's file under a name like ours: not this program's */
@@ -408,7 +415,9 @@ static int add_process(loader_t *L, const char *path, int root, char *err, size_
     L->n_procs++;
     L->run++;
     L->run_chunk = L->walk_dropped = 0;
-    return pf_file_walk(&P->file, on_record, L, err, errlen);
+    rc = pf_file_walk(&P->file, on_record, L, err, errlen);
+    pf_workers_ended(&m->procs[L->cur], P->fin_ns != UINT64_MAX, root && m->has_exit);
+    return rc;
 }
 
 int pf_model_load(const char *path, const pf_load_opts_t *opts, pf_model_t **out, char *err, size_t errlen)
@@ -426,15 +435,21 @@ int pf_model_load(const char *path, const pf_load_opts_t *opts, pf_model_t **out
         L.window_from_ns = opts->window_from_ns;
         L.window_to_ns = opts->window_to_ns;
     }
-    int rc = add_process(&L, path, 1, err, errlen);
-    if (rc == 0 && opts && opts->merge_children && !L.window_to_ns) {   /* a window is the root's clock */
+    const pf_file_set_t *set = opts ? opts->set : NULL;
+    int rc = set ? add_process(&L, set->paths[0], 1, set->start_ns[0], err, errlen) : add_process(&L, path, 1, 0, err, errlen);
+    m->from_set = set != NULL;
+    for (size_t i = 1; rc == 0 && set && i < set->n; i++) {
+        char kid_err[512];
+        add_process(&L, set->paths[i], 0, set->start_ns[i], kid_err, sizeof kid_err);  /* as children below */
+    }
+    if (rc == 0 && !set && opts && opts->merge_children && !L.window_to_ns) {   /* a window is the root's clock */
         char **kids = NULL;
         size_t n = pf_profile_children(path, &kids);
         for (size_t i = 0; i < n; i++) {
             char kid_err[512];
             /* A child killed before it wrote anything leaves an empty file, and one cut mid-record a
              * corrupt tail: skip what cannot be read, keep the rest. */
-            add_process(&L, kids[i], 0, kid_err, sizeof kid_err);
+            add_process(&L, kids[i], 0, 0, kid_err, sizeof kid_err);
         }
         pf_profile_children_free(kids, n);
     }
@@ -489,6 +504,7 @@ void pf_model_free(pf_model_t *m)
     free(m->redundancies);
     free(m->sampling_steps);
     pf_tests_free(m);
+    pf_workers_free_model(m);
     for (size_t i = 0; i < m->n_procs; i++) {
         free(m->procs[i].argv);
         free(m->procs[i].python);

@@ -151,6 +151,12 @@ typedef struct pf_process {
     uint64_t offset_ns;     /* start relative to the root process */
     double alloc_bytes, python_bytes, native_bytes, gpu_bytes;
     double live, peak_bytes;/* its own live bytes (at exit: live at exit) and their maximum */
+    /* what a distributed engine calls it and how it ended (pf_workers_int.h) */
+    char *host;             /* PF_MARK_PROCESS_LABEL host=, or NULL (a file from before labels) */
+    char *labels;           /* its other labels, "rank=0 local_rank=0 world_size=2", or NULL */
+    int dask_worker;        /* it ran Dask's worker code (pf_workers_code) */
+    int end_kind;           /* pf_end_kind_t */
+    int32_t end_code;       /* PF_END_EXIT: the status given to _exit */
 } pf_process_t;
 
 /* A Python process started with an environment without pyflow's variables (subprocess's env=, os.execve):
@@ -226,6 +232,11 @@ struct pf_model {
     size_t n_tests, cap_tests;
     char *profile_only;         /* the user-code rule (see pf_load_opts_t) */
     int profile_all;
+    struct pf_proc_line *proc_lines;    /* each process's bytes per line, when processes were merged
+                                           (pf_workers_int.h), sorted by process then line */
+    size_t n_proc_lines;
+    struct pf_workers_acc *workers_acc; /* the sweep's running state for proc_lines */
+    int from_set;               /* loaded from a directory or several files (pf_model_load_set) */
 };
 
 /* The PieProf category a redundancy suggests (a display heuristic, see pf_model_watch.c). */

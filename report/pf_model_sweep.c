@@ -23,6 +23,7 @@
 #include "pf_loader_int.h"
 #include "pf_origin_int.h"
 #include "pf_sweep_int.h"
+#include "pf_workers_int.h"
 #include "pf_symbols_int.h"
 
 #define intern pf_model_intern
@@ -453,6 +454,7 @@ static void release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uint6
         range_del(S, k);
     pf_model_t *m = S->m;
     m->procs[proc].live -= o->est;
+    pf_workers_free(m, proc, o->line, o->est);
     pf_stats_t *rows[3] = {&m->lines[o->line].s, &m->funcs[o->func].s, &m->total};
     for (int i = 0; i < 3; i++) {
         rows[i]->n_freed++;
@@ -503,8 +505,10 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     *(pf_domain_is_python(a->domain) ? &pr->python_bytes
       : pf_domain_is_native(a->domain) ? &pr->native_bytes : &pr->gpu_bytes) += est;
     pr->live += est;
-    if (pr->live > pr->peak_bytes)
+    int new_peak = pr->live > pr->peak_bytes;
+    if (new_peak)
         pr->peak_bytes = pr->live;
+    pf_workers_alloc(m, e->proc, row, est, new_peak);
     uint64_t idx = S->n_free_objs ? S->free_objs[--S->n_free_objs] : S->n_objs;
     if (idx == S->n_objs)
         PF_VEC_PUSH(S->objs, S->n_objs, S->cap_objs);
@@ -760,6 +764,7 @@ void pf_model_sweep(loader_t *L)
     extrapolate_redundancy(m);
     pf_sweep_access_finish(&S);
     pf_origin_unprofiled(&S);
+    pf_workers_finish(m);
     for (size_t i = 0; i < m->n_lines; i++)
         finish_stats(&m->lines[i].s, S.t_end);
     for (size_t i = 0; i < m->n_funcs; i++)

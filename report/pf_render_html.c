@@ -13,6 +13,7 @@
 #include "pf_html_int.h"
 #include "pf_model_int.h"
 #include "pf_report_int.h"
+#include "pf_workers_int.h"
 #include "pf_util_int.h"
 
 /* An SVG line chart of a 100-point series; each point has a hover title with its time and bytes. */
@@ -181,6 +182,7 @@ static void processes(FILE *f, const pf_model_t *m)
         fputs("</td></tr>\n", f);
     }
     fputs("</tbody></table>\n", f);
+    pf_render_workers_html(m, f);
 }
 
 /* The redundant copy bytes no finding lists (pf_report_unlisted_redundancy). Returns 1 when said. */

@@ -8,6 +8,7 @@
 #include "pf_json_int.h"
 #include "pf_model_int.h"
 #include "pf_report_int.h"
+#include "pf_workers_int.h"
 #include "pf_util_int.h"
 
 static void bytes(pf_json_t *j, const char *key, double v)
@@ -571,6 +572,7 @@ int pf_render_json(const pf_model_t *m, FILE *out)
     }
     pf_json_end_array(&j);
 
+    pf_render_workers_json(m, &j);    /* "workers", "imbalance" (docs/distributed.md) */
     pf_json_key(&j, "unprofiled_processes");
     unprofiled(&j, m);
     pf_json_key(&j, "tests");

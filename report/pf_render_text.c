@@ -9,6 +9,7 @@
 
 #include "pf_model_int.h"
 #include "pf_report_int.h"
+#include "pf_workers_int.h"
 #include "pf_util_int.h"
 
 #define DEFAULT_WIDTH 100
@@ -583,6 +584,7 @@ static void processes(out_t *o, const pf_model_t *m)
     }
     if (via)
         line(o, "* through a shell or another launcher that process ran");
+    pf_render_workers_text(m, o->f, o->width);
 }
 
 /* Python processes that ran unprofiled, by the line that started them: what the report cannot show. */

@@ -22,6 +22,7 @@ typedef struct pf_load_opts {
      * copies until window_to_ns: "live at exit" is then live at window_to_ns (the pytest plugin's view of
      * one test). 0, 0: the whole run. */
     uint64_t window_from_ns, window_to_ns;
+    const struct pf_file_set *set;  /* internal: pf_model_load_set's files, the first the root */
 } pf_load_opts_t;
 
 /* Loads the profile at path (and, when asked, its children's files) into a new model.
@@ -30,6 +31,13 @@ typedef struct pf_load_opts {
 int pf_model_load(const char *path, const pf_load_opts_t *opts, pf_model_t **out, char *err, size_t errlen);
 
 void pf_model_free(pf_model_t *model);
+
+/* Loads the profiles of a job's processes into one model: each path a profile file (with its children's
+ * PATH.<pid> files) or a directory of them (pyflow env's PYFLOW_OUTPUT_DIR: <host>.<pid> files), possibly
+ * from several hosts. Each file's start is put on one clock: the monotonic clock between files of one
+ * host, the real-time clock between hosts (pf_model_dir.c). Returns as pf_model_load. */
+int pf_model_load_set(const char *const *paths, size_t n, const pf_load_opts_t *opts, pf_model_t **out, char *err,
+                      size_t errlen);
 
 /* The files written next to a profile by its forked children and subprocesses (PATH.<pid>[.<n>]), sorted.
  * Returns how many and sets *out (free with pf_profile_children_free); 0 when none or unreadable. */

@@ -50,3 +50,9 @@ pf_unit_test(test_report_util
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report_util.c
   LIBS pf_report)
 target_include_directories(test_report_util PRIVATE ${PROJECT_SOURCE_DIR}/report)
+
+# The workers of a merged job: labels, endings, bytes at each process's peak, hosts on one clock.
+pf_unit_test(test_report_workers
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report_workers.c
+  LIBS pf_report)
+target_include_directories(test_report_workers PRIVATE ${PROJECT_SOURCE_DIR}/report)
