@@ -22,6 +22,7 @@
  *   PYFLOW_EXACT=1       record every allocation (copies stay sampled: every memcpy would be too many).
  *   PYFLOW_NATIVE=1      capture native instruction pointers (libunwind) with each record.
  *   PYFLOW_QUIET=1       the runtime prints nothing (tests of the launcher's own messages).
+ *   PYFLOW_NO_WASTE=1    no untouched-page check or content fingerprint when a tracked object is freed.
  *
  * Per-version frame readers are found next to libpyflow.so: <dir of libpyflow.so>/pf_pyframes_3<minor>.so.
  */
@@ -43,6 +44,7 @@
 #define PF_ENV_EXACT "PYFLOW_EXACT"
 #define PF_ENV_NATIVE "PYFLOW_NATIVE"
 #define PF_ENV_QUIET "PYFLOW_QUIET"
+#define PF_ENV_NO_WASTE "PYFLOW_NO_WASTE"          /* 1: no untouched pages or content fingerprints at free */
 #define PF_ENV_VIA "PYFLOW_VIA"                    /* "<pid>:<pid>": set by a launcher (a shell) for what it runs */
 #define PF_ENV_WATCH "PYFLOW_WATCH"                /* "stores", "loads", "copies", "all" or a comma list;
                                                       "auto": copies where debug registers fire, silently

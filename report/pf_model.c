@@ -450,6 +450,8 @@ void pf_model_free(pf_model_t *m)
     free(m->nodes);
     free(m->flows);
     free(m->redundancies);
+    free(m->waste.recomputations);
+    free(m->waste.untouched);
     free(m->sampling_steps);
     for (size_t i = 0; i < m->n_procs; i++) {
         free(m->procs[i].argv);

@@ -49,6 +49,8 @@ int pf_render_dot(const pf_model_t *m, FILE *f, const pf_dot_opts_t *opts)
         used[fl->src_line >= 0 ? (size_t)fl->src_line : m->n_lines] = 1;
         used[fl->dst_line >= 0 ? (size_t)fl->dst_line : m->n_lines] = 1;
     }
+    for (size_t i = 0; i < m->n_lines; i++)     /* a line that recomputed a value is a node of its own */
+        used[i] |= m->lines[i].recomputed_bytes > 0;
     fputs("digraph pyflow {\n  rankdir=LR;\n  node [shape=box, style=rounded, fontname=\"monospace\", fontsize=10];\n"
           "  edge [fontname=\"monospace\", fontsize=9];\n",
           f);
@@ -71,9 +73,15 @@ int pf_render_dot(const pf_model_t *m, FILE *f, const pf_dot_opts_t *opts)
             char label[512], b[24];
             snprintf(label, sizeof label, "%s:%d\nallocated %s", pf_report_basename(pf_model_str(m, l->file)), l->line,
                      pf_report_human_bytes(l->s.alloc_bytes, b));
+            int recomputed = l->recomputed_bytes > 0;
+            if (recomputed) {
+                size_t used_chars = strlen(label);
+                snprintf(label + used_chars, sizeof label - used_chars, "\nrecomputed %s (x%.0f)",
+                         pf_report_human_bytes(l->recomputed_bytes, b), l->recomputed_count);
+            }
             fprintf(f, "    n%zu [label=", i);
             dot_str(f, label);
-            fputs("];\n", f);
+            fputs(recomputed ? ", color=orange, fontcolor=orange, penwidth=2];\n" : "];\n", f);
         }
         if (any)
             fputs("  }\n", f);

@@ -7,6 +7,7 @@
 
 #include "pf_json_int.h"
 #include "pf_model_int.h"
+#include "pf_render_waste.h"
 #include "pf_report_int.h"
 #include "pf_util_int.h"
 
@@ -170,6 +171,7 @@ static void row_object(pf_json_t *j, const pf_model_t *m, uint32_t file, int lin
         pf_json_int(j, (int)l->started_threads);
         pf_json_key(j, "started_processes");
         pf_json_int(j, (int)l->started_procs);
+        pf_json_waste_line(j, l);
     }
     pf_json_end_object(j);
 }
@@ -361,6 +363,7 @@ int pf_render_json(const pf_model_t *m, FILE *out)
     bytes(&j, "copy_bytes", m->total.copy_bytes);
     bytes(&j, "redundant_copy_bytes", m->total.redundant_copy_bytes);
     bytes(&j, "leaked_bytes", m->total.leaked_bytes);
+    pf_json_waste_totals(&j, m);
     pf_json_end_object(&j);
 
     pf_outside_code_t outside;  /* the rows charged to library lines: no line of the user's code on the stack */
@@ -482,6 +485,7 @@ int pf_render_json(const pf_model_t *m, FILE *out)
     redundancies(&j, m);
     pf_json_key(&j, "watch");
     watch_summary(&j, m);
+    pf_json_waste(&j, m);
 
     pf_json_key(&j, "processes");
     pf_json_begin_array(&j);
