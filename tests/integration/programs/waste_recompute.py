@@ -8,7 +8,8 @@ def strings(n):
     for i in range(n):
         same = ",".join(["abcdefgh"] * 40)      # line 9: the same 408-byte str every iteration: flagged
         other = ",".join([str(i)] * 40)         # line 10: a new value every iteration: not flagged
-        total += len(same) + len(other)
+        floats = [i + k + 0.5 for k in range(64)]   # line 11: new floats at the addresses just freed:
+        total += len(same) + len(other) + len(floats)   # the item array's pointers repeat, not flagged
     return total
 
 
@@ -17,9 +18,9 @@ def arrays(n):
     w = np.linspace(1.0, 2.0, 4096)
     acc = 0.0
     for i in range(n):
-        inv = np.sqrt(w)                        # line 20: the same 32 KiB array every iteration: flagged
-        var = np.sqrt(w + i)                    # line 21: different contents every iteration: not flagged
-        zero = np.zeros(4096)                   # line 22: zero-filled, never written: untouched, not recomputed
+        inv = np.sqrt(w)                        # line 21: the same 32 KiB array every iteration: flagged
+        var = np.sqrt(w + i)                    # line 22: different contents every iteration: not flagged
+        zero = np.zeros(4096)                   # line 23: zero-filled, never written: untouched, not recomputed
         acc += inv[i % 4096] + var[0] + zero[1]
     return acc
 
