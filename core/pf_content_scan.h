@@ -69,9 +69,8 @@ static inline void pf_content_scan(const void *p, uint64_t size, uint64_t skip, 
         }
     } else {
         uint64_t span = size - 8 - full_end;
-        uint64_t step = (span / PF_CONTENT_STRIDE_WORDS) & ~7ull;
-        if (step < 8)
-            step = 8;
+        /* rounded up to a word: at most PF_CONTENT_STRIDE_WORDS words */
+        uint64_t step = ((span + PF_CONTENT_STRIDE_WORDS - 1) / PF_CONTENT_STRIDE_WORDS + 7) & ~7ull;
         for (uint64_t off = full_end; off < size - 8; off += step) {
             uint64_t w;
             memcpy(&w, b + off, 8);
