@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "pf_html_int.h"
 #include "pf_json_int.h"
 #include "pf_model_int.h"
 #include "pf_report_int.h"
@@ -245,4 +246,54 @@ void pf_text_waste(FILE *f, const pf_model_t *m, int width, int color)
         snprintf(row, sizeof row, "      fix: %s", pf_untouched_fix(u));
         put_line(f, width, row);
     }
+}
+
+/* ---- HTML ---- */
+
+static void html_where(FILE *f, const pf_model_t *m, int32_t row)
+{
+    const pf_line_t *l = &m->lines[row];
+    fputs("<code>", f);
+    pf_html_esc(f, pf_report_basename(pf_model_str(m, l->file)));
+    fprintf(f, ":%d</code> <code>", l->line);
+    pf_html_esc(f, pf_report_source_line(pf_model_str(m, l->file), l->line));
+    fputs("</code>", f);
+}
+
+int pf_html_waste_findings(FILE *f, const pf_model_t *m)
+{
+    char text[768];
+    int n = 0;
+    for (size_t i = 0, shown = 0; i < m->waste.n_recomputations && shown < PF_WASTE_FINDINGS; i++) {
+        const pf_recomputation_t *r = &m->waste.recomputations[i];
+        if (!pf_waste_recompute_shown(m, r))
+            continue;
+        fputs("<div class=\"finding\"><span class=\"bad\">recomputed value</span> ", f);
+        pf_html_esc(f, pf_recompute_category(m, r));
+        fputs(" at ", f);
+        html_where(f, m, r->row);
+        fputs(": ", f);
+        pf_html_esc(f, pf_waste_recompute_text(m, r, text, sizeof text));
+        fputs("</div>\n", f);
+        shown++, n++;
+    }
+    for (size_t i = 0, shown = 0; i < m->waste.n_untouched && shown < PF_WASTE_FINDINGS; i++) {
+        const pf_untouched_t *u = &m->waste.untouched[i];
+        if (!pf_waste_untouched_shown(m, u))
+            continue;
+        fputs("<div class=\"finding\"><span class=\"bad\">untouched memory</span> at ", f);
+        html_where(f, m, u->row);
+        fputs(": ", f);
+        pf_html_esc(f, pf_waste_untouched_text(u, text, sizeof text));
+        fputs("; ", f);
+        pf_html_esc(f, pf_untouched_fix(u));
+        fputs("</div>\n", f);
+        shown++, n++;
+    }
+    if (pf_waste_resident_text(m, text, sizeof text)) {
+        fputs("<div class=\"finding\">", f);
+        pf_html_esc(f, text);
+        fputs("</div>\n", f);
+    }
+    return n;
 }

@@ -21,6 +21,9 @@ void pf_json_waste_line(pf_json_t *j, const pf_line_t *l);
 void pf_json_waste_totals(pf_json_t *j, const pf_model_t *m);
 void pf_json_waste(pf_json_t *j, const pf_model_t *m);
 
+/* The HTML page's findings (each a div.finding); returns how many. */
+int pf_html_waste_findings(FILE *f, const pf_model_t *m);
+
 /* The text report's findings sections. */
 void pf_text_waste(FILE *f, const pf_model_t *m, int width, int color);
 

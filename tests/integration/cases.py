@@ -1690,8 +1690,11 @@ def case_waste_recompute(c):
     are not."""
     numpy = ("numpy",) if has_numpy(c.python) else ()
     dot = os.path.join(c.tmp, "waste.dot")
-    cp, d = c.profile(prog("waste_recompute.py"), *numpy, extra=("--dot", dot, "--dot-min-bytes", "1"))
+    page = os.path.join(c.tmp, "waste.html")
+    cp, d = c.profile(prog("waste_recompute.py"), *numpy, extra=("--dot", dot, "--dot-min-bytes", "1", "--html", page))
     assert cp.returncode == 0, cp.stderr
+    assert "recomputed value</span> loop-invariant computation at <code>waste_recompute.py:9</code>" in \
+        open(page, encoding="utf-8").read()
     found = {(os.path.basename(r["file"]), r["line"]): r for r in d["recomputations"]}
     same = found.get(("waste_recompute.py", 9))
     assert same, d["recomputations"]
