@@ -53,7 +53,7 @@ static waste_sweep_t *sweep_state(pf_model_t *m)
 }
 
 static void note_untouched(pf_model_t *m, waste_sweep_t *W, const live_obj_t *o, double scale, uint64_t page,
-                           const pf_rec_content_t *c, uint64_t t)
+                           const pf_rec_content_t *c, uint64_t t_end)
 {
     double checked = (double)c->checked_pages * (double)page * scale;
     uint64_t untouched_one = (uint64_t)c->untouched_pages * page;
@@ -83,7 +83,7 @@ static void note_untouched(pf_model_t *m, waste_sweep_t *W, const live_obj_t *o,
     }
     if (untouched > 0) {
         untouched_fact_t *f = PF_VEC_PUSH(W->facts, W->n_facts, W->cap_facts);
-        *f = (untouched_fact_t){o->line, o->t_alloc, (c->flags & PF_CONTENT_AT_EXIT) ? UINT64_MAX : t, untouched};
+        *f = (untouched_fact_t){o->line, o->t_alloc, t_end, untouched};
     }
 }
 
@@ -117,8 +117,10 @@ void pf_sweep_content(sweeper_t *S, const event_t *e)
         return;
     waste_sweep_t *W = sweep_state(m);
     double scale = o->est / (double)o->size;
+    /* freed during the interpreter's shutdown: live to the end for the peak, as the sweep counts it */
+    uint64_t t_end = (c->flags & PF_CONTENT_AT_EXIT) || e->t >= S->L->procs[e->proc].fin_ns ? UINT64_MAX : e->t;
     if (c->checked_pages && c->untouched_pages <= c->checked_pages)
-        note_untouched(m, W, o, scale, (uint64_t)1 << e->aux, c, e->t);
+        note_untouched(m, W, o, scale, (uint64_t)1 << e->aux, c, t_end);
     if (c->flags & PF_CONTENT_HASHED)
         note_value(W, o, scale, c->fingerprint);
 }
@@ -165,7 +167,9 @@ static void collect_recomputations(pf_model_t *m, waste_sweep_t *W)
         m->waste.recomputed_count += g->count;
     }
     pf_map_free(&entries);
-    qsort(m->waste.recomputations, m->waste.n_recomputations, sizeof *m->waste.recomputations, by_recomputed_bytes);
+    if (m->waste.n_recomputations)
+        qsort(m->waste.recomputations, m->waste.n_recomputations, sizeof *m->waste.recomputations,
+              by_recomputed_bytes);
 }
 
 void pf_waste_finish(sweeper_t *S)
@@ -178,7 +182,8 @@ void pf_waste_finish(sweeper_t *S)
     if (!W)
         return;
     collect_recomputations(m, W);
-    qsort(m->waste.untouched, m->waste.n_untouched, sizeof *m->waste.untouched, by_untouched_bytes);
+    if (m->waste.n_untouched)
+        qsort(m->waste.untouched, m->waste.n_untouched, sizeof *m->waste.untouched, by_untouched_bytes);
     if (m->total.peak_bytes > 0) {
         for (size_t i = 0; i < W->n_facts; i++) {
             const untouched_fact_t *f = &W->facts[i];
