@@ -131,7 +131,7 @@ static void end_kinds(pf_json_t *j, uint8_t kinds)
 }
 
 /* The callers (outermost first) of call-tree node `node` (-1: none), as sites. */
-static void node_callers(pf_json_t *j, const pf_model_t *m, int32_t node)
+void pf_json_node_callers(pf_json_t *j, const pf_model_t *m, int32_t node)
 {
     int32_t chain[PF_MAX_PY_FRAMES + 1];
     size_t n = pf_report_caller_chain(m, node, chain, sizeof chain / sizeof *chain);
@@ -150,7 +150,7 @@ static void node_callers(pf_json_t *j, const pf_model_t *m, int32_t node)
 static void leak_callers(pf_json_t *j, const pf_model_t *m, const pf_line_t *l)
 {
     size_t paths;
-    node_callers(j, m, pf_report_line_node(m, l, 1, &paths));
+    pf_json_node_callers(j, m, pf_report_line_node(m, l, 1, &paths));
 }
 
 /* One entry of "lines" (l) or "functions" (l = NULL). */
@@ -447,7 +447,7 @@ int pf_render_json(const pf_model_t *m, FILE *out)
             pf_json_null(&j);
         }
         pf_json_key(&j, "via");
-        node_callers(&j, m, fl->via_node);
+        pf_json_node_callers(&j, m, fl->via_node);
         pf_json_key(&j, "src_objects");
         end_kinds(&j, fl->src_ends);
         pf_json_key(&j, "dst_objects");

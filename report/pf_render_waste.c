@@ -97,25 +97,6 @@ static void row_site(pf_json_t *j, const pf_model_t *m, int32_t row)
     pf_json_string(j, pf_model_str(m, l->function));
 }
 
-static void via_sites(pf_json_t *j, const pf_model_t *m, int32_t node)
-{
-    int32_t chain[PF_MAX_PY_FRAMES + 1];
-    size_t n = node >= 0 ? pf_report_caller_chain(m, node, chain, sizeof chain / sizeof *chain) : 0;
-    pf_json_begin_array(j);
-    for (size_t i = 0; i < n; i++) {
-        const pf_callnode_t *c = &m->nodes[chain[i]];
-        pf_json_begin_object(j);
-        pf_json_key(j, "file");
-        pf_json_string(j, pf_model_str(m, c->file));
-        pf_json_key(j, "line");
-        pf_json_int(j, c->line);
-        pf_json_key(j, "function");
-        pf_json_string(j, pf_model_str(m, c->function));
-        pf_json_end_object(j);
-    }
-    pf_json_end_array(j);
-}
-
 void pf_json_waste(pf_json_t *j, const pf_model_t *m)
 {
     pf_json_key(j, "recomputations");
@@ -142,7 +123,7 @@ void pf_json_waste(pf_json_t *j, const pf_model_t *m)
         pf_json_key(j, "fix");
         pf_json_string(j, pf_recompute_fix(m, r));
         pf_json_key(j, "via");
-        via_sites(j, m, r->node);
+        pf_json_node_callers(j, m, r->node);
         pf_json_end_object(j);
     }
     pf_json_end_array(j);
@@ -168,7 +149,7 @@ void pf_json_waste(pf_json_t *j, const pf_model_t *m)
         pf_json_key(j, "fix");
         pf_json_string(j, pf_untouched_fix(u));
         pf_json_key(j, "via");
-        via_sites(j, m, u->node);
+        pf_json_node_callers(j, m, u->node);
         pf_json_end_object(j);
     }
     pf_json_end_array(j);

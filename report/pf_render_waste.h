@@ -16,6 +16,9 @@ const char *pf_waste_untouched_text(const pf_untouched_t *u, char *buf, size_t s
 /* The header's line on the resident peak, or NULL when nothing of the peak was untouched. */
 const char *pf_waste_resident_text(const pf_model_t *m, char *buf, size_t size);
 
+/* JSON (pf_render_json.c): the callers (outermost first) of call-tree node `node` (-1: none), as sites. */
+void pf_json_node_callers(pf_json_t *j, const pf_model_t *m, int32_t node);
+
 /* JSON: a line's fields, the totals' fields, and the top-level lists and "waste" object. */
 void pf_json_waste_line(pf_json_t *j, const pf_line_t *l);
 void pf_json_waste_totals(pf_json_t *j, const pf_model_t *m);
