@@ -53,5 +53,8 @@
 #define PF_ENV_WATCH_BUDGET "PYFLOW_WATCH_BUDGET"  /* emulated watchpoints: % of CPU time (unset: 10, 20 for loads) */
 #define PF_ENV_WATCH_EVENT "PYFLOW_WATCH_EVENT"    /* libpfm4 event name (unset: cycles, else task-clock) */
 #define PF_ENV_WATCH_SEED "PYFLOW_WATCH_SEED"      /* reservoir seed (unset: 1, reproducible) */
+#define PF_ENV_WATCH_MECH "PYFLOW_WATCH_MECH"      /* where debug registers do not fire: "pages" (default:
+                                                      page protections) or "steps" (single steps); "pages"
+                                                      also where they fire, instead of them */
 
 #endif /* PF_RUNTIME_H */
