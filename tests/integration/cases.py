@@ -1716,6 +1716,59 @@ def case_waste_recompute(c):
     assert cp.returncode == 0 and not d["recomputations"], d["recomputations"]
 
 
+
+def pages_run(c, script, args, mode="loads"):
+    """Runs script under --watch=mode with page-protection watchpoints forced (this machine's debug registers
+    may fire); returns (the run, its JSON). Output and exit status must be those of the plain run."""
+    plain = run([c.python, script] + args, cwd=os.path.dirname(script))
+    js = os.path.join(c.tmp, "p.json")
+    r = run([c.pyflow, "run", "--python", c.python, f"--watch={mode}", "--no-report", "--json", js, script] + args,
+            cwd=os.path.dirname(script), env={**os.environ, "PYFLOW_WATCH_MECH": "pages"}, timeout=600)
+    assert r.returncode == plain.returncode, f"exit {r.returncode} vs {plain.returncode}: {r.stderr[-800:]}"
+    assert r.stdout == plain.stdout, f"stdout differs: {r.stdout[-300:]!r} vs {plain.stdout[-300:]!r}"
+    doc = json.load(open(js))
+    if doc["watch"] is None:
+        raise Skip("watch is off here: " + r.stderr.strip()[-300:])
+    assert "emulating watchpoints by page protections" in r.stderr, r.stderr[-500:]
+    return r, doc
+
+
+def case_watch_pages(c):
+    """Page-protection watchpoints (the default where debug registers do not fire; forced here with
+    PYFLOW_WATCH_MECH=pages), at the default CPU budget: the PieProf programs of examples/watch and a
+    2-second loop-invariant program show their line with >= 3 redundant-load pairs (measured 5-13, 5-13 and
+    7-95, and 50-65 on the 2-second one; one more run when a busy machine finds fewer), their fixed variants
+    none. A crash under faulthandler prints and exits as without pyflow, and a buffer whose stores are
+    watched, filled by readinto() each iteration while another thread runs, reads in full (the read hooks end
+    the watches on its pages first: without them readinto returned short counts)."""
+    if not has_numpy(c.python):
+        raise Skip("numpy is not importable by " + c.python)
+    programs = [(os.path.join(WATCH_DIR, name), text) for name, text, _ in WATCH_PROGRAMS]
+    programs.append((prog("watch_invariant.py"), "r = np.sqrt(w) * 2.0"))
+    for script, text in programs:
+        script = os.path.abspath(script)
+        name, line = os.path.basename(script), line_of(script, text)
+        for attempt in (1, 2):
+            _, doc = pages_run(c, script, [])
+            pairs = sum(x["count"] for x in doc["redundancies"] if os.path.basename(x["repeat"]["file"]) == name
+                        and x["repeat"]["line"] == line and x["kind"] == "load")
+            if pairs >= 3:
+                break
+            print(f"{name}: {pairs} pairs this run, sampling again")
+        assert pairs >= 3, f"{name}:{line}: {pairs} pairs / {doc['watch']}"
+        _, fixed = pages_run(c, script, ["fixed"])
+        bad = [x for x in fixed["redundancies"] if os.path.basename(x["repeat"]["file"]) == name
+               and x["repeat"]["line"] == line]
+        assert not bad, f"fixed {name} still reports line {line}: {bad}"
+    crash = prog("watch_pages_segv.py")
+    plain = run([c.python, crash])
+    r = run([c.pyflow, "run", "--python", c.python, "--watch=loads", "--no-report", crash],
+            env={**os.environ, "PYFLOW_WATCH_MECH": "pages"})
+    assert r.returncode == plain.returncode and r.stdout == plain.stdout, (r.returncode, plain.returncode, r.stderr[-600:])
+    assert "Fatal Python error: Segmentation fault" in r.stderr and "watch_pages_segv.py" in r.stderr, r.stderr[-600:]
+    for mode in ("stores", "loads"):
+        pages_run(c, prog("watch_pages_io.py"), [], mode=mode)
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
