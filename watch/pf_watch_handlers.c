@@ -389,6 +389,39 @@ static void emu_stop(pf_watch_thread_t *t, ucontext_t *uc)
     pf_watch_emu_chain_end(t);
 }
 
+/* Ends every watch of t: none was touched in time (the instructions that armed them are tried less). */
+static void give_up_all(pf_watch_thread_t *t)
+{
+    for (int i = 0; i < t->n_slots; i++) {
+        if (t->slot[i].state == PF_SLOT_FREE)
+            continue;
+        if (t->slot[i].mode != PF_WATCH_MODE_COPIES)
+            pf_watch_futile_gave_up(t->futile, t->slot[i].expect_pc);
+        pf_watch_slot_disarm(t, i);
+    }
+}
+
+int pf_watch_slot_touched(pf_watch_thread_t *t, const ucontext_t *uc)
+{
+    uint64_t pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+    uint8_t code[15];
+    size_t n = code_at(pc, code);
+    pf_watch_regs_t regs;
+    pf_watch_regs_from_uc(uc, t->fs_base, t->gs_base, &regs);
+    pf_watch_access_t acc;
+    if (pf_watch_decode(code, n, pc, &regs, &acc) != 0 && pf_watch_decode_string_store(code, n, pc, &regs, &acc) != 0)
+        return -1;
+    for (int i = 0; i < t->n_slots; i++) {
+        const pf_watch_slot_t *s = &t->slot[i];
+        if (s->state == PF_SLOT_FREE || acc.ea >= s->addr + s->len || acc.ea + acc.size <= s->addr)
+            continue;
+        if (s->mode != PF_WATCH_MODE_LOADS && !(acc.kind & PF_WATCH_ACC_STORE))
+            continue;   /* stores and copies are write watches */
+        return i;
+    }
+    return -1;
+}
+
 static void emu_look(pf_watch_thread_t *t, ucontext_t *uc)
 {
     if (pf_watch_cfg.emulate_pages) {
@@ -404,35 +437,15 @@ static void emu_look(pf_watch_thread_t *t, ucontext_t *uc)
         return;
     }
     if (++t->emu_steps > pf_watch_cfg.emulate_step_limit) {     /* a watch nobody touches would crawl forever */
-        for (int i = 0; i < t->n_slots; i++) {
-            if (t->slot[i].state == PF_SLOT_FREE)
-                continue;
-            if (t->slot[i].mode != PF_WATCH_MODE_COPIES)
-                pf_watch_futile_gave_up(t->futile, t->slot[i].expect_pc);
-            pf_watch_slot_disarm(t, i);
-        }
+        give_up_all(t);
         t->emu_steps = 0;
         emu_stop(t, uc);
         return;
     }
     uc->uc_mcontext.gregs[REG_EFL] |= PF_WATCH_EFL_TF;
-    uint64_t pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
-    uint8_t code[15];
-    size_t n = code_at(pc, code);
-    pf_watch_regs_t regs;
-    pf_watch_regs_from_uc(uc, t->fs_base, t->gs_base, &regs);
-    pf_watch_access_t acc;
-    if (pf_watch_decode(code, n, pc, &regs, &acc) != 0 && pf_watch_decode_string_store(code, n, pc, &regs, &acc) != 0)
-        return;
-    for (int i = 0; i < t->n_slots; i++) {
-        const pf_watch_slot_t *s = &t->slot[i];
-        if (s->state == PF_SLOT_FREE || acc.ea >= s->addr + s->len || acc.ea + acc.size <= s->addr)
-            continue;
-        if (s->mode != PF_WATCH_MODE_LOADS && !(acc.kind & PF_WATCH_ACC_STORE))
-            continue;   /* stores and copies are write watches */
-        t->emu_pending = i;
-        return;
-    }
+    int hit = pf_watch_slot_touched(t, uc);
+    if (hit >= 0)
+        t->emu_pending = hit;
 }
 
 /* A signal meant for the program: its handler (through the runtime), else the default action. */
@@ -452,13 +465,7 @@ static void step_safely(pf_watch_thread_t *t, ucontext_t *uc);
 void pf_watch_pages_give_up(pf_watch_thread_t *t)
 {
     t->busy = 1;
-    for (int i = 0; i < t->n_slots; i++) {
-        if (t->slot[i].state == PF_SLOT_FREE)
-            continue;
-        if (t->slot[i].mode != PF_WATCH_MODE_COPIES)
-            pf_watch_futile_gave_up(t->futile, t->slot[i].expect_pc);
-        pf_watch_slot_disarm(t, i);
-    }
+    give_up_all(t);
     t->busy = 0;
     t->pages_faults = 0;
     pf_watch_emu_chain_end(t);

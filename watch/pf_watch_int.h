@@ -277,6 +277,9 @@ void pf_watch_segv_handler(int sig, siginfo_t *si, void *ucv) PF_WATCH_HIDDEN;
 void pf_watch_pages_calibrate(void) PF_WATCH_HIDDEN;
 /* A signal that is not watch's: the program's action (the runtime's), else the default. */
 void pf_watch_foreign_signal(int sig, siginfo_t *si, void *ucv) PF_WATCH_HIDDEN;
+/* The armed slot of t that the instruction about to run (at uc's pc) touches: a store for a write watch,
+ * any access for a read-write one; -1: none, or not decodable (pf_watch_handlers.c). */
+int pf_watch_slot_touched(pf_watch_thread_t *t, const ucontext_t *uc) PF_WATCH_HIDDEN;
 /* Ends every page watch of t that no access repeated in time (pf_watch_handlers.c). */
 void pf_watch_pages_give_up(pf_watch_thread_t *t) PF_WATCH_HIDDEN;
 

@@ -266,30 +266,6 @@ void pf_watch_pages_calibrate(void)
     munmap((void *)word, PF_PAGE);
 }
 
-/* Which armed slot of t the instruction at the fault touches (the emulation's test): a store for a write
- * watch, any access for a read-write one. -1: another word of the page. */
-static int slot_hit(pf_watch_thread_t *t, const ucontext_t *uc)
-{
-    uint64_t pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
-    uint8_t code[15];
-    memcpy(code, (const void *)(uintptr_t)pc, sizeof code);    /* code pages are never protected */
-    pf_watch_regs_t regs;
-    pf_watch_regs_from_uc(uc, t->fs_base, t->gs_base, &regs);
-    pf_watch_access_t acc;
-    if (pf_watch_decode(code, sizeof code, pc, &regs, &acc) != 0 &&
-        pf_watch_decode_string_store(code, sizeof code, pc, &regs, &acc) != 0)
-        return -1;
-    for (int i = 0; i < t->n_slots; i++) {
-        const pf_watch_slot_t *s = &t->slot[i];
-        if (s->state == PF_SLOT_FREE || acc.ea >= s->addr + s->len || acc.ea + acc.size <= s->addr)
-            continue;
-        if (s->mode != PF_WATCH_MODE_LOADS && !(acc.kind & PF_WATCH_ACC_STORE))
-            continue;
-        return i;
-    }
-    return -1;
-}
-
 /* SIGSEGV: a protection fault on a watched page is stepped over (and judged when it touched a watched
  * word); anything else is the program's. */
 void pf_watch_segv_handler(int sig, siginfo_t *si, void *ucv)
@@ -316,7 +292,7 @@ void pf_watch_segv_handler(int sig, siginfo_t *si, void *ucv)
     }
     pf_watch_thread_t *t = pf_watch_self;
     if (t && !t->busy && t->emu_pending < 0) {
-        t->emu_pending = slot_hit(t, uc);
+        t->emu_pending = pf_watch_slot_touched(t, uc);
         if (t->emu_pending < 0 && ++t->pages_faults > PF_WATCH_PAGES_FAULT_LIMIT)
             pf_watch_pages_give_up(t);     /* its page is too busy to wait for the word on */
         else if (t->emu_pending >= 0)

@@ -266,13 +266,14 @@ void pf_watch_on_free_slow(void *p, size_t size)
             if (fd >= 0)
                 ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
             if (pf_watch_cfg.emulate_pages) {
+                int was_busy = self ? self->busy : 0;
                 if (self)
                     self->busy = 1;     /* no sample handler of ours may wait for the page lock */
                 __atomic_signal_fence(__ATOMIC_SEQ_CST);
                 pf_watch_pages_disarm((int)i);
                 __atomic_signal_fence(__ATOMIC_SEQ_CST);
                 if (self)
-                    self->busy = 0;
+                    self->busy = was_busy;
             }
         }
     }
