@@ -114,6 +114,8 @@ typedef enum pf_rec_type {
     PF_REC_ARGV = 16,       /* the launched process's whole argv (aux: how many), each NUL terminated, written by
                                the launcher in its trailer chunk: the header keeps only those that fit
                                PF_ARGV_BYTES; one past the chunk's room is cut */
+    PF_REC_CONTENT = 17,    /* what a tracked object held as it was freed (or at exit): untouched pages, a
+                               fingerprint of its contents (pf_rec_content_t) */
     PF_REC_TYPE_MAX
 } pf_rec_type_t;
 
@@ -279,6 +281,33 @@ typedef enum pf_mark_kind {
                                multiprocessing) and so skipped the interpreter's shutdown. A process with
                                neither this nor PF_MARK_FINALIZING was killed or crashed */
 } pf_mark_kind_t;
+
+/* What a tracked object held when it was freed, written just before its FREE (same thread), or at exit for
+ * an object still live then (PF_CONTENT_AT_EXIT). Objects with neither a whole page nor hashable contents
+ * get none. aux = log2 of the page size the page counts are in.
+ *  - checked_pages: the whole pages inside the object, asked of mincore(); untouched_pages: those of them
+ *    never resident, so never written or read (a fresh mapping's page is resident once touched).
+ *  - fingerprint: a 64-bit hash of the contents (the first PF_CONTENT_FULL_BYTES in full, then a stride of
+ *    words to the end, and the size), when flags & PF_CONTENT_HASHED. The reporter compares the
+ *    fingerprints of objects allocated on the same call path with the same size: a match is a value the
+ *    line computed again (recomputed values). Not hashed: an object with untouched pages, all-zero
+ *    contents (PF_CONTENT_ZERO), contents that look like pointers (PF_CONTENT_POINTERS: a list's item
+ *    array, a struct), Python objects other than str and bytes, GPU memory. */
+#define PF_CONTENT_HASHED 0x1u
+#define PF_CONTENT_ZERO 0x2u
+#define PF_CONTENT_POINTERS 0x4u
+#define PF_CONTENT_AT_EXIT 0x8u
+#define PF_CONTENT_FULL_BYTES (16u * 1024u)
+#define PF_CONTENT_STRIDE_WORDS 1024u
+typedef struct pf_rec_content {
+    uint64_t t_ns;
+    uint64_t addr;          /* the object's address, as in its ALLOC */
+    uint64_t fingerprint;
+    uint32_t checked_pages;
+    uint32_t untouched_pages;
+    uint32_t flags;         /* PF_CONTENT_* */
+    uint32_t reserved;
+} pf_rec_content_t;
 
 /* PF_REC_MARK payload. aux = pf_mark_kind_t; then note text for PF_MARK_NOTE. */
 typedef struct pf_rec_mark {

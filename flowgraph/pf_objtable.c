@@ -400,6 +400,23 @@ int pf_objtable_with_object(uintptr_t addr, int (*fn)(pf_objinfo_t *obj, void *a
     return rc;
 }
 
+void pf_objtable_each(uint64_t min_size, void (*fn)(const pf_objinfo_t *obj, void *arg), void *arg)
+{
+    for (unsigned k = 0; k < PF_OBJTABLE_STRIPES; k++) {
+        pf_stripe_t *s = &pf_stripes[k];
+        pf_spin_lock(&s->lock);
+        for (uint32_t i = 0; s->mask && i <= s->mask; i++) {
+            const pf_objslot_t *o = &s->slots[i];
+            if (!o->addr || o->size < min_size)
+                continue;
+            pf_objinfo_t info = {.addr = o->addr, .size = o->size, .domain = o->domain, .flags = o->flags,
+                                 .serial = o->serial};
+            fn(&info, arg);
+        }
+        pf_spin_unlock(&s->lock);
+    }
+}
+
 uint64_t pf_objtable_count(void)
 {
     uint64_t n = 0;

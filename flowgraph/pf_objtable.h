@@ -101,6 +101,11 @@ int pf_objtable_set_link(uintptr_t addr, const pf_copylink_t *link);
  * fn may change the object's links, and must not call into the table. Returns fn's result, or -1 when addr is not tracked. */
 int pf_objtable_with_object(uintptr_t addr, int (*fn)(pf_objinfo_t *obj, void *arg), void *arg);
 
+/* Calls fn(obj, arg) for each live object of at least min_size bytes, one stripe locked at a time (a
+ * concurrent free waits); obj carries no links. fn must not call into the table. For the exit-time look at
+ * what is still live (pf_content.c). */
+void pf_objtable_each(uint64_t min_size, void (*fn)(const pf_objinfo_t *obj, void *arg), void *arg);
+
 /* Number of live tracked objects (sum over stripes; approximate while other threads run). */
 uint64_t pf_objtable_count(void);
 

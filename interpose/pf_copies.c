@@ -36,7 +36,7 @@ void pf_copies_find_types(void)
 
 /* A str or bytes object is allocated by the object domain, its type pointer after the reference count
  * (every build pyflow supports), and its characters inside it: the tracked object's start is the object. */
-static pf_copy_end_t end_kind(const pf_objinfo_t *o)
+int pf_object_end_kind(const pf_objinfo_t *o)
 {
     if (o->domain != PF_DOMAIN_PYOBJ || o->size < 2 * sizeof(uintptr_t) || !str_type)
         return PF_COPY_END_OTHER;
@@ -122,7 +122,7 @@ static uint64_t record_copy(pf_tls_t *t, const void *dst, const void *src, uint6
     uint64_t id = __atomic_fetch_add(&next_copy_id, 1, __ATOMIC_RELAXED);
     pf_objinfo_t d, s;
     int linked = within_budget(t, n) && copy_ends(dst, src, n, &d, &s);
-    write_copy(t, id, dst, src, n, est, flags, kind, linked ? PF_COPY_ENDS(end_kind(&s), end_kind(&d)) : 0);
+    write_copy(t, id, dst, src, n, est, flags, kind, linked ? PF_COPY_ENDS(pf_object_end_kind(&s), pf_object_end_kind(&d)) : 0);
     if (linked)
         link_copy(t, id, dst, src, n, &d, &s);
     return id;

@@ -29,7 +29,7 @@ static int resolve(void)
 static int watch_owns(int sig)
 {
     int sampling = pf_watch_signal();
-    return sampling && (sig == SIGTRAP || sig == sampling);
+    return sampling && (sig == SIGTRAP || sig == sampling || (sig == SIGSEGV && pf_watch_pages_on()));
 }
 
 PF_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)

@@ -270,7 +270,9 @@ void pf_on_alloc_exact(pf_tls_t *t, void *p, size_t size, int domain)
     t->guard--;
 }
 
-int pf_on_free_slow_info(pf_tls_t *t, void *p, int domain, pf_objinfo_t *obj)
+/* content: 1 for a free that ends the object's value (not a realloc, whose value lives on): what it held is
+ * looked at first (pf_content.c). */
+static int free_slow(pf_tls_t *t, void *p, int domain, pf_objinfo_t *obj, int content)
 {
     if (t->guard)
         return 0;
@@ -283,6 +285,8 @@ int pf_on_free_slow_info(pf_tls_t *t, void *p, int domain, pf_objinfo_t *obj)
         _Static_assert(PF_OBJ_LINKS == 3, "test every link below");
         if (obj->link[0].copy_id | obj->link[1].copy_id | obj->link[2].copy_id)
             pf_copy_verdict_on_free(t, obj);   /* before the FREE: the bytes are still there */
+        if (content)
+            pf_content_on_free(t, obj);
         uint32_t bytes = (uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_free_t));
         char *rec = pf_writer_reserve(t, bytes);
         if (rec) {
@@ -296,8 +300,13 @@ int pf_on_free_slow_info(pf_tls_t *t, void *p, int domain, pf_objinfo_t *obj)
     return found;
 }
 
+int pf_on_free_slow_info(pf_tls_t *t, void *p, int domain, pf_objinfo_t *obj)
+{
+    return free_slow(t, p, domain, obj, 0);
+}
+
 void pf_on_free_slow(pf_tls_t *t, void *p, int domain)
 {
     pf_objinfo_t obj;
-    pf_on_free_slow_info(t, p, domain, &obj);
+    free_slow(t, p, domain, &obj, 1);
 }

@@ -265,6 +265,7 @@ __attribute__((constructor)) static void pf_rt_init(void)
     pf_cfg.object_threshold = pf_cfg.exact ? 1 : env_u64(PF_ENV_OBJECT_BYTES, PF_DEFAULT_OBJECT_BYTES);
     pf_cfg.copy_sample_bytes = env_u64(PF_ENV_COPY_SAMPLE_BYTES, pf_cfg.mean_sample_bytes);
     pf_cfg.copy_threshold = env_u64(PF_ENV_COPY_BYTES, PF_DEFAULT_COPY_BYTES);
+    pf_cfg.waste = !env_flag(PF_ENV_NO_WASTE);
 
     int is_root = pf_cfg.is_root;
     pf_writer_info_t info = {

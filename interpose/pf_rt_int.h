@@ -98,6 +98,7 @@ typedef struct pf_config {
     uint32_t pid;               /* getpid(), kept (also by the fork handler): it is a system call each time */
     int is_root;                /* the process the launcher started (its stderr is the user's terminal) */
     uint64_t run_id;            /* PYFLOW_RUN_ID: names the launcher's socket for messages (pf_notify.c) */
+    int waste;                  /* untouched pages and content fingerprints at free (pf_content.c) */
 } pf_config_t;
 
 extern pf_config_t pf_cfg PF_HIDDEN;
@@ -134,6 +135,10 @@ void pf_copy_write_verdict(pf_tls_t *t, uint64_t copy_id, int verdict, uint64_t 
 void pf_on_copy_slow(pf_tls_t *t, void *dst, const void *src, size_t n, int kind) PF_HIDDEN PF_NOINLINE;
 void pf_on_realloc_moved(pf_tls_t *t, void *dst, const struct pf_objinfo *old, size_t new_size) PF_HIDDEN PF_NOINLINE;
 void pf_copy_verdict_on_free(pf_tls_t *t, struct pf_objinfo *obj) PF_HIDDEN;
+/* What a str or bytes object is (pf_copy_end_t), else PF_COPY_END_OTHER. */
+int pf_object_end_kind(const struct pf_objinfo *o) PF_HIDDEN;
+/* pf_content.c: a PF_REC_CONTENT record for a tracked object being freed (untouched pages, fingerprint). */
+void pf_content_on_free(pf_tls_t *t, const struct pf_objinfo *o) PF_HIDDEN;
 void pf_record_thread_reset(pf_tls_t *t) PF_HIDDEN;
 void pf_record_mark(pf_tls_t *t, int kind, uint64_t value, const char *note) PF_HIDDEN;
 /* pf_api.c: the running counters of pyflow_api.h, kept by the slow paths (a recorded allocation, the free

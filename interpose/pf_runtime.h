@@ -22,6 +22,7 @@
  *   PYFLOW_EXACT=1       record every allocation (copies stay sampled: every memcpy would be too many).
  *   PYFLOW_NATIVE=1      capture native instruction pointers (libunwind) with each record.
  *   PYFLOW_QUIET=1       the runtime prints nothing (tests of the launcher's own messages).
+ *   PYFLOW_NO_WASTE=1    no untouched-page check or content fingerprint when a tracked object is freed.
  *
  * Per-version frame readers are found next to libpyflow.so: <dir of libpyflow.so>/pf_pyframes_3<minor>.so.
  */
@@ -53,6 +54,7 @@
                                                       (pyflow env; processes not started by pyflow run) */
 #define PF_ENV_HOST "PYFLOW_HOST"                  /* the host name recorded and used in file names (unset:
                                                       gethostname); for tests that simulate several hosts */
+#define PF_ENV_NO_WASTE "PYFLOW_NO_WASTE"          /* 1: no untouched pages or content fingerprints at free */
 #define PF_ENV_VIA "PYFLOW_VIA"                    /* "<pid>:<pid>": set by a launcher (a shell) for what it runs */
 #define PF_ENV_WATCH "PYFLOW_WATCH"                /* "stores", "loads", "copies", "all" or a comma list;
                                                       "auto": copies where debug registers fire, silently
@@ -61,5 +63,8 @@
 #define PF_ENV_WATCH_BUDGET "PYFLOW_WATCH_BUDGET"  /* emulated watchpoints: % of CPU time (unset: 10, 20 for loads) */
 #define PF_ENV_WATCH_EVENT "PYFLOW_WATCH_EVENT"    /* libpfm4 event name (unset: cycles, else task-clock) */
 #define PF_ENV_WATCH_SEED "PYFLOW_WATCH_SEED"      /* reservoir seed (unset: 1, reproducible) */
+#define PF_ENV_WATCH_MECH "PYFLOW_WATCH_MECH"      /* where debug registers do not fire: "pages" (default:
+                                                      page protections) or "steps" (single steps); "pages"
+                                                      also where they fire, instead of them */
 
 #endif /* PF_RUNTIME_H */

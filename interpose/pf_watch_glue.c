@@ -266,29 +266,38 @@ int pf_watch_glue_init(pf_tls_t *t)
     type_type = dlsym(RTLD_DEFAULT, "PyType_Type");
 
     char why[256];
-    int rc = pf_watch_init(&c, why, sizeof why);
+    /* PYFLOW_WATCH_MECH=pages: page protections even where debug registers fire (tests, comparisons) */
+    const char *mech = getenv(PF_ENV_WATCH_MECH);
+    int forced_pages = mech && strcmp(mech, "pages") == 0 && !by_default;
+    int rc = forced_pages ? -EOPNOTSUPP : pf_watch_init(&c, why, sizeof why);
+    if (forced_pages)
+        snprintf(why, sizeof why, "page protections asked for (PYFLOW_WATCH_MECH=pages)");
     if (rc && by_default)
         return rc;      /* not asked for: nothing to say */
     if (rc == -EOPNOTSUPP) {
-        /* debug registers that never fire (some VMs): emulate them by single steps, bounded per watch */
+        /* debug registers that never fire (some VMs): emulate them, by page protections (only accesses to a
+         * watched word's page trap) unless PYFLOW_WATCH_MECH=steps asks for single steps */
         char first[256];
         memcpy(first, why, sizeof first);
         c.emulate_breakpoints = 1;
+        c.emulate_pages = !(mech && strcmp(mech, "steps") == 0);
         c.emulate_step_limit = PF_EMULATED_STEP_LIMIT;
-        c.rate_hz = PF_EMULATED_RATE_HZ;
+        if (!c.emulate_pages)
+            c.rate_hz = PF_EMULATED_RATE_HZ;  /* page watches keep the hardware's rate: only the page traps */
         const char *budget = getenv(PF_ENV_WATCH_BUDGET);
         c.emulate_budget_pct = budget && *budget ? (unsigned)strtoul(budget, NULL, 10)
                                : c.modes == PF_WATCH_MODE_LOADS ? PF_WATCH_BUDGET_PCT_LOADS : PF_WATCH_BUDGET_PCT;
         rc = pf_watch_init(&c, why, sizeof why);
         if (rc == 0) {
             char how[64], note[192];
+            const char *by = pf_watch_pages_on() ? "page protections" : "single steps";
             if (c.emulate_budget_pct > 0 && c.emulate_budget_pct < 100)
                 snprintf(how, sizeof how, "kept to %u%% of CPU time (--watch-budget)", c.emulate_budget_pct);
             else
                 snprintf(how, sizeof how, "with no cap on their CPU time");
-            pf_log("watch: %s; emulating watchpoints by single steps, %s", first, how);
-            snprintf(note, sizeof note, "watch: watchpoints emulated by single steps (debug registers do not fire "
-                     "here), %s", how);
+            pf_log("watch: %s; emulating watchpoints by %s, %s", first, by, how);
+            snprintf(note, sizeof note, "watch: watchpoints emulated by %s (debug registers do not fire "
+                     "here), %s", by, how);
             note_later(note);
         }
     }

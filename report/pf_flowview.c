@@ -118,6 +118,9 @@ void pf_flowview_build(const pf_model_t *m, double min_bytes, int all, pf_flowvi
         v->node[fl->dst_line >= 0 ? (size_t)fl->dst_line : m->n_lines] = 1;
     }
     free(cand);
+    for (size_t i = 0; i < m->n_lines; i++)     /* a line of the program's that wasted memory is a node of its own */
+        if (user_row(m, (int32_t)i) && pf_node_waste(m, (int32_t)i) != PF_WASTE_NONE)
+            v->node[i] = 1;
     free(imports);
 }
 
@@ -202,24 +205,30 @@ const char *pf_flowview_kind(const pf_model_t *m, const pf_flowview_t *v, int32_
     return buf;
 }
 
-pf_waste_t pf_flow_waste(const pf_model_t *m, const pf_flow_t *fl)
+pf_waste_kind_t pf_flow_waste(const pf_model_t *m, const pf_flow_t *fl)
 {
     (void)m;
-    /* recomputed values (a copy's destination filled again with what it held) join here once the model
-     * records them: return PF_WASTE_RECOMPUTED for such a flow */
+    /* recomputed values are the lines' (pf_node_waste), not the copies' */
     return pf_report_flow_redundant(fl) ? PF_WASTE_REDUNDANT_COPY : PF_WASTE_NONE;
 }
 
-pf_waste_t pf_node_waste(const pf_model_t *m, int32_t row)
+/* A line's untouched bytes make it a node of the graph from this much on (smaller is noise in a graph of MiB). */
+#define PF_NODE_UNTOUCHED_MIN (1024.0 * 1024.0)
+
+pf_waste_kind_t pf_node_waste(const pf_model_t *m, int32_t row)
 {
-    (void)m;
-    (void)row;
-    /* untouched memory (a line's allocations never read nor written) and recomputed values charged to a
-     * line join here once the model records them: return PF_WASTE_UNTOUCHED / PF_WASTE_RECOMPUTED */
+    if (row < 0 || (size_t)row >= m->n_lines)
+        return PF_WASTE_NONE;
+    const pf_line_t *l = &m->lines[row];
+    if (l->recomputed_bytes > 0)
+        return PF_WASTE_RECOMPUTED;
+    /* most of what the line allocated was never touched: the same threshold as the untouched findings */
+    if (l->untouched_bytes >= PF_NODE_UNTOUCHED_MIN && l->untouched_bytes >= 0.5 * l->s.alloc_bytes)
+        return PF_WASTE_UNTOUCHED;
     return PF_WASTE_NONE;
 }
 
-const char *pf_waste_name(pf_waste_t w)
+const char *pf_waste_name(pf_waste_kind_t w)
 {
     static const char *const names[PF_WASTE_KINDS] = {"", "redundant copy", "recomputed value", "untouched memory"};
     return w < PF_WASTE_KINDS ? names[w] : "";

@@ -19,13 +19,13 @@
 
 /* How a flow or a node is wasteful; the renderers draw each kind its own way, with a legend. Recomputed
  * values and untouched memory are filled in by pf_flow_waste / pf_node_waste once the model has them. */
-typedef enum pf_waste {
+typedef enum pf_waste_kind {
     PF_WASTE_NONE = 0,
     PF_WASTE_REDUNDANT_COPY,    /* an edge: the copy held the same bytes as its source (pf_report_flow_redundant) */
     PF_WASTE_RECOMPUTED,        /* an edge or node: a value computed again that was already there */
     PF_WASTE_UNTOUCHED,         /* a node: memory allocated and never used */
     PF_WASTE_KINDS
-} pf_waste_t;
+} pf_waste_kind_t;
 
 /* Why a flow is not drawn. */
 typedef enum pf_flow_left {
@@ -60,10 +60,10 @@ const char *pf_flowview_kind(const pf_model_t *m, const pf_flowview_t *v, int32_
 const char *pf_flowview_function(const pf_model_t *m, int32_t full_node, char *buf, size_t size);
 
 /* The wasteful kind of a flow, and of a node (line row). */
-pf_waste_t pf_flow_waste(const pf_model_t *m, const pf_flow_t *fl);
-pf_waste_t pf_node_waste(const pf_model_t *m, int32_t row);
+pf_waste_kind_t pf_flow_waste(const pf_model_t *m, const pf_flow_t *fl);
+pf_waste_kind_t pf_node_waste(const pf_model_t *m, int32_t row);
 
 /* What a waste kind is called in the legend. */
-const char *pf_waste_name(pf_waste_t w);
+const char *pf_waste_name(pf_waste_kind_t w);
 
 #endif /* PF_FLOWVIEW_INT_H */

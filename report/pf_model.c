@@ -502,6 +502,8 @@ void pf_model_free(pf_model_t *m)
     free(m->full);
     free(m->flows);
     free(m->redundancies);
+    free(m->waste.recomputations);
+    free(m->waste.untouched);
     free(m->sampling_steps);
     pf_tests_free(m);
     pf_workers_free_model(m);

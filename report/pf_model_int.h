@@ -13,6 +13,7 @@
 #include "pf_format.h"
 #include "pf_report.h"
 #include "pf_timeline_int.h"
+#include "pf_waste_int.h"
 
 
 /* What a row (a line, a function, or the whole program) accumulates. */
@@ -48,6 +49,10 @@ typedef struct pf_line {
      * processes it came from */
     double started_bytes;
     uint32_t started_threads, started_procs;
+    /* waste (pf_model_waste.c): bytes of whole pages measured and of those never touched; the peak less
+     * its untouched bytes; values made again (bytes and objects, estimated) */
+    double checked_bytes, untouched_bytes, resident_peak_bytes;
+    double recomputed_bytes, recomputed_count;
 } pf_line_t;
 
 typedef struct pf_func {
@@ -207,6 +212,7 @@ struct pf_model {
     pf_redundancy_t *redundancies;  /* sorted by bytes, largest first */
     size_t n_redundancies, cap_redundancies;
     pf_watch_summary_t watch;
+    pf_waste_t waste;           /* recomputed values and untouched memory (pf_waste_int.h) */
 
     pf_stats_t total;
     double gpu_timeline[PF_TIMELINE_POINTS];    /* the program's live GPU bytes, each bucket's maximum */

@@ -521,9 +521,16 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     o->native = native;
     o->est = est;
     o->size = a->size;
+    o->t_alloc = e->t;
     *pf_map_put(&S->live, addr_key(e->proc, a->addr), NULL) = idx;
     if (wants_range(o))
         range_add(S, addr_key(e->proc, a->addr), idx);
+}
+
+int64_t pf_sweep_live_object(const sweeper_t *S, uint32_t proc, uint64_t addr)
+{
+    const uint64_t *v = pf_map_get(&S->live, addr_key(proc, addr));
+    return v ? (int64_t)*v : -1;
 }
 
 static void on_free(sweeper_t *S, const event_t *e)
@@ -748,6 +755,9 @@ void pf_model_sweep(loader_t *L)
         case PF_REC_ACCESS_PAIR:
             pf_sweep_access(&S, e);
             break;
+        case PF_REC_CONTENT:
+            pf_sweep_content(&S, e);
+            break;
         }
         if (m->total.live > peak) {
             peak = m->total.live;
@@ -781,6 +791,7 @@ void pf_model_sweep(loader_t *L)
     }
     m->total.gpu_peak_bytes = gpu_peak;
     pf_calltree_finish(m, (pf_peak_epochs_t){S.peak_epoch, S.gpu_peak_epoch}, peak > 0, gpu_peak > 0);
+    pf_waste_finish(&S);
     m->timeline_end_s = (double)S.t_end / 1e9;
     pf_map_free(&S.line_index);
     pf_map_free(&S.func_index);

@@ -167,6 +167,8 @@ static const char *check_payload(const pf_record_t *r)
     }
     case PF_REC_FREE:
         return n < sizeof(pf_rec_free_t) ? "free record too short" : NULL;
+    case PF_REC_CONTENT:
+        return n < sizeof(pf_rec_content_t) ? "content record too short" : NULL;
     case PF_REC_CODE: {
         if (n < sizeof(pf_rec_code_t))
             return "code record shorter than its fixed part";

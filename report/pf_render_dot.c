@@ -13,7 +13,7 @@
 #include "pf_report_int.h"
 #include "pf_util_int.h"
 
-/* How each waste kind is drawn (pf_waste_t order): edge attributes, node attributes, legend colour. */
+/* How each waste kind is drawn (pf_waste_kind_t order): edge attributes, node attributes, legend colour. */
 static const struct {
     const char *edge, *node, *color;
 } WASTE_STYLE[PF_WASTE_KINDS] = {
@@ -47,7 +47,7 @@ static void node(FILE *f, const pf_model_t *m, const pf_flowview_t *v, size_t i,
     snprintf(label, sizeof label, "%s%s%s\n%s:%d  allocated %s", pf_flowview_kind(m, v, (int32_t)i, kind, sizeof kind),
              maker[0] ? "\nmade by " : "", maker, pf_report_basename(pf_model_str(m, l->file)), l->line,
              pf_report_human_bytes(l->s.alloc_bytes, b));
-    pf_waste_t w = pf_node_waste(m, (int32_t)i);
+    pf_waste_kind_t w = pf_node_waste(m, (int32_t)i);
     if (w) {
         *wastes |= 1u << w;
         snprintf(label + strlen(label), sizeof label - strlen(label), "\n%s", pf_waste_name(w));
@@ -63,7 +63,7 @@ static void edge(FILE *f, const pf_model_t *m, const pf_flow_t *fl, double max_b
     char src[32], dst[32], label[1200], b[24], by[400];
     snprintf(src, sizeof src, fl->src_line >= 0 ? "n%d" : "untracked", fl->src_line);
     snprintf(dst, sizeof dst, fl->dst_line >= 0 ? "n%d" : "untracked", fl->dst_line);
-    pf_waste_t w = pf_flow_waste(m, fl);
+    pf_waste_kind_t w = pf_flow_waste(m, fl);
     *wastes |= 1u << w;
     int red = w == PF_WASTE_REDUNDANT_COPY;
     const pf_line_t *at = fl->at_line >= 0 ? &m->lines[fl->at_line] : NULL;
@@ -102,7 +102,7 @@ static void legend(FILE *f, unsigned wastes)
     for (int w = 1; w < PF_WASTE_KINDS; w++)
         if (wastes & (1u << w))
             fprintf(f, "<tr><td align=\"left\"><font color=\"%s\">&#8594; %s</font></td></tr>", WASTE_STYLE[w].color,
-                    pf_waste_name((pf_waste_t)w));
+                    pf_waste_name((pf_waste_kind_t)w));
     fputs("</table>>];\n", f);
 }
 

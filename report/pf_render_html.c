@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "pf_html_int.h"
+#include "pf_render_waste.h"
 #include "pf_model_int.h"
 #include "pf_report_int.h"
 #include "pf_workers_int.h"
@@ -331,6 +332,7 @@ int pf_render_html(const pf_model_t *m, FILE *f, const pf_html_opts_t *opts)
     }
     any += unlisted_copies(f, m);
     any += pf_html_watch_findings(f, m);
+    any += pf_html_waste_findings(f, m);
     for (size_t i = 0; i < m->n_lines; i++) {
         const pf_line_t *l = &m->lines[i];
         if (!pf_report_leak_found(m, l))

@@ -7,6 +7,7 @@
 
 #include "pf_json_int.h"
 #include "pf_model_int.h"
+#include "pf_render_waste.h"
 #include "pf_report_int.h"
 #include "pf_workers_int.h"
 #include "pf_util_int.h"
@@ -189,7 +190,7 @@ static void end_kinds(pf_json_t *j, uint8_t kinds)
 }
 
 /* The callers (outermost first) of call-tree node `node` (-1: none), as sites. */
-static void node_callers(pf_json_t *j, const pf_model_t *m, int32_t node)
+void pf_json_node_callers(pf_json_t *j, const pf_model_t *m, int32_t node)
 {
     int32_t chain[PF_MAX_PY_FRAMES + 1];
     size_t n = pf_report_caller_chain(m, node, chain, sizeof chain / sizeof *chain);
@@ -208,7 +209,7 @@ static void node_callers(pf_json_t *j, const pf_model_t *m, int32_t node)
 static void leak_callers(pf_json_t *j, const pf_model_t *m, const pf_line_t *l)
 {
     size_t paths;
-    node_callers(j, m, pf_report_line_node(m, l, 1, &paths));
+    pf_json_node_callers(j, m, pf_report_line_node(m, l, 1, &paths));
 }
 
 /* One entry of "lines" (l) or "functions" (l = NULL). */
@@ -231,6 +232,7 @@ static void row_object(pf_json_t *j, const pf_model_t *m, uint32_t file, int lin
         pf_json_int(j, (int)l->started_threads);
         pf_json_key(j, "started_processes");
         pf_json_int(j, (int)l->started_procs);
+        pf_json_waste_line(j, l);
     }
     pf_json_end_object(j);
 }
@@ -422,6 +424,7 @@ int pf_render_json(const pf_model_t *m, FILE *out)
     bytes(&j, "copy_bytes", m->total.copy_bytes);
     bytes(&j, "redundant_copy_bytes", m->total.redundant_copy_bytes);
     bytes(&j, "leaked_bytes", m->total.leaked_bytes);
+    pf_json_waste_totals(&j, m);
     pf_json_end_object(&j);
 
     pf_outside_code_t outside;  /* the rows charged to library lines: no line of the user's code on the stack */
@@ -504,7 +507,7 @@ int pf_render_json(const pf_model_t *m, FILE *out)
             pf_json_null(&j);
         }
         pf_json_key(&j, "via");
-        node_callers(&j, m, fl->via_node);
+        pf_json_node_callers(&j, m, fl->via_node);
         pf_json_key(&j, "src_objects");
         end_kinds(&j, fl->src_ends);
         pf_json_key(&j, "dst_objects");
@@ -542,6 +545,7 @@ int pf_render_json(const pf_model_t *m, FILE *out)
     redundancies(&j, m);
     pf_json_key(&j, "watch");
     watch_summary(&j, m);
+    pf_json_waste(&j, m);
 
     pf_json_key(&j, "processes");
     pf_json_begin_array(&j);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "pf_model_int.h"
+#include "pf_render_waste.h"
 #include "pf_report_int.h"
 #include "pf_workers_int.h"
 #include "pf_util_int.h"
@@ -240,6 +241,8 @@ static void header(out_t *o, const pf_model_t *m, const pf_text_opts_t *opts)
          sparkline(m->total.timeline, PF_TIMELINE_POINTS, 40, spark, sizeof spark), (double)m->peak_ns / 1e9,
          m->timeline_end_s);
     char lacks[200];
+    if (pf_waste_resident_text(m, lacks, sizeof lacks))
+        line(o, "  %s", lacks);
     if (pf_report_incomplete(m, lacks))
         line(o, "  incomplete profile: %s", lacks);
     if (pf_report_sampling_steps(m, lacks))
@@ -818,6 +821,7 @@ int pf_render_text(const pf_model_t *m, FILE *f, const pf_text_opts_t *opts)
     peak_contributors(&o, m);
     findings(&o, m);
     access_findings(&o, m);
+    pf_text_waste(f, m, o.width, o.color);
     leaks(&o, m);
     pf_render_tests_text(m, f, rows);
     if (opts && opts->profile_path) {

@@ -14,6 +14,7 @@ typedef struct live_obj {
     uint32_t native;    /* native site string, 0 = none */
     double est;
     uint64_t size;
+    uint64_t t_alloc;
 } live_obj_t;
 
 /* Where an object was allocated: what a copy's edge needs of its source (kept per address for freed
@@ -118,6 +119,14 @@ int pf_sweep_frame_line(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *f, 
 /* The innermost native frame outside the interpreter, libc and pyflow, as an interned "symbol (library)";
  * 0 when there is none. */
 uint32_t pf_sweep_native_site(sweeper_t *S, uint32_t proc, const uint64_t *ips, uint16_t n);
+
+/* The live object allocated at addr (its start) in process proc, as an index into S->objs; -1: none. */
+int64_t pf_sweep_live_object(const sweeper_t *S, uint32_t proc, uint64_t addr);
+
+/* pf_model_waste.c: one CONTENT event (untouched pages, fingerprint), and the findings once every event is
+ * in and the peak is known. */
+void pf_sweep_content(sweeper_t *S, const event_t *e);
+void pf_waste_finish(sweeper_t *S);
 
 /* pf_model_watch.c: one ACCESS_PAIR event, and the ordering of the groups once every event is in. */
 void pf_sweep_access(sweeper_t *S, const event_t *e);

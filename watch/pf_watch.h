@@ -78,6 +78,10 @@ typedef struct pf_watch_config {
                                    (0: 2,000,000) */
     unsigned emulate_budget_pct;/* emulation: most share of a thread's CPU time spent single-stepping,
                                    1..99; 0 or 100: no share kept (pf_watch_emu_chain_begin) */
+    int emulate_pages;          /* with emulate_breakpoints: protect a watched word's page instead of
+                                   single-stepping every instruction; only instructions that touch the
+                                   page trap (pf_watch_pages.c). Needs SIGSEGV (the program's action is
+                                   run for faults that are not watch's) */
     uint64_t seed;              /* reservoir randomness (0: fixed default, reproducible) */
 
     /* Called from signal handlers: must be async-signal-safe. All may be NULL. */
@@ -189,6 +193,19 @@ void pf_watch_get_totals(pf_watch_totals_t *out);
 
 /* The sampling signal (SIGRTMIN+5 unless configured), or 0 before a successful pf_watch_init. */
 int pf_watch_signal(void);
+
+/* 1 when watchpoints are page protections (emulate_pages): SIGSEGV is then watch's too. */
+int pf_watch_pages_on(void);
+
+/* Page-protection watches: ends every watch whose page overlaps [p, p+n) before a system call reads or
+ * writes there (the kernel would fail it with EFAULT instead of faulting). One load while none is armed. */
+extern unsigned pf_watch_pages_active;
+void pf_watch_pages_release_range_slow(const void *p, size_t n);
+static inline void pf_watch_pages_before_io(const void *p, size_t n)
+{
+    if (__builtin_expect(__atomic_load_n(&pf_watch_pages_active, __ATOMIC_RELAXED) != 0, 0))
+        pf_watch_pages_release_range_slow(p, n);
+}
 
 /* The sampling event actually used ("cycles", "task-clock", ...) and its period; "" before init. */
 const char *pf_watch_event_name(uint64_t *period);

@@ -143,7 +143,7 @@ int pf_watch_copy(uint64_t copy_id, const void *dst, const void *src, size_t n)
     if (!armed)
         pf_watch_emu_chain_end(t);
     t->busy = 0;
-    if (armed && pf_watch_cfg.emulate_breakpoints) {
+    if (armed && pf_watch_cfg.emulate_breakpoints && !pf_watch_cfg.emulate_pages) {
         /* no debug register will fire: single-step from here while the words are armed (emu_look) */
         t->emu_steps = 0;
         __asm__ volatile("pushfq\n\torq $0x100, (%%rsp)\n\tpopfq" ::: "memory", "cc");

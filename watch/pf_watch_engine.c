@@ -96,6 +96,23 @@ int pf_watch_init(const pf_watch_config_t *cfg, char *why, size_t n)
     sigaddset(&sa.sa_mask, SIGTRAP);
     if (sigaction(pf_signo, &sa, NULL) != 0)
         goto sigfail;
+    if (pf_watch_cfg.emulate_pages) {
+        /* page watches need SIGSEGV; a handler already there (none is, this early, but a preloaded
+         * library's) keeps it, and the watches step instead */
+        if (sigaction(SIGSEGV, NULL, &old) == 0 && (old.sa_flags & SA_SIGINFO ? (void *)old.sa_sigaction != NULL
+                                                                              : old.sa_handler != SIG_DFL)) {
+            pf_watch_cfg.emulate_pages = 0;
+        } else {
+            sa.sa_sigaction = pf_watch_segv_handler;
+            sigemptyset(&sa.sa_mask);
+            sigaddset(&sa.sa_mask, SIGTRAP);
+            sigaddset(&sa.sa_mask, pf_signo);
+            sa.sa_flags = SA_SIGINFO | SA_RESTART;
+            if (sigaction(SIGSEGV, &sa, NULL) != 0)
+                goto sigfail;
+            pf_watch_pages_calibrate();
+        }
+    }
     pf_fd_budget = pf_fd_room() - 8;
     pf_ready = 1;
     return 0;

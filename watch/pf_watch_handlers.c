@@ -371,6 +371,13 @@ void pf_watch_emu_chain_end(pf_watch_thread_t *t)
         return;
     t->chain_stepping = 0;
     t->chain_end_ns = pf_watch_thread_cpu_ns();
+    if (pf_watch_cfg.emulate_pages) {
+        /* page watches let the thread run at full speed between faults: the chain cost its fault cycles,
+         * in wall time (more than the thread's CPU clock saw of them in a VM: pf_watch_pages.c) */
+        uint64_t cost = t->pages_cost_ns < t->chain_end_ns ? t->pages_cost_ns : t->chain_end_ns;
+        t->chain_start_ns = t->chain_end_ns - cost;
+        t->pages_cost_ns = 0;
+    }
 }
 
 /* Nothing armed any more: stop stepping, unless a walk still needs it. */
@@ -382,25 +389,20 @@ static void emu_stop(pf_watch_thread_t *t, ucontext_t *uc)
     pf_watch_emu_chain_end(t);
 }
 
-static void emu_look(pf_watch_thread_t *t, ucontext_t *uc)
+/* Ends every watch of t: none was touched in time (the instructions that armed them are tried less). */
+static void give_up_all(pf_watch_thread_t *t)
 {
-    if (!any_armed(t)) {
-        emu_stop(t, uc);
-        return;
+    for (int i = 0; i < t->n_slots; i++) {
+        if (t->slot[i].state == PF_SLOT_FREE)
+            continue;
+        if (t->slot[i].mode != PF_WATCH_MODE_COPIES)
+            pf_watch_futile_gave_up(t->futile, t->slot[i].expect_pc);
+        pf_watch_slot_disarm(t, i);
     }
-    if (++t->emu_steps > pf_watch_cfg.emulate_step_limit) {     /* a watch nobody touches would crawl forever */
-        for (int i = 0; i < t->n_slots; i++) {
-            if (t->slot[i].state == PF_SLOT_FREE)
-                continue;
-            if (t->slot[i].mode != PF_WATCH_MODE_COPIES)
-                pf_watch_futile_gave_up(t->futile, t->slot[i].expect_pc);
-            pf_watch_slot_disarm(t, i);
-        }
-        t->emu_steps = 0;
-        emu_stop(t, uc);
-        return;
-    }
-    uc->uc_mcontext.gregs[REG_EFL] |= PF_WATCH_EFL_TF;
+}
+
+int pf_watch_slot_touched(pf_watch_thread_t *t, const ucontext_t *uc)
+{
     uint64_t pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
     uint8_t code[15];
     size_t n = code_at(pc, code);
@@ -408,20 +410,46 @@ static void emu_look(pf_watch_thread_t *t, ucontext_t *uc)
     pf_watch_regs_from_uc(uc, t->fs_base, t->gs_base, &regs);
     pf_watch_access_t acc;
     if (pf_watch_decode(code, n, pc, &regs, &acc) != 0 && pf_watch_decode_string_store(code, n, pc, &regs, &acc) != 0)
-        return;
+        return -1;
     for (int i = 0; i < t->n_slots; i++) {
         const pf_watch_slot_t *s = &t->slot[i];
         if (s->state == PF_SLOT_FREE || acc.ea >= s->addr + s->len || acc.ea + acc.size <= s->addr)
             continue;
         if (s->mode != PF_WATCH_MODE_LOADS && !(acc.kind & PF_WATCH_ACC_STORE))
             continue;   /* stores and copies are write watches */
-        t->emu_pending = i;
+        return i;
+    }
+    return -1;
+}
+
+static void emu_look(pf_watch_thread_t *t, ucontext_t *uc)
+{
+    if (pf_watch_cfg.emulate_pages) {
+        /* protected pages trap by themselves: no stepping, but for a walk */
+        if (!t->walking)
+            uc->uc_mcontext.gregs[REG_EFL] &= ~PF_WATCH_EFL_TF;
+        if (!any_armed(t))
+            pf_watch_emu_chain_end(t);
         return;
     }
+    if (!any_armed(t)) {
+        emu_stop(t, uc);
+        return;
+    }
+    if (++t->emu_steps > pf_watch_cfg.emulate_step_limit) {     /* a watch nobody touches would crawl forever */
+        give_up_all(t);
+        t->emu_steps = 0;
+        emu_stop(t, uc);
+        return;
+    }
+    uc->uc_mcontext.gregs[REG_EFL] |= PF_WATCH_EFL_TF;
+    int hit = pf_watch_slot_touched(t, uc);
+    if (hit >= 0)
+        t->emu_pending = hit;
 }
 
 /* A signal meant for the program: its handler (through the runtime), else the default action. */
-static void foreign(int sig, siginfo_t *si, void *uc)
+void pf_watch_foreign_signal(int sig, siginfo_t *si, void *uc)
 {
     if (pf_watch_cfg.foreign_signal) {
         pf_watch_cfg.foreign_signal(sig, si, uc);
@@ -433,18 +461,34 @@ static void foreign(int sig, siginfo_t *si, void *uc)
 
 static void step_safely(pf_watch_thread_t *t, ucontext_t *uc);
 
+/* Page watches nobody touched within their chain's time: ended, so that the next sample can watch. */
+void pf_watch_pages_give_up(pf_watch_thread_t *t)
+{
+    t->busy = 1;
+    give_up_all(t);
+    t->busy = 0;
+    t->pages_faults = 0;
+    pf_watch_emu_chain_end(t);
+}
+
 void pf_watch_sample_handler(int sig, siginfo_t *si, void *ucv)
 {
     int saved = errno;
     pf_watch_thread_t *t = pf_watch_self;
     ucontext_t *uc = ucv;
     if (si->si_code <= 0) {     /* SI_USER, SI_QUEUE, SI_TKILL: sent by someone, not the sampling event */
-        foreign(sig, si, ucv);
+        pf_watch_foreign_signal(sig, si, ucv);
         goto out;
     }
     if (!t || pf_watch_stopped)
         goto out;
     t->st.samples++;
+    if (pf_watch_cfg.emulate_pages && !t->busy && !t->walking) {
+        if (!any_armed(t))
+            pf_watch_emu_chain_end(t);  /* its watches ended outside the handlers (a free of their object) */
+        else if (pf_watch_thread_cpu_ns() - t->chain_start_ns > PF_WATCH_PAGES_CHAIN_NS)
+            pf_watch_pages_give_up(t);
+    }
     /* emulating, a sample while a word is watched would start a second single-step chain on top of the
      * first: the slots' own steps are the expensive part, so one chain at a time */
     if (t->busy || t->walking || (pf_watch_cfg.hibernating && pf_watch_cfg.hibernating()) ||
@@ -481,7 +525,7 @@ void pf_watch_sample_handler(int sig, siginfo_t *si, void *ucv)
     } else if (pf_watch_cfg.emulate_breakpoints) {
         emu_look(t, uc);
     }
-    if (!(uc->uc_mcontext.gregs[REG_EFL] & PF_WATCH_EFL_TF))
+    if (!(uc->uc_mcontext.gregs[REG_EFL] & PF_WATCH_EFL_TF) && !(pf_watch_cfg.emulate_pages && any_armed(t)))
         pf_watch_emu_chain_end(t);     /* the sample armed nothing: no chain */
     t->busy = 0;
     step_safely(t, uc);
@@ -650,7 +694,7 @@ static void stop_stepping(pf_watch_thread_t *t, ucontext_t *uc)
         t->walking = 0;
         t->st.dropped_nomem++;
     }
-    if (pf_watch_cfg.emulate_breakpoints) {
+    if (pf_watch_cfg.emulate_breakpoints && !pf_watch_cfg.emulate_pages) {
         for (int i = 0; i < t->n_slots; i++)
             if (t->slot[i].state != PF_SLOT_FREE)
                 pf_watch_slot_disarm(t, i);
@@ -675,6 +719,7 @@ void pf_watch_trap_handler(int sig, siginfo_t *si, void *ucv)
     ucontext_t *uc = ucv;
     pf_watch_thread_t *t = pf_watch_self;
     if (si->si_code == TRAP_TRACE) {
+        int paged = pf_watch_pages_stepping();     /* the step over a fault on a watched page */
         if (t && pf_watch_cfg.emulate_breakpoints) {
             int hit = t->emu_pending;
             t->emu_pending = -1;
@@ -692,6 +737,8 @@ void pf_watch_trap_handler(int sig, siginfo_t *si, void *ucv)
         } else {
             uc->uc_mcontext.gregs[REG_EFL] &= ~PF_WATCH_EFL_TF;  /* a TF we left behind (pushf in a walk): drop it */
         }
+        if (paged)
+            pf_watch_pages_step_done(t);
         step_safely(t, uc);
     } else if (si->si_code == TRAP_PERF) {
         uint64_t data;
@@ -699,7 +746,7 @@ void pf_watch_trap_handler(int sig, siginfo_t *si, void *ucv)
         if (t && (data >> 40) == (0x7066770000000000ull >> 40) && (int)(data & 0xff) < t->n_slots)
             on_trap(t, (int)(data & 0xff), uc);
     } else {
-        foreign(sig, si, uc);   /* not ours (int3 in the program, a kill): behave as if we were not here */
+        pf_watch_foreign_signal(sig, si, uc);   /* not ours (int3 in the program, a kill): behave as if we were not here */
     }
     errno = saved;
 }

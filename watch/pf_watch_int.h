@@ -224,6 +224,8 @@ typedef struct pf_watch_thread {
     uint64_t emu_steps;         /* steps since the last emulated hit */
     uint64_t chain_start_ns;    /* emulation's budget: thread CPU time when the last single-step chain began, */
     uint64_t chain_end_ns;      /* when it ended, */
+    uint64_t pages_cost_ns;     /* page watches: CPU time of this chain's fault cycles (pf_watch_pages.c) */
+    uint32_t pages_faults;      /* and its faults that hit no watched word */
     int chain_stepping;         /* and whether it still steps (pf_watch_emu_chain_begin) */
     pf_watch_futile_t futile[1 << PF_WATCH_FUTILE_BITS];    /* emulation: instructions not worth a watch */
     pf_watch_slot_t slot[PF_WATCH_MAX_SLOTS];
@@ -252,6 +254,34 @@ int pf_watch_emu_budget_allows(uint64_t now, uint64_t last_start, uint64_t last_
 
 /* The chain ended (nothing armed any more, or it armed nothing): its CPU time counts against the next. */
 void pf_watch_emu_chain_end(pf_watch_thread_t *t) PF_WATCH_HIDDEN;
+
+/* ---- pf_watch_pages.c: watchpoints by page protection (cfg.emulate_pages) ---- */
+
+/* A page watch's chain gives up after this much of the thread's CPU time without a hit (a word nobody
+ * touches again costs nothing, but holds the thread's one chain). */
+#define PF_WATCH_PAGES_CHAIN_NS (20ull * 1000 * 1000)
+/* ... or after this many faults of its thread on its pages that touched other words (a word on a page the
+ * interpreter uses all the time: a pymalloc pool) */
+#define PF_WATCH_PAGES_FAULT_LIMIT 512u
+
+/* Protects the page of [addr, addr+len) for global slot g (rw: no access, else read-only). Returns 0, or
+ * -errno (EACCES: not a private writable mapping). */
+int pf_watch_pages_arm(int g, uint64_t addr, uint32_t len, int rw) PF_WATCH_HIDDEN;
+/* Ends global slot g's protection (idempotent); the page gets its protection back with its last watch. */
+void pf_watch_pages_disarm(int g) PF_WATCH_HIDDEN;
+/* 1 while the calling thread steps over a fault on a watched page; then _step_done re-protects it. */
+int pf_watch_pages_stepping(void) PF_WATCH_HIDDEN;
+void pf_watch_pages_step_done(pf_watch_thread_t *t) PF_WATCH_HIDDEN;
+void pf_watch_segv_handler(int sig, siginfo_t *si, void *ucv) PF_WATCH_HIDDEN;
+/* Measures a fault cycle's CPU cost, what each fault charges a chain (handlers installed, no thread yet). */
+void pf_watch_pages_calibrate(void) PF_WATCH_HIDDEN;
+/* A signal that is not watch's: the program's action (the runtime's), else the default. */
+void pf_watch_foreign_signal(int sig, siginfo_t *si, void *ucv) PF_WATCH_HIDDEN;
+/* The armed slot of t that the instruction about to run (at uc's pc) touches: a store for a write watch,
+ * any access for a read-write one; -1: none, or not decodable (pf_watch_handlers.c). */
+int pf_watch_slot_touched(pf_watch_thread_t *t, const ucontext_t *uc) PF_WATCH_HIDDEN;
+/* Ends every page watch of t that no access repeated in time (pf_watch_handlers.c). */
+void pf_watch_pages_give_up(pf_watch_thread_t *t) PF_WATCH_HIDDEN;
 
 /* ---- pf_watch_slots.c: breakpoint events and the global armed table ---- */
 

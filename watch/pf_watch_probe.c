@@ -167,7 +167,8 @@ static void probe_single_step(pf_probe_t *out, size_t max, size_t *n, int breakp
         add(out, max, n, "single step", PF_PROBE_OK, "trap-flag single steps work (the fix for sampling skid)");
     else if (pf_probe_steps > 0)
         add(out, max, n, "single step", PF_PROBE_OK, "trap-flag single steps work: watch emulates its watchpoints "
-            "with them, far slower, keeping to --watch-budget of CPU time (%d%%; %d%% for loads alone)",
+            "by page protections (a fault and one step per access to a watched page; PYFLOW_WATCH_MECH=steps: "
+            "single steps), keeping to --watch-budget of CPU time (%d%%; %d%% for loads alone)",
             PF_WATCH_BUDGET_PCT, PF_WATCH_BUDGET_PCT_LOADS);
     else
         add(out, max, n, "single step", PF_PROBE_FAIL, "setting the trap flag delivered no SIGTRAP: samples "

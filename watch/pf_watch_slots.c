@@ -81,6 +81,8 @@ void pf_watch_table_release(pf_watch_thread_t *t)
                 pf_watch_entry_t *e = &pf_table[i * PF_WATCH_MAX_SLOTS + s];
                 if (__atomic_exchange_n(&e->addr, 0, __ATOMIC_ACQ_REL))
                     __atomic_fetch_sub(&pf_watch_armed_count, 1, __ATOMIC_RELAXED);
+                if (pf_watch_cfg.emulate_pages)
+                    pf_watch_pages_disarm(i * PF_WATCH_MAX_SLOTS + s);
                 e->fd = -1;
                 e->owner = NULL;
             }
@@ -143,6 +145,11 @@ int pf_watch_slot_arm(pf_watch_thread_t *t, int i, uint64_t addr, uint32_t len, 
     attr_for(&a, addr, len, rw, i, 0);
     if (s->fd >= 0 && ioctl(s->fd, PERF_EVENT_IOC_MODIFY_ATTRIBUTES, &a) != 0)
         return -errno;
+    if (pf_watch_cfg.emulate_pages) {
+        int rc = pf_watch_pages_arm(s->global, addr, len, rw);
+        if (rc)
+            return rc;
+    }
     if (s->global >= 0) {
         pf_watch_entry_t *e = &pf_table[s->global];
         e->fd = s->fd;
@@ -159,6 +166,8 @@ int pf_watch_slot_disarm(pf_watch_thread_t *t, int i)
     s->state = PF_SLOT_FREE;
     if (s->global >= 0 && __atomic_exchange_n(&pf_table[s->global].addr, 0, __ATOMIC_ACQ_REL))
         __atomic_fetch_sub(&pf_watch_armed_count, 1, __ATOMIC_RELAXED);
+    if (pf_watch_cfg.emulate_pages)
+        pf_watch_pages_disarm(s->global);
     if (s->fd >= 0 && ioctl(s->fd, PERF_EVENT_IOC_DISABLE, 0) != 0)
         return -errno;
     return 0;
@@ -250,12 +259,22 @@ void pf_watch_on_free_slow(void *p, size_t size)
             __atomic_signal_fence(__ATOMIC_SEQ_CST);
             self->busy = 0;
         } else if (__atomic_compare_exchange_n(&e->addr, &a, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
-            /* another thread's slot: stop its debug register now; its owner finds the slot silent and
-             * the reservoir replaces it */
+            /* another thread's slot: stop its debug register (or give its page back) now; its owner finds
+             * the slot silent and the reservoir replaces it */
             __atomic_fetch_sub(&pf_watch_armed_count, 1, __ATOMIC_RELAXED);
             int fd = e->fd;
             if (fd >= 0)
                 ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+            if (pf_watch_cfg.emulate_pages) {
+                int was_busy = self ? self->busy : 0;
+                if (self)
+                    self->busy = 1;     /* no sample handler of ours may wait for the page lock */
+                __atomic_signal_fence(__ATOMIC_SEQ_CST);
+                pf_watch_pages_disarm((int)i);
+                __atomic_signal_fence(__ATOMIC_SEQ_CST);
+                if (self)
+                    self->busy = was_busy;
+            }
         }
     }
 }

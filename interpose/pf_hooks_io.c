@@ -1,0 +1,103 @@
+/* pf_hooks_io.c - read/write-family system call wrappers, interposed for page-protection watchpoints
+ * (watch/pf_watch_pages.c): a page watch protects a page the program uses, and the kernel's own access to
+ * it in a system call would fail the call with EFAULT, where the program's access faults to watch's
+ * handler. So before such a call, the watches on the pages of its buffer end. One load while no page is
+ * watched (always, but with --watch where debug registers do not fire, or PYFLOW_WATCH_MECH=pages).
+ *
+ * Covered: read, write, pread64, pwrite64, readv, writev, recv, send, recvfrom, sendto (what CPython's
+ * os, io and socket modules call). A call made inside libc (stdio's fread into a watched buffer) or
+ * another library's raw system call is not seen: it could fail with EFAULT while a watch is on its page.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "pf_rt_int.h"
+#include "pf_watch.h"
+
+#define PF_REAL(name)                                                                                       \
+    static __typeof__(&name) real_##name;                                                               \
+    if (PF_UNLIKELY(!real_##name))                                                                      \
+        real_##name = (__typeof__(&name))dlsym(RTLD_NEXT, #name);                                       \
+    if (PF_UNLIKELY(!real_##name)) {                                                                    \
+        errno = ENOSYS;                                                                                 \
+        return -1;                                                                                      \
+    }
+
+static void before_iov(const struct iovec *iov, int n)
+{
+    for (int i = 0; i < n; i++)
+        pf_watch_pages_before_io(iov[i].iov_base, iov[i].iov_len);
+}
+
+PF_EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+    PF_REAL(read);
+    pf_watch_pages_before_io(buf, n);
+    return real_read(fd, buf, n);
+}
+
+PF_EXPORT ssize_t write(int fd, const void *buf, size_t n)
+{
+    PF_REAL(write);
+    pf_watch_pages_before_io(buf, n);
+    return real_write(fd, buf, n);
+}
+
+PF_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off)
+{
+    PF_REAL(pread64);
+    pf_watch_pages_before_io(buf, n);
+    return real_pread64(fd, buf, n, off);
+}
+
+PF_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
+{
+    PF_REAL(pwrite64);
+    pf_watch_pages_before_io(buf, n);
+    return real_pwrite64(fd, buf, n, off);
+}
+
+PF_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
+{
+    PF_REAL(readv);
+    before_iov(iov, n);
+    return real_readv(fd, iov, n);
+}
+
+PF_EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
+{
+    PF_REAL(writev);
+    before_iov(iov, n);
+    return real_writev(fd, iov, n);
+}
+
+PF_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
+{
+    PF_REAL(recv);
+    pf_watch_pages_before_io(buf, n);
+    return real_recv(fd, buf, n, flags);
+}
+
+PF_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
+{
+    PF_REAL(send);
+    pf_watch_pages_before_io(buf, n);
+    return real_send(fd, buf, n, flags);
+}
+
+PF_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *from, socklen_t *len)
+{
+    PF_REAL(recvfrom);
+    pf_watch_pages_before_io(buf, n);
+    return real_recvfrom(fd, buf, n, flags, from, len);
+}
+
+PF_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *to, socklen_t len)
+{
+    PF_REAL(sendto);
+    pf_watch_pages_before_io(buf, n);
+    return real_sendto(fd, buf, n, flags, to, len);
+}

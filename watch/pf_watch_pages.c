@@ -1,0 +1,316 @@
+/* pf_watch_pages.c - watchpoints by page protection, for machines whose debug registers do not fire.
+ *
+ * Single-stepping every instruction while a word is watched (the first emulation) pays a trap for each
+ * instruction until the word is touched again, and the repeat of a numpy loop's access lies thousands of
+ * instructions away: 3-13 watches resolved in a whole run. Here a watched word's page is protected instead
+ * (read-only for a write watch, no access for a read-write one), so only instructions that touch that page
+ * trap: on the fault the page gets its protection back, the faulting instruction alone is single-stepped,
+ * and the page is protected again after it. An instruction that touched the watched word itself is a hit,
+ * judged exactly as a debug register's trap-after (pf_watch_handlers.c: the emulation's pending slot).
+ *
+ * What the program sees: a fault on a page that is not watch's (or a fault that is no protection fault)
+ * goes to the program's own SIGSEGV action (recorded by the runtime's sigaction hook: faulthandler, a
+ * program's handler) or the default action; other threads touching a protected page take the same path
+ * (step and re-protect) without judging anything. A protected page is given back its protection when its
+ * last watch ends, before the memory can be freed (the free hooks disarm first).
+ *
+ * The original protection of a page comes from /proc/self/maps, read into a table (raw system calls: this
+ * runs in signal handlers) and read again when an address is not in it. Only private writable mappings are
+ * watched, so giving a page back read-write restores what it was.
+ */
+#include "pf_sys.h"
+#include "pf_watch_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define PF_PAGE 4096ull
+#define PF_PAGES_MAX (PF_WATCH_MAX_THREADS * PF_WATCH_MAX_SLOTS)
+#define PF_MAPS_MAX 8192
+
+typedef struct pf_map_range {
+    uint64_t lo, hi;
+    int writable_private;
+} pf_map_range_t;
+
+/* The page each armed slot (by its index in the global armed table) protects, 0: none; whether it watches
+ * reads too; and the pages being stepped over (unprotected meanwhile), with how many threads step there. */
+static uint64_t slot_page[PF_PAGES_MAX];
+static uint8_t slot_rw[PF_PAGES_MAX];
+static struct {
+    uint64_t page;
+    uint32_t threads;
+} stepping[PF_WATCH_MAX_THREADS];
+static pf_map_range_t pf_maps[PF_MAPS_MAX];
+static int pf_n_maps;
+static int pf_pages_lock;
+unsigned pf_watch_pages_active;     /* slots with a protected page: 0 = every fault is the program's */
+
+/* Per thread: the page whose faulting instruction is being stepped (0: none), and the thread CPU time when
+ * the fault came (what the fault cycle cost, for emulation's budget). Threads without watch state too. */
+static __thread uint64_t step_page[2] __attribute__((tls_model("initial-exec")));
+/* What one fault cycle costs the thread (the fault, two signal deliveries and returns, two mprotect calls),
+ * in wall time, measured once at start (pf_watch_pages_calibrate): the handlers' own clock would miss the
+ * kernel's and the hypervisor's part. */
+static uint64_t cycle_ns = 20000;
+
+/* Taken only by code that touches no watched page while holding it, and, outside handlers, with watch's
+ * signals blocked, so no handler of this thread can spin on it. */
+static void lock(void)
+{
+    while (__atomic_exchange_n(&pf_pages_lock, 1, __ATOMIC_ACQUIRE))
+        __builtin_ia32_pause();
+}
+
+static void unlock(void) { __atomic_store_n(&pf_pages_lock, 0, __ATOMIC_RELEASE); }
+
+/* The protection page must have now: none while a thread steps an instruction there, else the strictest
+ * its watches need (no access for a read-write watch, read-only for a write watch); -1: not watch's. Lock
+ * held. */
+static int prot_now(uint64_t page)
+{
+    for (int i = 0; i < PF_WATCH_MAX_THREADS; i++)
+        if (stepping[i].page == page && stepping[i].threads)
+            return PROT_READ | PROT_WRITE;
+    int prot = -1;
+    for (int g = 0; g < PF_PAGES_MAX; g++)
+        if (slot_page[g] == page)
+            prot = slot_rw[g] ? PROT_NONE : prot == PROT_NONE ? PROT_NONE : PROT_READ;
+    return prot;
+}
+
+static void apply(uint64_t page)
+{
+    int prot = prot_now(page);
+    syscall(SYS_mprotect, (void *)(uintptr_t)page, PF_PAGE, prot < 0 ? PROT_READ | PROT_WRITE : prot);
+}
+
+static uint64_t hex_field(const char **p)
+{
+    uint64_t v = 0;
+    for (;; (*p)++) {
+        char c = **p;
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0)
+            return v;
+        v = v << 4 | (uint64_t)d;
+    }
+}
+
+/* Reads /proc/self/maps into pf_maps (raw system calls, a stack buffer). Lock held. */
+static void read_maps(void)
+{
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    pf_n_maps = 0;
+    if (fd < 0)
+        return;
+    char buf[4096];
+    size_t have = 0;
+    for (;;) {
+        ssize_t got = syscall(SYS_read, fd, buf + have, sizeof buf - 1 - have);
+        if (got <= 0)
+            break;
+        have += (size_t)got;
+        buf[have] = '\0';
+        char *line = buf, *nl;
+        while ((nl = strchr(line, '\n')) != NULL) {
+            const char *p = line;
+            uint64_t lo = hex_field(&p);
+            p++;
+            uint64_t hi = hex_field(&p);
+            p++;    /* "rw-p" */
+            if (pf_n_maps < PF_MAPS_MAX && p + 4 <= nl)
+                pf_maps[pf_n_maps++] = (pf_map_range_t){lo, hi, p[0] == 'r' && p[1] == 'w' && p[3] == 'p'};
+            line = nl + 1;
+        }
+        have = (size_t)(buf + have - line);
+        memmove(buf, line, have);
+    }
+    syscall(SYS_close, fd);
+}
+
+/* 1 when addr lies in a private mapping that is readable and writable. Lock held. */
+static int writable_private(uint64_t addr)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < pf_n_maps; i++)
+            if (addr >= pf_maps[i].lo && addr < pf_maps[i].hi)
+                return pf_maps[i].writable_private;
+        if (pass == 0)
+            read_maps();    /* a mapping made since the last read */
+    }
+    return 0;
+}
+
+int pf_watch_pages_arm(int g, uint64_t addr, uint32_t len, int rw)
+{
+    uint64_t page = addr & ~(PF_PAGE - 1);
+    if (g < 0 || g >= PF_PAGES_MAX || (addr + len - 1) / PF_PAGE != page / PF_PAGE)
+        return -EINVAL;     /* aligned words never cross a page */
+    int rc = 0;
+    lock();
+    if (prot_now(page) < 0 && !writable_private(addr)) {
+        rc = -EACCES;   /* a read-only or shared mapping: no protection of ours could be undone exactly */
+    } else {
+        if (!slot_page[g])
+            __atomic_fetch_add(&pf_watch_pages_active, 1, __ATOMIC_RELAXED);
+        else if (slot_page[g] != page) {
+            uint64_t old = slot_page[g];
+            slot_page[g] = 0;
+            apply(old);
+            __atomic_fetch_add(&pf_watch_pages_active, 1, __ATOMIC_RELAXED);
+        }
+        slot_page[g] = page;
+        slot_rw[g] = (uint8_t)(rw != 0);
+        apply(page);
+    }
+    unlock();
+    return rc;
+}
+
+void pf_watch_pages_disarm(int g)
+{
+    if (g < 0 || g >= PF_PAGES_MAX)
+        return;
+    lock();
+    uint64_t page = slot_page[g];
+    if (page) {
+        slot_page[g] = 0;
+        __atomic_fetch_sub(&pf_watch_pages_active, 1, __ATOMIC_RELAXED);
+        apply(page);
+    }
+    unlock();
+}
+
+/* 1 when addr's mapping, read afresh, is private and writable: a protection fault there is no longer any
+ * protection's (one of watch's that ended after the fault). */
+static int writable_now(uint64_t addr)
+{
+    lock();
+    read_maps();
+    int w = writable_private(addr);
+    unlock();
+    return w;
+}
+
+/* The fault's page is unprotected for one step of the faulting instruction. Returns 1 when the fault was
+ * on a page watch protects, else 0 (not ours). A second fault of the same instruction (an access across
+ * two watched pages) unprotects the second page too. */
+static int begin_step(uint64_t addr)
+{
+    uint64_t page = addr & ~(PF_PAGE - 1);
+    int ours = 0;
+    lock();
+    if (prot_now(page) >= 0) {
+        for (int i = 0; i < PF_WATCH_MAX_THREADS; i++)
+            if (stepping[i].page == page || !stepping[i].threads) {
+                stepping[i].page = page;
+                stepping[i].threads++;
+                ours = 1;
+                break;
+            }
+        apply(page);
+    }
+    unlock();
+    if (ours)
+        step_page[step_page[0] ? 1 : 0] = page;
+    return ours;
+}
+
+int pf_watch_pages_stepping(void) { return step_page[0] != 0; }
+
+/* After the single step: the pages protected again (unless their watches ended meanwhile), and the fault
+ * cycle's CPU time charged to the thread's chain. */
+void pf_watch_pages_step_done(pf_watch_thread_t *t)
+{
+    lock();
+    for (int k = 0; k < 2 && step_page[k]; k++) {
+        for (int i = 0; i < PF_WATCH_MAX_THREADS; i++)
+            if (stepping[i].page == step_page[k] && stepping[i].threads) {
+                stepping[i].threads--;
+                break;
+            }
+        apply(step_page[k]);
+    }
+    unlock();
+    step_page[0] = step_page[1] = 0;
+    if (t)
+        t->pages_cost_ns += cycle_ns;
+}
+
+/* Times fault cycles on a page of our own, with the handlers installed. Before any thread is watched: the
+ * last entry of the armed table is free then. */
+void pf_watch_pages_calibrate(void)
+{
+    enum { CYCLES = 64 };
+    volatile uint64_t *word = mmap(NULL, PF_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (word == MAP_FAILED)
+        return;
+    int g = PF_PAGES_MAX - 1;
+    if (pf_watch_pages_arm(g, (uint64_t)(uintptr_t)word, 8, 0) == 0) {
+        /* wall time, not the thread's CPU clock: in a VM most of a cycle (the exits of mprotect's TLB
+         * flush and of the signal deliveries) is not charged to the thread, 19 us of CPU against 59 us of
+         * wall time a cycle here, and the budget must see what the program loses */
+        uint64_t t0 = pf_watch_mono_ns();
+        for (int i = 0; i < CYCLES; i++)
+            word[1] = (uint64_t)i;  /* not the watched word: a fault, a step, no hit */
+        uint64_t spent = pf_watch_mono_ns() - t0;
+        pf_watch_pages_disarm(g);
+        if (spent / CYCLES > 1000)
+            cycle_ns = spent / CYCLES;
+    }
+    munmap((void *)word, PF_PAGE);
+}
+
+/* SIGSEGV: a protection fault on a watched page is stepped over (and judged when it touched a watched
+ * word); anything else is the program's. */
+void pf_watch_segv_handler(int sig, siginfo_t *si, void *ucv)
+{
+    int saved = errno;
+    ucontext_t *uc = ucv;
+    uint64_t addr = (uint64_t)(uintptr_t)si->si_addr;
+    if (si->si_code != SEGV_ACCERR || step_page[1] || !begin_step(addr)) {
+        if (si->si_code == SEGV_ACCERR && !step_page[1] && writable_now(addr)) {
+            errno = saved;  /* a watch on the page ended between the fault and here: run it again */
+            return;
+        }
+        errno = saved;
+        pf_watch_foreign_signal(sig, si, ucv);
+        return;
+    }
+    if (sigismember(&uc->uc_sigmask, SIGTRAP)) {
+        /* the code blocks SIGTRAP: a single step's trap would arrive blocked, and the kernel kills a thread
+         * whose forced trap is blocked. End every watch on the page instead; the access then runs. */
+        pf_watch_pages_step_done(NULL);
+        pf_watch_on_free_slow((void *)(uintptr_t)(addr & ~(PF_PAGE - 1)), PF_PAGE);
+        errno = saved;
+        return;
+    }
+    pf_watch_thread_t *t = pf_watch_self;
+    if (t && !t->busy && t->emu_pending < 0) {
+        t->emu_pending = pf_watch_slot_touched(t, uc);
+        if (t->emu_pending < 0 && ++t->pages_faults > PF_WATCH_PAGES_FAULT_LIMIT)
+            pf_watch_pages_give_up(t);     /* its page is too busy to wait for the word on */
+        else if (t->emu_pending >= 0)
+            t->pages_faults = 0;
+    }
+    uc->uc_mcontext.gregs[REG_EFL] |= PF_WATCH_EFL_TF;
+    errno = saved;
+}
+
+/* Before a system call that reads or writes [p, p+n): every watch on those pages ends (the kernel's own
+ * access to a protected page fails the call with EFAULT, where a program's access would fault to us). */
+void pf_watch_pages_release_range_slow(const void *p, size_t n)
+{
+    if (!n)
+        return;
+    uint64_t lo = (uint64_t)(uintptr_t)p & ~(PF_PAGE - 1);
+    uint64_t hi = ((uint64_t)(uintptr_t)p + n + PF_PAGE - 1) & ~(PF_PAGE - 1);
+    pf_watch_on_free_slow((void *)(uintptr_t)lo, hi - lo);
+}
+
+int pf_watch_pages_on(void) { return pf_watch_cfg.emulate_pages; }
