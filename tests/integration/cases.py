@@ -1649,6 +1649,22 @@ def case_gpu_per_tensor(c):
     assert r.stdout == "expandable_segments:True,backend:cudaMallocAsync\n", (r.stdout, r.stderr)
 
 
+# ---- verdicts a user can trust (issue 25; children over time, issue 23 item 3) ----
+
+def case_ctypes_libc(c):
+    """libc's malloc, calloc, mmap, memmove and free looked up on a library handle (ctypes' CDLL('libc.so.6'),
+    find_library('c'): dlsym, not the PLT) are seen like direct calls: exact bytes on each line, the freed
+    blocks released, the copy counted."""
+    for extra in (("--exact",), ()):
+        cp, d = c.profile(prog("ctypes_libc.py"), extra=extra)
+        assert cp.returncode == 0 and cp.stdout == "ok True\n", (cp.stdout, cp.stderr[-800:])
+        for line, native, kept in ((19, 50_000_000, 50_000_000), (20, 20_000_000, 0), (21, 30_000_000, 0)):
+            r = row(d, "ctypes_libc.py", line)
+            assert r["native_bytes"] == native, (extra, line, r["native_bytes"])
+            assert kept <= r["leaked_bytes"] <= kept + 1024, (extra, line, r["leaked_bytes"])
+        assert row(d, "ctypes_libc.py", 22)["copy_bytes"] >= 8_000_000, row(d, "ctypes_libc.py", 22)
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
