@@ -15,6 +15,22 @@
 #include "pf_timeline_int.h"
 
 
+/* The leak test of a line (report/pf_model_leak.c): accumulation, judged from what it holds at exit. */
+typedef struct pf_leak_test {
+    uint32_t survivors;         /* recorded allocations still live at exit */
+    double spread;              /* the share of the run (0-1) between the 10th and 90th percentile of the
+                                   allocation times of the survivors' bytes: 0 = one burst */
+    double p_value;             /* one-sided Mann-Kendall p-value of the growth of timeline_low (1: none) */
+    double rate;                /* Theil-Sen slope of timeline_low, bytes per second */
+    double likelihood;          /* 1 - p_value when the survivors are enough and spread, else 0 */
+} pf_leak_test_t;
+
+/* A leak needs this many survivors (recorded allocations: in the default mode, samples), spread over at
+ * least this share of the run: fewer cannot show accumulation; a narrower spread is one burst (data built
+ * once, a cache filled at the end). */
+#define PF_LEAK_MIN_SURVIVORS 8
+#define PF_LEAK_MIN_SPREAD 0.25
+
 /* What a row (a line, a function, or the whole program) accumulates. */
 typedef struct pf_stats {
     double alloc_bytes, alloc_count;
@@ -29,7 +45,7 @@ typedef struct pf_stats {
     double copy_bytes, copy_count, redundant_copy_bytes;
     /* watch (--watch): credited bytes of every resolved store/load pair charged here, and the redundant ones */
     double store_bytes, redundant_store_bytes, load_bytes, redundant_load_bytes;
-    uint32_t n_recs, n_freed;   /* recorded allocations, and how many of them were freed (leak test) */
+    uint32_t n_recs, n_freed;   /* recorded allocations, and how many of them were freed */
     uint64_t first_ns, last_ns; /* span over which this row had events (copy rate) */
     uint64_t live_since_ns;     /* time of the last change of live (for area) */
     /* during the sweep: live and gpu_live as they were at the program's (GPU) peak numbered *_epoch */
@@ -37,6 +53,10 @@ typedef struct pf_stats {
     uint32_t peak_epoch, gpu_peak_epoch;
     double timeline[PF_TIMELINE_POINTS];
     int timeline_filled;        /* buckets [0, timeline_filled) hold final values */
+    /* each bucket's minimum of live: what the row keeps between its temporaries (the leak test's series) */
+    double timeline_low[PF_TIMELINE_POINTS];
+    int timeline_low_filled;
+    pf_leak_test_t leak;        /* lines only (pf_model_leak.c) */
 } pf_stats_t;
 
 typedef struct pf_line {

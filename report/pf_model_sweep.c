@@ -344,6 +344,7 @@ static void set_live(sweeper_t *S, pf_stats_t *s, uint64_t t, double live)
     s->area += s->live * (double)(t - s->live_since_ns) / 1e9;
     s->live_since_ns = t;
     pf_timeline_set(s->timeline, &s->timeline_filled, t, S->t_end, s->live, live);
+    pf_timeline_set_low(s->timeline_low, &s->timeline_low_filled, t, S->t_end, s->live, live);
     s->live = live;
     if (live > s->max_live)
         s->max_live = live;
@@ -515,6 +516,7 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     o->native = st.n_native ? pf_sweep_native_site(S, e->proc, st.ips, st.n_native) : 0;
     o->est = est;
     o->size = a->size;
+    o->t = e->t;
     *pf_map_put(&S->live, addr_key(e->proc, a->addr), NULL) = idx;
     if (wants_range(o))
         range_add(S, addr_key(e->proc, a->addr), idx);
@@ -677,6 +679,7 @@ static void finish_stats(pf_stats_t *s, uint64_t t_end)
     s->area += s->live * (double)(t_end - s->live_since_ns) / 1e9;
     s->live_since_ns = t_end;
     pf_timeline_finish(s->timeline, &s->timeline_filled, s->live);
+    pf_timeline_finish(s->timeline_low, &s->timeline_low_filled, s->live);
     s->leaked_bytes = s->live > 0.5 ? s->live : 0;
 }
 
@@ -761,6 +764,7 @@ void pf_model_sweep(loader_t *L)
     for (size_t i = 0; i < m->n_funcs; i++)
         finish_stats(&m->funcs[i].s, S.t_end);
     finish_stats(&m->total, S.t_end);
+    pf_sweep_leaks(&S);
     pf_timeline_finish(m->gpu_timeline, &m->gpu_timeline_filled, m->total.gpu_live);
     for (size_t i = 0; i < m->n_lines; i++) {
         m->lines[i].s.peak_bytes = peak > 0 ? share_of_peak(&S, &m->lines[i].s, 0) : 0;

@@ -469,9 +469,14 @@ int pf_render_json(const pf_model_t *m, FILE *out)
         bytes(&j, "leaked_bytes", l->s.leaked_bytes);
         pf_json_key(&j, "likelihood");
         pf_json_number(&j, round(pf_report_leak_likelihood(&l->s) * 1000) / 1000);
-        pf_json_key(&j, "rate_bytes_s");
-        double span = (double)(m->end_ns - l->s.first_ns) / 1e9;   /* since the line first allocated */
-        pf_json_number(&j, floor((span > 1e-3 ? l->s.leaked_bytes / span : l->s.leaked_bytes) + 0.5));
+        pf_json_key(&j, "rate_bytes_s");     /* the trend's slope (pf_model_leak.c) */
+        pf_json_number(&j, floor(l->s.leak.rate + 0.5));
+        pf_json_key(&j, "survivors");
+        pf_json_int(&j, l->s.leak.survivors);
+        pf_json_key(&j, "spread");
+        pf_json_number(&j, round(l->s.leak.spread * 1000) / 1000);
+        pf_json_key(&j, "p_value");
+        pf_json_number(&j, l->s.leak.p_value);
         pf_json_key(&j, "via");
         leak_callers(&j, m, l);
         pf_json_end_object(&j);

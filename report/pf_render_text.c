@@ -672,10 +672,9 @@ static void leaks(out_t *o, const pf_model_t *m)
         if (!any++) {
             heading(o, "probable leaks", "live at exit and still growing");
         }
-        double span = (double)(m->end_ns - l->s.first_ns) / 1e9;
         line(o, "  %s%s:%d%s  %s live at exit, likelihood %.0f%%, growing %s/s: %s", red(o),
-             shorten_path(pf_model_str(m, l->file)), l->line, reset(o), human(l->s.leaked_bytes, a), 100 * p,
-             human(span > 1e-3 ? l->s.leaked_bytes / span : l->s.leaked_bytes, b),
+             shorten_path(pf_model_str(m, l->file)), l->line, reset(o), human(l->s.leaked_bytes, a),
+             floor(1000 * p) / 10, human(l->s.leak.rate, b),
              pf_report_source_line(pf_model_str(m, l->file), l->line));
         via(o, m, l, 1);
     }

@@ -61,35 +61,9 @@ double pf_report_copy_rate(const pf_stats_t *s)
     return s->copy_bytes / (span > 1e-3 ? span : 1e-3);
 }
 
-/* Mann-Kendall trend of a timeline from its first non-zero point: tau in [-1, 1], 1 = always rising. */
-static double trend_tau(const double *v, int n)
-{
-    int first = 0;
-    while (first < n && v[first] <= 0)
-        first++;
-    long long sum = 0, pairs = 0;
-    for (int i = first; i < n; i++)
-        for (int j = i + 1; j < n; j++) {
-            sum += (v[j] > v[i]) - (v[j] < v[i]);
-            pairs++;
-        }
-    return pairs ? (double)sum / (double)pairs : 0;
-}
-
 double pf_report_leak_likelihood(const pf_stats_t *s)
 {
-    if (s->leaked_bytes <= 0 || s->n_recs == 0)
-        return 0;
-    /* Evidence 1, by address: of the line's n recorded allocations, k were never freed. With a uniform
-     * prior, the chance that the line's next allocation is kept is (k + 1) / (n + 2) (Laplace's rule). */
-    double n = s->n_recs, k = s->n_recs > s->n_freed ? s->n_recs - s->n_freed : 0;
-    double keep = (k + 1) / (n + 2);
-    /* Evidence 2, over time: the line's live bytes keep rising (Mann-Kendall tau of its timeline). Data
-     * made once (a module-level table, an interpreter cache filled at start) is flat after it appears:
-     * tau ~ 0, no leak. Temporaries: keep ~ 0. */
-    double tau = trend_tau(s->timeline, PF_TIMELINE_POINTS);
-    double l = keep * (tau > 0 ? tau : 0);
-    return l > 1 ? 1 : l;
+    return s->leaked_bytes > 0 ? s->leak.likelihood : 0;
 }
 
 int pf_report_flow_redundant(const pf_flow_t *f)
@@ -97,17 +71,24 @@ int pf_report_flow_redundant(const pf_flow_t *f)
     return f->judged > 0 && f->redundant * 2 > f->judged;
 }
 
+int pf_report_is_import(const pf_model_t *m, const pf_line_t *l)
+{
+    const char *src = pf_report_source_line(pf_model_str(m, l->file), l->line);
+    return strncmp(src, "import ", 7) == 0 || (strncmp(src, "from ", 5) == 0 && strstr(src, " import "));
+}
+
 int pf_report_leak_found(const pf_model_t *m, const pf_line_t *l)
 {
     return pf_model_is_user_file(m, pf_model_str(m, l->file)) &&
-           pf_report_leak_likelihood(&l->s) >= PF_LEAK_REPORT_THRESHOLD;
+           pf_report_leak_likelihood(&l->s) >= PF_LEAK_REPORT_THRESHOLD && !pf_report_is_import(m, l);
 }
 
 int pf_report_copy_found(const pf_model_t *m, const pf_flow_t *f)
 {
     /* not one a worker the line started made in library code: "share one buffer" is not the line's to do */
     return pf_report_flow_redundant(f) && f->at_line >= 0 && !f->started &&
-           pf_model_is_user_file(m, pf_model_str(m, m->lines[f->at_line].file));
+           pf_model_is_user_file(m, pf_model_str(m, m->lines[f->at_line].file)) &&
+           !pf_report_is_import(m, &m->lines[f->at_line]);
 }
 
 const char *pf_report_copy_fix(const pf_flow_t *f)

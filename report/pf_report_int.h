@@ -13,9 +13,10 @@ size_t *pf_report_func_order(const pf_model_t *m);
 /* Bytes copied per second over the span in which the row had events (at least 1 ms). */
 double pf_report_copy_rate(const pf_stats_t *s);
 
-/* Likelihood (0-1) that what a row holds at exit is a leak: Laplace's rule on its recorded allocations
- * never freed, times the Mann-Kendall trend of its live bytes over the run. Reported at >= 0.5. */
-#define PF_LEAK_REPORT_THRESHOLD 0.5
+/* Likelihood (0-1) that what a line holds at exit is a leak (pf_model_leak.c): 1 - the p-value of the
+ * growth of what it keeps between temporaries, given that its survivors are enough and spread over the
+ * run (else 0). Reported at >= 0.99: growth significant at 1%. */
+#define PF_LEAK_REPORT_THRESHOLD 0.99
 double pf_report_leak_likelihood(const pf_stats_t *s);
 
 /* A flow is reported redundant when most of its judged copies were. */
@@ -25,6 +26,11 @@ int pf_report_flow_redundant(const pf_flow_t *f);
  * at PF_LEAK_REPORT_THRESHOLD or more) and a redundant copy flow made at a line of the user's files (by
  * that line, not by a thread or process it started). */
 int pf_report_leak_found(const pf_model_t *m, const pf_line_t *l);
+
+/* 1 when the line is an import statement (its source: "import ..." or "from ... import ..."): what a module
+ * builds when it is first imported (its tables, the interpreter's caches) is made once, and the copies
+ * its loading makes are not the user's to change. No finding is about an import. */
+int pf_report_is_import(const pf_model_t *m, const pf_line_t *l);
 int pf_report_copy_found(const pf_model_t *m, const pf_flow_t *f);
 
 /* What to do about a redundant copy flow, by what it copied into: a Python object (bytes, bytearray:

@@ -14,6 +14,7 @@ typedef struct live_obj {
     uint32_t native;    /* native site string, 0 = none */
     double est;
     uint64_t size;
+    uint64_t t;         /* when it was allocated (the leak test's survivors) */
 } live_obj_t;
 
 /* Where an object was allocated: what a copy's edge needs of its source (kept per address for freed
@@ -112,6 +113,11 @@ int32_t pf_sweep_stack_node(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t 
 /* The innermost native frame outside the interpreter, libc and pyflow, as an interned "symbol (library)";
  * 0 when there is none. */
 uint32_t pf_sweep_native_site(sweeper_t *S, uint32_t proc, const uint64_t *ips, uint16_t n);
+
+/* pf_model_leak.c: the leak test of every line (pf_leak_test_t), from the objects still live at the end of
+ * the sweep and the lines' timeline_low; before finish_stats has filled the timelines' last buckets it
+ * must not run: call it after. */
+void pf_sweep_leaks(sweeper_t *S);
 
 /* pf_model_watch.c: one ACCESS_PAIR event, and the ordering of the groups once every event is in. */
 void pf_sweep_access(sweeper_t *S, const event_t *e);

@@ -24,3 +24,12 @@ void pf_timeline_finish(double *tl, int *filled, double last)
     while (*filled < PF_TIMELINE_POINTS)
         tl[(*filled)++] = last;
 }
+
+void pf_timeline_set_low(double *tl, int *filled, uint64_t t, uint64_t t_end, double before, double after)
+{
+    int b = pf_timeline_bucket(t, t_end);
+    while (*filled <= b)
+        tl[(*filled)++] = before;
+    if (after < tl[b])
+        tl[b] = after;
+}

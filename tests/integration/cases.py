@@ -1665,6 +1665,80 @@ def case_ctypes_libc(c):
         assert row(d, "ctypes_libc.py", 22)["copy_bytes"] >= 8_000_000, row(d, "ctypes_libc.py", 22)
 
 
+def marked_lines(program, marker):
+    """The line numbers of `program` whose comment carries `marker` (LEAK: must be reported in mode leak;
+    KEPT: holds memory at exit in mode twin and must not be reported)."""
+    with open(prog(program)) as f:
+        return {i + 1 for i, text in enumerate(f) if "#" in text and marker in text.split("#", 1)[1].split()}
+
+
+def check_leak_shape(c, program, flavors=("python", "numpy"), modes=("leak", "twin")):
+    """The leak-shape program in mode leak has exactly one probable leak, a LEAK line, with the same verdict
+    sampled and --exact; in mode twin (same shape, bounded or made once) none in the program at all."""
+    ran = 0
+    for flavor in flavors:
+        if flavor == "numpy" and not has_numpy(c.python):
+            continue
+        for mode in modes:
+            verdicts = []
+            for extra in ((), ("--exact",)):
+                cp, d = c.profile(prog(program), mode, flavor, extra=extra)
+                assert cp.returncode == 0, cp.stderr[-1500:]
+                found = {l["line"]: l for l in d["leaks"] if os.path.basename(l["file"]) == program}
+                what = f"{program} {mode} {flavor} {' '.join(extra) or 'sampled'}"
+                if mode == "leak":
+                    assert len(found) == 1 and set(found) <= marked_lines(program, "LEAK"), (what, d["leaks"])
+                    leak = next(iter(found.values()))
+                    assert leak["likelihood"] >= 0.99 and leak["survivors"] >= 8 and leak["spread"] >= 0.25, leak
+                    assert 0 < leak["rate_bytes_s"] and 0 <= leak["p_value"] <= 0.01, leak
+                    assert "probable leaks" in cp.stderr, cp.stderr[-1500:]
+                else:
+                    kept = [r for r in d["lines"] if os.path.basename(r["file"]) == program and
+                            r["line"] in marked_lines(program, "KEPT") and r["leaked_bytes"] >= 1_000_000]
+                    assert kept or program in ("leak_slow.py", "leak_library.py", "leak_requests.py"), (what, "nothing kept")
+                    assert not found, (what, d["leaks"])
+                verdicts.append(sorted(found))
+            assert verdicts[0] == verdicts[1], (program, mode, flavor, verdicts)
+            ran += 1
+    return ran
+
+
+def case_leak_temporaries(c):
+    """hist.append(np.exp(np.random.rand(4000) * 2)) in a 3000-iteration loop (and bytes(8000)[:4000]): the
+    temporaries on the line do not hide what it keeps; data built once and then used (a list of tuples, a
+    list of arrays) is not a leak."""
+    check_leak_shape(c, "leak_temporaries.py")
+
+
+def case_leak_requests(c):
+    """A handler that keeps a record per request (no temporary on that line) leaks; a deque(maxlen=200)
+    that fills and evicts does not."""
+    check_leak_shape(c, "leak_requests.py")
+
+
+def case_leak_every_nth(c):
+    """One call in seven keeping its result leaks; a saturated lru_cache(maxsize=100) does not."""
+    check_leak_shape(c, "leak_every_nth.py")
+
+
+def case_leak_slow(c):
+    """A slow leak, 3% of a long loop's buffers escaping, is found; buffers held for a phase and freed at its
+    end are not."""
+    check_leak_shape(c, "leak_slow.py")
+
+
+def case_leak_library(c):
+    """Records a library (logging's QueueHandler) keeps for the user's logging call leak there; read from
+    the queue, they do not."""
+    check_leak_shape(c, "leak_library.py", flavors=("python",))
+
+
+def case_leak_caches(c):
+    """re's pattern cache, small-object caches, numpy's own caches and a table freed only at shutdown are
+    not leaks."""
+    check_leak_shape(c, "leak_caches.py", modes=("twin",))
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
