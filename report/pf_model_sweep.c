@@ -22,6 +22,7 @@
 #include "pf_linetable_int.h"
 #include "pf_loader_int.h"
 #include "pf_origin_int.h"
+#include "pf_report_int.h"
 #include "pf_sweep_int.h"
 #include "pf_symbols_int.h"
 
@@ -441,19 +442,22 @@ static uint32_t recent_slot(uint64_t key)
 }
 
 /* Ends the life of live object idx at address key at time t: it stops counting in its rows (unless the
- * process was already finalizing: then it stays live at exit). */
-static void release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uint64_t t)
+ * process was already finalizing: then it stays live at exit; or ended is set: the process ended, and it
+ * stays what the process held at its exit). */
+static void release_as(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uint64_t t, int ended)
 {
     const live_obj_t *o = &S->objs[idx];
     S->recent_frees[recent_slot(k)] = (recent_free_t){k + 1, {o->line, o->native}};
-    if (t >= S->L->procs[proc].fin_ns)
+    if (t >= S->L->procs[proc].fin_ns && !ended)
         return;     /* interpreter shutdown: the object stays counted as live at exit */
     pf_map_del(&S->live, k);
+    S->proc_objs[proc]--;
     *PF_VEC_PUSH(S->free_objs, S->n_free_objs, S->cap_free_objs) = idx;     /* its slot is free again */
     if (wants_range(o))
         range_del(S, k);
     pf_model_t *m = S->m;
-    m->procs[proc].live -= o->est;
+    if (!ended)
+        m->procs[proc].live -= o->est;
     pf_stats_t *rows[3] = {&m->lines[o->line].s, &m->funcs[o->func].s, &m->total};
     for (int i = 0; i < 3; i++) {
         rows[i]->n_freed++;
@@ -462,6 +466,59 @@ static void release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uint6
             set_gpu_live(S, rows[i], t, rows[i]->gpu_live - o->est);
     }
     pf_calltree_free(m, o->node, o->est, o->gpu, (pf_peak_epochs_t){S->peak_epoch, S->gpu_peak_epoch});
+}
+
+static void release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uint64_t t)
+{
+    release_as(S, proc, k, idx, t, 0);
+}
+
+/* A process other than the root ended at t (its last event; an image replaced by exec ends there too): what
+ * it still held stops counting in the merged rows, so the program's peak and live bytes follow each
+ * process's lifetime (ten children run one after another, 50 MB each, peak at one child's 50 MB, not 500).
+ * The process's own table keeps its live at exit. One walk of the live map per process that ended holding
+ * anything. The root's objects stay: they are the program's live at exit. */
+static void end_process(sweeper_t *S, uint32_t proc, uint64_t t)
+{
+    if (!S->proc_objs[proc])
+        return;
+    for (size_t i = 0; i < S->live.cap && S->proc_objs[proc]; i++) {
+        uint64_t k = S->live.slots[i].key;
+        if (k && ((k - 1) >> 48) == (proc & 0x7fff)) {
+            release_as(S, proc, k - 1, S->live.slots[i].val, t, 1);
+            i--;    /* a deletion may move a later entry into this slot */
+        }
+    }
+}
+
+typedef struct proc_end {
+    uint64_t t;
+    uint32_t proc;
+} proc_end_t;
+
+static int cmp_proc_end(const void *x, const void *y)
+{
+    const proc_end_t *a = x, *b = y;
+    return (a->t > b->t) - (a->t < b->t);
+}
+
+/* The processes that end before the root does, and the images replaced by an exec (the root's too), by when
+ * (a sentinel at UINT64_MAX ends the list). */
+static proc_end_t *process_ends(const sweeper_t *S)
+{
+    const pf_model_t *m = S->m;
+    proc_end_t *ends = pf_xmalloc((m->n_procs + 1) * sizeof *ends);
+    size_t n = 0;
+    uint64_t root_end = 0;
+    for (size_t i = 0; i < m->n_procs; i++)
+        if (m->procs[i].root && S->L->procs[i].last_t > root_end)
+            root_end = S->L->procs[i].last_t;
+    for (size_t i = 0; i < m->n_procs; i++)
+        if (pf_report_process_replaced(m, i) || (!m->procs[i].root && S->L->procs[i].last_t < root_end))
+            ends[n++] = (proc_end_t){S->L->procs[i].last_t, (uint32_t)i};
+    qsort(ends, n, sizeof *ends, cmp_proc_end);
+    ends[n] = (proc_end_t){UINT64_MAX, 0};
+    return ends;
 }
 
 static void on_alloc(sweeper_t *S, const event_t *e)
@@ -518,6 +575,7 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     o->size = a->size;
     o->t = e->t;
     *pf_map_put(&S->live, addr_key(e->proc, a->addr), NULL) = idx;
+    S->proc_objs[e->proc]++;
     if (wants_range(o))
         range_add(S, addr_key(e->proc, a->addr), idx);
 }
@@ -709,6 +767,8 @@ void pf_model_sweep(loader_t *L)
         S.t_end = (uint64_t)(m->elapsed_s * 1e9);
     m->end_ns = S.t_end;
     double peak = -1, gpu_peak = 0;
+    S.proc_objs = pf_xcalloc(m->n_procs + 1, sizeof *S.proc_objs);
+    proc_end_t *ends = process_ends(&S), *next_end = ends;
     pf_event_iter_t it;
     pf_events_begin(L, &it);
     event_t ahead[PF_SWEEP_LOOKAHEAD];
@@ -724,6 +784,8 @@ void pf_model_sweep(loader_t *L)
         const event_t ev = ahead[first], *e = &ev;
         first = (first + 1) % PF_SWEEP_LOOKAHEAD;
         n_ahead--;
+        for (; next_end->t < e->t; next_end++)
+            end_process(&S, next_end->proc, next_end->t);
         switch (e->type) {
         case PF_REC_ALLOC:
             on_alloc(&S, e);
@@ -755,6 +817,7 @@ void pf_model_sweep(loader_t *L)
         }
     }
     pf_events_end(&it);
+    free(ends);
     m->total.peak_bytes = peak > 0 ? peak : 0;
     extrapolate_redundancy(m);
     pf_sweep_access_finish(&S);
@@ -797,4 +860,5 @@ void pf_model_sweep(loader_t *L)
     free(S.objs);
     free(S.free_objs);
     free(S.recent_frees);
+    free(S.proc_objs);
 }

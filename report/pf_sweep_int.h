@@ -77,6 +77,7 @@ typedef struct sweeper {
     pf_map_t copies;        /* (proc, copy id) -> copy_info index, until its verdict */
     copy_info_t *cinfo;
     size_t n_cinfo, cap_cinfo;
+    uint64_t *proc_objs;    /* per process: how many of its objects are live */
     live_obj_t *objs;       /* the live objects; a released one's slot is reused (free_objs) */
     size_t n_objs, cap_objs;
     uint64_t *free_objs;
