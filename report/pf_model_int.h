@@ -120,7 +120,13 @@ typedef struct pf_flow {
     double redundant_bytes;                 /* estimate for the whole edge: bytes x judged redundant share */
     int32_t via_node;                       /* the call-tree node of its largest copy (-1: none): who called */
     double via_bytes;                       /* that copy's bytes */
+    uint32_t made_in;                       /* interned "function (file:line)": the innermost library frame
+                                               of its largest copy's stack, under the at_line (0: none, the
+                                               line itself made it) */
 } pf_flow_t;
+
+/* A redundant-copy verdict stands on at least this many judged copies, or on every copy of its edge. */
+#define PF_COPY_MIN_JUDGED 10
 
 /* Redundant accesses grouped by where the first access and its repeat ran (watch/). */
 typedef struct pf_redundancy {

@@ -14,6 +14,7 @@
  * (its FREE was not recorded) and is released first. Frees after a process's finalization mark do not
  * count: what is live then is "live at exit".
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -526,8 +527,18 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     pf_model_t *m = S->m;
     const pf_rec_alloc_t *a = pf_event_payload(S->L, e);
     uint64_t *prev = pf_map_get(&S->live, addr_key(e->proc, a->addr));
-    if (prev)   /* the allocator handed the address out again: the block there was freed unseen */
+    if (prev && e->t >= S->L->procs[e->proc].fin_ns) {
+        /* freed while the interpreter finalized, so live at exit, and its address handed out again: it
+         * stays live under a key no address has (bit 47: user addresses are below it), where the end of
+         * its process still finds it */
+        uint64_t idx = *prev;
+        pf_map_del(&S->live, addr_key(e->proc, a->addr));
+        if (wants_range(&S->objs[idx]))
+            range_del(S, addr_key(e->proc, a->addr));
+        *pf_map_put(&S->live, addr_key(e->proc, (1ull << 47) | S->parked++), NULL) = idx;
+    } else if (prev) {  /* the allocator handed the address out again: the block there was freed unseen */
         release(S, e->proc, addr_key(e->proc, a->addr), *prev, e->t);
+    }
     int32_t fn, node;
     int started;
     pf_stack_view_t st = pf_loader_stack(S->L, e->proc, a + 1, a->flags, a->n_py, a->n_native);
@@ -589,6 +600,29 @@ static void on_free(sweeper_t *S, const event_t *e)
         release(S, e->proc, k, *v, e->t);
 }
 
+/* The library function that made a copy charged to a user's line: the innermost frame of a real file that is
+ * not the user's, when it is inside the user's innermost frame, as "function (file:line)"; 0 when the
+ * user's own frame is the innermost (the line itself called the copying C function). */
+static uint32_t library_maker(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *frames, uint16_t n)
+{
+    for (uint16_t i = 0; i < n; i++) {
+        const pcode_t *pc = frame_code(S, proc, &frames[i]);
+        if (!pc)
+            continue;
+        const char *file = S->m->strings[pc->file];
+        if (pc->is_user && file[0] != '<')
+            return 0;
+        if (pc->is_user || file[0] == '<')
+            continue;   /* generated code (numpy's dispatch, dataclasses): whoever called it */
+        const char *base = strrchr(file, '/');
+        char name[600];
+        int len = snprintf(name, sizeof name, "%s (%s:%d)", S->m->strings[pc->function], base ? base + 1 : file,
+                           frame_line(S, proc, &frames[i], pc));
+        return intern(S->m, name, len > 0 && (size_t)len < sizeof name ? (size_t)len : strlen(name));
+    }
+    return 0;
+}
+
 static void on_copy(sweeper_t *S, const event_t *e)
 {
     pf_model_t *m = S->m;
@@ -601,15 +635,17 @@ static void on_copy(sweeper_t *S, const event_t *e)
     uint64_t dst_offset = 0;
     int64_t dst = object_at(S, e->proc, c->dst, &dst_offset);
     alloc_site_t src = {-1, 0};     /* where the source was allocated */
+    int64_t src_obj = -1;
+    uint64_t src_offset = 0;
     if (e->aux == PF_COPY_REALLOC) {    /* the source is the block realloc just freed */
         uint64_t k = addr_key(e->proc, c->src);
         const recent_free_t *r = &S->recent_frees[recent_slot(k)];
         if (r->key1 == k + 1)
             src = r->site;
     } else {
-        int64_t o = object_at(S, e->proc, c->src, NULL);
-        if (o >= 0)
-            src = (alloc_site_t){S->objs[o].line, S->objs[o].native};
+        src_obj = object_at(S, e->proc, c->src, &src_offset);
+        if (src_obj >= 0)
+            src = (alloc_site_t){S->objs[src_obj].line, S->objs[src_obj].native};
     }
     int32_t src_line = src.line, dst_line = dst >= 0 ? S->objs[dst].line : -1;
     double est = (double)c->est_bytes, count = c->bytes ? est / (double)c->bytes : 1.0;
@@ -646,13 +682,16 @@ static void on_copy(sweeper_t *S, const event_t *e)
     if (est > fl->via_bytes) {  /* copies are few (sampled by bytes): the path is worked out for each */
         fl->via_bytes = est;
         fl->via_node = node >= 0 ? node : pf_sweep_stack_node(S, e->proc, st.py, st.n_py, at);
+        fl->made_in = library_maker(S, e->proc, st.py, st.n_py);
     }
     copy_info_t *ci = PF_VEC_PUSH(S->cinfo, S->n_cinfo, S->cap_cinfo);
     ci->flow = (int32_t)(*fv - 1);
     ci->est = est;
     /* uploads and downloads are judged by content (the same bytes sent again), not by filling */
     int by_content = e->aux == PF_COPY_H2D || e->aux == PF_COPY_D2H || e->aux == PF_COPY_D2D;
-    ci->fills = by_content || (dst >= 0 && pf_copy_fills_object(dst_offset, c->bytes, S->objs[dst].size));
+    ci->fills = by_content || (dst >= 0 && src_obj >= 0 &&
+                               pf_copy_duplicates(dst_offset, S->objs[dst].size, src_offset, S->objs[src_obj].size,
+                                                  c->bytes));
     if (ci->fills) {
         fl->candidate_bytes += est;
         fl->candidate_count += count;
@@ -719,8 +758,8 @@ static void extrapolate_redundancy(pf_model_t *m)
 {
     for (size_t i = 0; i < m->n_flows; i++) {
         pf_flow_t *fl = &m->flows[i];
-        if (fl->judged_bytes <= 0)
-            continue;
+        if (fl->judged_bytes <= 0 || !pf_report_flow_judged_enough(fl))
+            continue;   /* a verdict on too few of its copies does not stand (PF_COPY_MIN_JUDGED) */
         fl->redundant_bytes = fl->candidate_bytes * (fl->redundant_judged_bytes / fl->judged_bytes);
         fl->redundant_count = fl->candidate_count * ((double)fl->redundant / fl->judged);
         /* a line's redundant copies are those it made itself, as its findings (pf_report_copy_found) */

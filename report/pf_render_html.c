@@ -310,8 +310,13 @@ int pf_render_html(const pf_model_t *m, FILE *f, const pf_html_opts_t *opts)
             fputs(" via ", f);
             pf_html_esc(f, via);
         }
+        fprintf(f, " (judged %u copies)", fl->judged);
+        if (fl->made_in) {
+            fputs(", made inside ", f);
+            pf_html_esc(f, pf_model_str(m, fl->made_in));
+        }
         fputs(": ", f);
-        pf_html_esc(f, pf_report_copy_fix(fl));
+        pf_html_esc(f, pf_report_copy_fix(m, fl));
         fputs("</div>\n", f);
         any++;
     }

@@ -425,6 +425,18 @@ int pf_render_json(const pf_model_t *m, FILE *out)
         pf_json_bool(&j, fl->started);
         pf_json_key(&j, "judged");
         pf_json_int(&j, fl->judged);
+        pf_json_key(&j, "candidates");  /* copies a verdict may concern (they filled their destination) */
+        pf_json_number(&j, floor(fl->candidate_count + 0.5));
+        pf_json_key(&j, "made_in");     /* the library function that made it, under the `at` line */
+        if (fl->made_in)
+            pf_json_string(&j, pf_model_str(m, fl->made_in));
+        else
+            pf_json_null(&j);
+        pf_json_key(&j, "fix");
+        if (pf_report_copy_found(m, fl))
+            pf_json_string(&j, pf_report_copy_fix(m, fl));
+        else
+            pf_json_null(&j);
         pf_json_key(&j, "evidence");
         pf_json_string(&j, !fl->judged ? "none" : fl->evidence == PF_EVIDENCE_CONTENT_HASH ? "content-hash"
                                : fl->watch_judged || fl->evidence == PF_EVIDENCE_WATCH ? "watch"

@@ -779,15 +779,17 @@ static void findings(out_t *o, const pf_model_t *m)
         char rate[16];
         double n = f->redundant_count < 1 ? 1 : f->redundant_count;
         char from[600], callers[1024];
-        line(o, "  %s%s:%d%s  %s in %.0f cop%s%s (%s/s): %s", red(o), shorten_path(pf_model_str(m, at->file)),
-             at->line, reset(o), human(f->redundant_bytes, a), n, n < 1.5 ? "y" : "ies",
-             pf_report_copy_source(m, f, from, sizeof from),
-             human(pf_report_copy_rate(&at->s), rate),
+        line(o, "  %s%s:%d%s  %s in %.0f cop%s%s (%s/s, judged %u): %s", red(o),
+             shorten_path(pf_model_str(m, at->file)), at->line, reset(o), human(f->redundant_bytes, a), n,
+             n < 1.5 ? "y" : "ies", pf_report_copy_source(m, f, from, sizeof from),
+             human(pf_report_copy_rate(&at->s), rate), f->judged,
              pf_report_source_line(pf_model_str(m, at->file), at->line));
         const char *via = pf_report_flow_via(m, f, callers, sizeof callers);
         if (via)    /* a helper's copy: who called it */
             line(o, "      via %s", via);
-        line(o, "      fix: %s", pf_report_copy_fix(f));
+        if (f->made_in)
+            line(o, "      made inside %s", pf_model_str(m, f->made_in));
+        line(o, "      fix: %s", pf_report_copy_fix(m, f));
     }
     unlisted_copies(o, m, any);
     needed_copies(o, m);

@@ -66,9 +66,14 @@ double pf_report_leak_likelihood(const pf_stats_t *s)
     return s->leaked_bytes > 0 ? s->leak.likelihood : 0;
 }
 
+int pf_report_flow_judged_enough(const pf_flow_t *f)
+{
+    return f->judged >= PF_COPY_MIN_JUDGED || (f->judged > 0 && f->judged + 0.5 >= f->candidate_count);
+}
+
 int pf_report_flow_redundant(const pf_flow_t *f)
 {
-    return f->judged > 0 && f->redundant * 2 > f->judged;
+    return f->judged > 0 && f->redundant * 2 > f->judged && pf_report_flow_judged_enough(f);
 }
 
 int pf_report_is_import(const pf_model_t *m, const pf_line_t *l)
@@ -91,8 +96,29 @@ int pf_report_copy_found(const pf_model_t *m, const pf_flow_t *f)
            !pf_report_is_import(m, &m->lines[f->at_line]);
 }
 
-const char *pf_report_copy_fix(const pf_flow_t *f)
+/* The advice for a copy the user's line did not ask for by name: made by a library, or by a call that
+ * converts its input. */
+#define PF_FIX_CALL "give it data it need not convert (dtype, layout), copy=False if offered, or call once"
+
+/* 1 when the source line of the flow's copying line has one of the calls, NULL-terminated. */
+static int line_has(const pf_model_t *m, const pf_flow_t *f, const char *const *calls)
 {
+    if (!m || f->at_line < 0)
+        return 1;   /* no line to read: the advice by the objects' kinds stands */
+    const pf_line_t *l = &m->lines[f->at_line];
+    const char *src = pf_report_source_line(pf_model_str(m, l->file), l->line);
+    if (!src[0])
+        return 1;
+    for (; *calls; calls++)
+        if (strstr(src, *calls))
+            return 1;
+    return 0;
+}
+
+const char *pf_report_copy_fix(const pf_model_t *m, const pf_flow_t *f)
+{
+    static const char *const numpy_copies[] = {"array(", ".copy(", "copy(", NULL};
+    static const char *const python_copies[] = {"bytes(", "bytearray(", "[:]", "copy(", NULL};
     uint32_t python = 1u << PF_DOMAIN_PYRAW | 1u << PF_DOMAIN_PYMEM | 1u << PF_DOMAIN_PYOBJ;
     uint32_t native = 1u << PF_DOMAIN_MALLOC | 1u << PF_DOMAIN_MMAP;
     if (f->kind == PF_COPY_H2D)
@@ -105,11 +131,17 @@ const char *pf_report_copy_fix(const pf_flow_t *f)
         return "the text was copied whole into a new str: build it once (''.join(parts), io.StringIO)";
     if (f->dst_ends == str)
         return "decoding copied the bytes as is: work on the bytes (re takes bytes too) or decode once";
+    if (f->made_in)
+        return PF_FIX_CALL;
     if (f->dst_domains && !(f->dst_domains & ~python))
-        return "share one buffer (bytes, bytearray: memoryview(x) or x itself, not bytes(x) or x[:])";
+        return line_has(m, f, python_copies) ? "share one buffer (bytes, bytearray: memoryview(x) or x itself, not bytes(x) or x[:])"
+                                              : PF_FIX_CALL;
     if (f->dst_domains && !(f->dst_domains & ~native))
-        return "share one buffer (numpy: np.asarray(x) or x itself, not np.array(x) or x.copy())";
-    return "share one buffer (numpy: np.asarray(x) or x itself; bytes: memoryview(x))";
+        return line_has(m, f, numpy_copies) ? "share one buffer (numpy: np.asarray(x) or x itself, not np.array(x) or x.copy())"
+                                             : PF_FIX_CALL;
+    return line_has(m, f, numpy_copies) || line_has(m, f, python_copies)
+               ? "share one buffer (numpy: np.asarray(x) or x itself; bytes: memoryview(x))"
+               : PF_FIX_CALL;
 }
 
 void pf_report_unlisted_redundancy(const pf_model_t *m, pf_unlisted_redundancy_t *out)

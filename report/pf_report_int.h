@@ -19,7 +19,9 @@ double pf_report_copy_rate(const pf_stats_t *s);
 #define PF_LEAK_REPORT_THRESHOLD 0.99
 double pf_report_leak_likelihood(const pf_stats_t *s);
 
-/* A flow is reported redundant when most of its judged copies were. */
+/* A flow is reported redundant when most of its judged copies were, and they are enough to stand for it:
+ * PF_COPY_MIN_JUDGED of them, or every copy it made (a single 80 MB np.array(a), judged). */
+int pf_report_flow_judged_enough(const pf_flow_t *f);
 int pf_report_flow_redundant(const pf_flow_t *f);
 
 /* Findings are about the user's code, which the user can change: a line's probable leak (the likelihood
@@ -35,10 +37,12 @@ int pf_report_copy_found(const pf_model_t *m, const pf_flow_t *f);
 
 /* What to do about a redundant copy flow, by what it copied into: a Python object (bytes, bytearray:
  * memoryview), a native buffer (numpy: asarray), a GPU upload (keep it on the device); both advices when
- * its copies filled both kinds. Where the runtime saw str and bytes ends (pf_copy_end_t): str.encode(),
+ * its copies filled both kinds. Advice to rewrite a call is given only when the line has that call
+ * (np.array, .copy(), bytes(...)); a copy made inside a library (f->made_in) or by another call on the
+ * line gets what the user can change on their line: the input's dtype or layout, copy=False, calling once. Where the runtime saw str and bytes ends (pf_copy_end_t): str.encode(),
  * a decode, or a str copied whole into another, each its own advice. At most 89 characters: the text
  * report prints it after 11 columns of indent and never wraps. */
-const char *pf_report_copy_fix(const pf_flow_t *f);
+const char *pf_report_copy_fix(const pf_model_t *m, const pf_flow_t *f);
 
 /* The redundant copy bytes the findings leave out (the header's total counts them): those made by threads
  * and processes a line of the user's started, in library code (with the line whose share is largest), and

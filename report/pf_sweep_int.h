@@ -78,6 +78,7 @@ typedef struct sweeper {
     copy_info_t *cinfo;
     size_t n_cinfo, cap_cinfo;
     uint64_t *proc_objs;    /* per process: how many of its objects are live */
+    uint64_t parked;        /* live-at-exit objects whose address was reused, moved to keys of their own */
     live_obj_t *objs;       /* the live objects; a released one's slot is reused (free_objs) */
     size_t n_objs, cap_objs;
     uint64_t *free_objs;

@@ -298,8 +298,10 @@ def case_copies_python(c):
     # text: the runtime names str and bytes ends, and each conversion gets its own fix
     cp, d = c.profile(example("text_copies.py"))
     assert cp.returncode == 0, cp.stderr
-    fixes = {"text_copies.py:10": "build it once", "text_copies.py:12": "str.encode() copied the text as is",
+    fixes = {"text_copies.py:12": "str.encode() copied the text as is",
              "text_copies.py:15": "decoding copied the bytes as is"}
+    # a concatenation builds a new value (the text and a newline): no redundant copy (issue 25)
+    assert row(d, "text_copies.py", 10)["redundant_copy_bytes"] == 0, row(d, "text_copies.py", 10)
     for where, fix in fixes.items():
         line = int(where.split(":")[1])
         near(row(d, "text_copies.py", line)["redundant_copy_bytes"], 8_000_000, 0.02, f"{where} redundant bytes")
@@ -1765,6 +1767,39 @@ def case_children_over_time(c):
         assert held["leaked_bytes"] == 0 and held["peak_bytes"] >= 95 * mb, held
         assert d["totals"]["leaked_bytes"] <= 20 * mb and d["totals"]["peak_bytes"] >= 95 * mb, d["totals"]
         assert not d["leaks"], d["leaks"]
+
+
+def case_copy_verdicts(c):
+    """No redundant-copy verdict on a copy that builds a new value (concatenation, join, %-formatting,
+    f-strings, bytes concatenation), on imports, or on allocations that copy nothing (np.ones), sampled or
+    --exact; a copy made inside a library (np.nan_to_num, copy=True by default) names the library function
+    and gets advice for the user's line (copy=False), not np.array advice the line has no call for; the
+    finding says how many judged copies it rests on."""
+    for flavor in ("python", "numpy"):
+        if flavor == "numpy" and not has_numpy(c.python):
+            continue
+        for extra in ((), ("--exact",)):
+            cp, d = c.profile(prog("copies_not_redundant.py"), flavor, extra=extra)
+            assert cp.returncode == 0, cp.stderr[-1500:]
+            bad = [f for f in d["flows"] if f["redundant"] and os.path.basename(f["at"]["file"]) == "copies_not_redundant.py"
+                   and f["at"]["line"] in marked_lines("copies_not_redundant.py", "NOT")]
+            assert not bad, (flavor, extra, bad)
+            assert "copies_not_redundant.py:" not in cp.stderr.split("redundant copies (", 1)[-1].split("\n\n")[0] \
+                or "redundant copies (" not in cp.stderr, cp.stderr[-2000:]
+    if not has_numpy(c.python):
+        return
+    line = min(marked_lines("copies_in_library.py", "LIBRARY"))
+    for extra in ((), ("--exact",)):
+        cp, d = c.profile(prog("copies_in_library.py"), extra=extra)
+        assert cp.returncode == 0, cp.stderr[-1500:]
+        found = [f for f in flows_at(d, "copies_in_library.py", line) if f["redundant"]]
+        assert len(found) == 1, flows_at(d, "copies_in_library.py", line)
+        f = found[0]
+        assert f["made_in"].startswith("nan_to_num (") and f["judged"] >= 10, f
+        assert "copy=False" in f["fix"] and "np.array" not in f["fix"], f["fix"]
+        said = cp.stderr.split("redundant copies (", 1)[1]
+        assert f"copies_in_library.py:{line}" in said and "judged 12" in said, said
+        assert "\n      made inside nan_to_num (" in said, said
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
