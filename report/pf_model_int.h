@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "pf_format.h"
+#include "pf_peak_int.h"
 #include "pf_report.h"
 #include "pf_timeline_int.h"
 
@@ -57,6 +58,7 @@ typedef struct pf_stats {
     double timeline_low[PF_TIMELINE_POINTS];
     int timeline_low_filled;
     pf_leak_test_t leak;        /* lines only (pf_model_leak.c) */
+    pf_peak_row_t peak_est;     /* during the sweep: its share of the peak, unbiased (pf_model_peak.c) */
 } pf_stats_t;
 
 typedef struct pf_line {

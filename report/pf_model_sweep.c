@@ -371,71 +371,6 @@ static void touch(pf_stats_t *s, uint64_t t)
         s->last_ns = t;
 }
 
-static uint64_t addr_key(uint32_t proc, uint64_t addr)
-{
-    return (addr & ((1ull << 48) - 1)) | ((uint64_t)(proc & 0x7fff) << 48);  /* user addresses: 47 bits */
-}
-
-/* Objects this large (and every GPU block) can be found by an address inside them: a copy from a slice of
- * a big array, or into a tensor inside a caching allocator's segment, still has its end. Few are live at
- * once, so a sorted array serves. */
-#define PF_RANGE_MIN_BYTES (64u << 10)
-
-static int wants_range(const live_obj_t *o) { return o->gpu || o->size >= PF_RANGE_MIN_BYTES; }
-
-/* The index of the first range whose key is above key. */
-static size_t range_upper(const sweeper_t *S, uint64_t key)
-{
-    size_t lo = 0, hi = S->n_ranges;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (S->ranges[mid].key <= key)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-static void range_add(sweeper_t *S, uint64_t key, uint64_t idx)
-{
-    size_t at = range_upper(S, key);
-    PF_VEC_PUSH(S->ranges, S->n_ranges, S->cap_ranges);
-    memmove(&S->ranges[at + 1], &S->ranges[at], (S->n_ranges - 1 - at) * sizeof S->ranges[0]);
-    S->ranges[at] = (range_ent_t){key, idx};
-}
-
-static void range_del(sweeper_t *S, uint64_t key)
-{
-    size_t at = range_upper(S, key);
-    if (at == 0 || S->ranges[at - 1].key != key)
-        return;
-    memmove(&S->ranges[at - 1], &S->ranges[at], (S->n_ranges - at) * sizeof S->ranges[0]);
-    S->n_ranges--;
-}
-
-/* The live object containing addr: addr itself, a small header before it (CPython objects), or, for GPU
- * blocks and large buffers, any address inside; *offset (unless NULL) = addr's offset in it. */
-static int64_t object_at(sweeper_t *S, uint32_t proc, uint64_t addr, uint64_t *offset)
-{
-    uint64_t found = 0;
-    int64_t idx = -1;
-    for (uint64_t back = 0; idx < 0 && back <= PF_COPY_MAX_HEADER && back <= addr; back += 8) {
-        uint64_t *v = pf_map_get(&S->live, addr_key(proc, addr - back));
-        if (v && addr < addr - back + S->objs[*v].size)
-            idx = (int64_t)*v, found = back;
-    }
-    uint64_t key = addr_key(proc, addr);
-    size_t at = idx < 0 ? range_upper(S, key) : 0;
-    if (at > 0) {
-        const range_ent_t *r = &S->ranges[at - 1];
-        if (key - r->key < S->objs[r->idx].size)    /* keys of one process differ by the address */
-            idx = (int64_t)r->idx, found = key - r->key;
-    }
-    if (idx >= 0 && offset)
-        *offset = found;
-    return idx;
-}
 
 static uint32_t recent_slot(uint64_t key)
 {
@@ -445,7 +380,7 @@ static uint32_t recent_slot(uint64_t key)
 /* Ends the life of live object idx at address key at time t: it stops counting in its rows (unless the
  * process was already finalizing: then it stays live at exit; or ended is set: the process ended, and it
  * stays what the process held at its exit). */
-static void release_as(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uint64_t t, int ended)
+void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uint64_t t, int ended)
 {
     const live_obj_t *o = &S->objs[idx];
     S->recent_frees[recent_slot(k)] = (recent_free_t){k + 1, {o->line, o->native}};
@@ -454,14 +389,16 @@ static void release_as(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, ui
     pf_map_del(&S->live, k);
     S->proc_objs[proc]--;
     *PF_VEC_PUSH(S->free_objs, S->n_free_objs, S->cap_free_objs) = idx;     /* its slot is free again */
-    if (wants_range(o))
-        range_del(S, k);
+    if (pf_sweep_wants_range(o))
+        pf_sweep_range_del(S, k);
     pf_model_t *m = S->m;
     if (!ended)
         m->procs[proc].live -= o->est;
     pf_stats_t *rows[3] = {&m->lines[o->line].s, &m->funcs[o->func].s, &m->total};
+    pf_peak_total_add(&S->peak, o->half, -o->est, (double)o->size);
     for (int i = 0; i < 3; i++) {
         rows[i]->n_freed++;
+        pf_peak_row_add(&S->peak, &rows[i]->peak_est, o->half, -o->est);
         set_live(S, rows[i], t, rows[i]->live - o->est);
         if (o->gpu)
             set_gpu_live(S, rows[i], t, rows[i]->gpu_live - o->est);
@@ -471,73 +408,25 @@ static void release_as(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, ui
 
 static void release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uint64_t t)
 {
-    release_as(S, proc, k, idx, t, 0);
-}
-
-/* A process other than the root ended at t (its last event; an image replaced by exec ends there too): what
- * it still held stops counting in the merged rows, so the program's peak and live bytes follow each
- * process's lifetime (ten children run one after another, 50 MB each, peak at one child's 50 MB, not 500).
- * The process's own table keeps its live at exit. One walk of the live map per process that ended holding
- * anything. The root's objects stay: they are the program's live at exit. */
-static void end_process(sweeper_t *S, uint32_t proc, uint64_t t)
-{
-    if (!S->proc_objs[proc])
-        return;
-    for (size_t i = 0; i < S->live.cap && S->proc_objs[proc]; i++) {
-        uint64_t k = S->live.slots[i].key;
-        if (k && ((k - 1) >> 48) == (proc & 0x7fff)) {
-            release_as(S, proc, k - 1, S->live.slots[i].val, t, 1);
-            i--;    /* a deletion may move a later entry into this slot */
-        }
-    }
-}
-
-typedef struct proc_end {
-    uint64_t t;
-    uint32_t proc;
-} proc_end_t;
-
-static int cmp_proc_end(const void *x, const void *y)
-{
-    const proc_end_t *a = x, *b = y;
-    return (a->t > b->t) - (a->t < b->t);
-}
-
-/* The processes that end before the root does, and the images replaced by an exec (the root's too), by when
- * (a sentinel at UINT64_MAX ends the list). */
-static proc_end_t *process_ends(const sweeper_t *S)
-{
-    const pf_model_t *m = S->m;
-    proc_end_t *ends = pf_xmalloc((m->n_procs + 1) * sizeof *ends);
-    size_t n = 0;
-    uint64_t root_end = 0;
-    for (size_t i = 0; i < m->n_procs; i++)
-        if (m->procs[i].root && S->L->procs[i].last_t > root_end)
-            root_end = S->L->procs[i].last_t;
-    for (size_t i = 0; i < m->n_procs; i++)
-        if (pf_report_process_replaced(m, i) || (!m->procs[i].root && S->L->procs[i].last_t < root_end))
-            ends[n++] = (proc_end_t){S->L->procs[i].last_t, (uint32_t)i};
-    qsort(ends, n, sizeof *ends, cmp_proc_end);
-    ends[n] = (proc_end_t){UINT64_MAX, 0};
-    return ends;
+    pf_sweep_release(S, proc, k, idx, t, 0);
 }
 
 static void on_alloc(sweeper_t *S, const event_t *e)
 {
     pf_model_t *m = S->m;
     const pf_rec_alloc_t *a = pf_event_payload(S->L, e);
-    uint64_t *prev = pf_map_get(&S->live, addr_key(e->proc, a->addr));
+    uint64_t *prev = pf_map_get(&S->live, pf_sweep_addr_key(e->proc, a->addr));
     if (prev && e->t >= S->L->procs[e->proc].fin_ns) {
         /* freed while the interpreter finalized, so live at exit, and its address handed out again: it
          * stays live under a key no address has (bit 47: user addresses are below it), where the end of
          * its process still finds it */
         uint64_t idx = *prev;
-        pf_map_del(&S->live, addr_key(e->proc, a->addr));
-        if (wants_range(&S->objs[idx]))
-            range_del(S, addr_key(e->proc, a->addr));
-        *pf_map_put(&S->live, addr_key(e->proc, (1ull << 47) | S->parked++), NULL) = idx;
+        pf_map_del(&S->live, pf_sweep_addr_key(e->proc, a->addr));
+        if (pf_sweep_wants_range(&S->objs[idx]))
+            pf_sweep_range_del(S, pf_sweep_addr_key(e->proc, a->addr));
+        *pf_map_put(&S->live, pf_sweep_addr_key(e->proc, (1ull << 47) | S->parked++), NULL) = idx;
     } else if (prev) {  /* the allocator handed the address out again: the block there was freed unseen */
-        release(S, e->proc, addr_key(e->proc, a->addr), *prev, e->t);
+        release(S, e->proc, pf_sweep_addr_key(e->proc, a->addr), *prev, e->t);
     }
     int32_t fn, node;
     int started;
@@ -548,6 +437,8 @@ static void on_alloc(sweeper_t *S, const event_t *e)
         m->lines[row].started_bytes += est;
     pf_calltree_alloc(m, node, est, a->domain == PF_DOMAIN_GPU, (pf_peak_epochs_t){S->peak_epoch, S->gpu_peak_epoch});
     double count = a->size ? est / (double)a->size : 1.0;
+    int half = pf_peak_half(a->addr, e->t, !(a->flags & PF_ALLOC_SAMPLED));
+    pf_peak_total_add(&S->peak, half, est, (double)a->size);
     pf_stats_t *rows[3] = {&m->lines[row].s, &m->funcs[fn].s, &m->total};
     for (int i = 0; i < 3; i++) {
         pf_stats_t *s = rows[i];
@@ -561,6 +452,7 @@ static void on_alloc(sweeper_t *S, const event_t *e)
         else
             s->gpu_bytes += est;
         touch(s, e->t);
+        pf_peak_row_add(&S->peak, &s->peak_est, half, est);
         set_live(S, s, e->t, s->live + est);
         if (a->domain == PF_DOMAIN_GPU)
             set_gpu_live(S, s, e->t, s->gpu_live + est);
@@ -585,16 +477,17 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     o->est = est;
     o->size = a->size;
     o->t = e->t;
-    *pf_map_put(&S->live, addr_key(e->proc, a->addr), NULL) = idx;
+    o->half = (uint8_t)half;
+    *pf_map_put(&S->live, pf_sweep_addr_key(e->proc, a->addr), NULL) = idx;
     S->proc_objs[e->proc]++;
-    if (wants_range(o))
-        range_add(S, addr_key(e->proc, a->addr), idx);
+    if (pf_sweep_wants_range(o))
+        pf_sweep_range_add(S, pf_sweep_addr_key(e->proc, a->addr), idx);
 }
 
 static void on_free(sweeper_t *S, const event_t *e)
 {
     const pf_rec_free_t *f = pf_event_payload(S->L, e);
-    uint64_t k = addr_key(e->proc, f->addr);
+    uint64_t k = pf_sweep_addr_key(e->proc, f->addr);
     uint64_t *v = pf_map_get(&S->live, k);
     if (v)
         release(S, e->proc, k, *v, e->t);
@@ -633,17 +526,17 @@ static void on_copy(sweeper_t *S, const event_t *e)
     int32_t node;
     int32_t at = pf_sweep_attribute(S, e->proc, e, st.py, st.n_py, st.attribute_flags, &fn, &started, &node);
     uint64_t dst_offset = 0;
-    int64_t dst = object_at(S, e->proc, c->dst, &dst_offset);
+    int64_t dst = pf_sweep_object_at(S, e->proc, c->dst, &dst_offset);
     alloc_site_t src = {-1, 0};     /* where the source was allocated */
     int64_t src_obj = -1;
     uint64_t src_offset = 0;
     if (e->aux == PF_COPY_REALLOC) {    /* the source is the block realloc just freed */
-        uint64_t k = addr_key(e->proc, c->src);
+        uint64_t k = pf_sweep_addr_key(e->proc, c->src);
         const recent_free_t *r = &S->recent_frees[recent_slot(k)];
         if (r->key1 == k + 1)
             src = r->site;
     } else {
-        src_obj = object_at(S, e->proc, c->src, &src_offset);
+        src_obj = pf_sweep_object_at(S, e->proc, c->src, &src_offset);
         if (src_obj >= 0)
             src = (alloc_site_t){S->objs[src_obj].line, S->objs[src_obj].native};
     }
@@ -792,7 +685,7 @@ static void prefetch_event(const sweeper_t *S, const event_t *e)
     /* the address is the same field of both records */
     _Static_assert(offsetof(pf_rec_alloc_t, addr) == offsetof(pf_rec_free_t, addr), "ALLOC and FREE addr");
     const pf_rec_free_t *f = pf_event_payload(S->L, e);
-    uint64_t k = addr_key(e->proc, f->addr);
+    uint64_t k = pf_sweep_addr_key(e->proc, f->addr);
     pf_map_prefetch(&S->live, k);
 }
 
@@ -807,7 +700,7 @@ void pf_model_sweep(loader_t *L)
     m->end_ns = S.t_end;
     double peak = -1, gpu_peak = 0;
     S.proc_objs = pf_xcalloc(m->n_procs + 1, sizeof *S.proc_objs);
-    proc_end_t *ends = process_ends(&S), *next_end = ends;
+    proc_end_t *ends = pf_sweep_process_ends(&S), *next_end = ends;
     pf_event_iter_t it;
     pf_events_begin(L, &it);
     event_t ahead[PF_SWEEP_LOOKAHEAD];
@@ -823,8 +716,12 @@ void pf_model_sweep(loader_t *L)
         const event_t ev = ahead[first], *e = &ev;
         first = (first + 1) % PF_SWEEP_LOOKAHEAD;
         n_ahead--;
-        for (; next_end->t < e->t; next_end++)
-            end_process(&S, next_end->proc, next_end->t);
+        for (; next_end->t < e->t; next_end++) {
+            pf_peak_advance(&S.peak, next_end->t);
+            pf_sweep_end_process(&S, next_end->proc, next_end->t);
+            pf_peak_after_event(&S.peak, &m->total.peak_est);
+        }
+        pf_peak_advance(&S.peak, e->t);
         switch (e->type) {
         case PF_REC_ALLOC:
             on_alloc(&S, e);
@@ -845,6 +742,7 @@ void pf_model_sweep(loader_t *L)
             pf_sweep_access(&S, e);
             break;
         }
+        pf_peak_after_event(&S.peak, &m->total.peak_est);
         if (m->total.live > peak) {
             peak = m->total.live;
             m->peak_ns = e->t;
@@ -868,15 +766,20 @@ void pf_model_sweep(loader_t *L)
     finish_stats(&m->total, S.t_end);
     pf_sweep_leaks(&S);
     pf_timeline_finish(m->gpu_timeline, &m->gpu_timeline_filled, m->total.gpu_live);
+    pf_peak_advance(&S.peak, S.t_end);
     for (size_t i = 0; i < m->n_lines; i++) {
-        m->lines[i].s.peak_bytes = peak > 0 ? share_of_peak(&S, &m->lines[i].s, 0) : 0;
+        m->lines[i].s.peak_bytes =
+            peak > 0 ? pf_peak_row_share(&S.peak, &m->lines[i].s.peak_est, share_of_peak(&S, &m->lines[i].s, 0)) : 0;
         m->lines[i].s.gpu_peak_bytes = gpu_peak > 0 ? share_of_peak(&S, &m->lines[i].s, 1) : 0;
     }
     for (size_t i = 0; i < m->n_funcs; i++) {
-        m->funcs[i].s.peak_bytes = peak > 0 ? share_of_peak(&S, &m->funcs[i].s, 0) : 0;
+        m->funcs[i].s.peak_bytes =
+            peak > 0 ? pf_peak_row_share(&S.peak, &m->funcs[i].s.peak_est, share_of_peak(&S, &m->funcs[i].s, 0)) : 0;
         m->funcs[i].s.gpu_peak_bytes = gpu_peak > 0 ? share_of_peak(&S, &m->funcs[i].s, 1) : 0;
     }
     m->total.gpu_peak_bytes = gpu_peak;
+    if (peak > 0)
+        m->total.peak_bytes = pf_peak_row_share(&S.peak, &m->total.peak_est, m->total.peak_bytes);
     pf_calltree_finish(m, (pf_peak_epochs_t){S.peak_epoch, S.gpu_peak_epoch}, peak > 0, gpu_peak > 0);
     m->timeline_end_s = (double)S.t_end / 1e9;
     pf_map_free(&S.line_index);

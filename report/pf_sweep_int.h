@@ -11,6 +11,7 @@ typedef struct live_obj {
     int32_t node;       /* its call-tree node */
     uint8_t gpu;        /* a GPU allocation */
     uint8_t domain;     /* PF_DOMAIN_* */
+    uint8_t half;       /* pf_peak_half: which half of the samples it is in (0: recorded exactly) */
     uint32_t native;    /* native site string, 0 = none */
     double est;
     uint64_t size;
@@ -92,6 +93,7 @@ typedef struct sweeper {
     pf_map_t origin_memo;   /* (proc, tid) -> index into origins; and what each line started, counted once */
     origin_t *origins;
     size_t n_origins, cap_origins;
+    pf_peak_est_t peak;     /* the peak's windows (pf_model_peak.c) */
     uint32_t peak_epoch, gpu_peak_epoch;    /* how many times the program's live (GPU) bytes set a new peak */
 } sweeper_t;
 
@@ -115,6 +117,29 @@ int32_t pf_sweep_stack_node(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t 
 /* The innermost native frame outside the interpreter, libc and pyflow, as an interned "symbol (library)";
  * 0 when there is none. */
 uint32_t pf_sweep_native_site(sweeper_t *S, uint32_t proc, const uint64_t *ips, uint16_t n);
+
+/* The live map's key of an address of process proc. */
+uint64_t pf_sweep_addr_key(uint32_t proc, uint64_t addr);
+
+/* pf_model_sweep.c: ends the life of live object idx at key k at time t (pf_model_sweep.c's release). */
+void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uint64_t t, int ended);
+
+/* pf_model_objects.c: objects found by an address inside them (large ones, GPU blocks), in a sorted array. */
+int pf_sweep_wants_range(const live_obj_t *o);
+void pf_sweep_range_add(sweeper_t *S, uint64_t key, uint64_t idx);
+void pf_sweep_range_del(sweeper_t *S, uint64_t key);
+/* The live object containing addr (a small header before it, or inside a range object); *offset (unless
+ * NULL) = addr's offset in it; -1 when none. */
+int64_t pf_sweep_object_at(sweeper_t *S, uint32_t proc, uint64_t addr, uint64_t *offset);
+
+/* pf_model_objects.c: processes that end before the program (and images replaced by exec), by when, a
+ * sentinel at UINT64_MAX last (caller frees); and the end of one: its objects stop counting. */
+typedef struct proc_end {
+    uint64_t t;
+    uint32_t proc;
+} proc_end_t;
+proc_end_t *pf_sweep_process_ends(const sweeper_t *S);
+void pf_sweep_end_process(sweeper_t *S, uint32_t proc, uint64_t t);
 
 /* pf_model_leak.c: the leak test of every line (pf_leak_test_t), from the objects still live at the end of
  * the sweep and the lines' timeline_low; before finish_stats has filled the timelines' last buckets it

@@ -12,7 +12,7 @@ set(pf_it_per_version python_and_native temporaries_and_live tracemalloc_agreeme
     children_over_time copy_verdicts)
 set(pf_it_once bad_input corrupt_profiles report_rerender install_prefix flow_graph_dot html_page info full_disk unwritable_tmpdir
     copy_pieces child_after_chdir watch_categories watch_signals watch_off watch_default watch_not_permitted watch_copies gpu_per_tensor exec_native_clean long_run_bounds fd_numbers fd_limit watch_sampled_addresses watch_budget
-    profile_size_cap closed_profile_fd sampling_options greenlet_switches)
+    profile_size_cap closed_profile_fd sampling_options greenlet_switches peak_unbiased)
 
 function(pf_it_add case py)
   string(REGEX REPLACE ".*/" "" tag ${py})
