@@ -59,6 +59,11 @@ typedef struct pf_stats {
     int timeline_low_filled;
     pf_leak_test_t leak;        /* lines only (pf_model_leak.c) */
     pf_peak_row_t peak_est;     /* during the sweep: its share of the peak, unbiased (pf_model_peak.c) */
+    /* sampling error: sampled records, and the variance of alloc_bytes and of live (live at exit after the
+     * sweep) that their estimates carry (a record standing for est bytes of size: est (est - size)); the
+     * peak share's standard error from the difference of its two halves' estimates (pf_model_peak.c) */
+    uint32_t n_sampled;
+    double alloc_var, live_var, peak_se;
 } pf_stats_t;
 
 typedef struct pf_line {

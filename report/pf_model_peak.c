@@ -87,18 +87,17 @@ void pf_peak_after_event(pf_peak_est_t *P, const pf_peak_row_t *total)
     }
 }
 
-double pf_peak_row_share(const pf_peak_est_t *P, pf_peak_row_t *r, double fallback)
+double pf_peak_row_share(const pf_peak_est_t *P, pf_peak_row_t *r, double fallback, double *se)
 {
     row_sync(P, r);
-    double sum = 0;
+    double sum = 0, half[2];
     int n = 0;
     for (int k = 0; k < 2; k++) {
         double w = P->W[k] - P->W_reset[k];
-        if (w > 0) {
-            sum += r->acc[k] / w;
-            n++;
-        }
+        if (w > 0)
+            sum += half[n++] = r->acc[k] / w;
     }
+    *se = n == 2 ? fabs(half[0] - half[1]) / 2 : 0;
     if (!n)
         return fallback;
     double v = sum / n;

@@ -399,6 +399,8 @@ void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uin
     for (int i = 0; i < 3; i++) {
         rows[i]->n_freed++;
         pf_peak_row_add(&S->peak, &rows[i]->peak_est, o->half, -o->est);
+        if (o->half && o->est > (double)o->size)
+            rows[i]->live_var -= o->est * (o->est - (double)o->size);
         set_live(S, rows[i], t, rows[i]->live - o->est);
         if (o->gpu)
             set_gpu_live(S, rows[i], t, rows[i]->gpu_live - o->est);
@@ -438,6 +440,7 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     pf_calltree_alloc(m, node, est, a->domain == PF_DOMAIN_GPU, (pf_peak_epochs_t){S->peak_epoch, S->gpu_peak_epoch});
     double count = a->size ? est / (double)a->size : 1.0;
     int half = pf_peak_half(a->addr, e->t, !(a->flags & PF_ALLOC_SAMPLED));
+    double sample_var = (a->flags & PF_ALLOC_SAMPLED) && est > (double)a->size ? est * (est - (double)a->size) : 0;
     pf_peak_total_add(&S->peak, half, est, (double)a->size);
     pf_stats_t *rows[3] = {&m->lines[row].s, &m->funcs[fn].s, &m->total};
     for (int i = 0; i < 3; i++) {
@@ -452,6 +455,11 @@ static void on_alloc(sweeper_t *S, const event_t *e)
         else
             s->gpu_bytes += est;
         touch(s, e->t);
+        if (sample_var > 0) {
+            s->n_sampled++;
+            s->alloc_var += sample_var;
+            s->live_var += sample_var;
+        }
         pf_peak_row_add(&S->peak, &s->peak_est, half, est);
         set_live(S, s, e->t, s->live + est);
         if (a->domain == PF_DOMAIN_GPU)
@@ -768,18 +776,22 @@ void pf_model_sweep(loader_t *L)
     pf_timeline_finish(m->gpu_timeline, &m->gpu_timeline_filled, m->total.gpu_live);
     pf_peak_advance(&S.peak, S.t_end);
     for (size_t i = 0; i < m->n_lines; i++) {
-        m->lines[i].s.peak_bytes =
-            peak > 0 ? pf_peak_row_share(&S.peak, &m->lines[i].s.peak_est, share_of_peak(&S, &m->lines[i].s, 0)) : 0;
+        m->lines[i].s.peak_bytes = peak > 0 ? pf_peak_row_share(&S.peak, &m->lines[i].s.peak_est,
+                                                                 share_of_peak(&S, &m->lines[i].s, 0),
+                                                                 &m->lines[i].s.peak_se)
+                                            : 0;
         m->lines[i].s.gpu_peak_bytes = gpu_peak > 0 ? share_of_peak(&S, &m->lines[i].s, 1) : 0;
     }
     for (size_t i = 0; i < m->n_funcs; i++) {
-        m->funcs[i].s.peak_bytes =
-            peak > 0 ? pf_peak_row_share(&S.peak, &m->funcs[i].s.peak_est, share_of_peak(&S, &m->funcs[i].s, 0)) : 0;
+        m->funcs[i].s.peak_bytes = peak > 0 ? pf_peak_row_share(&S.peak, &m->funcs[i].s.peak_est,
+                                                                 share_of_peak(&S, &m->funcs[i].s, 0),
+                                                                 &m->funcs[i].s.peak_se)
+                                            : 0;
         m->funcs[i].s.gpu_peak_bytes = gpu_peak > 0 ? share_of_peak(&S, &m->funcs[i].s, 1) : 0;
     }
     m->total.gpu_peak_bytes = gpu_peak;
     if (peak > 0)
-        m->total.peak_bytes = pf_peak_row_share(&S.peak, &m->total.peak_est, m->total.peak_bytes);
+        m->total.peak_bytes = pf_peak_row_share(&S.peak, &m->total.peak_est, m->total.peak_bytes, &m->total.peak_se);
     pf_calltree_finish(m, (pf_peak_epochs_t){S.peak_epoch, S.gpu_peak_epoch}, peak > 0, gpu_peak > 0);
     m->timeline_end_s = (double)S.t_end / 1e9;
     pf_map_free(&S.line_index);

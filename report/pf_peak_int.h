@@ -38,7 +38,8 @@ void pf_peak_total_add(pf_peak_est_t *P, int half, double est, double size);
 void pf_peak_after_event(pf_peak_est_t *P, const pf_peak_row_t *total);
 
 /* Row r's share of the peak at the end (after pf_peak_advance to the end); fallback when no window
- * lasted any time (a peak that lasted no time between two events). */
-double pf_peak_row_share(const pf_peak_est_t *P, pf_peak_row_t *r, double fallback);
+ * lasted any time (a peak that lasted no time between two events). *se: its standard error, from the
+ * difference of the two halves' estimates (one degree of freedom: rough); 0 with one or none. */
+double pf_peak_row_share(const pf_peak_est_t *P, pf_peak_row_t *r, double fallback, double *se);
 
 #endif /* PF_PEAK_INT_H */

@@ -330,7 +330,7 @@ static void lines_table(out_t *o, const pf_model_t *m, int rows, int reduced)
     cat(head, sizeof head, " %s%s", "source", reset(o));
     fputc('\n', o->f);
     line(o, "%s", head);
-    int shown = 0, any_leak = 0, any_red = 0;
+    int shown = 0, any_leak = 0, any_red = 0, any_few = 0;
     for (size_t k = 0; k < m->n_lines && shown < rows; k++) {
         const pf_line_t *l = &m->lines[order[k]];
         const char *file = pf_model_str(m, l->file);
@@ -351,8 +351,11 @@ static void lines_table(out_t *o, const pf_model_t *m, int rows, int reduced)
         any_leak |= leak;
         any_red |= red;
         char row[1024] = "", spark[64];
-        cat(row, sizeof row, "%s%*s %*s %*s %*s", where_cut, pad > 0 ? pad : 0, "", nw, human(l->s.alloc_bytes, a),
-            nw, human(l->s.python_bytes, b), nw, human(l->s.native_bytes, c));
+        int few = pf_report_few_samples(&l->s);
+        any_few |= few;
+        cat(row, sizeof row, "%s%*s %*s %*s %*s", where_cut, pad > 0 ? pad : 0, "", nw,
+            marked(l->s.alloc_bytes, few ? '~' : 0, a), nw, human(l->s.python_bytes, b), nw,
+            human(l->s.native_bytes, c));
         if (gpu)
             cat(row, sizeof row, " %*s", nw, human(l->s.gpu_bytes, a));
         cat(row, sizeof row, " %5.1f%% %9s %9s", share(l->s.peak_bytes, m->total.peak_bytes),
@@ -369,8 +372,9 @@ static void lines_table(out_t *o, const pf_model_t *m, int rows, int reduced)
     }
     if (!shown)
         line(o, "(no allocation in the program's own files was recorded)");
-    if (any_leak || any_red)
-        line(o, "%s%s", any_leak ? "! probable leak (see below)   " : "", any_red ? "* copies judged redundant" : "");
+    if (any_leak || any_red || any_few)
+        line(o, "%s%s%s", any_leak ? "! probable leak (see below)   " : "", any_red ? "* copies judged redundant   " : "",
+             any_few ? "~ few samples: +-20% or more" : "");
     free(order);
 }
 

@@ -1,4 +1,5 @@
 /* pf_report_calc.c - derived figures shared by the renderers (see pf_report_int.h). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,21 @@ double pf_report_copy_rate(const pf_stats_t *s)
         return 0;
     double span = (double)(s->last_ns - s->first_ns) / 1e9;
     return s->copy_bytes / (span > 1e-3 ? span : 1e-3);
+}
+
+double pf_report_alloc_se(const pf_stats_t *s)
+{
+    return s->alloc_var > 0 ? sqrt(s->alloc_var) : 0;
+}
+
+double pf_report_leaked_se(const pf_stats_t *s)
+{
+    return s->leaked_bytes > 0 && s->live_var > 0 ? sqrt(s->live_var) : 0;
+}
+
+int pf_report_few_samples(const pf_stats_t *s)
+{
+    return s->alloc_bytes > 0 && pf_report_alloc_se(s) > PF_FEW_SAMPLES_RSE * s->alloc_bytes;
 }
 
 double pf_report_leak_likelihood(const pf_stats_t *s)

@@ -19,6 +19,14 @@ double pf_report_copy_rate(const pf_stats_t *s);
 #define PF_LEAK_REPORT_THRESHOLD 0.99
 double pf_report_leak_likelihood(const pf_stats_t *s);
 
+/* Sampling error of a row's figures: the standard error of alloc_bytes and of leaked_bytes (0 when every
+ * record is exact); and 1 when its allocated bytes rest on few samples: a relative standard error above
+ * PF_FEW_SAMPLES_RSE (about 25 samples or fewer), marked '~' in the text table. */
+#define PF_FEW_SAMPLES_RSE 0.2
+double pf_report_alloc_se(const pf_stats_t *s);
+double pf_report_leaked_se(const pf_stats_t *s);
+int pf_report_few_samples(const pf_stats_t *s);
+
 /* A flow is reported redundant when most of its judged copies were, and they are enough to stand for it:
  * PF_COPY_MIN_JUDGED of them, or every copy it made (a single 80 MB np.array(a), judged). */
 int pf_report_flow_judged_enough(const pf_flow_t *f);

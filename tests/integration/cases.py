@@ -1822,6 +1822,32 @@ def case_peak_unbiased(c):
         near(prog_mean, prog_exact, 0.10, f"{mode}: mean sampled program peak vs --exact {sampled}")
 
 
+def case_sampling_error(c):
+    """Sampled per-line figures carry their error: a line resting on a few samples (1 MB in 10 KB blocks) is
+    marked in text ('~' and its legend), HTML (the cell's title gives the +-) and JSON (few_samples, the
+    standard errors alloc_bytes_se / peak_bytes_se / leaked_bytes_se, samples); a line of 200 samples is
+    not, and its estimate is within 4 standard errors of the truth; with --exact every error is 0."""
+    small, large = (min(marked_lines("sampling_error.py", k)) for k in ("SMALL", "LARGE"))
+    page = os.path.join(c.tmp, "error.html")
+    cp, d = c.profile(prog("sampling_error.py"), extra=("--html", page))
+    assert cp.returncode == 0, cp.stderr[-1500:]
+    s, l = row(d, "sampling_error.py", small), row(d, "sampling_error.py", large)
+    assert s["few_samples"] and s["alloc_bytes_se"] > 0.2 * s["alloc_bytes"] and s["samples"] < 25, s
+    assert not l["few_samples"] and l["samples"] > 100 and 0 < l["alloc_bytes_se"] < 0.15 * l["alloc_bytes"], l
+    assert abs(l["alloc_bytes"] - 50_000_000) <= 4 * l["alloc_bytes_se"], l
+    assert s["leaked_bytes_se"] > 0 and l["leaked_bytes_se"] == 0, (s, l)
+    table = cp.stderr.split("\nline ", 1)[1].split("\n\n", 1)[0]
+    marked = [t for t in table.splitlines() if t.startswith(f"sampling_error.py:{small} ")]
+    assert marked and re.search(r"\d (B|KiB|MiB|GiB)~ ", marked[0]), table
+    assert "~ few samples: +-20% or more" in table, table
+    assert "sampled estimate: &#177;" in open(page, encoding="utf-8").read()
+    cp, d = c.profile(prog("sampling_error.py"), extra=("--exact",))
+    for line in (small, large):
+        r = row(d, "sampling_error.py", line)
+        assert r["alloc_bytes_se"] == 0 and r["leaked_bytes_se"] == 0 and r["peak_bytes_se"] == 0, r
+        assert not r["few_samples"] and r["samples"] == 0, r
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
