@@ -21,7 +21,8 @@ typedef struct pf_leak_test {
     uint32_t survivors;         /* recorded allocations still live at exit */
     double spread;              /* the share of the run (0-1) between the 10th and 90th percentile of the
                                    allocation times of the survivors' bytes: 0 = one burst */
-    double p_value;             /* one-sided Mann-Kendall p-value of the growth of timeline_low (1: none) */
+    double p_value;             /* one-sided Mann-Kendall p-value of the growth of timeline_low (1: none, or
+                                   not tested: too few survivors, too little spread) */
     double rate;                /* Theil-Sen slope of timeline_low, bytes per second */
     double likelihood;          /* 1 - p_value when the survivors are enough and spread, else 0 */
 } pf_leak_test_t;

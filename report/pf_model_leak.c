@@ -219,10 +219,13 @@ void pf_sweep_leaks(sweeper_t *S)
         lt->spread = run > 0 ? (clock_at(&clock, hi) - clock_at(&clock, lo)) / run : 0;
         if (lt->spread > 1)
             lt->spread = 1;
-        growth(S, s, end);
-        if (lt->survivors >= PF_LEAK_MIN_SURVIVORS && total >= floor_bytes && lt->spread >= PF_LEAK_MIN_SPREAD &&
-            lt->rate > 0)
-            lt->likelihood = 1 - lt->p_value;
+        lt->p_value = 1;
+        /* the growth test (quadratic in the buckets) only where the survivors could make a leak */
+        if (lt->survivors >= PF_LEAK_MIN_SURVIVORS && total >= floor_bytes && lt->spread >= PF_LEAK_MIN_SPREAD) {
+            growth(S, s, end);
+            if (lt->rate > 0)
+                lt->likelihood = 1 - lt->p_value;
+        }
         i = k;
     }
     free(sv);

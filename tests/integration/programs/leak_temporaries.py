@@ -33,7 +33,7 @@ def twin():
     else:
         rows = [('a', i, None) for i in range(100_000)]  # KEPT
     total = 0
-    for i in range(12000):     # then used: a run several times longer than the build
+    for i in range(30000):     # then used: a run several times longer than the build
         total += work(i) + len(rows[i % len(rows)])
     return rows, total
 
