@@ -76,6 +76,7 @@ typedef struct pf_line {
      * processes it came from */
     double started_bytes;
     uint32_t started_threads, started_procs;
+    uint8_t import_state;       /* during the sweep: 0 not yet known, 1 an import line, 2 not (pf_model_leak.c) */
 } pf_line_t;
 
 typedef struct pf_func {

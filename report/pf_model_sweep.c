@@ -439,6 +439,7 @@ static void on_alloc(sweeper_t *S, const event_t *e)
         m->lines[row].started_bytes += est;
     pf_calltree_alloc(m, node, est, a->domain == PF_DOMAIN_GPU, (pf_peak_epochs_t){S->peak_epoch, S->gpu_peak_epoch});
     double count = a->size ? est / (double)a->size : 1.0;
+    pf_sweep_leak_clock(S, row, e->proc, e->t, est);
     int half = pf_peak_half(a->addr, e->t, !(a->flags & PF_ALLOC_SAMPLED));
     double sample_var = (a->flags & PF_ALLOC_SAMPLED) && est > (double)a->size ? est * (est - (double)a->size) : 0;
     pf_peak_total_add(&S->peak, half, est, (double)a->size);
@@ -485,6 +486,7 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     o->est = est;
     o->size = a->size;
     o->t = e->t;
+    o->clock = S->leak_clock;
     o->half = (uint8_t)half;
     *pf_map_put(&S->live, pf_sweep_addr_key(e->proc, a->addr), NULL) = idx;
     S->proc_objs[e->proc]++;
@@ -700,7 +702,8 @@ static void prefetch_event(const sweeper_t *S, const event_t *e)
 void pf_model_sweep(loader_t *L)
 {
     pf_model_t *m = L->m;
-    sweeper_t S = {.m = m, .L = L, .symbols = pf_symbols_new(), .live.by_address = 1};
+    sweeper_t S = {.m = m, .L = L, .symbols = pf_symbols_new(), .live.by_address = 1, .clock_start = -1,
+                   .clock_end = -1};
     S.recent_frees = pf_xcalloc(PF_RECENT_FREES, sizeof *S.recent_frees);
     S.t_end = L->t_last;
     if (m->has_exit && (uint64_t)(m->elapsed_s * 1e9) > S.t_end)

@@ -84,7 +84,9 @@ double pf_report_leak_likelihood(const pf_stats_t *s)
 
 int pf_report_flow_judged_enough(const pf_flow_t *f)
 {
-    return f->judged >= PF_COPY_MIN_JUDGED || (f->judged > 0 && f->judged + 0.5 >= f->candidate_count);
+    /* uploads are judged by content against the ones before: the first of an edge has nothing to match */
+    int by_content = f->kind == PF_COPY_H2D || f->kind == PF_COPY_D2H || f->kind == PF_COPY_D2D;
+    return f->judged >= PF_COPY_MIN_JUDGED || (f->judged > 0 && f->judged + by_content + 0.5 >= f->candidate_count);
 }
 
 int pf_report_flow_redundant(const pf_flow_t *f)

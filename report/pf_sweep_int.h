@@ -15,7 +15,8 @@ typedef struct live_obj {
     uint32_t native;    /* native site string, 0 = none */
     double est;
     uint64_t size;
-    uint64_t t;         /* when it was allocated (the leak test's survivors) */
+    uint64_t t;         /* when it was allocated */
+    double clock;       /* and the program's allocation clock then (pf_sweep_leak_clock) */
 } live_obj_t;
 
 /* Where an object was allocated: what a copy's edge needs of its source (kept per address for freed
@@ -80,6 +81,9 @@ typedef struct sweeper {
     size_t n_cinfo, cap_cinfo;
     uint64_t *proc_objs;    /* per process: how many of its objects are live */
     uint64_t parked;        /* live-at-exit objects whose address was reused, moved to keys of their own */
+    /* the leak test's clock: bytes allocated outside import lines so far; its value at the first allocation
+     * of the user's code and at the root's finalization (-1: not yet) */
+    double leak_clock, clock_start, clock_end;
     live_obj_t *objs;       /* the live objects; a released one's slot is reused (free_objs) */
     size_t n_objs, cap_objs;
     uint64_t *free_objs;
@@ -140,6 +144,10 @@ typedef struct proc_end {
 } proc_end_t;
 proc_end_t *pf_sweep_process_ends(const sweeper_t *S);
 void pf_sweep_end_process(sweeper_t *S, uint32_t proc, uint64_t t);
+
+/* pf_model_leak.c: moves the leak test's clock on by an allocation of est bytes charged to row at time t
+ * (in process proc), before the object is made (its clock is S->leak_clock after). */
+void pf_sweep_leak_clock(sweeper_t *S, int32_t row, uint32_t proc, uint64_t t, double est);
 
 /* pf_model_leak.c: the leak test of every line (pf_leak_test_t), from the objects still live at the end of
  * the sweep and the lines' timeline_low; before finish_stats has filled the timelines' last buckets it

@@ -1823,7 +1823,7 @@ def case_peak_unbiased(c):
 
 
 def case_sampling_error(c):
-    """Sampled per-line figures carry their error: a line resting on a few samples (1 MB in 10 KB blocks) is
+    """Sampled per-line figures carry their error: a line resting on a few samples (2 MB in 10 KB blocks) is
     marked in text ('~' and its legend), HTML (the cell's title gives the +-) and JSON (few_samples, the
     standard errors alloc_bytes_se / peak_bytes_se / leaked_bytes_se, samples); a line of 200 samples is
     not, and its estimate is within 4 standard errors of the truth; with --exact every error is 0."""

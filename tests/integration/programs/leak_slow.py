@@ -20,6 +20,7 @@ def buffer():
 def leak():
     for i in range(30_000):
         b = buffer()
+        done = [str(k * i) for k in range(10)]  # the loop's other work
         if random.random() < 0.03:
             escaped.append(b)
 
@@ -29,6 +30,7 @@ def twin():
         held = []
         for i in range(5000):
             b = buffer()
+            done = [str(k * i) for k in range(10)]
             if random.random() < 0.5:
                 held.append(b)
         del held
