@@ -27,7 +27,7 @@ int pf_peak_half(uint64_t addr, uint64_t t, int exact)
 
 void pf_peak_advance(pf_peak_est_t *P, uint64_t t)
 {
-    if (t < P->t_prev)
+    if (P->off || t < P->t_prev)
         return;
     for (int k = 0; k < 2; k++)
         if (P->in_window[k])
@@ -56,6 +56,8 @@ static void row_sync(const pf_peak_est_t *P, pf_peak_row_t *r)
 
 void pf_peak_row_add(const pf_peak_est_t *P, pf_peak_row_t *r, int half, double est)
 {
+    if (P->off)
+        return;
     row_sync(P, r);
     for (int k = 0; k < 2; k++)
         r->live_h[k] += weight(half, k, est);
@@ -63,7 +65,7 @@ void pf_peak_row_add(const pf_peak_est_t *P, pf_peak_row_t *r, int half, double 
 
 void pf_peak_total_add(pf_peak_est_t *P, int half, double est, double size)
 {
-    if (half == 0)
+    if (P->off || half == 0)
         return;
     /* a sampled object stands for est bytes, counted twice in its half: variance (2 est)^2 (1 - p) with
      * p = size / est its chance of being sampled */
@@ -74,21 +76,28 @@ void pf_peak_total_add(pf_peak_est_t *P, int half, double est, double size)
 
 void pf_peak_after_event(pf_peak_est_t *P, const pf_peak_row_t *total)
 {
+    if (P->off)
+        return;
+    /* "within one standard error" compared squared: no square root for each event of a big profile */
     for (int k = 0; k < 2; k++) {
-        double v = total->live_h[k], se = P->var[k] > 0 ? sqrt(P->var[k]) : 0;
+        double v = total->live_h[k], var = P->var[k] > 0 ? P->var[k] : 0, rise = v - P->reset_level[k];
         if (v > P->max[k])
             P->max[k] = v;
-        if (!P->epoch[k] || v > P->reset_level[k] + se) {
+        if (!P->epoch[k] || (rise > 0 && rise * rise > var)) {
             P->epoch[k]++;
             P->reset_level[k] = v;
             P->W_reset[k] = P->W[k];
         }
-        P->in_window[k] = P->max[k] > 0 && v >= P->max[k] - se;
+        double below = P->max[k] - v;
+        P->in_window[k] = P->max[k] > 0 && (below <= 0 || below * below <= var);
     }
 }
 
 double pf_peak_row_share(const pf_peak_est_t *P, pf_peak_row_t *r, double fallback, double *se)
 {
+    *se = 0;
+    if (P->off)
+        return fallback;
     row_sync(P, r);
     double sum = 0, half[2];
     int n = 0;

@@ -345,8 +345,9 @@ static void set_live(sweeper_t *S, pf_stats_t *s, uint64_t t, double live)
         live = 0;   /* rounding of sampled estimates */
     s->area += s->live * (double)(t - s->live_since_ns) / 1e9;
     s->live_since_ns = t;
-    pf_timeline_set(s->timeline, &s->timeline_filled, t, S->t_end, s->live, live);
-    pf_timeline_set_low(s->timeline_low, &s->timeline_low_filled, t, S->t_end, s->live, live);
+    int b = pf_timeline_bucket(t, S->t_end);
+    pf_timeline_set_bucket(s->timeline, &s->timeline_filled, b, s->live, live);
+    pf_timeline_set_low(s->timeline_low, &s->timeline_low_filled, b, s->live, live);
     s->live = live;
     if (live > s->max_live)
         s->max_live = live;
@@ -485,7 +486,6 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     o->native = st.n_native ? pf_sweep_native_site(S, e->proc, st.ips, st.n_native) : 0;
     o->est = est;
     o->size = a->size;
-    o->t = e->t;
     o->clock = S->leak_clock;
     o->half = (uint8_t)half;
     *pf_map_put(&S->live, pf_sweep_addr_key(e->proc, a->addr), NULL) = idx;
@@ -711,6 +711,7 @@ void pf_model_sweep(loader_t *L)
     m->end_ns = S.t_end;
     double peak = -1, gpu_peak = 0;
     S.proc_objs = pf_xcalloc(m->n_procs + 1, sizeof *S.proc_objs);
+    S.peak.off = m->exact;
     proc_end_t *ends = pf_sweep_process_ends(&S), *next_end = ends;
     pf_event_iter_t it;
     pf_events_begin(L, &it);

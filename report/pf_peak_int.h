@@ -16,6 +16,8 @@ typedef struct pf_peak_row {
 /* The sweep's side: each half's program total is the total row's live_h; its variance, running maximum,
  * and the time spent in its peak window (W, cumulative; W_reset: at the window's last reset). */
 typedef struct pf_peak_est {
+    int off;                /* every record exact (--exact): the instant of the peak is exact already, and
+                               the fallback share is the answer; nothing to keep */
     double var[2], max[2], reset_level[2], W[2], W_reset[2];
     uint32_t epoch[2];
     int in_window[2];

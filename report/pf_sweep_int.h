@@ -15,8 +15,7 @@ typedef struct live_obj {
     uint32_t native;    /* native site string, 0 = none */
     double est;
     uint64_t size;
-    uint64_t t;         /* when it was allocated */
-    double clock;       /* and the program's allocation clock then (pf_sweep_leak_clock) */
+    double clock;       /* the program's allocation clock when it was allocated (pf_sweep_leak_clock) */
 } live_obj_t;
 
 /* Where an object was allocated: what a copy's edge needs of its source (kept per address for freed
