@@ -1695,10 +1695,12 @@ def check_leak_shape(c, program, flavors=("python", "numpy"), modes=("leak", "tw
                     assert 0 < leak["rate_bytes_s"] and 0 <= leak["p_value"] <= 0.01, leak
                     assert "probable leaks" in cp.stderr, cp.stderr[-1500:]
                 else:
-                    least = 1_000_000 if extra else 1     # sampled: 100 entries of 12 KB may be 0.5 MiB
+                    # the twin does hold memory at exit (with --exact: sampled, 100 entries of 12 KB are
+                    # about 4 samples, none at all about one run in a hundred)
                     kept = [r for r in d["lines"] if os.path.basename(r["file"]) == program and
-                            r["line"] in marked_lines(program, "KEPT") and r["leaked_bytes"] >= least]
-                    assert kept or program in ("leak_slow.py", "leak_library.py", "leak_requests.py"), (what, "nothing kept")
+                            r["line"] in marked_lines(program, "KEPT") and r["leaked_bytes"] >= 1_000_000]
+                    assert kept or not extra or program in ("leak_slow.py", "leak_library.py", "leak_requests.py"), (
+                        what, "nothing kept")
                     assert not found, (what, d["leaks"])
                 verdicts.append(sorted(found))
             assert verdicts[0] == verdicts[1], (program, mode, flavor, verdicts)
