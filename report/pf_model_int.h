@@ -104,6 +104,7 @@ typedef struct pf_callnode {
     /* during the sweep: live (GPU) bytes now, and as they were at the (GPU) peak numbered *epoch */
     double live, live_at_peak, gpu_live, gpu_live_at_peak;
     uint32_t peak_epoch, gpu_peak_epoch;
+    pf_peak_row_t peak_est;     /* during the sweep: its share of the peak, unbiased (pf_model_peak.c) */
 } pf_callnode_t;
 
 /* A site for the flow graph: the line an object was allocated at (row index, or -1 for untracked). */

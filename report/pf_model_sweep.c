@@ -406,7 +406,7 @@ void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uin
         if (o->gpu)
             set_gpu_live(S, rows[i], t, rows[i]->gpu_live - o->est);
     }
-    pf_calltree_free(m, o->node, o->est, o->gpu, (pf_peak_epochs_t){S->peak_epoch, S->gpu_peak_epoch});
+    pf_calltree_free(m, o->node, o->est, o->gpu, (pf_peak_epochs_t){S->peak_epoch, S->gpu_peak_epoch, &S->peak, o->half});
 }
 
 static void release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uint64_t t)
@@ -438,10 +438,11 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     double est = (double)a->est_bytes;
     if (started)
         m->lines[row].started_bytes += est;
-    pf_calltree_alloc(m, node, est, a->domain == PF_DOMAIN_GPU, (pf_peak_epochs_t){S->peak_epoch, S->gpu_peak_epoch});
+    int half = pf_peak_half(a->addr, e->t, !(a->flags & PF_ALLOC_SAMPLED));
+    pf_calltree_alloc(m, node, est, a->domain == PF_DOMAIN_GPU,
+                      (pf_peak_epochs_t){S->peak_epoch, S->gpu_peak_epoch, &S->peak, half});
     double count = a->size ? est / (double)a->size : 1.0;
     pf_sweep_leak_clock(S, row, e->proc, e->t, est);
-    int half = pf_peak_half(a->addr, e->t, !(a->flags & PF_ALLOC_SAMPLED));
     double sample_var = (a->flags & PF_ALLOC_SAMPLED) && est > (double)a->size ? est * (est - (double)a->size) : 0;
     pf_peak_total_add(&S->peak, half, est, (double)a->size);
     pf_stats_t *rows[3] = {&m->lines[row].s, &m->funcs[fn].s, &m->total};
@@ -796,7 +797,7 @@ void pf_model_sweep(loader_t *L)
     m->total.gpu_peak_bytes = gpu_peak;
     if (peak > 0)
         m->total.peak_bytes = pf_peak_row_share(&S.peak, &m->total.peak_est, m->total.peak_bytes, &m->total.peak_se);
-    pf_calltree_finish(m, (pf_peak_epochs_t){S.peak_epoch, S.gpu_peak_epoch}, peak > 0, gpu_peak > 0);
+    pf_calltree_finish(m, (pf_peak_epochs_t){S.peak_epoch, S.gpu_peak_epoch, &S.peak, 0}, peak > 0, gpu_peak > 0);
     m->timeline_end_s = (double)S.t_end / 1e9;
     pf_map_free(&S.line_index);
     pf_map_free(&S.func_index);
