@@ -21,4 +21,19 @@ static inline int pf_copy_fills_object(uint64_t offset, uint64_t bytes, uint64_t
     return len + PF_COPY_MAX_HEADER >= size - size / 8;
 }
 
+/* 1 when a copy made its destination a duplicate of its source, the only copy a shared buffer could replace
+ * (np.array(a), bytes(buf), str.encode() of ASCII text): it fills both objects but their headers and leaves
+ * the same number of bytes after it in each (a terminator both have). A copy that builds a new value from
+ * the source leaves more after it in the destination: a concatenation ('r' * 1000 + str(i)), a join, a
+ * formatted string; so does a slice, which leaves more in the source. */
+static inline int pf_copy_duplicates(uint64_t dst_offset, uint64_t dst_size, uint64_t src_offset, uint64_t src_size,
+                                     uint64_t bytes)
+{
+    if (!pf_copy_fills_object(dst_offset, bytes, dst_size) || !pf_copy_fills_object(src_offset, bytes, src_size))
+        return 0;
+    uint64_t dst_after = dst_size - dst_offset > bytes ? dst_size - dst_offset - bytes : 0;
+    uint64_t src_after = src_size - src_offset > bytes ? src_size - src_offset - bytes : 0;
+    return dst_after == src_after;
+}
+
 #endif

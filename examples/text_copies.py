@@ -1,13 +1,13 @@
-"""Text copies: str.encode() of ASCII text, a latin-1 decode and a concatenation copy the characters as
-they are, and nobody changes either end: three redundant copies, each with its own fix (make bytes from
-the start, work on the bytes, build the text once), not the bytes(buf) advice of bytes_copies.py.
+"""Text copies: str.encode() of ASCII text and a latin-1 decode copy the characters as they are, nobody changes
+either end: two redundant copies, each with its own fix, not the bytes(buf) advice of bytes_copies.py. The
+concatenation copies the text into a new value (the text and a newline): no redundant copy.
 
     pyflow run examples/text_copies.py
 """
 import hashlib
 
 text = "x" * 8_000_000
-line = text + "\n"                                  # the 8 MB of text copied into a new str
+line = text + "\n"                                  # the 8 MB of text copied into a new, longer str
 
 digest = hashlib.sha256(line.encode()).hexdigest()  # its bytes copied once more, only to be hashed
 

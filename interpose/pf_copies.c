@@ -45,14 +45,15 @@ int pf_object_end_kind(const pf_objinfo_t *o)
     return type == str_type ? PF_COPY_END_STR : type == bytes_type ? PF_COPY_END_BYTES : PF_COPY_END_OTHER;
 }
 
-/* The tracked objects at a copy's two ends, when the copy may be judged: it fills a tracked destination
- * (a piece is no candidate: the reporter asks the same of the same bytes, pf_copy_rule.h) and comes from
- * another tracked object. */
+/* The tracked objects at a copy's two ends, when the copy may be judged: it makes a tracked destination a
+ * duplicate of another tracked object (a piece, a concatenation or a slice is no candidate: the reporter
+ * asks the same of the same bytes, pf_copy_rule.h). */
 static int copy_ends(const void *dst, const void *src, uint64_t n, pf_objinfo_t *d, pf_objinfo_t *s)
 {
     return pf_objtable_find_start((uintptr_t)dst, PF_COPY_MAX_HEADER, d) &&
            pf_copy_fills_object((uintptr_t)dst - d->addr, n, d->size) &&
-           pf_objtable_find_start((uintptr_t)src, PF_COPY_MAX_HEADER, s) && d->addr != s->addr;
+           pf_objtable_find_start((uintptr_t)src, PF_COPY_MAX_HEADER, s) && d->addr != s->addr &&
+           pf_copy_duplicates((uintptr_t)dst - d->addr, d->size, (uintptr_t)src - s->addr, s->size, n);
 }
 
 static void write_copy(pf_tls_t *t, uint64_t id, const void *dst, const void *src, uint64_t n, uint64_t est,

@@ -11,6 +11,8 @@
  * pyflow. So `dlsym(RTLD_DEFAULT, "cudaMalloc")` is NULL in a process without CUDA, and also in one that
  * loaded CUDA RTLD_LOCAL (ctypes' default), as it would be. RTLD_NEXT lookups are passed on by a tail call
  * (forced, also at -O0), so glibc still sees the original caller, the one thing RTLD_NEXT depends on.
+ * A lookup on a library's handle that finds libc's allocator, copy or mapping functions is answered with
+ * pyflow's hooks (pf_libc_lookup.c).
  *
  * The real function is the one a lookup saw, else the first definition in a loaded object other than this
  * one, found by reading each object's dynamic symbol table (GNU or SysV hash) inside dl_iterate_phdr: a
@@ -255,7 +257,7 @@ static PF_NOINLINE void *dlsym_lookup(void *handle, const char *name)
     void *f = real_dlsym(handle, name);
     enum pf_cuda_fn fn = hooked_name(name);
     if (PF_LIKELY(fn == F_COUNT || !f))
-        return f;
+        return pf_libc_lookup(name, f);
     return lookup_hooked(fn, name, f);
 }
 
@@ -264,7 +266,7 @@ static PF_NOINLINE void *dlvsym_lookup(void *handle, const char *name, const cha
     void *f = real_dlvsym(handle, name, version);
     enum pf_cuda_fn fn = hooked_name(name);
     if (PF_LIKELY(fn == F_COUNT || !f))
-        return f;
+        return pf_libc_lookup(name, f);
     return lookup_hooked(fn, name, f);
 }
 

@@ -48,3 +48,9 @@ PF_EXPORT void *__memmove_chk(void *dst, const void *src, size_t n, size_t dst_l
     note_copy(dst, src, n, PF_COPY_MEMMOVE);
     return r;
 }
+
+PF_SELF_ALIAS(memcpy)
+PF_SELF_ALIAS(memmove)
+PF_SELF_ALIAS(mempcpy)
+PF_SELF_ALIAS(__memcpy_chk)
+PF_SELF_ALIAS(__memmove_chk)

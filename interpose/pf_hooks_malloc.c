@@ -126,3 +126,13 @@ PF_EXPORT size_t malloc_usable_size(void *p)
         return ((const size_t *)p)[-1];
     return pf_real.malloc_usable_size(p);
 }
+
+PF_SELF_ALIAS(malloc)
+PF_SELF_ALIAS(free)
+PF_SELF_ALIAS(calloc)
+PF_SELF_ALIAS(realloc)
+PF_SELF_ALIAS(posix_memalign)
+PF_SELF_ALIAS(aligned_alloc)
+PF_SELF_ALIAS(memalign)
+PF_SELF_ALIAS(valloc)
+PF_SELF_ALIAS(pvalloc)

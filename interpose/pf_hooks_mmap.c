@@ -65,3 +65,8 @@ PF_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...
         note_map(p, new_len, PROT_READ, MAP_ANONYMOUS);
     return p;
 }
+
+PF_SELF_ALIAS(mmap)
+PF_SELF_ALIAS(mmap64)
+PF_SELF_ALIAS(munmap)
+PF_SELF_ALIAS(mremap)

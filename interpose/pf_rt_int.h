@@ -28,6 +28,10 @@ struct pf_objinfo;
 #define PF_HIDDEN __attribute__((visibility("hidden")))
 #define PF_EXPORT __attribute__((visibility("default")))
 #define PF_NOINLINE __attribute__((noinline))
+/* pf_self_<fn>: this library's own definition of an exported hook, whatever another preload defines first
+ * (the address dlsym hands out for a libc function looked up through a library handle, pf_libc_lookup.c). */
+#define PF_SELF_ALIAS(fn) \
+    extern __typeof__(fn) pf_self_##fn __attribute__((alias(#fn), visibility("hidden"), copy(fn)));
 
 typedef struct pf_tls {
     /* hot: sampler.countdown and guard are touched by every hook */
@@ -113,6 +117,10 @@ int pf_notify_launcher(const char *msg, size_t len) PF_HIDDEN;
 
 /* pf_hooks_spawn.c: finds the real pthread_create, fork, posix_spawn and exec functions (constructor). */
 void pf_spawn_resolve(void) PF_HIDDEN;
+
+/* pf_libc_lookup.c: what dlsym(handle, name) answers for a libc function pyflow hooks, given glibc's answer
+ * f: the hook when f is the very function the hook forwards to, else f. */
+void *pf_libc_lookup(const char *name, void *f) PF_HIDDEN;
 
 /* pf_bootstrap.c: the few bytes dlsym may ask for before the real allocator is known. */
 void *pf_bootstrap_alloc(size_t size, size_t align) PF_HIDDEN;

@@ -40,9 +40,12 @@ int32_t pf_calltree_full_node(pf_model_t *m, pf_map_t *index, const pf_callsite_
 int32_t pf_calltree_native_child(pf_model_t *m, pf_map_t *index, int32_t node, uint32_t native);
 
 /* The program's peaks so far (the sweep's counts of new host and GPU peaks): a node keeps its live bytes as
- * they were at the latest of each, as the line rows do. */
+ * they were at the latest of each, as the line rows do; and, as they do, its share of the host peak's
+ * windows (est, NULL: none; half: the object's half of the samples, pf_peak_int.h). */
 typedef struct pf_peak_epochs {
     uint32_t host, gpu;
+    const pf_peak_est_t *est;
+    int half;
 } pf_peak_epochs_t;
 
 /* Unfolded node's live bytes, and its folded node's, change by +bytes (an allocation, also added to their

@@ -81,6 +81,7 @@ typedef struct proc_state {
     size_t n_threads, cap_threads;
     pf_map_t threads_by_tid;
     uint64_t first_t;       /* its earliest THREAD record (root's clock): when it began recording */
+    uint64_t last_t;        /* its latest event (root's clock): when it ended, or exec'd into its next image */
     uint64_t last_offset;   /* of the last record the walk accepted (a corrupt one ends it) */
     writer_change_t *writer_changes;    /* in file order */
     size_t n_writer_changes, cap_writer_changes;

@@ -72,6 +72,8 @@ static void move_live(double *live, double *at_peak, uint32_t *seen, uint32_t ep
 static void move(pf_callnode_t *c, double delta, int gpu, pf_peak_epochs_t e)
 {
     move_live(&c->live, &c->live_at_peak, &c->peak_epoch, e.host, delta);
+    if (e.est)
+        pf_peak_row_add(e.est, &c->peak_est, e.half, delta);
     if (gpu)
         move_live(&c->gpu_live, &c->gpu_live_at_peak, &c->gpu_peak_epoch, e.gpu, delta);
 }
@@ -120,7 +122,8 @@ static void finish_tree(pf_callnode_t *nodes, size_t n_nodes, int32_t *first_roo
     *first_root = -1;
     for (size_t i = 0; i < n_nodes; i++) {
         pf_callnode_t *c = &nodes[i];
-        c->self_peak = at_peak ? whole(c->peak_epoch == e.host ? c->live_at_peak : c->live) : 0;
+        double instant = whole(c->peak_epoch == e.host ? c->live_at_peak : c->live), se;
+        c->self_peak = !at_peak ? 0 : e.est ? pf_peak_row_share(e.est, &c->peak_est, instant, &se) : instant;
         c->self_gpu_peak = at_gpu_peak ? whole(c->gpu_peak_epoch == e.gpu ? c->gpu_live_at_peak : c->gpu_live) : 0;
         c->self_leaked = whole(c->live);
         c->alloc = c->self_alloc;

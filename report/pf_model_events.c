@@ -60,6 +60,8 @@ static void note_event(loader_t *L, const pf_record_t *r, uint64_t t)
 {
     if (t > L->t_last)
         L->t_last = t;
+    if (t > L->procs[L->cur].last_t)
+        L->procs[L->cur].last_t = t;
     if (L->unordered)
         return;
     int created;

@@ -11,10 +11,28 @@
 #include <stdint.h>
 
 #include "pf_format.h"
+#include "pf_peak_int.h"
 #include "pf_report.h"
 #include "pf_timeline_int.h"
 #include "pf_waste_int.h"
 
+
+/* The leak test of a line (report/pf_model_leak.c): accumulation, judged from what it holds at exit. */
+typedef struct pf_leak_test {
+    uint32_t survivors;         /* recorded allocations still live at exit */
+    double spread;              /* the share of the run (0-1) between the 10th and 90th percentile of the
+                                   allocation times of the survivors' bytes: 0 = one burst */
+    double p_value;             /* one-sided Mann-Kendall p-value of the growth of timeline_low (1: none, or
+                                   not tested: too few survivors, too little spread) */
+    double rate;                /* Theil-Sen slope of timeline_low, bytes per second */
+    double likelihood;          /* 1 - p_value when the survivors are enough and spread, else 0 */
+} pf_leak_test_t;
+
+/* A leak needs this many survivors (recorded allocations: in the default mode, samples), spread over at
+ * least this share of the run: fewer cannot show accumulation; a narrower spread is one burst (data built
+ * once, a cache filled at the end). */
+#define PF_LEAK_MIN_SURVIVORS 8
+#define PF_LEAK_MIN_SPREAD 0.25
 
 /* What a row (a line, a function, or the whole program) accumulates. */
 typedef struct pf_stats {
@@ -30,7 +48,7 @@ typedef struct pf_stats {
     double copy_bytes, copy_count, redundant_copy_bytes;
     /* watch (--watch): credited bytes of every resolved store/load pair charged here, and the redundant ones */
     double store_bytes, redundant_store_bytes, load_bytes, redundant_load_bytes;
-    uint32_t n_recs, n_freed;   /* recorded allocations, and how many of them were freed (leak test) */
+    uint32_t n_recs, n_freed;   /* recorded allocations, and how many of them were freed */
     uint64_t first_ns, last_ns; /* span over which this row had events (copy rate) */
     uint64_t live_since_ns;     /* time of the last change of live (for area) */
     /* during the sweep: live and gpu_live as they were at the program's (GPU) peak numbered *_epoch */
@@ -38,6 +56,16 @@ typedef struct pf_stats {
     uint32_t peak_epoch, gpu_peak_epoch;
     double timeline[PF_TIMELINE_POINTS];
     int timeline_filled;        /* buckets [0, timeline_filled) hold final values */
+    /* each bucket's minimum of live: what the row keeps between its temporaries (the leak test's series) */
+    double timeline_low[PF_TIMELINE_POINTS];
+    int timeline_low_filled;
+    pf_leak_test_t leak;        /* lines only (pf_model_leak.c) */
+    pf_peak_row_t peak_est;     /* during the sweep: its share of the peak, unbiased (pf_model_peak.c) */
+    /* sampling error: sampled records, and the variance of alloc_bytes and of live (live at exit after the
+     * sweep) that their estimates carry (a record standing for est bytes of size: est (est - size)); the
+     * peak share's standard error from the difference of its two halves' estimates (pf_model_peak.c) */
+    uint32_t n_sampled;
+    double alloc_var, live_var, peak_se;
 } pf_stats_t;
 
 typedef struct pf_line {
@@ -53,6 +81,9 @@ typedef struct pf_line {
      * its untouched bytes; values made again (bytes and objects, estimated) */
     double checked_bytes, untouched_bytes, resident_peak_bytes;
     double recomputed_bytes, recomputed_count;
+
+
+    uint8_t import_state;       /* during the sweep: 0 not yet known, 1 an import line, 2 not (pf_model_leak.c) */
 } pf_line_t;
 
 typedef struct pf_func {
@@ -91,6 +122,9 @@ typedef struct pf_callnode {
     uint8_t kind;               /* PF_NODE_* */
     int32_t folded;             /* unfolded tree: the folded node its bytes count in (-1: library frames
                                    above the first user line: folded away) */
+
+
+    pf_peak_row_t peak_est;     /* during the sweep: its share of the peak, unbiased (pf_model_peak.c) */
 } pf_callnode_t;
 
 /* A call tree (m->nodes or m->full) in depth-first order, children largest first: the node after n, or -1
@@ -121,7 +155,13 @@ typedef struct pf_flow {
     int32_t via_node;                       /* the call-tree node of its largest copy (-1: none): who called */
     int32_t via_full;                       /* the same in the unfolded tree: the library function that copied */
     double via_bytes;                       /* that copy's bytes */
+    uint32_t made_in;                       /* interned "function (file:line)": the innermost library frame
+                                               of its largest copy's stack, under the at_line (0: none, the
+                                               line itself made it) */
 } pf_flow_t;
+
+/* A redundant-copy verdict stands on at least this many judged copies, or on every copy of its edge. */
+#define PF_COPY_MIN_JUDGED 10
 
 /* Redundant accesses grouped by where the first access and its repeat ran (watch/). */
 typedef struct pf_redundancy {

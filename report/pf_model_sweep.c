@@ -14,6 +14,7 @@
  * (its FREE was not recorded) and is released first. Frees after a process's finalization mark do not
  * count: what is live then is "live at exit".
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,7 @@
 #include "pf_linetable_int.h"
 #include "pf_loader_int.h"
 #include "pf_origin_int.h"
+#include "pf_report_int.h"
 #include "pf_sweep_int.h"
 #include "pf_workers_int.h"
 #include "pf_symbols_int.h"
@@ -344,7 +346,9 @@ static void set_live(sweeper_t *S, pf_stats_t *s, uint64_t t, double live)
         live = 0;   /* rounding of sampled estimates */
     s->area += s->live * (double)(t - s->live_since_ns) / 1e9;
     s->live_since_ns = t;
-    pf_timeline_set(s->timeline, &s->timeline_filled, t, S->t_end, s->live, live);
+    int b = pf_timeline_bucket(t, S->t_end);
+    pf_timeline_set_bucket(s->timeline, &s->timeline_filled, b, s->live, live);
+    pf_timeline_set_low(s->timeline_low, &s->timeline_low_filled, b, s->live, live);
     s->live = live;
     if (live > s->max_live)
         s->max_live = live;
@@ -369,71 +373,6 @@ static void touch(pf_stats_t *s, uint64_t t)
         s->last_ns = t;
 }
 
-static uint64_t addr_key(uint32_t proc, uint64_t addr)
-{
-    return (addr & ((1ull << 48) - 1)) | ((uint64_t)(proc & 0x7fff) << 48);  /* user addresses: 47 bits */
-}
-
-/* Objects this large (and every GPU block) can be found by an address inside them: a copy from a slice of
- * a big array, or into a tensor inside a caching allocator's segment, still has its end. Few are live at
- * once, so a sorted array serves. */
-#define PF_RANGE_MIN_BYTES (64u << 10)
-
-static int wants_range(const live_obj_t *o) { return o->gpu || o->size >= PF_RANGE_MIN_BYTES; }
-
-/* The index of the first range whose key is above key. */
-static size_t range_upper(const sweeper_t *S, uint64_t key)
-{
-    size_t lo = 0, hi = S->n_ranges;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (S->ranges[mid].key <= key)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-static void range_add(sweeper_t *S, uint64_t key, uint64_t idx)
-{
-    size_t at = range_upper(S, key);
-    PF_VEC_PUSH(S->ranges, S->n_ranges, S->cap_ranges);
-    memmove(&S->ranges[at + 1], &S->ranges[at], (S->n_ranges - 1 - at) * sizeof S->ranges[0]);
-    S->ranges[at] = (range_ent_t){key, idx};
-}
-
-static void range_del(sweeper_t *S, uint64_t key)
-{
-    size_t at = range_upper(S, key);
-    if (at == 0 || S->ranges[at - 1].key != key)
-        return;
-    memmove(&S->ranges[at - 1], &S->ranges[at], (S->n_ranges - at) * sizeof S->ranges[0]);
-    S->n_ranges--;
-}
-
-/* The live object containing addr: addr itself, a small header before it (CPython objects), or, for GPU
- * blocks and large buffers, any address inside; *offset (unless NULL) = addr's offset in it. */
-static int64_t object_at(sweeper_t *S, uint32_t proc, uint64_t addr, uint64_t *offset)
-{
-    uint64_t found = 0;
-    int64_t idx = -1;
-    for (uint64_t back = 0; idx < 0 && back <= PF_COPY_MAX_HEADER && back <= addr; back += 8) {
-        uint64_t *v = pf_map_get(&S->live, addr_key(proc, addr - back));
-        if (v && addr < addr - back + S->objs[*v].size)
-            idx = (int64_t)*v, found = back;
-    }
-    uint64_t key = addr_key(proc, addr);
-    size_t at = idx < 0 ? range_upper(S, key) : 0;
-    if (at > 0) {
-        const range_ent_t *r = &S->ranges[at - 1];
-        if (key - r->key < S->objs[r->idx].size)    /* keys of one process differ by the address */
-            idx = (int64_t)r->idx, found = key - r->key;
-    }
-    if (idx >= 0 && offset)
-        *offset = found;
-    return idx;
-}
 
 static uint32_t recent_slot(uint64_t key)
 {
@@ -441,37 +380,60 @@ static uint32_t recent_slot(uint64_t key)
 }
 
 /* Ends the life of live object idx at address key at time t: it stops counting in its rows (unless the
- * process was already finalizing: then it stays live at exit). */
-static void release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uint64_t t)
+ * process was already finalizing: then it stays live at exit; or ended is set: the process ended, and it
+ * stays what the process held at its exit). */
+void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uint64_t t, int ended)
 {
     const live_obj_t *o = &S->objs[idx];
     S->recent_frees[recent_slot(k)] = (recent_free_t){k + 1, {o->line, o->native}};
-    if (t >= S->L->procs[proc].fin_ns)
+    if (t >= S->L->procs[proc].fin_ns && !ended)
         return;     /* interpreter shutdown: the object stays counted as live at exit */
     pf_map_del(&S->live, k);
+    S->proc_objs[proc]--;
     *PF_VEC_PUSH(S->free_objs, S->n_free_objs, S->cap_free_objs) = idx;     /* its slot is free again */
-    if (wants_range(o))
-        range_del(S, k);
+    if (pf_sweep_wants_range(o))
+        pf_sweep_range_del(S, k);
     pf_model_t *m = S->m;
-    m->procs[proc].live -= o->est;
-    pf_workers_free(m, proc, o->line, o->est);
+    if (!ended) {
+        m->procs[proc].live -= o->est;
+        pf_workers_free(m, proc, o->line, o->est);
+    }
     pf_stats_t *rows[3] = {&m->lines[o->line].s, &m->funcs[o->func].s, &m->total};
+    pf_peak_total_add(&S->peak, o->half, -o->est, (double)o->size);
     for (int i = 0; i < 3; i++) {
         rows[i]->n_freed++;
+        pf_peak_row_add(&S->peak, &rows[i]->peak_est, o->half, -o->est);
+        if (o->half && o->est > (double)o->size)
+            rows[i]->live_var -= o->est * (o->est - (double)o->size);
         set_live(S, rows[i], t, rows[i]->live - o->est);
         if (o->gpu)
             set_gpu_live(S, rows[i], t, rows[i]->gpu_live - o->est);
     }
-    pf_calltree_free(m, o->node, o->est, o->gpu, (pf_peak_epochs_t){S->peak_epoch, S->gpu_peak_epoch});
+    pf_calltree_free(m, o->node, o->est, o->gpu, (pf_peak_epochs_t){S->peak_epoch, S->gpu_peak_epoch, &S->peak, o->half});
+}
+
+static void release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uint64_t t)
+{
+    pf_sweep_release(S, proc, k, idx, t, 0);
 }
 
 static void on_alloc(sweeper_t *S, const event_t *e)
 {
     pf_model_t *m = S->m;
     const pf_rec_alloc_t *a = pf_event_payload(S->L, e);
-    uint64_t *prev = pf_map_get(&S->live, addr_key(e->proc, a->addr));
-    if (prev)   /* the allocator handed the address out again: the block there was freed unseen */
-        release(S, e->proc, addr_key(e->proc, a->addr), *prev, e->t);
+    uint64_t *prev = pf_map_get(&S->live, pf_sweep_addr_key(e->proc, a->addr));
+    if (prev && e->t >= S->L->procs[e->proc].fin_ns) {
+        /* freed while the interpreter finalized, so live at exit, and its address handed out again: it
+         * stays live under a key no address has (bit 47: user addresses are below it), where the end of
+         * its process still finds it */
+        uint64_t idx = *prev;
+        pf_map_del(&S->live, pf_sweep_addr_key(e->proc, a->addr));
+        if (pf_sweep_wants_range(&S->objs[idx]))
+            pf_sweep_range_del(S, pf_sweep_addr_key(e->proc, a->addr));
+        *pf_map_put(&S->live, pf_sweep_addr_key(e->proc, (1ull << 47) | S->parked++), NULL) = idx;
+    } else if (prev) {  /* the allocator handed the address out again: the block there was freed unseen */
+        release(S, e->proc, pf_sweep_addr_key(e->proc, a->addr), *prev, e->t);
+    }
     int32_t fn, node;
     int started;
     pf_stack_view_t st = pf_loader_stack(S->L, e->proc, a + 1, a->flags, a->n_py, a->n_native);
@@ -481,8 +443,13 @@ static void on_alloc(sweeper_t *S, const event_t *e)
         m->lines[row].started_bytes += est;
     uint32_t native = st.n_native ? pf_sweep_native_site(S, e->proc, st.ips, st.n_native) : 0;
     node = pf_calltree_native_child(m, &S->full_index, node, native);
-    pf_calltree_alloc(m, node, est, a->domain == PF_DOMAIN_GPU, (pf_peak_epochs_t){S->peak_epoch, S->gpu_peak_epoch});
+    int half = pf_peak_half(a->addr, e->t, !(a->flags & PF_ALLOC_SAMPLED));
+    pf_calltree_alloc(m, node, est, a->domain == PF_DOMAIN_GPU,
+                      (pf_peak_epochs_t){S->peak_epoch, S->gpu_peak_epoch, &S->peak, half});
     double count = a->size ? est / (double)a->size : 1.0;
+    pf_sweep_leak_clock(S, row, e->proc, e->t, est);
+    double sample_var = (a->flags & PF_ALLOC_SAMPLED) && est > (double)a->size ? est * (est - (double)a->size) : 0;
+    pf_peak_total_add(&S->peak, half, est, (double)a->size);
     pf_stats_t *rows[3] = {&m->lines[row].s, &m->funcs[fn].s, &m->total};
     for (int i = 0; i < 3; i++) {
         pf_stats_t *s = rows[i];
@@ -496,6 +463,12 @@ static void on_alloc(sweeper_t *S, const event_t *e)
         else
             s->gpu_bytes += est;
         touch(s, e->t);
+        if (sample_var > 0) {
+            s->n_sampled++;
+            s->alloc_var += sample_var;
+            s->live_var += sample_var;
+        }
+        pf_peak_row_add(&S->peak, &s->peak_est, half, est);
         set_live(S, s, e->t, s->live + est);
         if (a->domain == PF_DOMAIN_GPU)
             set_gpu_live(S, s, e->t, s->gpu_live + est);
@@ -522,24 +495,50 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     o->est = est;
     o->size = a->size;
     o->t_alloc = e->t;
-    *pf_map_put(&S->live, addr_key(e->proc, a->addr), NULL) = idx;
-    if (wants_range(o))
-        range_add(S, addr_key(e->proc, a->addr), idx);
+    o->clock = S->leak_clock;
+    o->half = (uint8_t)half;
+    *pf_map_put(&S->live, pf_sweep_addr_key(e->proc, a->addr), NULL) = idx;
+    S->proc_objs[e->proc]++;
+    if (pf_sweep_wants_range(o))
+        pf_sweep_range_add(S, pf_sweep_addr_key(e->proc, a->addr), idx);
 }
 
 int64_t pf_sweep_live_object(const sweeper_t *S, uint32_t proc, uint64_t addr)
 {
-    const uint64_t *v = pf_map_get(&S->live, addr_key(proc, addr));
+    const uint64_t *v = pf_map_get(&S->live, pf_sweep_addr_key(proc, addr));
     return v ? (int64_t)*v : -1;
 }
 
 static void on_free(sweeper_t *S, const event_t *e)
 {
     const pf_rec_free_t *f = pf_event_payload(S->L, e);
-    uint64_t k = addr_key(e->proc, f->addr);
+    uint64_t k = pf_sweep_addr_key(e->proc, f->addr);
     uint64_t *v = pf_map_get(&S->live, k);
     if (v)
         release(S, e->proc, k, *v, e->t);
+}
+
+/* The library function that made a copy charged to a user's line: the innermost frame of a real file that is
+ * not the user's, when it is inside the user's innermost frame, as "function (file:line)"; 0 when the
+ * user's own frame is the innermost (the line itself called the copying C function). */
+static uint32_t library_maker(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *frames, uint16_t n)
+{
+    for (uint16_t i = 0; i < n; i++) {
+        const pcode_t *pc = frame_code(S, proc, &frames[i]);
+        if (!pc)
+            continue;
+        const char *file = S->m->strings[pc->file];
+        if (pc->is_user && file[0] != '<')
+            return 0;
+        if (pc->is_user || file[0] == '<')
+            continue;   /* generated code (numpy's dispatch, dataclasses): whoever called it */
+        const char *base = strrchr(file, '/');
+        char name[600];
+        int len = snprintf(name, sizeof name, "%s (%s:%d)", S->m->strings[pc->function], base ? base + 1 : file,
+                           frame_line(S, proc, &frames[i], pc));
+        return intern(S->m, name, len > 0 && (size_t)len < sizeof name ? (size_t)len : strlen(name));
+    }
+    return 0;
 }
 
 static void on_copy(sweeper_t *S, const event_t *e)
@@ -552,17 +551,19 @@ static void on_copy(sweeper_t *S, const event_t *e)
     int32_t node;
     int32_t at = pf_sweep_attribute(S, e->proc, e, st.py, st.n_py, st.attribute_flags, &fn, &started, &node);
     uint64_t dst_offset = 0;
-    int64_t dst = object_at(S, e->proc, c->dst, &dst_offset);
+    int64_t dst = pf_sweep_object_at(S, e->proc, c->dst, &dst_offset);
     alloc_site_t src = {-1, 0};     /* where the source was allocated */
+    int64_t src_obj = -1;
+    uint64_t src_offset = 0;
     if (e->aux == PF_COPY_REALLOC) {    /* the source is the block realloc just freed */
-        uint64_t k = addr_key(e->proc, c->src);
+        uint64_t k = pf_sweep_addr_key(e->proc, c->src);
         const recent_free_t *r = &S->recent_frees[recent_slot(k)];
         if (r->key1 == k + 1)
             src = r->site;
     } else {
-        int64_t o = object_at(S, e->proc, c->src, NULL);
-        if (o >= 0)
-            src = (alloc_site_t){S->objs[o].line, S->objs[o].native};
+        src_obj = pf_sweep_object_at(S, e->proc, c->src, &src_offset);
+        if (src_obj >= 0)
+            src = (alloc_site_t){S->objs[src_obj].line, S->objs[src_obj].native};
     }
     int32_t src_line = src.line, dst_line = dst >= 0 ? S->objs[dst].line : -1;
     double est = (double)c->est_bytes, count = c->bytes ? est / (double)c->bytes : 1.0;
@@ -601,13 +602,16 @@ static void on_copy(sweeper_t *S, const event_t *e)
         int32_t via = node >= 0 ? node : pf_sweep_stack_node(S, e->proc, st.py, st.n_py, at);
         fl->via_node = S->m->full[via].folded;     /* after the call: it may move m->full */
         fl->via_full = via;
+        fl->made_in = library_maker(S, e->proc, st.py, st.n_py);
     }
     copy_info_t *ci = PF_VEC_PUSH(S->cinfo, S->n_cinfo, S->cap_cinfo);
     ci->flow = (int32_t)(*fv - 1);
     ci->est = est;
     /* uploads and downloads are judged by content (the same bytes sent again), not by filling */
     int by_content = e->aux == PF_COPY_H2D || e->aux == PF_COPY_D2H || e->aux == PF_COPY_D2D;
-    ci->fills = by_content || (dst >= 0 && pf_copy_fills_object(dst_offset, c->bytes, S->objs[dst].size));
+    ci->fills = by_content || (dst >= 0 && src_obj >= 0 &&
+                               pf_copy_duplicates(dst_offset, S->objs[dst].size, src_offset, S->objs[src_obj].size,
+                                                  c->bytes));
     if (ci->fills) {
         fl->candidate_bytes += est;
         fl->candidate_count += count;
@@ -674,8 +678,8 @@ static void extrapolate_redundancy(pf_model_t *m)
 {
     for (size_t i = 0; i < m->n_flows; i++) {
         pf_flow_t *fl = &m->flows[i];
-        if (fl->judged_bytes <= 0)
-            continue;
+        if (fl->judged_bytes <= 0 || !pf_report_flow_judged_enough(fl))
+            continue;   /* a verdict on too few of its copies does not stand (PF_COPY_MIN_JUDGED) */
         fl->redundant_bytes = fl->candidate_bytes * (fl->redundant_judged_bytes / fl->judged_bytes);
         fl->redundant_count = fl->candidate_count * ((double)fl->redundant / fl->judged);
         /* a line's redundant copies are those it made itself, as its findings (pf_report_copy_found) */
@@ -692,6 +696,7 @@ static void finish_stats(pf_stats_t *s, uint64_t t_end)
     s->area += s->live * (double)(t_end - s->live_since_ns) / 1e9;
     s->live_since_ns = t_end;
     pf_timeline_finish(s->timeline, &s->timeline_filled, s->live);
+    pf_timeline_finish(s->timeline_low, &s->timeline_low_filled, s->live);
     s->leaked_bytes = s->live > 0.5 ? s->live : 0;
 }
 
@@ -707,20 +712,24 @@ static void prefetch_event(const sweeper_t *S, const event_t *e)
     /* the address is the same field of both records */
     _Static_assert(offsetof(pf_rec_alloc_t, addr) == offsetof(pf_rec_free_t, addr), "ALLOC and FREE addr");
     const pf_rec_free_t *f = pf_event_payload(S->L, e);
-    uint64_t k = addr_key(e->proc, f->addr);
+    uint64_t k = pf_sweep_addr_key(e->proc, f->addr);
     pf_map_prefetch(&S->live, k);
 }
 
 void pf_model_sweep(loader_t *L)
 {
     pf_model_t *m = L->m;
-    sweeper_t S = {.m = m, .L = L, .symbols = pf_symbols_new(), .live.by_address = 1};
+    sweeper_t S = {.m = m, .L = L, .symbols = pf_symbols_new(), .live.by_address = 1, .clock_start = -1,
+                   .clock_end = -1};
     S.recent_frees = pf_xcalloc(PF_RECENT_FREES, sizeof *S.recent_frees);
     S.t_end = L->t_last;
     if (m->has_exit && (uint64_t)(m->elapsed_s * 1e9) > S.t_end)
         S.t_end = (uint64_t)(m->elapsed_s * 1e9);
     m->end_ns = S.t_end;
     double peak = -1, gpu_peak = 0;
+    S.proc_objs = pf_xcalloc(m->n_procs + 1, sizeof *S.proc_objs);
+    S.peak.off = m->exact;
+    proc_end_t *ends = pf_sweep_process_ends(&S), *next_end = ends;
     pf_event_iter_t it;
     pf_events_begin(L, &it);
     event_t ahead[PF_SWEEP_LOOKAHEAD];
@@ -736,6 +745,12 @@ void pf_model_sweep(loader_t *L)
         const event_t ev = ahead[first], *e = &ev;
         first = (first + 1) % PF_SWEEP_LOOKAHEAD;
         n_ahead--;
+        for (; next_end->t < e->t; next_end++) {
+            pf_peak_advance(&S.peak, next_end->t);
+            pf_sweep_end_process(&S, next_end->proc, next_end->t);
+            pf_peak_after_event(&S.peak, &m->total.peak_est);
+        }
+        pf_peak_advance(&S.peak, e->t);
         switch (e->type) {
         case PF_REC_ALLOC:
             on_alloc(&S, e);
@@ -759,6 +774,7 @@ void pf_model_sweep(loader_t *L)
             pf_sweep_content(&S, e);
             break;
         }
+        pf_peak_after_event(&S.peak, &m->total.peak_est);
         if (m->total.live > peak) {
             peak = m->total.live;
             m->peak_ns = e->t;
@@ -770,6 +786,7 @@ void pf_model_sweep(loader_t *L)
         }
     }
     pf_events_end(&it);
+    free(ends);
     m->total.peak_bytes = peak > 0 ? peak : 0;
     extrapolate_redundancy(m);
     pf_sweep_access_finish(&S);
@@ -780,17 +797,27 @@ void pf_model_sweep(loader_t *L)
     for (size_t i = 0; i < m->n_funcs; i++)
         finish_stats(&m->funcs[i].s, S.t_end);
     finish_stats(&m->total, S.t_end);
+    pf_sweep_leaks(&S);
     pf_timeline_finish(m->gpu_timeline, &m->gpu_timeline_filled, m->total.gpu_live);
+    pf_peak_advance(&S.peak, S.t_end);
     for (size_t i = 0; i < m->n_lines; i++) {
-        m->lines[i].s.peak_bytes = peak > 0 ? share_of_peak(&S, &m->lines[i].s, 0) : 0;
+        m->lines[i].s.peak_bytes = peak > 0 ? pf_peak_row_share(&S.peak, &m->lines[i].s.peak_est,
+                                                                 share_of_peak(&S, &m->lines[i].s, 0),
+                                                                 &m->lines[i].s.peak_se)
+                                            : 0;
         m->lines[i].s.gpu_peak_bytes = gpu_peak > 0 ? share_of_peak(&S, &m->lines[i].s, 1) : 0;
     }
     for (size_t i = 0; i < m->n_funcs; i++) {
-        m->funcs[i].s.peak_bytes = peak > 0 ? share_of_peak(&S, &m->funcs[i].s, 0) : 0;
+        m->funcs[i].s.peak_bytes = peak > 0 ? pf_peak_row_share(&S.peak, &m->funcs[i].s.peak_est,
+                                                                 share_of_peak(&S, &m->funcs[i].s, 0),
+                                                                 &m->funcs[i].s.peak_se)
+                                            : 0;
         m->funcs[i].s.gpu_peak_bytes = gpu_peak > 0 ? share_of_peak(&S, &m->funcs[i].s, 1) : 0;
     }
     m->total.gpu_peak_bytes = gpu_peak;
-    pf_calltree_finish(m, (pf_peak_epochs_t){S.peak_epoch, S.gpu_peak_epoch}, peak > 0, gpu_peak > 0);
+    if (peak > 0)
+        m->total.peak_bytes = pf_peak_row_share(&S.peak, &m->total.peak_est, m->total.peak_bytes, &m->total.peak_se);
+    pf_calltree_finish(m, (pf_peak_epochs_t){S.peak_epoch, S.gpu_peak_epoch, &S.peak, 0}, peak > 0, gpu_peak > 0);
     pf_waste_finish(&S);
     m->timeline_end_s = (double)S.t_end / 1e9;
     pf_map_free(&S.line_index);
@@ -814,4 +841,5 @@ void pf_model_sweep(loader_t *L)
     free(S.objs);
     free(S.free_objs);
     free(S.recent_frees);
+    free(S.proc_objs);
 }

@@ -81,7 +81,14 @@ static void table(FILE *f, const pf_model_t *m, const char *id, int lines)
         fprintf(f, ":%d</td><td>", line);
         pf_html_esc(f, pf_model_str(m, fn));
         fputs("</td>", f);
-        pf_html_num_cell(f, s->alloc_bytes);
+        if (s->alloc_var > 0) {    /* a sampled estimate: its standard error, and a mark when it is large */
+            char b[24];
+            fprintf(f, "<td data-v=\"%.0f\" title=\"sampled estimate: &#177;%.0f%% (%u samples)\">%s%s</td>",
+                    s->alloc_bytes, 100 * pf_report_alloc_se(s) / s->alloc_bytes, s->n_sampled,
+                    pf_report_human_bytes(s->alloc_bytes, b), pf_report_few_samples(s) ? "~" : "");
+        } else {
+            pf_html_num_cell(f, s->alloc_bytes);
+        }
         pf_html_num_cell(f, s->python_bytes);
         pf_html_num_cell(f, s->native_bytes);
         pf_html_num_cell(f, s->gpu_bytes);
@@ -325,8 +332,13 @@ int pf_render_html(const pf_model_t *m, FILE *f, const pf_html_opts_t *opts)
             fputs(" via ", f);
             pf_html_esc(f, via);
         }
+        fprintf(f, " (judged %u copies)", fl->judged);
+        if (fl->made_in) {
+            fputs(", made inside ", f);
+            pf_html_esc(f, pf_model_str(m, fl->made_in));
+        }
         fputs(": ", f);
-        pf_html_esc(f, pf_report_copy_fix(fl));
+        pf_html_esc(f, pf_report_copy_fix(m, fl));
         fputs("</div>\n", f);
         any++;
     }

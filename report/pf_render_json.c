@@ -68,6 +68,14 @@ static void stats_fields(pf_json_t *j, const pf_model_t *m, const pf_stats_t *s)
     pf_json_key(j, "copy_rate_bytes_s");
     pf_json_number(j, floor(pf_report_copy_rate(s) + 0.5));
     bytes(j, "redundant_copy_bytes", s->redundant_copy_bytes);
+    /* sampling error (docs/verdicts.md): standard errors of the estimates, 0 where every record is exact */
+    pf_json_key(j, "samples");
+    pf_json_int(j, s->n_sampled);
+    bytes(j, "alloc_bytes_se", pf_report_alloc_se(s));
+    bytes(j, "peak_bytes_se", s->peak_se);
+    bytes(j, "leaked_bytes_se", pf_report_leaked_se(s));
+    pf_json_key(j, "few_samples");
+    pf_json_bool(j, pf_report_few_samples(s));
     if (m->watch.present && (m->watch.modes & (PF_WATCH_MODE_STORES | PF_WATCH_MODE_LOADS)))
         access_fields(j, s);
     pf_json_key(j, "timeline");
@@ -488,6 +496,18 @@ int pf_render_json(const pf_model_t *m, FILE *out)
         pf_json_bool(&j, fl->started);
         pf_json_key(&j, "judged");
         pf_json_int(&j, fl->judged);
+        pf_json_key(&j, "candidates");  /* copies a verdict may concern (they filled their destination) */
+        pf_json_number(&j, floor(fl->candidate_count + 0.5));
+        pf_json_key(&j, "made_in");     /* the library function that made it, under the `at` line */
+        if (fl->made_in)
+            pf_json_string(&j, pf_model_str(m, fl->made_in));
+        else
+            pf_json_null(&j);
+        pf_json_key(&j, "fix");
+        if (pf_report_copy_found(m, fl))
+            pf_json_string(&j, pf_report_copy_fix(m, fl));
+        else
+            pf_json_null(&j);
         pf_json_key(&j, "evidence");
         pf_json_string(&j, !fl->judged ? "none" : fl->evidence == PF_EVIDENCE_CONTENT_HASH ? "content-hash"
                                : fl->watch_judged || fl->evidence == PF_EVIDENCE_WATCH ? "watch"
@@ -532,9 +552,14 @@ int pf_render_json(const pf_model_t *m, FILE *out)
         bytes(&j, "leaked_bytes", l->s.leaked_bytes);
         pf_json_key(&j, "likelihood");
         pf_json_number(&j, round(pf_report_leak_likelihood(&l->s) * 1000) / 1000);
-        pf_json_key(&j, "rate_bytes_s");
-        double span = (double)(m->end_ns - l->s.first_ns) / 1e9;   /* since the line first allocated */
-        pf_json_number(&j, floor((span > 1e-3 ? l->s.leaked_bytes / span : l->s.leaked_bytes) + 0.5));
+        pf_json_key(&j, "rate_bytes_s");     /* the trend's slope (pf_model_leak.c) */
+        pf_json_number(&j, floor(l->s.leak.rate + 0.5));
+        pf_json_key(&j, "survivors");
+        pf_json_int(&j, l->s.leak.survivors);
+        pf_json_key(&j, "spread");
+        pf_json_number(&j, round(l->s.leak.spread * 1000) / 1000);
+        pf_json_key(&j, "p_value");
+        pf_json_number(&j, l->s.leak.p_value);
         pf_json_key(&j, "via");
         leak_callers(&j, m, l);
         pf_json_end_object(&j);

@@ -341,7 +341,7 @@ static void lines_table(out_t *o, const pf_model_t *m, int rows, int reduced)
     cat(head, sizeof head, " %s%s", "source", reset(o));
     fputc('\n', o->f);
     line(o, "%s", head);
-    int shown = 0, any_leak = 0, any_red = 0;
+    int shown = 0, any_leak = 0, any_red = 0, any_few = 0;
     for (size_t k = 0; k < m->n_lines && shown < rows; k++) {
         const pf_line_t *l = &m->lines[order[k]];
         const char *file = pf_model_str(m, l->file);
@@ -362,8 +362,11 @@ static void lines_table(out_t *o, const pf_model_t *m, int rows, int reduced)
         any_leak |= leak;
         any_red |= red;
         char row[1024] = "", spark[64];
-        cat(row, sizeof row, "%s%*s %*s %*s %*s", where_cut, pad > 0 ? pad : 0, "", nw, human(l->s.alloc_bytes, a),
-            nw, human(l->s.python_bytes, b), nw, human(l->s.native_bytes, c));
+        int few = pf_report_few_samples(&l->s);
+        any_few |= few;
+        cat(row, sizeof row, "%s%*s %*s %*s %*s", where_cut, pad > 0 ? pad : 0, "", nw,
+            marked(l->s.alloc_bytes, few ? '~' : 0, a), nw, human(l->s.python_bytes, b), nw,
+            human(l->s.native_bytes, c));
         if (gpu)
             cat(row, sizeof row, " %*s", nw, human(l->s.gpu_bytes, a));
         cat(row, sizeof row, " %5.1f%% %9s %9s", share(l->s.peak_bytes, m->total.peak_bytes),
@@ -380,8 +383,9 @@ static void lines_table(out_t *o, const pf_model_t *m, int rows, int reduced)
     }
     if (!shown)
         line(o, "(no allocation in the program's own files was recorded)");
-    if (any_leak || any_red)
-        line(o, "%s%s", any_leak ? "! probable leak (see below)   " : "", any_red ? "* copies judged redundant" : "");
+    if (any_leak || any_red || any_few)
+        line(o, "%s%s%s", any_leak ? "! probable leak (see below)   " : "", any_red ? "* copies judged redundant   " : "",
+             any_few ? "~ few samples: +-20% or more" : "");
     free(order);
 }
 
@@ -684,10 +688,9 @@ static void leaks(out_t *o, const pf_model_t *m)
         if (!any++) {
             heading(o, "probable leaks", "live at exit and still growing");
         }
-        double span = (double)(m->end_ns - l->s.first_ns) / 1e9;
         line(o, "  %s%s:%d%s  %s live at exit, likelihood %.0f%%, growing %s/s: %s", red(o),
-             shorten_path(pf_model_str(m, l->file)), l->line, reset(o), human(l->s.leaked_bytes, a), 100 * p,
-             human(span > 1e-3 ? l->s.leaked_bytes / span : l->s.leaked_bytes, b),
+             shorten_path(pf_model_str(m, l->file)), l->line, reset(o), human(l->s.leaked_bytes, a),
+             floor(1000 * p) / 10, human(l->s.leak.rate, b),
              pf_report_source_line(pf_model_str(m, l->file), l->line));
         via(o, m, l, 1);
     }
@@ -792,15 +795,17 @@ static void findings(out_t *o, const pf_model_t *m)
         char rate[16];
         double n = f->redundant_count < 1 ? 1 : f->redundant_count;
         char from[600], callers[1024];
-        line(o, "  %s%s:%d%s  %s in %.0f cop%s%s (%s/s): %s", red(o), shorten_path(pf_model_str(m, at->file)),
-             at->line, reset(o), human(f->redundant_bytes, a), n, n < 1.5 ? "y" : "ies",
-             pf_report_copy_source(m, f, from, sizeof from),
-             human(pf_report_copy_rate(&at->s), rate),
+        line(o, "  %s%s:%d%s  %s in %.0f cop%s%s (%s/s, judged %u): %s", red(o),
+             shorten_path(pf_model_str(m, at->file)), at->line, reset(o), human(f->redundant_bytes, a), n,
+             n < 1.5 ? "y" : "ies", pf_report_copy_source(m, f, from, sizeof from),
+             human(pf_report_copy_rate(&at->s), rate), f->judged,
              pf_report_source_line(pf_model_str(m, at->file), at->line));
         const char *via = pf_report_flow_via(m, f, callers, sizeof callers);
         if (via)    /* a helper's copy: who called it */
             line(o, "      via %s", via);
-        line(o, "      fix: %s", pf_report_copy_fix(f));
+        if (f->made_in)
+            line(o, "      made inside %s", pf_model_str(m, f->made_in));
+        line(o, "      fix: %s", pf_report_copy_fix(m, f));
     }
     unlisted_copies(o, m, any);
     needed_copies(o, m);

@@ -1,4 +1,5 @@
 /* pf_report_calc.c - derived figures shared by the renderers (see pf_report_int.h). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,57 +62,81 @@ double pf_report_copy_rate(const pf_stats_t *s)
     return s->copy_bytes / (span > 1e-3 ? span : 1e-3);
 }
 
-/* Mann-Kendall trend of a timeline from its first non-zero point: tau in [-1, 1], 1 = always rising. */
-static double trend_tau(const double *v, int n)
+double pf_report_alloc_se(const pf_stats_t *s)
 {
-    int first = 0;
-    while (first < n && v[first] <= 0)
-        first++;
-    long long sum = 0, pairs = 0;
-    for (int i = first; i < n; i++)
-        for (int j = i + 1; j < n; j++) {
-            sum += (v[j] > v[i]) - (v[j] < v[i]);
-            pairs++;
-        }
-    return pairs ? (double)sum / (double)pairs : 0;
+    return s->alloc_var > 0 ? sqrt(s->alloc_var) : 0;
+}
+
+double pf_report_leaked_se(const pf_stats_t *s)
+{
+    return s->leaked_bytes > 0 && s->live_var > 0 ? sqrt(s->live_var) : 0;
+}
+
+int pf_report_few_samples(const pf_stats_t *s)
+{
+    return s->alloc_bytes > 0 && pf_report_alloc_se(s) > PF_FEW_SAMPLES_RSE * s->alloc_bytes;
 }
 
 double pf_report_leak_likelihood(const pf_stats_t *s)
 {
-    if (s->leaked_bytes <= 0 || s->n_recs == 0)
-        return 0;
-    /* Evidence 1, by address: of the line's n recorded allocations, k were never freed. With a uniform
-     * prior, the chance that the line's next allocation is kept is (k + 1) / (n + 2) (Laplace's rule). */
-    double n = s->n_recs, k = s->n_recs > s->n_freed ? s->n_recs - s->n_freed : 0;
-    double keep = (k + 1) / (n + 2);
-    /* Evidence 2, over time: the line's live bytes keep rising (Mann-Kendall tau of its timeline). Data
-     * made once (a module-level table, an interpreter cache filled at start) is flat after it appears:
-     * tau ~ 0, no leak. Temporaries: keep ~ 0. */
-    double tau = trend_tau(s->timeline, PF_TIMELINE_POINTS);
-    double l = keep * (tau > 0 ? tau : 0);
-    return l > 1 ? 1 : l;
+    return s->leaked_bytes > 0 ? s->leak.likelihood : 0;
+}
+
+int pf_report_flow_judged_enough(const pf_flow_t *f)
+{
+    /* uploads are judged by content against the ones before: the first of an edge has nothing to match */
+    int by_content = f->kind == PF_COPY_H2D || f->kind == PF_COPY_D2H || f->kind == PF_COPY_D2D;
+    return f->judged >= PF_COPY_MIN_JUDGED || (f->judged > 0 && f->judged + by_content + 0.5 >= f->candidate_count);
 }
 
 int pf_report_flow_redundant(const pf_flow_t *f)
 {
-    return f->judged > 0 && f->redundant * 2 > f->judged;
+    return f->judged > 0 && f->redundant * 2 > f->judged && pf_report_flow_judged_enough(f);
+}
+
+int pf_report_is_import(const pf_model_t *m, const pf_line_t *l)
+{
+    const char *src = pf_report_source_line(pf_model_str(m, l->file), l->line);
+    return strncmp(src, "import ", 7) == 0 || (strncmp(src, "from ", 5) == 0 && strstr(src, " import "));
 }
 
 int pf_report_leak_found(const pf_model_t *m, const pf_line_t *l)
 {
     return pf_model_is_user_file(m, pf_model_str(m, l->file)) &&
-           pf_report_leak_likelihood(&l->s) >= PF_LEAK_REPORT_THRESHOLD;
+           pf_report_leak_likelihood(&l->s) >= PF_LEAK_REPORT_THRESHOLD && !pf_report_is_import(m, l);
 }
 
 int pf_report_copy_found(const pf_model_t *m, const pf_flow_t *f)
 {
     /* not one a worker the line started made in library code: "share one buffer" is not the line's to do */
     return pf_report_flow_redundant(f) && f->at_line >= 0 && !f->started &&
-           pf_model_is_user_file(m, pf_model_str(m, m->lines[f->at_line].file));
+           pf_model_is_user_file(m, pf_model_str(m, m->lines[f->at_line].file)) &&
+           !pf_report_is_import(m, &m->lines[f->at_line]);
 }
 
-const char *pf_report_copy_fix(const pf_flow_t *f)
+/* The advice for a copy the user's line did not ask for by name: made by a library, or by a call that
+ * converts its input. */
+#define PF_FIX_CALL "give it data it need not convert (dtype, layout), copy=False if offered, or call once"
+
+/* 1 when the source line of the flow's copying line has one of the calls, NULL-terminated. */
+static int line_has(const pf_model_t *m, const pf_flow_t *f, const char *const *calls)
 {
+    if (!m || f->at_line < 0)
+        return 1;   /* no line to read: the advice by the objects' kinds stands */
+    const pf_line_t *l = &m->lines[f->at_line];
+    const char *src = pf_report_source_line(pf_model_str(m, l->file), l->line);
+    if (!src[0])
+        return 1;
+    for (; *calls; calls++)
+        if (strstr(src, *calls))
+            return 1;
+    return 0;
+}
+
+const char *pf_report_copy_fix(const pf_model_t *m, const pf_flow_t *f)
+{
+    static const char *const numpy_copies[] = {"array(", ".copy(", "copy(", NULL};
+    static const char *const python_copies[] = {"bytes(", "bytearray(", "[:]", "copy(", NULL};
     uint32_t python = 1u << PF_DOMAIN_PYRAW | 1u << PF_DOMAIN_PYMEM | 1u << PF_DOMAIN_PYOBJ;
     uint32_t native = 1u << PF_DOMAIN_MALLOC | 1u << PF_DOMAIN_MMAP;
     if (f->kind == PF_COPY_H2D)
@@ -124,11 +149,17 @@ const char *pf_report_copy_fix(const pf_flow_t *f)
         return "the text was copied whole into a new str: build it once (''.join(parts), io.StringIO)";
     if (f->dst_ends == str)
         return "decoding copied the bytes as is: work on the bytes (re takes bytes too) or decode once";
+    if (f->made_in)
+        return PF_FIX_CALL;
     if (f->dst_domains && !(f->dst_domains & ~python))
-        return "share one buffer (bytes, bytearray: memoryview(x) or x itself, not bytes(x) or x[:])";
+        return line_has(m, f, python_copies) ? "share one buffer (bytes, bytearray: memoryview(x) or x itself, not bytes(x) or x[:])"
+                                              : PF_FIX_CALL;
     if (f->dst_domains && !(f->dst_domains & ~native))
-        return "share one buffer (numpy: np.asarray(x) or x itself, not np.array(x) or x.copy())";
-    return "share one buffer (numpy: np.asarray(x) or x itself; bytes: memoryview(x))";
+        return line_has(m, f, numpy_copies) ? "share one buffer (numpy: np.asarray(x) or x itself, not np.array(x) or x.copy())"
+                                             : PF_FIX_CALL;
+    return line_has(m, f, numpy_copies) || line_has(m, f, python_copies)
+               ? "share one buffer (numpy: np.asarray(x) or x itself; bytes: memoryview(x))"
+               : PF_FIX_CALL;
 }
 
 void pf_report_unlisted_redundancy(const pf_model_t *m, pf_unlisted_redundancy_t *out)

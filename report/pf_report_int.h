@@ -13,26 +13,44 @@ size_t *pf_report_func_order(const pf_model_t *m);
 /* Bytes copied per second over the span in which the row had events (at least 1 ms). */
 double pf_report_copy_rate(const pf_stats_t *s);
 
-/* Likelihood (0-1) that what a row holds at exit is a leak: Laplace's rule on its recorded allocations
- * never freed, times the Mann-Kendall trend of its live bytes over the run. Reported at >= 0.5. */
-#define PF_LEAK_REPORT_THRESHOLD 0.5
+/* Likelihood (0-1) that what a line holds at exit is a leak (pf_model_leak.c): 1 - the p-value of the
+ * growth of what it keeps between temporaries, given that its survivors are enough and spread over the
+ * run (else 0). Reported at >= 0.99: growth significant at 1%. */
+#define PF_LEAK_REPORT_THRESHOLD 0.99
 double pf_report_leak_likelihood(const pf_stats_t *s);
 
-/* A flow is reported redundant when most of its judged copies were. */
+/* Sampling error of a row's figures: the standard error of alloc_bytes and of leaked_bytes (0 when every
+ * record is exact); and 1 when its allocated bytes rest on few samples: a relative standard error above
+ * PF_FEW_SAMPLES_RSE (about 25 samples or fewer), marked '~' in the text table. */
+#define PF_FEW_SAMPLES_RSE 0.2
+double pf_report_alloc_se(const pf_stats_t *s);
+double pf_report_leaked_se(const pf_stats_t *s);
+int pf_report_few_samples(const pf_stats_t *s);
+
+/* A flow is reported redundant when most of its judged copies were, and they are enough to stand for it:
+ * PF_COPY_MIN_JUDGED of them, or every copy it made (a single 80 MB np.array(a), judged). */
+int pf_report_flow_judged_enough(const pf_flow_t *f);
 int pf_report_flow_redundant(const pf_flow_t *f);
 
 /* Findings are about the user's code, which the user can change: a line's probable leak (the likelihood
  * at PF_LEAK_REPORT_THRESHOLD or more) and a redundant copy flow made at a line of the user's files (by
  * that line, not by a thread or process it started). */
 int pf_report_leak_found(const pf_model_t *m, const pf_line_t *l);
+
+/* 1 when the line is an import statement (its source: "import ..." or "from ... import ..."): what a module
+ * builds when it is first imported (its tables, the interpreter's caches) is made once, and the copies
+ * its loading makes are not the user's to change. No finding is about an import. */
+int pf_report_is_import(const pf_model_t *m, const pf_line_t *l);
 int pf_report_copy_found(const pf_model_t *m, const pf_flow_t *f);
 
 /* What to do about a redundant copy flow, by what it copied into: a Python object (bytes, bytearray:
  * memoryview), a native buffer (numpy: asarray), a GPU upload (keep it on the device); both advices when
- * its copies filled both kinds. Where the runtime saw str and bytes ends (pf_copy_end_t): str.encode(),
+ * its copies filled both kinds. Advice to rewrite a call is given only when the line has that call
+ * (np.array, .copy(), bytes(...)); a copy made inside a library (f->made_in) or by another call on the
+ * line gets what the user can change on their line: the input's dtype or layout, copy=False, calling once. Where the runtime saw str and bytes ends (pf_copy_end_t): str.encode(),
  * a decode, or a str copied whole into another, each its own advice. At most 89 characters: the text
  * report prints it after 11 columns of indent and never wraps. */
-const char *pf_report_copy_fix(const pf_flow_t *f);
+const char *pf_report_copy_fix(const pf_model_t *m, const pf_flow_t *f);
 
 /* The redundant copy bytes the findings leave out (the header's total counts them): those made by threads
  * and processes a line of the user's started, in library code (with the line whose share is largest), and

@@ -11,10 +11,14 @@ typedef struct live_obj {
     int32_t node;       /* its call-tree node */
     uint8_t gpu;        /* a GPU allocation */
     uint8_t domain;     /* PF_DOMAIN_* */
+    uint8_t half;       /* pf_peak_half: which half of the samples it is in (0: recorded exactly) */
     uint32_t native;    /* native site string, 0 = none */
     double est;
     uint64_t size;
     uint64_t t_alloc;
+
+
+    double clock;       /* the program's allocation clock when it was allocated (pf_sweep_leak_clock) */
 } live_obj_t;
 
 /* Where an object was allocated: what a copy's edge needs of its source (kept per address for freed
@@ -78,6 +82,11 @@ typedef struct sweeper {
     pf_map_t copies;        /* (proc, copy id) -> copy_info index, until its verdict */
     copy_info_t *cinfo;
     size_t n_cinfo, cap_cinfo;
+    uint64_t *proc_objs;    /* per process: how many of its objects are live */
+    uint64_t parked;        /* live-at-exit objects whose address was reused, moved to keys of their own */
+    /* the leak test's clock: bytes allocated outside import lines so far; its value at the first allocation
+     * of the user's code and at the root's finalization (-1: not yet) */
+    double leak_clock, clock_start, clock_end;
     live_obj_t *objs;       /* the live objects; a released one's slot is reused (free_objs) */
     size_t n_objs, cap_objs;
     uint64_t *free_objs;
@@ -91,6 +100,7 @@ typedef struct sweeper {
     pf_map_t origin_memo;   /* (proc, tid) -> index into origins; and what each line started, counted once */
     origin_t *origins;
     size_t n_origins, cap_origins;
+    pf_peak_est_t peak;     /* the peak's windows (pf_model_peak.c) */
     uint32_t peak_epoch, gpu_peak_epoch;    /* how many times the program's live (GPU) bytes set a new peak */
 } sweeper_t;
 
@@ -127,6 +137,39 @@ int64_t pf_sweep_live_object(const sweeper_t *S, uint32_t proc, uint64_t addr);
  * in and the peak is known. */
 void pf_sweep_content(sweeper_t *S, const event_t *e);
 void pf_waste_finish(sweeper_t *S);
+
+
+/* The live map's key of an address of process proc. */
+uint64_t pf_sweep_addr_key(uint32_t proc, uint64_t addr);
+
+/* pf_model_sweep.c: ends the life of live object idx at key k at time t (pf_model_sweep.c's release). */
+void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uint64_t t, int ended);
+
+/* pf_model_objects.c: objects found by an address inside them (large ones, GPU blocks), in a sorted array. */
+int pf_sweep_wants_range(const live_obj_t *o);
+void pf_sweep_range_add(sweeper_t *S, uint64_t key, uint64_t idx);
+void pf_sweep_range_del(sweeper_t *S, uint64_t key);
+/* The live object containing addr (a small header before it, or inside a range object); *offset (unless
+ * NULL) = addr's offset in it; -1 when none. */
+int64_t pf_sweep_object_at(sweeper_t *S, uint32_t proc, uint64_t addr, uint64_t *offset);
+
+/* pf_model_objects.c: processes that end before the program (and images replaced by exec), by when, a
+ * sentinel at UINT64_MAX last (caller frees); and the end of one: its objects stop counting. */
+typedef struct proc_end {
+    uint64_t t;
+    uint32_t proc;
+} proc_end_t;
+proc_end_t *pf_sweep_process_ends(const sweeper_t *S);
+void pf_sweep_end_process(sweeper_t *S, uint32_t proc, uint64_t t);
+
+/* pf_model_leak.c: moves the leak test's clock on by an allocation of est bytes charged to row at time t
+ * (in process proc), before the object is made (its clock is S->leak_clock after). */
+void pf_sweep_leak_clock(sweeper_t *S, int32_t row, uint32_t proc, uint64_t t, double est);
+
+/* pf_model_leak.c: the leak test of every line (pf_leak_test_t), from the objects still live at the end of
+ * the sweep and the lines' timeline_low; before finish_stats has filled the timelines' last buckets it
+ * must not run: call it after. */
+void pf_sweep_leaks(sweeper_t *S);
 
 /* pf_model_watch.c: one ACCESS_PAIR event, and the ordering of the groups once every event is in. */
 void pf_sweep_access(sweeper_t *S, const event_t *e);

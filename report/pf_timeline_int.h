@@ -21,6 +21,13 @@ int pf_timeline_bucket(uint64_t t, uint64_t t_end);
  * `before` (*filled counts the buckets written so far) and keeps the maximum in t's bucket. */
 void pf_timeline_set(double *tl, int *filled, uint64_t t, uint64_t t_end, double before, double after);
 
+/* As pf_timeline_set for a timeline of each bucket's minimum, given t's bucket b (pf_timeline_bucket: the
+ * caller that keeps both timelines divides once). */
+void pf_timeline_set_low(double *tl, int *filled, int b, double before, double after);
+
+/* pf_timeline_set, given t's bucket b. */
+void pf_timeline_set_bucket(double *tl, int *filled, int b, double before, double after);
+
 /* Fills the buckets after the last change with the series' final value. */
 void pf_timeline_finish(double *tl, int *filled, double last);
 

@@ -8,13 +8,15 @@ set(pf_it_per_version python_and_native temporaries_and_live tracemalloc_agreeme
     module_and_code argv_cwd_env keyboard_interrupt signals_forwarded os_exit_and_sigkill fork_merged copies_numpy copies_python
     threads_stress child_processes outside_code started_by started_by_shell short_lived_workers lazy_libraries odd_script_names leaks peak_in_middle crashes_and_timers signal_coexistence
     stack_interning unprofiled_children command_lines call_paths library_paths
-    venvs signals_relayed lost_children threads_from_code dist_env_dir waste_untouched waste_recompute)
+    venvs signals_relayed lost_children threads_from_code dist_env_dir waste_untouched waste_recompute
+    ctypes_libc leak_temporaries leak_requests leak_every_nth leak_slow leak_library leak_caches
+    children_over_time copy_verdicts sampling_error)
 set(pf_it_once bad_input corrupt_profiles report_rerender install_prefix flow_graph_dot html_page info full_disk unwritable_tmpdir
     copy_pieces child_after_chdir watch_categories watch_signals watch_off watch_default watch_not_permitted watch_copies gpu_per_tensor exec_native_clean long_run_bounds fd_numbers fd_limit watch_sampled_addresses watch_budget
     profile_size_cap closed_profile_fd sampling_options greenlet_switches flow_graph_view flow_graph_real html_report_layout
     interpreter_cache output_files job_control broken_pipe fifo_outputs long_argument format_version
     watch_signals_blocked terminal_pipeline
-    dist_torchrun dist_dask dist_dask_killed watch_pages)
+    dist_torchrun dist_dask dist_dask_killed watch_pages peak_unbiased)
 
 function(pf_it_add case py)
   string(REGEX REPLACE ".*/" "" tag ${py})

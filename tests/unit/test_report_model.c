@@ -16,6 +16,7 @@
 #include "pf_format.h"
 #include "pf_model_int.h"
 #include "pf_reader_int.h"
+#include "pf_report_int.h"
 #include "pf_report.h"
 #include "pf_symbols_int.h"
 #include <dlfcn.h>
@@ -218,15 +219,18 @@ static void test_copies_and_verdicts(void **state)
     b_alloc(&b, 3, 0x30000, 4096, 4096, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &l2);
     b_copy(&b, 4, 7, 0x20000, 0x10000, 4096, 3);
     b_copy(&b, 5, 8, 0x20000 + 32, 0x10000 + 32, 64, 3);  /* a piece inside both objects: no candidate */
-    b_copy(&b, 6, 9, 0x30000 + 16, 0x10000, 4000, 3);     /* fills the object but a 16-byte header */
+    b_copy(&b, 6, 9, 0x30000 + 16, 0x10000 + 16, 4000, 3);    /* fills both objects but 16-byte headers */
+    b_alloc(&b, 6, 0x40000, 4200, 4200, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &l2);
+    b_copy(&b, 6, 11, 0x40000, 0x10000, 4096, 3);         /* into a longer value (a concatenation): no candidate */
     b_verdict(&b, 7, 7, PF_VERDICT_REDUNDANT);
     b_verdict(&b, 8, 8, PF_VERDICT_REDUNDANT);            /* as a runtime before pf_copy_rule.h judged it: ignored */
     b_verdict(&b, 9, 9, PF_VERDICT_MODIFIED);
+    b_verdict(&b, 9, 11, PF_VERDICT_REDUNDANT);           /* as a runtime before pf_copy_duplicates judged it */
     b_verdict(&b, 10, 99, PF_VERDICT_REDUNDANT);          /* unknown copy: ignored */
     pf_model_t *m = load_ok(b_save(&b, "copy.pflow", 0));
     const pf_line_t *at = find_line(m, "/c.py", 3);
-    assert_int_equal((int)at->s.copy_bytes, 4096 + 64 + 4000);
-    assert_int_equal((int)at->s.copy_count, 3);
+    assert_int_equal((int)at->s.copy_bytes, 4096 + 64 + 4000 + 4096);
+    assert_int_equal((int)at->s.copy_count, 4);
     /* the redundant share of the judged candidates' bytes, of the candidates' bytes (none of the piece's) */
     assert_int_equal((int)(at->s.redundant_copy_bytes + 0.5), 4096);
     assert_int_equal((int)(m->flows[0].candidate_bytes + 0.5), 4096 + 4000);
@@ -250,6 +254,40 @@ static int dot_edge_red(const char *dot, const char *label_end)
     return red && (!eol || red < eol);
 }
 
+/* A verdict stands on PF_COPY_MIN_JUDGED judged copies or on all of its edge's: 3 judged of 40 copies is no
+ * verdict (no redundant bytes extrapolated over the 37 others); 10 of 40 is. */
+static pf_model_t *copies_judged(int judged)
+{
+    builder_t b;
+    b_init(&b, PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    b_code(&b, 1, "/j.py", "<module>", 1);
+    b_code(&b, 2, "/j.py", "<module>", 2);
+    uint32_t src = 1, dst = 2;
+    b_alloc(&b, 1, 0x10000, 4096, 4096, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &src);
+    for (int i = 0; i < 40; i++) {
+        b_alloc(&b, 2 + (uint64_t)i, 0x100000 + (uint64_t)i * 0x2000, 4096, 4096, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &dst);
+        b_copy(&b, 2 + (uint64_t)i, 100 + (uint64_t)i, 0x100000 + (uint64_t)i * 0x2000, 0x10000, 4096, 2);
+    }
+    for (int i = 0; i < judged; i++)
+        b_verdict(&b, 50 + (uint64_t)i, 100 + (uint64_t)i, PF_VERDICT_REDUNDANT);
+    return load_ok(b_save(&b, "judged.pflow", 0));
+}
+
+static void test_verdict_needs_enough_judged(void **state)
+{
+    (void)state;
+    pf_model_t *m = copies_judged(3);
+    assert_int_equal((int)m->n_flows, 1);
+    assert_false(pf_report_flow_redundant(&m->flows[0]));
+    assert_int_equal((int)m->total.redundant_copy_bytes, 0);
+    pf_model_free(m);
+    m = copies_judged(PF_COPY_MIN_JUDGED);
+    assert_true(pf_report_flow_redundant(&m->flows[0]));
+    assert_int_equal((int)(m->total.redundant_copy_bytes + 0.5), 40 * 4096);
+    pf_model_free(m);
+}
+
 /* The header's redundant total counts copies no finding lists: a worker's (started by the user's line, in
  * library code) and a library line's. The findings say how much, and which line started the worker. */
 static void test_unlisted_redundant_copies(void **state)
@@ -269,10 +307,12 @@ static void test_unlisted_redundant_copies(void **state)
     b_alloc(&b, 4, 0x20000, 4096, 4096, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &app6);
     b_copy(&b, 5, 1, 0x20000, 0x10000, 4096, app6);                 /* the user's own: listed */
     b_alloc(&b, 5, 0x60000, 1024, 1024, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &app7);
-    b_copy(&b, 5, 4, 0x60000, 0x10000, 1024, app7);                 /* into a Python object (bytes) */
+    b_alloc(&b, 5, 0x70000, 1024, 1024, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &app6);
+    b_copy(&b, 5, 4, 0x60000, 0x70000, 1024, app7);                 /* into a Python object (bytes) */
     b_verdict(&b, 19, 4, PF_VERDICT_REDUNDANT);
     b_alloc(&b, 6, 0x30000, 2048, 2048, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &library);
-    b_copy(&b, 7, 2, 0x30000, 0x10000, 2048, library);              /* a library line's */
+    b_alloc(&b, 6, 0x80000, 2048, 2048, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &app6);
+    b_copy(&b, 7, 2, 0x30000, 0x80000, 2048, library);              /* a library line's */
     b_verdict(&b, 20, 1, PF_VERDICT_REDUNDANT);
     b_verdict(&b, 21, 2, PF_VERDICT_REDUNDANT);
     b_chunk(&b, 2);                                 /* the worker app.py:5 started, in library code */
@@ -1041,6 +1081,7 @@ int main(void)
         cmocka_unit_test(test_attribution),
         cmocka_unit_test(test_sampled_estimates_and_counts),
         cmocka_unit_test(test_copies_and_verdicts),
+        cmocka_unit_test(test_verdict_needs_enough_judged),
         cmocka_unit_test(test_copy_write_decides),
         cmocka_unit_test(test_unlisted_redundant_copies),
         cmocka_unit_test(test_redundancy_categories),

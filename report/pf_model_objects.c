@@ -1,0 +1,119 @@
+/* pf_model_objects.c - the sweep's live objects: found by an address inside them, and ended with their
+ * process (see pf_sweep_int.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pf_copy_rule.h"
+#include "pf_loader_int.h"
+#include "pf_report_int.h"
+#include "pf_sweep_int.h"
+
+uint64_t pf_sweep_addr_key(uint32_t proc, uint64_t addr)
+{
+    return (addr & ((1ull << 48) - 1)) | ((uint64_t)(proc & 0x7fff) << 48);  /* user addresses: 47 bits */
+}
+
+/* Objects this large (and every GPU block) can be found by an address inside them: a copy from a slice of
+ * a big array, or into a tensor inside a caching allocator's segment, still has its end. Few are live at
+ * once, so a sorted array serves. */
+#define PF_RANGE_MIN_BYTES (64u << 10)
+
+int pf_sweep_wants_range(const live_obj_t *o) { return o->gpu || o->size >= PF_RANGE_MIN_BYTES; }
+
+/* The index of the first range whose key is above key. */
+static size_t range_upper(const sweeper_t *S, uint64_t key)
+{
+    size_t lo = 0, hi = S->n_ranges;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (S->ranges[mid].key <= key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+void pf_sweep_range_add(sweeper_t *S, uint64_t key, uint64_t idx)
+{
+    size_t at = range_upper(S, key);
+    PF_VEC_PUSH(S->ranges, S->n_ranges, S->cap_ranges);
+    memmove(&S->ranges[at + 1], &S->ranges[at], (S->n_ranges - 1 - at) * sizeof S->ranges[0]);
+    S->ranges[at] = (range_ent_t){key, idx};
+}
+
+void pf_sweep_range_del(sweeper_t *S, uint64_t key)
+{
+    size_t at = range_upper(S, key);
+    if (at == 0 || S->ranges[at - 1].key != key)
+        return;
+    memmove(&S->ranges[at - 1], &S->ranges[at], (S->n_ranges - at) * sizeof S->ranges[0]);
+    S->n_ranges--;
+}
+
+/* The live object containing addr: addr itself, a small header before it (CPython objects), or, for GPU
+ * blocks and large buffers, any address inside; *offset (unless NULL) = addr's offset in it. */
+int64_t pf_sweep_object_at(sweeper_t *S, uint32_t proc, uint64_t addr, uint64_t *offset)
+{
+    uint64_t found = 0;
+    int64_t idx = -1;
+    for (uint64_t back = 0; idx < 0 && back <= PF_COPY_MAX_HEADER && back <= addr; back += 8) {
+        uint64_t *v = pf_map_get(&S->live, pf_sweep_addr_key(proc, addr - back));
+        if (v && addr < addr - back + S->objs[*v].size)
+            idx = (int64_t)*v, found = back;
+    }
+    uint64_t key = pf_sweep_addr_key(proc, addr);
+    size_t at = idx < 0 ? range_upper(S, key) : 0;
+    if (at > 0) {
+        const range_ent_t *r = &S->ranges[at - 1];
+        if (key - r->key < S->objs[r->idx].size)    /* keys of one process differ by the address */
+            idx = (int64_t)r->idx, found = key - r->key;
+    }
+    if (idx >= 0 && offset)
+        *offset = found;
+    return idx;
+}
+
+/* A process other than the root ended at t (its last event; an image replaced by exec ends there too): what
+ * it still held stops counting in the merged rows, so the program's peak and live bytes follow each
+ * process's lifetime (ten children run one after another, 50 MB each, peak at one child's 50 MB, not 500).
+ * The process's own table keeps its live at exit. One walk of the live map per process that ended holding
+ * anything. The root's objects stay: they are the program's live at exit. */
+void pf_sweep_end_process(sweeper_t *S, uint32_t proc, uint64_t t)
+{
+    if (!S->proc_objs[proc])
+        return;
+    for (size_t i = 0; i < S->live.cap && S->proc_objs[proc]; i++) {
+        uint64_t k = S->live.slots[i].key;
+        if (k && ((k - 1) >> 48) == (proc & 0x7fff)) {
+            pf_sweep_release(S, proc, k - 1, S->live.slots[i].val, t, 1);
+            i--;    /* a deletion may move a later entry into this slot */
+        }
+    }
+}
+
+static int cmp_proc_end(const void *x, const void *y)
+{
+    const proc_end_t *a = x, *b = y;
+    return (a->t > b->t) - (a->t < b->t);
+}
+
+/* The processes that end before the root does, and the images replaced by an exec (the root's too), by when
+ * (a sentinel at UINT64_MAX ends the list). */
+proc_end_t *pf_sweep_process_ends(const sweeper_t *S)
+{
+    const pf_model_t *m = S->m;
+    proc_end_t *ends = pf_xmalloc((m->n_procs + 1) * sizeof *ends);
+    size_t n = 0;
+    uint64_t root_end = 0;
+    for (size_t i = 0; i < m->n_procs; i++)
+        if (m->procs[i].root && S->L->procs[i].last_t > root_end)
+            root_end = S->L->procs[i].last_t;
+    for (size_t i = 0; i < m->n_procs; i++)
+        if (pf_report_process_replaced(m, i) || (!m->procs[i].root && S->L->procs[i].last_t < root_end))
+            ends[n++] = (proc_end_t){S->L->procs[i].last_t, (uint32_t)i};
+    qsort(ends, n, sizeof *ends, cmp_proc_end);
+    ends[n] = (proc_end_t){UINT64_MAX, 0};
+    return ends;
+}
+

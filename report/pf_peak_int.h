@@ -1,0 +1,47 @@
+/* pf_peak_int.h - the program's peak and each row's share of it, without the upward bias of a maximum of
+ * sampled estimates (report/pf_model_peak.c). */
+#ifndef PF_PEAK_INT_H
+#define PF_PEAK_INT_H
+
+#include <stdint.h>
+
+/* What a row keeps for it: its live bytes as each half of the samples estimates them, and their integral
+ * over the other half's peak window since that window's last reset (epoch). */
+typedef struct pf_peak_row {
+    double live_h[2];
+    double acc[2], base[2];
+    uint32_t epoch[2];
+} pf_peak_row_t;
+
+/* The sweep's side: each half's program total is the total row's live_h; its variance, running maximum,
+ * and the time spent in its peak window (W, cumulative; W_reset: at the window's last reset). */
+typedef struct pf_peak_est {
+    int off;                /* every record exact (--exact): the instant of the peak is exact already, and
+                               the fallback share is the answer; nothing to keep */
+    double var[2], max[2], reset_level[2], W[2], W_reset[2];
+    uint32_t epoch[2];
+    int in_window[2];
+    uint64_t t_prev;
+} pf_peak_est_t;
+
+/* Which half of the samples an allocation is in: 0 = recorded exactly (both halves, as it is), 1 or 2. */
+int pf_peak_half(uint64_t addr, uint64_t t, int exact);
+
+/* Time passes to t (before the event at t is handled). */
+void pf_peak_advance(pf_peak_est_t *P, uint64_t t);
+
+/* An object of `half` with estimate est (negative: it ended) and requested size comes to (leaves) row r. */
+void pf_peak_row_add(const pf_peak_est_t *P, pf_peak_row_t *r, int half, double est);
+
+/* The same object comes to (leaves) the program: its share of each half's variance. */
+void pf_peak_total_add(pf_peak_est_t *P, int half, double est, double size);
+
+/* After each event: each half's maximum, window and resets, from the total row. */
+void pf_peak_after_event(pf_peak_est_t *P, const pf_peak_row_t *total);
+
+/* Row r's share of the peak at the end (after pf_peak_advance to the end); fallback when no window
+ * lasted any time (a peak that lasted no time between two events). *se: its standard error, from the
+ * difference of the two halves' estimates (one degree of freedom: rough); 0 with one or none. */
+double pf_peak_row_share(const pf_peak_est_t *P, pf_peak_row_t *r, double fallback, double *se);
+
+#endif /* PF_PEAK_INT_H */
