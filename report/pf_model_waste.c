@@ -52,6 +52,13 @@ static waste_sweep_t *sweep_state(pf_model_t *m)
     return m->waste.sweep;
 }
 
+/* A live object's call-tree node is one of the unfolded tree (m->full); findings name the folded path of
+ * the user's lines (m->nodes), as the other findings' `via` does. */
+static int32_t folded_node(const pf_model_t *m, int32_t full)
+{
+    return full >= 0 ? m->full[full].folded : -1;
+}
+
 static void note_untouched(pf_model_t *m, waste_sweep_t *W, const live_obj_t *o, double scale, uint64_t page,
                            const pf_rec_content_t *c, uint64_t t_end)
 {
@@ -69,7 +76,7 @@ static void note_untouched(pf_model_t *m, waste_sweep_t *W, const live_obj_t *o,
         pf_untouched_t *u = PF_VEC_PUSH(m->waste.untouched, m->waste.n_untouched, m->waste.cap_untouched);
         memset(u, 0, sizeof *u);
         u->row = o->line;
-        u->node = o->node;
+        u->node = folded_node(m, o->node);
         *v = m->waste.n_untouched;
     }
     pf_untouched_t *u = &m->waste.untouched[*v - 1];
@@ -79,7 +86,7 @@ static void note_untouched(pf_model_t *m, waste_sweep_t *W, const live_obj_t *o,
     if (o->size > u->largest_size || (o->size == u->largest_size && untouched_one > u->largest_untouched)) {
         u->largest_size = o->size;
         u->largest_untouched = untouched_one;
-        u->node = o->node;
+        u->node = folded_node(m, o->node);
     }
     if (untouched > 0) {
         untouched_fact_t *f = PF_VEC_PUSH(W->facts, W->n_facts, W->cap_facts);
@@ -87,14 +94,15 @@ static void note_untouched(pf_model_t *m, waste_sweep_t *W, const live_obj_t *o,
     }
 }
 
-static void note_value(waste_sweep_t *W, const live_obj_t *o, double scale, uint64_t fingerprint)
+static void note_value(const pf_model_t *m, waste_sweep_t *W, const live_obj_t *o, double scale, uint64_t fingerprint)
 {
     int created;
-    uint64_t *v = pf_map_put(&W->groups, pf_sweep_key3((uint64_t)(o->node >= 0 ? o->node : -2 - o->line) & 0xffffffffull,
+    int32_t node = folded_node(m, o->node);
+    uint64_t *v = pf_map_put(&W->groups, pf_sweep_key3((uint64_t)(node >= 0 ? node : -2 - o->line) & 0xffffffffull,
                                                        o->size, fingerprint), &created);
     if (created) {
         value_group_t *g = PF_VEC_PUSH(W->g, W->n_g, W->cap_g);
-        *g = (value_group_t){o->line, o->node, o->size, o->domain, 0, 0, 0};
+        *g = (value_group_t){o->line, node, o->size, o->domain, 0, 0, 0};
         *v = W->n_g;
         return;     /* a value's first object is no recomputation */
     }
@@ -122,7 +130,7 @@ void pf_sweep_content(sweeper_t *S, const event_t *e)
     if (c->checked_pages && c->untouched_pages <= c->checked_pages)
         note_untouched(m, W, o, scale, (uint64_t)1 << e->aux, c, t_end);
     if (c->flags & PF_CONTENT_HASHED)
-        note_value(W, o, scale, c->fingerprint);
+        note_value(S->m, W, o, scale, c->fingerprint);
 }
 
 static int by_recomputed_bytes(const void *a, const void *b)

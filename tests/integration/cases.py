@@ -2502,7 +2502,7 @@ def venv_pythons(c):
     return ["/usr/bin/python3"] + ([pyenv[0], pyenv[-1]] if len(pyenv) > 1 else pyenv)
 
 
-def make_venv(c, python, name):
+def make_pip_venv(c, python, name):
     venv = os.path.join(c.tmp, name)
     cp = run([python, "-m", "venv", venv])
     if cp.returncode != 0:
@@ -2528,7 +2528,7 @@ def case_pip_install(c):
     for i, python in enumerate(venv_pythons(c)):
         if not os.path.exists(python):
             continue
-        venv = make_venv(c, python, f"venv{i}")
+        venv = make_pip_venv(c, python, f"venv{i}")
         cp = run([os.path.join(venv, "bin", "python"), "-m", "pip", "install", ROOT], env=env, timeout=900)
         assert cp.returncode == 0, f"pip install with {python}:\n{cp.stdout[-1500:]}{cp.stderr[-1500:]}"
         exe = os.path.join(venv, "bin", "pyflow")
