@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""GPU checks beyond tests/integration/cases.py's gpu_* cases: the real launcher on the mock CUDA library.
+"""GPU checks beyond tests/integration/cases/gpu.py: the real launcher on the mock CUDA library.
 
 Usage: check_gpu.py CASE --pyflow BUILD/bin/pyflow --python INTERPRETER --mock libpf_mockcuda.so
 Exit 0 = pass, 1 = fail (with the failing assertion), 77 = skipped (with the reason).

@@ -1,4 +1,4 @@
-"""Recomputed values and their twins. Line numbers are asserted by tests/integration/cases.py
+"""Recomputed values and their twins. Line numbers are asserted by tests/integration/cases/waste.py
 (case_waste_recompute). Argument "numpy" adds the numpy loops (where numpy is installed)."""
 import sys
 

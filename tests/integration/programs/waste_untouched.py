@@ -1,4 +1,4 @@
-"""Untouched memory and its twins. Line numbers are asserted by tests/integration/cases.py (case_waste_untouched).
+"""Untouched memory and its twins. Line numbers are asserted by tests/integration/cases/waste.py (case_waste_untouched).
 Argument "numpy" adds the numpy lines (where numpy is installed)."""
 import sys
 

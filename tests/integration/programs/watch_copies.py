@@ -1,4 +1,4 @@
-"""--watch=copies (tests/integration/cases.py watch_copies): three copies of 2 MB, each judged differently.
+"""--watch=copies (tests/integration/cases/watch.py, watch_copies): three copies of 2 MB, each judged differently.
 
   kept = bytes(base)        nobody writes either end: redundant, by compare-at-free
   changed = bytearray(base) the copy's first word is written on the next line: needed, by watch (to: copy)

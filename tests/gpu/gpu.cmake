@@ -1,6 +1,6 @@
 # GPU without a GPU: a mock CUDA library (host memory behind the CUDA entry points), loaded by Python
-# programs with ctypes (dlopen/dlsym) and through a C extension linked against it (PLT). The checks run
-# the real launcher (tests/integration/cases.py, cases gpu_*).
+# programs with ctypes (dlopen/dlsym) and through a C extension linked against it (PLT). The integration
+# cases of tests/integration/cases/gpu.py run the real launcher on them (pf_gpu_env names what they load).
 add_library(pf_mockcuda SHARED ${PROJECT_SOURCE_DIR}/tests/gpu/mock_cuda.c)
 set_target_properties(pf_mockcuda PROPERTIES C_VISIBILITY_PRESET hidden LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/gpu)
 # Bound to itself, as libcuda is: the pointers its cuGetProcAddress hands out, and its calls between its own
@@ -21,14 +21,6 @@ if(pf_debian_py_inc AND EXISTS ${pf_debian_py_inc}/Python.h)
   list(APPEND pf_gpu_env "PYFLOW_TEST_GPUEXT=${CMAKE_BINARY_DIR}/tests/gpu/ext")
 endif()
 
-foreach(case gpu_ctypes gpu_extension gpu_procaddress gpu_vmm gpu_copies_2d gpu_pools)
-  add_test(NAME integration.${case}.debian-python3
-           COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/tests/integration/cases.py ${case}
-                   --pyflow $<TARGET_FILE:pyflow> --python /usr/bin/python3)
-  set_tests_properties(integration.${case}.debian-python3 PROPERTIES LABELS "integration;gpu"
-                       SKIP_RETURN_CODE 77 TIMEOUT 300 ENVIRONMENT "${pf_gpu_env}")
-endforeach()
-
 # tests/gpu/check_gpu.py: probes answer as without the profiler; the driver API, pinned memory, unified
 # addressing and cuGetProcAddress variants; `pyflow info`'s cuda line.
 foreach(case probe driver info)
@@ -39,15 +31,11 @@ foreach(case probe driver info)
                        TIMEOUT 300)
 endforeach()
 
-# An existing LD_PRELOAD interposer using dlsym(RTLD_NEXT) keeps working under pyflow's dlsym.
+# An existing LD_PRELOAD interposer using dlsym(RTLD_NEXT) keeps working under pyflow's dlsym (case
+# preload_chain loads it).
 add_library(pf_next_preload SHARED ${PROJECT_SOURCE_DIR}/tests/gpu/next_preload.c)
 set_target_properties(pf_next_preload PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/gpu)
 target_link_libraries(pf_next_preload PRIVATE dl)
-add_test(NAME integration.preload_chain.debian-python3
-         COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/tests/integration/cases.py preload_chain
-                 --pyflow $<TARGET_FILE:pyflow> --python /usr/bin/python3)
-set_tests_properties(integration.preload_chain.debian-python3 PROPERTIES LABELS integration SKIP_RETURN_CODE 77
-                     TIMEOUT 120 ENVIRONMENT "PYFLOW_TEST_NEXT_PRELOAD=$<TARGET_FILE:pf_next_preload>")
 
 # A program linked against the real static CUDA runtime (libcudart_static.a, from the CUDA toolkit when
 # installed: CuPy's wheels are built so), run with pyflow's runtime preloaded and a logging stand-in for

@@ -1,0 +1,72 @@
+"""Integration cases: recomputed values and untouched memory, and their twins that must not be reported."""
+import os
+import re
+
+from .common import has_numpy, near, per_version, prog, row
+
+
+@per_version
+def case_waste_untouched(c):
+    """Pages never touched, from mincore at free and at exit: bytes(n) (calloc'd) never used is >= 90%
+    untouched, a zero-filled bytearray(n) is touched in full; with numpy, np.zeros(n) never used >= 90%,
+    np.empty(n) written in full 0%, written one tenth ~90%. The resident peak is the peak less what was
+    never touched; PYFLOW_NO_WASTE=1 measures nothing."""
+    numpy = ("numpy",) if has_numpy(c.python) else ()
+    cp, d = c.profile(prog("waste_untouched.py"), *numpy)
+    assert cp.returncode == 0, cp.stderr
+    never, filled = row(d, "waste_untouched.py", 6), row(d, "waste_untouched.py", 7)
+    assert never["untouched_bytes"] >= 0.9 * 80_000_000, never
+    assert filled["untouched_bytes"] < 0.01 * 80_000_000, filled
+    expect_untouched = 80_000_000
+    if numpy:
+        zeros, full, tenth = (row(d, "waste_untouched.py", n) for n in (10, 11, 12))
+        assert zeros["untouched_bytes"] >= 0.9 * 80_000_000, zeros
+        assert full["untouched_bytes"] < 0.01 * 80_000_000, full
+        near(tenth["untouched_bytes"], 0.9 * 80_000_000, 0.03, "np.empty written one tenth: untouched")
+        expect_untouched += 80_000_000 + 72_000_000
+    found = {(os.path.basename(u["file"]), u["line"]) for u in d["untouched"] if u["finding"]}
+    assert ("waste_untouched.py", 6) in found and ("waste_untouched.py", 7) not in found, d["untouched"]
+    assert not numpy or {("waste_untouched.py", 10), ("waste_untouched.py", 12)} <= found, found
+    assert not numpy or ("waste_untouched.py", 11) not in found, found
+    # all of them are live at the peak: the resident peak lacks about their untouched bytes
+    t = d["totals"]
+    near(t["peak_bytes"] - t["resident_peak_bytes"], expect_untouched, 0.05, "untouched bytes at the peak")
+    assert never["resident_peak_bytes"] < 0.1 * never["peak_bytes"], never
+    assert "untouched memory" in cp.stderr and "waste_untouched.py:6  allocated 76.3 MiB, used 0%" in cp.stderr, cp.stderr
+    assert "resident at the peak" in cp.stderr, cp.stderr
+    cp, d = c.profile(prog("waste_untouched.py"), *numpy, env={"PYFLOW_NO_WASTE": "1"})
+    assert cp.returncode == 0 and not d["waste"]["measured"] and not d["untouched"], d["waste"]
+
+
+@per_version
+def case_waste_recompute(c):
+    """A loop that builds the same str (and, with numpy, the same array) every iteration is flagged with
+    its count; the same loops making a new value each time, a list of new floats (whose item array holds
+    the same pointers each time: the allocator hands the freed addresses back), and np.zeros never written,
+    are not."""
+    numpy = ("numpy",) if has_numpy(c.python) else ()
+    dot = os.path.join(c.tmp, "waste.dot")
+    page = os.path.join(c.tmp, "waste.html")
+    cp, d = c.profile(prog("waste_recompute.py"), *numpy, extra=("--dot", dot, "--dot-min-bytes", "1", "--html", page))
+    assert cp.returncode == 0, cp.stderr
+    assert "recomputed value</span> loop-invariant computation at <code>waste_recompute.py:9</code>" in \
+        open(page, encoding="utf-8").read()
+    found = {(os.path.basename(r["file"]), r["line"]): r for r in d["recomputations"]}
+    same = found.get(("waste_recompute.py", 9))
+    assert same, d["recomputations"]
+    assert 360 < same["object_size"] < 500 and same["category"] == "loop-invariant computation", same
+    near(same["count"], 100_000, 0.35, "recomputed str count (sampled)")
+    assert [(v["function"], v["line"]) for v in same["via"]] == [("<module>", 28)], same["via"]
+    for line in (10, 11):
+        assert row(d, "waste_recompute.py", line)["recomputed_bytes"] == 0, f"line {line}: new values flagged"
+    assert re.search(r"recomputed the same \d+ B value \d+ times", cp.stderr), cp.stderr
+    if numpy:
+        inv = found.get(("waste_recompute.py", 21))
+        assert inv and inv["object_size"] == 32768, d["recomputations"]
+        near(inv["count"], 30_000, 0.25, "recomputed array count")
+        assert inv["category"] == "repeated native call with the same arguments", inv
+        for line in (22, 23):
+            assert row(d, "waste_recompute.py", line)["recomputed_bytes"] == 0, f"line {line} flagged"
+        assert "recomputed" in open(dot, encoding="utf-8").read(), "no recomputed node in the dot graph"
+    cp, d = c.profile(prog("waste_recompute.py"), *numpy, env={"PYFLOW_NO_WASTE": "1"})
+    assert cp.returncode == 0 and not d["recomputations"], d["recomputations"]
