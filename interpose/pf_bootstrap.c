@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "pf_rt_int.h"
+#include "pf_hooks_int.h"
 
 #define PF_BOOTSTRAP_BYTES (256u * 1024u)
 

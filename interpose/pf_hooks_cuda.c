@@ -40,7 +40,6 @@
 #include <string.h>
 
 #include "pf_cuda_int.h"
-#include "pf_objtable.h"
 #include "pf_sys.h"
 
 #define PF_CUDA_NOT_INITIALIZED 3   /* cudaErrorInitializationError == CUDA_ERROR_NOT_INITIALIZED == 3 */

@@ -8,7 +8,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
-#include "pf_rt_int.h"
+#include "pf_hooks_int.h"
 
 static void (*real_exit)(int);
 

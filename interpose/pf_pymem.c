@@ -12,10 +12,9 @@
 #include <errno.h>
 #include <stdint.h>
 
-#include "pf_objtable.h"
-#include "pf_rt_int.h"
+#include "pf_hooks_int.h"
 #include "pf_sys.h"
-#include "pf_watch_glue.h"
+#include "pf_watch.h"
 
 typedef struct pf_pymem_allocator {
     void *ctx;

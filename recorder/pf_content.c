@@ -17,7 +17,7 @@
 
 #include "pf_content_scan.h"
 #include "pf_objtable.h"
-#include "pf_rt_int.h"
+#include "pf_rec_int.h"
 #include "pf_writer.h"
 
 /* Objects smaller than this are not fingerprinted: a few words repeated say little (small structs, short

@@ -1,5 +1,7 @@
-/* pf_rt_int.h - private to the runtime (libpyflow.so): thread-local state, the real allocator functions,
- * the slow paths the hooks fall into, and the process-wide configuration.
+/* pf_recorder.h - the recorder's whole API to the hooks and the start-up of interpose/ (libpyflow.so):
+ * thread-local state, the process-wide configuration, the slow paths the hooks fall into, the recorder's
+ * start, fork handlers and spawn records, and the few services it needs from the runtime that hosts it
+ * (pf_host: the real functions behind the hooks). Everything else of the recorder is private to recorder/.
  *
  * Invariants the hooks rely on:
  *  - pf_tls is initial-exec TLS, so reading it never calls into the loader (no malloc, no lock).
@@ -10,9 +12,10 @@
  *    never larger than the object threshold, so one unlikely branch covers both the sampler and the
  *    "large allocations are recorded exactly" rule.
  */
-#ifndef PF_RT_INT_H
-#define PF_RT_INT_H
+#ifndef PF_RECORDER_H
+#define PF_RECORDER_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -20,8 +23,6 @@
 #include "pf_format.h"
 #include "pf_pyframes.h"
 #include "pf_sampler.h"
-
-struct pf_objinfo;
 
 #define PF_LIKELY(x) __builtin_expect(!!(x), 1)
 #define PF_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -55,32 +56,16 @@ typedef struct pf_tls {
 
 extern __thread pf_tls_t pf_tls __attribute__((tls_model("initial-exec"))) PF_HIDDEN;
 
-/* The allocator functions the hooks forward to: whatever came next in the symbol search order
- * (libc, or a malloc that an existing LD_PRELOAD put in). */
-typedef struct pf_real_fns {
-    void *(*malloc)(size_t);
-    void (*free)(void *);
-    void *(*calloc)(size_t, size_t);
-    void *(*realloc)(void *, size_t);
-    int (*posix_memalign)(void **, size_t, size_t);
-    void *(*aligned_alloc)(size_t, size_t);
-    void *(*memalign)(size_t, size_t);
-    void *(*valloc)(size_t);
-    void *(*pvalloc)(size_t);
-    size_t (*malloc_usable_size)(void *);
-    void *(*mmap)(void *, size_t, int, int, int, off_t);
-    void *(*mmap64)(void *, size_t, int, int, int, off_t);
-    int (*munmap)(void *, size_t);
-    void *(*mremap)(void *, size_t, size_t, int, ...);
+/* What the recorder needs from the runtime that hosts it (interpose/), filled by its start-up once the
+ * real functions are known, before recording is enabled: the recorder never calls an exported hook. */
+typedef struct pf_recorder_host {
     void *(*memcpy)(void *, const void *, size_t);
-    void *(*memmove)(void *, const void *, size_t);
-    void *(*mempcpy)(void *, const void *, size_t);
-    void *(*memcpy_chk)(void *, const void *, size_t, size_t);
-    void *(*memmove_chk)(void *, const void *, size_t, size_t);
-    int (*pipe2)(int *, int);       /* pf_unwinder.c */
-} pf_real_fns_t;
+    size_t (*malloc_usable_size)(void *);
+    void (*pymem_recheck)(void);                        /* re-wrap the PyMem domains if replaced */
+    void (*foreign_signal)(int, siginfo_t *, void *);   /* the program's own action for a signal */
+} pf_recorder_host_t;
 
-extern pf_real_fns_t pf_real PF_HIDDEN;
+extern pf_recorder_host_t pf_host PF_HIDDEN;
 
 /* Process-wide configuration, written once by the constructor (or the fork handler) before any thread
  * can see enabled = 1. */
@@ -103,20 +88,97 @@ typedef struct pf_config {
 
 extern pf_config_t pf_cfg PF_HIDDEN;
 
-/* pf_rt_init.c */
-void pf_rt_resolve_real(void) PF_HIDDEN;     /* idempotent; safe to call from any hook */
-int pf_rt_resolving(void) PF_HIDDEN;         /* 1 while dlsym runs: hooks must use the bootstrap heap */
+
+/* The live tracked objects (pf_objtable.c): what a free hook may ask about an address, and what a realloc
+ * hook keeps of the old block. */
+#define PF_OBJTABLE_FILTER_BITS 20u
+#define PF_OBJTABLE_STRIPES 64u
+
+/* A recorded copy an object took part in, kept on both ends so that whichever is freed first can compare
+ * the two buffers (the redundant-copy verdict). An object keeps its PF_OBJ_LINKS most recent copies (a
+ * source copied twice, say: b = bytes(a); c = bytearray(a)). */
+#define PF_OBJ_LINKS 3
+typedef struct pf_copylink {
+    uint64_t copy_id;       /* 0 = none */
+    uintptr_t peer_obj;     /* start of the other object (its key here) */
+    uint64_t peer_serial;   /* and its serial: the address may hold another object by now */
+    uintptr_t peer_data;    /* first copied byte in the other object */
+    uintptr_t self_data;    /* first copied byte in this object */
+    uint64_t len;
+} pf_copylink_t;
+
+typedef struct pf_objinfo {
+    uintptr_t addr;
+    uint64_t size;
+    uint32_t domain;
+    uint32_t flags;
+    uint64_t serial;        /* set by pf_objtable_insert: unique per tracked object */
+    pf_copylink_t link[PF_OBJ_LINKS];
+} pf_objinfo_t;
+
+extern uint8_t *pf_objtable_filter;   /* NULL until pf_objtable_init() */
+
+static inline uint64_t pf_objtable_hash(uintptr_t addr)
+{
+    return (uint64_t)addr * 0x9E3779B97F4A7C15ull;
+}
+
+/* The filter bucket of an address: 16-byte granules (malloc's alignment) in 16 MiB windows; each window
+ * starts at a scrambled, cache-line aligned offset, so regions that are 16 MiB multiples apart (glibc's
+ * thread arenas are 64 MiB aligned) do not share buckets. */
+static inline uint32_t pf_objtable_bucket(uintptr_t addr)
+{
+    uint64_t window = (uint64_t)(addr >> 24) * 0x9E3779B97F4A7C15ull;
+    return (uint32_t)((addr >> 4) + (window >> 20)) & ((1u << PF_OBJTABLE_FILTER_BITS) - 1);
+}
+
+/* 1 when addr may be tracked (the caller must then ask pf_objtable_remove/lookup), 0 when it surely is not. */
+static inline int pf_objtable_maybe(const void *addr)
+{
+    const uint8_t *f = pf_objtable_filter;
+    if (!f)
+        return 0;
+    return __atomic_load_n(&f[pf_objtable_bucket((uintptr_t)addr)], __ATOMIC_RELAXED) != 0;
+}
+
+
+/* 1 when addr is the start of a tracked object (pf_objtable_maybe answers first, without a lock). */
+int pf_recorder_tracks(const void *addr) PF_HIDDEN;
+
+/* pf_recorder.c: the recorder's life in the process, in the order start-up calls it. */
+typedef struct pf_writer_info {
+    uint64_t max_bytes;         /* the file's size cap (0 or above PF_WRITER_MAX_BYTES: that) */
+    uint32_t flags;             /* PF_HDR_* */
+    uint32_t python_hex;
+    const char *python_version; /* "3.11.2" */
+    uint32_t via_pid, via_child;/* the header's (this process only: a fork child's parent is this process) */
+    uint64_t run_id;            /* the header's: the launcher's id of the run */
+} pf_writer_info_t;
+
+/* Reads the host name (PYFLOW_HOST, else gethostname) and the engine's labels from the environment, and
+ * the host name found, cleaned for a file name (pf_labels.c). */
+void pf_labels_init(void) PF_HIDDEN;
+const char *pf_labels_host(void) PF_HIDDEN;
+/* The tables and the profile file (pf_writer.h says which file). Returns 0, or -errno. */
+int pf_recorder_open(const char *base_path, int is_root, const pf_writer_info_t *info) PF_HIDDEN;
+/* After the PyMem domains are wrapped, before recording is enabled: object types, the native unwinder. */
+void pf_recorder_prepare(void) PF_HIDDEN;
+/* Just after recording was enabled: watch/ on this thread (a no-op unless asked for). */
+void pf_recorder_started(pf_tls_t *t) PF_HIDDEN;
+/* The fork handlers' recorder parts; the caller holds the guard across them. */
+void pf_recorder_fork_prepare(void) PF_HIDDEN;
+void pf_recorder_fork_parent(void) PF_HIDDEN;
+void pf_recorder_fork_child(pf_tls_t *t) PF_HIDDEN;
+/* 1 when ip lies in the native unwinder's code (its pipe's descriptors are moved out of the way). */
+int pf_recorder_unwinder_caller(uint64_t ip) PF_HIDDEN;
+/* 1 when thread t holds a chunk of the current profile file (a vfork child may then write for it). */
+int pf_recorder_thread_has_chunk(const pf_tls_t *t) PF_HIDDEN;
+/* A SPAWN record (pf_format.h) of the calling thread's start of a child, with its Python stack. */
+void pf_record_spawn(pf_tls_t *t, int kind, uint64_t child, uint64_t t_ns, uint32_t child_flags,
+                     const char *command, uint16_t command_len) PF_HIDDEN;
+
+/* pf_notify.c: one line "pyflow: ..." on stderr, or to the launcher from a child process. */
 void pf_log(const char *fmt, ...) PF_HIDDEN __attribute__((format(printf, 1, 2)));
-
-/* pf_notify.c: hands a message (without "pyflow: " and newline) to the launcher. Returns 1 when sent. */
-int pf_notify_launcher(const char *msg, size_t len) PF_HIDDEN;
-
-/* pf_hooks_spawn.c: finds the real pthread_create, fork, posix_spawn and exec functions (constructor). */
-void pf_spawn_resolve(void) PF_HIDDEN;
-
-/* pf_bootstrap.c: the few bytes dlsym may ask for before the real allocator is known. */
-void *pf_bootstrap_alloc(size_t size, size_t align) PF_HIDDEN;
-int pf_bootstrap_owns(const void *p) PF_HIDDEN;
 
 /* pf_record.c: the slow paths. */
 void pf_on_alloc_slow(pf_tls_t *t, void *p, size_t size, int domain) PF_HIDDEN PF_NOINLINE;
@@ -126,56 +188,14 @@ int pf_on_free_slow_info(pf_tls_t *t, void *p, int domain, struct pf_objinfo *ob
 /* Records an allocation exactly, whatever its size (GPU allocations: few, large, all wanted). */
 void pf_on_alloc_exact(pf_tls_t *t, void *p, size_t size, int domain) PF_HIDDEN PF_NOINLINE;
 /* pf_copies.c */
-/* Finds the interpreter's str and bytes types, so a copy's ends can say they are such objects. */
-void pf_copies_find_types(void) PF_HIDDEN;
 /* Records a copy exactly (CUDA copies), links its ends. Returns the copy id, or 0 when not recorded. */
 uint64_t pf_on_copy_exact(pf_tls_t *t, void *dst, const void *src, size_t n, int kind) PF_HIDDEN PF_NOINLINE;
 /* Writes a VERDICT record (pf_verdict_kind_t, PF_EVIDENCE_*) for a recorded copy. Caller holds the guard. */
 void pf_copy_write_verdict(pf_tls_t *t, uint64_t copy_id, int verdict, uint64_t compared, uint32_t evidence) PF_HIDDEN;
 void pf_on_copy_slow(pf_tls_t *t, void *dst, const void *src, size_t n, int kind) PF_HIDDEN PF_NOINLINE;
 void pf_on_realloc_moved(pf_tls_t *t, void *dst, const struct pf_objinfo *old, size_t new_size) PF_HIDDEN PF_NOINLINE;
-void pf_copy_verdict_on_free(pf_tls_t *t, struct pf_objinfo *obj) PF_HIDDEN;
-/* What a str or bytes object is (pf_copy_end_t), else PF_COPY_END_OTHER. */
-int pf_object_end_kind(const struct pf_objinfo *o) PF_HIDDEN;
-/* pf_content.c: a PF_REC_CONTENT record for a tracked object being freed (untouched pages, fingerprint). */
-void pf_content_on_free(pf_tls_t *t, const struct pf_objinfo *o) PF_HIDDEN;
-void pf_record_thread_reset(pf_tls_t *t) PF_HIDDEN;
 void pf_record_mark(pf_tls_t *t, int kind, uint64_t value, const char *note) PF_HIDDEN;
-/* pf_api.c: the running counters of pyflow_api.h, kept by the slow paths (a recorded allocation, the free
- * of a tracked one). */
-void pf_api_on_alloc(int domain, uint64_t est) PF_HIDDEN;
-void pf_api_on_free(const struct pf_objinfo *obj) PF_HIDDEN;
 uint64_t pf_now_ns(void) PF_HIDDEN;
-
-/* The sampling mean and object threshold in effect for the configured ones: the mean raised 4^L-fold at
- * the profile's fill level L (pf_writer.h), and from level 1 on the threshold never below it. */
-void pf_sampling_now(uint64_t base_mean, uint64_t base_threshold, uint64_t *mean, uint64_t *threshold) PF_HIDDEN;
-
-/* pf_pymem.c */
-int pf_pymem_install(void) PF_HIDDEN;        /* 0, or -1 when the interpreter lacks the API */
-void pf_pymem_recheck(void) PF_HIDDEN;       /* re-wrap if start-up replaced the allocators (slow paths) */
-
-/* Stack capture shared by ALLOC and COPY records: Python frames (with code ids) and native IPs. */
-typedef struct pf_stack {
-    uint16_t n_py;
-    uint16_t n_native;
-    uint8_t flags;                  /* PF_ALLOC_NO_PYSTATE / PF_ALLOC_TRUNCATED */
-    pf_rec_pyframe_t py[PF_MAX_PY_FRAMES];
-    uint64_t native[PF_MAX_NATIVE_FRAMES];
-} pf_stack_t;
-
-void pf_stack_capture(pf_tls_t *t, pf_stack_t *st) PF_HIDDEN;
-void pf_stack_capture_python(pf_tls_t *t, pf_stack_t *st) PF_HIDDEN;   /* n_native = 0 */
-static inline uint32_t pf_stack_bytes(const pf_stack_t *st)
-{
-    return (uint32_t)st->n_py * sizeof(pf_rec_pyframe_t) + (uint32_t)st->n_native * 8u;
-}
-void pf_stack_store(const pf_stack_t *st, void *dst) PF_HIDDEN;
-/* Space for a record whose fixed part (after the header) is `fixed` bytes, followed by st as a stack
- * reference or inline (interning st first: pf_stacks.h). NULL when it cannot be written; *sid and *bytes
- * are what the record's fill and commit need. */
-char *pf_record_reserve_stacked(pf_tls_t *t, const pf_stack_t *st, uint32_t fixed, uint32_t *sid,
-                                uint32_t *bytes) PF_HIDDEN;
 /* Common entry of the slow paths: per-thread start, the file generation, the finalization mark. */
 void pf_enter_recording(pf_tls_t *t) PF_HIDDEN;
 
@@ -187,4 +207,4 @@ static inline void pf_account_alloc(void *p, size_t size, int domain)
         pf_on_alloc_slow(t, p, size, domain);
 }
 
-#endif /* PF_RT_INT_H */
+#endif /* PF_RECORDER_H */

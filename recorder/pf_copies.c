@@ -15,7 +15,7 @@
 
 #include "pf_copy_rule.h"
 #include "pf_objtable.h"
-#include "pf_rt_int.h"
+#include "pf_rec_int.h"
 #include "pf_stacks.h"
 #include "pf_watch_glue.h"
 #include "pf_writer.h"

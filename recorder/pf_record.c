@@ -18,7 +18,7 @@
 #include "pf_modules.h"
 #include "pf_objtable.h"
 #include "pf_labels.h"
-#include "pf_rt_int.h"
+#include "pf_rec_int.h"
 #include "pf_stacks.h"
 #include "pf_sys.h"
 #include "pf_thread_stack.h"
@@ -124,7 +124,8 @@ void pf_record_mark(pf_tls_t *t, int kind, uint64_t value, const char *note)
 
 void pf_enter_recording(pf_tls_t *t)
 {
-    pf_pymem_recheck();
+    if (pf_host.pymem_recheck)
+        pf_host.pymem_recheck();
     uint32_t gen = pf_writer_generation();
     if (PF_UNLIKELY(t->chunk_gen != gen || !t->ready)) {
         t->chunk_gen = gen;     /* so the THREAD record below lands in this generation's chunk */

@@ -153,7 +153,7 @@ static int g_is_header(uintptr_t a)
     return read_word(a + 8, &w1) == 0 && is_type_pointer(w1);
 }
 
-static size_t g_usable(void *p) { return pf_real.malloc_usable_size ? pf_real.malloc_usable_size(p) : 0; }
+static size_t g_usable(void *p) { return pf_host.malloc_usable_size ? pf_host.malloc_usable_size(p) : 0; }
 
 static uint32_t s_code_id(void *ctx, const void *code)
 {
@@ -250,7 +250,7 @@ int pf_watch_glue_init(pf_tls_t *t)
     c.hibernating = g_hibernating;
     c.is_object_header = g_is_header;
     c.usable_size = g_usable;
-    c.foreign_signal = pf_signal_foreign;
+    c.foreign_signal = pf_host.foreign_signal;
     /* samples in pyflow's own code are pyflow's work; in the dynamic loader, dlopen's. Samples in the
      * interpreter itself are dropped too, as PieProf does: its own loads repeat by design (type words,
      * dict and constant lookups, ~95% "redundant" in every program measured), which would drown the

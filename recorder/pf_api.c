@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "pf_objtable.h"
-#include "pf_rt_int.h"
+#include "pf_rec_int.h"
 #include "pyflow_api.h"
 
 static int64_t allocated[2], live[2], peak;
@@ -59,7 +59,7 @@ PF_EXPORT int pyflow_counters(pyflow_counters_t *out, uint64_t size)
         .peak = __atomic_load_n(&peak, __ATOMIC_RELAXED),
         .enabled = __atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE),
     };
-    pf_real.memcpy(out, &c, size < sizeof c ? size : sizeof c);  /* the runtime's own copies are not counted */
+    pf_host.memcpy(out, &c, size < sizeof c ? size : sizeof c);  /* the runtime's own copies are not counted */
     return 0;
 }
 
