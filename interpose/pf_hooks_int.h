@@ -10,30 +10,39 @@
 
 #include "pf_recorder.h"
 
-/* The allocator functions the hooks forward to: whatever came next in the symbol search order
- * (libc, or a malloc that an existing LD_PRELOAD put in). */
+/* The one list of the libc functions pyflow hooks and forwards to: X(field, symbol, return type,
+ * parameters). From it come the table of real functions below, the lookup that fills it
+ * (pf_rt_resolve_real) and the table's first contents, the trampolines of pf_bootstrap.c. Adding one: a
+ * line here, its early_<field> trampoline in pf_bootstrap.c, and its hook. */
+#define PF_HOOKED_FNS(X)                                                                     \
+    X(malloc, "malloc", void *, (size_t))                                                    \
+    X(free, "free", void, (void *))                                                          \
+    X(calloc, "calloc", void *, (size_t, size_t))                                            \
+    X(realloc, "realloc", void *, (void *, size_t))                                          \
+    X(posix_memalign, "posix_memalign", int, (void **, size_t, size_t))                      \
+    X(aligned_alloc, "aligned_alloc", void *, (size_t, size_t))                              \
+    X(memalign, "memalign", void *, (size_t, size_t))                                        \
+    X(valloc, "valloc", void *, (size_t))                                                    \
+    X(pvalloc, "pvalloc", void *, (size_t))                                                  \
+    X(malloc_usable_size, "malloc_usable_size", size_t, (void *))                            \
+    X(mmap, "mmap", void *, (void *, size_t, int, int, int, off_t))                          \
+    X(mmap64, "mmap64", void *, (void *, size_t, int, int, int, off_t))                      \
+    X(munmap, "munmap", int, (void *, size_t))                                               \
+    X(mremap, "mremap", void *, (void *, size_t, size_t, int, ...))                          \
+    X(memcpy, "memcpy", void *, (void *, const void *, size_t))                              \
+    X(memmove, "memmove", void *, (void *, const void *, size_t))                            \
+    X(mempcpy, "mempcpy", void *, (void *, const void *, size_t))                            \
+    X(memcpy_chk, "__memcpy_chk", void *, (void *, const void *, size_t, size_t))            \
+    X(memmove_chk, "__memmove_chk", void *, (void *, const void *, size_t, size_t))          \
+    X(pipe2, "pipe2", int, (int *, int))    /* pf_hooks_io.c: libunwind's pipe */
+
+/* The functions the hooks forward to: whatever came next in the symbol search order (libc, or a malloc
+ * that an existing LD_PRELOAD put in). */
+#define PF_X_REAL_FIELD(field, symbol, ret, params) ret(*field) params;
 typedef struct pf_real_fns {
-    void *(*malloc)(size_t);
-    void (*free)(void *);
-    void *(*calloc)(size_t, size_t);
-    void *(*realloc)(void *, size_t);
-    int (*posix_memalign)(void **, size_t, size_t);
-    void *(*aligned_alloc)(size_t, size_t);
-    void *(*memalign)(size_t, size_t);
-    void *(*valloc)(size_t);
-    void *(*pvalloc)(size_t);
-    size_t (*malloc_usable_size)(void *);
-    void *(*mmap)(void *, size_t, int, int, int, off_t);
-    void *(*mmap64)(void *, size_t, int, int, int, off_t);
-    int (*munmap)(void *, size_t);
-    void *(*mremap)(void *, size_t, size_t, int, ...);
-    void *(*memcpy)(void *, const void *, size_t);
-    void *(*memmove)(void *, const void *, size_t);
-    void *(*mempcpy)(void *, const void *, size_t);
-    void *(*memcpy_chk)(void *, const void *, size_t, size_t);
-    void *(*memmove_chk)(void *, const void *, size_t, size_t);
-    int (*pipe2)(int *, int);       /* pf_hooks_io.c */
+    PF_HOOKED_FNS(PF_X_REAL_FIELD)
 } pf_real_fns_t;
+#undef PF_X_REAL_FIELD
 
 extern pf_real_fns_t pf_real PF_HIDDEN;
 
