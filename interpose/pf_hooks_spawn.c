@@ -86,7 +86,7 @@ static int judge_child(child_t *c, const char *path, char *const argv[], char *c
     c->command_len = 0;
     if (pf_env_profiles(envp))
         return 0;
-    pf_tls.guard++;
+    pf_guard_enter(&pf_tls);
     char found[PATH_MAX];
     if (search)
         path = pf_path_lookup(path, found, sizeof found);
@@ -97,7 +97,7 @@ static int judge_child(child_t *c, const char *path, char *const argv[], char *c
         c->flags = PF_SPAWN_UNPROFILED;
         c->command_len = (uint16_t)pf_command_line(c->command, sizeof c->command, argv);
     }
-    pf_tls.guard--;
+    pf_guard_leave(&pf_tls);
     return python < 0 ? -1 : 0;
 }
 
@@ -112,10 +112,10 @@ static void note_start(int kind, uint64_t child, uint64_t t_ns, const child_t *c
     pf_tls_t *t = &pf_tls;
     if (t->guard || !__atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE))
         return;
-    t->guard++;
+    pf_guard_enter(t);
     pf_enter_recording(t);
     write_spawn(t, kind, child, t_ns, c);
-    t->guard--;
+    pf_guard_leave(t);
 }
 
 /* 0 when not recording (so the start needs no time stamp). */
@@ -132,12 +132,12 @@ static void note_vfork_exec(pf_tls_t *t, uint32_t pid, const child_t *c)
     if (pid == t->spawn_noted_pid || !pf_recorder_thread_has_chunk(t) ||
         syscall(SYS_kcmp, pid, (pid_t)pf_cfg.pid, KCMP_VM, 0, 0) != 0)
         return;
-    t->guard++;
+    pf_guard_enter(t);
     t->spawn_noted_pid = pid;
     t->in_vfork_child = 1;
     write_spawn(t, PF_SPAWN_PROCESS, pid, pf_now_ns(), c);
     t->in_vfork_child = 0;
-    t->guard--;
+    pf_guard_leave(t);
 }
 
 /* Before exec(path, argv, envp): a vfork child notes its start for its parent; a process about to become

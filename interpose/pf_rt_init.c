@@ -81,14 +81,14 @@ static const pf_pyframes_api_t *load_frame_reader(int minor)
 
 static void fork_prepare(void)
 {
-    pf_tls.guard++;
+    pf_guard_enter(&pf_tls);
     pf_recorder_fork_prepare();
 }
 
 static void fork_parent(void)
 {
     pf_recorder_fork_parent();
-    pf_tls.guard--;
+    pf_guard_leave(&pf_tls);
 }
 
 /* The child has one thread and the parent's tables: a new file, fresh code ids and module list. */
@@ -98,7 +98,7 @@ static void fork_child(void)
     pf_cfg.is_root = 0;
     pf_fd_fork_child();
     pf_recorder_fork_child(&pf_tls);
-    pf_tls.guard--;
+    pf_guard_leave(&pf_tls);
 }
 
 /* A launcher started by a profiled process (or by launchers it started) says so to what it runs: a Python
@@ -177,7 +177,7 @@ __attribute__((constructor)) static void pf_rt_init(void)
 {
     pf_rt_resolve_real();
     pf_spawn_resolve();
-    pf_tls.guard++;
+    pf_guard_enter(&pf_tls);
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     pf_cfg.start_mono_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
@@ -246,11 +246,11 @@ __attribute__((constructor)) static void pf_rt_init(void)
     pf_recorder_started(&pf_tls);
     /* Allocations before this point may have parked this thread's countdown as if passive. */
     pf_tls.sampler.countdown = pf_tls.sampler.armed = 0;
-    pf_tls.guard--;
+    pf_guard_leave(&pf_tls);
     return;
 
 passive:
     if (output && *output && minor < 0)
         leave_environment_clean();
-    pf_tls.guard--;
+    pf_guard_leave(&pf_tls);
 }

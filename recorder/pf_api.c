@@ -74,10 +74,10 @@ PF_EXPORT uint64_t pyflow_mark(const char *label)
     pf_tls_t *t = &pf_tls;
     if (!__atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE) || t->guard)
         return 0;
-    t->guard++;
+    pf_guard_enter(t);
     pf_enter_recording(t);
     pf_record_mark(t, PF_MARK_LABEL, 0, label);
     uint64_t now = pf_now_ns();
-    t->guard--;
+    pf_guard_leave(t);
     return now;
 }

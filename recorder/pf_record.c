@@ -236,11 +236,11 @@ void pf_on_alloc_slow(pf_tls_t *t, void *p, size_t size, int domain)
 {
     if (t->guard)
         return;
-    t->guard++;
+    pf_guard_enter(t);
     if (PF_UNLIKELY(!__atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE))) {
         /* Passive process (not Python, or no profile): never come back here. */
         t->sampler.countdown = t->sampler.armed = INT64_MAX / 4;
-        t->guard--;
+        pf_guard_leave(t);
         return;
     }
     pf_enter_recording(t);
@@ -258,17 +258,17 @@ void pf_on_alloc_slow(pf_tls_t *t, void *p, size_t size, int domain)
     case PF_SAMPLE_SKIP:
         break;
     }
-    t->guard--;
+    pf_guard_leave(t);
 }
 
 void pf_on_alloc_exact(pf_tls_t *t, void *p, size_t size, int domain)
 {
     if (t->guard || !p || !__atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE))
         return;
-    t->guard++;
+    pf_guard_enter(t);
     pf_enter_recording(t);
     record_alloc(t, p, size, domain, size, PF_ALLOC_EXACT);
-    t->guard--;
+    pf_guard_leave(t);
 }
 
 /* content: 1 for a free that ends the object's value (not a realloc, whose value lives on): what it held is
@@ -277,7 +277,7 @@ static int free_slow(pf_tls_t *t, void *p, int domain, pf_objinfo_t *obj, int co
 {
     if (t->guard)
         return 0;
-    t->guard++;
+    pf_guard_enter(t);
     int found = pf_objtable_remove((uintptr_t)p, obj);
     if (found)
         pf_api_on_free(obj);
@@ -297,7 +297,7 @@ static int free_slow(pf_tls_t *t, void *p, int domain, pf_objinfo_t *obj, int co
             pf_writer_commit(t, rec, PF_REC_FREE, (uint16_t)domain, bytes);
         }
     }
-    t->guard--;
+    pf_guard_leave(t);
     return found;
 }
 

@@ -56,6 +56,18 @@ typedef struct pf_tls {
 
 extern __thread pf_tls_t pf_tls __attribute__((tls_model("initial-exec"))) PF_HIDDEN;
 
+/* The re-entrancy guard (pf_tls_t.guard, above): raised around everything pyflow does on a thread, so the
+ * allocations and copies it makes pass through every hook uncounted. Always in pairs; they nest. */
+static inline void pf_guard_enter(pf_tls_t *t)
+{
+    t->guard++;
+}
+
+static inline void pf_guard_leave(pf_tls_t *t)
+{
+    t->guard--;
+}
+
 /* What the recorder needs from the runtime that hosts it (interpose/), filled by its start-up once the
  * real functions are known, before recording is enabled: the recorder never calls an exported hook. */
 typedef struct pf_recorder_host {

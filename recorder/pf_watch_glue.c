@@ -182,10 +182,10 @@ static void thread_gone(void *arg)
 {
     (void)arg;
     pf_tls_t *t = &pf_tls;
-    t->guard++;
+    pf_guard_enter(t);
     pf_watch_sink_t sink = sink_of(t);
     pf_watch_thread_end(&sink);
-    t->guard--;
+    pf_guard_leave(t);
 }
 
 static unsigned parse_modes(const char *s)
@@ -378,7 +378,7 @@ __attribute__((destructor)) static void drain_at_exit(void)
     pf_tls_t *t = &pf_tls;
     if (!watch_on || !t->watch_started || !t->ready)
         return;
-    t->guard++;
+    pf_guard_enter(t);
     pf_watch_glue_stop(t);
-    t->guard--;
+    pf_guard_leave(t);
 }
