@@ -177,6 +177,13 @@ __attribute__((constructor)) static void pf_rt_init(void)
 {
     pf_rt_resolve_real();
     pf_spawn_resolve();
+    /* what the recorder calls instead of the hooks (pf_recorder.h), before it can run */
+    pf_host = (pf_recorder_host_t){
+        .memcpy = pf_real.memcpy,
+        .malloc_usable_size = pf_real.malloc_usable_size,
+        .pymem_recheck = pf_pymem_recheck,
+        .foreign_signal = pf_signal_foreign,
+    };
     pf_guard_enter(&pf_tls);
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -227,12 +234,6 @@ __attribute__((constructor)) static void pf_rt_init(void)
         .run_id = pf_cfg.run_id,
     };
     take_via(&info);
-    pf_host = (pf_recorder_host_t){
-        .memcpy = pf_real.memcpy,
-        .malloc_usable_size = pf_real.malloc_usable_size,
-        .pymem_recheck = pf_pymem_recheck,
-        .foreign_signal = pf_signal_foreign,
-    };
     int rc = pf_recorder_open(output, is_root, &info);
     if (rc < 0) {
         pf_log("cannot write the profile next to %s: %s; running unprofiled", output, strerror(-rc));

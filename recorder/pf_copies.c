@@ -141,7 +141,11 @@ static int copies_into_live_stack(const pf_tls_t *t, const void *dst)
 void pf_on_copy_slow(pf_tls_t *t, void *dst, const void *src, size_t n, int kind)
 {
     if (t->guard) {
-        t->copy_sampler.countdown += (int64_t)n;   /* pyflow's own copies are not the program's */
+        /* A copy made under the guard by code pyflow runs for the program (the allocator inside the PyMem
+         * wrappers, whose realloc moves are recorded as such; a CUDA library inside a CUDA hook): it cannot
+         * be recorded here, and its bytes go back to the countdown. The recorder's own copies never get
+         * here: they call the real memcpy (pf_rec_int.h). */
+        t->copy_sampler.countdown += (int64_t)n;
         return;
     }
     pf_guard_enter(t);

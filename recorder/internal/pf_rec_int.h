@@ -3,7 +3,15 @@
 #ifndef PF_REC_INT_H
 #define PF_REC_INT_H
 
+#include <string.h>
+
 #include "pf_recorder.h"
+
+/* The recorder never calls an exported hook: every memcpy it makes, written out or emitted by the
+ * compiler for a structure copy, is bound to pf_rec_memcpy (pf_recorder.c), which calls the real one
+ * (pf_host.memcpy) instead of libpyflow.so's own memcpy hook. Small copies of a known size are still
+ * inlined by the compiler. */
+void *memcpy(void *dst, const void *src, size_t n) __asm__("pf_rec_memcpy") PF_HIDDEN;
 
 void pf_copies_find_types(void) PF_HIDDEN;
 void pf_copy_verdict_on_free(pf_tls_t *t, struct pf_objinfo *obj) PF_HIDDEN;
