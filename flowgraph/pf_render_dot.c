@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pf_flowview_int.h"
+#include "pf_flowgraph.h"
 #include "pf_model_int.h"
 #include "pf_report_int.h"
 #include "pf_util_int.h"
