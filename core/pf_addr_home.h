@@ -1,5 +1,5 @@
 /* pf_addr_home.h - where a key goes in an open-addressing table keyed by address, when neighbours come and
- * go together (a pymalloc pool filled, a dict torn down): the runtime's object table (flowgraph/) and the
+ * go together (a pymalloc pool filled, a dict torn down): the runtime's object table (recorder/pf_objtable.c) and the
  * reporter's map of live objects (report/). With fully hashed homes each of those was a cache miss.
  *
  * The objects of one 1 KiB block get homes in one window of 128 slots, two slots per 16-byte granule in

@@ -275,7 +275,7 @@ typedef enum pf_mark_kind {
     PF_MARK_LABEL = 5,      /* value = 0; the program's own label follows as the note (pyflow_mark(): the
                                pytest plugin's "test-start NODEID" / "test-end NODEID") */
     PF_MARK_PROCESS_LABEL = 6, /* value = 0; note "key=value": what a distributed engine calls this process
-                               (host=, rank=, local_rank=, world_size=, worker=, ...; interpose/pf_labels.c).
+                               (host=, rank=, local_rank=, world_size=, worker=, ...; recorder/pf_labels.c).
                                Readers that do not know it skip it: no version change */
     PF_MARK_EXIT = 7        /* value = status: the process called _exit/_Exit (os._exit, a fork child of
                                multiprocessing) and so skipped the interpreter's shutdown. A process with

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "pf_rt_int.h"
+#include "pf_hooks_int.h"
 
 #define PF_BOOTSTRAP_BYTES (256u * 1024u)
 
@@ -48,56 +48,21 @@ int pf_rt_resolving(void)
     return __atomic_load_n(&resolving, __ATOMIC_ACQUIRE);
 }
 
-static void *early_malloc(size_t size);
-static void early_free(void *p);
-static void *early_calloc(size_t n, size_t size);
-static void *early_realloc(void *p, size_t size);
-static int early_posix_memalign(void **out, size_t align, size_t size);
-static void *early_aligned_alloc(size_t align, size_t size);
-static void *early_memalign(size_t align, size_t size);
-static void *early_valloc(size_t size);
-static void *early_pvalloc(size_t size);
-static size_t early_malloc_usable_size(void *p);
-static void *early_mmap(void *a, size_t l, int p, int f, int fd, off_t o);
-static void *early_mmap64(void *a, size_t l, int p, int f, int fd, off_t o);
-static int early_munmap(void *a, size_t l);
-static void *early_mremap(void *a, size_t ol, size_t nl, int f, ...);
-static void *early_memcpy(void *d, const void *s, size_t n);
-static void *early_memmove(void *d, const void *s, size_t n);
-static void *early_mempcpy(void *d, const void *s, size_t n);
-static void *early_memcpy_chk(void *d, const void *s, size_t n, size_t dl);
-static void *early_memmove_chk(void *d, const void *s, size_t n, size_t dl);
-static int early_pipe2(int *fds, int flags);
+/* The table starts out at the trampolines (one per hooked function, below). */
+#define PF_X_EARLY_DECL(field, symbol, ret, params) static ret early_##field params;
+PF_HOOKED_FNS(PF_X_EARLY_DECL)
+#undef PF_X_EARLY_DECL
 
-pf_real_fns_t pf_real = {
-    .malloc = early_malloc,
-    .free = early_free,
-    .calloc = early_calloc,
-    .realloc = early_realloc,
-    .posix_memalign = early_posix_memalign,
-    .aligned_alloc = early_aligned_alloc,
-    .memalign = early_memalign,
-    .valloc = early_valloc,
-    .pvalloc = early_pvalloc,
-    .malloc_usable_size = early_malloc_usable_size,
-    .mmap = early_mmap,
-    .mmap64 = early_mmap64,
-    .munmap = early_munmap,
-    .mremap = early_mremap,
-    .memcpy = early_memcpy,
-    .memmove = early_memmove,
-    .mempcpy = early_mempcpy,
-    .memcpy_chk = early_memcpy_chk,
-    .memmove_chk = early_memmove_chk,
-    .pipe2 = early_pipe2,
-};
+#define PF_X_EARLY_INIT(field, symbol, ret, params) .field = early_##field,
+pf_real_fns_t pf_real = {PF_HOOKED_FNS(PF_X_EARLY_INIT)};
+#undef PF_X_EARLY_INIT
 
-#define PF_RESOLVE(field, name)                                                                  \
+#define PF_X_RESOLVE(field, symbol, ret, params)                                                 \
     do {                                                                                         \
-        void *f = dlsym(RTLD_NEXT, name);                                                        \
+        void *f = dlsym(RTLD_NEXT, symbol);                                                      \
         if (f)                                                                                   \
             __atomic_store_n((void **)&pf_real.field, f, __ATOMIC_RELEASE);                      \
-    } while (0)
+    } while (0);
 
 void pf_rt_resolve_real(void)
 {
@@ -106,29 +71,11 @@ void pf_rt_resolve_real(void)
     int expected = 0;
     if (!__atomic_compare_exchange_n(&resolving, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return;     /* another thread (or dlsym re-entering us) is resolving: callers use the bootstrap heap */
-    PF_RESOLVE(malloc, "malloc");
-    PF_RESOLVE(free, "free");
-    PF_RESOLVE(calloc, "calloc");
-    PF_RESOLVE(realloc, "realloc");
-    PF_RESOLVE(posix_memalign, "posix_memalign");
-    PF_RESOLVE(aligned_alloc, "aligned_alloc");
-    PF_RESOLVE(memalign, "memalign");
-    PF_RESOLVE(valloc, "valloc");
-    PF_RESOLVE(pvalloc, "pvalloc");
-    PF_RESOLVE(malloc_usable_size, "malloc_usable_size");
-    PF_RESOLVE(mmap, "mmap");
-    PF_RESOLVE(mmap64, "mmap64");
-    PF_RESOLVE(munmap, "munmap");
-    PF_RESOLVE(mremap, "mremap");
-    PF_RESOLVE(memcpy, "memcpy");
-    PF_RESOLVE(memmove, "memmove");
-    PF_RESOLVE(mempcpy, "mempcpy");
-    PF_RESOLVE(memcpy_chk, "__memcpy_chk");
-    PF_RESOLVE(memmove_chk, "__memmove_chk");
-    PF_RESOLVE(pipe2, "pipe2");
+    PF_HOOKED_FNS(PF_X_RESOLVE)
     __atomic_store_n(&resolved, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&resolving, 0, __ATOMIC_RELEASE);
 }
+#undef PF_X_RESOLVE
 
 /* Each trampoline resolves, then calls the real function, or falls back to the bootstrap heap while the
  * real one is still unknown (we are inside dlsym). */

@@ -3,7 +3,7 @@
 #ifndef PF_CUDA_INT_H
 #define PF_CUDA_INT_H
 
-#include "pf_rt_int.h"
+#include "pf_hooks_int.h"
 
 typedef int pf_cuda_status_t;       /* cudaError_t / CUresult: 0 = success */
 typedef unsigned long long pf_cudeviceptr_t;

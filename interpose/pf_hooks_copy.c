@@ -5,7 +5,7 @@
  * allocations (pf_sampler.h), so copy volume per line is an unbiased estimate and copies at or above the
  * copy threshold are always recorded. The copy happens first; the slow path then looks at it.
  */
-#include "pf_rt_int.h"
+#include "pf_hooks_int.h"
 
 static inline void note_copy(void *dst, const void *src, size_t n, int kind)
 {

@@ -40,7 +40,6 @@
 #include <string.h>
 
 #include "pf_cuda_int.h"
-#include "pf_objtable.h"
 #include "pf_sys.h"
 
 #define PF_CUDA_NOT_INITIALIZED 3   /* cudaErrorInitializationError == CUDA_ERROR_NOT_INITIALIZED == 3 */
@@ -232,7 +231,7 @@ static PF_NOINLINE void judge_upload(uint64_t copy_id, const void *host, size_t 
     if (!copy_id || n < PF_UPLOAD_MIN_BYTES || t->compare_credit < (int64_t)n || tracked_gpu(host))
         return;     /* over this thread's compare budget (pf_copies.c), or a managed block as source */
     t->compare_credit -= (int64_t)n;
-    t->guard++;
+    pf_guard_enter(t);
     uint64_t h = content_hash(host, n);
     uint32_t slot = (uint32_t)((((uintptr_t)host >> 4) ^ n) * 0x9E3779B1u >> 8) % PF_UPLOADS;
     pf_spin_lock(&uploads_lock);
@@ -246,7 +245,7 @@ static PF_NOINLINE void judge_upload(uint64_t copy_id, const void *host, size_t 
     if (seen)
         pf_copy_write_verdict(t, copy_id, same ? PF_VERDICT_REDUNDANT : PF_VERDICT_MODIFIED, n,
                               PF_EVIDENCE_CONTENT_HASH);
-    t->guard--;
+    pf_guard_leave(t);
 }
 
 /* cudaMemcpyKind: 0 host->host, 1 host->device, 2 device->host, 3 device->device, 4 default (unified:
@@ -295,9 +294,9 @@ static inline void note_copy(void *dst, const void *src, size_t n, int kind)
     __typeof__(&fn) f = (__typeof__(&fn))pf_cuda_real(F_##fn);                                               \
     if (PF_UNLIKELY(!f))                                                                                     \
         return PF_CUDA_NOT_INITIALIZED;                                                                      \
-    pf_tls.guard++;                                                                                          \
+    pf_guard_enter(&pf_tls);                                                                                 \
     pf_cuda_status_t rc = f(__VA_ARGS__);                                                                    \
-    pf_tls.guard--
+    pf_guard_leave(&pf_tls)
 
 /* Allocation hooks: the pointer out-parameter is read only on success. */
 #define ALLOC_HOOK(fn, domain, params, args)                                                          \

@@ -8,7 +8,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
-#include "pf_rt_int.h"
+#include "pf_hooks_int.h"
 
 static void (*real_exit)(int);
 
@@ -23,10 +23,10 @@ static void mark_exit(int status)
 {
     /* getpid: a vfork child runs as its parent's thread, and its _exit must not end the parent's profile */
     if (__atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE) && !pf_tls.guard && (uint32_t)getpid() == pf_cfg.pid) {
-        pf_tls.guard++;
+        pf_guard_enter(&pf_tls);
         pf_enter_recording(&pf_tls);
         pf_record_mark(&pf_tls, PF_MARK_EXIT, (uint64_t)(uint32_t)status, NULL);
-        pf_tls.guard--;
+        pf_guard_leave(&pf_tls);
     }
 }
 

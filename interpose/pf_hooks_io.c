@@ -14,7 +14,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "pf_rt_int.h"
+#include "pf_fd.h"
+#include "pf_hooks_int.h"
 #include "pf_watch.h"
 
 #define PF_REAL(name)                                                                                       \
@@ -100,4 +101,18 @@ PF_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, const str
     PF_REAL(sendto);
     pf_watch_pages_before_io(buf, n);
     return real_sendto(fd, buf, n, flags, to, len);
+}
+
+/* libunwind (--native, --watch) keeps a pipe for checking addresses: its descriptors are moved above the
+ * program's (pf_fd.h), so a program counting on the lowest free numbers gets them. Everything else goes
+ * on to the next pipe2 (libc's, or a later preload's), as the allocator hooks do. */
+PF_EXPORT int pipe2(int fds[2], int flags)
+{
+    int rc = pf_real.pipe2(fds, flags);
+    uint64_t caller = (uint64_t)(uintptr_t)__builtin_return_address(0);
+    if (rc == 0 && pf_recorder_unwinder_caller(caller)) {
+        fds[0] = pf_fd_high(fds[0]);
+        fds[1] = pf_fd_high(fds[1]);
+    }
+    return rc;
 }

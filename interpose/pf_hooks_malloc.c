@@ -9,9 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pf_objtable.h"
-#include "pf_rt_int.h"
-#include "pf_watch_glue.h"
+#include "pf_hooks_int.h"
+#include "pf_watch.h"
 
 static inline int pf_guarded(void)
 {

@@ -4,9 +4,8 @@
 #include <stdarg.h>
 #include <sys/mman.h>
 
-#include "pf_objtable.h"
-#include "pf_rt_int.h"
-#include "pf_watch_glue.h"
+#include "pf_hooks_int.h"
+#include "pf_watch.h"
 
 static inline void note_unmap(void *addr)
 {
@@ -55,8 +54,7 @@ PF_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...
         va_end(ap);
     }
     /* Only a mapping pyflow tracked is known to be anonymous; it becomes a new block of the new size. */
-    int tracked = PF_LIKELY(pf_tls.guard == 0) && PF_UNLIKELY(pf_objtable_maybe(old)) &&
-                  pf_objtable_lookup((uintptr_t)old, NULL);
+    int tracked = PF_LIKELY(pf_tls.guard == 0) && PF_UNLIKELY(pf_recorder_tracks(old));
     if (tracked)
         pf_on_free_slow(&pf_tls, old, PF_DOMAIN_MMAP);
     pf_watch_on_free(old, old_len);

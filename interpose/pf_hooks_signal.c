@@ -13,8 +13,8 @@
 #include <signal.h>
 #include <string.h>
 
-#include "pf_rt_int.h"
-#include "pf_watch_glue.h"
+#include "pf_hooks_int.h"
+#include "pf_watch.h"
 
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 static struct sigaction program_action[_NSIG];     /* what the program installed, for watch's signals */

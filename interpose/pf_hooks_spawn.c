@@ -32,9 +32,7 @@
 #include <unistd.h>
 
 #include "pf_child_env.h"
-#include "pf_rt_int.h"
-#include "pf_stacks.h"
-#include "pf_writer.h"
+#include "pf_hooks_int.h"
 
 #define PF_SPAWN_FNS(X)                                                                                       \
     X(pthread_create, int, (pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))                  \
@@ -88,7 +86,7 @@ static int judge_child(child_t *c, const char *path, char *const argv[], char *c
     c->command_len = 0;
     if (pf_env_profiles(envp))
         return 0;
-    pf_tls.guard++;
+    pf_guard_enter(&pf_tls);
     char found[PATH_MAX];
     if (search)
         path = pf_path_lookup(path, found, sizeof found);
@@ -99,29 +97,13 @@ static int judge_child(child_t *c, const char *path, char *const argv[], char *c
         c->flags = PF_SPAWN_UNPROFILED;
         c->command_len = (uint16_t)pf_command_line(c->command, sizeof c->command, argv);
     }
-    pf_tls.guard--;
+    pf_guard_leave(&pf_tls);
     return python < 0 ? -1 : 0;
 }
 
 static void write_spawn(pf_tls_t *t, int kind, uint64_t child, uint64_t t_ns, const child_t *c)
 {
-    pf_stack_t st;
-    pf_stack_capture_python(t, &st);
-    uint32_t sid, bytes;
-    char *rec = pf_record_reserve_stacked(t, &st, sizeof(pf_rec_spawn_t) + c->command_len, &sid, &bytes);
-    if (!rec)
-        return;
-    memset(rec + sizeof(pf_rec_header_t), 0, bytes - sizeof(pf_rec_header_t));
-    pf_rec_spawn_t *s = (pf_rec_spawn_t *)(rec + sizeof(pf_rec_header_t));
-    s->t_ns = t_ns;
-    s->child = child;
-    s->tid = t->tid;
-    s->child_flags = c->flags;
-    s->command_len = c->command_len;
-    pf_stacks_fields(&st, sid, &s->flags, &s->n_py, &s->n_native);
-    pf_stacks_store_tail(&st, sid, s + 1);
-    memcpy((char *)(s + 1) + pf_stacks_tail_bytes(&st, sid), c->command, c->command_len);
-    pf_writer_commit(t, rec, PF_REC_SPAWN, (uint16_t)kind, bytes);
+    pf_record_spawn(t, kind, child, t_ns, c->flags, c->command, c->command_len);
 }
 
 /* In the starting thread: a start at t_ns (after it succeeded; before it, when its pid cannot be known). */
@@ -130,10 +112,10 @@ static void note_start(int kind, uint64_t child, uint64_t t_ns, const child_t *c
     pf_tls_t *t = &pf_tls;
     if (t->guard || !__atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE))
         return;
-    t->guard++;
+    pf_guard_enter(t);
     pf_enter_recording(t);
     write_spawn(t, kind, child, t_ns, c);
-    t->guard--;
+    pf_guard_leave(t);
 }
 
 /* 0 when not recording (so the start needs no time stamp). */
@@ -147,15 +129,15 @@ static uint64_t start_time(void)
 static void note_vfork_exec(pf_tls_t *t, uint32_t pid, const child_t *c)
 {
     /* The parent thread must have a chunk of the current file: a vfork child must not start a thread. */
-    if (pid == t->spawn_noted_pid || !t->ready || t->chunk_gen != pf_writer_generation() ||
+    if (pid == t->spawn_noted_pid || !pf_recorder_thread_has_chunk(t) ||
         syscall(SYS_kcmp, pid, (pid_t)pf_cfg.pid, KCMP_VM, 0, 0) != 0)
         return;
-    t->guard++;
+    pf_guard_enter(t);
     t->spawn_noted_pid = pid;
     t->in_vfork_child = 1;
     write_spawn(t, PF_SPAWN_PROCESS, pid, pf_now_ns(), c);
     t->in_vfork_child = 0;
-    t->guard--;
+    pf_guard_leave(t);
 }
 
 /* Before exec(path, argv, envp): a vfork child notes its start for its parent; a process about to become

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-#include "pf_rt_int.h"
+#include "pf_hooks_int.h"
 
 extern void *pf_self___memcpy_chk(void *, const void *, size_t, size_t) PF_HIDDEN;
 extern void *pf_self___memmove_chk(void *, const void *, size_t, size_t) PF_HIDDEN;

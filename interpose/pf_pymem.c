@@ -12,10 +12,9 @@
 #include <errno.h>
 #include <stdint.h>
 
-#include "pf_objtable.h"
-#include "pf_rt_int.h"
+#include "pf_hooks_int.h"
 #include "pf_sys.h"
-#include "pf_watch_glue.h"
+#include "pf_watch.h"
 
 typedef struct pf_pymem_allocator {
     void *ctx;
@@ -40,9 +39,9 @@ static void *pymem_malloc(void *ctx, size_t size)
 {
     const int domain = (int)(intptr_t)ctx;
     pf_tls_t *t = &pf_tls;
-    t->guard++;
+    pf_guard_enter(t);
     void *p = wrapped[domain].malloc(wrapped[domain].ctx, size);
-    t->guard--;
+    pf_guard_leave(t);
     if (PF_LIKELY(t->guard == 0))
         pf_account_alloc(p, size, domain);
     return p;
@@ -52,9 +51,9 @@ static void *pymem_calloc(void *ctx, size_t nelem, size_t elsize)
 {
     const int domain = (int)(intptr_t)ctx;
     pf_tls_t *t = &pf_tls;
-    t->guard++;
+    pf_guard_enter(t);
     void *p = wrapped[domain].calloc(wrapped[domain].ctx, nelem, elsize);
-    t->guard--;
+    pf_guard_leave(t);
     if (PF_LIKELY(t->guard == 0))
         pf_account_alloc(p, nelem * elsize, domain);
     return p;
@@ -67,10 +66,10 @@ static void *pymem_realloc(void *ctx, void *old, size_t size)
     int outer = t->guard == 0;
     pf_objinfo_t old_obj;
     int tracked = outer && old && PF_UNLIKELY(pf_objtable_maybe(old)) && pf_on_free_slow_info(t, old, domain, &old_obj);
-    t->guard++;
+    pf_guard_enter(t);
     pf_watch_on_free(old, 512);
     void *p = wrapped[domain].realloc(wrapped[domain].ctx, old, size);
-    t->guard--;
+    pf_guard_leave(t);
     if (outer)
         pf_account_alloc(p, size, domain);
     if (PF_UNLIKELY(tracked) && p && p != old)
@@ -86,25 +85,25 @@ static void pymem_free(void *ctx, void *p)
         pf_on_free_slow(t, p, domain);
     /* pymalloc blocks are at most 512 bytes and have no malloc header to ask; larger ones reach free() */
     pf_watch_on_free(p, 512);
-    t->guard++;
+    pf_guard_enter(t);
     wrapped[domain].free(wrapped[domain].ctx, p);
-    t->guard--;
+    pf_guard_leave(t);
 }
 
 /* Arenas hold the objects the OBJ domain already counted: hide their mmaps from the mmap hook. */
 static void *arena_alloc(void *ctx, size_t size)
 {
-    pf_tls.guard++;
+    pf_guard_enter(&pf_tls);
     void *p = wrapped_arena.alloc(wrapped_arena.ctx, size);
-    pf_tls.guard--;
+    pf_guard_leave(&pf_tls);
     return p;
 }
 
 static void arena_free(void *ctx, void *p, size_t size)
 {
-    pf_tls.guard++;
+    pf_guard_enter(&pf_tls);
     wrapped_arena.free(wrapped_arena.ctx, p, size);
-    pf_tls.guard--;
+    pf_guard_leave(&pf_tls);
 }
 
 typedef void (*pf_get_allocator_fn)(int, pf_pymem_allocator_t *);

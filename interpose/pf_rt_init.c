@@ -17,41 +17,9 @@
 #include <unistd.h>
 
 #include "pf_child_env.h"
-#include "pf_codes.h"
 #include "pf_fd.h"
-#include "pf_labels.h"
-#include "pf_modules.h"
-#include "pf_objtable.h"
-#include "pf_rt_int.h"
+#include "pf_hooks_int.h"
 #include "pf_runtime.h"
-#include "pf_stacks.h"
-#include "pf_unwinder.h"
-#include "pf_watch_glue.h"
-#include "pf_writer.h"
-
-__thread pf_tls_t pf_tls __attribute__((tls_model("initial-exec")));
-pf_config_t pf_cfg;
-
-void pf_log(const char *fmt, ...)
-{
-    if (pf_cfg.quiet)
-        return;
-    char buf[512];
-    int n = snprintf(buf, sizeof buf, "pyflow: ");
-    va_list ap;
-    va_start(ap, fmt);
-    int m = vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
-    va_end(ap);
-    if (m < 0)
-        return;
-    size_t len = (size_t)n + ((size_t)m < sizeof buf - (size_t)n - 1 ? (size_t)m : sizeof buf - (size_t)n - 2);
-    /* a child's stderr is the program's: the message goes to the launcher, which prints it with the report */
-    if (!pf_cfg.is_root && pf_cfg.run_id && pf_notify_launcher(buf + n, len - (size_t)n))
-        return;
-    buf[len++] = '\n';
-    ssize_t ignored = write(STDERR_FILENO, buf, len);
-    (void)ignored;
-}
 
 static uint64_t env_u64(const char *name, uint64_t fallback)
 {
@@ -113,20 +81,14 @@ static const pf_pyframes_api_t *load_frame_reader(int minor)
 
 static void fork_prepare(void)
 {
-    pf_tls.guard++;
-    pf_codes_fork_prepare();
-    pf_stacks_fork_prepare();
-    pf_writer_fork_prepare();
-    pf_objtable_fork_prepare();
+    pf_guard_enter(&pf_tls);
+    pf_recorder_fork_prepare();
 }
 
 static void fork_parent(void)
 {
-    pf_objtable_fork_parent();
-    pf_writer_fork_parent();
-    pf_stacks_fork_parent();
-    pf_codes_fork_parent();
-    pf_tls.guard--;
+    pf_recorder_fork_parent();
+    pf_guard_leave(&pf_tls);
 }
 
 /* The child has one thread and the parent's tables: a new file, fresh code ids and module list. */
@@ -135,19 +97,8 @@ static void fork_child(void)
     pf_cfg.pid = (uint32_t)getpid();
     pf_cfg.is_root = 0;
     pf_fd_fork_child();
-    pf_objtable_fork_child();
-    pf_writer_fork_parent();
-    pf_codes_reset();
-    pf_stacks_reset();
-    pf_modules_reset();
-    int rc = pf_writer_reopen_child();
-    if (rc < 0) {
-        __atomic_store_n(&pf_cfg.enabled, 0, __ATOMIC_RELEASE);
-        pf_log("a forked child is not profiled: it cannot create its profile (%s)", strerror(-rc));
-    }
-    pf_record_thread_reset(&pf_tls);
-    pf_watch_glue_fork_child(&pf_tls);
-    pf_tls.guard--;
+    pf_recorder_fork_child(&pf_tls);
+    pf_guard_leave(&pf_tls);
 }
 
 /* A launcher started by a profiled process (or by launchers it started) says so to what it runs: a Python
@@ -226,7 +177,14 @@ __attribute__((constructor)) static void pf_rt_init(void)
 {
     pf_rt_resolve_real();
     pf_spawn_resolve();
-    pf_tls.guard++;
+    /* what the recorder calls instead of the hooks (pf_recorder.h), before it can run */
+    pf_host = (pf_recorder_host_t){
+        .memcpy = pf_real.memcpy,
+        .malloc_usable_size = pf_real.malloc_usable_size,
+        .pymem_recheck = pf_pymem_recheck,
+        .foreign_signal = pf_signal_foreign,
+    };
+    pf_guard_enter(&pf_tls);
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     pf_cfg.start_mono_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
@@ -276,28 +234,24 @@ __attribute__((constructor)) static void pf_rt_init(void)
         .run_id = pf_cfg.run_id,
     };
     take_via(&info);
-    int rc = pf_objtable_init();
-    if (rc == 0)
-        rc = pf_writer_open(output, is_root, &info);
+    int rc = pf_recorder_open(output, is_root, &info);
     if (rc < 0) {
         pf_log("cannot write the profile next to %s: %s; running unprofiled", output, strerror(-rc));
         goto passive;
     }
     if (pf_pymem_install() < 0)
         pf_log("this interpreter has no PyMem_SetAllocator: Python-domain allocations are not seen");
-    pf_copies_find_types();
-    if (pf_cfg.native)
-        pf_unwinder_start();
+    pf_recorder_prepare();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     __atomic_store_n(&pf_cfg.enabled, 1, __ATOMIC_RELEASE);
-    pf_watch_glue_init(&pf_tls);
+    pf_recorder_started(&pf_tls);
     /* Allocations before this point may have parked this thread's countdown as if passive. */
     pf_tls.sampler.countdown = pf_tls.sampler.armed = 0;
-    pf_tls.guard--;
+    pf_guard_leave(&pf_tls);
     return;
 
 passive:
     if (output && *output && minor < 0)
         leave_environment_clean();
-    pf_tls.guard--;
+    pf_guard_leave(&pf_tls);
 }

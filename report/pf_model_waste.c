@@ -1,5 +1,5 @@
 /* pf_model_waste.c - recomputed values and untouched memory, from the runtime's PF_REC_CONTENT records
- * (interpose/pf_content.c), during the sweep (pf_model_sweep.c hands each record here with the live object
+ * (recorder/pf_content.c), during the sweep (pf_model_sweep.c hands each record here with the live object
  * it describes) and after it.
  *
  * Recomputed values: objects of one call path and one size whose fingerprints match one seen before on

@@ -21,7 +21,7 @@ typedef struct pf_file {
 } pf_file_t;
 
 /* The loader keeps a record's place as a 32-bit count of 8-byte units: 32 GiB, eight times the size cap
- * of a profile (interpose/pf_writer.h). */
+ * of a profile (recorder/internal/pf_writer.h). */
 #define PF_READER_MAX_BYTES ((uint64_t)32 << 30)
 
 /* Maps path and checks its header. Returns 0, or -errno / -EINVAL with a sentence in err. */

@@ -1,5 +1,5 @@
 /* pf_render_html_flows.c - the HTML page's object flow graph: Graphviz's SVG of the graph's view
- * (pf_render_dot.c), scrolled inside its own box so a wide graph never widens the page, and a panel that
+ * (flowgraph/pf_render_dot.c), scrolled inside its own box so a wide graph never widens the page, and a panel that
  * shows a clicked node's line, its source and its call path, library frames included (pf_calltree_int.h).
  *
  * The nodes' facts go into the page as JSON keyed by the SVG ids the graph gives its nodes (flow_nROW); the
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pf_flowview_int.h"
+#include "pf_flowgraph.h"
 #include "pf_html_int.h"
 #include "pf_report_int.h"
 

@@ -62,7 +62,7 @@ int pf_render_json(const pf_model_t *model, FILE *out);
 typedef struct pf_dot_opts {
     double min_bytes;        /* flows moving fewer bytes are folded into one "smaller flows" note */
     int all;                 /* every flow (untracked ends, imports, all sizes above min_bytes), not the
-                                default view of the program's own objects (pf_flowview_int.h) */
+                                default view of the program's own objects (flowgraph/pf_flowgraph.h) */
 } pf_dot_opts_t;
 
 /* Renders the object flow graph in Graphviz: nodes are allocation sites (clustered by function) named by

@@ -42,7 +42,7 @@ size_t pf_watch_probe(pf_probe_t *out, size_t max);
 /* ---- the engine ---- */
 
 /* A Python frame as the runtime's frame reader returns it (same layout as pf_pyframe_t in
- * interpose/pf_pyframes.h, so the reader's capture() can be passed as is). */
+ * core/pf_pyframes.h, so the reader's capture() can be passed as is). */
 typedef struct pf_watch_pyframe {
     const void *code;
     uint32_t lasti_bytes;

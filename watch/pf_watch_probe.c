@@ -253,7 +253,7 @@ size_t pf_watch_probe(pf_probe_t *out, size_t max)
     probe_single_step(out, max, &n, fire);
     if (fire)
         probe_armed_cost(out, max, &n);
-    /* what `pyflow run` watches without --watch (interpose/pf_watch_glue.c, PYFLOW_WATCH=auto) */
+    /* what `pyflow run` watches without --watch (recorder/pf_watch_glue.c, PYFLOW_WATCH=auto) */
     if (fire)
         add(out, max, &n, "default watch", PF_PROBE_OK, "copies: `pyflow run` watches them without --watch "
             "(--no-watch: nothing)");

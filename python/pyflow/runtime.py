@@ -1,4 +1,4 @@
-"""The runtime of a process running under pyflow, reached in process through ctypes (interpose/pyflow_api.h):
+"""The runtime of a process running under pyflow, reached in process through ctypes (recorder/pyflow_api.h):
 running counters, the peak since a reset, labels written into the profile, and the profile itself, which
 is on disk as it is written (a MAP_SHARED file), so `pyflow report --window` can read a part of the run
 while the run goes on. Nothing here works (active() is False) in a process pyflow does not profile."""

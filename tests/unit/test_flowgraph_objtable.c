@@ -1,4 +1,4 @@
-/* Unit tests for flowgraph/pf_objtable: insert/remove/lookup, growth, backward-shift deletion under churn,
+/* Unit tests for recorder/pf_objtable: insert/remove/lookup, growth, backward-shift deletion under churn,
  * the counting filter, and concurrent use from several threads. */
 #include <pthread.h>
 #include <setjmp.h>

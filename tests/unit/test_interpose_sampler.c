@@ -1,4 +1,4 @@
-/* Unit tests for interpose/pf_sampler.h: large allocations are exact, the countdown never exceeds the
+/* Unit tests for recorder/pf_sampler.h: large allocations are exact, the countdown never exceeds the
  * threshold, and the Poisson estimates are unbiased (sums within a few standard errors of the truth). */
 #include <math.h>
 #include <setjmp.h>

@@ -1,4 +1,4 @@
-/* Unit tests for interpose/pf_writer.c: the mmap'd profile file. Records are parsed back with a minimal
+/* Unit tests for recorder/pf_writer.c: the mmap'd profile file. Records are parsed back with a minimal
  * reader written here from core/pf_format.h (the real reader lives in report/ and has its own tests). */
 #include <fcntl.h>
 #include <pthread.h>

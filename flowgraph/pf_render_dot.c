@@ -1,14 +1,14 @@
 /* pf_render_dot.c - the object flow graph as Graphviz: allocation sites as nodes, grouped in one cluster
  * per function, each named by the kind of object it made and the library function that made it; copies
  * and reallocs as edges labelled with bytes, counts and the function that copied; waste drawn its own way,
- * with a legend. Which flows are drawn is the view's (pf_flowview_int.h): by default the data's story,
+ * with a legend. Which flows are drawn is the view's (pf_flowgraph.h): by default the data's story,
  * with --dot-all every flow above opts->min_bytes. What is left out is counted in a note. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "pf_flowview_int.h"
+#include "pf_flowgraph.h"
 #include "pf_model_int.h"
 #include "pf_report_int.h"
 #include "pf_util_int.h"

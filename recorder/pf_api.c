@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "pf_objtable.h"
-#include "pf_rt_int.h"
+#include "pf_rec_int.h"
 #include "pyflow_api.h"
 
 static int64_t allocated[2], live[2], peak;
@@ -59,7 +59,7 @@ PF_EXPORT int pyflow_counters(pyflow_counters_t *out, uint64_t size)
         .peak = __atomic_load_n(&peak, __ATOMIC_RELAXED),
         .enabled = __atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE),
     };
-    pf_real.memcpy(out, &c, size < sizeof c ? size : sizeof c);  /* the runtime's own copies are not counted */
+    pf_host.memcpy(out, &c, size < sizeof c ? size : sizeof c);  /* the runtime's own copies are not counted */
     return 0;
 }
 
@@ -74,10 +74,10 @@ PF_EXPORT uint64_t pyflow_mark(const char *label)
     pf_tls_t *t = &pf_tls;
     if (!__atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE) || t->guard)
         return 0;
-    t->guard++;
+    pf_guard_enter(t);
     pf_enter_recording(t);
     pf_record_mark(t, PF_MARK_LABEL, 0, label);
     uint64_t now = pf_now_ns();
-    t->guard--;
+    pf_guard_leave(t);
     return now;
 }

@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "pf_rt_int.h"
+#include "pf_rec_int.h"
 
 /* Returns the id of code (>= 1), writing its CODE record into t's chunk first if it is new; returns 0 when
  * the code object cannot be described or the table is full (the frame is then reported as unknown). */

@@ -17,55 +17,7 @@
 
 #include <stdint.h>
 
-#define PF_OBJTABLE_FILTER_BITS 20u
-#define PF_OBJTABLE_STRIPES 64u
-
-/* A recorded copy an object took part in, kept on both ends so that whichever is freed first can compare
- * the two buffers (the redundant-copy verdict). An object keeps its PF_OBJ_LINKS most recent copies (a
- * source copied twice, say: b = bytes(a); c = bytearray(a)). */
-#define PF_OBJ_LINKS 3
-typedef struct pf_copylink {
-    uint64_t copy_id;       /* 0 = none */
-    uintptr_t peer_obj;     /* start of the other object (its key here) */
-    uint64_t peer_serial;   /* and its serial: the address may hold another object by now */
-    uintptr_t peer_data;    /* first copied byte in the other object */
-    uintptr_t self_data;    /* first copied byte in this object */
-    uint64_t len;
-} pf_copylink_t;
-
-typedef struct pf_objinfo {
-    uintptr_t addr;
-    uint64_t size;
-    uint32_t domain;
-    uint32_t flags;
-    uint64_t serial;        /* set by pf_objtable_insert: unique per tracked object */
-    pf_copylink_t link[PF_OBJ_LINKS];
-} pf_objinfo_t;
-
-extern uint8_t *pf_objtable_filter;   /* NULL until pf_objtable_init() */
-
-static inline uint64_t pf_objtable_hash(uintptr_t addr)
-{
-    return (uint64_t)addr * 0x9E3779B97F4A7C15ull;
-}
-
-/* The filter bucket of an address: 16-byte granules (malloc's alignment) in 16 MiB windows; each window
- * starts at a scrambled, cache-line aligned offset, so regions that are 16 MiB multiples apart (glibc's
- * thread arenas are 64 MiB aligned) do not share buckets. */
-static inline uint32_t pf_objtable_bucket(uintptr_t addr)
-{
-    uint64_t window = (uint64_t)(addr >> 24) * 0x9E3779B97F4A7C15ull;
-    return (uint32_t)((addr >> 4) + (window >> 20)) & ((1u << PF_OBJTABLE_FILTER_BITS) - 1);
-}
-
-/* 1 when addr may be tracked (the caller must then ask pf_objtable_remove/lookup), 0 when it surely is not. */
-static inline int pf_objtable_maybe(const void *addr)
-{
-    const uint8_t *f = pf_objtable_filter;
-    if (!f)
-        return 0;
-    return __atomic_load_n(&f[pf_objtable_bucket((uintptr_t)addr)], __ATOMIC_RELAXED) != 0;
-}
+#include "pf_recorder.h"   /* pf_objinfo_t and the filter the hooks test */
 
 /* Maps the filter and the stripes. Returns 0, or -errno when mmap failed (the table then stays empty and
  * every call below is a no-op that reports "not found"). Idempotent. */

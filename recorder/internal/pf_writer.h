@@ -13,16 +13,9 @@
 
 #include <stdint.h>
 
-#include "pf_rt_int.h"
+#include "pf_rec_int.h"
 
-typedef struct pf_writer_info {
-    uint64_t max_bytes;         /* the file's size cap (0 or above PF_WRITER_MAX_BYTES: that) */
-    uint32_t flags;             /* PF_HDR_* */
-    uint32_t python_hex;
-    const char *python_version; /* "3.11.2" */
-    uint32_t via_pid, via_child;/* the header's (this process only: a fork child's parent is this process) */
-    uint64_t run_id;            /* the header's: the launcher's id of the run */
-} pf_writer_info_t;
+/* pf_writer_info_t: pf_recorder.h. */
 
 /* Opens the profile for this process: base_path itself when this is the launched process and the file is
  * still empty, else base_path.<pid> (or base_path.<pid>.<n>). Writes the header. Returns 0, or -errno. */

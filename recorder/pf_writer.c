@@ -328,7 +328,7 @@ static int take_spare(pf_tls_t *t, uint32_t bytes, const char *only_end)
 static void thread_exiting(void *arg)
 {
     pf_tls_t *t = arg;
-    t->guard++;     /* no record from this thread while its chunk changes hands */
+    pf_guard_enter(t);     /* no record from this thread while its chunk changes hands */
     t->chunk_exited = 1;
     if (t->chunk_gen == pf_writer_generation() && t->chunk_pos &&
         (size_t)(t->chunk_end - t->chunk_pos) >= PF_SPARE_MIN_ROOM) {
@@ -340,7 +340,7 @@ static void thread_exiting(void *arg)
         }
         pf_spin_unlock(&W.lock);
     }
-    t->guard--;
+    pf_guard_leave(t);
 }
 
 /* Done with a chunk: its bytes are in the file, and it leaves this process's resident set, with the

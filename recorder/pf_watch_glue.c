@@ -153,7 +153,7 @@ static int g_is_header(uintptr_t a)
     return read_word(a + 8, &w1) == 0 && is_type_pointer(w1);
 }
 
-static size_t g_usable(void *p) { return pf_real.malloc_usable_size ? pf_real.malloc_usable_size(p) : 0; }
+static size_t g_usable(void *p) { return pf_host.malloc_usable_size ? pf_host.malloc_usable_size(p) : 0; }
 
 static uint32_t s_code_id(void *ctx, const void *code)
 {
@@ -182,10 +182,10 @@ static void thread_gone(void *arg)
 {
     (void)arg;
     pf_tls_t *t = &pf_tls;
-    t->guard++;
+    pf_guard_enter(t);
     pf_watch_sink_t sink = sink_of(t);
     pf_watch_thread_end(&sink);
-    t->guard--;
+    pf_guard_leave(t);
 }
 
 static unsigned parse_modes(const char *s)
@@ -250,7 +250,7 @@ int pf_watch_glue_init(pf_tls_t *t)
     c.hibernating = g_hibernating;
     c.is_object_header = g_is_header;
     c.usable_size = g_usable;
-    c.foreign_signal = pf_signal_foreign;
+    c.foreign_signal = pf_host.foreign_signal;
     /* samples in pyflow's own code are pyflow's work; in the dynamic loader, dlopen's. Samples in the
      * interpreter itself are dropped too, as PieProf does: its own loads repeat by design (type words,
      * dict and constant lookups, ~95% "redundant" in every program measured), which would drown the
@@ -378,7 +378,7 @@ __attribute__((destructor)) static void drain_at_exit(void)
     pf_tls_t *t = &pf_tls;
     if (!watch_on || !t->watch_started || !t->ready)
         return;
-    t->guard++;
+    pf_guard_enter(t);
     pf_watch_glue_stop(t);
-    t->guard--;
+    pf_guard_leave(t);
 }

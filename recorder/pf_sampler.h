@@ -10,7 +10,7 @@
  * allocation that ends it is estimated with the old mean; by memorylessness the bytes after it start a
  * process at the new rate. Every estimate stays unbiased across the change.
  *
- * The hot path only decrements `countdown` (see pf_rt_int.h); it is kept <= the threshold so that one
+ * The hot path only decrements `countdown` (see pf_recorder.h); it is kept <= the threshold so that one
  * test (countdown <= 0) catches both a sample point and a large allocation. Pure functions, no globals:
  * unit-tested on their own.
  */

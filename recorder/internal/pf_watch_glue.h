@@ -6,7 +6,7 @@
 #include <signal.h>
 #include <stddef.h>
 
-#include "pf_rt_int.h"
+#include "pf_rec_int.h"
 #include "pf_watch.h"   /* pf_watch_on_free: the free hooks' inline disarm check */
 
 /* pf_copies.c, after a copy was linked for a verdict: write watches on a word of each end (--watch=copies). */
@@ -23,8 +23,5 @@ void pf_watch_glue_fork_child(pf_tls_t *t) PF_HIDDEN;
 
 /* Interpreter shutdown: stop sampling (shutdown is not the program's work) and drain this thread. */
 void pf_watch_glue_stop(pf_tls_t *t) PF_HIDDEN;
-
-/* pf_hooks_signal.c: runs the program's own action for a signal watch/ received but does not own. */
-void pf_signal_foreign(int sig, siginfo_t *si, void *uc) PF_HIDDEN;
 
 #endif /* PF_WATCH_GLUE_H */

@@ -11,7 +11,7 @@
 
 #include <stdint.h>
 
-#include "pf_rt_int.h"
+#include "pf_rec_int.h"
 
 /* The id of st (>= 1), writing its STACK record into t's chunk first when it is new. Returns 0 when the
  * stack should be written inline: it is empty, the table or its memory is full, or the record could not be

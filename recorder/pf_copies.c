@@ -15,7 +15,7 @@
 
 #include "pf_copy_rule.h"
 #include "pf_objtable.h"
-#include "pf_rt_int.h"
+#include "pf_rec_int.h"
 #include "pf_stacks.h"
 #include "pf_watch_glue.h"
 #include "pf_writer.h"
@@ -142,13 +142,17 @@ static int copies_into_live_stack(const pf_tls_t *t, const void *dst)
 void pf_on_copy_slow(pf_tls_t *t, void *dst, const void *src, size_t n, int kind)
 {
     if (t->guard) {
-        t->copy_sampler.countdown += (int64_t)n;   /* pyflow's own copies are not the program's */
+        /* A copy made under the guard by code pyflow runs for the program (the allocator inside the PyMem
+         * wrappers, whose realloc moves are recorded as such; a CUDA library inside a CUDA hook): it cannot
+         * be recorded here, and its bytes go back to the countdown. The recorder's own copies never get
+         * here: they call the real memcpy (pf_rec_int.h). */
+        t->copy_sampler.countdown += (int64_t)n;
         return;
     }
-    t->guard++;
+    pf_guard_enter(t);
     if (PF_UNLIKELY(!__atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE))) {
         t->copy_sampler.countdown = t->copy_sampler.armed = INT64_MAX / 4;
-        t->guard--;
+        pf_guard_leave(t);
         return;
     }
     pf_enter_recording(t);
@@ -158,17 +162,17 @@ void pf_on_copy_slow(pf_tls_t *t, void *dst, const void *src, size_t n, int kind
     if (v != PF_SAMPLE_SKIP && n > 0 && dst != src && !copies_into_live_stack(t, dst)) {
         record_copy(t, dst, src, n, est, v == PF_SAMPLE_EXACT ? PF_ALLOC_EXACT : PF_ALLOC_SAMPLED, kind);
     }
-    t->guard--;
+    pf_guard_leave(t);
 }
 
 uint64_t pf_on_copy_exact(pf_tls_t *t, void *dst, const void *src, size_t n, int kind)
 {
     if (t->guard || !__atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE))
         return 0;
-    t->guard++;
+    pf_guard_enter(t);
     pf_enter_recording(t);
     uint64_t id = record_copy(t, dst, src, n, n, PF_ALLOC_EXACT, kind);
-    t->guard--;
+    pf_guard_leave(t);
     return id;
 }
 
@@ -176,7 +180,7 @@ void pf_on_realloc_moved(pf_tls_t *t, void *dst, const pf_objinfo_t *old, size_t
 {
     if (t->guard || !__atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE))
         return;
-    t->guard++;
+    pf_guard_enter(t);
     uint64_t n = old->size < new_size ? old->size : new_size;
     /* The old block stood for its estimate; the move carries the same share of it (at today's mean: the
      * block's own is not kept, and differs only after the profile neared its cap). */
@@ -188,7 +192,7 @@ void pf_on_realloc_moved(pf_tls_t *t, void *dst, const pf_objinfo_t *old, size_t
     uint64_t id = __atomic_fetch_add(&next_copy_id, 1, __ATOMIC_RELAXED);
     write_copy(t, id, dst, (const void *)old->addr, n, est,
                (old->flags & PF_ALLOC_EXACT) ? PF_ALLOC_EXACT : PF_ALLOC_SAMPLED, PF_COPY_REALLOC, 0);
-    t->guard--;
+    pf_guard_leave(t);
 }
 
 typedef struct compare_ctx {

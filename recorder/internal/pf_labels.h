@@ -5,14 +5,9 @@
 
 #include <stddef.h>
 
-#include "pf_rt_int.h"
+#include "pf_rec_int.h"
 
-/* Reads the host name (PYFLOW_HOST, else gethostname) and the engine's variables from the environment.
- * Called once at start; a fork child keeps its parent's (same host, same environment). */
-void pf_labels_init(void) PF_HIDDEN;
-
-/* The host name pf_labels_init found, cleaned for use in a file name ("localhost" when unknown). */
-const char *pf_labels_host(void) PF_HIDDEN;
+/* pf_labels_init and pf_labels_host: pf_recorder.h. */
 
 /* Writes the labels into the current profile file, once per file (writer generation): from the slow path,
  * after the thread's first record, so they land in a chunk that has a writer. */

@@ -17,7 +17,7 @@
 
 #include "pf_content_scan.h"
 #include "pf_objtable.h"
-#include "pf_rt_int.h"
+#include "pf_rec_int.h"
 #include "pf_writer.h"
 
 /* Objects smaller than this are not fingerprinted: a few words repeated say little (small structs, short
@@ -113,10 +113,10 @@ __attribute__((destructor)) static void content_at_exit(void)
     pf_tls_t *t = &pf_tls;
     if (!pf_cfg.waste || !__atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE) || t->guard)
         return;
-    t->guard++;
+    pf_guard_enter(t);
     pf_enter_recording(t);
     if (!page_shift)
         page_shift = (uint32_t)__builtin_ctzl((unsigned long)sysconf(_SC_PAGESIZE));
     pf_objtable_each((uint64_t)1 << page_shift, at_exit_one, t);
-    t->guard--;
+    pf_guard_leave(t);
 }

@@ -1,7 +1,8 @@
-/* pf_notify.c - a child process's messages go to the launcher (pf_runtime.h, PF_NOTES_NAME), not to the
+/* pf_notify.c - pyflow's messages (pf_log); a child process's go to the launcher (pf_runtime.h, PF_NOTES_NAME), not to the
  * program's stderr. One datagram, never waiting: where no launcher listens (an older one, or it is gone)
  * the caller falls back to stderr; where its queue is full, the message is dropped. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,10 +11,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "pf_rt_int.h"
+#include "pf_rec_int.h"
 #include "pf_runtime.h"
 
-int pf_notify_launcher(const char *msg, size_t len)
+/* Hands a message (without "pyflow: " and newline) to the launcher. Returns 1 when sent. */
+static int pf_notify_launcher(const char *msg, size_t len)
 {
     struct sockaddr_un a;
     memset(&a, 0, sizeof a);
@@ -37,4 +39,25 @@ int pf_notify_launcher(const char *msg, size_t len)
     int full = sent < 0 && (errno == EAGAIN || errno == ENOBUFS);
     close(s);
     return sent > 0 || full;    /* a launcher with its queue full: the message is lost, never the program's stderr */
+}
+
+void pf_log(const char *fmt, ...)
+{
+    if (pf_cfg.quiet)
+        return;
+    char buf[512];
+    int n = snprintf(buf, sizeof buf, "pyflow: ");
+    va_list ap;
+    va_start(ap, fmt);
+    int m = vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    if (m < 0)
+        return;
+    size_t len = (size_t)n + ((size_t)m < sizeof buf - (size_t)n - 1 ? (size_t)m : sizeof buf - (size_t)n - 2);
+    /* a child's stderr is the program's: the message goes to the launcher, which prints it with the report */
+    if (!pf_cfg.is_root && pf_cfg.run_id && pf_notify_launcher(buf + n, len - (size_t)n))
+        return;
+    buf[len++] = '\n';
+    ssize_t ignored = write(STDERR_FILENO, buf, len);
+    (void)ignored;
 }

@@ -1,13 +1,14 @@
-/* pf_flowview_int.h - which flows the object flow graph draws, and what its nodes and edges are called
- * (pf_flowview.c); the Graphviz and HTML renderers read the same view.
+/* pf_flowgraph.h - the object flow graph, built from the model's records: which flows it draws, what its
+ * nodes and edges are called and which are wasteful (pf_flowview.c); its Graphviz export is pf_render_dot
+ * (pf_render_dot.c, declared in report/pf_report.h), and report/'s HTML page reads the same view.
  *
  * The default view tells the data's story: flows between objects the program's own lines made (both ends
  * tracked, allocated at a line of the user's), not at an import line; of those the few largest by bytes
  * and every wasteful one. What is left out is counted by reason for the graph's note. `all` keeps every
  * flow above min_bytes, untracked ends and imports included (the graph as it was: --dot-all).
  */
-#ifndef PF_FLOWVIEW_INT_H
-#define PF_FLOWVIEW_INT_H
+#ifndef PF_FLOWGRAPH_H
+#define PF_FLOWGRAPH_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -66,4 +67,4 @@ pf_waste_kind_t pf_node_waste(const pf_model_t *m, int32_t row);
 /* What a waste kind is called in the legend. */
 const char *pf_waste_name(pf_waste_kind_t w);
 
-#endif /* PF_FLOWVIEW_INT_H */
+#endif /* PF_FLOWGRAPH_H */

@@ -1,10 +1,10 @@
 /* pf_flowview.c - the flow graph's view: which flows it draws, what its nodes and edges are called
- * (pf_flowview_int.h). */
+ * (pf_flowgraph.h). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "pf_calltree_int.h"
-#include "pf_flowview_int.h"
+#include "pf_flowgraph.h"
 #include "pf_report_int.h"
 #include "pf_util_int.h"
 

@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "pf_rt_int.h"
+#include "pf_rec_int.h"
 
 /* Makes sure every ips[i] lies in an object already written to the profile. */
 void pf_modules_note(pf_tls_t *t, const uint64_t *ips, int n);

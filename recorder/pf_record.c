@@ -18,7 +18,7 @@
 #include "pf_modules.h"
 #include "pf_objtable.h"
 #include "pf_labels.h"
-#include "pf_rt_int.h"
+#include "pf_rec_int.h"
 #include "pf_stacks.h"
 #include "pf_sys.h"
 #include "pf_thread_stack.h"
@@ -124,7 +124,8 @@ void pf_record_mark(pf_tls_t *t, int kind, uint64_t value, const char *note)
 
 void pf_enter_recording(pf_tls_t *t)
 {
-    pf_pymem_recheck();
+    if (pf_host.pymem_recheck)
+        pf_host.pymem_recheck();
     uint32_t gen = pf_writer_generation();
     if (PF_UNLIKELY(t->chunk_gen != gen || !t->ready)) {
         t->chunk_gen = gen;     /* so the THREAD record below lands in this generation's chunk */
@@ -235,11 +236,11 @@ void pf_on_alloc_slow(pf_tls_t *t, void *p, size_t size, int domain)
 {
     if (t->guard)
         return;
-    t->guard++;
+    pf_guard_enter(t);
     if (PF_UNLIKELY(!__atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE))) {
         /* Passive process (not Python, or no profile): never come back here. */
         t->sampler.countdown = t->sampler.armed = INT64_MAX / 4;
-        t->guard--;
+        pf_guard_leave(t);
         return;
     }
     pf_enter_recording(t);
@@ -257,17 +258,17 @@ void pf_on_alloc_slow(pf_tls_t *t, void *p, size_t size, int domain)
     case PF_SAMPLE_SKIP:
         break;
     }
-    t->guard--;
+    pf_guard_leave(t);
 }
 
 void pf_on_alloc_exact(pf_tls_t *t, void *p, size_t size, int domain)
 {
     if (t->guard || !p || !__atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE))
         return;
-    t->guard++;
+    pf_guard_enter(t);
     pf_enter_recording(t);
     record_alloc(t, p, size, domain, size, PF_ALLOC_EXACT);
-    t->guard--;
+    pf_guard_leave(t);
 }
 
 /* content: 1 for a free that ends the object's value (not a realloc, whose value lives on): what it held is
@@ -276,7 +277,7 @@ static int free_slow(pf_tls_t *t, void *p, int domain, pf_objinfo_t *obj, int co
 {
     if (t->guard)
         return 0;
-    t->guard++;
+    pf_guard_enter(t);
     int found = pf_objtable_remove((uintptr_t)p, obj);
     if (found)
         pf_api_on_free(obj);
@@ -296,7 +297,7 @@ static int free_slow(pf_tls_t *t, void *p, int domain, pf_objinfo_t *obj, int co
             pf_writer_commit(t, rec, PF_REC_FREE, (uint16_t)domain, bytes);
         }
     }
-    t->guard--;
+    pf_guard_leave(t);
     return found;
 }
 

@@ -3,7 +3,7 @@
  * libunwind (1.6 and later) opens a pipe when it first unwinds, to test whether an address is readable
  * by write(2)ing a byte from it. pipe2 takes the two lowest free numbers, so under --native or --watch the
  * program's first open() returned 5 instead of 3, and a program that opens descriptors up to its limit
- * got two fewer. pipe2 is interposed here: a call made from inside libunwind has its descriptors moved
+ * got two fewer. pipe2 is interposed (interpose/pf_hooks_io.c): a call made from inside libunwind has its descriptors moved
  * above the program's range (pf_fd_high); every other caller gets the plain system call. libunwind reopens
  * the pipe if it finds it closed (a program that closes every descriptor), which lands here again. The call
  * goes on to the next pipe2 (libc's, or a later preload's), as the allocator hooks do.
@@ -11,9 +11,8 @@
 #include <libunwind.h>
 #include <stdint.h>
 
-#include "pf_fd.h"
 #include "pf_modules.h"
-#include "pf_rt_int.h"
+#include "pf_rec_int.h"
 #include "pf_unwinder.h"
 
 static uint64_t unwinder_lo, unwinder_hi;   /* libunwind's code: the callers whose pipes are moved */
@@ -28,13 +27,7 @@ void pf_unwinder_start(void)
     unw_backtrace(&ip, 1);  /* libunwind's one-time set-up, which opens the pipe, happens now */
 }
 
-PF_EXPORT int pipe2(int fds[2], int flags)
+int pf_recorder_unwinder_caller(uint64_t ip)
 {
-    int rc = pf_real.pipe2(fds, flags);
-    uint64_t caller = (uint64_t)(uintptr_t)__builtin_return_address(0);
-    if (rc == 0 && caller >= unwinder_lo && caller < unwinder_hi) {
-        fds[0] = pf_fd_high(fds[0]);
-        fds[1] = pf_fd_high(fds[1]);
-    }
-    return rc;
+    return ip >= unwinder_lo && ip < unwinder_hi;
 }

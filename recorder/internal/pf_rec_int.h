@@ -1,0 +1,54 @@
+/* pf_rec_int.h - private to recorder/: what its modules share beyond pf_recorder.h (stack capture, the
+ * copy verdicts and content records at free, the running counters, the sampling in effect). */
+#ifndef PF_REC_INT_H
+#define PF_REC_INT_H
+
+#include <string.h>
+
+#include "pf_recorder.h"
+
+/* The recorder never calls an exported hook: every memcpy it makes, written out or emitted by the
+ * compiler for a structure copy, is bound to pf_rec_memcpy (pf_recorder.c), which calls the real one
+ * (pf_host.memcpy) instead of libpyflow.so's own memcpy hook. Small copies of a known size are still
+ * inlined by the compiler. */
+void *memcpy(void *dst, const void *src, size_t n) __asm__("pf_rec_memcpy") PF_HIDDEN;
+
+void pf_copies_find_types(void) PF_HIDDEN;
+void pf_copy_verdict_on_free(pf_tls_t *t, struct pf_objinfo *obj) PF_HIDDEN;
+/* What a str or bytes object is (pf_copy_end_t), else PF_COPY_END_OTHER. */
+int pf_object_end_kind(const struct pf_objinfo *o) PF_HIDDEN;
+/* pf_content.c: a PF_REC_CONTENT record for a tracked object being freed (untouched pages, fingerprint). */
+void pf_content_on_free(pf_tls_t *t, const struct pf_objinfo *o) PF_HIDDEN;
+void pf_record_thread_reset(pf_tls_t *t) PF_HIDDEN;
+/* pf_api.c: the running counters of pyflow_api.h, kept by the slow paths (a recorded allocation, the free
+ * of a tracked one). */
+void pf_api_on_alloc(int domain, uint64_t est) PF_HIDDEN;
+void pf_api_on_free(const struct pf_objinfo *obj) PF_HIDDEN;
+
+/* The sampling mean and object threshold in effect for the configured ones: the mean raised 4^L-fold at
+ * the profile's fill level L (pf_writer.h), and from level 1 on the threshold never below it. */
+void pf_sampling_now(uint64_t base_mean, uint64_t base_threshold, uint64_t *mean, uint64_t *threshold) PF_HIDDEN;
+
+
+/* Stack capture shared by ALLOC and COPY records: Python frames (with code ids) and native IPs. */
+typedef struct pf_stack {
+    uint16_t n_py;
+    uint16_t n_native;
+    uint8_t flags;                  /* PF_ALLOC_NO_PYSTATE / PF_ALLOC_TRUNCATED */
+    pf_rec_pyframe_t py[PF_MAX_PY_FRAMES];
+    uint64_t native[PF_MAX_NATIVE_FRAMES];
+} pf_stack_t;
+
+void pf_stack_capture(pf_tls_t *t, pf_stack_t *st) PF_HIDDEN;
+void pf_stack_capture_python(pf_tls_t *t, pf_stack_t *st) PF_HIDDEN;   /* n_native = 0 */
+static inline uint32_t pf_stack_bytes(const pf_stack_t *st)
+{
+    return (uint32_t)st->n_py * sizeof(pf_rec_pyframe_t) + (uint32_t)st->n_native * 8u;
+}
+void pf_stack_store(const pf_stack_t *st, void *dst) PF_HIDDEN;
+/* Space for a record whose fixed part (after the header) is `fixed` bytes, followed by st as a stack
+ * reference or inline (interning st first: pf_stacks.h). NULL when it cannot be written; *sid and *bytes
+ * are what the record's fill and commit need. */
+char *pf_record_reserve_stacked(pf_tls_t *t, const pf_stack_t *st, uint32_t fixed, uint32_t *sid,
+                                uint32_t *bytes) PF_HIDDEN;
+#endif /* PF_REC_INT_H */

@@ -1,0 +1,222 @@
+/* pf_recorder.h - the recorder's whole API to the hooks and the start-up of interpose/ (libpyflow.so):
+ * thread-local state, the process-wide configuration, the slow paths the hooks fall into, the recorder's
+ * start, fork handlers and spawn records, and the few services it needs from the runtime that hosts it
+ * (pf_host: the real functions behind the hooks). Everything else of the recorder is private to recorder/.
+ *
+ * Invariants the hooks rely on:
+ *  - pf_tls is initial-exec TLS, so reading it never calls into the loader (no malloc, no lock).
+ *  - guard != 0 means "this thread is inside pyflow or inside an allocator pyflow already counted":
+ *    nothing is recorded and every hook is a pass-through. The PyMem wrappers raise it around the wrapped
+ *    allocator so a PyMem allocation that reaches malloc is counted once, as Python.
+ *  - countdown is the number of bytes this thread may allocate before it must visit the slow path; it is
+ *    never larger than the object threshold, so one unlikely branch covers both the sampler and the
+ *    "large allocations are recorded exactly" rule.
+ */
+#ifndef PF_RECORDER_H
+#define PF_RECORDER_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "pf_format.h"
+#include "pf_pyframes.h"
+#include "pf_sampler.h"
+
+#define PF_LIKELY(x) __builtin_expect(!!(x), 1)
+#define PF_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define PF_HIDDEN __attribute__((visibility("hidden")))
+#define PF_EXPORT __attribute__((visibility("default")))
+#define PF_NOINLINE __attribute__((noinline))
+
+typedef struct pf_tls {
+    /* hot: sampler.countdown and guard are touched by every hook */
+    pf_sampler_t sampler;       /* countdown first; see pf_sampler.h */
+    uint32_t guard;             /* re-entrancy depth; see above */
+    uint32_t ready;             /* 0 until the slow path initialized this thread */
+    pf_sampler_t copy_sampler;  /* the same sampling, over bytes copied by the memcpy family */
+    /* warm: slow path only */
+    char *chunk_pos;            /* next free byte in this thread's chunk of the profile */
+    char *chunk_end;
+    uint32_t chunk_gen;         /* writer generation the chunk belongs to (a fork starts a new one) */
+    uint32_t chunk_exited;      /* the thread is ending (pf_writer.c) */
+    char *chunk_handed_end;     /* the end of the chunk it handed on as it began to end, if any */
+    char *written_from;         /* filled chunks not yet dropped from memory: [written_from, written_to) */
+    char *written_to;
+    uint32_t tid;
+    int64_t compare_credit;     /* bytes this thread may still spend comparing copies (pf_copies.c) */
+    int compare_credit_set;
+    uint32_t watch_started;     /* watch/ was started (or refused) on this thread */
+    uint32_t spawn_noted_pid;   /* the vfork child whose start this thread's file already has (exec retries) */
+    uint32_t in_vfork_child;    /* writing from a vfork child on this thread's behalf: no file descriptor use */
+    uintptr_t stack_low;        /* the thread's stack, [stack_low, stack_high), or 0, 0 when not known */
+    uintptr_t stack_high;
+} pf_tls_t;
+
+extern __thread pf_tls_t pf_tls __attribute__((tls_model("initial-exec"))) PF_HIDDEN;
+
+/* The re-entrancy guard (pf_tls_t.guard, above): raised around everything pyflow does on a thread, so the
+ * allocations and copies it makes pass through every hook uncounted. Always in pairs; they nest. */
+static inline void pf_guard_enter(pf_tls_t *t)
+{
+    t->guard++;
+}
+
+static inline void pf_guard_leave(pf_tls_t *t)
+{
+    t->guard--;
+}
+
+/* What the recorder needs from the runtime that hosts it (interpose/), filled by its start-up once the
+ * real functions are known, before recording is enabled: the recorder never calls an exported hook. */
+typedef struct pf_recorder_host {
+    void *(*memcpy)(void *, const void *, size_t);
+    size_t (*malloc_usable_size)(void *);
+    void (*pymem_recheck)(void);                        /* re-wrap the PyMem domains if replaced */
+    void (*foreign_signal)(int, siginfo_t *, void *);   /* the program's own action for a signal */
+} pf_recorder_host_t;
+
+extern pf_recorder_host_t pf_host PF_HIDDEN;
+
+/* Process-wide configuration, written once by the constructor (or the fork handler) before any thread
+ * can see enabled = 1. */
+typedef struct pf_config {
+    int enabled;                /* recording; 0 = every hook is a pass-through */
+    int native;                 /* capture native IPs */
+    int exact;
+    int quiet;
+    uint64_t mean_sample_bytes;
+    uint64_t object_threshold;
+    uint64_t copy_sample_bytes; /* sampling mean for copy volume */
+    uint64_t copy_threshold;    /* copies this large are always recorded */
+    const pf_pyframes_api_t *py;/* the interpreter's frame reader; NULL until loaded */
+    uint64_t start_mono_ns;
+    uint32_t pid;               /* getpid(), kept (also by the fork handler): it is a system call each time */
+    int is_root;                /* the process the launcher started (its stderr is the user's terminal) */
+    uint64_t run_id;            /* PYFLOW_RUN_ID: names the launcher's socket for messages (pf_notify.c) */
+    int waste;                  /* untouched pages and content fingerprints at free (pf_content.c) */
+} pf_config_t;
+
+extern pf_config_t pf_cfg PF_HIDDEN;
+
+
+/* The live tracked objects (pf_objtable.c): what a free hook may ask about an address, and what a realloc
+ * hook keeps of the old block. */
+#define PF_OBJTABLE_FILTER_BITS 20u
+#define PF_OBJTABLE_STRIPES 64u
+
+/* A recorded copy an object took part in, kept on both ends so that whichever is freed first can compare
+ * the two buffers (the redundant-copy verdict). An object keeps its PF_OBJ_LINKS most recent copies (a
+ * source copied twice, say: b = bytes(a); c = bytearray(a)). */
+#define PF_OBJ_LINKS 3
+typedef struct pf_copylink {
+    uint64_t copy_id;       /* 0 = none */
+    uintptr_t peer_obj;     /* start of the other object (its key here) */
+    uint64_t peer_serial;   /* and its serial: the address may hold another object by now */
+    uintptr_t peer_data;    /* first copied byte in the other object */
+    uintptr_t self_data;    /* first copied byte in this object */
+    uint64_t len;
+} pf_copylink_t;
+
+typedef struct pf_objinfo {
+    uintptr_t addr;
+    uint64_t size;
+    uint32_t domain;
+    uint32_t flags;
+    uint64_t serial;        /* set by pf_objtable_insert: unique per tracked object */
+    pf_copylink_t link[PF_OBJ_LINKS];
+} pf_objinfo_t;
+
+extern uint8_t *pf_objtable_filter;   /* NULL until pf_objtable_init() */
+
+static inline uint64_t pf_objtable_hash(uintptr_t addr)
+{
+    return (uint64_t)addr * 0x9E3779B97F4A7C15ull;
+}
+
+/* The filter bucket of an address: 16-byte granules (malloc's alignment) in 16 MiB windows; each window
+ * starts at a scrambled, cache-line aligned offset, so regions that are 16 MiB multiples apart (glibc's
+ * thread arenas are 64 MiB aligned) do not share buckets. */
+static inline uint32_t pf_objtable_bucket(uintptr_t addr)
+{
+    uint64_t window = (uint64_t)(addr >> 24) * 0x9E3779B97F4A7C15ull;
+    return (uint32_t)((addr >> 4) + (window >> 20)) & ((1u << PF_OBJTABLE_FILTER_BITS) - 1);
+}
+
+/* 1 when addr may be tracked (the caller must then ask pf_objtable_remove/lookup), 0 when it surely is not. */
+static inline int pf_objtable_maybe(const void *addr)
+{
+    const uint8_t *f = pf_objtable_filter;
+    if (!f)
+        return 0;
+    return __atomic_load_n(&f[pf_objtable_bucket((uintptr_t)addr)], __ATOMIC_RELAXED) != 0;
+}
+
+
+/* 1 when addr is the start of a tracked object (pf_objtable_maybe answers first, without a lock). */
+int pf_recorder_tracks(const void *addr) PF_HIDDEN;
+
+/* pf_recorder.c: the recorder's life in the process, in the order start-up calls it. */
+typedef struct pf_writer_info {
+    uint64_t max_bytes;         /* the file's size cap (0 or above PF_WRITER_MAX_BYTES: that) */
+    uint32_t flags;             /* PF_HDR_* */
+    uint32_t python_hex;
+    const char *python_version; /* "3.11.2" */
+    uint32_t via_pid, via_child;/* the header's (this process only: a fork child's parent is this process) */
+    uint64_t run_id;            /* the header's: the launcher's id of the run */
+} pf_writer_info_t;
+
+/* Reads the host name (PYFLOW_HOST, else gethostname) and the engine's labels from the environment, and
+ * the host name found, cleaned for a file name (pf_labels.c). */
+void pf_labels_init(void) PF_HIDDEN;
+const char *pf_labels_host(void) PF_HIDDEN;
+/* The tables and the profile file (pf_writer.h says which file). Returns 0, or -errno. */
+int pf_recorder_open(const char *base_path, int is_root, const pf_writer_info_t *info) PF_HIDDEN;
+/* After the PyMem domains are wrapped, before recording is enabled: object types, the native unwinder. */
+void pf_recorder_prepare(void) PF_HIDDEN;
+/* Just after recording was enabled: watch/ on this thread (a no-op unless asked for). */
+void pf_recorder_started(pf_tls_t *t) PF_HIDDEN;
+/* The fork handlers' recorder parts; the caller holds the guard across them. */
+void pf_recorder_fork_prepare(void) PF_HIDDEN;
+void pf_recorder_fork_parent(void) PF_HIDDEN;
+void pf_recorder_fork_child(pf_tls_t *t) PF_HIDDEN;
+/* 1 when ip lies in the native unwinder's code (its pipe's descriptors are moved out of the way). */
+int pf_recorder_unwinder_caller(uint64_t ip) PF_HIDDEN;
+/* 1 when thread t holds a chunk of the current profile file (a vfork child may then write for it). */
+int pf_recorder_thread_has_chunk(const pf_tls_t *t) PF_HIDDEN;
+/* A SPAWN record (pf_format.h) of the calling thread's start of a child, with its Python stack. */
+void pf_record_spawn(pf_tls_t *t, int kind, uint64_t child, uint64_t t_ns, uint32_t child_flags,
+                     const char *command, uint16_t command_len) PF_HIDDEN;
+
+/* pf_notify.c: one line "pyflow: ..." on stderr, or to the launcher from a child process. */
+void pf_log(const char *fmt, ...) PF_HIDDEN __attribute__((format(printf, 1, 2)));
+
+/* pf_record.c: the slow paths. */
+void pf_on_alloc_slow(pf_tls_t *t, void *p, size_t size, int domain) PF_HIDDEN PF_NOINLINE;
+void pf_on_free_slow(pf_tls_t *t, void *p, int domain) PF_HIDDEN PF_NOINLINE;
+/* As pf_on_free_slow; returns 1 and fills *obj when p was tracked (realloc needs the old block). */
+int pf_on_free_slow_info(pf_tls_t *t, void *p, int domain, struct pf_objinfo *obj) PF_HIDDEN PF_NOINLINE;
+/* Records an allocation exactly, whatever its size (GPU allocations: few, large, all wanted). */
+void pf_on_alloc_exact(pf_tls_t *t, void *p, size_t size, int domain) PF_HIDDEN PF_NOINLINE;
+/* pf_copies.c */
+/* Records a copy exactly (CUDA copies), links its ends. Returns the copy id, or 0 when not recorded. */
+uint64_t pf_on_copy_exact(pf_tls_t *t, void *dst, const void *src, size_t n, int kind) PF_HIDDEN PF_NOINLINE;
+/* Writes a VERDICT record (pf_verdict_kind_t, PF_EVIDENCE_*) for a recorded copy. Caller holds the guard. */
+void pf_copy_write_verdict(pf_tls_t *t, uint64_t copy_id, int verdict, uint64_t compared, uint32_t evidence) PF_HIDDEN;
+void pf_on_copy_slow(pf_tls_t *t, void *dst, const void *src, size_t n, int kind) PF_HIDDEN PF_NOINLINE;
+void pf_on_realloc_moved(pf_tls_t *t, void *dst, const struct pf_objinfo *old, size_t new_size) PF_HIDDEN PF_NOINLINE;
+void pf_record_mark(pf_tls_t *t, int kind, uint64_t value, const char *note) PF_HIDDEN;
+uint64_t pf_now_ns(void) PF_HIDDEN;
+/* Common entry of the slow paths: per-thread start, the file generation, the finalization mark. */
+void pf_enter_recording(pf_tls_t *t) PF_HIDDEN;
+
+/* The fast-path test shared by every allocation hook: one unlikely branch into the slow path. */
+static inline void pf_account_alloc(void *p, size_t size, int domain)
+{
+    pf_tls_t *t = &pf_tls;
+    if (PF_UNLIKELY((t->sampler.countdown -= (int64_t)size) <= 0) && p)
+        pf_on_alloc_slow(t, p, size, domain);
+}
+
+#endif /* PF_RECORDER_H */
