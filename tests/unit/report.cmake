@@ -20,6 +20,12 @@ pf_unit_test(test_report_model
 target_include_directories(test_report_model PRIVATE ${PROJECT_SOURCE_DIR}/report)
 target_compile_definitions(test_report_model PRIVATE PF_TEST_DATA_DIR="${CMAKE_CURRENT_LIST_DIR}/data")
 
+# Merged processes (children's clocks, who started what, unprofiled children) and the call tree.
+pf_unit_test(test_report_processes
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report_processes.c
+  LIBS pf_report dl)
+target_include_directories(test_report_processes PRIVATE ${PROJECT_SOURCE_DIR}/report)
+
 # The sweep (timelines, liveness, children's clocks) and the reader's walk and corruption messages.
 pf_unit_test(test_report_sweep
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report_sweep.c
