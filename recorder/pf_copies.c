@@ -1,4 +1,4 @@
-/* pf_copies.c - COPY records and the redundant-copy verdict (DESIGN.md section 5).
+/* pf_copies.c - COPY records and the redundant-copy verdict (docs/how-it-measures.md, "Redundant copies").
  *
  * A recorded copy whose two ends both lie in tracked objects links the objects (pf_copylink_t, kept on
  * both). When the first of the two is freed, its bytes are compared with the other's, before the memory

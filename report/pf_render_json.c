@@ -1,4 +1,4 @@
-/* pf_render_json.c - the JSON rendering of the model: the contract of DESIGN.md section 7
+/* pf_render_json.c - the JSON rendering of the model: the contract of docs/json.md
  * ("schema": "pyflow-profile/1"; bytes and seconds, never MB). Fields may be added, never renamed. */
 #include <errno.h>
 #include <math.h>

@@ -55,7 +55,7 @@ typedef struct pf_text_opts {
 /* Renders the terminal report. Returns 0, or -errno when writing failed. */
 int pf_render_text(const pf_model_t *model, FILE *out, const pf_text_opts_t *opts);
 
-/* Renders the JSON document of DESIGN.md section 7 ("schema": "pyflow-profile/1").
+/* Renders the JSON document of docs/json.md ("schema": "pyflow-profile/1").
  * Returns 0, or -errno when writing failed. */
 int pf_render_json(const pf_model_t *model, FILE *out);
 
