@@ -69,9 +69,13 @@ static void write_content(pf_tls_t *t, const pf_objinfo_t *o, uint32_t flags)
     int known = untouched_pages(o->addr, o->size, &c.checked_pages, &c.untouched_pages) == 0;
     if (!known)
         c.checked_pages = c.untouched_pages = 0;
-    int64_t skip = value_offset(o);
-    /* An object with pages never touched is untouched memory; reading it would fault them in. */
-    if (skip >= 0 && known && c.untouched_pages == 0 && !(flags & PF_CONTENT_AT_EXIT)) {
+    /* An object with pages never touched is untouched memory; reading it would fault them in. At exit
+     * nothing is read at all: an object still in the table may have been freed where pyflow's hooks could
+     * not see it (tracemalloc installed over them) and its pages unmapped since; mincore() only asks. */
+    int64_t skip = -1;
+    if (known && c.untouched_pages == 0 && !(flags & PF_CONTENT_AT_EXIT))
+        skip = value_offset(o);
+    if (skip >= 0) {
         pf_content_scan_t s;
         pf_content_scan((const void *)o->addr, o->size, (uint64_t)skip, &s);
         if (s.all_zero)
