@@ -448,8 +448,9 @@ def case_diff(c):
     assert "load" not in lines and "[new]" not in lines and "[gone]" not in lines.replace("[python startup]", ""), (
         f"lines that only moved must match by text:\n{lines}")
     assert "--fail-on peak:+10%: FAILED" in cp.stdout, cp.stdout
-    for conds, rc in (("peak:+30%", 0), ("leaked:+1MB", 1), ("leaked:+3MB", 0), ("allocated:+2MiB", 1),
-                      ("redundant:+0,copies:+0", 0)):
+    # Thresholds stay clear of the +2 MiB the edit adds: start-up differs by a few KiB from run to run.
+    for conds, rc in (("peak:+30%", 0), ("leaked:+1MB", 1), ("leaked:+3MB", 0), ("allocated:+1MiB", 1),
+                      ("allocated:+3MiB", 0), ("redundant:+0,copies:+0", 0)):
         cp = run([c.pyflow, "diff", base, new, "--fail-on", conds])
         assert cp.returncode == rc, f"--fail-on {conds}: rc {cp.returncode}, expected {rc}\n{cp.stdout[-600:]}"
     cp = run([c.pyflow, "diff", new, base, "--fail-on", "peak:+0,leaked:+0"])
