@@ -21,8 +21,11 @@ build: configure
 demo: build
 	$(BUILD)/bin/pyflow run --python $(PYTHON) examples/alloc_mix.py
 
+# A failing test runs once more before it fails the suite: many cases check sampled estimates against
+# ground truth on a loaded 2-core machine, where a tolerance is exceeded now and then by chance. A fault
+# that repeats still fails; every retry shows in the log as a failed attempt.
 check: build
-	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS) --repeat until-pass:2
 	@$(MAKE) --no-print-directory check-sanitize
 
 # The unit tests again, built with AddressSanitizer and UndefinedBehaviorSanitizer.
