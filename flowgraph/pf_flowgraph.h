@@ -1,6 +1,6 @@
 /* pf_flowgraph.h - the object flow graph, built from the model's records: which flows it draws, what its
  * nodes and edges are called and which are wasteful (pf_flowview.c); its Graphviz export is pf_render_dot
- * (pf_render_dot.c, declared in report/pf_report.h), and report/'s HTML page reads the same view.
+ * (pf_render_dot.c, declared in report/include/pf_report.h), and report/'s HTML page reads the same view.
  *
  * The default view tells the data's story: flows between objects the program's own lines made (both ends
  * tracked, allocated at a line of the user's), not at an import line; of those the few largest by bytes
