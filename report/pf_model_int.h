@@ -260,6 +260,7 @@ struct pf_model {
     double timeline_end_s;
     uint64_t end_ns;            /* last event (or exit) */
     uint64_t peak_ns;
+    uint64_t gpu_peak_ns;       /* when the live GPU bytes peaked (0: no GPU memory) */
     /* run facts */
     int has_exit;
     int exit_code;

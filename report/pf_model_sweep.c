@@ -782,6 +782,7 @@ void pf_model_sweep(loader_t *L)
         }
         if (m->total.gpu_live > gpu_peak) {
             gpu_peak = m->total.gpu_live;
+            m->gpu_peak_ns = e->t;
             S.gpu_peak_epoch++;
         }
     }

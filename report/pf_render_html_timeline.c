@@ -17,9 +17,10 @@ static void points(FILE *f, const double *pts)
     fputc(']', f);
 }
 
-/* Draws #timeline from #timeline-data {t: seconds, host: [...], gpu: [...] or null, peak: [s, bytes]}:
- * axes (data-ticks on the svg counts the tick labels drawn; the tests read it), the lines, the peak, and a
- * hover line with the values. */
+/* Draws #timeline from #timeline-data {t: seconds, host: [...], gpu: [...] or null, peak: [s, bytes],
+ * gpu_peak: [s, bytes] or null}: axes (data-ticks on the svg counts the tick labels drawn; the tests read
+ * it), the lines, the two peaks (each its own marker: the GPU's need not fall at the host's), and a hover
+ * line with the values. */
 static const char *TIMELINE_SCRIPT =
     "(function(){var g=document.getElementById('timeline'),D=JSON.parse(document.getElementById('timeline-data').textContent),"
     "ns='http://www.w3.org/2000/svg',L=64,R=12,T=10,B=26,H=200,tip=document.getElementById('timeline-tip');"
@@ -44,6 +45,9 @@ static const char *TIMELINE_SCRIPT =
     "if(D.peak[1]>0){var px=X(D.peak[0]),py=Y(D.peak[1]);el('line',{x1:px,x2:px,y1:T,y2:H-B,stroke:'#d33','stroke-dasharray':'3,3'});"
     "el('circle',{cx:px,cy:py,r:3.5,fill:'#d33','class':'peak'});var pt=el('text',{x:px+(px>W-160?-6:6),y:T+10,fill:'#d33',"
     "'text-anchor':px>W-160?'end':'start','class':'tick'});pt.textContent='peak '+hb(D.peak[1])+' at '+ts(D.peak[0],tst/10)}"
+    "if(D.gpu_peak){var gx=X(D.gpu_peak[0]),gy=Y(D.gpu_peak[1]);el('line',{x1:gx,x2:gx,y1:T+14,y2:H-B,stroke:'#2a9d4a','stroke-dasharray':'2,4'});"
+    "el('circle',{cx:gx,cy:gy,r:3.5,fill:'#2a9d4a','class':'gpu-peak'});var gt=el('text',{x:gx+(gx>W-200?-6:6),y:T+24,fill:'#2a9d4a',"
+    "'text-anchor':gx>W-200?'end':'start','class':'tick'});gt.textContent='GPU peak '+hb(D.gpu_peak[1])+' at '+ts(D.gpu_peak[0],tst/10)}"
     "if(D.gpu){var lg=el('text',{x:W-R,y:T+10,'text-anchor':'end',fill:'#2a9d4a','class':'tick'});lg.textContent='GPU';"
     "var lh=el('text',{x:W-R-36,y:T+10,'text-anchor':'end',fill:'#2a6fdb','class':'tick'});lh.textContent='host + GPU'}"
     "var hv=el('line',{x1:0,x2:0,y1:T,y2:H-B,stroke:'#555',visibility:'hidden'});"
@@ -67,6 +71,10 @@ void pf_html_timeline(FILE *f, const pf_model_t *m)
         points(f, m->gpu_timeline);
     else
         fputs("null", f);
-    fprintf(f, ",\"peak\":[%.6f,%.0f]}</script>\n<script>%s</script>\n", (double)m->peak_ns / 1e9, m->total.peak_bytes,
-            TIMELINE_SCRIPT);
+    fprintf(f, ",\"peak\":[%.6f,%.0f],\"gpu_peak\":", (double)m->peak_ns / 1e9, m->total.peak_bytes);
+    if (m->total.gpu_peak_bytes > 0)
+        fprintf(f, "[%.6f,%.0f]", (double)m->gpu_peak_ns / 1e9, m->total.gpu_peak_bytes);
+    else
+        fputs("null", f);
+    fprintf(f, "}</script>\n<script>%s</script>\n", TIMELINE_SCRIPT);
 }

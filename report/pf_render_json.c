@@ -424,11 +424,18 @@ int pf_render_json(const pf_model_t *m, FILE *out)
     pf_json_key(&j, "totals");
     pf_json_begin_object(&j);
     bytes(&j, "peak_bytes", m->total.peak_bytes);
+    pf_json_key(&j, "peak_at_s");
+    pf_json_number(&j, (double)m->peak_ns / 1e9);
     bytes(&j, "alloc_bytes", m->total.alloc_bytes);
     bytes(&j, "python_bytes", m->total.python_bytes);
     bytes(&j, "native_bytes", m->total.native_bytes);
     bytes(&j, "gpu_bytes", m->total.gpu_bytes);
     bytes(&j, "gpu_peak_bytes", m->total.gpu_peak_bytes);
+    pf_json_key(&j, "gpu_peak_at_s");
+    if (m->total.gpu_peak_bytes > 0)
+        pf_json_number(&j, (double)m->gpu_peak_ns / 1e9);
+    else
+        pf_json_null(&j);
     bytes(&j, "copy_bytes", m->total.copy_bytes);
     bytes(&j, "redundant_copy_bytes", m->total.redundant_copy_bytes);
     bytes(&j, "leaked_bytes", m->total.leaked_bytes);

@@ -248,8 +248,8 @@ static void header(out_t *o, const pf_model_t *m, const pf_text_opts_t *opts)
     if (pf_report_sampling_steps(m, lacks))
         line(o, "  %s", lacks);
     if (m->total.gpu_bytes > 0)
-        line(o, "  gpu: allocated %s | peak %s | live at exit %s | over time %s", human(m->total.gpu_bytes, a),
-             human(m->total.gpu_peak_bytes, b), human(m->total.gpu_live, c),
+        line(o, "  gpu: allocated %s | peak %s at %.2f s | live at exit %s | over time %s", human(m->total.gpu_bytes, a),
+             human(m->total.gpu_peak_bytes, b), (double)m->gpu_peak_ns / 1e9, human(m->total.gpu_live, c),
              sparkline(m->gpu_timeline, PF_TIMELINE_POINTS, 20, spark, sizeof spark));
     if (m->total.copy_bytes > 0)
         line(o, "  copied %s (%s/s while copying), redundant %s", human(m->total.copy_bytes, a),

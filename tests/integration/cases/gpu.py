@@ -1,7 +1,8 @@
 """Integration cases: GPU memory on the mock CUDA library."""
+import json
 import os
 
-from .common import HERE, Skip, flows_at, once, row, run
+from .common import HERE, Skip, flows_at, once, prog, row, run
 
 
 GPU = os.path.join(os.path.dirname(HERE), "gpu")
@@ -122,3 +123,25 @@ def case_gpu_per_tensor(c):
     env = dict(os.environ, PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True")
     r = run([c.pyflow, "run", "--python", c.python, "--gpu-per-tensor", "--no-report", "-c", code], env=env)
     assert r.stdout == "expandable_segments:True,backend:cudaMallocAsync\n", (r.stdout, r.stderr)
+
+
+@once
+def case_gpu_peak_instant(c):
+    """The GPU's peak is its own instant: JSON `gpu_peak_at_s` (null without GPU memory), the text report's
+    gpu line and a marker of its own on the HTML timeline, apart from the host's peak 0.3 s later."""
+    html = os.path.join(c.tmp, "p.html")
+    cp, d = profile_on_mock_cuda(c, "gpu_peaks_apart.py", "peaks ok\n")
+    t = d["totals"]
+    assert t["gpu_peak_bytes"] == 64 << 20 and t["peak_bytes"] >= 200_000_000, t
+    assert t["gpu_peak_at_s"] is not None and t["gpu_peak_at_s"] + 0.25 < t["peak_at_s"], t
+    assert f"at {t['gpu_peak_at_s']:.2f} s" in cp.stderr.split("gpu: ", 1)[1].splitlines()[0], cp.stderr[-1500:]
+    cp2 = run([c.pyflow, "run", "--python", c.python, "--no-report", "--html", html, os.path.join(GPU, "gpu_peaks_apart.py"),
+               os.environ["PYFLOW_TEST_MOCKCUDA"]])
+    assert cp2.returncode == 0, cp2.stderr[-800:]
+    with open(html) as f:
+        page = f.read()
+    data = json.loads(page.split('id="timeline-data">', 1)[1].split("</script>", 1)[0])
+    assert data["gpu_peak"] and data["gpu_peak"][1] == 64 << 20 and data["gpu_peak"][0] + 0.25 < data["peak"][0], data
+    assert "'gpu-peak'" in page, "no marker drawn for the GPU peak"
+    _, plain = c.profile(prog("diff_base.py"))
+    assert plain["totals"]["gpu_peak_at_s"] is None and plain["totals"]["peak_at_s"] > 0, plain["totals"]
