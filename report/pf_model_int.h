@@ -172,6 +172,9 @@ typedef struct pf_redundancy {
     uint32_t first_path, repeat_path;       /* interned hybrid call path: native frames, then Python frames,
                                                " <- "-separated, innermost first (a representative pair) */
     double bytes, count;
+    const char *category;                   /* the PieProf category it suggests, and what to do (static
+                                               strings, set once the sweep is done: pf_model_watch.c) */
+    const char *fix;
 } pf_redundancy_t;
 
 /* The watch run's facts: the sum over threads of each thread's last PF_REC_WATCH_STATS record. */
@@ -287,7 +290,6 @@ struct pf_model {
 };
 
 /* The PieProf category a redundancy suggests (a display heuristic, see pf_model_watch.c). */
-const char *pf_redundancy_category(const struct pf_model *m, const pf_redundancy_t *r);
 
 /* pf_report_tests.c: a PF_MARK_LABEL's text, kept when it is a "pytest-result"; and their memory. */
 void pf_tests_note(struct pf_model *m, const char *label, size_t len);

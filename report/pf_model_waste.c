@@ -175,9 +175,24 @@ static void collect_recomputations(pf_model_t *m, waste_sweep_t *W)
         m->waste.recomputed_count += g->count;
     }
     pf_map_free(&entries);
+    for (size_t i = 0; i < m->waste.n_recomputations; i++) {
+        pf_recomputation_t *r = &m->waste.recomputations[i];
+        r->category = r->native ? "repeated native call with the same arguments" : "loop-invariant computation";
+        r->fix = r->native ? "compute it once outside the loop, or cache it (the call got the same inputs each time)"
+                           : "compute it once outside the loop, or cache it";
+    }
     if (m->waste.n_recomputations)
         qsort(m->waste.recomputations, m->waste.n_recomputations, sizeof *m->waste.recomputations,
               by_recomputed_bytes);
+}
+
+/* What to do about untouched memory: none of it used, or only part. */
+static const char *untouched_fix(const pf_untouched_t *u)
+{
+    if (u->checked_bytes > 0 && u->bytes >= 0.98 * u->checked_bytes)
+        return "never used: do not allocate it, or allocate it lazily when it is first needed";
+    return "allocate the size needed (or grow it as it fills); np.empty instead of np.zeros only where every "
+           "element is written before it is read";
 }
 
 void pf_waste_finish(sweeper_t *S)
@@ -190,6 +205,8 @@ void pf_waste_finish(sweeper_t *S)
     if (!W)
         return;
     collect_recomputations(m, W);
+    for (size_t i = 0; i < m->waste.n_untouched; i++)
+        m->waste.untouched[i].fix = untouched_fix(&m->waste.untouched[i]);
     if (m->waste.n_untouched)
         qsort(m->waste.untouched, m->waste.n_untouched, sizeof *m->waste.untouched, by_untouched_bytes);
     if (m->total.peak_bytes > 0) {
@@ -210,25 +227,4 @@ void pf_waste_finish(sweeper_t *S)
     free(W->facts);
     free(W);
     m->waste.sweep = NULL;
-}
-
-const char *pf_recompute_category(const pf_model_t *m, const pf_recomputation_t *r)
-{
-    (void)m;
-    return r->native ? "repeated native call with the same arguments" : "loop-invariant computation";
-}
-
-const char *pf_recompute_fix(const pf_model_t *m, const pf_recomputation_t *r)
-{
-    (void)m;
-    return r->native ? "compute it once outside the loop, or cache it (the call got the same inputs each time)"
-                     : "compute it once outside the loop, or cache it";
-}
-
-const char *pf_untouched_fix(const pf_untouched_t *u)
-{
-    if (u->checked_bytes > 0 && u->bytes >= 0.98 * u->checked_bytes)
-        return "never used: do not allocate it, or allocate it lazily when it is first needed";
-    return "allocate the size needed (or grow it as it fills); np.empty instead of np.zeros only where every "
-           "element is written before it is read";
 }

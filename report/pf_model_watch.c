@@ -168,14 +168,22 @@ static int cmp_bytes_desc(const void *a, const void *b)
     return x->bytes < y->bytes ? 1 : x->bytes > y->bytes ? -1 : 0;
 }
 
+static const char *redundancy_category(const pf_model_t *m, const pf_redundancy_t *r);
+static const char *access_fix(const char *category);
+
 void pf_sweep_access_finish(sweeper_t *S)
 {
     pf_model_t *m = S->m;
+    for (size_t i = 0; i < m->n_redundancies; i++) {
+        pf_redundancy_t *r = &m->redundancies[i];
+        r->category = redundancy_category(m, r);
+        r->fix = access_fix(r->category);
+    }
     if (m->n_redundancies)
         qsort(m->redundancies, m->n_redundancies, sizeof *m->redundancies, cmp_bytes_desc);
 }
 
-/* ---- category (display only) ----
+/* ---- category (a display heuristic, decided once here for every renderer) ----
  * PieProf's interaction inefficiencies, told apart by where the two accesses ran and by the source line
  * (stripped libraries such as Debian's numpy give no function names to go by):
  *  - on two different lines: a native routine called again with the same arguments;
@@ -185,7 +193,7 @@ void pf_sweep_access_finish(sweeper_t *S)
  *    walks arrays element by element, re-reading their headers each time: slice underutilization;
  *  - on one line otherwise: the line recomputes what it computed last iteration: loop-invariant
  *    computation. */
-const char *pf_redundancy_category(const pf_model_t *m, const pf_redundancy_t *r)
+static const char *redundancy_category(const pf_model_t *m, const pf_redundancy_t *r)
 {
     /* a first access whose line is unknown (its frames could not be read: a bracketed row, or none) says
      * nothing of where it ran: judged by the repeat alone, not taken for another line's call */
@@ -202,4 +210,16 @@ const char *pf_redundancy_category(const pf_model_t *m, const pf_redundancy_t *r
     if (indexes)
         return "slice underutilization";
     return "loop-invariant computation";
+}
+
+/* What to do about each category. */
+static const char *access_fix(const char *category)
+{
+    if (strcmp(category, "slice underutilization") == 0)
+        return "index whole slices or use one vectorized expression instead of element-wise indexing";
+    if (strcmp(category, "API misuse") == 0)
+        return "let one numpy call do the loop (np.sum, np.cumsum, ufunc.reduce) instead of one call per element";
+    if (strcmp(category, "loop-invariant computation") == 0)
+        return "compute the value once, before the loop";
+    return "keep the result of the first call instead of calling again with the same arguments";
 }

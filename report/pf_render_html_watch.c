@@ -90,12 +90,12 @@ int pf_html_watch_findings(FILE *f, const pf_model_t *m)
             continue;
         fprintf(f, "<div class=\"finding\"><span class=\"bad\">%s</span> %s%s (%.0f%% of watched), ", kind_name(r),
                 r->approx ? "&#8776;" : "", pf_report_human_bytes(r->bytes, a), pct(r->bytes, kind_total(m, r)));
-        pf_html_esc(f, pf_redundancy_category(m, r));
+        pf_html_esc(f, r->category);
         fputs(", at ", f);
         where(f, m, r->repeat_line);
         source_of(f, m, r->repeat_line);
         fputs(": ", f);
-        pf_html_esc(f, pf_report_access_fix(pf_redundancy_category(m, r)));
+        pf_html_esc(f, r->fix);
         fputs("</div>\n", f);
         n++;
     }
@@ -148,15 +148,14 @@ static void redundancy_table(FILE *f, const pf_model_t *m)
     char a[24];
     for (size_t i = 0; i < m->n_redundancies; i++) {
         const pf_redundancy_t *r = &m->redundancies[i];
-        const char *category = pf_redundancy_category(m, r);
         double share = pct(r->bytes, kind_total(m, r));
         fprintf(f, "<tr><td>%s</td><td data-v=\"%.0f\">%s%s</td><td data-v=\"%.1f\">%.0f%%</td><td>%.0f</td>",
                 kind_name(r), r->bytes, r->approx ? "&#8776;" : "", pf_report_human_bytes(r->bytes, a), share, share,
                 r->count);
         fputs("<td title=\"", f);
-        pf_html_esc(f, pf_report_access_fix(category));
+        pf_html_esc(f, r->fix);
         fputs("\">", f);
-        pf_html_esc(f, category);
+        pf_html_esc(f, r->category);
         fputs("</td><td>", f);
         where(f, m, r->first_line);
         fputs("</td><td>", f);

@@ -279,7 +279,7 @@ static void redundancies(pf_json_t *j, const pf_model_t *m)
         pf_json_key(j, "approx");
         pf_json_bool(j, r->approx);
         pf_json_key(j, "category");
-        pf_json_string(j, pf_redundancy_category(m, r));
+        pf_json_string(j, r->category);
         pf_json_key(j, "first");
         site(j, m, r->first_line, r->first_native);
         pf_json_key(j, "first_path");

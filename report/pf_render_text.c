@@ -711,11 +711,10 @@ static void access_findings(out_t *o, const pf_model_t *m)
         }
         const pf_line_t *at = &m->lines[r->repeat_line];
         double kind_total = r->kind == PF_ACCESS_STORE ? m->total.store_bytes : m->total.load_bytes;
-        const char *category = pf_redundancy_category(m, r);
         line(o, "  %s%s:%d%s  %s%s %s, %.0f%% of watched %ss (%.0f pairs), %s: %s", red(o),
              shorten_path(pf_model_str(m, at->file)), at->line, reset(o), r->approx ? "\u2248" : "",
              human(r->bytes, a), r->kind == PF_ACCESS_STORE ? "silent stores" : "redundant loads",
-             share(r->bytes, kind_total), r->kind == PF_ACCESS_STORE ? "store" : "load", r->count, category,
+             share(r->bytes, kind_total), r->kind == PF_ACCESS_STORE ? "store" : "load", r->count, r->category,
              pf_report_source_line(pf_model_str(m, at->file), at->line));
         if (r->first_line >= 0 && r->first_line != r->repeat_line) {
             const pf_line_t *first = &m->lines[r->first_line];
@@ -723,7 +722,7 @@ static void access_findings(out_t *o, const pf_model_t *m)
         }
         if (r->repeat_native)
             line(o, "      in %s", pf_model_str(m, r->repeat_native));
-        line(o, "      fix: %s", pf_report_access_fix(category));
+        line(o, "      fix: %s", r->fix);
     }
 }
 

@@ -28,7 +28,7 @@ const char *pf_waste_recompute_text(const pf_model_t *m, const pf_recomputation_
 {
     char a[24], b[24];
     snprintf(buf, size, "recomputed the same %s value %.0f time%s (%s): %s", pf_report_human_bytes((double)r->size, a),
-             r->count, r->count < 1.5 ? "" : "s", pf_report_human_bytes(r->bytes, b), pf_recompute_fix(m, r));
+             r->count, r->count < 1.5 ? "" : "s", pf_report_human_bytes(r->bytes, b), r->fix);
     if (r->values > 1) {
         size_t used = strlen(buf);
         snprintf(buf + used, size - used, " (%u distinct values, each made again)", r->values);
@@ -119,9 +119,9 @@ void pf_json_waste(pf_json_t *j, const pf_model_t *m)
         pf_json_key(j, "domain");
         pf_json_string(j, r->native ? "native" : "python");
         pf_json_key(j, "category");
-        pf_json_string(j, pf_recompute_category(m, r));
+        pf_json_string(j, r->category);
         pf_json_key(j, "fix");
-        pf_json_string(j, pf_recompute_fix(m, r));
+        pf_json_string(j, r->fix);
         pf_json_key(j, "via");
         pf_json_node_callers(j, m, r->node);
         pf_json_end_object(j);
@@ -147,7 +147,7 @@ void pf_json_waste(pf_json_t *j, const pf_model_t *m)
         pf_json_key(j, "finding");
         pf_json_bool(j, pf_waste_untouched_shown(m, u));
         pf_json_key(j, "fix");
-        pf_json_string(j, pf_untouched_fix(u));
+        pf_json_string(j, u->fix);
         pf_json_key(j, "via");
         pf_json_node_callers(j, m, u->node);
         pf_json_end_object(j);
@@ -197,7 +197,7 @@ void pf_text_waste(FILE *f, const pf_model_t *m, int width, int color)
         }
         const pf_line_t *l = &m->lines[r->row];
         snprintf(row, sizeof row, "  %s%s:%d%s  %s: %s", red, pf_report_basename(pf_model_str(m, l->file)), l->line,
-                 reset, pf_recompute_category(m, r), pf_report_source_line(pf_model_str(m, l->file), l->line));
+                 reset, r->category, pf_report_source_line(pf_model_str(m, l->file), l->line));
         put_line(f, width + (int)(strlen(red) + strlen(reset)), row);
         snprintf(row, sizeof row, "      %s", pf_waste_recompute_text(m, r, text, sizeof text));
         put_line(f, width, row);
@@ -224,7 +224,7 @@ void pf_text_waste(FILE *f, const pf_model_t *m, int width, int color)
             snprintf(row, sizeof row, "      via %s", pf_report_callers(m, u->node, callers, sizeof callers));
             put_line(f, width, row);
         }
-        snprintf(row, sizeof row, "      fix: %s", pf_untouched_fix(u));
+        snprintf(row, sizeof row, "      fix: %s", u->fix);
         put_line(f, width, row);
     }
 }
@@ -250,7 +250,7 @@ int pf_html_waste_findings(FILE *f, const pf_model_t *m)
         if (!pf_waste_recompute_shown(m, r))
             continue;
         fputs("<div class=\"finding\"><span class=\"bad\">recomputed value</span> ", f);
-        pf_html_esc(f, pf_recompute_category(m, r));
+        pf_html_esc(f, r->category);
         fputs(" at ", f);
         html_where(f, m, r->row);
         fputs(": ", f);
@@ -267,7 +267,7 @@ int pf_html_waste_findings(FILE *f, const pf_model_t *m)
         fputs(": ", f);
         pf_html_esc(f, pf_waste_untouched_text(u, text, sizeof text));
         fputs("; ", f);
-        pf_html_esc(f, pf_untouched_fix(u));
+        pf_html_esc(f, u->fix);
         fputs("</div>\n", f);
         shown++, n++;
     }

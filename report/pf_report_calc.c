@@ -336,17 +336,6 @@ int pf_report_redundancy_shown(const pf_model_t *m, const pf_redundancy_t *r)
     return r->repeat_line >= 0 && pf_model_is_user_file(m, pf_model_str(m, m->lines[r->repeat_line].file));
 }
 
-const char *pf_report_access_fix(const char *category)
-{
-    if (strcmp(category, "slice underutilization") == 0)
-        return "index whole slices or use one vectorized expression instead of element-wise indexing";
-    if (strcmp(category, "API misuse") == 0)
-        return "let one numpy call do the loop (np.sum, np.cumsum, ufunc.reduce) instead of one call per element";
-    if (strcmp(category, "loop-invariant computation") == 0)
-        return "compute the value once, before the loop";
-    return "keep the result of the first call instead of calling again with the same arguments";
-}
-
 /* Puts item at rank k of a list of at most max items (largest first), dropping the last when it is full. */
 static void rank_insert(void *list, size_t size, size_t *n, size_t max, size_t k, const void *item)
 {

@@ -97,8 +97,6 @@ const char *pf_report_basename(const char *file);
 /* 1 when a redundant-access group is a finding: it repeats at a line of the user's code. */
 int pf_report_redundancy_shown(const pf_model_t *m, const pf_redundancy_t *r);
 
-/* What to do about each PieProf category (pf_redundancy_category's names). */
-const char *pf_report_access_fix(const char *category);
 
 /* --watch=copies: the edges a watched write proved needed (at a known line), largest first; fills top[0..max)
  * and returns how many. */

@@ -18,6 +18,9 @@ typedef struct pf_recomputation {
     double bytes, count;    /* estimated recomputations (sampling undone), not counting each value's first */
     uint32_t matches;       /* recorded objects that matched an earlier one */
     uint32_t values;        /* distinct values recomputed */
+    const char *category;   /* the PieProf category it suggests (a display heuristic), and what to do about
+                               it: static strings, set when the sweep is done */
+    const char *fix;
 } pf_recomputation_t;
 
 /* A line whose blocks were allocated larger than what was touched of them. */
@@ -29,6 +32,7 @@ typedef struct pf_untouched {
     double blocks;          /* estimated blocks */
     uint64_t largest_size;  /* the largest block measured, and how much of it was untouched */
     uint64_t largest_untouched;
+    const char *fix;        /* what to do about it (a static string, set when the sweep is done) */
 } pf_untouched_t;
 
 typedef struct pf_waste {
@@ -50,11 +54,5 @@ typedef struct pf_waste {
 /* Untouched memory is a finding from this many bytes, and this share of what was looked at. */
 #define PF_UNTOUCHED_MIN_BYTES (1024.0 * 1024.0)
 #define PF_UNTOUCHED_MIN_SHARE 0.25
-
-struct pf_model;
-/* The PieProf category a recomputation suggests (a display heuristic), and what to do about it. */
-const char *pf_recompute_category(const struct pf_model *m, const pf_recomputation_t *r);
-const char *pf_recompute_fix(const struct pf_model *m, const pf_recomputation_t *r);
-const char *pf_untouched_fix(const pf_untouched_t *u);
 
 #endif /* PF_WASTE_INT_H */
