@@ -255,12 +255,15 @@ static int cmd_run(int argc, char **argv)
     unsigned long long id = pf_out_random() | 1;
     snprintf(run_id, sizeof run_id, "%llx", id);
     setenv(PF_ENV_RUN_ID, run_id, 1);
-    int notes = pf_notes_open(id);
+    int notes_fd = pf_notes_open(id);
     pf_jobs_also_watch(pf_workdir_watch(&wd), pf_workdir_hold_new, &wd);
     int launched = pf_launch_run(&o, &py, libdir, wd.profile, &st);
     unsetenv(PF_ENV_RUN_ID);
+    pf_notes_t notes;
+    pf_notes_collect(notes_fd, &notes);
     if (launched != 0) {
-        pf_notes_print(notes, stderr);
+        pf_notes_print(&notes, stderr);
+        pf_notes_free(&notes);
         pf_workdir_remove(&wd);
         return 2;
     }
@@ -268,12 +271,13 @@ static int cmd_run(int argc, char **argv)
      * files, nor leave the work directory behind. */
     signal(SIGPIPE, SIG_IGN);
     if (pf_workdir_recover(&wd) != 0) {
-        pf_notes_print(notes, stderr);
+        pf_notes_print(&notes, stderr);
+        pf_notes_free(&notes);
         pf_workdir_remove(&wd);
         return finish_like(&st);
     }
     char **argv_run = pf_launch_argv(&o, &py);
-    int appended = pf_trailer_append(wd.profile_fd, &st, argv_run), keep = 0;
+    int appended = pf_trailer_append(wd.profile_fd, &st, argv_run, &notes), keep = 0, notes_shown = 0;
     free(argv_run);
     if (appended < 0)
         fprintf(stderr, "pyflow: could not finish the profile (%s): the report may miss the exit status\n",
@@ -287,12 +291,16 @@ static int cmd_run(int argc, char **argv)
         /* --no-report and no other rendering: the profile is all that was asked for, and loading a big one
          * costs seconds and about twice its size in memory */
         int wanted = out.text || out.json.wanted || out.dot.wanted || out.html.wanted;
-        if (wanted && pf_cli_render(wd.profile, &out) != 0 && !o.no_report)
+        int rendered = wanted && pf_cli_render(wd.profile, &out) == 0;
+        if (wanted && !rendered && !o.no_report)
             fprintf(stderr, "pyflow: the report could not be produced (see above)\n");
+        notes_shown = rendered && appended == 0 && out.text;   /* the text report named them, from the profile */
         if (o.profile && pf_workdir_publish(&wd, &saved) != 0)
             keep = 1;   /* what could not be moved stays where the message said */
     }
-    pf_notes_print(notes, stderr);
+    if (!notes_shown)
+        pf_notes_print(&notes, stderr);
+    pf_notes_free(&notes);
     if (keep)
         pf_workdir_release(&wd);
     else

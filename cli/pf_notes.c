@@ -30,11 +30,27 @@ int pf_notes_open(unsigned long long run_id)
     return s;
 }
 
-void pf_notes_print(int fd, FILE *out)
+static void add_line(pf_notes_t *out, const char *text)
 {
+    char **grown = realloc(out->lines, (out->n + 1) * sizeof *grown);
+    char *copy = strdup(text);
+    if (!grown || !copy) {
+        free(copy);
+        if (grown)
+            out->lines = grown;
+        return;
+    }
+    out->lines = grown;
+    out->lines[out->n++] = copy;
+}
+
+void pf_notes_collect(int fd, pf_notes_t *out)
+{
+    out->lines = NULL;
+    out->n = 0;
     if (fd < 0)
         return;
-    char msg[PF_NOTES_MAX + 1], last[PF_NOTES_MAX + 1] = "";
+    char msg[PF_NOTES_MAX + 1], last[PF_NOTES_MAX + 1] = "", line[PF_NOTES_MAX + 128];
     unsigned shown = 0, more = 0;
     ssize_t n;
     while ((n = recv(fd, msg, PF_NOTES_MAX, MSG_DONTWAIT)) > 0) {
@@ -57,9 +73,27 @@ void pf_notes_print(int fd, FILE *out)
         char who[64] = "";
         if (uid != (unsigned)getuid())
             snprintf(who, sizeof who, ", user id %u", uid);
-        fprintf(out, "pyflow: child process %u (%s%s): %s\n", pid, comm, who, msg + text);
+        snprintf(line, sizeof line, "child process %u (%s%s): %s", pid, comm, who, msg + text);
+        add_line(out, line);
     }
-    if (more)
-        fprintf(out, "pyflow: ... and %u more messages from child processes\n", more);
+    if (more) {
+        snprintf(line, sizeof line, "... and %u more messages from child processes", more);
+        add_line(out, line);
+    }
     close(fd);
+}
+
+void pf_notes_print(const pf_notes_t *notes, FILE *out)
+{
+    for (size_t i = 0; i < notes->n; i++)
+        fprintf(out, "pyflow: %s\n", notes->lines[i]);
+}
+
+void pf_notes_free(pf_notes_t *notes)
+{
+    for (size_t i = 0; i < notes->n; i++)
+        free(notes->lines[i]);
+    free(notes->lines);
+    notes->lines = NULL;
+    notes->n = 0;
 }

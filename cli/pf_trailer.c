@@ -8,8 +8,9 @@
 
 #include "pf_cli_int.h"
 #include "pf_format.h"
+#include "pf_notes.h"
 
-int pf_trailer_append(int fd, const pf_child_status_t *st, char *const *argv)
+int pf_trailer_append(int fd, const pf_child_status_t *st, char *const *argv, const pf_notes_t *notes)
 {
     struct stat sb;
     if (fstat(fd, &sb) != 0)
@@ -28,8 +29,19 @@ int pf_trailer_append(int fd, const pf_child_status_t *st, char *const *argv)
     pf_rec_exit_t x = {st->elapsed_ns, st->code, st->signaled ? PF_EXIT_SIGNALED : 0};
     memcpy(chunk + PF_CHUNK_HEADER_BYTES + sizeof rh, &x, sizeof x);
     memcpy(chunk + PF_CHUNK_HEADER_BYTES, &rh, sizeof rh);
-    /* the whole argv: the header has room for 3 KiB of it; here up to the rest of the chunk */
-    size_t at_argv = PF_CHUNK_HEADER_BYTES + rh.bytes, room = PF_CHUNK_BYTES - at_argv - sizeof rh, used = 0;
+    /* the children's messages (at most ~21 of 600 bytes: pf_notes.c), then the whole argv: the header has
+     * room for 3 KiB of it; here up to the rest of the chunk */
+    size_t at_argv = PF_CHUNK_HEADER_BYTES + rh.bytes;
+    for (size_t i = 0; notes && i < notes->n; i++) {
+        size_t len = strlen(notes->lines[i]) + 1, bytes = (sizeof rh + len + 7) & ~(size_t)7;
+        if (at_argv + bytes + sizeof rh > PF_CHUNK_BYTES / 2)
+            break;
+        pf_rec_header_t nh = {PF_REC_NOTE, 0, (uint32_t)bytes};
+        memcpy(chunk + at_argv + sizeof nh, notes->lines[i], len);
+        memcpy(chunk + at_argv, &nh, sizeof nh);
+        at_argv += bytes;
+    }
+    size_t room = PF_CHUNK_BYTES - at_argv - sizeof rh, used = 0;
     char *args = chunk + at_argv + sizeof rh;
     uint16_t count = 0;
     for (size_t i = 0; argv && argv[i] && used < room && count < UINT16_MAX; i++, count++) {

@@ -116,6 +116,8 @@ typedef enum pf_rec_type {
                                PF_ARGV_BYTES; one past the chunk's room is cut */
     PF_REC_CONTENT = 17,    /* what a tracked object held as it was freed (or at exit): untouched pages, a
                                fingerprint of its contents (pf_rec_content_t) */
+    PF_REC_NOTE = 18,       /* a message the launcher received from a child process (why it was not profiled,
+                               a full disk), NUL terminated, written in the trailer chunk after ARGV */
     PF_REC_TYPE_MAX
 } pf_rec_type_t;
 

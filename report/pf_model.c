@@ -171,6 +171,15 @@ static int on_record(void *ctx, const pf_record_t *r)
             root_argv(m, argv, n);
         }
         return 0;
+    case PF_REC_NOTE:
+        if (L->cur == 0) {
+            char **grown = realloc(m->notes, (m->n_notes + 1) * sizeof *grown);
+            if (!grown)
+                return 0;
+            m->notes = grown;
+            m->notes[m->n_notes++] = pf_xstrndup(r->payload, strnlen(r->payload, r->payload_bytes));
+        }
+        return 0;
     case PF_REC_EXIT: {
         const pf_rec_exit_t *x = r->payload;
         if (L->cur == 0) {
@@ -493,6 +502,9 @@ void pf_model_free(pf_model_t *m)
     for (size_t i = 0; i < m->n_strings; i++)
         free(m->strings[i]);
     free(m->strings);
+    for (size_t i = 0; i < m->n_notes; i++)
+        free(m->notes[i]);
+    free(m->notes);
     if (m->string_index)
         pf_map_free(m->string_index);
     free(m->string_index);

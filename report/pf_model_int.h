@@ -274,6 +274,8 @@ struct pf_model {
     char *python_version;
     char **argv;                /* the profiled program's argv (interpreter dropped) */
     size_t argc;
+    char **notes;               /* messages from child processes the launcher kept (PF_REC_NOTE) */
+    size_t n_notes;
     uint64_t records, dropped;  /* records read; records the runtime could not write (file full or unwritable) */
     uint64_t unresolved_stacks; /* ALLOC/COPY records whose interned stack the file lacks: attributed without it */
     pf_sampling_step_t *sampling_steps; /* the root process's, in time order, factors increasing */

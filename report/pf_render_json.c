@@ -579,6 +579,12 @@ int pf_render_json(const pf_model_t *m, FILE *out)
     watch_summary(&j, m);
     pf_json_waste(&j, m);
 
+    pf_json_key(&j, "notes");
+    pf_json_begin_array(&j);
+    for (size_t i = 0; i < m->n_notes; i++)
+        pf_json_string(&j, m->notes[i]);
+    pf_json_end_array(&j);
+
     pf_json_key(&j, "processes");
     pf_json_begin_array(&j);
     for (size_t i = 0; i < m->n_procs; i++) {

@@ -828,6 +828,10 @@ int pf_render_text(const pf_model_t *m, FILE *f, const pf_text_opts_t *opts)
     pf_text_waste(f, m, o.width, o.color);
     leaks(&o, m);
     pf_render_tests_text(m, f, rows);
+    if (m->n_notes)
+        fputc('\n', f);
+    for (size_t i = 0; i < m->n_notes; i++)     /* what children told the launcher: why they went unprofiled */
+        fprintf(f, "pyflow: %s\n", m->notes[i]);   /* whole: a message cut short says nothing */
     if (opts && opts->profile_path) {
         fputc('\n', f);
         line(&o, "profile saved: %s (render again: pyflow report %s)", opts->profile_path, opts->profile_path);

@@ -196,12 +196,19 @@ def case_lost_children(c):
     os.makedirs(tmpdir)
     env = dict(os.environ, TMPDIR=tmpdir)
     out = os.path.join(c.tmp, "o.json")
-    r = run([c.pyflow, "run", "--python", c.python, "--json", out, prog("lost_children.py"), "rmtmp"], env=env)
+    saved = os.path.join(c.tmp, "lost.pflow")
+    r = run([c.pyflow, "run", "--python", c.python, "--json", out, "-o", saved, prog("lost_children.py"), "rmtmp"],
+            env=env)
     assert r.returncode == 0 and r.stdout == "child stderr: ''\ndone\n", (r.stdout, r.stderr[-800:])
     assert "removed pyflow's directory" in r.stderr, r.stderr[-800:]
-    assert re.search(r"pyflow: child process \d+ \(python[^)]*\): cannot write the profile", r.stderr), r.stderr[-800:]
+    said = r"pyflow: child process \d+ \(python[^)]*\): cannot write the profile"
+    assert len(re.findall(said, r.stderr)) == 1, r.stderr[-800:]
     with open(out) as f:
         d = json.load(f)
+    # the message is kept in the profile: in the JSON, and in a report rendered later
+    assert any(re.match(said[len("pyflow: "):], n) for n in d["notes"]), d["notes"]
+    later = run([c.pyflow, "report", saved])
+    assert later.returncode == 0 and re.search(said, later.stdout + later.stderr), later.stdout[-800:]
     near(row(d, "lost_children.py", 15)["alloc_bytes"], 4_000_000, 0.01, "main process's bytes")
     kids = [p for p in d["processes"] if "-c" in p["argv"] and p["alloc_bytes"] >= 6_900_000]
     assert kids, f"the child profiled before the removal is lost: {d['processes']}"
