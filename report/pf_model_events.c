@@ -64,14 +64,20 @@ static void note_event(loader_t *L, const pf_record_t *r, uint64_t t)
         L->procs[L->cur].last_t = t;
     if (L->unordered)
         return;
-    int created;
-    uint64_t *v = pf_map_put(&L->stream_index, ((uint64_t)L->cur << 32 | r->tid) + 1, &created);
-    if (created) {
-        stream_t *s = PF_VEC_PUSH(L->streams, L->n_streams, L->cap_streams);
-        s->proc = L->cur;
-        *v = L->n_streams - 1;
+    /* a run of records is one writer's: its stream is the previous event's, without a lookup */
+    uint64_t key = ((uint64_t)L->cur << 32 | r->tid) + 1;
+    int created = 0;
+    if (key != L->last_stream_key) {
+        uint64_t *v = pf_map_put(&L->stream_index, key, &created);
+        if (created) {
+            stream_t *s = PF_VEC_PUSH(L->streams, L->n_streams, L->cap_streams);
+            s->proc = L->cur;
+            *v = L->n_streams - 1;
+        }
+        L->last_stream_key = key;
+        L->last_stream = *v;
     }
-    stream_t *s = &L->streams[*v];
+    stream_t *s = &L->streams[L->last_stream];
     if (!created && t < s->last_t) {
         L->unordered = 1;   /* the loader then collects every event into an array (pf_model.c) */
         return;
@@ -85,9 +91,8 @@ static void note_event(loader_t *L, const pf_record_t *r, uint64_t t)
 
 void pf_events_record(loader_t *L, const pf_record_t *r)
 {
-    const uint64_t cb = L->procs[L->cur].file.header.chunk_bytes;
     L->procs[L->cur].last_offset = r->offset;
-    uint64_t chunk = PF_HEADER_BYTES + (r->offset - PF_HEADER_BYTES) / cb * cb;
+    uint64_t chunk = r->chunk;
     if (chunk != L->run_chunk || r->type == PF_REC_WRITER) {
         if (chunk >= L->walk_dropped + (4u << 20)) {    /* walked: give back 4 MiB at a time */
             drop_pages(&L->procs[L->cur].file, L->walk_dropped, chunk);
@@ -107,6 +112,7 @@ void pf_events_free_streams(loader_t *L)
     free(L->streams);
     L->streams = NULL;
     L->n_streams = L->cap_streams = 0;
+    L->last_stream_key = 0;
     pf_map_free(&L->stream_index);
 }
 

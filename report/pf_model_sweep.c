@@ -250,6 +250,22 @@ int pf_sweep_frame_line(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *f, 
 
 #define PF_NO_USER_FRAME UINT64_MAX     /* stack_memo's value for an interned stack without a user frame */
 
+/* stack_memo's value slot for an interned stack, from the array by id; NULL: ask stack_memo. */
+static uint64_t *memo_by_id(sweeper_t *S, uint32_t proc, const pf_stack_view_t *st)
+{
+    const proc_state_t *P = &S->L->procs[proc];
+    if (!st->stack_id || st->stack_id >= P->n_stack_at)
+        return NULL;
+    if (!S->memo_at[proc])
+        S->memo_at[proc] = pf_xcalloc(P->n_stack_at, sizeof **S->memo_at);
+    stack_memo_slot_t *slot = &S->memo_at[proc][st->stack_id];
+    if (!slot->used) {
+        slot->used = 1;
+        slot->flags = st->attribute_flags;
+    }
+    return slot->flags == st->attribute_flags ? &slot->value : NULL;
+}
+
 /* An allocation's row, function and call-tree node (*started as pf_sweep_attribute's). Every allocation
  * referring to one interned stack with a frame of the user's is charged alike: that is worked out once
  * per stack. A stack without one goes by its thread's starter (pf_origin_int.h), each time. */
@@ -258,7 +274,9 @@ static int32_t charge_alloc(sweeper_t *S, const event_t *e, const pf_stack_view_
 {
     uint64_t *memo = NULL;
     if ((record_flags & PF_ALLOC_STACK_REF) && st->py) {
-        memo = pf_map_put(&S->stack_memo, pf_sweep_key3(e->proc, (uintptr_t)st->py, st->attribute_flags), NULL);
+        memo = memo_by_id(S, e->proc, st);
+        if (!memo)
+            memo = pf_map_put(&S->stack_memo, pf_sweep_key3(e->proc, (uintptr_t)st->py, st->attribute_flags), NULL);
         if (*memo && *memo != PF_NO_USER_FRAME) {
             const stack_charge_t *c = &S->charges[*memo - 1];
             *func = c->func;
@@ -338,6 +356,16 @@ static double share_of_peak(const sweeper_t *S, const pf_stats_t *s, int gpu)
     return v < 0.5 ? 0 : v;
 }
 
+/* pf_timeline_bucket(t, S->t_end), dividing only when t leaves the bucket of the last one asked for. */
+static int bucket_of(sweeper_t *S, uint64_t t)
+{
+    if (t < S->bucket_from || t >= S->bucket_to) {
+        S->bucket = pf_timeline_bucket(t, S->t_end);
+        pf_timeline_bucket_span(S->bucket, S->t_end, &S->bucket_from, &S->bucket_to);
+    }
+    return S->bucket;
+}
+
 /* Moves a row's live bytes to a new value at time t, keeping its area, maximum, timeline and peak share. */
 static void set_live(sweeper_t *S, pf_stats_t *s, uint64_t t, double live)
 {
@@ -346,7 +374,7 @@ static void set_live(sweeper_t *S, pf_stats_t *s, uint64_t t, double live)
         live = 0;   /* rounding of sampled estimates */
     s->area += s->live * (double)(t - s->live_since_ns) / 1e9;
     s->live_since_ns = t;
-    int b = pf_timeline_bucket(t, S->t_end);
+    int b = bucket_of(S, t);
     pf_timeline_set_bucket(s->timeline, &s->timeline_filled, b, s->live, live);
     pf_timeline_set_low(s->timeline_low, &s->timeline_low_filled, b, s->live, live);
     s->live = live;
@@ -421,7 +449,17 @@ static void on_alloc(sweeper_t *S, const event_t *e)
 {
     pf_model_t *m = S->m;
     const pf_rec_alloc_t *a = pf_event_payload(S->L, e);
-    uint64_t *prev = pf_map_get(&S->live, pf_sweep_addr_key(e->proc, a->addr));
+    /* one probe for the usual new address: its slot is taken now and filled at the end (nothing between
+     * touches the live map when the address was not live) */
+    uint64_t key = pf_sweep_addr_key(e->proc, a->addr);
+    int created = 0;
+    uint64_t *slot = pf_map_put_if_room(&S->live, key, &created), *prev = NULL;
+    if (!slot)
+        prev = pf_map_get(&S->live, key);
+    else if (!created)
+        prev = slot;
+    if (!created)
+        slot = NULL;
     if (prev && e->t >= S->L->procs[e->proc].fin_ns) {
         /* freed while the interpreter finalized, so live at exit, and its address handed out again: it
          * stays live under a key no address has (bit 47: user addresses are below it), where the end of
@@ -497,7 +535,7 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     o->t_alloc = e->t;
     o->clock = S->leak_clock;
     o->half = (uint8_t)half;
-    *pf_map_put(&S->live, pf_sweep_addr_key(e->proc, a->addr), NULL) = idx;
+    *(slot ? slot : pf_map_put(&S->live, key, NULL)) = idx;
     S->proc_objs[e->proc]++;
     if (pf_sweep_wants_range(o))
         pf_sweep_range_add(S, pf_sweep_addr_key(e->proc, a->addr), idx);
@@ -728,6 +766,7 @@ void pf_model_sweep(loader_t *L)
     m->end_ns = S.t_end;
     double peak = -1, gpu_peak = 0;
     S.proc_objs = pf_xcalloc(m->n_procs + 1, sizeof *S.proc_objs);
+    S.memo_at = pf_xcalloc(L->n_procs + 1, sizeof *S.memo_at);
     S.peak.off = m->exact;
     proc_end_t *ends = pf_sweep_process_ends(&S), *next_end = ends;
     pf_event_iter_t it;
@@ -827,6 +866,9 @@ void pf_model_sweep(loader_t *L)
     pf_map_free(&S.node_index);
     pf_map_free(&S.full_index);
     pf_map_free(&S.stack_memo);
+    for (size_t i = 0; i < L->n_procs; i++)
+        free(S.memo_at[i]);
+    free(S.memo_at);
     free(S.charges);
     pf_map_free(&S.live);
     pf_map_free(&S.flow_index);

@@ -57,6 +57,13 @@ typedef struct stack_charge {
     int32_t row, func, node;
 } stack_charge_t;
 
+/* stack_memo's entry for one interned stack id of a process (proc_state_t.stack_at), kept in an array by
+ * id: the first flags it is charged with have their value here, other flags go to stack_memo. */
+typedef struct stack_memo_slot {
+    uint64_t value;     /* as stack_memo's values; 0: not worked out yet */
+    uint8_t flags, used;
+} stack_memo_slot_t;
+
 /* Where a thread's memory with no user line of its own goes (pf_model_origin.c). */
 typedef struct origin {
     int32_t row, func;  /* -1: nowhere known */
@@ -74,6 +81,11 @@ typedef struct sweeper {
     pf_map_t node_index;    /* (parent node, file, line) -> call-tree node+1 */
     pf_map_t full_index;    /* the same for the unfolded call tree (library frames kept) */
     pf_map_t stack_memo;    /* (proc, interned stack, flags) -> charges index+1, or ~0: no user frame */
+    stack_memo_slot_t **memo_at;    /* per process with stack_at: the same by stack id (NULL until used) */
+    /* the timeline bucket of times in [bucket_from, bucket_to): every row changed by one event (and
+     * by the events near it) is in the same bucket, found without a division */
+    uint64_t bucket_from, bucket_to;
+    int bucket;
     stack_charge_t *charges;
     size_t n_charges, cap_charges;
     pf_map_t live;          /* (proc, addr) -> live_obj index */

@@ -17,6 +17,10 @@
  * the last bucket; no overflow for any t. */
 int pf_timeline_bucket(uint64_t t, uint64_t t_end);
 
+/* The times of bucket b (pf_timeline_bucket's inverse): [*from, *to). The last bucket runs to UINT64_MAX
+ * (what is past t_end lands in it), the others end where the next begins. */
+void pf_timeline_bucket_span(int b, uint64_t t_end, uint64_t *from, uint64_t *to);
+
 /* The series moved from `before` to `after` at time t: fills the buckets passed since the last call with
  * `before` (*filled counts the buckets written so far) and keeps the maximum in t's bucket. */
 void pf_timeline_set(double *tl, int *filled, uint64_t t, uint64_t t_end, double before, double after);
