@@ -437,7 +437,8 @@ void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uin
         if (o->gpu)
             set_gpu_live(S, rows[i], t, rows[i]->gpu_live - o->est);
     }
-    pf_calltree_free(m, o->node, o->est, o->gpu, (pf_peak_epochs_t){S->peak_epoch, S->gpu_peak_epoch, &S->peak, o->half});
+    const pf_peak_epochs_t epochs = {S->peak_epoch, S->gpu_peak_epoch, &S->peak, o->half};
+    pf_calltree_free(m, o->node, o->est, o->gpu, &epochs);
 }
 
 static void release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uint64_t t)
@@ -482,8 +483,8 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     uint32_t native = st.n_native ? pf_sweep_native_site(S, e->proc, st.ips, st.n_native) : 0;
     node = pf_calltree_native_child(m, &S->full_index, node, native);
     int half = pf_peak_half(a->addr, e->t, !(a->flags & PF_ALLOC_SAMPLED));
-    pf_calltree_alloc(m, node, est, a->domain == PF_DOMAIN_GPU,
-                      (pf_peak_epochs_t){S->peak_epoch, S->gpu_peak_epoch, &S->peak, half});
+    const pf_peak_epochs_t epochs = {S->peak_epoch, S->gpu_peak_epoch, &S->peak, half};
+    pf_calltree_alloc(m, node, est, a->domain == PF_DOMAIN_GPU, &epochs);
     double count = a->size ? est / (double)a->size : 1.0;
     pf_sweep_leak_clock(S, row, e->proc, e->t, est);
     double sample_var = (a->flags & PF_ALLOC_SAMPLED) && est > (double)a->size ? est * (est - (double)a->size) : 0;

@@ -151,8 +151,11 @@ void pf_sweep_content(sweeper_t *S, const event_t *e);
 void pf_waste_finish(sweeper_t *S);
 
 
-/* The live map's key of an address of process proc. */
-uint64_t pf_sweep_addr_key(uint32_t proc, uint64_t addr);
+/* The live map's key of an address of process proc (inline: two per allocation and free). */
+static inline uint64_t pf_sweep_addr_key(uint32_t proc, uint64_t addr)
+{
+    return (addr & ((1ull << 48) - 1)) | ((uint64_t)(proc & 0x7fff) << 48);  /* user addresses: 47 bits */
+}
 
 /* pf_model_sweep.c: ends the life of live object idx at key k at time t (pf_model_sweep.c's release). */
 void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uint64_t t, int ended);

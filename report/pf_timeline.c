@@ -28,14 +28,6 @@ void pf_timeline_bucket_span(int b, uint64_t t_end, uint64_t *from, uint64_t *to
     *to = b >= PF_TIMELINE_POINTS - 1 ? UINT64_MAX : bucket_start(b + 1, t_end);
 }
 
-void pf_timeline_set_bucket(double *tl, int *filled, int b, double before, double after)
-{
-    while (*filled <= b)
-        tl[(*filled)++] = before;   /* buckets with no change hold the value carried in */
-    if (after > tl[b])
-        tl[b] = after;
-}
-
 void pf_timeline_set(double *tl, int *filled, uint64_t t, uint64_t t_end, double before, double after)
 {
     pf_timeline_set_bucket(tl, filled, pf_timeline_bucket(t, t_end), before, after);
@@ -45,12 +37,4 @@ void pf_timeline_finish(double *tl, int *filled, double last)
 {
     while (*filled < PF_TIMELINE_POINTS)
         tl[(*filled)++] = last;
-}
-
-void pf_timeline_set_low(double *tl, int *filled, int b, double before, double after)
-{
-    while (*filled <= b)
-        tl[(*filled)++] = before;
-    if (after < tl[b])
-        tl[b] = after;
 }
