@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "pf_model_int.h"
 #include "pf_reader_int.h"
@@ -168,10 +169,28 @@ void pf_model_watch_totals(loader_t *L);
  * runs of one writer start and, for an event (pf_events_is_event), where its stream's runs are. Sets
  * L->unordered when a stream goes back in time: the loader then walks the files again collecting
  * L->events. */
-int pf_events_is_event(uint16_t type);
+/* (These three are inline: every record of a profile passes them twice, walked and swept.) */
+static inline int pf_events_is_event(uint16_t type)
+{
+    return type == PF_REC_ALLOC || type == PF_REC_FREE || type == PF_REC_COPY || type == PF_REC_ACCESS_PAIR ||
+           type == PF_REC_COPY_WRITE || type == PF_REC_VERDICT || type == PF_REC_CONTENT;
+}
+
 /* 0 for an event the load's window leaves out (pf_load_opts_t): an allocation outside it, anything after it. */
-int pf_events_in_window(const loader_t *L, uint16_t type, uint64_t t);
-uint64_t pf_events_time(const loader_t *L, uint32_t proc, const void *payload);     /* on the root's clock */
+static inline int pf_events_in_window(const loader_t *L, uint16_t type, uint64_t t)
+{
+    if (!L->window_to_ns)
+        return 1;
+    return t <= L->window_to_ns && (type != PF_REC_ALLOC || t >= L->window_from_ns);
+}
+
+/* An event's time on the root's clock. */
+static inline uint64_t pf_events_time(const loader_t *L, uint32_t proc, const void *payload)
+{
+    uint64_t t;
+    memcpy(&t, payload, sizeof t);     /* t_ns leads each event's payload */
+    return t + L->m->procs[proc].offset_ns;
+}
 void pf_events_record(loader_t *L, const pf_record_t *r);
 void pf_events_free_streams(loader_t *L);
 

@@ -24,19 +24,6 @@
 
 #include "pf_loader_int.h"
 
-int pf_events_is_event(uint16_t type)
-{
-    return type == PF_REC_ALLOC || type == PF_REC_FREE || type == PF_REC_COPY || type == PF_REC_ACCESS_PAIR ||
-           type == PF_REC_COPY_WRITE || type == PF_REC_VERDICT || type == PF_REC_CONTENT;
-}
-
-int pf_events_in_window(const loader_t *L, uint16_t type, uint64_t t)
-{
-    if (!L->window_to_ns)
-        return 1;
-    return t <= L->window_to_ns && (type != PF_REC_ALLOC || t >= L->window_from_ns);
-}
-
 /* Gives back the whole pages of file bytes [from, to) (contents stay in the file and the page cache). */
 static void drop_pages(const pf_file_t *f, uint64_t from, uint64_t to)
 {
@@ -44,13 +31,6 @@ static void drop_pages(const pf_file_t *f, uint64_t from, uint64_t to)
     uint64_t a = (from + page - 1) / page * page, b = to / page * page;
     if (b > a)
         madvise((void *)(f->data + a), b - a, MADV_DONTNEED);
-}
-
-uint64_t pf_events_time(const loader_t *L, uint32_t proc, const void *payload)
-{
-    uint64_t t;
-    memcpy(&t, payload, sizeof t);     /* t_ns leads each event's payload */
-    return t + L->m->procs[proc].offset_ns;
 }
 
 /* ---- loading: the streams ---- */
