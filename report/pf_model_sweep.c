@@ -250,15 +250,23 @@ int pf_sweep_frame_line(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *f, 
 
 #define PF_NO_USER_FRAME UINT64_MAX     /* stack_memo's value for an interned stack without a user frame */
 
-/* stack_memo's value slot for an interned stack, from the array by id; NULL: ask stack_memo. */
-static uint64_t *memo_by_id(sweeper_t *S, uint32_t proc, const pf_stack_view_t *st)
+/* The memo of an interned stack in the array by id; NULL when it has none there (inline, or sparse ids). */
+static stack_memo_slot_t *memo_slot(sweeper_t *S, uint32_t proc, const pf_stack_view_t *st)
 {
     const proc_state_t *P = &S->L->procs[proc];
     if (!st->stack_id || st->stack_id >= P->n_stack_at)
         return NULL;
     if (!S->memo_at[proc])
         S->memo_at[proc] = pf_xcalloc(P->n_stack_at, sizeof **S->memo_at);
-    stack_memo_slot_t *slot = &S->memo_at[proc][st->stack_id];
+    return &S->memo_at[proc][st->stack_id];
+}
+
+/* stack_memo's value slot for an interned stack, from the array by id; NULL: ask stack_memo. */
+static uint64_t *memo_by_id(sweeper_t *S, uint32_t proc, const pf_stack_view_t *st)
+{
+    stack_memo_slot_t *slot = memo_slot(S, proc, st);
+    if (!slot)
+        return NULL;
     if (!slot->used) {
         slot->used = 1;
         slot->flags = st->attribute_flags;
@@ -266,19 +274,32 @@ static uint64_t *memo_by_id(sweeper_t *S, uint32_t proc, const pf_stack_view_t *
     return slot->flags == st->attribute_flags ? &slot->value : NULL;
 }
 
+/* pf_sweep_native_site of a stack, worked out once per interned stack (an exact profile with native stacks
+ * looked each frame's address up in a map for every allocation). */
+static uint32_t stack_native_site(sweeper_t *S, uint32_t proc, const pf_stack_view_t *st)
+{
+    stack_memo_slot_t *slot = memo_slot(S, proc, st);
+    if (!slot)
+        return pf_sweep_native_site(S, proc, st->ips, st->n_native);
+    if (!slot->native1)
+        slot->native1 = pf_sweep_native_site(S, proc, st->ips, st->n_native) + 1;
+    return slot->native1 - 1;
+}
+
 /* An allocation's row, function and call-tree node (*started as pf_sweep_attribute's). Every allocation
  * referring to one interned stack with a frame of the user's is charged alike: that is worked out once
  * per stack. A stack without one goes by its thread's starter (pf_origin_int.h), each time. */
 static int32_t charge_alloc(sweeper_t *S, const event_t *e, const pf_stack_view_t *st, uint8_t record_flags,
-                            int32_t *func, int32_t *node, int *started)
+                            int32_t *func, int32_t *node, int *started, stack_charge_t **charge)
 {
     uint64_t *memo = NULL;
+    *charge = NULL;
     if ((record_flags & PF_ALLOC_STACK_REF) && st->py) {
         memo = memo_by_id(S, e->proc, st);
         if (!memo)
             memo = pf_map_put(&S->stack_memo, pf_sweep_key3(e->proc, (uintptr_t)st->py, st->attribute_flags), NULL);
         if (*memo && *memo != PF_NO_USER_FRAME) {
-            const stack_charge_t *c = &S->charges[*memo - 1];
+            stack_charge_t *c = *charge = &S->charges[*memo - 1];
             *func = c->func;
             *node = c->node;
             *started = 0;
@@ -292,8 +313,9 @@ static int32_t charge_alloc(sweeper_t *S, const event_t *e, const pf_stack_view_
     if (memo && !*memo && !user)
         *memo = PF_NO_USER_FRAME;
     else if (memo && !*memo) {
-        *PF_VEC_PUSH(S->charges, S->n_charges, S->cap_charges) = (stack_charge_t){row, *func, *node};
+        *PF_VEC_PUSH(S->charges, S->n_charges, S->cap_charges) = (stack_charge_t){row, *func, *node, -2};
         *memo = S->n_charges;
+        *charge = &S->charges[S->n_charges - 1];
     }
     return row;
 }
@@ -476,12 +498,19 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     int32_t fn, node;
     int started;
     pf_stack_view_t st = pf_loader_stack(S->L, e->proc, a + 1, a->flags, a->n_py, a->n_native);
-    int32_t row = charge_alloc(S, e, &st, a->flags, &fn, &node, &started);
+    stack_charge_t *charge;
+    int32_t row = charge_alloc(S, e, &st, a->flags, &fn, &node, &started, &charge);
     double est = (double)a->est_bytes;
     if (started)
         m->lines[row].started_bytes += est;
-    uint32_t native = st.n_native ? pf_sweep_native_site(S, e->proc, st.ips, st.n_native) : 0;
-    node = pf_calltree_native_child(m, &S->full_index, node, native);
+    uint32_t native = st.n_native ? stack_native_site(S, e->proc, &st) : 0;
+    if (charge && charge->native_node != -2) {
+        node = charge->native_node;     /* the same stack and node: the same child, already made */
+    } else {
+        node = pf_calltree_native_child(m, &S->full_index, node, native);
+        if (charge)
+            charge->native_node = node;
+    }
     int half = pf_peak_half(a->addr, e->t, !(a->flags & PF_ALLOC_SAMPLED));
     const pf_peak_epochs_t epochs = {S->peak_epoch, S->gpu_peak_epoch, &S->peak, half};
     pf_calltree_alloc(m, node, est, a->domain == PF_DOMAIN_GPU, &epochs);

@@ -55,12 +55,14 @@ typedef struct copy_info {
 /* What an allocation with an interned stack that has a frame of the user's is charged to. */
 typedef struct stack_charge {
     int32_t row, func, node;
+    int32_t native_node;    /* node's child for the stack's native site (pf_calltree_native_child); -2: not yet */
 } stack_charge_t;
 
 /* stack_memo's entry for one interned stack id of a process (proc_state_t.stack_at), kept in an array by
  * id: the first flags it is charged with have their value here, other flags go to stack_memo. */
 typedef struct stack_memo_slot {
     uint64_t value;     /* as stack_memo's values; 0: not worked out yet */
+    uint32_t native1;   /* the stack's native site + 1 (pf_sweep_native_site; any flags); 0: not yet */
     uint8_t flags, used;
 } stack_memo_slot_t;
 
