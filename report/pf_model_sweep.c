@@ -250,42 +250,6 @@ int pf_sweep_frame_line(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *f, 
 
 #define PF_NO_USER_FRAME UINT64_MAX     /* stack_memo's value for an interned stack without a user frame */
 
-/* The memo of an interned stack in the array by id; NULL when it has none there (inline, or sparse ids). */
-static stack_memo_slot_t *memo_slot(sweeper_t *S, uint32_t proc, const pf_stack_view_t *st)
-{
-    const proc_state_t *P = &S->L->procs[proc];
-    if (!st->stack_id || st->stack_id >= P->n_stack_at)
-        return NULL;
-    if (!S->memo_at[proc])
-        S->memo_at[proc] = pf_xcalloc(P->n_stack_at, sizeof **S->memo_at);
-    return &S->memo_at[proc][st->stack_id];
-}
-
-/* stack_memo's value slot for an interned stack, from the array by id; NULL: ask stack_memo. */
-static uint64_t *memo_by_id(sweeper_t *S, uint32_t proc, const pf_stack_view_t *st)
-{
-    stack_memo_slot_t *slot = memo_slot(S, proc, st);
-    if (!slot)
-        return NULL;
-    if (!slot->used) {
-        slot->used = 1;
-        slot->flags = st->attribute_flags;
-    }
-    return slot->flags == st->attribute_flags ? &slot->value : NULL;
-}
-
-/* pf_sweep_native_site of a stack, worked out once per interned stack (an exact profile with native stacks
- * looked each frame's address up in a map for every allocation). */
-static uint32_t stack_native_site(sweeper_t *S, uint32_t proc, const pf_stack_view_t *st)
-{
-    stack_memo_slot_t *slot = memo_slot(S, proc, st);
-    if (!slot)
-        return pf_sweep_native_site(S, proc, st->ips, st->n_native);
-    if (!slot->native1)
-        slot->native1 = pf_sweep_native_site(S, proc, st->ips, st->n_native) + 1;
-    return slot->native1 - 1;
-}
-
 /* An allocation's row, function and call-tree node (*started as pf_sweep_attribute's). Every allocation
  * referring to one interned stack with a frame of the user's is charged alike: that is worked out once
  * per stack. A stack without one goes by its thread's starter (pf_origin_int.h), each time. */
@@ -295,9 +259,7 @@ static int32_t charge_alloc(sweeper_t *S, const event_t *e, const pf_stack_view_
     uint64_t *memo = NULL;
     *charge = NULL;
     if ((record_flags & PF_ALLOC_STACK_REF) && st->py) {
-        memo = memo_by_id(S, e->proc, st);
-        if (!memo)
-            memo = pf_map_put(&S->stack_memo, pf_sweep_key3(e->proc, (uintptr_t)st->py, st->attribute_flags), NULL);
+        memo = pf_sweep_stack_memo(S, e->proc, st);
         if (*memo && *memo != PF_NO_USER_FRAME) {
             stack_charge_t *c = *charge = &S->charges[*memo - 1];
             *func = c->func;
@@ -318,37 +280,6 @@ static int32_t charge_alloc(sweeper_t *S, const event_t *e, const pf_stack_view_
         *charge = &S->charges[S->n_charges - 1];
     }
     return row;
-}
-
-/* The innermost native frame outside the interpreter, libc and pyflow, as an interned "symbol (library)";
- * 0 when there is none (or no native stack was captured). */
-uint32_t pf_sweep_native_site(sweeper_t *S, uint32_t proc, const uint64_t *ips, uint16_t n)
-{
-    const proc_state_t *P = &S->L->procs[proc];
-    for (uint16_t i = 0; i < n; i++) {
-        uint64_t ip = ips[i];
-        int created;
-        uint64_t *v = pf_map_put(&S->native_cache, pf_sweep_key3(proc, ip, 0x5e), &created);
-        if (created) {
-            *v = 1;     /* none, unless a module below says otherwise */
-            for (size_t k = 0; k < P->n_modules; k++) {
-                const module_t *mo = &P->modules[k];
-                if (ip < mo->start || ip >= mo->end)
-                    continue;
-                const char *path = S->m->strings[mo->path];
-                if (!pf_symbols_is_runtime_library(path)) {
-                    char name[512];
-                    /* return addresses point after the call: look up the call itself */
-                    pf_symbols_name(S->symbols, path, ip - mo->bias - (i > 0), name, sizeof name);
-                    *v = (uint64_t)intern(S->m, name, strlen(name)) + 1;
-                }
-                break;
-            }
-        }
-        if (*v > 1)
-            return (uint32_t)(*v - 1);
-    }
-    return 0;
 }
 
 /* A row's share of the program's peak is its live bytes at that instant. Rather than replaying the events
@@ -503,7 +434,7 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     double est = (double)a->est_bytes;
     if (started)
         m->lines[row].started_bytes += est;
-    uint32_t native = st.n_native ? stack_native_site(S, e->proc, &st) : 0;
+    uint32_t native = st.n_native ? pf_sweep_stack_native_site(S, e->proc, &st) : 0;
     if (charge && charge->native_node != -2) {
         node = charge->native_node;     /* the same stack and node: the same child, already made */
     } else {

@@ -140,9 +140,13 @@ int32_t pf_sweep_stack_node(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t 
 const pcode_t *pf_sweep_frame_code(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *f);
 int pf_sweep_frame_line(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *f, const pcode_t *pc);
 
-/* The innermost native frame outside the interpreter, libc and pyflow, as an interned "symbol (library)";
- * 0 when there is none. */
+/* pf_sweep_stacks.c: the innermost native frame outside the interpreter, libc and pyflow, as an interned
+ * "symbol (library)"; 0 when there is none. */
 uint32_t pf_sweep_native_site(sweeper_t *S, uint32_t proc, const uint64_t *ips, uint16_t n);
+/* pf_sweep_stacks.c: the same for a stack, once per interned stack. */
+uint32_t pf_sweep_stack_native_site(sweeper_t *S, uint32_t proc, const pf_stack_view_t *st);
+/* pf_sweep_stacks.c: stack_memo's value slot for an interned stack st (st->py set) with its flags. */
+uint64_t *pf_sweep_stack_memo(sweeper_t *S, uint32_t proc, const pf_stack_view_t *st);
 
 /* The live object allocated at addr (its start) in process proc, as an index into S->objs; -1: none. */
 int64_t pf_sweep_live_object(const sweeper_t *S, uint32_t proc, uint64_t addr);
