@@ -5,6 +5,6 @@ import sys
 index = {(i % 97, str(i)): i for i in range(20_000)}
 total = 0
 for r in range(int(sys.argv[1])):
-    for i in range(20_000):
+    for i in range(20_000):                  # LOOP: one int a turn (past the cached small ones)
         total += index[(i % 97, str(i))]   # LOOKUP: one str, one tuple
 print(total)
