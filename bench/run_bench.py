@@ -4,6 +4,7 @@ and under Scalene with memory profiling (if installed), several runs each. Print
 median peak RSS, and their ratios to the plain run; then the geometric mean of pyflow's time ratios.
 
     bench/run_bench.py --pyflow build/bin/pyflow [--runs 5] [--python /usr/bin/python3] [--watch] [--exact]
+                       [--all] [--no-peers]
                        [workload ...]
 
 --exact adds `pyflow run --exact` (every allocation recorded) and, when installed, heaptrack, which also
@@ -14,6 +15,13 @@ arenas, not objects) and with PYTHONMALLOC=malloc (every object, as pyflow --exa
 `--watch=stores`, `--watch=loads` (at the default period, about 250 samples per second of CPU time) and
 `--watch=copies` (write watches armed on the copies pyflow judges). Where debug registers do not fire (`pyflow info`: "breakpoints fire FAIL") watchpoints
 are emulated by single steps and those figures measure the emulation, not the technique.
+
+--all runs every pyflow mode (default, `--native`, `--exact`, `--exact --native`, `--watch`) beside every
+peer installed (tracemalloc; Scalene; heaptrack and heaptrack with PYTHONMALLOC=malloc; memray when on PATH),
+in one interleaved run. pyflow's rows (`*`) are `pyflow run -o PROFILE` as users run it: their time includes
+the report printed at exit. For each pyflow row the profile's size is given per minute of that run (MB/min,
+children's files included) and the time `pyflow report PROFILE` took to read it again afterwards (read s),
+with the median read speed (MB/s). The peers' rows include no report.
 """
 import argparse
 import math
@@ -26,7 +34,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-WORKLOADS = ["churn", "numpy_temps", "numeric", "copies"]
+WORKLOADS = ["churn", "numpy_temps", "numeric", "copies", "indexing"]
 
 
 def measure(cmd):
@@ -38,6 +46,35 @@ def measure(cmd):
     if os.waitstatus_to_exitcode(status) != 0:
         return None
     return wall, usage.ru_maxrss * 1024
+
+
+def profile_files(path):
+    """The profile at path and its children's files (path.PID...)."""
+    d, base = os.path.split(path)
+    return [os.path.join(d, n) for n in os.listdir(d) if n == base or n.startswith(base + ".")]
+
+
+def measure_pyflow(args, cmd, profile):
+    """Runs a pyflow command writing profile (report at exit included), then `pyflow report` on what it
+    wrote. Returns (wall, peak RSS, profile bytes, report wall seconds) or None on failure."""
+    for f in profile_files(profile):
+        os.unlink(f)
+    r = measure(cmd)
+    if not r:
+        return None
+    size = sum(os.path.getsize(f) for f in profile_files(profile))
+    read = measure([args.pyflow, "report", profile])
+    return r + (size, read[0] if read else float("nan"))
+
+
+# pyflow's modes for --all: name -> options of `pyflow run`
+PYFLOW_MODES = {
+    "pyflow": [],
+    "pyflow-native": ["--native"],
+    "pyflow-exact": ["--exact"],
+    "pyflow-exact-native": ["--exact", "--native"],
+    "pyflow-watch": ["--watch"],
+}
 
 
 def tools(args, script, scratch):
@@ -58,9 +95,21 @@ def tools(args, script, scratch):
             trace = os.path.join(scratch, "heaptrack")
             out["heaptrack"] = ["heaptrack", "-o", trace, py, script]
             out["heaptrack-all"] = ["env", "PYTHONMALLOC=malloc", "heaptrack", "-o", trace, py, script]
+    if args.all:
+        for name, opts in PYFLOW_MODES.items():
+            out[name] = [args.pyflow, "run", *opts, "--python", py, script]
+        if shutil.which("heaptrack"):
+            trace = os.path.join(scratch, "heaptrack")
+            out["heaptrack"] = ["heaptrack", "-o", trace, py, script]
+            out["heaptrack-all"] = ["env", "PYTHONMALLOC=malloc", "heaptrack", "-o", trace, py, script]
+        if shutil.which("memray"):
+            out["memray"] = ["memray", "run", "--force", "-o", os.path.join(scratch, "memray.bin"), script]
     if shutil.which("scalene") or subprocess.run([py, "-c", "import scalene"], capture_output=True).returncode == 0:
         out["scalene"] = [py, "-m", "scalene", "--cli", "--memory",
                           "--outfile", os.devnull, script]
+    for name, cmd in out.items():   # every pyflow run keeps its profile: its size and reading it again
+        if name.startswith("pyflow") or name.startswith("watch-"):
+            cmd[2:2] = ["-o", os.path.join(scratch, name + ".pflow")]
     return out
 
 
@@ -71,21 +120,26 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--watch", action="store_true", help="also time each --watch mode")
     ap.add_argument("--exact", action="store_true", help="also time pyflow --exact and heaptrack")
-    ap.add_argument("--no-peers", action="store_true", help="skip tracemalloc, Scalene and heaptrack")
+    ap.add_argument("--all", action="store_true",
+                    help="every pyflow mode (default, --native, --exact, --exact --native, --watch) and every "
+                         "installed peer, with each pyflow profile's MB per minute and the time to read it")
+    ap.add_argument("--no-peers", action="store_true", help="skip tracemalloc, Scalene, heaptrack and memray")
     ap.add_argument("workloads", nargs="*", default=WORKLOADS)
     args = ap.parse_args()
     ratios = []
     scratch = tempfile.mkdtemp(prefix="pyflow-bench-")
-    print(f"{'workload':<12} {'tool':<15} {'wall s':>8} {'x plain':>8} {'peak MiB':>9} {'x plain':>8}")
+    print(f"{'workload':<12} {'tool':<20} {'wall s':>8} {'x plain':>8} {'peak MiB':>9} {'x plain':>8} "
+          f"{'MB/min':>8} {'read s':>7} {'MB/s':>7}")
     for w in args.workloads:
         script = os.path.join(HERE, "workloads", w + ".py")
         cmds = tools(args, script, scratch)
         if args.no_peers:
-            cmds = {k: v for k, v in cmds.items() if k.split("-")[0] not in ("tracemalloc", "scalene", "heaptrack")}
+            cmds = {k: v for k, v in cmds.items()
+                    if k.split("-")[0] not in ("tracemalloc", "scalene", "heaptrack", "memray")}
         results = {name: [] for name in cmds}
         for _ in range(args.runs):          # interleaved, so drift hits every tool alike
             for name, cmd in cmds.items():
-                r = measure(cmd)
+                r = measure_pyflow(args, cmd, cmd[3]) if cmd[2:3] == ["-o"] else measure(cmd)
                 if r:
                     results[name].append(r)
         if not results["plain"]:
@@ -99,10 +153,19 @@ def main():
                 continue
             t = statistics.median(r[0] for r in rs)
             mem = statistics.median(r[1] for r in rs)
-            print(f"{w:<12} {name:<15} {t:8.3f} {t / base_t:8.2f} {mem / 2**20:9.1f} {mem / base_m:8.2f}")
+            extra = ""
+            if len(rs[0]) == 4:     # a pyflow row: the report at exit is in its time
+                rate = statistics.median(r[2] / 1e6 / (r[0] / 60) for r in rs)
+                read = statistics.median(r[3] for r in rs)
+                speed = statistics.median(r[2] / 1e6 / r[3] for r in rs if r[3] > 0)
+                extra = f" {rate:8.1f} {read:7.3f} {speed:7.0f}"
+            label = name + "*" if extra else name
+            print(f"{w:<12} {label:<20} {t:8.3f} {t / base_t:8.2f} {mem / 2**20:9.1f} {mem / base_m:8.2f}{extra}")
             if name == "pyflow":
                 ratios.append(t / base_t)
     shutil.rmtree(scratch, ignore_errors=True)
+    print("\n* pyflow run -o PROFILE: the time includes the report printed at exit; MB/min: the profile's size "
+          "per minute of that run; read s: `pyflow report PROFILE` afterwards (MB/s: its read speed)")
     if ratios:
         geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
         print(f"\npyflow geometric-mean time ratio: {geo:.3f} over {len(ratios)} workloads "

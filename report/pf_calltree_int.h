@@ -51,8 +51,8 @@ typedef struct pf_peak_epochs {
 /* Unfolded node's live bytes, and its folded node's, change by +bytes (an allocation, also added to their
  * allocated) or -bytes (its free);
  * gpu: they are device bytes, which count on both the host/GPU total and the GPU peak as the rows do. */
-void pf_calltree_alloc(pf_model_t *m, int32_t node, double bytes, int gpu, pf_peak_epochs_t e);
-void pf_calltree_free(pf_model_t *m, int32_t node, double bytes, int gpu, pf_peak_epochs_t e);
+void pf_calltree_alloc(pf_model_t *m, int32_t node, double bytes, int gpu, const pf_peak_epochs_t *e);
+void pf_calltree_free(pf_model_t *m, int32_t node, double bytes, int gpu, const pf_peak_epochs_t *e);
 
 /* After the sweep: self peak shares (at_peak, at_gpu_peak: the program had one), live at exit, subtree
  * sums, and the children (and roots) linked largest first by peak, then allocated bytes. */

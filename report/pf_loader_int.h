@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "pf_model_int.h"
 #include "pf_reader_int.h"
@@ -67,6 +68,10 @@ typedef struct proc_state {
     size_t n_modules, cap_modules;
     pf_map_t codes;         /* code id -> index+1 into pcodes */
     pf_map_t stacks;        /* stack id -> its PF_REC_STACK payload (a pointer into the mapped file) */
+    /* The same as an array by id, once the file is walked, where the ids are dense (the recorder numbers
+     * them from 1): an allocation's stack is then found without hashing. NULL: look in stacks. */
+    const pf_rec_stack_t **stack_at;
+    size_t n_stack_at;
     uint64_t missing_stacks;/* references to a stack id the file does not define (corrupt or cut short) */
     pcode_t *pcodes;
     size_t n_pcodes, cap_pcodes;
@@ -106,6 +111,8 @@ typedef struct loader {
     stream_t *streams;
     size_t n_streams, cap_streams;
     pf_map_t stream_index;  /* (proc, tid) + 1 -> stream */
+    uint64_t last_stream_key;   /* the latest event's key in stream_index (0: none), and its stream */
+    size_t last_stream;
     uint64_t run;           /* counts the runs of one writer's records: a new chunk, a change of writer */
     uint64_t run_chunk;     /* file offset of the chunk being walked */
     uint64_t walk_dropped;  /* the walk gave back the file's pages below this offset */
@@ -127,6 +134,7 @@ typedef struct pf_stack_view {
     const uint64_t *ips;
     uint16_t n_py, n_native;
     uint8_t attribute_flags;    /* the record's flags, plus PF_STACK_MISSING: what pf_sweep_attribute takes */
+    uint32_t stack_id;          /* the interned stack's id; 0: inline, or missing */
 } pf_stack_view_t;
 
 /* Not a format flag: a referenced stack the file lacks; such bytes go to a "[stack missing]" row. */
@@ -138,6 +146,9 @@ pf_stack_view_t pf_loader_stack(loader_t *L, uint32_t proc, const void *tail, ui
                                 uint16_t n_native);
 _Static_assert(!(PF_STACK_MISSING & (PF_ALLOC_SAMPLED | PF_ALLOC_EXACT | PF_ALLOC_NO_PYSTATE | PF_ALLOC_TRUNCATED |
                                      PF_ALLOC_STACK_REF)), "PF_STACK_MISSING must not be a format flag");
+
+/* Fills P->stack_at from P->stacks once P's file is walked (when the ids are dense enough). */
+void pf_loader_index_stacks(proc_state_t *P);
 
 /* The files of pf_model_load_set, ordered by start; start_ns on one clock (pf_model_dir.c). */
 typedef struct pf_file_set {
@@ -158,10 +169,28 @@ void pf_model_watch_totals(loader_t *L);
  * runs of one writer start and, for an event (pf_events_is_event), where its stream's runs are. Sets
  * L->unordered when a stream goes back in time: the loader then walks the files again collecting
  * L->events. */
-int pf_events_is_event(uint16_t type);
+/* (These three are inline: every record of a profile passes them twice, walked and swept.) */
+static inline int pf_events_is_event(uint16_t type)
+{
+    return type == PF_REC_ALLOC || type == PF_REC_FREE || type == PF_REC_COPY || type == PF_REC_ACCESS_PAIR ||
+           type == PF_REC_COPY_WRITE || type == PF_REC_VERDICT || type == PF_REC_CONTENT;
+}
+
 /* 0 for an event the load's window leaves out (pf_load_opts_t): an allocation outside it, anything after it. */
-int pf_events_in_window(const loader_t *L, uint16_t type, uint64_t t);
-uint64_t pf_events_time(const loader_t *L, uint32_t proc, const void *payload);     /* on the root's clock */
+static inline int pf_events_in_window(const loader_t *L, uint16_t type, uint64_t t)
+{
+    if (!L->window_to_ns)
+        return 1;
+    return t <= L->window_to_ns && (type != PF_REC_ALLOC || t >= L->window_from_ns);
+}
+
+/* An event's time on the root's clock. */
+static inline uint64_t pf_events_time(const loader_t *L, uint32_t proc, const void *payload)
+{
+    uint64_t t;
+    memcpy(&t, payload, sizeof t);     /* t_ns leads each event's payload */
+    return t + L->m->procs[proc].offset_ns;
+}
 void pf_events_record(loader_t *L, const pf_record_t *r);
 void pf_events_free_streams(loader_t *L);
 

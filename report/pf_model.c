@@ -257,13 +257,20 @@ pf_stack_view_t pf_loader_stack(loader_t *L, uint32_t proc, const void *tail, ui
     if (flags & PF_ALLOC_STACK_REF) {
         pf_rec_stack_ref_t ref;
         memcpy(&ref, tail, sizeof ref);
-        uint64_t *at = pf_map_get(&L->procs[proc].stacks, ref.stack_id);
-        if (!at) {
-            L->procs[proc].missing_stacks++;
+        proc_state_t *P = &L->procs[proc];
+        const pf_rec_stack_t *st = NULL;
+        if (P->stack_at) {
+            st = ref.stack_id < P->n_stack_at ? P->stack_at[ref.stack_id] : NULL;
+        } else {
+            uint64_t *at = pf_map_get(&P->stacks, ref.stack_id);
+            st = at ? (const pf_rec_stack_t *)(uintptr_t)*at : NULL;
+        }
+        if (!st) {
+            P->missing_stacks++;
             v.attribute_flags |= PF_STACK_MISSING;
             return v;
         }
-        const pf_rec_stack_t *st = (const pf_rec_stack_t *)(uintptr_t)*at;
+        v.stack_id = ref.stack_id;
         tail = st + 1;
         n_py = st->n_py;
         n_native = st->n_native;
@@ -275,7 +282,21 @@ pf_stack_view_t pf_loader_stack(loader_t *L, uint32_t proc, const void *tail, ui
     return v;
 }
 
-/* Space-joined argv from a header's NUL-separated one; skip_first drops the interpreter. */
+void pf_loader_index_stacks(proc_state_t *P)
+{
+    uint64_t max_id = 0;
+    for (size_t i = 0; i < P->stacks.cap; i++)
+        if (P->stacks.slots[i].key && P->stacks.slots[i].key - 1 > max_id)
+            max_id = P->stacks.slots[i].key - 1;
+    if (!P->stacks.len || max_id > 4 * (uint64_t)P->stacks.len + 4096)
+        return;     /* sparse ids (not pyflow's numbering): the map it is */
+    P->n_stack_at = (size_t)max_id + 1;
+    P->stack_at = pf_xcalloc(P->n_stack_at, sizeof *P->stack_at);
+    for (size_t i = 0; i < P->stacks.cap; i++)
+        if (P->stacks.slots[i].key)
+            P->stack_at[P->stacks.slots[i].key - 1] = (const pf_rec_stack_t *)(uintptr_t)P->stacks.slots[i].val;
+}
+
 /* argv (n bytes, NUL separated) joined by spaces, without argv[0] (the interpreter). */
 static char *join_argv(const char *argv, size_t n)
 {
@@ -425,6 +446,7 @@ static int add_process(loader_t *L, const char *path, int root, uint64_t start_n
     L->run++;
     L->run_chunk = L->walk_dropped = 0;
     rc = pf_file_walk(&P->file, on_record, L, err, errlen);
+    pf_loader_index_stacks(P);
     pf_workers_ended(&m->procs[L->cur], P->fin_ns != UINT64_MAX, root && m->has_exit);
     return rc;
 }
@@ -476,6 +498,7 @@ int pf_model_load(const char *path, const pf_load_opts_t *opts, pf_model_t **out
     for (size_t i = 0; i < L.n_procs; i++) {
         pf_map_free(&L.procs[i].codes);
         pf_map_free(&L.procs[i].stacks);
+        free(L.procs[i].stack_at);
         free(L.procs[i].pcodes);
         free(L.procs[i].modules);
         free(L.procs[i].watch_last);

@@ -69,17 +69,19 @@ static void move_live(double *live, double *at_peak, uint32_t *seen, uint32_t ep
     *live += delta;
 }
 
-static void move(pf_callnode_t *c, double delta, int gpu, pf_peak_epochs_t e)
+/* e by pointer: a 24-byte struct passed by value on every allocation and free was rebuilt on the stack each
+ * time, and the copy's wide load waiting for its narrow stores stalled the sweep */
+static void move(pf_callnode_t *c, double delta, int gpu, const pf_peak_epochs_t *e)
 {
-    move_live(&c->live, &c->live_at_peak, &c->peak_epoch, e.host, delta);
-    if (e.est)
-        pf_peak_row_add(e.est, &c->peak_est, e.half, delta);
+    move_live(&c->live, &c->live_at_peak, &c->peak_epoch, e->host, delta);
+    if (e->est)
+        pf_peak_row_add(e->est, &c->peak_est, e->half, delta);
     if (gpu)
-        move_live(&c->gpu_live, &c->gpu_live_at_peak, &c->gpu_peak_epoch, e.gpu, delta);
+        move_live(&c->gpu_live, &c->gpu_live_at_peak, &c->gpu_peak_epoch, e->gpu, delta);
 }
 
 /* full: a node of the unfolded tree; its folded node moves alike */
-void pf_calltree_alloc(pf_model_t *m, int32_t full, double bytes, int gpu, pf_peak_epochs_t e)
+void pf_calltree_alloc(pf_model_t *m, int32_t full, double bytes, int gpu, const pf_peak_epochs_t *e)
 {
     int32_t at[2] = {full, m->full[full].folded};
     for (int t = 0; t < (at[1] >= 0 ? 2 : 1); t++) {
@@ -91,7 +93,7 @@ void pf_calltree_alloc(pf_model_t *m, int32_t full, double bytes, int gpu, pf_pe
     }
 }
 
-void pf_calltree_free(pf_model_t *m, int32_t full, double bytes, int gpu, pf_peak_epochs_t e)
+void pf_calltree_free(pf_model_t *m, int32_t full, double bytes, int gpu, const pf_peak_epochs_t *e)
 {
     move(&m->full[full], -bytes, gpu, e);
     if (m->full[full].folded >= 0)     /* always, for a node bytes were charged to (pf_sweep_callpath.c) */

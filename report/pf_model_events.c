@@ -24,19 +24,6 @@
 
 #include "pf_loader_int.h"
 
-int pf_events_is_event(uint16_t type)
-{
-    return type == PF_REC_ALLOC || type == PF_REC_FREE || type == PF_REC_COPY || type == PF_REC_ACCESS_PAIR ||
-           type == PF_REC_COPY_WRITE || type == PF_REC_VERDICT || type == PF_REC_CONTENT;
-}
-
-int pf_events_in_window(const loader_t *L, uint16_t type, uint64_t t)
-{
-    if (!L->window_to_ns)
-        return 1;
-    return t <= L->window_to_ns && (type != PF_REC_ALLOC || t >= L->window_from_ns);
-}
-
 /* Gives back the whole pages of file bytes [from, to) (contents stay in the file and the page cache). */
 static void drop_pages(const pf_file_t *f, uint64_t from, uint64_t to)
 {
@@ -44,13 +31,6 @@ static void drop_pages(const pf_file_t *f, uint64_t from, uint64_t to)
     uint64_t a = (from + page - 1) / page * page, b = to / page * page;
     if (b > a)
         madvise((void *)(f->data + a), b - a, MADV_DONTNEED);
-}
-
-uint64_t pf_events_time(const loader_t *L, uint32_t proc, const void *payload)
-{
-    uint64_t t;
-    memcpy(&t, payload, sizeof t);     /* t_ns leads each event's payload */
-    return t + L->m->procs[proc].offset_ns;
 }
 
 /* ---- loading: the streams ---- */
@@ -64,14 +44,20 @@ static void note_event(loader_t *L, const pf_record_t *r, uint64_t t)
         L->procs[L->cur].last_t = t;
     if (L->unordered)
         return;
-    int created;
-    uint64_t *v = pf_map_put(&L->stream_index, ((uint64_t)L->cur << 32 | r->tid) + 1, &created);
-    if (created) {
-        stream_t *s = PF_VEC_PUSH(L->streams, L->n_streams, L->cap_streams);
-        s->proc = L->cur;
-        *v = L->n_streams - 1;
+    /* a run of records is one writer's: its stream is the previous event's, without a lookup */
+    uint64_t key = ((uint64_t)L->cur << 32 | r->tid) + 1;
+    int created = 0;
+    if (key != L->last_stream_key) {
+        uint64_t *v = pf_map_put(&L->stream_index, key, &created);
+        if (created) {
+            stream_t *s = PF_VEC_PUSH(L->streams, L->n_streams, L->cap_streams);
+            s->proc = L->cur;
+            *v = L->n_streams - 1;
+        }
+        L->last_stream_key = key;
+        L->last_stream = *v;
     }
-    stream_t *s = &L->streams[*v];
+    stream_t *s = &L->streams[L->last_stream];
     if (!created && t < s->last_t) {
         L->unordered = 1;   /* the loader then collects every event into an array (pf_model.c) */
         return;
@@ -85,9 +71,8 @@ static void note_event(loader_t *L, const pf_record_t *r, uint64_t t)
 
 void pf_events_record(loader_t *L, const pf_record_t *r)
 {
-    const uint64_t cb = L->procs[L->cur].file.header.chunk_bytes;
     L->procs[L->cur].last_offset = r->offset;
-    uint64_t chunk = PF_HEADER_BYTES + (r->offset - PF_HEADER_BYTES) / cb * cb;
+    uint64_t chunk = r->chunk;
     if (chunk != L->run_chunk || r->type == PF_REC_WRITER) {
         if (chunk >= L->walk_dropped + (4u << 20)) {    /* walked: give back 4 MiB at a time */
             drop_pages(&L->procs[L->cur].file, L->walk_dropped, chunk);
@@ -107,6 +92,7 @@ void pf_events_free_streams(loader_t *L)
     free(L->streams);
     L->streams = NULL;
     L->n_streams = L->cap_streams = 0;
+    L->last_stream_key = 0;
     pf_map_free(&L->stream_index);
 }
 

@@ -8,11 +8,6 @@
 #include "pf_report_int.h"
 #include "pf_sweep_int.h"
 
-uint64_t pf_sweep_addr_key(uint32_t proc, uint64_t addr)
-{
-    return (addr & ((1ull << 48) - 1)) | ((uint64_t)(proc & 0x7fff) << 48);  /* user addresses: 47 bits */
-}
-
 /* Objects this large (and every GPU block) can be found by an address inside them: a copy from a slice of
  * a big array, or into a tensor inside a caching allocator's segment, still has its end. Few are live at
  * once, so a sorted array serves. */

@@ -31,7 +31,7 @@ int pf_peak_half(uint64_t addr, uint64_t t, int exact)
     return 1 + (int)((h >> 61) & 1);
 }
 
-void pf_peak_advance(pf_peak_est_t *P, uint64_t t)
+void pf_peak_advance_on(pf_peak_est_t *P, uint64_t t)
 {
     if (P->off || t < P->t_prev)
         return;
@@ -60,7 +60,7 @@ static void row_sync(const pf_peak_est_t *P, pf_peak_row_t *r)
     }
 }
 
-void pf_peak_row_add(const pf_peak_est_t *P, pf_peak_row_t *r, int half, double est)
+void pf_peak_row_add_on(const pf_peak_est_t *P, pf_peak_row_t *r, int half, double est)
 {
     if (P->off)
         return;
@@ -69,7 +69,7 @@ void pf_peak_row_add(const pf_peak_est_t *P, pf_peak_row_t *r, int half, double 
         r->live_h[k] += weight(half, k, est);
 }
 
-void pf_peak_total_add(pf_peak_est_t *P, int half, double est, double size)
+void pf_peak_total_add_on(pf_peak_est_t *P, int half, double est, double size)
 {
     if (P->off || half == 0)
         return;
@@ -80,7 +80,7 @@ void pf_peak_total_add(pf_peak_est_t *P, int half, double est, double size)
     P->var[half - 1] += est < 0 ? -v : v;
 }
 
-void pf_peak_after_event(pf_peak_est_t *P, const pf_peak_row_t *total)
+void pf_peak_after_event_on(pf_peak_est_t *P, const pf_peak_row_t *total)
 {
     if (P->off)
         return;

@@ -254,13 +254,14 @@ int pf_sweep_frame_line(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *f, 
  * referring to one interned stack with a frame of the user's is charged alike: that is worked out once
  * per stack. A stack without one goes by its thread's starter (pf_origin_int.h), each time. */
 static int32_t charge_alloc(sweeper_t *S, const event_t *e, const pf_stack_view_t *st, uint8_t record_flags,
-                            int32_t *func, int32_t *node, int *started)
+                            int32_t *func, int32_t *node, int *started, stack_charge_t **charge)
 {
     uint64_t *memo = NULL;
+    *charge = NULL;
     if ((record_flags & PF_ALLOC_STACK_REF) && st->py) {
-        memo = pf_map_put(&S->stack_memo, pf_sweep_key3(e->proc, (uintptr_t)st->py, st->attribute_flags), NULL);
+        memo = pf_sweep_stack_memo(S, e->proc, st);
         if (*memo && *memo != PF_NO_USER_FRAME) {
-            const stack_charge_t *c = &S->charges[*memo - 1];
+            stack_charge_t *c = *charge = &S->charges[*memo - 1];
             *func = c->func;
             *node = c->node;
             *started = 0;
@@ -274,41 +275,11 @@ static int32_t charge_alloc(sweeper_t *S, const event_t *e, const pf_stack_view_
     if (memo && !*memo && !user)
         *memo = PF_NO_USER_FRAME;
     else if (memo && !*memo) {
-        *PF_VEC_PUSH(S->charges, S->n_charges, S->cap_charges) = (stack_charge_t){row, *func, *node};
+        *PF_VEC_PUSH(S->charges, S->n_charges, S->cap_charges) = (stack_charge_t){row, *func, *node, -2};
         *memo = S->n_charges;
+        *charge = &S->charges[S->n_charges - 1];
     }
     return row;
-}
-
-/* The innermost native frame outside the interpreter, libc and pyflow, as an interned "symbol (library)";
- * 0 when there is none (or no native stack was captured). */
-uint32_t pf_sweep_native_site(sweeper_t *S, uint32_t proc, const uint64_t *ips, uint16_t n)
-{
-    const proc_state_t *P = &S->L->procs[proc];
-    for (uint16_t i = 0; i < n; i++) {
-        uint64_t ip = ips[i];
-        int created;
-        uint64_t *v = pf_map_put(&S->native_cache, pf_sweep_key3(proc, ip, 0x5e), &created);
-        if (created) {
-            *v = 1;     /* none, unless a module below says otherwise */
-            for (size_t k = 0; k < P->n_modules; k++) {
-                const module_t *mo = &P->modules[k];
-                if (ip < mo->start || ip >= mo->end)
-                    continue;
-                const char *path = S->m->strings[mo->path];
-                if (!pf_symbols_is_runtime_library(path)) {
-                    char name[512];
-                    /* return addresses point after the call: look up the call itself */
-                    pf_symbols_name(S->symbols, path, ip - mo->bias - (i > 0), name, sizeof name);
-                    *v = (uint64_t)intern(S->m, name, strlen(name)) + 1;
-                }
-                break;
-            }
-        }
-        if (*v > 1)
-            return (uint32_t)(*v - 1);
-    }
-    return 0;
 }
 
 /* A row's share of the program's peak is its live bytes at that instant. Rather than replaying the events
@@ -338,6 +309,16 @@ static double share_of_peak(const sweeper_t *S, const pf_stats_t *s, int gpu)
     return v < 0.5 ? 0 : v;
 }
 
+/* pf_timeline_bucket(t, S->t_end), dividing only when t leaves the bucket of the last one asked for. */
+static int bucket_of(sweeper_t *S, uint64_t t)
+{
+    if (t < S->bucket_from || t >= S->bucket_to) {
+        S->bucket = pf_timeline_bucket(t, S->t_end);
+        pf_timeline_bucket_span(S->bucket, S->t_end, &S->bucket_from, &S->bucket_to);
+    }
+    return S->bucket;
+}
+
 /* Moves a row's live bytes to a new value at time t, keeping its area, maximum, timeline and peak share. */
 static void set_live(sweeper_t *S, pf_stats_t *s, uint64_t t, double live)
 {
@@ -346,7 +327,7 @@ static void set_live(sweeper_t *S, pf_stats_t *s, uint64_t t, double live)
         live = 0;   /* rounding of sampled estimates */
     s->area += s->live * (double)(t - s->live_since_ns) / 1e9;
     s->live_since_ns = t;
-    int b = pf_timeline_bucket(t, S->t_end);
+    int b = bucket_of(S, t);
     pf_timeline_set_bucket(s->timeline, &s->timeline_filled, b, s->live, live);
     pf_timeline_set_low(s->timeline_low, &s->timeline_low_filled, b, s->live, live);
     s->live = live;
@@ -409,7 +390,8 @@ void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uin
         if (o->gpu)
             set_gpu_live(S, rows[i], t, rows[i]->gpu_live - o->est);
     }
-    pf_calltree_free(m, o->node, o->est, o->gpu, (pf_peak_epochs_t){S->peak_epoch, S->gpu_peak_epoch, &S->peak, o->half});
+    const pf_peak_epochs_t epochs = {S->peak_epoch, S->gpu_peak_epoch, &S->peak, o->half};
+    pf_calltree_free(m, o->node, o->est, o->gpu, &epochs);
 }
 
 static void release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uint64_t t)
@@ -421,7 +403,17 @@ static void on_alloc(sweeper_t *S, const event_t *e)
 {
     pf_model_t *m = S->m;
     const pf_rec_alloc_t *a = pf_event_payload(S->L, e);
-    uint64_t *prev = pf_map_get(&S->live, pf_sweep_addr_key(e->proc, a->addr));
+    /* one probe for the usual new address: its slot is taken now and filled at the end (nothing between
+     * touches the live map when the address was not live) */
+    uint64_t key = pf_sweep_addr_key(e->proc, a->addr);
+    int created = 0;
+    uint64_t *slot = pf_map_put_if_room(&S->live, key, &created), *prev = NULL;
+    if (!slot)
+        prev = pf_map_get(&S->live, key);
+    else if (!created)
+        prev = slot;
+    if (!created)
+        slot = NULL;
     if (prev && e->t >= S->L->procs[e->proc].fin_ns) {
         /* freed while the interpreter finalized, so live at exit, and its address handed out again: it
          * stays live under a key no address has (bit 47: user addresses are below it), where the end of
@@ -437,15 +429,22 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     int32_t fn, node;
     int started;
     pf_stack_view_t st = pf_loader_stack(S->L, e->proc, a + 1, a->flags, a->n_py, a->n_native);
-    int32_t row = charge_alloc(S, e, &st, a->flags, &fn, &node, &started);
+    stack_charge_t *charge;
+    int32_t row = charge_alloc(S, e, &st, a->flags, &fn, &node, &started, &charge);
     double est = (double)a->est_bytes;
     if (started)
         m->lines[row].started_bytes += est;
-    uint32_t native = st.n_native ? pf_sweep_native_site(S, e->proc, st.ips, st.n_native) : 0;
-    node = pf_calltree_native_child(m, &S->full_index, node, native);
+    uint32_t native = st.n_native ? pf_sweep_stack_native_site(S, e->proc, &st) : 0;
+    if (charge && charge->native_node != -2) {
+        node = charge->native_node;     /* the same stack and node: the same child, already made */
+    } else {
+        node = pf_calltree_native_child(m, &S->full_index, node, native);
+        if (charge)
+            charge->native_node = node;
+    }
     int half = pf_peak_half(a->addr, e->t, !(a->flags & PF_ALLOC_SAMPLED));
-    pf_calltree_alloc(m, node, est, a->domain == PF_DOMAIN_GPU,
-                      (pf_peak_epochs_t){S->peak_epoch, S->gpu_peak_epoch, &S->peak, half});
+    const pf_peak_epochs_t epochs = {S->peak_epoch, S->gpu_peak_epoch, &S->peak, half};
+    pf_calltree_alloc(m, node, est, a->domain == PF_DOMAIN_GPU, &epochs);
     double count = a->size ? est / (double)a->size : 1.0;
     pf_sweep_leak_clock(S, row, e->proc, e->t, est);
     double sample_var = (a->flags & PF_ALLOC_SAMPLED) && est > (double)a->size ? est * (est - (double)a->size) : 0;
@@ -497,7 +496,7 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     o->t_alloc = e->t;
     o->clock = S->leak_clock;
     o->half = (uint8_t)half;
-    *pf_map_put(&S->live, pf_sweep_addr_key(e->proc, a->addr), NULL) = idx;
+    *(slot ? slot : pf_map_put(&S->live, key, NULL)) = idx;
     S->proc_objs[e->proc]++;
     if (pf_sweep_wants_range(o))
         pf_sweep_range_add(S, pf_sweep_addr_key(e->proc, a->addr), idx);
@@ -728,6 +727,7 @@ void pf_model_sweep(loader_t *L)
     m->end_ns = S.t_end;
     double peak = -1, gpu_peak = 0;
     S.proc_objs = pf_xcalloc(m->n_procs + 1, sizeof *S.proc_objs);
+    S.memo_at = pf_xcalloc(L->n_procs + 1, sizeof *S.memo_at);
     S.peak.off = m->exact;
     proc_end_t *ends = pf_sweep_process_ends(&S), *next_end = ends;
     pf_event_iter_t it;
@@ -828,6 +828,9 @@ void pf_model_sweep(loader_t *L)
     pf_map_free(&S.node_index);
     pf_map_free(&S.full_index);
     pf_map_free(&S.stack_memo);
+    for (size_t i = 0; i < L->n_procs; i++)
+        free(S.memo_at[i]);
+    free(S.memo_at);
     free(S.charges);
     pf_map_free(&S.live);
     pf_map_free(&S.flow_index);

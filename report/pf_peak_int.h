@@ -27,17 +27,40 @@ typedef struct pf_peak_est {
 /* Which half of the samples an allocation is in: 0 = recorded exactly (both halves, as it is), 1 or 2. */
 int pf_peak_half(uint64_t addr, uint64_t t, int exact);
 
+/* The calls the sweep makes for every event return at once when P->off (an exact profile, whose events are
+ * many): the test is made inline, where they are called, and the work out of line. */
+void pf_peak_advance_on(pf_peak_est_t *P, uint64_t t);
+void pf_peak_row_add_on(const pf_peak_est_t *P, pf_peak_row_t *r, int half, double est);
+void pf_peak_total_add_on(pf_peak_est_t *P, int half, double est, double size);
+void pf_peak_after_event_on(pf_peak_est_t *P, const pf_peak_row_t *total);
+
 /* Time passes to t (before the event at t is handled). */
-void pf_peak_advance(pf_peak_est_t *P, uint64_t t);
+static inline void pf_peak_advance(pf_peak_est_t *P, uint64_t t)
+{
+    if (!P->off)
+        pf_peak_advance_on(P, t);
+}
 
 /* An object of `half` with estimate est (negative: it ended) and requested size comes to (leaves) row r. */
-void pf_peak_row_add(const pf_peak_est_t *P, pf_peak_row_t *r, int half, double est);
+static inline void pf_peak_row_add(const pf_peak_est_t *P, pf_peak_row_t *r, int half, double est)
+{
+    if (!P->off)
+        pf_peak_row_add_on(P, r, half, est);
+}
 
 /* The same object comes to (leaves) the program: its share of each half's variance. */
-void pf_peak_total_add(pf_peak_est_t *P, int half, double est, double size);
+static inline void pf_peak_total_add(pf_peak_est_t *P, int half, double est, double size)
+{
+    if (!P->off)
+        pf_peak_total_add_on(P, half, est, size);
+}
 
 /* After each event: each half's maximum, window and resets, from the total row. */
-void pf_peak_after_event(pf_peak_est_t *P, const pf_peak_row_t *total);
+static inline void pf_peak_after_event(pf_peak_est_t *P, const pf_peak_row_t *total)
+{
+    if (!P->off)
+        pf_peak_after_event_on(P, total);
+}
 
 /* Row r's share of the peak at the end (after pf_peak_advance to the end); fallback when no window
  * lasted any time (a peak that lasted no time between two events). *se: its standard error, from the

@@ -289,7 +289,7 @@ int pf_file_walk(const pf_file_t *f, int (*fn)(void *ctx, const pf_record_t *r),
                 if (cut)
                     break;  /* truncated file: the rest never made it to disk */
             }
-            pf_record_t r = {h.type, h.aux, h.bytes - (uint32_t)sizeof h, f->data + p + sizeof h, ch.tid, p};
+            pf_record_t r = {h.type, h.aux, h.bytes - (uint32_t)sizeof h, f->data + p + sizeof h, ch.tid, p, off};
             why = check_payload(&r);
             if (why) {
                 snprintf(err, errlen, "%s is corrupt: record at offset %llu: %s", f->path, (unsigned long long)p,

@@ -36,6 +36,7 @@ typedef struct pf_record {
     const void *payload;
     uint32_t tid;       /* its writer: the chunk's, or the latest PF_REC_WRITER's before it in the chunk */
     uint64_t offset;    /* of the record header in the file */
+    uint64_t chunk;     /* of its chunk's header (the walk knows it: no division per record to find it) */
 } pf_record_t;
 
 /* Calls fn for every record of every chunk, in file order (per thread, that is time order), PF_REC_WRITER

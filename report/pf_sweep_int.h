@@ -55,7 +55,16 @@ typedef struct copy_info {
 /* What an allocation with an interned stack that has a frame of the user's is charged to. */
 typedef struct stack_charge {
     int32_t row, func, node;
+    int32_t native_node;    /* node's child for the stack's native site (pf_calltree_native_child); -2: not yet */
 } stack_charge_t;
+
+/* stack_memo's entry for one interned stack id of a process (proc_state_t.stack_at), kept in an array by
+ * id: the first flags it is charged with have their value here, other flags go to stack_memo. */
+typedef struct stack_memo_slot {
+    uint64_t value;     /* as stack_memo's values; 0: not worked out yet */
+    uint32_t native1;   /* the stack's native site + 1 (pf_sweep_native_site; any flags); 0: not yet */
+    uint8_t flags, used;
+} stack_memo_slot_t;
 
 /* Where a thread's memory with no user line of its own goes (pf_model_origin.c). */
 typedef struct origin {
@@ -74,6 +83,11 @@ typedef struct sweeper {
     pf_map_t node_index;    /* (parent node, file, line) -> call-tree node+1 */
     pf_map_t full_index;    /* the same for the unfolded call tree (library frames kept) */
     pf_map_t stack_memo;    /* (proc, interned stack, flags) -> charges index+1, or ~0: no user frame */
+    stack_memo_slot_t **memo_at;    /* per process with stack_at: the same by stack id (NULL until used) */
+    /* the timeline bucket of times in [bucket_from, bucket_to): every row changed by one event (and
+     * by the events near it) is in the same bucket, found without a division */
+    uint64_t bucket_from, bucket_to;
+    int bucket;
     stack_charge_t *charges;
     size_t n_charges, cap_charges;
     pf_map_t live;          /* (proc, addr) -> live_obj index */
@@ -126,9 +140,13 @@ int32_t pf_sweep_stack_node(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t 
 const pcode_t *pf_sweep_frame_code(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *f);
 int pf_sweep_frame_line(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *f, const pcode_t *pc);
 
-/* The innermost native frame outside the interpreter, libc and pyflow, as an interned "symbol (library)";
- * 0 when there is none. */
+/* pf_sweep_stacks.c: the innermost native frame outside the interpreter, libc and pyflow, as an interned
+ * "symbol (library)"; 0 when there is none. */
 uint32_t pf_sweep_native_site(sweeper_t *S, uint32_t proc, const uint64_t *ips, uint16_t n);
+/* pf_sweep_stacks.c: the same for a stack, once per interned stack. */
+uint32_t pf_sweep_stack_native_site(sweeper_t *S, uint32_t proc, const pf_stack_view_t *st);
+/* pf_sweep_stacks.c: stack_memo's value slot for an interned stack st (st->py set) with its flags. */
+uint64_t *pf_sweep_stack_memo(sweeper_t *S, uint32_t proc, const pf_stack_view_t *st);
 
 /* The live object allocated at addr (its start) in process proc, as an index into S->objs; -1: none. */
 int64_t pf_sweep_live_object(const sweeper_t *S, uint32_t proc, uint64_t addr);
@@ -139,8 +157,11 @@ void pf_sweep_content(sweeper_t *S, const event_t *e);
 void pf_waste_finish(sweeper_t *S);
 
 
-/* The live map's key of an address of process proc. */
-uint64_t pf_sweep_addr_key(uint32_t proc, uint64_t addr);
+/* The live map's key of an address of process proc (inline: two per allocation and free). */
+static inline uint64_t pf_sweep_addr_key(uint32_t proc, uint64_t addr)
+{
+    return (addr & ((1ull << 48) - 1)) | ((uint64_t)(proc & 0x7fff) << 48);  /* user addresses: 47 bits */
+}
 
 /* pf_model_sweep.c: ends the life of live object idx at key k at time t (pf_model_sweep.c's release). */
 void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uint64_t t, int ended);

@@ -10,12 +10,22 @@ int pf_timeline_bucket(uint64_t t, uint64_t t_end)
     return b >= PF_TIMELINE_POINTS ? PF_TIMELINE_POINTS - 1 : (int)b;
 }
 
-void pf_timeline_set_bucket(double *tl, int *filled, int b, double before, double after)
+/* The first t whose bucket is at least b: the least t with t * POINTS >= b * (t_end + 1). */
+static uint64_t bucket_start(int b, uint64_t t_end)
 {
-    while (*filled <= b)
-        tl[(*filled)++] = before;   /* buckets with no change hold the value carried in */
-    if (after > tl[b])
-        tl[b] = after;
+    unsigned __int128 num = (unsigned __int128)b * ((unsigned __int128)t_end + 1);
+    return (uint64_t)((num + PF_TIMELINE_POINTS - 1) / PF_TIMELINE_POINTS);
+}
+
+void pf_timeline_bucket_span(int b, uint64_t t_end, uint64_t *from, uint64_t *to)
+{
+    if (t_end == 0) {
+        *from = 0;
+        *to = UINT64_MAX;
+        return;
+    }
+    *from = b == 0 ? 0 : bucket_start(b, t_end);
+    *to = b >= PF_TIMELINE_POINTS - 1 ? UINT64_MAX : bucket_start(b + 1, t_end);
 }
 
 void pf_timeline_set(double *tl, int *filled, uint64_t t, uint64_t t_end, double before, double after)
@@ -27,12 +37,4 @@ void pf_timeline_finish(double *tl, int *filled, double last)
 {
     while (*filled < PF_TIMELINE_POINTS)
         tl[(*filled)++] = last;
-}
-
-void pf_timeline_set_low(double *tl, int *filled, int b, double before, double after)
-{
-    while (*filled <= b)
-        tl[(*filled)++] = before;
-    if (after < tl[b])
-        tl[b] = after;
 }

@@ -17,16 +17,32 @@
  * the last bucket; no overflow for any t. */
 int pf_timeline_bucket(uint64_t t, uint64_t t_end);
 
+/* The times of bucket b (pf_timeline_bucket's inverse): [*from, *to). The last bucket runs to UINT64_MAX
+ * (what is past t_end lands in it), the others end where the next begins. */
+void pf_timeline_bucket_span(int b, uint64_t t_end, uint64_t *from, uint64_t *to);
+
 /* The series moved from `before` to `after` at time t: fills the buckets passed since the last call with
  * `before` (*filled counts the buckets written so far) and keeps the maximum in t's bucket. */
 void pf_timeline_set(double *tl, int *filled, uint64_t t, uint64_t t_end, double before, double after);
 
+/* pf_timeline_set, given t's bucket b (inline: the sweep calls it for three rows an event). */
+static inline void pf_timeline_set_bucket(double *tl, int *filled, int b, double before, double after)
+{
+    while (*filled <= b)
+        tl[(*filled)++] = before;   /* buckets with no change hold the value carried in */
+    if (after > tl[b])
+        tl[b] = after;
+}
+
 /* As pf_timeline_set for a timeline of each bucket's minimum, given t's bucket b (pf_timeline_bucket: the
  * caller that keeps both timelines divides once). */
-void pf_timeline_set_low(double *tl, int *filled, int b, double before, double after);
-
-/* pf_timeline_set, given t's bucket b. */
-void pf_timeline_set_bucket(double *tl, int *filled, int b, double before, double after);
+static inline void pf_timeline_set_low(double *tl, int *filled, int b, double before, double after)
+{
+    while (*filled <= b)
+        tl[(*filled)++] = before;
+    if (after < tl[b])
+        tl[b] = after;
+}
 
 /* Fills the buckets after the last change with the series' final value. */
 void pf_timeline_finish(double *tl, int *filled, double last);

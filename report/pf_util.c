@@ -167,10 +167,8 @@ static void grow(pf_map_t *m)
     *m = bigger;
 }
 
-uint64_t *pf_map_put(pf_map_t *m, uint64_t key, int *created)
+static uint64_t *put_in_room(pf_map_t *m, uint64_t key, int *created)
 {
-    if ((m->len + 1) * 4 > m->cap * 3)
-        grow(m);
     pf_map_entry_t *e = &m->slots[find_slot(m, key)];
     if (created)
         *created = !e->key;
@@ -180,6 +178,18 @@ uint64_t *pf_map_put(pf_map_t *m, uint64_t key, int *created)
         m->len++;
     }
     return &e->val;
+}
+
+uint64_t *pf_map_put(pf_map_t *m, uint64_t key, int *created)
+{
+    if ((m->len + 1) * 4 > m->cap * 3)
+        grow(m);
+    return put_in_room(m, key, created);
+}
+
+uint64_t *pf_map_put_if_room(pf_map_t *m, uint64_t key, int *created)
+{
+    return (m->len + 1) * 4 > m->cap * 3 ? NULL : put_in_room(m, key, created);
 }
 
 int pf_map_del(pf_map_t *m, uint64_t key)

@@ -41,6 +41,9 @@ void pf_map_free(pf_map_t *m);
 uint64_t *pf_map_get(const pf_map_t *m, uint64_t key);
 /* Returns the value slot of key, inserting it with value 0 (and *created = 1) when absent. */
 uint64_t *pf_map_put(pf_map_t *m, uint64_t key, int *created);
+/* As pf_map_put, but NULL (the map untouched) where inserting might grow the map first: a caller can
+ * then look key up and insert it later, the map ending as if pf_map_put had been called then. */
+uint64_t *pf_map_put_if_room(pf_map_t *m, uint64_t key, int *created);
 /* Starts loading the slot a lookup of key probes first (a big map keyed by address misses the cache on
  * nearly every lookup; a caller that knows its next keys early overlaps those misses). */
 void pf_map_prefetch(const pf_map_t *m, uint64_t key);

@@ -62,3 +62,10 @@ pf_unit_test(test_report_workers
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report_workers.c
   LIBS pf_report)
 target_include_directories(test_report_workers PRIVATE ${PROJECT_SOURCE_DIR}/report)
+
+# The reader's fast paths: interned stacks by id (dense) and by map (sparse) agree; the sweep's cached
+# timeline bucket is pf_timeline_bucket's.
+pf_unit_test(test_report_reader
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report_reader.c
+  LIBS pf_report)
+target_include_directories(test_report_reader PRIVATE ${PROJECT_SOURCE_DIR}/report)

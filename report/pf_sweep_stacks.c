@@ -1,0 +1,72 @@
+/* pf_sweep_stacks.c - what the sweep works out once per interned stack (pf_sweep_int.h): its charge's memo
+ * and its native site, kept in arrays by stack id where the loader has them (proc_state_t.stack_at): an
+ * exact profile refers to a few thousand stacks from tens of millions of records, and hashing each record's
+ * key, and each native frame's address, was most of the time its sweep took. */
+#include <string.h>
+
+#include "pf_sweep_int.h"
+#include "pf_symbols_int.h"
+
+/* The innermost native frame outside the interpreter, libc and pyflow, as an interned "symbol (library)";
+ * 0 when there is none (or no native stack was captured). */
+uint32_t pf_sweep_native_site(sweeper_t *S, uint32_t proc, const uint64_t *ips, uint16_t n)
+{
+    const proc_state_t *P = &S->L->procs[proc];
+    for (uint16_t i = 0; i < n; i++) {
+        uint64_t ip = ips[i];
+        int created;
+        uint64_t *v = pf_map_put(&S->native_cache, pf_sweep_key3(proc, ip, 0x5e), &created);
+        if (created) {
+            *v = 1;     /* none, unless a module below says otherwise */
+            for (size_t k = 0; k < P->n_modules; k++) {
+                const module_t *mo = &P->modules[k];
+                if (ip < mo->start || ip >= mo->end)
+                    continue;
+                const char *path = S->m->strings[mo->path];
+                if (!pf_symbols_is_runtime_library(path)) {
+                    char name[512];
+                    /* return addresses point after the call: look up the call itself */
+                    pf_symbols_name(S->symbols, path, ip - mo->bias - (i > 0), name, sizeof name);
+                    *v = (uint64_t)pf_model_intern(S->m, name, strlen(name)) + 1;
+                }
+                break;
+            }
+        }
+        if (*v > 1)
+            return (uint32_t)(*v - 1);
+    }
+    return 0;
+}
+
+/* The memo of an interned stack in the array by id; NULL when it has none there (inline, or sparse ids). */
+static stack_memo_slot_t *memo_slot(sweeper_t *S, uint32_t proc, const pf_stack_view_t *st)
+{
+    const proc_state_t *P = &S->L->procs[proc];
+    if (!st->stack_id || st->stack_id >= P->n_stack_at)
+        return NULL;
+    if (!S->memo_at[proc])
+        S->memo_at[proc] = pf_xcalloc(P->n_stack_at, sizeof **S->memo_at);
+    return &S->memo_at[proc][st->stack_id];
+}
+
+uint64_t *pf_sweep_stack_memo(sweeper_t *S, uint32_t proc, const pf_stack_view_t *st)
+{
+    stack_memo_slot_t *slot = memo_slot(S, proc, st);
+    if (slot && !slot->used) {
+        slot->used = 1;
+        slot->flags = st->attribute_flags;
+    }
+    if (slot && slot->flags == st->attribute_flags)
+        return &slot->value;
+    return pf_map_put(&S->stack_memo, pf_sweep_key3(proc, (uintptr_t)st->py, st->attribute_flags), NULL);
+}
+
+uint32_t pf_sweep_stack_native_site(sweeper_t *S, uint32_t proc, const pf_stack_view_t *st)
+{
+    stack_memo_slot_t *slot = memo_slot(S, proc, st);
+    if (!slot)
+        return pf_sweep_native_site(S, proc, st->ips, st->n_native);
+    if (!slot->native1)
+        slot->native1 = pf_sweep_native_site(S, proc, st->ips, st->n_native) + 1;
+    return slot->native1 - 1;
+}
