@@ -20,7 +20,7 @@
 #define PF_MAX_SEGMENTS 1024u   /* 4 GiB of profile per process (PF_WRITER_MAX_BYTES) */
 #define PF_SPARE_CHUNKS 64u     /* exited threads' chunks waiting for a new thread */
 #define PF_SPARE_MIN_ROOM 4096u /* less room than this left in an exited thread's chunk: not worth a hand-off */
-#define PF_PAGE_BYTES 4096u       /* what a dropped range is rounded to (a larger page: the madvise fails, harmless) */
+#define PF_PAGE_BYTES 4096u     /* what a dropped range is rounded to (on larger pages the madvise fails: harmless) */
 _Static_assert((uint64_t)PF_MAX_SEGMENTS * PF_SEGMENT_BYTES == PF_WRITER_MAX_BYTES, "the cap is the segment table");
 
 static struct {
@@ -322,24 +322,7 @@ static int take_spare(pf_tls_t *t, uint32_t bytes, const char *only_end)
     return 0;
 }
 
-/* Done with a chunk: its bytes are in the file, and it leaves this process's resident set, with the
- * thread's earlier filled chunks when they lie next to it, PF_DROP_BATCH bytes at a time (each madvise
- * flushes the TLB on every CPU the process ran on: 6% of an --exact run when each chunk went alone). */
-#define PF_DROP_BATCH (512u * 1024u)
-
-static void drop_written(pf_tls_t *t, char *chunk)
-{
-    if (t->written_to != chunk) {
-        if (t->written_to)
-            madvise(t->written_from, (size_t)(t->written_to - t->written_from), MADV_DONTNEED);
-        t->written_from = chunk;
-    }
-    t->written_to = chunk + PF_CHUNK_BYTES;
-    if ((size_t)(t->written_to - t->written_from) >= PF_DROP_BATCH) {
-        madvise(t->written_from, (size_t)(t->written_to - t->written_from), MADV_DONTNEED);
-        t->written_from = t->written_to = NULL;
-    }
-}
+static void drop_pending(pf_tls_t *t);
 
 /* The thread is ending: the pages it filled leave the resident set now, the chunks it finished and the
  * written part of its current one, which it hands on or keeps for what its last destructors record (a page
@@ -348,9 +331,7 @@ static void drop_written(pf_tls_t *t, char *chunk)
  * program starting a thread for each task (1000 short threads under --exact) peaked at 420 MB for 10. */
 static void drop_thread_pages(pf_tls_t *t)
 {
-    if (t->written_to)
-        madvise(t->written_from, (size_t)(t->written_to - t->written_from), MADV_DONTNEED);
-    t->written_from = t->written_to = NULL;
+    drop_pending(t);
     if (!t->chunk_pos || !t->chunk_end)
         return;
     char *start = t->chunk_end - PF_CHUNK_BYTES;
@@ -368,7 +349,7 @@ static void thread_exiting(void *arg)
     pf_tls_t *t = arg;
     pf_guard_enter(t);     /* no record from this thread while its chunk changes hands */
     t->chunk_exited = 1;
-    if (t->chunk_gen == pf_writer_generation())
+    if (t->chunk_gen == pf_writer_generation())    /* else the ranges are another generation's mapping */
         drop_thread_pages(t);
     if (t->chunk_gen == pf_writer_generation() && t->chunk_pos &&
         (size_t)(t->chunk_end - t->chunk_pos) >= PF_SPARE_MIN_ROOM) {
@@ -381,6 +362,30 @@ static void thread_exiting(void *arg)
         pf_spin_unlock(&W.lock);
     }
     pf_guard_leave(t);
+}
+
+/* Done with a chunk: its bytes are in the file, and it leaves this process's resident set, with the
+ * thread's earlier filled chunks when they lie next to it, PF_DROP_BATCH bytes at a time (each madvise
+ * flushes the TLB on every CPU the process ran on: 6% of an --exact run when each chunk went alone). */
+#define PF_DROP_BATCH (512u * 1024u)
+
+/* The thread's filled chunks not dropped yet leave the resident set. */
+static void drop_pending(pf_tls_t *t)
+{
+    if (t->written_to)
+        madvise(t->written_from, (size_t)(t->written_to - t->written_from), MADV_DONTNEED);
+    t->written_from = t->written_to = NULL;
+}
+
+static void drop_written(pf_tls_t *t, char *chunk)
+{
+    if (t->written_to != chunk) {
+        drop_pending(t);
+        t->written_from = chunk;
+    }
+    t->written_to = chunk + PF_CHUNK_BYTES;
+    if ((size_t)(t->written_to - t->written_from) >= PF_DROP_BATCH)
+        drop_pending(t);
 }
 
 #ifdef MADV_POPULATE_WRITE
