@@ -1,9 +1,11 @@
 """Integration cases: bad input, corrupt profiles, full disks, descriptor limits, size caps."""
 import struct
 import glob
+import json
 import os
 import re
 import shutil
+import signal
 
 from .common import PROGRAMS, Skip, exact_plus_samples, line_of, near, once, per_version, prog, row, run
 
@@ -312,7 +314,7 @@ def case_exact_rss_bound(c):
     fill chunks of the profile (each exited thread left its filled pages resident: 137 MB against 10 MB
     plain), 65536 distinct 110-frame stacks (the stack table kept a copy of each: 53 MB), 2 million objects
     allocated and freed (a 300 MB profile, written through a shared mapping whose finished pages must leave
-    the resident set)."""
+    the resident set); and a run killed by SIGKILL still has every record in its profile."""
     if not os.path.exists("/usr/bin/time"):
         raise Skip("no /usr/bin/time")
     pfl = os.path.join(c.tmp, "rss.pflow")
@@ -325,3 +327,11 @@ def case_exact_rss_bound(c):
         bound = plain * 1.25 + 30 * 1024
         assert exact <= bound, f"{mode}: peak RSS {exact} KiB under --exact, {plain} KiB plain (bound {bound:.0f})"
         os.unlink(pfl)
+    # The pages left the program's memory, not the profile: after SIGKILL every record is there.
+    cp = run([c.pyflow, "run", "--no-report", "--exact", "-o", pfl, "--python", c.python, prog("rss_bound.py"),
+              "killed"])
+    assert cp.returncode == -signal.SIGKILL and cp.stdout == "done\n", (cp.returncode, cp.stdout, cp.stderr[-800:])
+    rep = run([c.pyflow, "report", pfl, "--format", "json"])
+    assert rep.returncode == 0, rep.stderr[-800:]
+    items = row(json.loads(rep.stdout), "rss_bound.py", line_of(prog("rss_bound.py"), "x = [1, 2]"))
+    assert items["alloc_count"] >= 300 * 3000, f"{items['alloc_count']} of the 900000 allocations in the profile"

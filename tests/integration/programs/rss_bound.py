@@ -1,5 +1,8 @@
 """What pyflow keeps resident in a profiled program that allocates a lot: run with `threads`, `stacks` or
-`churn` (tests/integration/cases/robustness.py, case_exact_rss_bound)."""
+`churn`; `killed` runs `threads` and ends by SIGKILL (tests/integration/cases/robustness.py,
+case_exact_rss_bound)."""
+import os
+import signal
 import sys
 import threading
 
@@ -8,7 +11,7 @@ def threads():
     """Many short threads, each filling a few chunks of the profile under --exact."""
     def work():
         for _ in range(3000):
-            x = [1, 2]
+            x = [1, 2]      # 3000 x 300 item arrays
     for _ in range(300):
         t = threading.Thread(target=work)
         t.start()
@@ -46,5 +49,7 @@ def churn():
 
 
 if __name__ == "__main__":
-    {"threads": threads, "stacks": stacks, "churn": churn}[sys.argv[1]]()
-    print("done")
+    {"threads": threads, "killed": threads, "stacks": stacks, "churn": churn}[sys.argv[1]]()
+    print("done", flush=True)
+    if sys.argv[1] == "killed":
+        os.kill(os.getpid(), signal.SIGKILL)
