@@ -4,10 +4,11 @@
  * never degrades under churn), doubled under the stripe's lock when 3/4 full. Memory comes from raw mmap:
  * this code runs inside malloc.
  *
- * A slot holds only what every object has (32 bytes, two to a cache line); the copy links, which few
- * objects ever get, live in a per-stripe pool of link blocks that a slot refers to by index. With the
- * links in the slot (176 bytes) an --exact run of a pure-Python workload spent a third of its time in
- * the table's cache misses and page faults.
+ * A slot holds only what every object has (24 bytes); the copy links, which few objects ever get, live in
+ * a per-stripe pool of link blocks that a slot refers to by index. With the links in the slot (176 bytes)
+ * an --exact run of a pure-Python workload spent a third of its time in the table's cache misses and page
+ * faults. The table is resident in the program, and under --exact it holds every live object: at 32 bytes
+ * a slot it was 35 MB of bench/workloads/churn.py's 86 MB peak (47 MB plain), hence the packed slot.
  */
 #include "pf_objtable.h"
 
@@ -23,14 +24,15 @@
 #define PF_LINK_CHUNK_BLOCKS 256u       /* link blocks per mapped chunk (36 KiB) */
 #define PF_LINK_MAX_CHUNKS 1024u        /* per stripe: 256K objects with links, 16M in all */
 
+#define PF_OBJ_SIZE_MAX ((1ull << 48) - 1)    /* more than a 47-bit address space holds */
+
 typedef struct pf_objslot {
     uintptr_t addr;         /* 0: empty */
-    uint64_t size;
-    uint64_t serial;
+    uint64_t size : 48, domain : 8, flags : 8;
+    uint32_t serial;        /* the serial's low 32 bits: all a copy link needs to tell a reused address */
     uint32_t links;         /* 1 + index of the object's link block in its stripe's pool; 0: no links */
-    uint8_t domain, flags;
-    uint16_t unused;
 } pf_objslot_t;
+_Static_assert(sizeof(pf_objslot_t) == 24, "a slot is resident for every live object under --exact");
 
 typedef union pf_linkblock {
     pf_copylink_t link[PF_OBJ_LINKS];
@@ -251,9 +253,9 @@ int pf_objtable_insert(const pf_objinfo_t *obj)
         return -ENOMEM;
     }
     int was_present;
-    pf_objslot_t rec = {.addr = obj->addr, .size = obj->size, .domain = (uint8_t)obj->domain,
-                        .flags = (uint8_t)obj->flags,
-                        .serial = __atomic_fetch_add(&next_serial, 1, __ATOMIC_RELAXED)};
+    pf_objslot_t rec = {.addr = obj->addr, .size = obj->size < PF_OBJ_SIZE_MAX ? obj->size : PF_OBJ_SIZE_MAX,
+                        .domain = (uint8_t)obj->domain, .flags = (uint8_t)obj->flags,
+                        .serial = (uint32_t)__atomic_fetch_add(&next_serial, 1, __ATOMIC_RELAXED)};
     store_links(s, stripe_put(s, &rec, &was_present), obj->link);
     /* Count in the filter before the lock is released, so a concurrent free of this address that misses
      * the filter can only be a free of an older block (which the hooks already saw). */

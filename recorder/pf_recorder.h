@@ -124,7 +124,7 @@ typedef struct pf_objinfo {
     uint64_t size;
     uint32_t domain;
     uint32_t flags;
-    uint64_t serial;        /* set by pf_objtable_insert: unique per tracked object */
+    uint64_t serial;        /* set by pf_objtable_insert: unique per tracked object modulo 2^32 */
     pf_copylink_t link[PF_OBJ_LINKS];
 } pf_objinfo_t;
 

@@ -1,9 +1,11 @@
 /* pf_stacks.c - interned call stacks. See pf_stacks.h.
  *
- * The table maps a 64-bit hash of the stack to its id and to pyflow's own copy of its words (in an arena,
- * not in the profile: finished chunks are dropped from memory and re-reading them would fault them back).
- * Memory is bounded: PF_STACKS_MAX_USED entries and PF_STACKS_MAX_BLOCKS blocks of copies; past either, new
- * stacks are written inline, as before interning, and nothing is lost.
+ * The table maps a stack's 128-bit hash (two independent 64-bit hashes over its words) to its id. It keeps
+ * no copy of the words: with --native a stack is 300-1000 bytes, and the copies of a full table were up to
+ * 64 MiB resident in the program (28 MiB for bench/workloads/numeric.py under --exact --native, a third of
+ * its plain peak RSS). Two different stacks of one run share an id only if both hashes collide: with at
+ * most PF_STACKS_MAX_USED stacks, a chance below 1e-29. Past PF_STACKS_MAX_USED entries new stacks are
+ * written inline, as before interning, and nothing is lost.
  */
 #include "pf_stacks.h"
 
@@ -14,12 +16,10 @@
 
 #define PF_STACKS_SLOTS (1u << 16)
 #define PF_STACKS_MAX_USED (PF_STACKS_SLOTS / 4 * 3)
-#define PF_STACKS_BLOCK_BYTES (1u << 20)
-#define PF_STACKS_MAX_BLOCKS 64u            /* 64 MiB of stack copies at most */
 
 typedef struct pf_stack_slot {
     uint64_t hash;                  /* published last (release); 0 = empty */
-    const uint64_t *words;          /* n_py Python frames then n_native IPs, 8 bytes each */
+    uint64_t hash2;                 /* the second hash, which a match must have too */
     uint32_t id;
     uint16_t n_py;
     uint16_t n_native;
@@ -31,9 +31,10 @@ static pf_stack_slot_t *slots;
 static uint32_t used;
 static uint32_t next_id = 1;
 static pf_spinlock_t lock;
-static char *blocks[PF_STACKS_MAX_BLOCKS];
-static uint32_t n_blocks;
-static uint32_t block_used;         /* bytes used in blocks[n_blocks - 1] */
+
+typedef struct pf_stack_hash {
+    uint64_t h, h2;
+} pf_stack_hash_t;
 
 static inline uint64_t mix(uint64_t h, uint64_t w)
 {
@@ -42,59 +43,57 @@ static inline uint64_t mix(uint64_t h, uint64_t w)
     return h * 0xC2B2AE3D27D4EB4Full;
 }
 
-static uint64_t hash_stack(const pf_stack_t *st)
+/* A second mixer with other constants and rotation, so the two hashes are independent. */
+static inline uint64_t mix2(uint64_t h, uint64_t w)
 {
-    uint64_t h = mix(0x27D4EB2F165667C5ull, (uint64_t)st->n_py << 16 | st->n_native);
-    for (uint32_t i = 0; i < st->n_py; i++) {
-        uint64_t w;
-        memcpy(&w, &st->py[i], 8);
-        h = mix(h, w);
-    }
-    for (uint32_t i = 0; i < st->n_native; i++)
-        h = mix(h, st->native[i]);
+    h ^= w * 0xD6E8FEB86659FD93ull;
+    h = (h << 27) | (h >> 37);
+    return h * 0xFF51AFD7ED558CCDull + 0x165667B19E3779F9ull;
+}
+
+static inline uint64_t finish(uint64_t h)
+{
     h ^= h >> 29;
     return h ? h : 1;
 }
 
-static int same_stack(const pf_stack_slot_t *s, const pf_stack_t *st)
+static pf_stack_hash_t hash_stack(const pf_stack_t *st)
 {
-    return s->n_py == st->n_py && s->n_native == st->n_native &&
-           memcmp(s->words, st->py, (size_t)st->n_py * 8) == 0 &&
-           memcmp(s->words + st->n_py, st->native, (size_t)st->n_native * 8) == 0;
+    uint64_t shape = (uint64_t)st->n_py << 16 | st->n_native;
+    uint64_t h = mix(0x27D4EB2F165667C5ull, shape), h2 = mix2(0x85EBCA77C2B2AE63ull, shape);
+    for (uint32_t i = 0; i < st->n_py; i++) {
+        uint64_t w;
+        memcpy(&w, &st->py[i], 8);
+        h = mix(h, w);
+        h2 = mix2(h2, w);
+    }
+    for (uint32_t i = 0; i < st->n_native; i++) {
+        h = mix(h, st->native[i]);
+        h2 = mix2(h2, st->native[i]);
+    }
+    return (pf_stack_hash_t){finish(h), finish(h2)};
+}
+
+static int same_stack(const pf_stack_slot_t *s, pf_stack_hash_t h, const pf_stack_t *st)
+{
+    return s->hash2 == h.h2 && s->n_py == st->n_py && s->n_native == st->n_native;
 }
 
 /* Returns the id of st, or 0 (and the first empty slot in *empty, UINT32_MAX when the table is full). */
-static uint32_t probe(uint64_t h, const pf_stack_t *st, uint32_t *empty)
+static uint32_t probe(pf_stack_hash_t h, const pf_stack_t *st, uint32_t *empty)
 {
-    for (uint32_t i = (uint32_t)(h >> 40) & (PF_STACKS_SLOTS - 1), n = 0; n < PF_STACKS_SLOTS;
+    for (uint32_t i = (uint32_t)(h.h >> 40) & (PF_STACKS_SLOTS - 1), n = 0; n < PF_STACKS_SLOTS;
          i = (i + 1) & (PF_STACKS_SLOTS - 1), n++) {
         uint64_t have = __atomic_load_n(&slots[i].hash, __ATOMIC_ACQUIRE);
         if (!have) {
             *empty = i;
             return 0;
         }
-        if (have == h && same_stack(&slots[i], st))
+        if (have == h.h && same_stack(&slots[i], h, st))
             return slots[i].id;
     }
     *empty = UINT32_MAX;
     return 0;
-}
-
-/* Room for `bytes` of stack words in the arena (caller holds the lock), or NULL when it is full. */
-static uint64_t *arena_take(uint32_t bytes)
-{
-    if (!n_blocks || block_used + bytes > PF_STACKS_BLOCK_BYTES) {
-        if (n_blocks == PF_STACKS_MAX_BLOCKS)
-            return NULL;
-        char *b = pf_sys_alloc_pages(PF_STACKS_BLOCK_BYTES);
-        if (!b)
-            return NULL;
-        blocks[n_blocks++] = b;
-        block_used = 0;
-    }
-    uint64_t *p = (uint64_t *)(blocks[n_blocks - 1] + block_used);
-    block_used += bytes;
-    return p;
 }
 
 static int write_stack_record(pf_tls_t *t, const pf_stack_t *st, uint32_t id)
@@ -125,7 +124,7 @@ uint32_t pf_stacks_id(pf_tls_t *t, const pf_stack_t *st)
         if (!slots)
             return 0;
     }
-    uint64_t h = hash_stack(st);
+    pf_stack_hash_t h = hash_stack(st);
     uint32_t empty;
     uint32_t id = probe(h, st, &empty);
     if (PF_LIKELY(id))
@@ -133,21 +132,15 @@ uint32_t pf_stacks_id(pf_tls_t *t, const pf_stack_t *st)
 
     pf_spin_lock(&lock);
     id = probe(h, st, &empty);      /* another thread may have added it meanwhile */
-    if (!id && empty != UINT32_MAX && used < PF_STACKS_MAX_USED) {
-        uint64_t *words = arena_take(pf_stack_bytes(st));
-        if (words && write_stack_record(t, st, next_id) == 0) {
-            id = next_id++;
-            pf_stack_store(st, words);
-            pf_stack_slot_t *s = &slots[empty];
-            s->words = words;
-            s->id = id;
-            s->n_py = st->n_py;
-            s->n_native = st->n_native;
-            __atomic_store_n(&s->hash, h, __ATOMIC_RELEASE);
-            used++;
-        } else if (words) {
-            block_used -= pf_stack_bytes(st);   /* the record was not written: give the room back */
-        }
+    if (!id && empty != UINT32_MAX && used < PF_STACKS_MAX_USED && write_stack_record(t, st, next_id) == 0) {
+        id = next_id++;
+        pf_stack_slot_t *s = &slots[empty];
+        s->hash2 = h.h2;
+        s->id = id;
+        s->n_py = st->n_py;
+        s->n_native = st->n_native;
+        __atomic_store_n(&s->hash, h.h, __ATOMIC_RELEASE);
+        used++;
     }
     pf_spin_unlock(&lock);
     return id;
@@ -172,10 +165,8 @@ void pf_stacks_reset(void)
 {
     if (slots)
         pf_sys_munmap(slots, sizeof(pf_stack_slot_t) * PF_STACKS_SLOTS);
-    for (uint32_t i = 0; i < n_blocks; i++)
-        pf_sys_munmap(blocks[i], PF_STACKS_BLOCK_BYTES);
     slots = NULL;
-    n_blocks = block_used = used = 0;
+    used = 0;
     next_id = 1;
     lock.locked = 0;
 }

@@ -3,8 +3,9 @@
  * A recorded allocation or copy usually repeats a stack recorded before, and the stack is most of its
  * record. The first time a stack is recorded it gets an id and a STACK record in the calling thread's chunk;
  * ALLOC and COPY records then carry the 8-byte id instead of 100-500 bytes of frames. Lookups are lock-free
- * (entries are published once, after their STACK record, and never change) and compare the whole stack, so
- * two stacks never share an id; a miss takes one lock.
+ * (entries are published once, after their STACK record, and never change) and compare a 128-bit hash of
+ * the stack and its frame counts (no copy of the frames is kept in the program's memory; pf_stacks.c says
+ * why and how unlikely a shared id is); a miss takes one lock.
  */
 #ifndef PF_STACKS_H
 #define PF_STACKS_H

@@ -304,6 +304,51 @@ static void test_exited_threads_hand_chunks_on(void **state)
     assert_true(size <= PF_HEADER_BYTES + 3 * PF_CHUNK_BYTES);
 }
 
+/* The profile's pages this process holds (kB): the file's pages mapped and resident in it. */
+static long rss_file_kb(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "RssFile: %ld", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb;
+}
+
+enum { BUSY_RECORDS = 20000 };  /* 320 KiB: five chunks, fewer than a drop batch */
+
+static void *busy_thread(void *arg)
+{
+    pf_tls.tid = (uint32_t)gettid();
+    for (uint64_t i = 1; i <= BUSY_RECORDS; i++)
+        write_tagged(&pf_tls, 1);
+    return NULL;
+}
+
+/* Threads that each fill a few chunks and end leave none of those pages resident in the process (the data
+ * stays in the file): 40 of them kept 12 MiB resident before thread exit dropped them. */
+static void test_exited_threads_leave_no_pages(void **state)
+{
+    open_writer("busy.pflow");
+    long before = rss_file_kb();
+    if (before < 0)
+        skip();
+    enum { T = 40 };
+    for (int i = 0; i < T; i++) {
+        pthread_t th;
+        pthread_create(&th, NULL, busy_thread, NULL);
+        pthread_join(th, NULL);
+    }
+    long grown = rss_file_kb() - before;
+    if (grown > 3 * 1024)
+        fail_msg("%ld kB of the profile resident after %d threads wrote %d kB and ended", grown, T,
+                 T * BUSY_RECORDS * 16 / 1024);
+    parse_whole("busy.pflow", (uint64_t)T * BUSY_RECORDS, (uint64_t)T * BUSY_RECORDS, NULL);
+}
+
 /* A child writes records and reports how many it committed through a pipe, then is killed with SIGKILL
  * while it keeps writing: every record committed before the kill must be in the file. */
 static void test_sigkill_keeps_committed_records(void **state)
@@ -360,6 +405,7 @@ int main(void)
         cmocka_unit_test(test_vfork_child_takes_only_reserved_chunks),
         cmocka_unit_test(test_threads_do_not_mix),
         cmocka_unit_test(test_exited_threads_hand_chunks_on),
+        cmocka_unit_test(test_exited_threads_leave_no_pages),
         cmocka_unit_test(test_sigkill_keeps_committed_records),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
