@@ -151,6 +151,8 @@ int pf_cli_parse_run(int argc, char **argv, pf_run_opts_t *o)
             o->reduced = 1;
         } else if (strcmp(a, "--exact") == 0) {
             o->exact = 1;
+        } else if (strcmp(a, "--aggregate") == 0) {    /* docs/long-runs.md */
+            o->aggregate = 1;
         } else if (strcmp(a, "--native") == 0) {
             o->native = 1;
         } else if (strcmp(a, "--watch") == 0 || is_option(a, "--watch")) {

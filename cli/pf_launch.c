@@ -102,6 +102,8 @@ static void exec_program(const pf_run_opts_t *o, const pf_python_t *py, const ch
         setenv(PF_ENV_EXACT, "1", 1);
     if (o->native)
         setenv(PF_ENV_NATIVE, "1", 1);
+    if (o->aggregate)
+        setenv(PF_ENV_AGGREGATE, "1", 1);
     if (o->sample_bytes)
         set_env_u64(PF_ENV_SAMPLE_BYTES, o->sample_bytes);
     if (o->gpu_per_tensor)

@@ -29,7 +29,7 @@ typedef struct pf_objslot {
     uint64_t serial;
     uint32_t links;         /* 1 + index of the object's link block in its stripe's pool; 0: no links */
     uint8_t domain, flags;
-    uint16_t unused;
+    uint16_t site;          /* --aggregate: the object's stack id (pf_aggregate.c); 0: none */
 } pf_objslot_t;
 
 typedef union pf_linkblock {
@@ -170,6 +170,7 @@ static void slot_info(const pf_stripe_t *s, const pf_objslot_t *slot, pf_objinfo
     out->serial = slot->serial;
     out->domain = slot->domain;
     out->flags = slot->flags;
+    out->site = slot->site;
     if (slot->links)
         memcpy(out->link, block_at(s, slot->links)->link, sizeof out->link);
     else
@@ -252,7 +253,7 @@ int pf_objtable_insert(const pf_objinfo_t *obj)
     }
     int was_present;
     pf_objslot_t rec = {.addr = obj->addr, .size = obj->size, .domain = (uint8_t)obj->domain,
-                        .flags = (uint8_t)obj->flags,
+                        .flags = (uint8_t)obj->flags, .site = (uint16_t)obj->site,
                         .serial = __atomic_fetch_add(&next_serial, 1, __ATOMIC_RELAXED)};
     store_links(s, stripe_put(s, &rec, &was_present), obj->link);
     /* Count in the filter before the lock is released, so a concurrent free of this address that misses
@@ -457,4 +458,10 @@ void pf_objtable_reset(void)
     if (pf_objtable_filter)
         pf_sys_munmap(pf_objtable_filter, PF_FILTER_BYTES);
     pf_objtable_filter = NULL;
+}
+
+/* --aggregate: the serial the next tracked object gets (a fork child's objects start there). */
+uint64_t pf_objtable_next_serial(void)
+{
+    return __atomic_load_n(&next_serial, __ATOMIC_RELAXED);
 }

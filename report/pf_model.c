@@ -406,6 +406,7 @@ static int add_process(loader_t *L, const char *path, int root, uint64_t start_n
     m->dropped += h->records_dropped;
     if (root) {
         m->exact = (h->flags & PF_HDR_EXACT) != 0;
+        m->aggregated = (h->flags & PF_HDR_AGGREGATE) != 0;
         m->mean_sample_bytes = h->mean_sample_bytes;
         m->object_threshold = h->object_threshold;
         m->python_version = pf_xstrndup(h->python_version, strlen(h->python_version));

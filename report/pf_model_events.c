@@ -27,7 +27,8 @@
 int pf_events_is_event(uint16_t type)
 {
     return type == PF_REC_ALLOC || type == PF_REC_FREE || type == PF_REC_COPY || type == PF_REC_ACCESS_PAIR ||
-           type == PF_REC_COPY_WRITE || type == PF_REC_VERDICT || type == PF_REC_CONTENT;
+           type == PF_REC_COPY_WRITE || type == PF_REC_VERDICT || type == PF_REC_CONTENT ||
+           type == PF_REC_AGG_SITES || type == PF_REC_AGG_PEAK;
 }
 
 int pf_events_in_window(const loader_t *L, uint16_t type, uint64_t t)

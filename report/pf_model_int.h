@@ -266,6 +266,7 @@ struct pf_model {
     int exit_signaled;
     double elapsed_s;
     int exact;
+    int aggregated;             /* --aggregate (the root's header): per-site snapshots, no per-object records */
     uint64_t mean_sample_bytes, object_threshold;
     char *python_version;
     char **argv;                /* the profiled program's argv (interpreter dropped) */

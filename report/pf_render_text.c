@@ -247,11 +247,17 @@ static void header(out_t *o, const pf_model_t *m, const pf_text_opts_t *opts)
         line(o, "  incomplete profile: %s", lacks);
     if (pf_report_sampling_steps(m, lacks))
         line(o, "  %s", lacks);
+    if (m->aggregated)     /* docs/long-runs.md: said once here rather than shown as zeros below */
+        line(o, "  aggregated (--aggregate): totals per call stack, a snapshot a second; not recorded: copy flows "
+                "and redundant-copy verdicts, waste, leak survivors, sampling error");
     if (m->total.gpu_bytes > 0)
         line(o, "  gpu: allocated %s | peak %s | live at exit %s | over time %s", human(m->total.gpu_bytes, a),
              human(m->total.gpu_peak_bytes, b), human(m->total.gpu_live, c),
              sparkline(m->gpu_timeline, PF_TIMELINE_POINTS, 20, spark, sizeof spark));
-    if (m->total.copy_bytes > 0)
+    if (m->total.copy_bytes > 0 && m->aggregated)
+        line(o, "  copied %s (%s/s while copying)", human(m->total.copy_bytes, a),
+             human(pf_report_copy_rate(&m->total), c));
+    else if (m->total.copy_bytes > 0)
         line(o, "  copied %s (%s/s while copying), redundant %s", human(m->total.copy_bytes, a),
              human(pf_report_copy_rate(&m->total), c), human(m->total.redundant_copy_bytes, b));
     if (m->watch.present && m->watch.emulated) {
