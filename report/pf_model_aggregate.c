@@ -18,6 +18,10 @@
 #include "pf_calltree_int.h"
 #include "pf_workers_int.h"
 
+typedef struct pf_agg_rise {
+    double clock, bytes;
+} pf_agg_rise_t;
+
 typedef struct agg_site {
     uint32_t proc;
     uint8_t kind;               /* pf_domain_t, or PF_AGG_COPIES */
@@ -26,6 +30,10 @@ typedef struct agg_site {
     uint64_t alloc_bytes, alloc_count, free_bytes;  /* the last totals applied */
     double live;                /* live bytes as the rows have them */
     double peak_live;           /* the process's last peak picture */
+    /* the leak test's survivors: each rise of live, on the allocation clock, less the falls since (last
+     * in, first out: what a site frees is what it made last; what it keeps was made when it rose) */
+    pf_agg_rise_t *rises;
+    size_t n_rises, cap_rises;
 } agg_site_t;
 
 struct pf_agg_state {
@@ -87,6 +95,18 @@ static void move_live(sweeper_t *S, agg_site_t *s, uint64_t t, double d)
     else
         pf_workers_free(m, s->proc, s->row, -d);
     s->live += d;
+    if (d > 0) {
+        *PF_VEC_PUSH(s->rises, s->n_rises, s->cap_rises) = (pf_agg_rise_t){S->leak_clock, d};
+        return;
+    }
+    for (double fall = -d; fall > 0 && s->n_rises;) {
+        pf_agg_rise_t *r = &s->rises[s->n_rises - 1];
+        double take = r->bytes < fall ? r->bytes : fall;
+        r->bytes -= take;
+        fall -= take;
+        if (r->bytes <= 0.5)
+            s->n_rises--;
+    }
 }
 
 static void touch(pf_stats_t *s, uint64_t t)
@@ -191,10 +211,25 @@ void pf_sweep_aggregate(sweeper_t *S, const event_t *e)
     A->n_parts = 0;
 }
 
+size_t pf_sweep_aggregate_survivors(const sweeper_t *S,
+                                    void (*emit)(void *arg, int32_t line, double clock, double bytes), void *arg)
+{
+    size_t n = 0;
+    for (size_t i = 0; S->agg && i < S->agg->n_sites; i++) {
+        const agg_site_t *s = &S->agg->sites[i];
+        for (size_t k = 0; k < s->n_rises; k++, n++)
+            if (emit)
+                emit(arg, s->row, s->rises[k].clock, s->rises[k].bytes);
+    }
+    return n;
+}
+
 void pf_sweep_aggregate_free(sweeper_t *S)
 {
     if (!S->agg)
         return;
+    for (size_t i = 0; i < S->agg->n_sites; i++)
+        free(S->agg->sites[i].rises);
     pf_map_free(&S->agg->index);
     free(S->agg->sites);
     free(S->agg->parts);

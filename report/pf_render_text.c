@@ -248,7 +248,7 @@ static void header(out_t *o, const pf_model_t *m, const pf_text_opts_t *opts)
     if (pf_report_sampling_steps(m, lacks))
         line(o, "  %s", lacks);
     if (m->aggregated)     /* docs/long-runs.md: said once here rather than shown as zeros below */
-        line(o, "  aggregated: not recorded: copy flows and verdicts, waste, leak survivors, sampling error");
+        line(o, "  aggregated: not recorded: copy flows and verdicts, waste, sampling error");
     if (m->total.gpu_bytes > 0)
         line(o, "  gpu: allocated %s | peak %s | live at exit %s | over time %s", human(m->total.gpu_bytes, a),
              human(m->total.gpu_peak_bytes, b), human(m->total.gpu_live, c),

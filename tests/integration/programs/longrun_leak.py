@@ -1,0 +1,27 @@
+"""A service for about 6 s (several snapshots of --aggregate): each request keeps a 20 KB record in a log
+that only grows (mode "leak"), or in a bounded cache of the last 50 (mode "twin"); both make temporaries.
+Usage: longrun_leak.py leak|twin"""
+import collections
+import sys
+import time
+
+mode = sys.argv[1]
+log = [] if mode == "leak" else collections.deque(maxlen=50)
+
+
+def handle(i):
+    request = b",".join(b"field%d=%d" % (k, i * k) for k in range(30))
+    scratch = bytearray(50_000)
+    scratch[:len(request)] = request
+    log.append(bytearray(20_000))  # LEAK KEPT
+    return len(scratch)
+
+
+end = time.monotonic() + 6.0
+i = 0
+while time.monotonic() < end:
+    for _ in range(20):
+        handle(i)
+        i += 1
+    time.sleep(0.02)
+print(i, len(log))
