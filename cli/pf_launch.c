@@ -110,7 +110,7 @@ static void exec_program(const pf_run_opts_t *o, const pf_python_t *py, const ch
         request_torch_async_backend();
     if (o->watch)
         setenv(PF_ENV_WATCH, o->watch, 1);
-    else if (!o->no_watch)
+    else if (!o->no_watch && !o->aggregate)  /* --aggregate links no copies to watch */
         setenv(PF_ENV_WATCH, "auto", 1);    /* copies, where debug registers fire (pf_watch_glue.c) */
     if (o->watch_event)
         setenv(PF_ENV_WATCH_EVENT, o->watch_event, 1);

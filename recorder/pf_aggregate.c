@@ -286,11 +286,12 @@ static void write_snapshot(pf_tls_t *t, uint64_t now, int final)
 void pf_aggregate_tick(pf_tls_t *t)
 {
     uint64_t now = pf_now_ns();
-    if (now - __atomic_load_n(&last_snapshot_ns, __ATOMIC_RELAXED) < PF_AGG_INTERVAL_NS || !sites)
+    /* how often: pf_cfg.aggregate_interval_ns (PYFLOW_AGGREGATE_MS, 1 s by default) */
+    if (now - __atomic_load_n(&last_snapshot_ns, __ATOMIC_RELAXED) < pf_cfg.aggregate_interval_ns || !sites)
         return;
     if (__atomic_exchange_n(&lock.locked, 1, __ATOMIC_ACQUIRE))
         return;     /* another thread is writing one */
-    if (now - last_snapshot_ns >= PF_AGG_INTERVAL_NS)
+    if (now - last_snapshot_ns >= pf_cfg.aggregate_interval_ns)
         write_snapshot(t, now, 0);
     pf_spin_unlock(&lock);
 }

@@ -97,6 +97,7 @@ typedef struct pf_config {
     uint64_t run_id;            /* PYFLOW_RUN_ID: names the launcher's socket for messages (pf_notify.c) */
     int waste;                  /* untouched pages and content fingerprints at free (pf_content.c) */
     int aggregate;              /* --aggregate: per-site totals in snapshots, not a record each (pf_aggregate.c) */
+    uint64_t aggregate_interval_ns; /* between its snapshots while the program allocates */
 } pf_config_t;
 
 extern pf_config_t pf_cfg PF_HIDDEN;

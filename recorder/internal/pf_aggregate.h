@@ -12,9 +12,6 @@
 
 #include "pf_rec_int.h"
 
-/* How often a snapshot is written while the program keeps allocating. */
-#define PF_AGG_INTERVAL_NS 1000000000ull
-
 /* A recorded allocation of est bytes at p with stack st: tracks the object under its site and counts it.
  * Returns 0 when the stack has no id (the intern table is full): the caller writes an ALLOC record. */
 int pf_aggregate_alloc(pf_tls_t *t, const pf_stack_t *st, void *p, uint64_t size, int domain, uint64_t est,
@@ -27,7 +24,7 @@ int pf_aggregate_free(pf_tls_t *t, const struct pf_objinfo *obj);
 /* A recorded copy of est bytes with stack st. Returns 0 when the stack has no id (write a COPY record). */
 int pf_aggregate_copy(pf_tls_t *t, const pf_stack_t *st, uint64_t est);
 
-/* Writes a snapshot when the last one is PF_AGG_INTERVAL_NS old (slow paths call it; cheap otherwise). */
+/* Writes a snapshot when the last one is pf_cfg.aggregate_interval_ns old (slow paths call it; cheap otherwise). */
 void pf_aggregate_tick(pf_tls_t *t);
 
 /* The interpreter began to finalize: a final snapshot; later frees no longer count (live at exit). */
