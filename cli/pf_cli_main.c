@@ -56,6 +56,7 @@ static const char *usage_text =
     "  --exact             record every allocation (slower; for tests and small programs)\n"
     "  --aggregate         long runs: keep per-site totals, write a snapshot a second (a few MB an hour;\n"
     "                      no per-object copy flows or verdicts; docs/long-runs.md)\n"
+    "  --aggregate-after D record in full for the run's first D (like 90s, 10m, 2h), then aggregate\n"
     "  --sample-bytes N    mean sampling interval in bytes (default 256k; suffixes k, m, g)\n"
     "  --max-profile SIZE  the profile file's size cap (default and most 4g): as it nears it, sampling\n"
     "                      coarsens (the report says from when) instead of records being lost\n"

@@ -521,7 +521,8 @@ typedef struct pf_rec_agg_snapshot {
 } pf_rec_agg_snapshot_t;
 
 typedef struct pf_rec_agg_site {
-    uint32_t stack_id;          /* a PF_REC_STACK of this file */
+    uint32_t stack_id;          /* a PF_REC_STACK of this file; 0: an empty stack (no Python frames: start-up,
+                                   shutdown, a native thread: see stack_flags) */
     uint8_t kind;               /* pf_domain_t of the allocations, or PF_AGG_COPIES */
     uint8_t stack_flags;        /* PF_ALLOC_NO_PYSTATE / PF_ALLOC_TRUNCATED of the stack */
     uint16_t reserved;

@@ -21,7 +21,7 @@
 #include "pf_sys.h"
 #include "pf_writer.h"
 
-#define PF_AGG_MAX_STACKS 65536u                 /* stack ids are below this (pf_stacks.c) */
+#define PF_AGG_MAX_STACKS 65535u                 /* stack ids are below this (pf_stacks.c); 1 + it fits a u16 */
 #define PF_AGG_KINDS 8u                          /* PF_DOMAIN_COUNT domains, the copies, one spare */
 #define PF_AGG_COPY_SLOT 6u
 #define PF_AGG_SITES (PF_AGG_MAX_STACKS * PF_AGG_KINDS)
@@ -111,20 +111,30 @@ static void take_peak(int64_t live)
     peak_pending = 1;
 }
 
+/* The site id of st: its interned stack id, or 0 for an empty stack (no Python frames: start-up, shutdown,
+ * a native thread; those are never interned). UINT32_MAX: none (the intern table is full). */
+static uint32_t stack_site(pf_tls_t *t, const pf_stack_t *st)
+{
+    if (!st->n_py && !st->n_native)
+        return 0;
+    uint32_t sid = pf_stacks_id(t, st);
+    return sid && sid < PF_AGG_MAX_STACKS ? sid : UINT32_MAX;
+}
+
 int pf_aggregate_alloc(pf_tls_t *t, const pf_stack_t *st, void *p, uint64_t size, int domain, uint64_t est,
                        uint8_t flags)
 {
     if (!ready())
         return 0;
-    uint32_t sid = pf_stacks_id(t, st);
-    if (!sid || sid >= PF_AGG_MAX_STACKS)
+    uint32_t sid = stack_site(t, st);
+    if (sid == UINT32_MAX)
         return 0;
     agg_site_t *s = site_of(sid, (uint32_t)domain, st->flags);
     __atomic_add_fetch(&s->alloc_bytes, est, __ATOMIC_RELAXED);
     __atomic_add_fetch(&s->alloc_count, count_of(size, est), __ATOMIC_RELAXED);
     __atomic_add_fetch(&alloc_total, est, __ATOMIC_RELAXED);
     pf_objinfo_t obj = {.addr = (uintptr_t)p, .size = size, .domain = (uint32_t)domain,
-                        .flags = flags | st->flags, .site = sid};
+                        .flags = flags | st->flags, .site = sid + 1};
     if (pf_objtable_insert(&obj) != 0) {
         /* untracked: its free would not be seen, so it is not live either */
         __atomic_add_fetch(&s->free_bytes, est, __ATOMIC_RELAXED);
@@ -154,7 +164,7 @@ int pf_aggregate_free(pf_tls_t *t, const pf_objinfo_t *obj)
         pf_sampling_now(pf_cfg.mean_sample_bytes, pf_cfg.object_threshold, &mean, &threshold);
         est = pf_sampler_estimate(obj->size, mean);
     }
-    agg_site_t *s = &sites[obj->site * PF_AGG_KINDS + obj->domain];
+    agg_site_t *s = &sites[(obj->site - 1) * PF_AGG_KINDS + obj->domain];
     __atomic_add_fetch(&s->free_bytes, est, __ATOMIC_RELAXED);
     __atomic_add_fetch(&s->free_count, count_of(obj->size, est), __ATOMIC_RELAXED);
     __atomic_sub_fetch(&live_total, (int64_t)est, __ATOMIC_RELAXED);
@@ -166,8 +176,8 @@ int pf_aggregate_copy(pf_tls_t *t, const pf_stack_t *st, uint64_t est)
 {
     if (!ready())
         return 0;
-    uint32_t sid = pf_stacks_id(t, st);
-    if (!sid || sid >= PF_AGG_MAX_STACKS)
+    uint32_t sid = stack_site(t, st);
+    if (sid == UINT32_MAX)
         return 0;
     agg_site_t *s = site_of(sid, PF_AGG_COPY_SLOT, st->flags);
     __atomic_add_fetch(&s->alloc_bytes, est, __ATOMIC_RELAXED);

@@ -29,7 +29,7 @@ typedef struct pf_objslot {
     uint64_t serial;
     uint32_t links;         /* 1 + index of the object's link block in its stripe's pool; 0: no links */
     uint8_t domain, flags;
-    uint16_t site;          /* --aggregate: the object's stack id (pf_aggregate.c); 0: none */
+    uint16_t site;          /* --aggregate: 1 + the object's stack id (pf_aggregate.c); 0: none */
 } pf_objslot_t;
 
 typedef union pf_linkblock {

@@ -214,7 +214,7 @@ static void record_alloc(pf_tls_t *t, void *p, size_t size, int domain, uint64_t
     pf_objtable_prefetch((uintptr_t)p);    /* its slot is a cache miss: load it while the stack is read */
     pf_stack_t st;
     pf_stack_capture(t, &st);
-    if (pf_cfg.aggregate && pf_aggregate_alloc(t, &st, p, size, domain, est, flags))
+    if (pf_aggregating() && pf_aggregate_alloc(t, &st, p, size, domain, est, flags))
         return;     /* --aggregate: counted in its site's totals instead of a record */
     uint32_t sid, bytes;
     char *rec = pf_record_reserve_stacked(t, &st, sizeof(pf_rec_alloc_t), &sid, &bytes);

@@ -98,6 +98,7 @@ typedef struct pf_config {
     int waste;                  /* untouched pages and content fingerprints at free (pf_content.c) */
     int aggregate;              /* --aggregate: per-site totals in snapshots, not a record each (pf_aggregate.c) */
     uint64_t aggregate_interval_ns; /* between its snapshots while the program allocates */
+    uint64_t aggregate_from_ns; /* --aggregate-after: full records before this time (pf_now_ns) */
 } pf_config_t;
 
 extern pf_config_t pf_cfg PF_HIDDEN;
@@ -126,7 +127,7 @@ typedef struct pf_objinfo {
     uint64_t size;
     uint32_t domain;
     uint32_t flags;
-    uint32_t site;          /* --aggregate: its stack id, counted against (pf_aggregate.c); 0: none */
+    uint32_t site;          /* --aggregate: 1 + the stack id it is counted against (pf_aggregate.c); 0: none */
     uint64_t serial;        /* set by pf_objtable_insert: unique per tracked object */
     pf_copylink_t link[PF_OBJ_LINKS];
 } pf_objinfo_t;

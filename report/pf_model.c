@@ -203,6 +203,14 @@ static int on_record(void *ctx, const pf_record_t *r)
         pf_origin_collect(L, r, t < m->procs[L->cur].offset_ns ? UINT64_MAX - 1 : t);
         return 0;
     }
+    case PF_REC_AGG_SITES:     /* --aggregate (an event too: pf_events_record) */
+    case PF_REC_AGG_PEAK: {
+        uint64_t t = *(const uint64_t *)r->payload + m->procs[L->cur].offset_ns;
+        if (!m->aggregated || t < m->aggregated_from_ns)
+            m->aggregated_from_ns = t;
+        m->aggregated = 1;
+        return 0;
+    }
     default:
         return 0;     /* events: pf_events_record */
     }
@@ -406,7 +414,6 @@ static int add_process(loader_t *L, const char *path, int root, uint64_t start_n
     m->dropped += h->records_dropped;
     if (root) {
         m->exact = (h->flags & PF_HDR_EXACT) != 0;
-        m->aggregated = (h->flags & PF_HDR_AGGREGATE) != 0;
         m->mean_sample_bytes = h->mean_sample_bytes;
         m->object_threshold = h->object_threshold;
         m->python_version = pf_xstrndup(h->python_version, strlen(h->python_version));

@@ -52,7 +52,9 @@ static agg_site_t *site_of(sweeper_t *S, const event_t *e, uint32_t stack_id, ui
     if (!created)
         return &A->sites[*v - 1];
     pf_rec_stack_ref_t ref = {stack_id, 0};
-    pf_stack_view_t st = pf_loader_stack(S->L, e->proc, &ref, PF_ALLOC_STACK_REF | stack_flags, 0, 0);
+    pf_stack_view_t st = {.attribute_flags = stack_flags};    /* stack id 0: an empty stack */
+    if (stack_id)
+        st = pf_loader_stack(S->L, e->proc, &ref, PF_ALLOC_STACK_REF | stack_flags, 0, 0);
     agg_site_t *s = PF_VEC_PUSH(A->sites, A->n_sites, A->cap_sites);
     *s = (agg_site_t){.proc = e->proc, .kind = kind};
     s->row = pf_sweep_attribute(S, e->proc, e, st.py, st.n_py, st.attribute_flags, &s->func, &s->started, &s->node);

@@ -12,6 +12,13 @@
 
 #include "pf_rec_int.h"
 
+/* 1 when new allocations and copies go into the totals: --aggregate, and past --aggregate-after. Before,
+ * they are written as by default; objects recorded so keep their FREE records (they have no site). */
+static inline int pf_aggregating(void)
+{
+    return pf_cfg.aggregate && (!pf_cfg.aggregate_from_ns || pf_now_ns() >= pf_cfg.aggregate_from_ns);
+}
+
 /* A recorded allocation of est bytes at p with stack st: tracks the object under its site and counts it.
  * Returns 0 when the stack has no id (the intern table is full): the caller writes an ALLOC record. */
 int pf_aggregate_alloc(pf_tls_t *t, const pf_stack_t *st, void *p, uint64_t size, int domain, uint64_t est,

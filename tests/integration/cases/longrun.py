@@ -20,12 +20,10 @@ def report_json(c, profile):
     return json.loads(rep.stdout)
 
 
-@per_version
-def case_aggregate_matches_exact(c):
-    """The aggregated and the full (--exact) recordings of a deterministic program agree within 2% per line
-    on allocated, peak, live at exit and copied bytes; the peak of a line whose temporaries live between
-    two snapshots included (the recorder's peak picture)."""
-    _, agg = c.profile(prog(DET), extra=("--aggregate",))
+def check_against_exact(c, extra):
+    """The deterministic program recorded with `extra` and with --exact: within 2% per marked line on allocated,
+    peak, live at exit and copied bytes. Returns the first one's JSON."""
+    _, agg = c.profile(prog(DET), extra=extra)
     _, full = c.profile(prog(DET), extra=("--exact",))
     checked = 0
     for marker, fields in (("KEEP", ("alloc_bytes", "peak_bytes", "leaked_bytes")),
@@ -34,13 +32,34 @@ def case_aggregate_matches_exact(c):
         line = lines_by_marker(marker)
         a, f = row(agg, DET, line), row(full, DET, line)
         for k in fields:
-            near(a[k], f[k], 0.02, f"{marker} line {line} {k} (aggregated vs exact)")
+            near(a[k], f[k], 0.02, f"{marker} line {line} {k} ({' '.join(extra)} vs --exact)")
             checked += 1
         if marker == "TEMP":
             assert a["leaked_bytes"] < 100_000, a["leaked_bytes"]
     assert checked == 7
     near(agg["totals"]["peak_bytes"], full["totals"]["peak_bytes"], 0.05, "program peak")
-    assert agg["program"].get("aggregated") is True and not full["program"].get("aggregated"), agg["program"]
+    assert agg["program"]["aggregated"] is True and full["program"]["aggregated"] is False, agg["program"]
+    return agg
+
+
+@per_version
+def case_aggregate_matches_exact(c):
+    """The aggregated and the full (--exact) recordings of a deterministic program agree within 2% per line
+    on allocated, peak, live at exit and copied bytes; the peak of a line whose temporaries live between
+    two snapshots included (the recorder's peak picture)."""
+    agg = check_against_exact(c, ("--aggregate",))
+    assert agg["program"]["aggregated_from_s"] < 1.0, agg["program"]
+    assert not agg["flows"], "an aggregated profile has no per-object flows"
+
+
+@per_version
+def case_aggregate_after_switches(c):
+    """--aggregate-after: full records for the run's first 1.5 s, then snapshots; the objects recorded before
+    the switch are still followed to their frees, so the lines agree with --exact as well, and the flows
+    of the first part are kept."""
+    agg = check_against_exact(c, ("--aggregate-after", "1.5s"))
+    assert 1.4 <= agg["program"]["aggregated_from_s"] <= 3.5, agg["program"]
+    assert any(f["bytes"] > 0 for f in agg["flows"]), "the copies of the first 1.5 s have their flows"
 
 
 @per_version
