@@ -516,6 +516,8 @@ typedef struct pf_rec_agg_snapshot {
     uint64_t t_ns;
     uint64_t live_bytes;        /* estimated bytes live in the process, every site */
     uint64_t alloc_bytes;       /* estimated bytes allocated since the start, every site */
+    uint64_t since_ns;          /* when the runtime began aggregating: 0, or the --aggregate-after time
+                                   (allocations before it have ALLOC/FREE records) */
     uint32_t n_sites;
     uint32_t flags;             /* PF_AGG_* */
 } pf_rec_agg_snapshot_t;

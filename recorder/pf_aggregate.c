@@ -265,6 +265,7 @@ static void write_snapshot(pf_tls_t *t, uint64_t now, int final)
     int64_t live = __atomic_load_n(&live_total, __ATOMIC_RELAXED);
     part.head.snap = (pf_rec_agg_snapshot_t){.t_ns = now, .live_bytes = (uint64_t)(live > 0 ? live : 0),
                                              .alloc_bytes = __atomic_load_n(&alloc_total, __ATOMIC_RELAXED),
+                                             .since_ns = pf_cfg.aggregate_from_ns,
                                              .flags = final ? PF_AGG_FINAL : 0};
     int any = 0;
     uint32_t n = __atomic_load_n(&n_used, __ATOMIC_ACQUIRE);

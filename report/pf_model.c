@@ -203,9 +203,9 @@ static int on_record(void *ctx, const pf_record_t *r)
         pf_origin_collect(L, r, t < m->procs[L->cur].offset_ns ? UINT64_MAX - 1 : t);
         return 0;
     }
-    case PF_REC_AGG_SITES:     /* --aggregate (an event too: pf_events_record) */
-    case PF_REC_AGG_PEAK: {
-        uint64_t t = *(const uint64_t *)r->payload + m->procs[L->cur].offset_ns;
+    case PF_REC_AGG_SITES: {   /* --aggregate (an event too: pf_events_record) */
+        const pf_rec_agg_snapshot_t *a = r->payload;
+        uint64_t t = a->since_ns + m->procs[L->cur].offset_ns;
         if (!m->aggregated || t < m->aggregated_from_ns)
             m->aggregated_from_ns = t;
         m->aggregated = 1;

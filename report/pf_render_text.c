@@ -247,8 +247,8 @@ static void header(out_t *o, const pf_model_t *m, const pf_text_opts_t *opts)
         line(o, "  incomplete profile: %s", lacks);
     if (pf_report_sampling_steps(m, lacks))
         line(o, "  %s", lacks);
-    if (m->aggregated && m->aggregated_from_ns >= 2000000000ull)  /* docs/long-runs.md: said once, not zeros */
-        line(o, "  aggregated from %.0f s on: not recorded since: copy flows and verdicts, waste, sampling error",
+    if (m->aggregated && m->aggregated_from_ns > 0)  /* docs/long-runs.md: said once, not zeros */
+        line(o, "  aggregated from %.1f s on: not recorded since: copy flows and verdicts, waste, sampling error",
              (double)m->aggregated_from_ns / 1e9);
     else if (m->aggregated)
         line(o, "  aggregated: not recorded: copy flows and verdicts, waste, sampling error");
