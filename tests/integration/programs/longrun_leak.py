@@ -1,5 +1,6 @@
-"""A service for about 6 s (several snapshots of --aggregate): each request keeps a 20 KB record in a log
-that only grows (mode "leak"), or in a bounded cache of the last 50 (mode "twin"); both make temporaries.
+"""A service for about 4 s (16 snapshots of --aggregate at PYFLOW_AGGREGATE_MS=250): each request keeps a 100 KB record in a log
+that only grows (mode "leak", some 40 MB), or in a bounded cache of the last 50 (mode "twin", 5 MB: some
+16 samples' worth, so it is seen holding it); both make temporaries.
 Usage: longrun_leak.py leak|twin"""
 import collections
 import sys
@@ -13,14 +14,14 @@ def handle(i):
     request = b",".join(b"field%d=%d" % (k, i * k) for k in range(30))
     scratch = bytearray(50_000)
     scratch[:len(request)] = request
-    log.append(bytearray(20_000))  # LEAK KEPT
+    log.append(bytearray(100_000))  # LEAK KEPT
     return len(scratch)
 
 
-end = time.monotonic() + 6.0
+end = time.monotonic() + 4.0
 i = 0
 while time.monotonic() < end:
-    for _ in range(20):
+    for _ in range(2):
         handle(i)
         i += 1
     time.sleep(0.02)
