@@ -94,15 +94,24 @@ static uint64_t count_of(uint64_t size, uint64_t est)
     return size && est > size ? (est + size / 2) / size : 1;
 }
 
+/* The i-th listed site and its table index, or NULL: not published yet, or (memory_only) a copy site. */
+static agg_site_t *listed(uint32_t i, int memory_only, uint32_t *idx)
+{
+    uint32_t v = __atomic_load_n(&used[i], __ATOMIC_ACQUIRE);
+    if (!v || (memory_only && (v - 1) % PF_AGG_KINDS >= PF_AGG_COPY_SLOT))
+        return NULL;
+    *idx = v - 1;
+    return &sites[v - 1];
+}
+
 /* The live bytes of each site now become the peak picture (lock held). */
 static void take_peak(int64_t live)
 {
-    uint32_t n = __atomic_load_n(&n_used, __ATOMIC_ACQUIRE);
+    uint32_t n = __atomic_load_n(&n_used, __ATOMIC_ACQUIRE), idx;
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t idx = __atomic_load_n(&used[i], __ATOMIC_ACQUIRE);
-        if (!idx || (idx - 1) % PF_AGG_KINDS >= PF_AGG_COPY_SLOT)
+        agg_site_t *s = listed(i, 1, &idx);
+        if (!s)
             continue;
-        agg_site_t *s = &sites[idx - 1];
         s->peak_live = (int64_t)(__atomic_load_n(&s->alloc_bytes, __ATOMIC_RELAXED) -
                                  __atomic_load_n(&s->free_bytes, __ATOMIC_RELAXED));
     }
@@ -236,16 +245,13 @@ static void write_peak(pf_tls_t *t)
     /* never before the last snapshot: each thread's records go forward in time */
     part.head.peak = (pf_rec_agg_peak_t){.t_ns = peak_ns > last_snapshot_ns ? peak_ns : last_snapshot_ns,
                                          .live_bytes = (uint64_t)(peak_total > 0 ? peak_total : 0)};
-    uint32_t n = __atomic_load_n(&n_used, __ATOMIC_ACQUIRE);
+    uint32_t n = __atomic_load_n(&n_used, __ATOMIC_ACQUIRE), idx;
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t idx = __atomic_load_n(&used[i], __ATOMIC_ACQUIRE);
-        if (!idx || (idx - 1) % PF_AGG_KINDS >= PF_AGG_COPY_SLOT)
-            continue;
-        agg_site_t *s = &sites[idx - 1];
-        if (s->peak_live == s->peak_written)
+        agg_site_t *s = listed(i, 1, &idx);
+        if (!s || s->peak_live == s->peak_written)
             continue;
         pf_rec_agg_peak_site_t *e = part_add(t);
-        *e = (pf_rec_agg_peak_site_t){.stack_id = (idx - 1) / PF_AGG_KINDS, .kind = (uint8_t)((idx - 1) % PF_AGG_KINDS),
+        *e = (pf_rec_agg_peak_site_t){.stack_id = idx / PF_AGG_KINDS, .kind = (uint8_t)(idx % PF_AGG_KINDS),
                                       .stack_flags = s->stack_flags,
                                       .live_bytes = (uint64_t)(s->peak_live > 0 ? s->peak_live : 0)};
         s->peak_written = s->peak_live;
@@ -268,12 +274,11 @@ static void write_snapshot(pf_tls_t *t, uint64_t now, int final)
                                              .since_ns = pf_cfg.aggregate_from_ns,
                                              .flags = final ? PF_AGG_FINAL : 0};
     int any = 0;
-    uint32_t n = __atomic_load_n(&n_used, __ATOMIC_ACQUIRE);
+    uint32_t n = __atomic_load_n(&n_used, __ATOMIC_ACQUIRE), idx;
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t idx = __atomic_load_n(&used[i], __ATOMIC_ACQUIRE);
-        if (!idx)
+        agg_site_t *s = listed(i, 0, &idx);
+        if (!s)
             continue;
-        agg_site_t *s = &sites[idx - 1];
         uint64_t now_v[4] = {__atomic_load_n(&s->alloc_bytes, __ATOMIC_RELAXED),
                              __atomic_load_n(&s->alloc_count, __ATOMIC_RELAXED),
                              __atomic_load_n(&s->free_bytes, __ATOMIC_RELAXED),
@@ -281,9 +286,9 @@ static void write_snapshot(pf_tls_t *t, uint64_t now, int final)
         if (!memcmp(now_v, s->written, sizeof now_v))
             continue;
         pf_rec_agg_site_t *e = part_add(t);
-        *e = (pf_rec_agg_site_t){.stack_id = (idx - 1) / PF_AGG_KINDS,
-                                 .kind = (idx - 1) % PF_AGG_KINDS == PF_AGG_COPY_SLOT ? PF_AGG_COPIES
-                                                                                       : (uint8_t)((idx - 1) % PF_AGG_KINDS),
+        *e = (pf_rec_agg_site_t){.stack_id = idx / PF_AGG_KINDS,
+                                 .kind = idx % PF_AGG_KINDS == PF_AGG_COPY_SLOT ? PF_AGG_COPIES
+                                                                               : (uint8_t)(idx % PF_AGG_KINDS),
                                  .stack_flags = s->stack_flags, .alloc_bytes = now_v[0], .alloc_count = now_v[1],
                                  .free_bytes = now_v[2], .free_count = now_v[3]};
         memcpy(s->written, now_v, sizeof now_v);
