@@ -45,6 +45,8 @@ static uint32_t n_used;
 static int64_t live_total;      /* estimated live bytes of every site */
 static uint64_t alloc_total;
 static pf_spinlock_t lock;      /* snapshots and peak pictures */
+static uint32_t lock_owner;     /* its holder's tid: a signal handler that ends the process on the holding
+                                   thread (_exit) must not wait for itself */
 static uint64_t last_snapshot_ns;
 static int64_t peak_total;      /* live_total when the peak picture was taken */
 static uint64_t peak_ns;
@@ -151,9 +153,12 @@ int pf_aggregate_alloc(pf_tls_t *t, const pf_stack_t *st, void *p, uint64_t size
     } else {
         pf_api_on_alloc(domain, est);
         int64_t live = __atomic_add_fetch(&live_total, (int64_t)est, __ATOMIC_RELAXED);
-        if (live > peak_total + peak_total / PF_AGG_PEAK_STEP && !__atomic_exchange_n(&lock.locked, 1, __ATOMIC_ACQUIRE)) {
+        if (live > peak_total + peak_total / PF_AGG_PEAK_STEP &&
+            !__atomic_exchange_n(&lock.locked, 1, __ATOMIC_ACQUIRE)) {
+            lock_owner = t->tid;
             if (live > peak_total)
                 take_peak(live);
+            lock_owner = 0;
             pf_spin_unlock(&lock);
         }
     }
@@ -307,8 +312,10 @@ void pf_aggregate_tick(pf_tls_t *t)
         return;
     if (__atomic_exchange_n(&lock.locked, 1, __ATOMIC_ACQUIRE))
         return;     /* another thread is writing one */
+    lock_owner = t->tid;
     if (now - last_snapshot_ns >= pf_cfg.aggregate_interval_ns)
         write_snapshot(t, now, 0);
+    lock_owner = 0;
     pf_spin_unlock(&lock);
 }
 
@@ -316,8 +323,12 @@ static void final_snapshot(pf_tls_t *t)
 {
     if (!sites)
         return;
+    if (__atomic_load_n(&lock.locked, __ATOMIC_ACQUIRE) && __atomic_load_n(&lock_owner, __ATOMIC_RELAXED) == t->tid)
+        return;     /* interrupted its own snapshot (a signal handler calling _exit): the last one stands */
     pf_spin_lock(&lock);
+    lock_owner = t->tid;
     write_snapshot(t, pf_now_ns(), 1);
+    lock_owner = 0;
     pf_spin_unlock(&lock);
 }
 
