@@ -13,6 +13,7 @@
  * (untouched pages, recomputed values), the sampling error of the estimates.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "pf_aggregate_int.h"
 #include "pf_calltree_int.h"
@@ -176,13 +177,20 @@ static void note_part(pf_agg_state_t *A, const void *payload)
     *PF_VEC_PUSH(A->parts, A->n_parts, A->cap_parts) = payload;
 }
 
+/* 1 when a part's n entries of entry_bytes after its head fit in its record (a damaged file: skipped). */
+static int part_fits(const void *payload, size_t head, uint32_t n, size_t entry_bytes)
+{
+    pf_rec_header_t h;
+    memcpy(&h, (const char *)payload - sizeof h, sizeof h);
+    return h.bytes >= sizeof h + head && (h.bytes - sizeof h - head) / entry_bytes >= n;
+}
+
 void pf_sweep_aggregate(sweeper_t *S, const event_t *e)
 {
     if (!S->agg)
         S->agg = pf_xcalloc(1, sizeof *S->agg);
     pf_agg_state_t *A = S->agg;
     const void *payload = pf_event_payload(S->L, e);
-    const uint32_t max_bytes = PF_CHUNK_BYTES;
     note_part(A, payload);
     if (e->type == PF_REC_AGG_SITES) {
         const pf_rec_agg_snapshot_t *h = payload;
@@ -190,11 +198,12 @@ void pf_sweep_aggregate(sweeper_t *S, const event_t *e)
             return;     /* applied with its last part: a half-applied snapshot could make a false peak */
         for (size_t p = 0; p < A->n_parts; p++) {
             const pf_rec_agg_snapshot_t *part = A->parts[p];
-            if (part->n_sites > max_bytes / sizeof(pf_rec_agg_site_t))
+            if (!part_fits(part, sizeof *part, part->n_sites, sizeof(pf_rec_agg_site_t)))
                 continue;   /* damaged */
             const pf_rec_agg_site_t *r = (const void *)(part + 1);
             for (uint32_t i = 0; i < part->n_sites; i++)
-                apply_site(S, e, &r[i]);
+                if (r[i].kind < PF_DOMAIN_COUNT || r[i].kind == PF_AGG_COPIES)
+                    apply_site(S, e, &r[i]);
         }
     } else {
         const pf_rec_agg_peak_t *h = payload;
@@ -202,11 +211,12 @@ void pf_sweep_aggregate(sweeper_t *S, const event_t *e)
             return;
         for (size_t p = 0; p < A->n_parts; p++) {
             const pf_rec_agg_peak_t *part = A->parts[p];
-            if (part->n_sites > max_bytes / sizeof(pf_rec_agg_peak_site_t))
+            if (!part_fits(part, sizeof *part, part->n_sites, sizeof(pf_rec_agg_peak_site_t)))
                 continue;
             const pf_rec_agg_peak_site_t *r = (const void *)(part + 1);
             for (uint32_t i = 0; i < part->n_sites; i++)
-                site_of(S, e, r[i].stack_id, r[i].kind, r[i].stack_flags)->peak_live = (double)r[i].live_bytes;
+                if (r[i].kind < PF_DOMAIN_COUNT)
+                    site_of(S, e, r[i].stack_id, r[i].kind, r[i].stack_flags)->peak_live = (double)r[i].live_bytes;
         }
         apply_peak(S, e);
     }
