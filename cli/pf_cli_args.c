@@ -151,6 +151,18 @@ int pf_cli_parse_run(int argc, char **argv, pf_run_opts_t *o)
             o->reduced = 1;
         } else if (strcmp(a, "--exact") == 0) {
             o->exact = 1;
+        } else if (strcmp(a, "--aggregate") == 0) {    /* docs/long-runs.md */
+            o->aggregate = 1;
+        } else if (is_option(a, "--aggregate-after")) {
+            char *end;
+            if (!(v = option_value(argc, argv, &i, "--aggregate-after")))
+                return usage_error("%s needs a duration (like 90s, 10m or 2h)", "--aggregate-after");
+            double n = strtod(v, &end);
+            double unit = !*end ? 1 : !strcmp(end, "s") ? 1 : !strcmp(end, "m") ? 60 : !strcmp(end, "h") ? 3600 : 0;
+            if (!(n >= 0) || !unit || end == v || n * unit > 1e9)
+                return usage_error("--aggregate-after needs a duration like 90s, 10m or 2h (not %s)", v);
+            o->aggregate = 1;
+            o->aggregate_after_ms = (uint64_t)(n * unit * 1000);
         } else if (strcmp(a, "--native") == 0) {
             o->native = 1;
         } else if (strcmp(a, "--watch") == 0 || is_option(a, "--watch")) {

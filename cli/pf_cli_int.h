@@ -25,6 +25,8 @@ typedef struct pf_run_opts {
     uint64_t dot_min_bytes;     /* --dot-min-bytes: smaller flows folded */
     int dot_all;                /* --dot-all: every flow, not the default view of the program's objects */
     int exact, native, no_report, max_lines, width;
+    int aggregate;              /* --aggregate: per-site totals in snapshots (docs/long-runs.md) */
+    uint64_t aggregate_after_ms;/* --aggregate-after: full records until then (0: from the start) */
     int help;                   /* -h/--help among the options: print the usage, run nothing */
     int reduced, profile_all;   /* report: only lines that matter; every file counts as the user's */
     const char *profile_only;   /* report: only files containing one of these comma-separated substrings */

@@ -102,13 +102,17 @@ static void exec_program(const pf_run_opts_t *o, const pf_python_t *py, const ch
         setenv(PF_ENV_EXACT, "1", 1);
     if (o->native)
         setenv(PF_ENV_NATIVE, "1", 1);
+    if (o->aggregate)
+        setenv(PF_ENV_AGGREGATE, "1", 1);
+    if (o->aggregate_after_ms)
+        set_env_u64(PF_ENV_AGGREGATE_AFTER_MS, o->aggregate_after_ms);
     if (o->sample_bytes)
         set_env_u64(PF_ENV_SAMPLE_BYTES, o->sample_bytes);
     if (o->gpu_per_tensor)
         request_torch_async_backend();
     if (o->watch)
         setenv(PF_ENV_WATCH, o->watch, 1);
-    else if (!o->no_watch)
+    else if (!o->no_watch && (!o->aggregate || o->aggregate_after_ms))  /* --aggregate links no copies */
         setenv(PF_ENV_WATCH, "auto", 1);    /* copies, where debug registers fire (pf_watch_glue.c) */
     if (o->watch_event)
         setenv(PF_ENV_WATCH_EVENT, o->watch_event, 1);

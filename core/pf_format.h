@@ -52,6 +52,9 @@
 #define PF_HDR_EXACT 0x1u           /* every allocation recorded (--exact) */
 #define PF_HDR_NATIVE 0x2u          /* native instruction pointers captured (--native) */
 #define PF_HDR_ROOT 0x4u            /* the process the launcher started (not a fork or subprocess) */
+#define PF_HDR_AGGREGATE 0x8u       /* --aggregate: per-site totals in PF_REC_AGG_SITES snapshots, not one
+                                       ALLOC/FREE/COPY record each (those appear only for a stack the intern
+                                       table could not take) */
 
 typedef struct pf_file_header {
     char magic[8];                  /* PF_FILE_MAGIC */
@@ -116,7 +119,10 @@ typedef enum pf_rec_type {
                                PF_ARGV_BYTES; one past the chunk's room is cut */
     PF_REC_CONTENT = 17,    /* what a tracked object held as it was freed (or at exit): untouched pages, a
                                fingerprint of its contents (pf_rec_content_t) */
-    PF_REC_NOTE = 18,       /* a message the launcher received from a child process (why it was not profiled,
+    /* --aggregate (pf_rec_agg_*_t below) */
+    PF_REC_AGG_SITES = 18,  /* a snapshot: the running totals of the sites that changed since the last one */
+    PF_REC_AGG_PEAK = 19,   /* the live bytes of each site at the process's peak, where they changed */
+    PF_REC_NOTE = 20,       /* a message the launcher received from a child process (why it was not profiled,
                                a full disk), NUL terminated, written in the trailer chunk after ARGV */
     PF_REC_TYPE_MAX
 } pf_rec_type_t;
@@ -490,6 +496,66 @@ typedef struct pf_rec_watch_stats {
     uint64_t copy_writes;       /* of those, copies a changing write was caught on (PF_REC_COPY_WRITE) */
 } pf_rec_watch_stats_t;
 /* ---- end of watch records ---- */
+
+/* ---- aggregated recording (--aggregate) ----
+ * A long run cannot keep a record per sampled allocation (0.5-2 GB an hour on a busy program). With
+ * --aggregate the runtime keeps running totals per site (an interned stack, PF_REC_STACK, and a domain) and
+ * writes, about once a second, a snapshot of the sites whose totals changed. Totals are cumulative since
+ * the process started, so a reader keeps the last value seen per site, and a process killed at any time
+ * loses only what changed since its last snapshot. Every snapshot is written by one thread, in parts of at
+ * most PF_AGG_MAX_PART entries (all parts but the last carry PF_AGG_MORE); a reader applies a snapshot
+ * once its last part is in. Frees after the interpreter began to finalize are not counted (what is live
+ * then is live at exit, as the full recording reports it).
+ *
+ * PF_REC_AGG_SITES payload; then n_sites pf_rec_agg_site_t. aux = 0. */
+#define PF_AGG_MORE 0x1u            /* another part of the same snapshot follows */
+#define PF_AGG_FINAL 0x2u           /* written as the process ends (interpreter shutdown, _exit, exit) */
+#define PF_AGG_MAX_PART 400u        /* entries a part holds at most (16 KiB: a chunk's tail is not wasted) */
+#define PF_AGG_COPIES 0xffu         /* pf_rec_agg_site_t.kind: the copies made with that stack (memcpy
+                                       family, realloc moves): alloc_bytes = bytes copied (estimated),
+                                       alloc_count = copies; the free fields are 0 */
+typedef struct pf_rec_agg_snapshot {
+    uint64_t t_ns;
+    uint64_t live_bytes;        /* estimated bytes live in the process, every site */
+    uint64_t alloc_bytes;       /* estimated bytes allocated since the start, every site */
+    uint64_t since_ns;          /* when the runtime began aggregating: 0, or the --aggregate-after time
+                                   (allocations before it have ALLOC/FREE records) */
+    uint32_t n_sites;
+    uint32_t flags;             /* PF_AGG_* */
+} pf_rec_agg_snapshot_t;
+
+typedef struct pf_rec_agg_site {
+    uint32_t stack_id;          /* a PF_REC_STACK of this file; 0: an empty stack (no Python frames: start-up,
+                                   shutdown, a native thread: see stack_flags) */
+    uint8_t kind;               /* pf_domain_t of the allocations, or PF_AGG_COPIES */
+    uint8_t stack_flags;        /* PF_ALLOC_NO_PYSTATE / PF_ALLOC_TRUNCATED of the stack */
+    uint16_t reserved;
+    uint64_t alloc_bytes;       /* since the start, estimated as an ALLOC's est_bytes */
+    uint64_t alloc_count;       /* allocations, estimated */
+    uint64_t free_bytes;        /* of those, freed (live = alloc_bytes - free_bytes) */
+    uint64_t free_count;
+} pf_rec_agg_site_t;
+
+/* PF_REC_AGG_PEAK payload; then n_sites pf_rec_agg_peak_site_t: the sites whose live bytes at the peak
+ * differ from the previous PEAK record's (a site not named keeps its value; one never named had 0). The
+ * runtime takes this picture when the process's live bytes pass its last one by 1/128, so it is the true
+ * peak within 1%. Written just before the snapshot that follows it (t_ns: when the peak was reached), in
+ * parts like a snapshot. aux = 0. */
+typedef struct pf_rec_agg_peak {
+    uint64_t t_ns;
+    uint64_t live_bytes;        /* the process's live bytes then */
+    uint32_t n_sites;
+    uint32_t flags;             /* PF_AGG_MORE */
+} pf_rec_agg_peak_t;
+
+typedef struct pf_rec_agg_peak_site {
+    uint32_t stack_id;
+    uint8_t kind;               /* pf_domain_t */
+    uint8_t stack_flags;
+    uint16_t reserved;
+    uint64_t live_bytes;
+} pf_rec_agg_peak_site_t;
+/* ---- end of aggregated recording ---- */
 
 static inline uint32_t pf_align8(uint32_t n) { return (n + 7u) & ~7u; }
 

@@ -49,6 +49,9 @@
 #define PF_ENV_MAX_PROFILE_BYTES "PYFLOW_MAX_PROFILE_BYTES"
 #define PF_ENV_EXACT "PYFLOW_EXACT"
 #define PF_ENV_NATIVE "PYFLOW_NATIVE"
+#define PF_ENV_AGGREGATE "PYFLOW_AGGREGATE"   /* "1": per-site totals in snapshots (--aggregate) */
+#define PF_ENV_AGGREGATE_MS "PYFLOW_AGGREGATE_MS" /* milliseconds between them (default 1000; measurements) */
+#define PF_ENV_AGGREGATE_AFTER_MS "PYFLOW_AGGREGATE_AFTER_MS" /* full records for so long first */
 #define PF_ENV_QUIET "PYFLOW_QUIET"
 #define PF_ENV_OUTPUT_DIR "PYFLOW_OUTPUT_DIR"      /* without PYFLOW_OUTPUT: each process writes DIR/<host>.<pid>
                                                       (pyflow env; processes not started by pyflow run) */

@@ -26,6 +26,8 @@ static void mark_exit(int status)
         pf_guard_enter(&pf_tls);
         pf_enter_recording(&pf_tls);
         pf_record_mark(&pf_tls, PF_MARK_EXIT, (uint64_t)(uint32_t)status, NULL);
+        if (pf_cfg.aggregate)
+            pf_aggregate_at_exit(&pf_tls);   /* --aggregate: the last totals */
         pf_guard_leave(&pf_tls);
     }
 }

@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 #include <string.h>
 
+#include "pf_aggregate.h"
 #include "pf_copy_rule.h"
 #include "pf_objtable.h"
 #include "pf_rec_int.h"
@@ -61,6 +62,8 @@ static void write_copy(pf_tls_t *t, uint64_t id, const void *dst, const void *sr
 {
     pf_stack_t st;
     pf_stack_capture(t, &st);
+    if (pf_aggregating() && pf_aggregate_copy(t, &st, est))
+        return;     /* --aggregate: counted in its site's copy totals */
     uint32_t sid, bytes;
     char *rec = pf_record_reserve_stacked(t, &st, sizeof(pf_rec_copy_t), &sid, &bytes);
     if (!rec)
@@ -122,7 +125,7 @@ static uint64_t record_copy(pf_tls_t *t, const void *dst, const void *src, uint6
 {
     uint64_t id = __atomic_fetch_add(&next_copy_id, 1, __ATOMIC_RELAXED);
     pf_objinfo_t d, s;
-    int linked = within_budget(t, n) && copy_ends(dst, src, n, &d, &s);
+    int linked = !pf_aggregating() && within_budget(t, n) && copy_ends(dst, src, n, &d, &s);   /* --aggregate: no verdicts */
     write_copy(t, id, dst, src, n, est, flags, kind, linked ? PF_COPY_ENDS(pf_object_end_kind(&s), pf_object_end_kind(&d)) : 0);
     if (linked)
         link_copy(t, id, dst, src, n, &d, &s);

@@ -27,7 +27,8 @@
 #define PF_OBJ_SIZE_MAX ((1ull << 48) - 1)    /* more than a 47-bit address space holds */
 
 typedef struct pf_objslot {
-    uintptr_t addr;         /* 0: empty */
+    uintptr_t addr : 48;    /* 0: empty; user addresses are below 2^47 (2^48 on 5-level-free arm64) */
+    uintptr_t site : 16;    /* --aggregate: 1 + the object's stack id (pf_aggregate.c); 0: none */
     uint64_t size : 48, domain : 8, flags : 8;
     uint32_t serial;        /* the serial's low 32 bits: all a copy link needs to tell a reused address */
     uint32_t links;         /* 1 + index of the object's link block in its stripe's pool; 0: no links */
@@ -172,6 +173,7 @@ static void slot_info(const pf_stripe_t *s, const pf_objslot_t *slot, pf_objinfo
     out->serial = slot->serial;
     out->domain = slot->domain;
     out->flags = slot->flags;
+    out->site = slot->site;
     if (slot->links)
         memcpy(out->link, block_at(s, slot->links)->link, sizeof out->link);
     else
@@ -253,7 +255,8 @@ int pf_objtable_insert(const pf_objinfo_t *obj)
         return -ENOMEM;
     }
     int was_present;
-    pf_objslot_t rec = {.addr = obj->addr, .size = obj->size < PF_OBJ_SIZE_MAX ? obj->size : PF_OBJ_SIZE_MAX,
+    pf_objslot_t rec = {.addr = obj->addr, .site = (uint16_t)obj->site,
+                        .size = obj->size < PF_OBJ_SIZE_MAX ? obj->size : PF_OBJ_SIZE_MAX,
                         .domain = (uint8_t)obj->domain, .flags = (uint8_t)obj->flags,
                         .serial = (uint32_t)__atomic_fetch_add(&next_serial, 1, __ATOMIC_RELAXED)};
     store_links(s, stripe_put(s, &rec, &was_present), obj->link);
@@ -459,4 +462,10 @@ void pf_objtable_reset(void)
     if (pf_objtable_filter)
         pf_sys_munmap(pf_objtable_filter, PF_FILTER_BYTES);
     pf_objtable_filter = NULL;
+}
+
+/* --aggregate: the serial the next tracked object gets (a fork child's objects start there). */
+uint64_t pf_objtable_next_serial(void)
+{
+    return __atomic_load_n(&next_serial, __ATOMIC_RELAXED);
 }

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pf_aggregate.h"
 #include "pf_codes.h"
 #include "pf_modules.h"
 #include "pf_objtable.h"
@@ -137,6 +138,8 @@ void pf_enter_recording(pf_tls_t *t)
         finalizing_marked = 1;
         marked_gen = gen;
         pf_record_mark(t, PF_MARK_FINALIZING, 0, NULL);
+        if (pf_cfg.aggregate)     /* --aggregate: what is live now is live at exit */
+            pf_aggregate_finalizing(t);
         pf_watch_glue_stop(t);
     }
     uint32_t level = pf_writer_fill_level();
@@ -211,6 +214,8 @@ static void record_alloc(pf_tls_t *t, void *p, size_t size, int domain, uint64_t
     pf_objtable_prefetch((uintptr_t)p);    /* its slot is a cache miss: load it while the stack is read */
     pf_stack_t st;
     pf_stack_capture(t, &st);
+    if (pf_aggregating() && pf_aggregate_alloc(t, &st, p, size, domain, est, flags))
+        return;     /* --aggregate: counted in its site's totals instead of a record */
     uint32_t sid, bytes;
     char *rec = pf_record_reserve_stacked(t, &st, sizeof(pf_rec_alloc_t), &sid, &bytes);
     if (!rec)
@@ -283,6 +288,10 @@ static int free_slow(pf_tls_t *t, void *p, int domain, pf_objinfo_t *obj, int co
         pf_api_on_free(obj);
     if (found && __atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE)) {
         pf_enter_recording(t);
+        if (pf_cfg.aggregate && pf_aggregate_free(t, obj)) {
+            pf_guard_leave(t);  /* --aggregate: counted against its site; no verdict, content or FREE */
+            return found;
+        }
         _Static_assert(PF_OBJ_LINKS == 3, "test every link below");
         if (obj->link[0].copy_id | obj->link[1].copy_id | obj->link[2].copy_id)
             pf_copy_verdict_on_free(t, obj);   /* before the FREE: the bytes are still there */

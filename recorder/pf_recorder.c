@@ -2,6 +2,7 @@
  * and the fork handlers call, in order, and the spawn records the start hooks ask for. */
 #include <string.h>
 
+#include "pf_aggregate.h"
 #include "pf_codes.h"
 #include "pf_modules.h"
 #include "pf_objtable.h"
@@ -75,6 +76,7 @@ void pf_recorder_fork_child(pf_tls_t *t)
     pf_writer_fork_parent();
     pf_codes_reset();
     pf_stacks_reset();
+    pf_aggregate_fork_child();     /* --aggregate: the parent's sites are not the child's */
     pf_modules_reset();
     int rc = pf_writer_reopen_child();
     if (rc < 0) {

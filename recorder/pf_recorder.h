@@ -96,6 +96,9 @@ typedef struct pf_config {
     int is_root;                /* the process the launcher started (its stderr is the user's terminal) */
     uint64_t run_id;            /* PYFLOW_RUN_ID: names the launcher's socket for messages (pf_notify.c) */
     int waste;                  /* untouched pages and content fingerprints at free (pf_content.c) */
+    int aggregate;              /* --aggregate: per-site totals in snapshots, not a record each (pf_aggregate.c) */
+    uint64_t aggregate_interval_ns; /* between its snapshots while the program allocates */
+    uint64_t aggregate_from_ns; /* --aggregate-after: full records before this time (pf_now_ns) */
 } pf_config_t;
 
 extern pf_config_t pf_cfg PF_HIDDEN;
@@ -124,6 +127,7 @@ typedef struct pf_objinfo {
     uint64_t size;
     uint32_t domain;
     uint32_t flags;
+    uint32_t site;          /* --aggregate: 1 + the stack id it is counted against (pf_aggregate.c); 0: none */
     uint64_t serial;        /* set by pf_objtable_insert: unique per tracked object modulo 2^32 */
     pf_copylink_t link[PF_OBJ_LINKS];
 } pf_objinfo_t;
@@ -188,6 +192,9 @@ int pf_recorder_thread_has_chunk(const pf_tls_t *t) PF_HIDDEN;
 /* A SPAWN record (pf_format.h) of the calling thread's start of a child, with its Python stack. */
 void pf_record_spawn(pf_tls_t *t, int kind, uint64_t child, uint64_t t_ns, uint32_t child_flags,
                      const char *command, uint16_t command_len) PF_HIDDEN;
+
+/* --aggregate (pf_aggregate.c): the process is about to end (_exit): a last snapshot of what changed. */
+void pf_aggregate_at_exit(pf_tls_t *t) PF_HIDDEN;
 
 /* pf_notify.c: one line "pyflow: ..." on stderr, or to the launcher from a child process. */
 void pf_log(const char *fmt, ...) PF_HIDDEN __attribute__((format(printf, 1, 2)));

@@ -212,6 +212,14 @@ static int on_record(void *ctx, const pf_record_t *r)
         pf_origin_collect(L, r, t < m->procs[L->cur].offset_ns ? UINT64_MAX - 1 : t);
         return 0;
     }
+    case PF_REC_AGG_SITES: {   /* --aggregate (an event too: pf_events_record) */
+        const pf_rec_agg_snapshot_t *a = r->payload;
+        uint64_t t = a->since_ns + m->procs[L->cur].offset_ns;
+        if (!m->aggregated || t < m->aggregated_from_ns)
+            m->aggregated_from_ns = t;
+        m->aggregated = 1;
+        return 0;
+    }
     default:
         return 0;     /* events: pf_events_record */
     }

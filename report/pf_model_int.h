@@ -270,6 +270,8 @@ struct pf_model {
     int exit_signaled;
     double elapsed_s;
     int exact;
+    int aggregated;             /* --aggregate: some process wrote per-site snapshots (no per-object records) */
+    uint64_t aggregated_from_ns;/* the first of them (--aggregate-after: full records before) */
     uint64_t mean_sample_bytes, object_threshold;
     char *python_version;
     char **argv;                /* the profiled program's argv (interpreter dropped) */

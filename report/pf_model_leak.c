@@ -31,6 +31,7 @@
 
 #include "pf_loader_int.h"
 #include "pf_report_int.h"
+#include "pf_aggregate_int.h"
 #include "pf_sweep_int.h"
 
 typedef struct survivor {
@@ -147,10 +148,24 @@ static void growth(const sweeper_t *S, pf_stats_t *s, uint64_t end)
     s->leak.rate = n >= 2 ? theil_sen(s->timeline_low + from, n, dt) : 0;
 }
 
+/* --aggregate: a site's survivors come from its snapshots (pf_model_aggregate.c). */
+typedef struct survivors {
+    survivor_t *sv;
+    size_t n;
+} survivors_t;
+
+static void add_survivor(void *arg, int32_t line, double clock, double bytes)
+{
+    survivors_t *s = arg;
+    if (line >= 0 && bytes > 0)
+        s->sv[s->n++] = (survivor_t){line, clock, bytes};
+}
+
 void pf_sweep_leaks(sweeper_t *S)
 {
     pf_model_t *m = S->m;
-    survivor_t *sv = pf_xmalloc((S->live.len + 1) * sizeof *sv);
+    size_t n_aggregated = pf_sweep_aggregate_survivors(S, NULL, NULL);
+    survivor_t *sv = pf_xmalloc((S->live.len + n_aggregated + 1) * sizeof *sv);
     size_t n = 0;
     for (size_t i = 0; i < S->live.cap; i++) {
         if (!S->live.slots[i].key)
@@ -159,6 +174,9 @@ void pf_sweep_leaks(sweeper_t *S)
         if (o->line >= 0 && o->est > 0)
             sv[n++] = (survivor_t){o->line, o->clock, o->est};
     }
+    survivors_t agg = {sv, n};
+    pf_sweep_aggregate_survivors(S, add_survivor, &agg);
+    n = agg.n;
     qsort(sv, n, sizeof *sv, cmp_survivor);
     uint64_t end = run_end(S);
     double clock_end = S->clock_end >= 0 ? S->clock_end : S->leak_clock;

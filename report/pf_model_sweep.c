@@ -24,6 +24,7 @@
 #include "pf_loader_int.h"
 #include "pf_origin_int.h"
 #include "pf_report_int.h"
+#include "pf_aggregate_int.h"
 #include "pf_sweep_int.h"
 #include "pf_workers_int.h"
 #include "pf_symbols_int.h"
@@ -344,6 +345,16 @@ static void set_gpu_live(sweeper_t *S, pf_stats_t *s, uint64_t t, double live)
         pf_timeline_set(m->gpu_timeline, &m->gpu_timeline_filled, t, S->t_end, s->gpu_live, live);
     keep_gpu_peak_value(S, s);
     s->gpu_live = live;
+}
+
+void pf_sweep_set_live(sweeper_t *S, pf_stats_t *s, uint64_t t, double live)
+{
+    set_live(S, s, t, live);
+}
+
+void pf_sweep_set_gpu_live(sweeper_t *S, pf_stats_t *s, uint64_t t, double live)
+{
+    set_gpu_live(S, s, t, live);
 }
 
 static void touch(pf_stats_t *s, uint64_t t)
@@ -728,7 +739,7 @@ void pf_model_sweep(loader_t *L)
     double peak = -1, gpu_peak = 0;
     S.proc_objs = pf_xcalloc(m->n_procs + 1, sizeof *S.proc_objs);
     S.memo_at = pf_xcalloc(L->n_procs + 1, sizeof *S.memo_at);
-    S.peak.off = m->exact;
+    S.peak.off = m->exact || m->aggregated;     /* --aggregate: the recorder's peak picture */
     proc_end_t *ends = pf_sweep_process_ends(&S), *next_end = ends;
     pf_event_iter_t it;
     pf_events_begin(L, &it);
@@ -772,6 +783,10 @@ void pf_model_sweep(loader_t *L)
             break;
         case PF_REC_CONTENT:
             pf_sweep_content(&S, e);
+            break;
+        case PF_REC_AGG_SITES:     /* --aggregate */
+        case PF_REC_AGG_PEAK:
+            pf_sweep_aggregate(&S, e);
             break;
         }
         pf_peak_after_event(&S.peak, &m->total.peak_est);
@@ -840,6 +855,7 @@ void pf_model_sweep(loader_t *L)
     pf_map_free(&S.origin_memo);
     free(S.origins);
     pf_symbols_free(S.symbols);
+    pf_sweep_aggregate_free(&S);
     free(S.cinfo);
     free(S.ranges);
     free(S.objs);

@@ -247,11 +247,19 @@ static void header(out_t *o, const pf_model_t *m, const pf_text_opts_t *opts)
         line(o, "  incomplete profile: %s", lacks);
     if (pf_report_sampling_steps(m, lacks))
         line(o, "  %s", lacks);
+    if (m->aggregated && m->aggregated_from_ns > 0)  /* docs/long-runs.md: said once, not zeros */
+        line(o, "  aggregated from %.1f s on: not recorded since: copy flows and verdicts, waste, sampling error",
+             (double)m->aggregated_from_ns / 1e9);
+    else if (m->aggregated)
+        line(o, "  aggregated: not recorded: copy flows and verdicts, waste, sampling error");
     if (m->total.gpu_bytes > 0)
         line(o, "  gpu: allocated %s | peak %s at %.2f s | live at exit %s | over time %s", human(m->total.gpu_bytes, a),
              human(m->total.gpu_peak_bytes, b), (double)m->gpu_peak_ns / 1e9, human(m->total.gpu_live, c),
              sparkline(m->gpu_timeline, PF_TIMELINE_POINTS, 20, spark, sizeof spark));
-    if (m->total.copy_bytes > 0)
+    if (m->total.copy_bytes > 0 && m->aggregated)
+        line(o, "  copied %s (%s/s while copying)", human(m->total.copy_bytes, a),
+             human(pf_report_copy_rate(&m->total), c));
+    else if (m->total.copy_bytes > 0)
         line(o, "  copied %s (%s/s while copying), redundant %s", human(m->total.copy_bytes, a),
              human(pf_report_copy_rate(&m->total), c), human(m->total.redundant_copy_bytes, b));
     if (m->watch.present && m->watch.emulated) {

@@ -116,6 +116,7 @@ typedef struct sweeper {
     size_t n_origins, cap_origins;
     pf_peak_est_t peak;     /* the peak's windows (pf_model_peak.c) */
     uint32_t peak_epoch, gpu_peak_epoch;    /* how many times the program's live (GPU) bytes set a new peak */
+    struct pf_agg_state *agg;   /* --aggregate profiles' sites (pf_model_aggregate.c); NULL: none seen */
 } sweeper_t;
 
 uint64_t pf_sweep_key3(uint64_t a, uint64_t b, uint64_t c);
@@ -135,6 +136,11 @@ int32_t pf_sweep_attribute(sweeper_t *S, uint32_t proc, const event_t *e, const 
  * user's real files, outermost first, ending with row, with the library frames between and below them;
  * the node's folded is the node of the user's lines alone (pf_sweep_callpath.c). */
 int32_t pf_sweep_stack_node(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *frames, uint16_t n, int32_t row);
+
+/* A row's live (GPU) bytes set to live at t, keeping its area, maximum, timeline and peak share
+ * (pf_model_sweep.c; an aggregated profile's snapshots move them too). */
+void pf_sweep_set_live(sweeper_t *S, pf_stats_t *s, uint64_t t, double live);
+void pf_sweep_set_gpu_live(sweeper_t *S, pf_stats_t *s, uint64_t t, double live);
 
 /* The code of frame f (NULL: the profile does not define it), and the line it is at. */
 const pcode_t *pf_sweep_frame_code(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *f);

@@ -67,6 +67,9 @@ void pf_objtable_fork_prepare(void);
 void pf_objtable_fork_parent(void);
 void pf_objtable_fork_child(void);
 
+/* The serial the next inserted object will get. */
+uint64_t pf_objtable_next_serial(void);
+
 /* Drops every object and unmaps the table (tests). */
 void pf_objtable_reset(void);
 
