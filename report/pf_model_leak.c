@@ -124,6 +124,36 @@ void pf_sweep_leak_clock(sweeper_t *S, int32_t row, uint32_t proc, uint64_t t, d
     if (S->clock_start < 0 && pf_model_is_user_file(m, pf_model_str(m, l->file)))
         S->clock_start = S->leak_clock;
     S->leak_clock += est;
+    if (S->clock_start >= 0 && S->clock_end < 0)
+        l->leak_own += est;
+}
+
+double pf_sweep_leak_at(const sweeper_t *S, int32_t row)
+{
+    return S->leak_clock - S->m->lines[row].leak_own;
+}
+
+void pf_sweep_leak_freed(recent_free_t *r, const live_obj_t *o, uint64_t t)
+{
+    r->size = o->size;
+    r->t = t;
+    r->est = o->est;
+    r->at = o->at;
+    r->chain = o->chain;
+}
+
+static int64_t push_piece(sweeper_t *S, double at, double bytes, int64_t prev)
+{
+    *PF_VEC_PUSH(S->pieces, S->n_pieces, S->cap_pieces) = (leak_piece_t){at, bytes, prev};
+    return (int64_t)S->n_pieces - 1;
+}
+
+void pf_sweep_leak_realloc(sweeper_t *S, live_obj_t *o, const recent_free_t *r)
+{
+    int64_t prev = r->chain >= 0 ? r->chain : push_piece(S, r->at, r->est, -1);
+    /* what it gained, in its own estimate's units (a sampled estimate stands for more than its size) */
+    double gained = o->size > r->size && o->size ? o->est * (double)(o->size - r->size) / (double)o->size : 0;
+    o->chain = push_piece(S, o->at, gained, prev);
 }
 
 /* The end of the run the growth test reads: the root process's finalization (or the end). */
@@ -150,14 +180,26 @@ static void growth(const sweeper_t *S, pf_stats_t *s, uint64_t end)
 void pf_sweep_leaks(sweeper_t *S)
 {
     pf_model_t *m = S->m;
-    survivor_t *sv = pf_xmalloc((S->live.len + 1) * sizeof *sv);
+    survivor_t *sv = pf_xmalloc((S->live.len + S->n_pieces + 1) * sizeof *sv);
     size_t n = 0;
     for (size_t i = 0; i < S->live.cap; i++) {
         if (!S->live.slots[i].key)
             continue;
         const live_obj_t *o = &S->objs[S->live.slots[i].val];
-        if (o->line >= 0 && o->est > 0)
-            sv[n++] = (survivor_t){o->line, o->clock, o->est};
+        if (o->line < 0 || !(o->est > 0))
+            continue;
+        if (o->chain < 0) {
+            sv[n++] = (survivor_t){o->line, o->at, o->est};
+            continue;
+        }
+        /* a block re-allocated along the run: each piece it gained is a survivor of its own, at the time
+         * it was gained (scaled to the block's estimate: a shrink gave some back) */
+        double sum = 0;
+        for (int64_t p = o->chain; p >= 0; p = S->pieces[p].prev)
+            sum += S->pieces[p].bytes;
+        for (int64_t p = o->chain; p >= 0 && sum > 0; p = S->pieces[p].prev)
+            if (S->pieces[p].bytes > 0)
+                sv[n++] = (survivor_t){o->line, S->pieces[p].at, S->pieces[p].bytes * o->est / sum};
     }
     qsort(sv, n, sizeof *sv, cmp_survivor);
     uint64_t end = run_end(S);
@@ -174,7 +216,10 @@ void pf_sweep_leaks(sweeper_t *S)
         pf_leak_test_t *lt = &s->leak;
         lt->survivors = (uint32_t)(k - i);
         double lo = weighted_time(sv + i, k - i, total, 0.1), hi = weighted_time(sv + i, k - i, total, 0.9);
-        lt->spread = run > 0 ? (hi - lo) / run : 0;
+        /* on the rest of the program's clock: a burst of the line's own (data built by the last statement,
+         * a comprehension) spreads over nothing else the program did, however much of the run it is */
+        double rest = run - m->lines[sv[i].line].leak_own;
+        lt->spread = rest > 0 ? (hi - lo) / rest : 0;
         if (lt->spread > 1)
             lt->spread = 1;
         lt->p_value = 1;

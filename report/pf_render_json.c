@@ -424,6 +424,7 @@ int pf_render_json(const pf_model_t *m, FILE *out)
     pf_json_key(&j, "totals");
     pf_json_begin_object(&j);
     bytes(&j, "peak_bytes", m->total.peak_bytes);
+    bytes(&j, "peak_bytes_se", m->total.peak_se);
     bytes(&j, "alloc_bytes", m->total.alloc_bytes);
     bytes(&j, "python_bytes", m->total.python_bytes);
     bytes(&j, "native_bytes", m->total.native_bytes);

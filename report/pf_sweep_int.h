@@ -19,7 +19,17 @@ typedef struct live_obj {
 
 
     double clock;       /* the program's allocation clock when it was allocated (pf_sweep_leak_clock) */
+    double at;          /* the same clock less its line's own bytes so far: the rest of the program's clock */
+    int64_t chain;      /* the realloc chain it ends (index into sweeper_t.pieces), -1: none */
+    pf_peak_obj_t peak; /* where the peak's windows stood when it was made (its variance's share) */
 } live_obj_t;
+
+/* A piece of a realloc chain: bytes a block gained when it was re-allocated (on the rest of the program's
+ * clock, live_obj_t.at), and the piece before it (-1: the chain's first block). */
+typedef struct leak_piece {
+    double at, bytes;
+    int64_t prev;
+} leak_piece_t;
 
 /* Where an object was allocated: what a copy's edge needs of its source (kept per address for freed
  * blocks, whose object slots are reused: a realloc's copy comes from the block it just freed). */
@@ -37,6 +47,11 @@ typedef struct alloc_site {
 typedef struct recent_free {
     uint64_t key1;      /* key + 1; 0 = empty */
     alloc_site_t site;
+    /* what a realloc's new block continues (pf_sweep_leak_realloc): the freed block's size, estimate, time
+     * of its free, place on the leak clock and chain */
+    uint64_t size, t;
+    double est, at;
+    int64_t chain;
 } recent_free_t;
 
 /* A live object copies may point into (GPU blocks: tensors are views into cached segments; large host
@@ -87,6 +102,8 @@ typedef struct sweeper {
     /* the leak test's clock: bytes allocated outside import lines so far; its value at the first allocation
      * of the user's code and at the root's finalization (-1: not yet) */
     double leak_clock, clock_start, clock_end;
+    leak_piece_t *pieces;   /* realloc chains (pf_model_leak.c) */
+    size_t n_pieces, cap_pieces;
     live_obj_t *objs;       /* the live objects; a released one's slot is reused (free_objs) */
     size_t n_objs, cap_objs;
     uint64_t *free_objs;
@@ -165,6 +182,17 @@ void pf_sweep_end_process(sweeper_t *S, uint32_t proc, uint64_t t);
 /* pf_model_leak.c: moves the leak test's clock on by an allocation of est bytes charged to row at time t
  * (in process proc), before the object is made (its clock is S->leak_clock after). */
 void pf_sweep_leak_clock(sweeper_t *S, int32_t row, uint32_t proc, uint64_t t, double est);
+
+/* The rest of the program's clock for an object of row allocated now (live_obj_t.at). */
+double pf_sweep_leak_at(const sweeper_t *S, int32_t row);
+
+/* A block freed (r: its recent_frees slot, filled with its site already) at time t: what a realloc's new
+ * block needs to continue it. */
+void pf_sweep_leak_freed(recent_free_t *r, const live_obj_t *o, uint64_t t);
+
+/* Object o is the new block of a realloc of the block r describes: o continues r's chain, with the bytes
+ * it gained as a piece of its own. */
+void pf_sweep_leak_realloc(sweeper_t *S, live_obj_t *o, const recent_free_t *r);
 
 /* pf_model_leak.c: the leak test of every line (pf_leak_test_t), from the objects still live at the end of
  * the sweep and the lines' timeline_low; before finish_stats has filled the timelines' last buckets it
