@@ -12,19 +12,12 @@ def chunk(i):
     return b"%07d," % i * (SIZE // 8)
 
 
-def work(i):
-    s = 0
-    for k in range(40):
-        s += len(str(k * i))
-    return s
-
-
 def leak():
     buf = bytearray()
     for i in range(N):
         c = chunk(i)
         buf += c  # LEAK KEPT
-        work(i)
+        done = [str(k * i) for k in range(40)]  # the loop's other work
     return buf
 
 
@@ -36,7 +29,7 @@ def twin():
     for i in range(N):
         c = chunk(i)
         buf[i * SIZE:(i + 1) * SIZE] = c
-        work(i)
+        done = [str(k * i) for k in range(40)]
     return buf
 
 
