@@ -133,13 +133,15 @@ double pf_sweep_leak_at(const sweeper_t *S, int32_t row)
     return S->leak_clock - S->m->lines[row].leak_own;
 }
 
-void pf_sweep_leak_freed(recent_free_t *r, const live_obj_t *o, uint64_t t)
+static uint32_t grow_slot(uint64_t key)
 {
-    r->size = o->size;
-    r->t = t;
-    r->est = o->est;
-    r->at = o->at;
-    r->chain = o->chain;
+    return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 40) & (PF_RECENT_GROWS - 1);
+}
+
+void pf_sweep_leak_freed(sweeper_t *S, uint64_t key, const live_obj_t *o, uint64_t t)
+{
+    if (o->size >= PF_GROW_MIN_BYTES)
+        S->recent_grows[grow_slot(key)] = (recent_grow_t){key + 1, o->line, o->size, t, o->est, o->at, o->chain};
 }
 
 static int64_t push_piece(sweeper_t *S, double at, double bytes, int64_t prev)
@@ -148,8 +150,12 @@ static int64_t push_piece(sweeper_t *S, double at, double bytes, int64_t prev)
     return (int64_t)S->n_pieces - 1;
 }
 
-void pf_sweep_leak_realloc(sweeper_t *S, live_obj_t *o, const recent_free_t *r)
+void pf_sweep_leak_grew(sweeper_t *S, uint64_t old_key, live_obj_t *o, uint64_t t, uint64_t max_gap)
 {
+    recent_grow_t *r = &S->recent_grows[grow_slot(old_key)];
+    if (r->key1 != old_key + 1 || r->line != o->line || r->t > t || t - r->t > max_gap)
+        return;
+    r->key1 = 0;    /* continued once */
     int64_t prev = r->chain >= 0 ? r->chain : push_piece(S, r->at, r->est, -1);
     /* what it gained, in its own estimate's units (a sampled estimate stands for more than its size) */
     double gained = o->size > r->size && o->size ? o->est * (double)(o->size - r->size) / (double)o->size : 0;

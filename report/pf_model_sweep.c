@@ -389,9 +389,8 @@ static uint32_t recent_slot(uint64_t key)
 void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uint64_t t, int ended)
 {
     const live_obj_t *o = &S->objs[idx];
-    recent_free_t *r = &S->recent_frees[recent_slot(k)];
-    *r = (recent_free_t){.key1 = k + 1, .site = {o->line, o->native}};
-    pf_sweep_leak_freed(r, o, t);
+    S->recent_frees[recent_slot(k)] = (recent_free_t){k + 1, {o->line, o->native}};
+    pf_sweep_leak_freed(S, k, o, t);
     if (t >= S->L->procs[proc].fin_ns && !ended)
         return;     /* interpreter shutdown: the object stays counted as live at exit */
     pf_map_del(&S->live, k);
@@ -507,13 +506,8 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     o->chain = -1;
     pf_peak_obj_start(&S->peak, &o->peak);
     o->half = (uint8_t)half;
-    /* a realloc in place: its block freed just before, at this address, by the same line */
-    recent_free_t *r = &S->recent_frees[recent_slot(pf_sweep_addr_key(e->proc, a->addr))];
-    if (r->key1 == pf_sweep_addr_key(e->proc, a->addr) + 1 && r->site.line == row && r->t <= e->t &&
-        e->t - r->t <= PF_REALLOC_GAP_NS) {
-        pf_sweep_leak_realloc(S, o, r);
-        r->key1 = 0;
-    }
+    if (a->size >= PF_GROW_MIN_BYTES)  /* a realloc in place: its block freed just before, at this address */
+        pf_sweep_leak_grew(S, pf_sweep_addr_key(e->proc, a->addr), o, e->t, PF_REALLOC_GAP_NS);
     *pf_map_put(&S->live, pf_sweep_addr_key(e->proc, a->addr), NULL) = idx;
     S->proc_objs[e->proc]++;
     if (pf_sweep_wants_range(o))
@@ -575,11 +569,10 @@ static void on_copy(sweeper_t *S, const event_t *e)
     if (e->aux == PF_COPY_REALLOC) {    /* the source is the block realloc just freed */
         uint64_t k = pf_sweep_addr_key(e->proc, c->src);
         const recent_free_t *r = &S->recent_frees[recent_slot(k)];
-        if (r->key1 == k + 1) {
+        if (r->key1 == k + 1)
             src = r->site;
-            if (dst >= 0 && dst_offset == 0 && S->objs[dst].chain < 0 && S->objs[dst].line == r->site.line)
-                pf_sweep_leak_realloc(S, &S->objs[dst], r);     /* the new block continues the old one */
-        }
+        if (dst >= 0 && dst_offset == 0 && S->objs[dst].chain < 0)  /* the new block continues the old one */
+            pf_sweep_leak_grew(S, k, &S->objs[dst], e->t, UINT64_MAX);
     } else {
         src_obj = pf_sweep_object_at(S, e->proc, c->src, &src_offset);
         if (src_obj >= 0)
@@ -742,6 +735,7 @@ void pf_model_sweep(loader_t *L)
     sweeper_t S = {.m = m, .L = L, .symbols = pf_symbols_new(), .live.by_address = 1, .clock_start = -1,
                    .clock_end = -1};
     S.recent_frees = pf_xcalloc(PF_RECENT_FREES, sizeof *S.recent_frees);
+    S.recent_grows = pf_xcalloc(PF_RECENT_GROWS, sizeof *S.recent_grows);
     S.t_end = L->t_last;
     if (m->has_exit && (uint64_t)(m->elapsed_s * 1e9) > S.t_end)
         S.t_end = (uint64_t)(m->elapsed_s * 1e9);
@@ -869,6 +863,7 @@ void pf_model_sweep(loader_t *L)
     free(S.objs);
     free(S.free_objs);
     free(S.recent_frees);
+    free(S.recent_grows);
     free(S.pieces);
     free(S.proc_objs);
 }

@@ -47,12 +47,20 @@ typedef struct alloc_site {
 typedef struct recent_free {
     uint64_t key1;      /* key + 1; 0 = empty */
     alloc_site_t site;
-    /* what a realloc's new block continues (pf_sweep_leak_realloc): the freed block's size, estimate, time
-     * of its free, place on the leak clock and chain */
-    uint64_t size, t;
-    double est, at;
-    int64_t chain;
 } recent_free_t;
+
+/* Blocks of PF_GROW_MIN_BYTES or more freed lately, by the same hash of their key in a table of their own
+ * (small: the lookup on each such allocation stays in cache): what a realloc's new block continues
+ * (pf_sweep_leak_grew). Smaller blocks are not followed: a leak's evidence is megabytes. */
+#define PF_RECENT_GROWS (1u << 12)
+#define PF_GROW_MIN_BYTES 4096u
+typedef struct recent_grow {
+    uint64_t key1;      /* key + 1; 0 = empty */
+    int32_t line;
+    uint64_t size, t;   /* the freed block's size and the time of its free */
+    double est, at;     /* its estimate and place on the rest of the program's clock (live_obj_t.at) */
+    int64_t chain;
+} recent_grow_t;
 
 /* A live object copies may point into (GPU blocks: tensors are views into cached segments; large host
  * buffers: slices), by (proc, address) key. */
@@ -93,6 +101,7 @@ typedef struct sweeper {
     size_t n_charges, cap_charges;
     pf_map_t live;          /* (proc, addr) -> live_obj index */
     recent_free_t *recent_frees;    /* PF_RECENT_FREES slots by (proc, addr) hash: blocks freed lately */
+    recent_grow_t *recent_grows;    /* PF_RECENT_GROWS slots: large blocks freed lately (pf_model_leak.c) */
     pf_map_t flow_index;    /* edge key -> flow+1 */
     pf_map_t copies;        /* (proc, copy id) -> copy_info index, until its verdict */
     copy_info_t *cinfo;
@@ -186,13 +195,13 @@ void pf_sweep_leak_clock(sweeper_t *S, int32_t row, uint32_t proc, uint64_t t, d
 /* The rest of the program's clock for an object of row allocated now (live_obj_t.at). */
 double pf_sweep_leak_at(const sweeper_t *S, int32_t row);
 
-/* A block freed (r: its recent_frees slot, filled with its site already) at time t: what a realloc's new
- * block needs to continue it. */
-void pf_sweep_leak_freed(recent_free_t *r, const live_obj_t *o, uint64_t t);
+/* Object o with (proc, address) key `key` is freed at time t: a realloc's new block may continue it. */
+void pf_sweep_leak_freed(sweeper_t *S, uint64_t key, const live_obj_t *o, uint64_t t);
 
-/* Object o is the new block of a realloc of the block r describes: o continues r's chain, with the bytes
- * it gained as a piece of its own. */
-void pf_sweep_leak_realloc(sweeper_t *S, live_obj_t *o, const recent_free_t *r);
+/* Object o was made at time t by a realloc of the block whose key is old_key, freed at most max_gap ns
+ * before (by the same line): o continues that block's chain, with the bytes it gained as a piece of its
+ * own. Nothing when no such block was freed lately. */
+void pf_sweep_leak_grew(sweeper_t *S, uint64_t old_key, live_obj_t *o, uint64_t t, uint64_t max_gap);
 
 /* pf_model_leak.c: the leak test of every line (pf_leak_test_t), from the objects still live at the end of
  * the sweep and the lines' timeline_low; before finish_stats has filled the timelines' last buckets it
