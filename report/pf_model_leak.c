@@ -10,7 +10,12 @@
  *    Wall time was not the same in both modes: with --exact a comprehension making 300,000 small objects
  *    is slowed by recording each one, and its burst then filled half the run; and it stretched a burst
  *    the scheduler preempted. Bytes allocated are the same sampled and exact (the estimates are
- *    unbiased), and an import (loading numpy) does not count. A growing cache, a per-request log, a slow leak: survivors all along the run, spread ~0.8 of
+ *    unbiased), and an import (loading numpy) does not count. The spread is read on the rest of the
+ *    program's clock, the line's own bytes taken out (live_obj_t.at): a burst of the line's own (data
+ *    built by the program's last statement) spreads over nothing else the program did, however much of
+ *    the run it takes. A block re-allocated as it grew (bytearray +=) is followed through its reallocs
+ *    (pf_sweep_leak_grew): each piece it gained is a survivor of its own, at its time. A growing cache, a
+ *    per-request log, a slow leak: survivors all along the run, spread ~0.8 of
  *    the part of the run the growth spans. Data built once (a comprehension, a table loaded at start), a
  *    bounded cache (its survivors are its last entries), an interpreter or library cache filled on import:
  *    one burst, spread ~0. A line needs PF_LEAK_MIN_SURVIVORS survivors holding as many sampling means'
