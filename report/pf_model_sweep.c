@@ -366,6 +366,10 @@ static void touch(pf_stats_t *s, uint64_t t)
 }
 
 
+/* A realloc frees its block and records the new one (at the same address when it grew in place) within
+ * microseconds on one thread; a block of the same line at the same address after longer is a new object. */
+#define PF_REALLOC_GAP_NS 1000000u
+
 static uint32_t recent_slot(uint64_t key)
 {
     return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 48) & (PF_RECENT_FREES - 1);
@@ -378,6 +382,7 @@ void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uin
 {
     const live_obj_t *o = &S->objs[idx];
     S->recent_frees[recent_slot(k)] = (recent_free_t){k + 1, {o->line, o->native}};
+    pf_sweep_leak_freed(S, k, o, t);
     if (t >= S->L->procs[proc].fin_ns && !ended)
         return;     /* interpreter shutdown: the object stays counted as live at exit */
     pf_map_del(&S->live, k);
@@ -395,6 +400,7 @@ void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uin
     for (int i = 0; i < 3; i++) {
         rows[i]->n_freed++;
         pf_peak_row_add(&S->peak, &rows[i]->peak_est, o->half, -o->est);
+        pf_peak_obj_end(&S->peak, &rows[i]->peak_est, &o->peak, o->half, o->est, (double)o->size);
         if (o->half && o->est > (double)o->size)
             rows[i]->live_var -= o->est * (o->est - (double)o->size);
         set_live(S, rows[i], t, rows[i]->live - o->est);
@@ -506,7 +512,12 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     o->size = a->size;
     o->t_alloc = e->t;
     o->clock = S->leak_clock;
+    o->at = pf_sweep_leak_at(S, row);
+    o->chain = -1;
+    pf_peak_obj_start(&S->peak, &o->peak);
     o->half = (uint8_t)half;
+    if (a->size >= PF_GROW_MIN_BYTES)  /* a realloc in place: its block freed just before, at this address */
+        pf_sweep_leak_grew(S, key, o, e->t, PF_REALLOC_GAP_NS);
     *(slot ? slot : pf_map_put(&S->live, key, NULL)) = idx;
     S->proc_objs[e->proc]++;
     if (pf_sweep_wants_range(o))
@@ -570,6 +581,8 @@ static void on_copy(sweeper_t *S, const event_t *e)
         const recent_free_t *r = &S->recent_frees[recent_slot(k)];
         if (r->key1 == k + 1)
             src = r->site;
+        if (dst >= 0 && dst_offset == 0 && S->objs[dst].chain < 0)  /* the new block continues the old one */
+            pf_sweep_leak_grew(S, k, &S->objs[dst], e->t, UINT64_MAX);
     } else {
         src_obj = pf_sweep_object_at(S, e->proc, c->src, &src_offset);
         if (src_obj >= 0)
@@ -732,6 +745,7 @@ void pf_model_sweep(loader_t *L)
     sweeper_t S = {.m = m, .L = L, .symbols = pf_symbols_new(), .live.by_address = 1, .clock_start = -1,
                    .clock_end = -1};
     S.recent_frees = pf_xcalloc(PF_RECENT_FREES, sizeof *S.recent_frees);
+    S.recent_grows = pf_xcalloc(PF_RECENT_GROWS, sizeof *S.recent_grows);
     S.t_end = L->t_last;
     if (m->has_exit && (uint64_t)(m->elapsed_s * 1e9) > S.t_end)
         S.t_end = (uint64_t)(m->elapsed_s * 1e9);
@@ -816,6 +830,14 @@ void pf_model_sweep(loader_t *L)
     pf_sweep_leaks(&S);
     pf_timeline_finish(m->gpu_timeline, &m->gpu_timeline_filled, m->total.gpu_live);
     pf_peak_advance(&S.peak, S.t_end);
+    for (size_t i = 0; i < S.live.cap; i++) {   /* what is live at the end adds its variance too */
+        if (!S.live.slots[i].key)
+            continue;
+        const live_obj_t *o = &S.objs[S.live.slots[i].val];
+        pf_peak_row_t *rows[3] = {&m->lines[o->line].s.peak_est, &m->funcs[o->func].s.peak_est, &m->total.peak_est};
+        for (int r = 0; r < 3; r++)
+            pf_peak_obj_end(&S.peak, rows[r], &o->peak, o->half, o->est, (double)o->size);
+    }
     for (size_t i = 0; i < m->n_lines; i++) {
         m->lines[i].s.peak_bytes = peak > 0 ? pf_peak_row_share(&S.peak, &m->lines[i].s.peak_est,
                                                                  share_of_peak(&S, &m->lines[i].s, 0),
@@ -861,5 +883,7 @@ void pf_model_sweep(loader_t *L)
     free(S.objs);
     free(S.free_objs);
     free(S.recent_frees);
+    free(S.recent_grows);
+    free(S.pieces);
     free(S.proc_objs);
 }

@@ -11,7 +11,15 @@ typedef struct pf_peak_row {
     double live_h[2];
     double acc[2], base[2];
     uint32_t epoch[2];
+    double q[2];        /* sum over the row's sampled objects window k measures of 4 est (est - size) dW^2, dW
+                           the window time the object lived: its variance is q[k] / W^2 */
 } pf_peak_row_t;
+
+/* What an object keeps for it: the windows' cumulative time and epochs when it was made. */
+typedef struct pf_peak_obj {
+    double W[2];
+    uint32_t epoch[2];
+} pf_peak_obj_t;
 
 /* The sweep's side: each half's program total is the total row's live_h; its variance, running maximum,
  * and the time spent in its peak window (W, cumulative; W_reset: at the window's last reset). */
@@ -55,6 +63,14 @@ static inline void pf_peak_total_add(pf_peak_est_t *P, int half, double est, dou
         pf_peak_total_add_on(P, half, est, size);
 }
 
+/* An object is made now: *o remembers where the windows stand. */
+void pf_peak_obj_start(const pf_peak_est_t *P, pf_peak_obj_t *o);
+
+/* An object (of `half`, estimate est, requested size) of row r ends now, or the run ends with it live: its
+ * variance, by the window time it lived, joins r's. */
+void pf_peak_obj_end(const pf_peak_est_t *P, pf_peak_row_t *r, const pf_peak_obj_t *o, int half, double est,
+                     double size);
+
 /* After each event: each half's maximum, window and resets, from the total row. */
 static inline void pf_peak_after_event(pf_peak_est_t *P, const pf_peak_row_t *total)
 {
@@ -62,9 +78,10 @@ static inline void pf_peak_after_event(pf_peak_est_t *P, const pf_peak_row_t *to
         pf_peak_after_event_on(P, total);
 }
 
-/* Row r's share of the peak at the end (after pf_peak_advance to the end); fallback when no window
- * lasted any time (a peak that lasted no time between two events). *se: its standard error, from the
- * difference of the two halves' estimates (one degree of freedom: rough); 0 with one or none. */
+/* Row r's share of the peak at the end (after pf_peak_advance to the end and pf_peak_obj_end of every
+ * object still live); fallback when no window lasted any time (a peak that lasted no time between two
+ * events). *se: its standard error, from the sampled objects' variances weighted by the share of the window
+ * each lived (0 with every record exact). */
 double pf_peak_row_share(const pf_peak_est_t *P, pf_peak_row_t *r, double fallback, double *se);
 
 #endif /* PF_PEAK_INT_H */

@@ -50,6 +50,18 @@ static void access_fields(pf_json_t *j, const pf_stats_t *s)
     pf_json_number(j, fraction(s->redundant_load_bytes, s->load_bytes));
 }
 
+/* Sampling error (docs/verdicts.md): standard errors of the estimates, 0 where every record is exact. */
+static void error_fields(pf_json_t *j, const pf_stats_t *s)
+{
+    pf_json_key(j, "samples");
+    pf_json_int(j, s->n_sampled);
+    bytes(j, "alloc_bytes_se", pf_report_alloc_se(s));
+    bytes(j, "peak_bytes_se", s->peak_se);
+    bytes(j, "leaked_bytes_se", pf_report_leaked_se(s));
+    pf_json_key(j, "few_samples");
+    pf_json_bool(j, pf_report_few_samples(s));
+}
+
 static void stats_fields(pf_json_t *j, const pf_model_t *m, const pf_stats_t *s)
 {
     bytes(j, "alloc_bytes", s->alloc_bytes);
@@ -68,14 +80,7 @@ static void stats_fields(pf_json_t *j, const pf_model_t *m, const pf_stats_t *s)
     pf_json_key(j, "copy_rate_bytes_s");
     pf_json_number(j, floor(pf_report_copy_rate(s) + 0.5));
     bytes(j, "redundant_copy_bytes", s->redundant_copy_bytes);
-    /* sampling error (docs/verdicts.md): standard errors of the estimates, 0 where every record is exact */
-    pf_json_key(j, "samples");
-    pf_json_int(j, s->n_sampled);
-    bytes(j, "alloc_bytes_se", pf_report_alloc_se(s));
-    bytes(j, "peak_bytes_se", s->peak_se);
-    bytes(j, "leaked_bytes_se", pf_report_leaked_se(s));
-    pf_json_key(j, "few_samples");
-    pf_json_bool(j, pf_report_few_samples(s));
+    error_fields(j, s);
     if (m->watch.present && (m->watch.modes & (PF_WATCH_MODE_STORES | PF_WATCH_MODE_LOADS)))
         access_fields(j, s);
     pf_json_key(j, "timeline");
@@ -446,6 +451,7 @@ int pf_render_json(const pf_model_t *m, FILE *out)
     bytes(&j, "copy_bytes", m->total.copy_bytes);
     bytes(&j, "redundant_copy_bytes", m->total.redundant_copy_bytes);
     bytes(&j, "leaked_bytes", m->total.leaked_bytes);
+    error_fields(&j, &m->total);
     pf_json_waste_totals(&j, m);
     pf_json_end_object(&j);
 

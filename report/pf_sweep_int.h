@@ -19,7 +19,17 @@ typedef struct live_obj {
 
 
     double clock;       /* the program's allocation clock when it was allocated (pf_sweep_leak_clock) */
+    double at;          /* the same clock less its line's own bytes so far: the rest of the program's clock */
+    int64_t chain;      /* the realloc chain it ends (index into sweeper_t.pieces), -1: none */
+    pf_peak_obj_t peak; /* where the peak's windows stood when it was made (its variance's share) */
 } live_obj_t;
+
+/* A piece of a realloc chain: bytes a block gained when it was re-allocated (on the rest of the program's
+ * clock, live_obj_t.at), and the piece before it (-1: the chain's first block). */
+typedef struct leak_piece {
+    double at, bytes;
+    int64_t prev;
+} leak_piece_t;
 
 /* Where an object was allocated: what a copy's edge needs of its source (kept per address for freed
  * blocks, whose object slots are reused: a realloc's copy comes from the block it just freed). */
@@ -38,6 +48,19 @@ typedef struct recent_free {
     uint64_t key1;      /* key + 1; 0 = empty */
     alloc_site_t site;
 } recent_free_t;
+
+/* Blocks of PF_GROW_MIN_BYTES or more freed lately, by the same hash of their key in a table of their own
+ * (small: the lookup on each such allocation stays in cache): what a realloc's new block continues
+ * (pf_sweep_leak_grew). Smaller blocks are not followed: a leak's evidence is megabytes. */
+#define PF_RECENT_GROWS (1u << 12)
+#define PF_GROW_MIN_BYTES 4096u
+typedef struct recent_grow {
+    uint64_t key1;      /* key + 1; 0 = empty */
+    int32_t line;
+    uint64_t size, t;   /* the freed block's size and the time of its free */
+    double est, at;     /* its estimate and place on the rest of the program's clock (live_obj_t.at) */
+    int64_t chain;
+} recent_grow_t;
 
 /* A live object copies may point into (GPU blocks: tensors are views into cached segments; large host
  * buffers: slices), by (proc, address) key. */
@@ -92,6 +115,7 @@ typedef struct sweeper {
     size_t n_charges, cap_charges;
     pf_map_t live;          /* (proc, addr) -> live_obj index */
     recent_free_t *recent_frees;    /* PF_RECENT_FREES slots by (proc, addr) hash: blocks freed lately */
+    recent_grow_t *recent_grows;    /* PF_RECENT_GROWS slots: large blocks freed lately (pf_model_leak.c) */
     pf_map_t flow_index;    /* edge key -> flow+1 */
     pf_map_t copies;        /* (proc, copy id) -> copy_info index, until its verdict */
     copy_info_t *cinfo;
@@ -101,6 +125,8 @@ typedef struct sweeper {
     /* the leak test's clock: bytes allocated outside import lines so far; its value at the first allocation
      * of the user's code and at the root's finalization (-1: not yet) */
     double leak_clock, clock_start, clock_end;
+    leak_piece_t *pieces;   /* realloc chains (pf_model_leak.c) */
+    size_t n_pieces, cap_pieces;
     live_obj_t *objs;       /* the live objects; a released one's slot is reused (free_objs) */
     size_t n_objs, cap_objs;
     uint64_t *free_objs;
@@ -192,6 +218,17 @@ void pf_sweep_end_process(sweeper_t *S, uint32_t proc, uint64_t t);
 /* pf_model_leak.c: moves the leak test's clock on by an allocation of est bytes charged to row at time t
  * (in process proc), before the object is made (its clock is S->leak_clock after). */
 void pf_sweep_leak_clock(sweeper_t *S, int32_t row, uint32_t proc, uint64_t t, double est);
+
+/* The rest of the program's clock for an object of row allocated now (live_obj_t.at). */
+double pf_sweep_leak_at(const sweeper_t *S, int32_t row);
+
+/* Object o with (proc, address) key `key` is freed at time t: a realloc's new block may continue it. */
+void pf_sweep_leak_freed(sweeper_t *S, uint64_t key, const live_obj_t *o, uint64_t t);
+
+/* Object o was made at time t by a realloc of the block whose key is old_key, freed at most max_gap ns
+ * before (by the same line): o continues that block's chain, with the bytes it gained as a piece of its
+ * own. Nothing when no such block was freed lately. */
+void pf_sweep_leak_grew(sweeper_t *S, uint64_t old_key, live_obj_t *o, uint64_t t, uint64_t max_gap);
 
 /* pf_model_leak.c: the leak test of every line (pf_leak_test_t), from the objects still live at the end of
  * the sweep and the lines' timeline_low; before finish_stats has filled the timelines' last buckets it

@@ -69,3 +69,10 @@ pf_unit_test(test_report_reader
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report_reader.c
   LIBS pf_report)
 target_include_directories(test_report_reader PRIVATE ${PROJECT_SOURCE_DIR}/report)
+
+
+# The peak's standard error: objects' variances by the share of the window they lived, plus the halves'.
+pf_unit_test(test_report_peak
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report_peak.c
+  LIBS pf_report m)
+target_include_directories(test_report_peak PRIVATE ${PROJECT_SOURCE_DIR}/report)

@@ -98,3 +98,19 @@ def case_leak_caches(c):
     """re's pattern cache, small-object caches, numpy's own caches and a table freed only at shutdown are
     not leaks."""
     check_leak_shape(c, "leak_caches.py", modes=("twin",))
+
+
+@per_version
+def case_leak_end(c):
+    """A cache appended to along the whole run leaks; the same items built by the program's last statement,
+    after a short start, and alive at exit do not: a burst of the line's own bytes spreads over nothing else
+    the program did, however much of the run it takes."""
+    check_leak_shape(c, "leak_end.py")
+
+
+@per_version
+def case_leak_realloc(c):
+    """One bytearray grown by `buf += chunk` all along the run leaks (one survivor, re-allocated as it grew:
+    each piece it gained counts at its time); the same bytearray grown to its size once, at the start, and
+    then reused in place does not."""
+    check_leak_shape(c, "leak_realloc.py", flavors=("python",))
