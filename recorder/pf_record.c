@@ -187,8 +187,7 @@ void pf_stack_capture(pf_tls_t *t, pf_stack_t *st)
         int n = got - first > (int)PF_MAX_NATIVE_FRAMES ? (int)PF_MAX_NATIVE_FRAMES : got - first;
         if (n > 0) {
             st->n_native = (uint16_t)n;
-            memcpy(st->native, ips + first, (size_t)n * 8);
-            pf_modules_note(t, st->native, st->n_native);
+            memcpy(st->native, ips + first, (size_t)n * 8);   /* modules: noted as the stack is written */
         }
     }
 }
@@ -199,22 +198,51 @@ void pf_stack_store(const pf_stack_t *st, void *dst)
     memcpy((char *)dst + (size_t)st->n_py * sizeof(pf_rec_pyframe_t), st->native, (size_t)st->n_native * 8);
 }
 
+uint32_t pf_record_stack_id(pf_tls_t *t, const pf_stack_t *st)
+{
+    uint32_t sid = pf_stacks_id(t, st);
+    if (!sid && st->n_native)
+        pf_modules_note(t, st->native, st->n_native);   /* inline: the record needs them (else noted once) */
+    return sid;
+}
+
 char *pf_record_reserve_stacked(pf_tls_t *t, const pf_stack_t *st, uint32_t fixed, uint32_t *sid, uint32_t *bytes)
 {
-    *sid = pf_stacks_id(t, st);
+    *sid = pf_record_stack_id(t, st);
     *bytes = pf_align8((uint32_t)sizeof(pf_rec_header_t) + fixed + pf_stacks_tail_bytes(st, *sid));
     return pf_writer_reserve(t, *bytes);
 }
 
-static void record_alloc(pf_tls_t *t, void *p, size_t size, int domain, uint64_t est, uint8_t flags)
+/* The ALLOC of an exact allocation with an interned stack, in its short form (pf_format.h). Returns 0, or -1
+ * when the record could not be written. */
+static int write_alloc_short(pf_tls_t *t, void *p, size_t size, int domain, uint8_t flags, uint32_t sid)
 {
-    pf_objtable_prefetch((uintptr_t)p);    /* its slot is a cache miss: load it while the stack is read */
-    pf_stack_t st;
-    pf_stack_capture(t, &st);
-    uint32_t sid, bytes;
-    char *rec = pf_record_reserve_stacked(t, &st, sizeof(pf_rec_alloc_t), &sid, &bytes);
+    const uint32_t bytes = (uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_alloc_short_t));
+    char *rec = pf_writer_reserve(t, bytes);
     if (!rec)
-        return;
+        return -1;
+    pf_rec_alloc_short_t *a = (pf_rec_alloc_short_t *)(rec + sizeof(pf_rec_header_t));
+    a->t_ns = pf_now_ns();
+    a->addr = (uint64_t)(uintptr_t)p;
+    a->size = (uint32_t)size;
+    a->stack_id = sid;
+    pf_writer_commit(t, rec, PF_REC_ALLOC_SHORT, PF_ALLOC_SHORT_AUX(domain, flags | PF_ALLOC_STACK_REF), bytes);
+    return 0;
+}
+
+/* The ALLOC record of p, with the stack inline or as a reference. Returns 0, or -1 when it could not be
+ * written. */
+static int write_alloc(pf_tls_t *t, void *p, size_t size, int domain, uint64_t est, uint8_t flags,
+                       const pf_stack_t *st)
+{
+    uint32_t sid = pf_record_stack_id(t, st);
+    if (sid && est == size && size <= UINT32_MAX && (flags & PF_ALLOC_EXACT))
+        return write_alloc_short(t, p, size, domain, (uint8_t)(flags | st->flags), sid);
+    uint32_t bytes = pf_align8((uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_alloc_t)) +
+                               pf_stacks_tail_bytes(st, sid));
+    char *rec = pf_writer_reserve(t, bytes);
+    if (!rec)
+        return -1;
     pf_rec_alloc_t *a = (pf_rec_alloc_t *)(rec + sizeof(pf_rec_header_t));
     a->t_ns = pf_now_ns();
     a->addr = (uint64_t)(uintptr_t)p;
@@ -222,11 +250,20 @@ static void record_alloc(pf_tls_t *t, void *p, size_t size, int domain, uint64_t
     a->est_bytes = est;
     a->domain = (uint8_t)domain;
     a->flags = flags;
-    pf_stacks_fields(&st, sid, &a->flags, &a->n_py, &a->n_native);
+    pf_stacks_fields(st, sid, &a->flags, &a->n_py, &a->n_native);
     a->reserved = 0;
-    pf_stacks_store_tail(&st, sid, a + 1);
+    pf_stacks_store_tail(st, sid, a + 1);
     pf_writer_commit(t, rec, PF_REC_ALLOC, 0, bytes);
+    return 0;
+}
 
+static void record_alloc(pf_tls_t *t, void *p, size_t size, int domain, uint64_t est, uint8_t flags)
+{
+    pf_objtable_prefetch((uintptr_t)p);    /* its slot is a cache miss: load it while the stack is read */
+    pf_stack_t st;
+    pf_stack_capture(t, &st);
+    if (write_alloc(t, p, size, domain, est, flags, &st) != 0)
+        return;
     pf_objinfo_t obj = {.addr = (uintptr_t)p, .size = size, .domain = (uint32_t)domain, .flags = flags | st.flags};
     if (pf_objtable_insert(&obj) == 0)     /* untracked, its free would not be seen: not live either */
         pf_api_on_alloc(domain, est);

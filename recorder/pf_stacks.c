@@ -1,36 +1,33 @@
 /* pf_stacks.c - interned call stacks. See pf_stacks.h.
  *
- * The table maps a 64-bit hash of the stack to its id and to pyflow's own copy of its words (in an arena,
- * not in the profile: finished chunks are dropped from memory and re-reading them would fault them back).
- * Memory is bounded: PF_STACKS_MAX_USED entries and PF_STACKS_MAX_BLOCKS blocks of copies; past either, new
- * stacks are written inline, as before interning, and nothing is lost.
+ * The table (pf_idtable.h) maps a 64-bit hash of the stack to its id and to pyflow's own copy of its words
+ * (in an arena, not in the profile: finished chunks are dropped from memory and re-reading them would fault
+ * them back). Memory is bounded: 4M ids and PF_STACKS_MAX_BLOCKS blocks of copies; past either, new stacks
+ * are written inline, as before interning, and nothing is lost.
  */
 #include "pf_stacks.h"
 
 #include <string.h>
 
+#include "pf_idtable.h"
+#include "pf_modules.h"
 #include "pf_sys.h"
 #include "pf_writer.h"
 
-#define PF_STACKS_SLOTS (1u << 16)
-#define PF_STACKS_MAX_USED (PF_STACKS_SLOTS / 4 * 3)
 #define PF_STACKS_BLOCK_BYTES (1u << 20)
 #define PF_STACKS_MAX_BLOCKS 64u            /* 64 MiB of stack copies at most */
 
-typedef struct pf_stack_slot {
-    uint64_t hash;                  /* published last (release); 0 = empty */
+/* Each id's entry: pyflow's copy of the stack's words. */
+typedef struct pf_stack_entry {
     const uint64_t *words;          /* n_py Python frames then n_native IPs, 8 bytes each */
-    uint32_t id;
     uint16_t n_py;
     uint16_t n_native;
-} pf_stack_slot_t;
+    uint32_t unused;
+} pf_stack_entry_t;
 
 _Static_assert(sizeof(pf_rec_pyframe_t) == 8, "a Python frame is one word of a stack");
 
-static pf_stack_slot_t *slots;
-static uint32_t used;
-static uint32_t next_id = 1;
-static pf_spinlock_t lock;
+static pf_idtable_t table = {.entry_bytes = sizeof(pf_stack_entry_t)};
 static char *blocks[PF_STACKS_MAX_BLOCKS];
 static uint32_t n_blocks;
 static uint32_t block_used;         /* bytes used in blocks[n_blocks - 1] */
@@ -52,32 +49,16 @@ static uint64_t hash_stack(const pf_stack_t *st)
     }
     for (uint32_t i = 0; i < st->n_native; i++)
         h = mix(h, st->native[i]);
-    h ^= h >> 29;
-    return h ? h : 1;
+    return pf_idtable_hash_fix(h ^ h >> 29);
 }
 
-static int same_stack(const pf_stack_slot_t *s, const pf_stack_t *st)
+static int same_stack(const void *entry, const void *key)
 {
-    return s->n_py == st->n_py && s->n_native == st->n_native &&
-           memcmp(s->words, st->py, (size_t)st->n_py * 8) == 0 &&
-           memcmp(s->words + st->n_py, st->native, (size_t)st->n_native * 8) == 0;
-}
-
-/* Returns the id of st, or 0 (and the first empty slot in *empty, UINT32_MAX when the table is full). */
-static uint32_t probe(uint64_t h, const pf_stack_t *st, uint32_t *empty)
-{
-    for (uint32_t i = (uint32_t)(h >> 40) & (PF_STACKS_SLOTS - 1), n = 0; n < PF_STACKS_SLOTS;
-         i = (i + 1) & (PF_STACKS_SLOTS - 1), n++) {
-        uint64_t have = __atomic_load_n(&slots[i].hash, __ATOMIC_ACQUIRE);
-        if (!have) {
-            *empty = i;
-            return 0;
-        }
-        if (have == h && same_stack(&slots[i], st))
-            return slots[i].id;
-    }
-    *empty = UINT32_MAX;
-    return 0;
+    const pf_stack_entry_t *e = entry;
+    const pf_stack_t *st = key;
+    return e->n_py == st->n_py && e->n_native == st->n_native &&
+           memcmp(e->words, st->py, (size_t)st->n_py * 8) == 0 &&
+           memcmp(e->words + st->n_py, st->native, (size_t)st->n_native * 8) == 0;
 }
 
 /* Room for `bytes` of stack words in the arena (caller holds the lock), or NULL when it is full. */
@@ -116,40 +97,30 @@ uint32_t pf_stacks_id(pf_tls_t *t, const pf_stack_t *st)
 {
     if (!st->n_py && !st->n_native)
         return 0;   /* nothing to share: inline costs no bytes */
-    if (PF_UNLIKELY(!__atomic_load_n(&slots, __ATOMIC_ACQUIRE))) {
-        pf_spin_lock(&lock);
-        if (!slots)
-            __atomic_store_n(&slots, pf_sys_alloc_pages(sizeof(pf_stack_slot_t) * PF_STACKS_SLOTS),
-                             __ATOMIC_RELEASE);
-        pf_spin_unlock(&lock);
-        if (!slots)
-            return 0;
-    }
     uint64_t h = hash_stack(st);
-    uint32_t empty;
-    uint32_t id = probe(h, st, &empty);
+    uint32_t id = pf_idtable_find(&table, h, same_stack, st);
     if (PF_LIKELY(id))
         return id;
 
-    pf_spin_lock(&lock);
-    id = probe(h, st, &empty);      /* another thread may have added it meanwhile */
-    if (!id && empty != UINT32_MAX && used < PF_STACKS_MAX_USED) {
+    pf_idtable_lock(&table);
+    id = pf_idtable_find(&table, h, same_stack, st);   /* another thread may have added it meanwhile */
+    if (!id) {
         uint64_t *words = arena_take(pf_stack_bytes(st));
-        if (words && write_stack_record(t, st, next_id) == 0) {
-            id = next_id++;
+        pf_stack_entry_t *e = words ? pf_idtable_reserve(&table, &id) : NULL;
+        if (e && write_stack_record(t, st, id) == 0) {
+            pf_modules_note(t, st->native, st->n_native);  /* once a stack, not once a record */
             pf_stack_store(st, words);
-            pf_stack_slot_t *s = &slots[empty];
-            s->words = words;
-            s->id = id;
-            s->n_py = st->n_py;
-            s->n_native = st->n_native;
-            __atomic_store_n(&s->hash, h, __ATOMIC_RELEASE);
-            used++;
-        } else if (words) {
-            block_used -= pf_stack_bytes(st);   /* the record was not written: give the room back */
+            e->words = words;
+            e->n_py = st->n_py;
+            e->n_native = st->n_native;
+            pf_idtable_publish(&table, h, id);
+        } else {
+            id = 0;
+            if (words)
+                block_used -= pf_stack_bytes(st);   /* the record was not written: give the room back */
         }
     }
-    pf_spin_unlock(&lock);
+    pf_idtable_unlock(&table);
     return id;
 }
 
@@ -170,22 +141,18 @@ void pf_stacks_store_tail(const pf_stack_t *st, uint32_t id, void *dst)
 
 void pf_stacks_reset(void)
 {
-    if (slots)
-        pf_sys_munmap(slots, sizeof(pf_stack_slot_t) * PF_STACKS_SLOTS);
+    pf_idtable_reset(&table);
     for (uint32_t i = 0; i < n_blocks; i++)
         pf_sys_munmap(blocks[i], PF_STACKS_BLOCK_BYTES);
-    slots = NULL;
-    n_blocks = block_used = used = 0;
-    next_id = 1;
-    lock.locked = 0;
+    n_blocks = block_used = 0;
 }
 
 void pf_stacks_fork_prepare(void)
 {
-    pf_spin_lock(&lock);
+    pf_idtable_lock(&table);
 }
 
 void pf_stacks_fork_parent(void)
 {
-    pf_spin_unlock(&lock);
+    pf_idtable_unlock(&table);
 }

@@ -26,15 +26,16 @@
 
 int pf_events_is_event(uint16_t type)
 {
-    return type == PF_REC_ALLOC || type == PF_REC_FREE || type == PF_REC_COPY || type == PF_REC_ACCESS_PAIR ||
-           type == PF_REC_COPY_WRITE || type == PF_REC_VERDICT || type == PF_REC_CONTENT;
+    return type == PF_REC_ALLOC || type == PF_REC_ALLOC_SHORT || type == PF_REC_FREE || type == PF_REC_COPY ||
+           type == PF_REC_ACCESS_PAIR || type == PF_REC_COPY_WRITE || type == PF_REC_VERDICT || type == PF_REC_CONTENT;
 }
 
 int pf_events_in_window(const loader_t *L, uint16_t type, uint64_t t)
 {
     if (!L->window_to_ns)
         return 1;
-    return t <= L->window_to_ns && (type != PF_REC_ALLOC || t >= L->window_from_ns);
+    int alloc = type == PF_REC_ALLOC || type == PF_REC_ALLOC_SHORT;
+    return t <= L->window_to_ns && (!alloc || t >= L->window_from_ns);
 }
 
 /* Gives back the whole pages of file bytes [from, to) (contents stay in the file and the page cache). */
