@@ -48,13 +48,6 @@ void pf_sampling_now(uint64_t base_mean, uint64_t base_threshold, uint64_t *mean
     *threshold = factor > 1 && base_threshold < *mean ? *mean : base_threshold;
 }
 
-uint64_t pf_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec - pf_cfg.start_mono_ns;
-}
-
 static void write_thread_record(pf_tls_t *t)
 {
     char name[17] = {0};

@@ -2,6 +2,7 @@
  * and the fork handlers call, in order, and the spawn records the start hooks ask for. */
 #include <string.h>
 
+#include "pf_clock.h"
 #include "pf_codes.h"
 #include "pf_modules.h"
 #include "pf_objtable.h"
@@ -36,6 +37,7 @@ int pf_recorder_tracks(const void *addr)
 
 int pf_recorder_open(const char *base_path, int is_root, const pf_writer_info_t *info)
 {
+    pf_clock_init();
     int rc = pf_objtable_init();
     return rc == 0 ? pf_writer_open(base_path, is_root, info) : rc;
 }
