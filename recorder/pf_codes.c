@@ -32,7 +32,9 @@ static uint64_t hash_code(const pf_code_entry_t *k)
 
 static int same_code(const void *entry, const void *key)
 {
-    return memcmp(entry, key, sizeof(pf_code_entry_t)) == 0;
+    const pf_code_entry_t *a = entry, *b = key;
+    return a->code == b->code && a->identity[0] == b->identity[0] && a->identity[1] == b->identity[1] &&
+           a->identity[2] == b->identity[2];
 }
 
 /* Writes the CODE record for a new id. Returns 0, or -1 when the object is not a code object. */

@@ -89,6 +89,7 @@ static void thread_start(pf_tls_t *t)
 
 void pf_record_thread_reset(pf_tls_t *t)
 {
+    memset(t->stack_cache, 0, sizeof t->stack_cache);  /* a fork child's stack ids start again */
     t->chunk_pos = t->chunk_end = NULL;
     t->chunk_gen = 0;
     t->chunk_exited = 0;
@@ -144,9 +145,50 @@ void pf_enter_recording(pf_tls_t *t)
     pf_watch_glue_slow(t);
 }
 
-void pf_stack_capture_python(pf_tls_t *t, pf_stack_t *st)
+/* The thread's stack cache. Most allocations repeat one of a few stacks (a loop's lines), and turning a raw
+ * capture into a stack id costs a code-id lookup per frame and a hash and compare of the whole stack.
+ * So the raw capture (code objects, offsets, native IPs) is hashed, and a small direct-mapped cache maps
+ * that hash to the id it gave last time; the guess is then checked frame by frame against the interned
+ * stack, each code object against the one its id was given to (an address can hold a newer code object),
+ * so a wrong guess only costs the check. */
+static uint64_t raw_key(const pf_pyframe_t *frames, int n_py, const uint64_t *native, int n_native, uint8_t flags)
 {
-    pf_pyframe_t frames[PF_MAX_PY_FRAMES];
+    uint64_t h = (uint64_t)n_py << 32 ^ (uint64_t)n_native << 16 ^ flags;
+    for (int i = 0; i < n_py; i++)
+        h = (h ^ (uint64_t)(uintptr_t)frames[i].code ^ (uint64_t)frames[i].lasti_bytes << 48) * 0x9E3779B97F4A7C15ull;
+    for (int i = 0; i < n_native; i++)
+        h = (h ^ native[i]) * 0x9E3779B97F4A7C15ull;
+    return h ^ h >> 31;
+}
+
+static inline pf_stack_cache_slot_t *cache_slot(pf_tls_t *t, uint64_t key)
+{
+    return &t->stack_cache[key >> 60 & (PF_STACK_CACHE_SLOTS - 1)];
+}
+
+/* Fills st from a raw capture: the cached id and its frames when the cache guessed right, else the code id
+ * of every frame. */
+static void stack_from_raw(pf_tls_t *t, pf_stack_t *st, const pf_pyframe_t *frames, int n_py)
+{
+    st->n_py = (uint16_t)n_py;
+    st->cache_key = raw_key(frames, n_py, st->native, st->n_native, st->flags);
+    const pf_stack_cache_slot_t *c = cache_slot(t, st->cache_key);
+    st->id = 0;
+    if (c->key == st->cache_key && c->flags == st->flags &&
+        pf_stacks_match(c->id, frames, st->n_py, st->native, st->n_native, st->py)) {
+        st->id = c->id;
+        return;
+    }
+    /* Code ids first: a new one writes its CODE record into this chunk before the record using it. */
+    for (int i = 0; i < n_py; i++) {
+        st->py[i].code_id = pf_codes_id(t, frames[i].code);
+        st->py[i].lasti_bytes = frames[i].lasti_bytes;
+    }
+}
+
+/* The raw Python frames of this thread into frames; sets st->flags. Returns their number. */
+static int capture_python_raw(pf_tls_t *t, pf_stack_t *st, pf_pyframe_t *frames)
+{
     int truncated = 0;
     int n_py = pf_cfg.py ? pf_cfg.py->capture(frames, PF_MAX_PY_FRAMES, &truncated) : -1;
     st->flags = 0;
@@ -159,18 +201,22 @@ void pf_stack_capture_python(pf_tls_t *t, pf_stack_t *st)
     }
     if (truncated)
         st->flags |= PF_ALLOC_TRUNCATED;
-    /* Code ids first: a new one writes its CODE record into this chunk before the record using it. */
-    for (int i = 0; i < n_py; i++) {
-        st->py[i].code_id = pf_codes_id(t, frames[i].code);
-        st->py[i].lasti_bytes = frames[i].lasti_bytes;
-    }
-    st->n_py = (uint16_t)n_py;
+    return n_py;
+}
+
+void pf_stack_capture_python(pf_tls_t *t, pf_stack_t *st)
+{
+    pf_pyframe_t frames[PF_MAX_PY_FRAMES];
+    int n_py = capture_python_raw(t, st, frames);
     st->n_native = 0;
+    stack_from_raw(t, st, frames, n_py);
 }
 
 void pf_stack_capture(pf_tls_t *t, pf_stack_t *st)
 {
-    pf_stack_capture_python(t, st);
+    pf_pyframe_t frames[PF_MAX_PY_FRAMES];
+    int n_py = capture_python_raw(t, st, frames);
+    st->n_native = 0;
     if (pf_cfg.native) {
         void *ips[PF_MAX_NATIVE_FRAMES + PF_NATIVE_SKIP];
         int got = unw_backtrace(ips, PF_MAX_NATIVE_FRAMES + PF_NATIVE_SKIP);
@@ -183,6 +229,7 @@ void pf_stack_capture(pf_tls_t *t, pf_stack_t *st)
             memcpy(st->native, ips + first, (size_t)n * 8);   /* modules: noted as the stack is written */
         }
     }
+    stack_from_raw(t, st, frames, n_py);
 }
 
 void pf_stack_store(const pf_stack_t *st, void *dst)
@@ -193,8 +240,12 @@ void pf_stack_store(const pf_stack_t *st, void *dst)
 
 uint32_t pf_record_stack_id(pf_tls_t *t, const pf_stack_t *st)
 {
+    if (st->id)
+        return st->id;
     uint32_t sid = pf_stacks_id(t, st);
-    if (!sid && st->n_native)
+    if (sid)
+        *cache_slot(t, st->cache_key) = (pf_stack_cache_slot_t){.key = st->cache_key, .id = sid, .flags = st->flags};
+    else if (st->n_native)
         pf_modules_note(t, st->native, st->n_native);   /* inline: the record needs them (else noted once) */
     return sid;
 }

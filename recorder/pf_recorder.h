@@ -30,6 +30,14 @@
 #define PF_EXPORT __attribute__((visibility("default")))
 #define PF_NOINLINE __attribute__((noinline))
 
+/* A thread's recent stacks (pf_record.c): the raw capture's hash, and the interned id it gave. */
+#define PF_STACK_CACHE_SLOTS 16u
+typedef struct pf_stack_cache_slot {
+    uint64_t key;
+    uint32_t id;
+    uint32_t flags;
+} pf_stack_cache_slot_t;
+
 typedef struct pf_tls {
     /* hot: sampler.countdown and guard are touched by every hook */
     pf_sampler_t sampler;       /* countdown first; see pf_sampler.h */
@@ -59,6 +67,7 @@ typedef struct pf_tls {
     uint64_t clk_mult;          /* ns per tick, 32.32 fixed point */
     uint64_t clk_span;          /* ticks the anchor is used for */
     uint64_t clk_last;          /* the last time given (CLOCK_MONOTONIC ns): times never go back */
+    pf_stack_cache_slot_t stack_cache[PF_STACK_CACHE_SLOTS];
 } pf_tls_t;
 
 extern __thread pf_tls_t pf_tls __attribute__((tls_model("initial-exec"))) PF_HIDDEN;

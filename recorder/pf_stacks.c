@@ -9,6 +9,7 @@
 
 #include <string.h>
 
+#include "pf_codes.h"
 #include "pf_idtable.h"
 #include "pf_modules.h"
 #include "pf_sys.h"
@@ -93,8 +94,29 @@ static int write_stack_record(pf_tls_t *t, const pf_stack_t *st, uint32_t id)
     return 0;
 }
 
+int pf_stacks_match(uint32_t id, const pf_pyframe_t *frames, uint16_t n_py, const uint64_t *native,
+                    uint16_t n_native, pf_rec_pyframe_t *py)
+{
+    if (!id || id > pf_idtable_count(&table))
+        return 0;
+    const pf_stack_entry_t *e = pf_idtable_entry(&table, id);
+    if (!e->words || e->n_py != n_py || e->n_native != n_native ||
+        (n_native && memcmp(e->words + n_py, native, (size_t)n_native * 8) != 0))
+        return 0;
+    for (uint16_t i = 0; i < n_py; i++) {
+        pf_rec_pyframe_t f;
+        memcpy(&f, &e->words[i], sizeof f);
+        if (f.lasti_bytes != frames[i].lasti_bytes || !pf_codes_same(f.code_id, frames[i].code))
+            return 0;
+        py[i] = f;
+    }
+    return 1;
+}
+
 uint32_t pf_stacks_id(pf_tls_t *t, const pf_stack_t *st)
 {
+    if (st->id)
+        return st->id;  /* the thread's stack cache found it */
     if (!st->n_py && !st->n_native)
         return 0;   /* nothing to share: inline costs no bytes */
     uint64_t h = hash_stack(st);

@@ -35,6 +35,8 @@ typedef struct pf_stack {
     uint16_t n_py;
     uint16_t n_native;
     uint8_t flags;                  /* PF_ALLOC_NO_PYSTATE / PF_ALLOC_TRUNCATED */
+    uint32_t id;                    /* its interned id, when the thread's stack cache knew it; else 0 */
+    uint64_t cache_key;             /* what the stack cache files it under (pf_record.c) */
     pf_rec_pyframe_t py[PF_MAX_PY_FRAMES];
     uint64_t native[PF_MAX_NATIVE_FRAMES];
 } pf_stack_t;
