@@ -38,8 +38,9 @@
 #include <stdint.h>
 
 #define PF_FILE_MAGIC "PYFLOWPF"          /* 8 bytes, no terminator stored */
-#define PF_FORMAT_VERSION 3u         /* 3: chunks change writer (PF_REC_WRITER); 2: interned stacks (PF_REC_STACK,
-                                        PF_ALLOC_STACK_REF); 1 and 2 still read */
+#define PF_FORMAT_VERSION 4u         /* 4: short allocation records (PF_REC_ALLOC_SHORT), which an older reader
+                                        would skip; 3: chunks change writer (PF_REC_WRITER); 2: interned stacks
+                                        (PF_REC_STACK, PF_ALLOC_STACK_REF); 1 to 3 still read */
 #define PF_HEADER_BYTES 4096u
 #define PF_CHUNK_BYTES (64u * 1024u)
 #define PF_CHUNK_MAGIC 0x4b434650u        /* "PFCK" little-endian */
@@ -124,6 +125,8 @@ typedef enum pf_rec_type {
     PF_REC_AGG_PEAK = 19,   /* the live bytes of each site at the process's peak, where they changed */
     PF_REC_NOTE = 20,       /* a message the launcher received from a child process (why it was not profiled,
                                a full disk), NUL terminated, written in the trailer chunk after ARGV */
+    PF_REC_ALLOC_SHORT = 21,/* an ALLOC recorded exactly with an interned stack, in 32 bytes, not 56
+                               (pf_rec_alloc_short_t) */
     PF_REC_TYPE_MAX
 } pf_rec_type_t;
 
@@ -168,6 +171,21 @@ typedef struct pf_rec_alloc {
     uint16_t n_native;
     uint16_t reserved;
 } pf_rec_alloc_t;
+
+/* PF_REC_ALLOC_SHORT payload: the ALLOC an --exact run writes for nearly every allocation, where
+ * est_bytes = size (flags & PF_ALLOC_EXACT), the size fits 32 bits and the stack is interned (flags &
+ * PF_ALLOC_STACK_REF): 32 bytes with its header, against 56 for the same facts in a pf_rec_alloc_t. At a
+ * gigabyte of records a second, the bytes are the cost: each page of the profile is a page the kernel
+ * allocates, zeroes, maps and writes back. aux = domain | flags << 8. Readers treat it as the ALLOC that
+ * pf_alloc_short_expand() gives. */
+typedef struct pf_rec_alloc_short {
+    uint64_t t_ns;
+    uint64_t addr;          /* at the offset of pf_rec_alloc_t's and pf_rec_free_t's */
+    uint32_t size;
+    uint32_t stack_id;
+} pf_rec_alloc_short_t;
+
+#define PF_ALLOC_SHORT_AUX(domain, flags) ((uint16_t)((domain) | (uint32_t)(flags) << 8))
 
 /* Interned stacks. Most recorded allocations and copies repeat a stack seen before (a loop allocating on one
  * line), and a stack (8 bytes a Python frame, 8 a native IP) is most of their record: 100 to 500 bytes in
@@ -558,5 +576,30 @@ typedef struct pf_rec_agg_peak_site {
 /* ---- end of aggregated recording ---- */
 
 static inline uint32_t pf_align8(uint32_t n) { return (n + 7u) & ~7u; }
+
+/* A PF_REC_ALLOC_SHORT (payload s, header aux) as the ALLOC it stands for: out->a with its stack reference
+ * in out->ref, right after it as in an ALLOC record. */
+typedef struct pf_alloc_expanded {
+    pf_rec_alloc_t a;
+    pf_rec_stack_ref_t ref;
+} pf_alloc_expanded_t;
+
+_Static_assert(sizeof(pf_rec_alloc_t) % 8 == 0, "an ALLOC's stack reference follows its fixed part");
+
+static inline const pf_rec_alloc_t *pf_alloc_short_expand(const pf_rec_alloc_short_t *s, uint16_t aux,
+                                                          pf_alloc_expanded_t *out)
+{
+    out->a.t_ns = s->t_ns;
+    out->a.addr = s->addr;
+    out->a.size = s->size;
+    out->a.est_bytes = s->size;
+    out->a.domain = (uint8_t)(aux & 0xff);
+    out->a.flags = (uint8_t)(aux >> 8);
+    out->a.n_py = out->a.n_native = 0;
+    out->a.reserved = 0;
+    out->ref.stack_id = s->stack_id;
+    out->ref.reserved = 0;
+    return &out->a;
+}
 
 #endif /* PF_FORMAT_H */

@@ -1,48 +1,40 @@
-/* pf_codes.c - code object ids. Lookups are lock-free (entries are published once and never changed);
- * a miss takes one lock, describes the code object and writes its record. See pf_codes.h. */
+/* pf_codes.c - code object ids. Lookups are lock-free (pf_idtable.h: entries are published once and never
+ * changed); a miss takes one lock, describes the code object and writes its record. See pf_codes.h. */
 #include "pf_codes.h"
 
 #include <string.h>
 
+#include "pf_idtable.h"
 #include "pf_sys.h"
 #include "pf_writer.h"
 
-#define PF_CODES_SLOTS (1u << 16)       /* distinct code objects per process (a stale entry counts too) */
-#define PF_CODES_MAX_USED (PF_CODES_SLOTS / 4 * 3)
 #define PF_CODE_FILENAME_MAX 4096u
 #define PF_CODE_NAME_MAX 512u
 
-typedef struct pf_code_slot {
-    const void *code;               /* published last (release); NULL = empty */
+/* Each id's entry: the code object and its identity when it was described. */
+typedef struct pf_code_entry {
+    const void *code;
     const void *identity[3];
-    uint32_t id;
-} pf_code_slot_t;
+} pf_code_entry_t;
 
-static pf_code_slot_t *slots;
-static uint32_t used;
-static uint32_t next_id = 1;
-static pf_spinlock_t lock;
+static pf_idtable_t table = {.entry_bytes = sizeof(pf_code_entry_t)};
 
-static inline uint32_t home_of(const void *code)
+/* The key is the address and the identity: a code object's address is reused once it dies (a program that
+ * compiles and drops functions gets one address again and again), and keyed on the address alone all those
+ * code objects shared one home and one ever longer probe run. */
+static uint64_t hash_code(const pf_code_entry_t *k)
 {
-    uint64_t h = (uint64_t)(uintptr_t)code * 0x9E3779B97F4A7C15ull;
-    return (uint32_t)(h >> 48) & (PF_CODES_SLOTS - 1);
+    uint64_t h = (uint64_t)(uintptr_t)k->code;
+    for (int i = 0; i < 3; i++)
+        h = (h ^ (uint64_t)(uintptr_t)k->identity[i]) * 0x9E3779B97F4A7C15ull + (uint64_t)i;
+    return pf_idtable_hash_fix(h ^ h >> 29);
 }
 
-/* Probes for code with the given identity. Returns the id, or 0 (and the first empty slot in *empty). */
-static uint32_t probe(const void *code, const void *const identity[3], uint32_t *empty)
+static int same_code(const void *entry, const void *key)
 {
-    for (uint32_t i = home_of(code), n = 0; n < PF_CODES_SLOTS; i = (i + 1) & (PF_CODES_SLOTS - 1), n++) {
-        const void *c = __atomic_load_n(&slots[i].code, __ATOMIC_ACQUIRE);
-        if (!c) {
-            *empty = i;
-            return 0;
-        }
-        if (c == code && memcmp(slots[i].identity, identity, sizeof slots[i].identity) == 0)
-            return slots[i].id;
-    }
-    *empty = UINT32_MAX;
-    return 0;
+    const pf_code_entry_t *a = entry, *b = key;
+    return a->code == b->code && a->identity[0] == b->identity[0] && a->identity[1] == b->identity[1] &&
+           a->identity[2] == b->identity[2];
 }
 
 /* Writes the CODE record for a new id. Returns 0, or -1 when the object is not a code object. */
@@ -77,68 +69,64 @@ static int emit_code_record(pf_tls_t *t, const void *code, uint32_t id)
     return 0;
 }
 
+/* The key of code (its address and identity) in *k. Returns 0, or -1 when code is not a code object. */
+static int key_of(const void *code, pf_code_entry_t *k)
+{
+    k->code = code;
+    return code && pf_cfg.py->identify(code, k->identity) == 0 ? 0 : -1;
+}
+
 uint32_t pf_codes_id(pf_tls_t *t, const void *code)
 {
-    const void *identity[3];
-    if (!code || pf_cfg.py->identify(code, identity) != 0)
+    pf_code_entry_t k;
+    if (key_of(code, &k) != 0)
         return 0;
-    if (PF_UNLIKELY(!slots)) {
-        pf_spin_lock(&lock);
-        if (!slots)
-            slots = pf_sys_alloc_pages(sizeof(pf_code_slot_t) * PF_CODES_SLOTS);
-        pf_spin_unlock(&lock);
-        if (!slots)
-            return 0;
-    }
-    uint32_t empty = UINT32_MAX;    /* probe sets it whenever it returns 0; said for the compiler */
-    uint32_t id = probe(code, identity, &empty);
+    uint64_t h = hash_code(&k);
+    uint32_t id = pf_idtable_find(&table, h, same_code, &k);
     if (PF_LIKELY(id))
         return id;
 
-    pf_spin_lock(&lock);
-    id = probe(code, identity, &empty);     /* another thread may have added it meanwhile */
-    if (!id && empty != UINT32_MAX && used < PF_CODES_MAX_USED) {
-        id = next_id++;
-        if (emit_code_record(t, code, id) == 0) {
-            pf_code_slot_t *s = &slots[empty];
-            memcpy(s->identity, identity, sizeof s->identity);
-            s->id = id;
-            __atomic_store_n(&s->code, code, __ATOMIC_RELEASE);
-            used++;
+    pf_idtable_lock(&table);
+    id = pf_idtable_find(&table, h, same_code, &k);     /* another thread may have added it meanwhile */
+    if (!id) {
+        pf_code_entry_t *e = pf_idtable_reserve(&table, &id);
+        if (e && emit_code_record(t, code, id) == 0) {
+            *e = k;
+            pf_idtable_publish(&table, h, id);
         } else {
             id = 0;
         }
     }
-    pf_spin_unlock(&lock);
+    pf_idtable_unlock(&table);
     return id;
+}
+
+int pf_codes_same(uint32_t id, const void *code)
+{
+    pf_code_entry_t k;
+    return id && id <= pf_idtable_count(&table) && key_of(code, &k) == 0 &&
+           same_code(pf_idtable_entry(&table, id), &k);
 }
 
 uint32_t pf_codes_lookup(const void *code)
 {
-    const void *identity[3];
-    uint32_t empty = UINT32_MAX;    /* probe sets it whenever it returns 0; said for the compiler */
-    pf_code_slot_t *table = __atomic_load_n(&slots, __ATOMIC_ACQUIRE);
-    if (!code || !table || pf_cfg.py->identify(code, identity) != 0)
+    pf_code_entry_t k;
+    if (key_of(code, &k) != 0)
         return 0;
-    return probe(code, identity, &empty);
+    return pf_idtable_find(&table, hash_code(&k), same_code, &k);
 }
 
 void pf_codes_reset(void)
 {
-    if (slots)
-        pf_sys_munmap(slots, sizeof(pf_code_slot_t) * PF_CODES_SLOTS);
-    slots = NULL;
-    used = 0;
-    next_id = 1;
-    lock.locked = 0;
+    pf_idtable_reset(&table);
 }
 
 void pf_codes_fork_prepare(void)
 {
-    pf_spin_lock(&lock);
+    pf_idtable_lock(&table);
 }
 
 void pf_codes_fork_parent(void)
 {
-    pf_spin_unlock(&lock);
+    pf_idtable_unlock(&table);
 }

@@ -100,7 +100,9 @@ static void write_content(pf_tls_t *t, const pf_objinfo_t *o, uint32_t flags)
 
 void pf_content_on_free(pf_tls_t *t, const pf_objinfo_t *o)
 {
-    if (pf_cfg.waste)
+    /* Most frees of an --exact run are of small objects, with neither a whole page nor a value worth a
+     * fingerprint: nothing to look at. */
+    if (pf_cfg.waste && (o->size >= PF_CONTENT_MIN_HASH || o->size >= (uint64_t)1 << page_shift || !page_shift))
         write_content(t, o, 0);
 }
 

@@ -174,10 +174,12 @@ static void slot_info(const pf_stripe_t *s, const pf_objslot_t *slot, pf_objinfo
     out->domain = slot->domain;
     out->flags = slot->flags;
     out->site = slot->site;
-    if (slot->links)
+    if (slot->links) {
         memcpy(out->link, block_at(s, slot->links)->link, sizeof out->link);
-    else
-        memset(out->link, 0, sizeof out->link);
+    } else {
+        for (int k = 0; k < PF_OBJ_LINKS; k++)
+            out->link[k].copy_id = 0;   /* no link: what else a link holds is read only when it has an id */
+    }
 }
 
 /* Inserts into a stripe whose lock is held and which has room. */
@@ -244,6 +246,23 @@ void pf_objtable_prefetch(uintptr_t addr)
         __builtin_prefetch(&slots[slot_of(addr, mask)], 1);
 }
 
+/* Serials come to each thread in blocks: one shared counter bumped for every insert was a cache line every
+ * recording thread wrote. Unique all the same, which is all a serial has to be. */
+#define PF_SERIAL_BLOCK 4096u
+
+static __thread struct {
+    uint64_t next, end;     /* this thread's block: [next, end) */
+} serials __attribute__((tls_model("initial-exec")));
+
+static uint64_t take_serial(void)
+{
+    if (PF_UNLIKELY(serials.next == serials.end)) {
+        serials.next = __atomic_fetch_add(&next_serial, PF_SERIAL_BLOCK, __ATOMIC_RELAXED);
+        serials.end = serials.next + PF_SERIAL_BLOCK;
+    }
+    return serials.next++;
+}
+
 int pf_objtable_insert(const pf_objinfo_t *obj)
 {
     if (!pf_objtable_filter || obj->addr == 0)
@@ -257,8 +276,7 @@ int pf_objtable_insert(const pf_objinfo_t *obj)
     int was_present;
     pf_objslot_t rec = {.addr = obj->addr, .site = (uint16_t)obj->site,
                         .size = obj->size < PF_OBJ_SIZE_MAX ? obj->size : PF_OBJ_SIZE_MAX,
-                        .domain = (uint8_t)obj->domain, .flags = (uint8_t)obj->flags,
-                        .serial = (uint32_t)__atomic_fetch_add(&next_serial, 1, __ATOMIC_RELAXED)};
+                        .domain = (uint8_t)obj->domain, .flags = (uint8_t)obj->flags, .serial = take_serial()};
     store_links(s, stripe_put(s, &rec, &was_present), obj->link);
     /* Count in the filter before the lock is released, so a concurrent free of this address that misses
      * the filter can only be a free of an older block (which the hooks already saw). */

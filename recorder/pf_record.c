@@ -49,13 +49,6 @@ void pf_sampling_now(uint64_t base_mean, uint64_t base_threshold, uint64_t *mean
     *threshold = factor > 1 && base_threshold < *mean ? *mean : base_threshold;
 }
 
-uint64_t pf_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec - pf_cfg.start_mono_ns;
-}
-
 static void write_thread_record(pf_tls_t *t)
 {
     char name[17] = {0};
@@ -97,6 +90,7 @@ static void thread_start(pf_tls_t *t)
 
 void pf_record_thread_reset(pf_tls_t *t)
 {
+    memset(t->stack_cache, 0, sizeof t->stack_cache);  /* a fork child's stack ids start again */
     t->chunk_pos = t->chunk_end = NULL;
     t->chunk_gen = 0;
     t->chunk_exited = 0;
@@ -154,9 +148,50 @@ void pf_enter_recording(pf_tls_t *t)
     pf_watch_glue_slow(t);
 }
 
-void pf_stack_capture_python(pf_tls_t *t, pf_stack_t *st)
+/* The thread's stack cache. Most allocations repeat one of a few stacks (a loop's lines), and turning a raw
+ * capture into a stack id costs a code-id lookup per frame and a hash and compare of the whole stack.
+ * So the raw capture (code objects, offsets, native IPs) is hashed, and a small direct-mapped cache maps
+ * that hash to the id it gave last time; the guess is then checked frame by frame against the interned
+ * stack, each code object against the one its id was given to (an address can hold a newer code object),
+ * so a wrong guess only costs the check. */
+static uint64_t raw_key(const pf_pyframe_t *frames, int n_py, const uint64_t *native, int n_native, uint8_t flags)
 {
-    pf_pyframe_t frames[PF_MAX_PY_FRAMES];
+    uint64_t h = (uint64_t)n_py << 32 ^ (uint64_t)n_native << 16 ^ flags;
+    for (int i = 0; i < n_py; i++)
+        h = (h ^ (uint64_t)(uintptr_t)frames[i].code ^ (uint64_t)frames[i].lasti_bytes << 48) * 0x9E3779B97F4A7C15ull;
+    for (int i = 0; i < n_native; i++)
+        h = (h ^ native[i]) * 0x9E3779B97F4A7C15ull;
+    return h ^ h >> 31;
+}
+
+static inline pf_stack_cache_slot_t *cache_slot(pf_tls_t *t, uint64_t key)
+{
+    return &t->stack_cache[key >> 60 & (PF_STACK_CACHE_SLOTS - 1)];
+}
+
+/* Fills st from a raw capture: the cached id and its frames when the cache guessed right, else the code id
+ * of every frame. */
+static void stack_from_raw(pf_tls_t *t, pf_stack_t *st, const pf_pyframe_t *frames, int n_py)
+{
+    st->n_py = (uint16_t)n_py;
+    st->cache_key = raw_key(frames, n_py, st->native, st->n_native, st->flags);
+    const pf_stack_cache_slot_t *c = cache_slot(t, st->cache_key);
+    st->id = 0;
+    if (c->key == st->cache_key && c->flags == st->flags &&
+        pf_stacks_match(c->id, frames, st->n_py, st->native, st->n_native, st->py)) {
+        st->id = c->id;
+        return;
+    }
+    /* Code ids first: a new one writes its CODE record into this chunk before the record using it. */
+    for (int i = 0; i < n_py; i++) {
+        st->py[i].code_id = pf_codes_id(t, frames[i].code);
+        st->py[i].lasti_bytes = frames[i].lasti_bytes;
+    }
+}
+
+/* The raw Python frames of this thread into frames; sets st->flags. Returns their number. */
+static int capture_python_raw(pf_tls_t *t, pf_stack_t *st, pf_pyframe_t *frames)
+{
     int truncated = 0;
     int n_py = pf_cfg.py ? pf_cfg.py->capture(frames, PF_MAX_PY_FRAMES, &truncated) : -1;
     st->flags = 0;
@@ -169,18 +204,22 @@ void pf_stack_capture_python(pf_tls_t *t, pf_stack_t *st)
     }
     if (truncated)
         st->flags |= PF_ALLOC_TRUNCATED;
-    /* Code ids first: a new one writes its CODE record into this chunk before the record using it. */
-    for (int i = 0; i < n_py; i++) {
-        st->py[i].code_id = pf_codes_id(t, frames[i].code);
-        st->py[i].lasti_bytes = frames[i].lasti_bytes;
-    }
-    st->n_py = (uint16_t)n_py;
+    return n_py;
+}
+
+void pf_stack_capture_python(pf_tls_t *t, pf_stack_t *st)
+{
+    pf_pyframe_t frames[PF_MAX_PY_FRAMES];
+    int n_py = capture_python_raw(t, st, frames);
     st->n_native = 0;
+    stack_from_raw(t, st, frames, n_py);
 }
 
 void pf_stack_capture(pf_tls_t *t, pf_stack_t *st)
 {
-    pf_stack_capture_python(t, st);
+    pf_pyframe_t frames[PF_MAX_PY_FRAMES];
+    int n_py = capture_python_raw(t, st, frames);
+    st->n_native = 0;
     if (pf_cfg.native) {
         void *ips[PF_MAX_NATIVE_FRAMES + PF_NATIVE_SKIP];
         int got = unw_backtrace(ips, PF_MAX_NATIVE_FRAMES + PF_NATIVE_SKIP);
@@ -190,10 +229,10 @@ void pf_stack_capture(pf_tls_t *t, pf_stack_t *st)
         int n = got - first > (int)PF_MAX_NATIVE_FRAMES ? (int)PF_MAX_NATIVE_FRAMES : got - first;
         if (n > 0) {
             st->n_native = (uint16_t)n;
-            memcpy(st->native, ips + first, (size_t)n * 8);
-            pf_modules_note(t, st->native, st->n_native);
+            memcpy(st->native, ips + first, (size_t)n * 8);   /* modules: noted as the stack is written */
         }
     }
+    stack_from_raw(t, st, frames, n_py);
 }
 
 void pf_stack_store(const pf_stack_t *st, void *dst)
@@ -202,11 +241,67 @@ void pf_stack_store(const pf_stack_t *st, void *dst)
     memcpy((char *)dst + (size_t)st->n_py * sizeof(pf_rec_pyframe_t), st->native, (size_t)st->n_native * 8);
 }
 
+uint32_t pf_record_stack_id(pf_tls_t *t, const pf_stack_t *st)
+{
+    if (st->id)
+        return st->id;
+    uint32_t sid = pf_stacks_id(t, st);
+    if (sid)
+        *cache_slot(t, st->cache_key) = (pf_stack_cache_slot_t){.key = st->cache_key, .id = sid, .flags = st->flags};
+    else if (st->n_native)
+        pf_modules_note(t, st->native, st->n_native);   /* inline: the record needs them (else noted once) */
+    return sid;
+}
+
 char *pf_record_reserve_stacked(pf_tls_t *t, const pf_stack_t *st, uint32_t fixed, uint32_t *sid, uint32_t *bytes)
 {
-    *sid = pf_stacks_id(t, st);
+    *sid = pf_record_stack_id(t, st);
     *bytes = pf_align8((uint32_t)sizeof(pf_rec_header_t) + fixed + pf_stacks_tail_bytes(st, *sid));
     return pf_writer_reserve(t, *bytes);
+}
+
+/* The ALLOC of an exact allocation with an interned stack, in its short form (pf_format.h). Returns 0, or -1
+ * when the record could not be written. */
+static int write_alloc_short(pf_tls_t *t, void *p, size_t size, int domain, uint8_t flags, uint32_t sid)
+{
+    const uint32_t bytes = (uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_alloc_short_t));
+    char *rec = pf_writer_reserve(t, bytes);
+    if (!rec)
+        return -1;
+    pf_rec_alloc_short_t *a = (pf_rec_alloc_short_t *)(rec + sizeof(pf_rec_header_t));
+    a->t_ns = pf_now_ns();
+    a->addr = (uint64_t)(uintptr_t)p;
+    a->size = (uint32_t)size;
+    a->stack_id = sid;
+    pf_writer_commit(t, rec, PF_REC_ALLOC_SHORT, PF_ALLOC_SHORT_AUX(domain, flags | PF_ALLOC_STACK_REF), bytes);
+    return 0;
+}
+
+/* The ALLOC record of p, with the stack inline or as a reference. Returns 0, or -1 when it could not be
+ * written. */
+static int write_alloc(pf_tls_t *t, void *p, size_t size, int domain, uint64_t est, uint8_t flags,
+                       const pf_stack_t *st)
+{
+    uint32_t sid = pf_record_stack_id(t, st);
+    if (sid && est == size && size <= UINT32_MAX && (flags & PF_ALLOC_EXACT))
+        return write_alloc_short(t, p, size, domain, (uint8_t)(flags | st->flags), sid);
+    uint32_t bytes = pf_align8((uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_alloc_t)) +
+                               pf_stacks_tail_bytes(st, sid));
+    char *rec = pf_writer_reserve(t, bytes);
+    if (!rec)
+        return -1;
+    pf_rec_alloc_t *a = (pf_rec_alloc_t *)(rec + sizeof(pf_rec_header_t));
+    a->t_ns = pf_now_ns();
+    a->addr = (uint64_t)(uintptr_t)p;
+    a->size = size;
+    a->est_bytes = est;
+    a->domain = (uint8_t)domain;
+    a->flags = flags;
+    pf_stacks_fields(st, sid, &a->flags, &a->n_py, &a->n_native);
+    a->reserved = 0;
+    pf_stacks_store_tail(st, sid, a + 1);
+    pf_writer_commit(t, rec, PF_REC_ALLOC, 0, bytes);
+    return 0;
 }
 
 static void record_alloc(pf_tls_t *t, void *p, size_t size, int domain, uint64_t est, uint8_t flags)
@@ -216,22 +311,8 @@ static void record_alloc(pf_tls_t *t, void *p, size_t size, int domain, uint64_t
     pf_stack_capture(t, &st);
     if (pf_aggregating() && pf_aggregate_alloc(t, &st, p, size, domain, est, flags))
         return;     /* --aggregate: counted in its site's totals instead of a record */
-    uint32_t sid, bytes;
-    char *rec = pf_record_reserve_stacked(t, &st, sizeof(pf_rec_alloc_t), &sid, &bytes);
-    if (!rec)
+    if (write_alloc(t, p, size, domain, est, flags, &st) != 0)
         return;
-    pf_rec_alloc_t *a = (pf_rec_alloc_t *)(rec + sizeof(pf_rec_header_t));
-    a->t_ns = pf_now_ns();
-    a->addr = (uint64_t)(uintptr_t)p;
-    a->size = size;
-    a->est_bytes = est;
-    a->domain = (uint8_t)domain;
-    a->flags = flags;
-    pf_stacks_fields(&st, sid, &a->flags, &a->n_py, &a->n_native);
-    a->reserved = 0;
-    pf_stacks_store_tail(&st, sid, a + 1);
-    pf_writer_commit(t, rec, PF_REC_ALLOC, 0, bytes);
-
     pf_objinfo_t obj = {.addr = (uintptr_t)p, .size = size, .domain = (uint32_t)domain, .flags = flags | st.flags};
     if (pf_objtable_insert(&obj) == 0)     /* untracked, its free would not be seen: not live either */
         pf_api_on_alloc(domain, est);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "pf_aggregate.h"
+#include "pf_clock.h"
 #include "pf_codes.h"
 #include "pf_modules.h"
 #include "pf_objtable.h"
@@ -37,6 +38,7 @@ int pf_recorder_tracks(const void *addr)
 
 int pf_recorder_open(const char *base_path, int is_root, const pf_writer_info_t *info)
 {
+    pf_clock_init();
     int rc = pf_objtable_init();
     return rc == 0 ? pf_writer_open(base_path, is_root, info) : rc;
 }

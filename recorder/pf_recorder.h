@@ -30,6 +30,14 @@
 #define PF_EXPORT __attribute__((visibility("default")))
 #define PF_NOINLINE __attribute__((noinline))
 
+/* A thread's recent stacks (pf_record.c): the raw capture's hash, and the interned id it gave. */
+#define PF_STACK_CACHE_SLOTS 16u
+typedef struct pf_stack_cache_slot {
+    uint64_t key;
+    uint32_t id;
+    uint32_t flags;
+} pf_stack_cache_slot_t;
+
 typedef struct pf_tls {
     /* hot: sampler.countdown and guard are touched by every hook */
     pf_sampler_t sampler;       /* countdown first; see pf_sampler.h */
@@ -52,6 +60,14 @@ typedef struct pf_tls {
     uint32_t in_vfork_child;    /* writing from a vfork child on this thread's behalf: no file descriptor use */
     uintptr_t stack_low;        /* the thread's stack, [stack_low, stack_high), or 0, 0 when not known */
     uintptr_t stack_high;
+    /* the record clock's anchor (pf_clock.h) */
+    uint32_t clk_ok;            /* the fields below may be used */
+    uint64_t clk_tsc;           /* TSC at the anchor */
+    uint64_t clk_ns;            /* CLOCK_MONOTONIC at the anchor */
+    uint64_t clk_mult;          /* ns per tick, 32.32 fixed point */
+    uint64_t clk_span;          /* ticks the anchor is used for */
+    uint64_t clk_last;          /* the last time given (CLOCK_MONOTONIC ns): times never go back */
+    pf_stack_cache_slot_t stack_cache[PF_STACK_CACHE_SLOTS];
 } pf_tls_t;
 
 extern __thread pf_tls_t pf_tls __attribute__((tls_model("initial-exec"))) PF_HIDDEN;
@@ -114,7 +130,7 @@ extern pf_config_t pf_cfg PF_HIDDEN;
  * source copied twice, say: b = bytes(a); c = bytearray(a)). */
 #define PF_OBJ_LINKS 3
 typedef struct pf_copylink {
-    uint64_t copy_id;       /* 0 = none */
+    uint64_t copy_id;       /* 0 = none, and then the fields below mean nothing */
     uintptr_t peer_obj;     /* start of the other object (its key here) */
     uint64_t peer_serial;   /* and its serial: the address may hold another object by now */
     uintptr_t peer_data;    /* first copied byte in the other object */

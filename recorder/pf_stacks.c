@@ -1,40 +1,37 @@
 /* pf_stacks.c - interned call stacks. See pf_stacks.h.
  *
- * The table maps a stack's 128-bit hash (two independent 64-bit hashes over its words) to its id. It keeps
- * no copy of the words: with --native a stack is 300-1000 bytes, and the copies of a full table were up to
- * 64 MiB resident in the program (28 MiB for bench/workloads/numeric.py under --exact --native, a third of
- * its plain peak RSS). Two different stacks of one run share an id only if both hashes collide: with at
- * most PF_STACKS_MAX_USED stacks, a chance below 1e-29. Past PF_STACKS_MAX_USED entries new stacks are
- * written inline, as before interning, and nothing is lost.
+ * The table (pf_idtable.h) maps a 64-bit hash of the stack to its id and to pyflow's own copy of its words
+ * (in an arena, not in the profile: finished chunks are dropped from memory and re-reading them would fault
+ * them back). Memory is bounded: 4M ids and PF_STACKS_MAX_BLOCKS blocks of copies; past either, new stacks
+ * are written inline, as before interning, and nothing is lost.
  */
 #include "pf_stacks.h"
 
 #include <string.h>
 
+#include "pf_codes.h"
+#include "pf_idtable.h"
+#include "pf_modules.h"
 #include "pf_sys.h"
 #include "pf_writer.h"
 
-#define PF_STACKS_SLOTS (1u << 16)
-#define PF_STACKS_MAX_USED (PF_STACKS_SLOTS / 4 * 3)
+#define PF_STACKS_BLOCK_BYTES (1u << 20)
+#define PF_STACKS_MAX_BLOCKS 16u            /* 16 MiB of stack copies at most: they are resident in the program */
 
-typedef struct pf_stack_slot {
-    uint64_t hash;                  /* published last (release); 0 = empty */
-    uint64_t hash2;                 /* the second hash, which a match must have too */
-    uint32_t id;
+/* Each id's entry: pyflow's copy of the stack's words. */
+typedef struct pf_stack_entry {
+    const uint64_t *words;          /* n_py Python frames then n_native IPs, 8 bytes each */
     uint16_t n_py;
     uint16_t n_native;
-} pf_stack_slot_t;
+    uint32_t unused;
+} pf_stack_entry_t;
 
 _Static_assert(sizeof(pf_rec_pyframe_t) == 8, "a Python frame is one word of a stack");
 
-static pf_stack_slot_t *slots;
-static uint32_t used;
-static uint32_t next_id = 1;
-static pf_spinlock_t lock;
-
-typedef struct pf_stack_hash {
-    uint64_t h, h2;
-} pf_stack_hash_t;
+static pf_idtable_t table = {.entry_bytes = sizeof(pf_stack_entry_t)};
+static char *blocks[PF_STACKS_MAX_BLOCKS];
+static uint32_t n_blocks;
+static uint32_t block_used;         /* bytes used in blocks[n_blocks - 1] */
 
 static inline uint64_t mix(uint64_t h, uint64_t w)
 {
@@ -43,57 +40,43 @@ static inline uint64_t mix(uint64_t h, uint64_t w)
     return h * 0xC2B2AE3D27D4EB4Full;
 }
 
-/* A second mixer with other constants and rotation, so the two hashes are independent. */
-static inline uint64_t mix2(uint64_t h, uint64_t w)
+static uint64_t hash_stack(const pf_stack_t *st)
 {
-    h ^= w * 0xD6E8FEB86659FD93ull;
-    h = (h << 27) | (h >> 37);
-    return h * 0xFF51AFD7ED558CCDull + 0x165667B19E3779F9ull;
-}
-
-static inline uint64_t finish(uint64_t h)
-{
-    h ^= h >> 29;
-    return h ? h : 1;
-}
-
-static pf_stack_hash_t hash_stack(const pf_stack_t *st)
-{
-    uint64_t shape = (uint64_t)st->n_py << 16 | st->n_native;
-    uint64_t h = mix(0x27D4EB2F165667C5ull, shape), h2 = mix2(0x85EBCA77C2B2AE63ull, shape);
+    uint64_t h = mix(0x27D4EB2F165667C5ull, (uint64_t)st->n_py << 16 | st->n_native);
     for (uint32_t i = 0; i < st->n_py; i++) {
         uint64_t w;
         memcpy(&w, &st->py[i], 8);
         h = mix(h, w);
-        h2 = mix2(h2, w);
     }
-    for (uint32_t i = 0; i < st->n_native; i++) {
+    for (uint32_t i = 0; i < st->n_native; i++)
         h = mix(h, st->native[i]);
-        h2 = mix2(h2, st->native[i]);
-    }
-    return (pf_stack_hash_t){finish(h), finish(h2)};
+    return pf_idtable_hash_fix(h ^ h >> 29);
 }
 
-static int same_stack(const pf_stack_slot_t *s, pf_stack_hash_t h, const pf_stack_t *st)
+static int same_stack(const void *entry, const void *key)
 {
-    return s->hash2 == h.h2 && s->n_py == st->n_py && s->n_native == st->n_native;
+    const pf_stack_entry_t *e = entry;
+    const pf_stack_t *st = key;
+    return e->n_py == st->n_py && e->n_native == st->n_native &&
+           memcmp(e->words, st->py, (size_t)st->n_py * 8) == 0 &&
+           memcmp(e->words + st->n_py, st->native, (size_t)st->n_native * 8) == 0;
 }
 
-/* Returns the id of st, or 0 (and the first empty slot in *empty, UINT32_MAX when the table is full). */
-static uint32_t probe(pf_stack_hash_t h, const pf_stack_t *st, uint32_t *empty)
+/* Room for `bytes` of stack words in the arena (caller holds the lock), or NULL when it is full. */
+static uint64_t *arena_take(uint32_t bytes)
 {
-    for (uint32_t i = (uint32_t)(h.h >> 40) & (PF_STACKS_SLOTS - 1), n = 0; n < PF_STACKS_SLOTS;
-         i = (i + 1) & (PF_STACKS_SLOTS - 1), n++) {
-        uint64_t have = __atomic_load_n(&slots[i].hash, __ATOMIC_ACQUIRE);
-        if (!have) {
-            *empty = i;
-            return 0;
-        }
-        if (have == h.h && same_stack(&slots[i], h, st))
-            return slots[i].id;
+    if (!n_blocks || block_used + bytes > PF_STACKS_BLOCK_BYTES) {
+        if (n_blocks == PF_STACKS_MAX_BLOCKS)
+            return NULL;
+        char *b = pf_sys_alloc_pages(PF_STACKS_BLOCK_BYTES);
+        if (!b)
+            return NULL;
+        blocks[n_blocks++] = b;
+        block_used = 0;
     }
-    *empty = UINT32_MAX;
-    return 0;
+    uint64_t *p = (uint64_t *)(blocks[n_blocks - 1] + block_used);
+    block_used += bytes;
+    return p;
 }
 
 static int write_stack_record(pf_tls_t *t, const pf_stack_t *st, uint32_t id)
@@ -111,38 +94,55 @@ static int write_stack_record(pf_tls_t *t, const pf_stack_t *st, uint32_t id)
     return 0;
 }
 
+int pf_stacks_match(uint32_t id, const pf_pyframe_t *frames, uint16_t n_py, const uint64_t *native,
+                    uint16_t n_native, pf_rec_pyframe_t *py)
+{
+    if (!id || id > pf_idtable_count(&table))
+        return 0;
+    const pf_stack_entry_t *e = pf_idtable_entry(&table, id);
+    if (!e->words || e->n_py != n_py || e->n_native != n_native ||
+        (n_native && memcmp(e->words + n_py, native, (size_t)n_native * 8) != 0))
+        return 0;
+    for (uint16_t i = 0; i < n_py; i++) {
+        pf_rec_pyframe_t f;
+        memcpy(&f, &e->words[i], sizeof f);
+        if (f.lasti_bytes != frames[i].lasti_bytes || !pf_codes_same(f.code_id, frames[i].code))
+            return 0;
+        py[i] = f;
+    }
+    return 1;
+}
+
 uint32_t pf_stacks_id(pf_tls_t *t, const pf_stack_t *st)
 {
+    if (st->id)
+        return st->id;  /* the thread's stack cache found it */
     if (!st->n_py && !st->n_native)
         return 0;   /* nothing to share: inline costs no bytes */
-    if (PF_UNLIKELY(!__atomic_load_n(&slots, __ATOMIC_ACQUIRE))) {
-        pf_spin_lock(&lock);
-        if (!slots)
-            __atomic_store_n(&slots, pf_sys_alloc_pages(sizeof(pf_stack_slot_t) * PF_STACKS_SLOTS),
-                             __ATOMIC_RELEASE);
-        pf_spin_unlock(&lock);
-        if (!slots)
-            return 0;
-    }
-    pf_stack_hash_t h = hash_stack(st);
-    uint32_t empty;
-    uint32_t id = probe(h, st, &empty);
+    uint64_t h = hash_stack(st);
+    uint32_t id = pf_idtable_find(&table, h, same_stack, st);
     if (PF_LIKELY(id))
         return id;
 
-    pf_spin_lock(&lock);
-    id = probe(h, st, &empty);      /* another thread may have added it meanwhile */
-    if (!id && empty != UINT32_MAX && used < PF_STACKS_MAX_USED && write_stack_record(t, st, next_id) == 0) {
-        id = next_id++;
-        pf_stack_slot_t *s = &slots[empty];
-        s->hash2 = h.h2;
-        s->id = id;
-        s->n_py = st->n_py;
-        s->n_native = st->n_native;
-        __atomic_store_n(&s->hash, h.h, __ATOMIC_RELEASE);
-        used++;
+    pf_idtable_lock(&table);
+    id = pf_idtable_find(&table, h, same_stack, st);   /* another thread may have added it meanwhile */
+    if (!id) {
+        uint64_t *words = arena_take(pf_stack_bytes(st));
+        pf_stack_entry_t *e = words ? pf_idtable_reserve(&table, &id) : NULL;
+        if (e && write_stack_record(t, st, id) == 0) {
+            pf_modules_note(t, st->native, st->n_native);  /* once a stack, not once a record */
+            pf_stack_store(st, words);
+            e->words = words;
+            e->n_py = st->n_py;
+            e->n_native = st->n_native;
+            pf_idtable_publish(&table, h, id);
+        } else {
+            id = 0;
+            if (words)
+                block_used -= pf_stack_bytes(st);   /* the record was not written: give the room back */
+        }
     }
-    pf_spin_unlock(&lock);
+    pf_idtable_unlock(&table);
     return id;
 }
 
@@ -163,20 +163,18 @@ void pf_stacks_store_tail(const pf_stack_t *st, uint32_t id, void *dst)
 
 void pf_stacks_reset(void)
 {
-    if (slots)
-        pf_sys_munmap(slots, sizeof(pf_stack_slot_t) * PF_STACKS_SLOTS);
-    slots = NULL;
-    used = 0;
-    next_id = 1;
-    lock.locked = 0;
+    pf_idtable_reset(&table);
+    for (uint32_t i = 0; i < n_blocks; i++)
+        pf_sys_munmap(blocks[i], PF_STACKS_BLOCK_BYTES);
+    n_blocks = block_used = 0;
 }
 
 void pf_stacks_fork_prepare(void)
 {
-    pf_spin_lock(&lock);
+    pf_idtable_lock(&table);
 }
 
 void pf_stacks_fork_parent(void)
 {
-    pf_spin_unlock(&lock);
+    pf_idtable_unlock(&table);
 }

@@ -172,9 +172,9 @@ void pf_model_watch_totals(loader_t *L);
 /* (These three are inline: every record of a profile passes them twice, walked and swept.) */
 static inline int pf_events_is_event(uint16_t type)
 {
-    return type == PF_REC_ALLOC || type == PF_REC_FREE || type == PF_REC_COPY || type == PF_REC_ACCESS_PAIR ||
-           type == PF_REC_COPY_WRITE || type == PF_REC_VERDICT || type == PF_REC_CONTENT ||
-           type == PF_REC_AGG_SITES || type == PF_REC_AGG_PEAK;
+    return type == PF_REC_ALLOC || type == PF_REC_ALLOC_SHORT || type == PF_REC_FREE || type == PF_REC_COPY ||
+           type == PF_REC_ACCESS_PAIR || type == PF_REC_COPY_WRITE || type == PF_REC_VERDICT ||
+           type == PF_REC_CONTENT || type == PF_REC_AGG_SITES || type == PF_REC_AGG_PEAK;
 }
 
 /* 0 for an event the load's window leaves out (pf_load_opts_t): an allocation outside it, anything after it. */
@@ -182,7 +182,8 @@ static inline int pf_events_in_window(const loader_t *L, uint16_t type, uint64_t
 {
     if (!L->window_to_ns)
         return 1;
-    return t <= L->window_to_ns && (type != PF_REC_ALLOC || t >= L->window_from_ns);
+    int alloc = type == PF_REC_ALLOC || type == PF_REC_ALLOC_SHORT;
+    return t <= L->window_to_ns && (!alloc || t >= L->window_from_ns);
 }
 
 /* An event's time on the root's clock. */

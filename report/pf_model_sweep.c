@@ -419,7 +419,10 @@ static void release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uint6
 static void on_alloc(sweeper_t *S, const event_t *e)
 {
     pf_model_t *m = S->m;
-    const pf_rec_alloc_t *a = pf_event_payload(S->L, e);
+    pf_alloc_expanded_t expanded;
+    const pf_rec_alloc_t *a = e->type == PF_REC_ALLOC_SHORT
+                                  ? pf_alloc_short_expand(pf_event_payload(S->L, e), e->aux, &expanded)
+                                  : pf_event_payload(S->L, e);
     /* one probe for the usual new address: its slot is taken now and filled at the end (nothing between
      * touches the live map when the address was not live) */
     uint64_t key = pf_sweep_addr_key(e->proc, a->addr);
@@ -730,10 +733,11 @@ static void finish_stats(pf_stats_t *s, uint64_t t_end)
 
 static void prefetch_event(const sweeper_t *S, const event_t *e)
 {
-    if (e->type != PF_REC_ALLOC && e->type != PF_REC_FREE)
+    if (e->type != PF_REC_ALLOC && e->type != PF_REC_ALLOC_SHORT && e->type != PF_REC_FREE)
         return;
-    /* the address is the same field of both records */
+    /* the address is the same field of the three records */
     _Static_assert(offsetof(pf_rec_alloc_t, addr) == offsetof(pf_rec_free_t, addr), "ALLOC and FREE addr");
+    _Static_assert(offsetof(pf_rec_alloc_short_t, addr) == offsetof(pf_rec_free_t, addr), "short ALLOC addr");
     const pf_rec_free_t *f = pf_event_payload(S->L, e);
     uint64_t k = pf_sweep_addr_key(e->proc, f->addr);
     pf_map_prefetch(&S->live, k);
@@ -778,6 +782,7 @@ void pf_model_sweep(loader_t *L)
         pf_peak_advance(&S.peak, e->t);
         switch (e->type) {
         case PF_REC_ALLOC:
+        case PF_REC_ALLOC_SHORT:
             on_alloc(&S, e);
             break;
         case PF_REC_FREE:

@@ -165,6 +165,13 @@ static const char *check_payload(const pf_record_t *r)
             return "allocation record with an unknown domain";
         return NULL;
     }
+    case PF_REC_ALLOC_SHORT: {
+        if (n < sizeof(pf_rec_alloc_short_t))
+            return "short allocation record too short";
+        if ((r->aux & 0xff) >= PF_DOMAIN_COUNT)
+            return "allocation record with an unknown domain";
+        return r->aux >> 8 & PF_ALLOC_STACK_REF ? NULL : "short allocation record without its stack reference";
+    }
     case PF_REC_FREE:
         return n < sizeof(pf_rec_free_t) ? "free record too short" : NULL;
     case PF_REC_CONTENT:

@@ -20,6 +20,9 @@ uint32_t pf_codes_id(pf_tls_t *t, const void *code);
  * it on a code object of its own thread's live frames. */
 uint32_t pf_codes_lookup(const void *code);
 
+/* 1 when id is the id of code as it is now (the same object, not another one at its address since). */
+int pf_codes_same(uint32_t id, const void *code);
+
 /* In a fork child: forget every id (the child's file has none of the parent's CODE records). */
 void pf_codes_reset(void);
 

@@ -35,6 +35,8 @@ typedef struct pf_stack {
     uint16_t n_py;
     uint16_t n_native;
     uint8_t flags;                  /* PF_ALLOC_NO_PYSTATE / PF_ALLOC_TRUNCATED */
+    uint32_t id;                    /* its interned id, when the thread's stack cache knew it; else 0 */
+    uint64_t cache_key;             /* what the stack cache files it under (pf_record.c) */
     pf_rec_pyframe_t py[PF_MAX_PY_FRAMES];
     uint64_t native[PF_MAX_NATIVE_FRAMES];
 } pf_stack_t;
@@ -46,6 +48,9 @@ static inline uint32_t pf_stack_bytes(const pf_stack_t *st)
     return (uint32_t)st->n_py * sizeof(pf_rec_pyframe_t) + (uint32_t)st->n_native * 8u;
 }
 void pf_stack_store(const pf_stack_t *st, void *dst) PF_HIDDEN;
+/* The interned id of st (pf_stacks.h), or 0: then st goes inline, and its native frames' modules are
+ * written first. */
+uint32_t pf_record_stack_id(pf_tls_t *t, const pf_stack_t *st) PF_HIDDEN;
 /* Space for a record whose fixed part (after the header) is `fixed` bytes, followed by st as a stack
  * reference or inline (interning st first: pf_stacks.h). NULL when it cannot be written; *sid and *bytes
  * are what the record's fill and commit need. */

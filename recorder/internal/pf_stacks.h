@@ -19,6 +19,12 @@
  * written. Slow paths only (takes a lock on a miss): not from a signal handler. */
 uint32_t pf_stacks_id(pf_tls_t *t, const pf_stack_t *st);
 
+/* 1 when id is the interned stack of this raw capture (frames: code objects and offsets, innermost first;
+ * then native IPs), its code objects the ones their ids were given to; the frames' code ids and offsets
+ * are then copied into py. Lock-free: the thread's stack cache checks its guess with it. */
+int pf_stacks_match(uint32_t id, const pf_pyframe_t *frames, uint16_t n_py, const uint64_t *native,
+                    uint16_t n_native, pf_rec_pyframe_t *py);
+
 /* Writes st after a record's fixed part: a pf_rec_stack_ref_t when id != 0, else the frames inline.
  * Returns the bytes that follow the fixed part (for the record size), or writes when dst != NULL. */
 uint32_t pf_stacks_tail_bytes(const pf_stack_t *st, uint32_t id);

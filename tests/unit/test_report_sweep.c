@@ -391,6 +391,39 @@ static void test_interned_stacks_resolve_anywhere(void **state)
     pf_model_free(m);
 }
 
+/* A short ALLOC counts as the ALLOC it stands for: its size, domain, stack and time (a free finds it), and
+ * one without its stack reference flag is refused. */
+static void test_short_allocs_count_as_allocs(void **state)
+{
+    (void)state;
+    builder_t b;
+    b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    b_code(&b, 1, "/s/app.py", "main", 20);
+    uint32_t main_only = 1;
+    b_stack(&b, 3, 1, &main_only);
+    b_alloc_short(&b, 10, 0x1000, 100, PF_DOMAIN_PYOBJ, 0, 3);
+    b_alloc_short(&b, 20, 0x2000, 4000, PF_DOMAIN_MALLOC, 0, 3);
+    b_free(&b, 30, 0x1000);
+    b_alloc_ref(&b, 40, 0x3000, 7, PF_ALLOC_EXACT, 3);
+    pf_model_t *m = load_ok(b_save(&b, "short.pflow", 0));
+    const pf_line_t *l = find_line(m, "/s/app.py", 20);
+    assert_int_equal((int)l->s.alloc_bytes, 4107);
+    assert_int_equal((int)l->s.python_bytes, 100);
+    assert_int_equal((int)l->s.native_bytes, 4007);
+    assert_int_equal((int)l->s.peak_bytes, 4100);   /* the 100 were freed at 30, before the 7 came */
+    assert_int_equal((int)m->unresolved_stacks, 0);
+    pf_model_free(m);
+
+    b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    b_code(&b, 1, "/s/app.py", "main", 20);
+    b_stack(&b, 3, 1, &main_only);
+    pf_rec_alloc_short_t a = {50, 0x4000, 8, 3};
+    b_rec(&b, PF_REC_ALLOC_SHORT, PF_ALLOC_SHORT_AUX(PF_DOMAIN_MALLOC, PF_ALLOC_EXACT), &a, sizeof a);
+    expect(load_err(b_save(&b, "short_bad.pflow", 0)), "short allocation record without its stack reference");
+}
+
 /* One good profile, corrupted in several ways: each gets a sentence with the file and the offset. */
 static void test_corruption_named_with_offset(void **state)
 {
@@ -529,6 +562,7 @@ int main(void)
         cmocka_unit_test(test_walk_skips_zero_chunks_and_stops_at_zero_headers),
         cmocka_unit_test(test_corruption_named_with_offset),
         cmocka_unit_test(test_interned_stacks_resolve_anywhere),
+        cmocka_unit_test(test_short_allocs_count_as_allocs),
         cmocka_unit_test(test_lines_from_lasti),
     };
     return cmocka_run_group_tests(tests, writer_setup, writer_teardown);

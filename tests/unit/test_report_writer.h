@@ -115,6 +115,15 @@ static inline void b_alloc_ref(builder_t *b, uint64_t t, uint64_t addr, uint64_t
     b_rec(b, PF_REC_ALLOC, 0, tmp, sizeof a + sizeof ref);
 }
 
+/* The short form of b_alloc_ref: exact, its domain and flags in aux (PF_REC_ALLOC_SHORT). */
+static inline void b_alloc_short(builder_t *b, uint64_t t, uint64_t addr, uint32_t size, uint8_t domain,
+                                 uint8_t flags, uint32_t stack_id)
+{
+    pf_rec_alloc_short_t a = {t, addr, size, stack_id};
+    b_rec(b, PF_REC_ALLOC_SHORT, PF_ALLOC_SHORT_AUX(domain, flags | PF_ALLOC_EXACT | PF_ALLOC_STACK_REF), &a,
+          sizeof a);
+}
+
 static inline void b_free(builder_t *b, uint64_t t, uint64_t addr)
 {
     pf_rec_free_t f = {t, addr};

@@ -277,7 +277,8 @@ def case_format_version(c):
     assert r.returncode == 0, r.stderr[-400:]
     with open(saved, "rb") as f:
         data = bytearray(f.read())
-    for version in (0, 4, 77):
+    current = struct.unpack_from("<I", data, 8)[0]
+    for version in (0, current + 1, 77):
         struct.pack_into("<I", data, 8, version)
         bad = os.path.join(c.tmp, f"v{version}.pflow")
         with open(bad, "wb") as f:
