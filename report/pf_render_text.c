@@ -10,20 +10,15 @@
 #include "pf_model_int.h"
 #include "pf_render_waste.h"
 #include "pf_report_int.h"
+#include "pf_text_int.h"
 #include "pf_workers_int.h"
 #include "pf_util_int.h"
 
 #define DEFAULT_WIDTH 100
 #define DEFAULT_ROWS 15
 
-typedef struct out {
-    FILE *f;
-    int width;
-    int color;
-} out_t;
-
 /* Human bytes in at most 7 characters: "512 B", "1.5 KiB", "32.0 MiB". */
-static const char *human(double v, char buf[16])
+const char *pf_text_human(double v, char buf[16])
 {
     static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     if (v < 0.5) {
@@ -53,8 +48,8 @@ static int is_wide(uint32_t c)
 }
 
 /* The glyph at s: sets *len (bytes) and *safe (0 = print it as '?': a control character, a bidirectional
- * control, or an escape sequence that is not our own colour) and returns its columns. Names and source text come from the
- * profiled program: a newline, tab or escape in them must not break the table or drive the terminal. */
+ * control, or an escape sequence that is not our own colour) and returns its columns. Names and source text come from
+ * the profiled program: a newline, tab or escape in them must not break the table or drive the terminal. */
 static int glyph(const char *s, int color, size_t *len, int *safe)
 {
     const unsigned char *u = (const unsigned char *)s;
@@ -98,7 +93,7 @@ static int glyph(const char *s, int color, size_t *len, int *safe)
 }
 
 /* Display columns of s as put_cut prints it. */
-static int columns(const out_t *o, const char *s)
+int pf_text_columns(const out_t *o, const char *s)
 {
     int n = 0;
     size_t len;
@@ -110,11 +105,11 @@ static int columns(const out_t *o, const char *s)
 
 /* Prints s cut to at most `room` columns (with an ellipsis when cut, right after the last word: a cut in
  * the blanks before a source line's comment leaves no run of spaces); unsafe glyphs print as '?'. */
-static void put_cut(out_t *o, const char *s, int room)
+void pf_text_put_cut(out_t *o, const char *s, int room)
 {
     if (room <= 0)
         return;
-    int fits = columns(o, s) <= room, cols = 0, blanks = 0;
+    int fits = pf_text_columns(o, s) <= room, cols = 0, blanks = 0;
     size_t len;
     int safe;
     for (; *s; s += len) {
@@ -149,7 +144,7 @@ static void cut_left(const out_t *o, const char *s, int room, char *out, size_t 
 {
     const char *p = s;
     size_t len;
-    int safe, total = columns(o, s);
+    int safe, total = pf_text_columns(o, s);
     while (*p && total > room) {
         total -= glyph(p, o->color, &len, &safe);
         p += len;
@@ -160,18 +155,18 @@ static void cut_left(const out_t *o, const char *s, int room, char *out, size_t 
 }
 
 /* Prints one line of at most o->width columns, built with printf. */
-__attribute__((format(printf, 2, 3))) static void line(out_t *o, const char *fmt, ...)
+void pf_text_line(out_t *o, const char *fmt, ...)
 {
     char buf[2048];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    put_cut(o, buf, o->width);
+    pf_text_put_cut(o, buf, o->width);
     fputc('\n', o->f);
 }
 
-static const char *shorten_path(const char *file)
+const char *pf_text_path(const char *file)
 {
     const char *slash = strrchr(file, '/');
     return slash && slash[1] ? slash + 1 : file;
@@ -201,11 +196,11 @@ static const char *sparkline(const double *points, int n, int cells, char *buf, 
     return buf;
 }
 
-static const char *bold(const out_t *o) { return o->color ? "\033[1m" : ""; }
-static const char *red(const out_t *o) { return o->color ? "\033[31m" : ""; }
-static const char *reset(const out_t *o) { return o->color ? "\033[0m" : ""; }
+const char *pf_text_bold(const out_t *o) { return o->color ? "\033[1m" : ""; }
+const char *pf_text_red(const out_t *o) { return o->color ? "\033[31m" : ""; }
+const char *pf_text_reset(const out_t *o) { return o->color ? "\033[0m" : ""; }
 
-static double share(double part, double whole)
+double pf_text_share(double part, double whole)
 {
     return whole > 0 ? 100.0 * part / whole : 0;
 }
@@ -225,62 +220,69 @@ static void header(out_t *o, const pf_model_t *m, const pf_text_opts_t *opts)
         snprintf(status, sizeof status, "killed by signal %d", m->exit_code);
     else
         snprintf(status, sizeof status, "exit %d", m->exit_code);
-    line(o, "%spyflow%s  %s", bold(o), reset(o), argv);
+    pf_text_line(o, "%spyflow%s  %s", pf_text_bold(o), pf_text_reset(o), argv);
     char mode[96];
     if (m->exact)
         snprintf(mode, sizeof mode, "exact: every allocation recorded");
     else
-        snprintf(mode, sizeof mode, "sampled: 1 per %s, >= %s exact", human((double)m->mean_sample_bytes, a),
-                 human((double)m->object_threshold, b));
-    line(o, "  Python %s | %.2f s | %s | %s", m->python_version ? m->python_version : "?", m->elapsed_s, status,
+        snprintf(mode, sizeof mode, "sampled: 1 per %s, >= %s exact", pf_text_human((double)m->mean_sample_bytes, a),
+                 pf_text_human((double)m->object_threshold, b));
+    pf_text_line(o, "  Python %s | %.2f s | %s | %s", m->python_version ? m->python_version : "?", m->elapsed_s, status,
          mode);
-    line(o, "  peak %s | allocated %s (python %s, native %s) | live at exit %s", human(m->total.peak_bytes, a),
-         human(m->total.alloc_bytes, b), human(m->total.python_bytes, c), human(m->total.native_bytes, d),
-         human(m->total.leaked_bytes, e));
-    line(o, "  memory over time %s  (peak at %.2f s of %.2f s)",
-         sparkline(m->total.timeline, PF_TIMELINE_POINTS, 40, spark, sizeof spark), (double)m->peak_ns / 1e9,
-         m->timeline_end_s);
+    pf_text_line(o, "  peak %s | allocated %s (python %s, native %s) | live at exit %s",
+                 pf_text_human(m->total.peak_bytes, a), pf_text_human(m->total.alloc_bytes, b),
+                 pf_text_human(m->total.python_bytes, c), pf_text_human(m->total.native_bytes, d),
+                 pf_text_human(m->total.leaked_bytes, e));
+    pf_text_line(o, "  memory over time %s  (peak at %.2f s of %.2f s)",
+                 sparkline(m->total.timeline, PF_TIMELINE_POINTS, 40, spark, sizeof spark), (double)m->peak_ns / 1e9,
+                 m->timeline_end_s);
     char lacks[200];
     if (pf_waste_resident_text(m, lacks, sizeof lacks))
-        line(o, "  %s", lacks);
+        pf_text_line(o, "  %s", lacks);
     if (pf_report_incomplete(m, lacks))
-        line(o, "  incomplete profile: %s", lacks);
+        pf_text_line(o, "  incomplete profile: %s", lacks);
     if (pf_report_sampling_steps(m, lacks))
-        line(o, "  %s", lacks);
+        pf_text_line(o, "  %s", lacks);
     if (m->aggregated && m->aggregated_from_ns > 0)  /* docs/long-runs.md: said once, not zeros */
-        line(o, "  aggregated from %.1f s on: not recorded since: copy flows and verdicts, waste, sampling error",
-             (double)m->aggregated_from_ns / 1e9);
+        pf_text_line(o,
+                     "  aggregated from %.1f s on: not recorded since: copy flows and verdicts, waste, sampling error",
+                     (double)m->aggregated_from_ns / 1e9);
     else if (m->aggregated)
-        line(o, "  aggregated: not recorded: copy flows and verdicts, waste, sampling error");
+        pf_text_line(o, "  aggregated: not recorded: copy flows and verdicts, waste, sampling error");
     if (m->total.gpu_bytes > 0)
-        line(o, "  gpu: allocated %s | peak %s at %.2f s | live at exit %s | over time %s", human(m->total.gpu_bytes, a),
-             human(m->total.gpu_peak_bytes, b), (double)m->gpu_peak_ns / 1e9, human(m->total.gpu_live, c),
-             sparkline(m->gpu_timeline, PF_TIMELINE_POINTS, 20, spark, sizeof spark));
+        pf_text_line(o, "  gpu: allocated %s | peak %s at %.2f s | live at exit %s | over time %s",
+                     pf_text_human(m->total.gpu_bytes, a), pf_text_human(m->total.gpu_peak_bytes, b),
+                     (double)m->gpu_peak_ns / 1e9, pf_text_human(m->total.gpu_live, c),
+                     sparkline(m->gpu_timeline, PF_TIMELINE_POINTS, 20, spark, sizeof spark));
     if (m->total.copy_bytes > 0 && m->aggregated)
-        line(o, "  copied %s (%s/s while copying)", human(m->total.copy_bytes, a),
-             human(pf_report_copy_rate(&m->total), c));
+        pf_text_line(o, "  copied %s (%s/s while copying)", pf_text_human(m->total.copy_bytes, a),
+             pf_text_human(pf_report_copy_rate(&m->total), c));
     else if (m->total.copy_bytes > 0)
-        line(o, "  copied %s (%s/s while copying), redundant %s", human(m->total.copy_bytes, a),
-             human(pf_report_copy_rate(&m->total), c), human(m->total.redundant_copy_bytes, b));
+        pf_text_line(o, "  copied %s (%s/s while copying), redundant %s", pf_text_human(m->total.copy_bytes, a),
+             pf_text_human(pf_report_copy_rate(&m->total), c), pf_text_human(m->total.redundant_copy_bytes, b));
     if (m->watch.present && m->watch.emulated) {
         char how[64];
-        line(o, "  watchpoints: %s (--watch-budget)",
+        pf_text_line(o, "  watchpoints: %s (--watch-budget)",
              pf_report_watchpoints(m->watch.emulated, m->watch.budget_pct, how));
     }
     if (m->watch.present && (m->watch.modes & PF_WATCH_MODE_COPIES))
-        line(o, "  watch copies: %llu copies watched, %llu proved needed by a write",
+        pf_text_line(o, "  watch copies: %llu copies watched, %llu proved needed by a write",
              (unsigned long long)m->watch.copy_watches, (unsigned long long)m->watch.copy_writes);
     if (m->watch.present && (m->watch.modes & (PF_WATCH_MODE_STORES | PF_WATCH_MODE_LOADS))) {
         const pf_watch_summary_t *w = &m->watch;
-        line(o, "  watch: %s period %llu, addresses %s, %llu samples (%llu armed), %llu traps; dropped %llu filtered, "
-             "%llu no access, %llu busy, %llu reservoir", w->event, (unsigned long long)w->period,
-             pf_report_address_source(w->source),
-             (unsigned long long)w->samples, (unsigned long long)w->samples_armed, (unsigned long long)w->traps,
-             (unsigned long long)w->dropped_filter, (unsigned long long)w->dropped_nomem,
-             (unsigned long long)w->dropped_busy, (unsigned long long)w->dropped_reservoir);
-        line(o, "         stores: %s, %.0f%% silent | loads: %s, %.0f%% redundant", human((double)w->store_bytes, a),
-             share((double)w->silent_store_bytes, (double)w->store_bytes), human((double)w->load_bytes, b),
-             share((double)w->redundant_load_bytes, (double)w->load_bytes));
+        pf_text_line(
+            o,
+            "  watch: %s period %llu, addresses %s, %llu samples (%llu armed), %llu traps; dropped %llu filtered, "
+            "%llu no access, %llu busy, %llu reservoir",
+            w->event, (unsigned long long)w->period, pf_report_address_source(w->source),
+            (unsigned long long)w->samples, (unsigned long long)w->samples_armed, (unsigned long long)w->traps,
+            (unsigned long long)w->dropped_filter, (unsigned long long)w->dropped_nomem,
+            (unsigned long long)w->dropped_busy, (unsigned long long)w->dropped_reservoir);
+        pf_text_line(o, "         stores: %s, %.0f%% silent | loads: %s, %.0f%% redundant",
+                     pf_text_human((double)w->store_bytes, a),
+                     pf_text_share((double)w->silent_store_bytes, (double)w->store_bytes),
+                     pf_text_human((double)w->load_bytes, b),
+                     pf_text_share((double)w->redundant_load_bytes, (double)w->load_bytes));
     }
     size_t n_processes = pf_report_process_count(m);
     char unprofiled[96] = "";
@@ -288,16 +290,16 @@ static void header(out_t *o, const pf_model_t *m, const pf_text_opts_t *opts)
         snprintf(unprofiled, sizeof unprofiled, "%s%zu Python process%s not profiled (see below)",
                  n_processes > 1 ? "; " : "", m->n_unprofiled, m->n_unprofiled == 1 ? "" : "es");
     if (n_processes > 1)
-        line(o, "  processes: %zu (children merged)%s", n_processes, unprofiled);
+        pf_text_line(o, "  processes: %zu (children merged)%s", n_processes, unprofiled);
     else if (m->n_unprofiled)
-        line(o, "  %s", unprofiled);
+        pf_text_line(o, "  %s", unprofiled);
 }
 
 /* A section's first line: a blank line, its title in bold, what it holds in parentheses. */
-static void heading(out_t *o, const char *title, const char *about)
+void pf_text_heading(out_t *o, const char *title, const char *about)
 {
     fputc('\n', o->f);
-    line(o, "%s%s%s (%s)", bold(o), title, reset(o), about);
+    pf_text_line(o, "%s%s%s (%s)", pf_text_bold(o), title, pf_text_reset(o), about);
 }
 
 /* Appends printf output to a fixed buffer (a row being assembled column by column). */
@@ -315,7 +317,7 @@ __attribute__((format(printf, 3, 4))) static void cat(char *buf, size_t size, co
 /* A value with a one-character marker, right-aligned in 9 columns ("24.4 MiB!"). */
 static const char *marked(double v, char mark, char out[16])
 {
-    human(v, out);
+    pf_text_human(v, out);
     if (mark) {
         size_t n = strlen(out);
         out[n] = mark;
@@ -336,7 +338,8 @@ static void lines_table(out_t *o, const pf_model_t *m, int rows, int reduced)
     int trend = o->width >= 113, redundant = o->width >= 124, rate = o->width >= 134;
     int lw = o->width < 100 ? 18 : 24, nw = o->width < 100 ? 8 : 9;    /* narrow terminals: tighter columns */
     char head[512] = "";
-    cat(head, sizeof head, "%s%-*s %*s %*s %*s", bold(o), lw, "line", nw, "allocated", nw, "python", nw, "native");
+    cat(head, sizeof head, "%s%-*s %*s %*s %*s", pf_text_bold(o), lw, "line", nw, "allocated", nw, "python", nw,
+        "native");
     if (gpu)
         cat(head, sizeof head, " %*s", nw, "gpu");
     cat(head, sizeof head, " %6s %9s %9s", "peak%", "at exit", "copied");
@@ -346,9 +349,9 @@ static void lines_table(out_t *o, const pf_model_t *m, int rows, int reduced)
         cat(head, sizeof head, " %9s", "copy/s");
     if (trend)
         cat(head, sizeof head, " %-10s", "trend");
-    cat(head, sizeof head, " %s%s", "source", reset(o));
+    cat(head, sizeof head, " %s%s", "source", pf_text_reset(o));
     fputc('\n', o->f);
-    line(o, "%s", head);
+    pf_text_line(o, "%s", head);
     int shown = 0, any_leak = 0, any_red = 0, any_few = 0;
     for (size_t k = 0; k < m->n_lines && shown < rows; k++) {
         const pf_line_t *l = &m->lines[order[k]];
@@ -361,9 +364,9 @@ static void lines_table(out_t *o, const pf_model_t *m, int rows, int reduced)
             l->s.copy_bytes < 0.01 * m->total.copy_bytes)
             continue;
         char where[512], where_cut[520];
-        snprintf(where, sizeof where, "%s:%d", shorten_path(file), l->line);
+        snprintf(where, sizeof where, "%s:%d", pf_text_path(file), l->line);
         cut_left(o, where, lw, where_cut, sizeof where_cut);
-        int pad = lw - columns(o, where_cut);
+        int pad = lw - pf_text_columns(o, where_cut);
         int users = pf_model_is_user_file(m, file);
         int leak = pf_report_leak_found(m, l);
         int red = users && l->s.redundant_copy_bytes > 0.5;
@@ -373,27 +376,27 @@ static void lines_table(out_t *o, const pf_model_t *m, int rows, int reduced)
         int few = pf_report_few_samples(&l->s);
         any_few |= few;
         cat(row, sizeof row, "%s%*s %*s %*s %*s", where_cut, pad > 0 ? pad : 0, "", nw,
-            marked(l->s.alloc_bytes, few ? '~' : 0, a), nw, human(l->s.python_bytes, b), nw,
-            human(l->s.native_bytes, c));
+            marked(l->s.alloc_bytes, few ? '~' : 0, a), nw, pf_text_human(l->s.python_bytes, b), nw,
+            pf_text_human(l->s.native_bytes, c));
         if (gpu)
-            cat(row, sizeof row, " %*s", nw, human(l->s.gpu_bytes, a));
-        cat(row, sizeof row, " %5.1f%% %9s %9s", share(l->s.peak_bytes, m->total.peak_bytes),
+            cat(row, sizeof row, " %*s", nw, pf_text_human(l->s.gpu_bytes, a));
+        cat(row, sizeof row, " %5.1f%% %9s %9s", pf_text_share(l->s.peak_bytes, m->total.peak_bytes),
             marked(l->s.leaked_bytes, leak ? '!' : 0, d), marked(l->s.copy_bytes, red ? '*' : 0, e));
         if (redundant)
-            cat(row, sizeof row, " %9s", human(l->s.redundant_copy_bytes, a));
+            cat(row, sizeof row, " %9s", pf_text_human(l->s.redundant_copy_bytes, a));
         if (rate)
-            cat(row, sizeof row, " %9s", human(pf_report_copy_rate(&l->s), b));
+            cat(row, sizeof row, " %9s", pf_text_human(pf_report_copy_rate(&l->s), b));
         if (trend)
             cat(row, sizeof row, " %s", sparkline(l->s.timeline, PF_TIMELINE_POINTS, 10, spark, sizeof spark));
         cat(row, sizeof row, " %s", pf_report_source_line(file, l->line));
-        line(o, "%s", row);
+        pf_text_line(o, "%s", row);
         shown++;
     }
     if (!shown)
-        line(o, "(no allocation in the program's own files was recorded)");
+        pf_text_line(o, "(no allocation in the program's own files was recorded)");
     if (any_leak || any_red || any_few)
-        line(o, "%s%s%s", any_leak ? "! probable leak (see below)   " : "", any_red ? "* copies judged redundant   " : "",
-             any_few ? "~ few samples: +-20% or more" : "");
+        pf_text_line(o, "%s%s%s", any_leak ? "! probable leak (see below)   " : "",
+                     any_red ? "* copies judged redundant   " : "", any_few ? "~ few samples: +-20% or more" : "");
     free(order);
 }
 
@@ -417,15 +420,16 @@ static void outside_code(out_t *o, const pf_model_t *m)
     if (!pf_report_outside_code_shown(m, &out))
         return;
     char a[16], b[16];
-    heading(o, "outside your code", "no line of yours on the stack: child processes, library threads, imports");
-    line(o, "  %s allocated (%.0f%%), %.0f%% of the peak, in %zu library lines; the largest:", human(out.alloc_bytes, a),
-         share(out.alloc_bytes, m->total.alloc_bytes), share(out.peak_bytes, m->total.peak_bytes), out.lines);
+    pf_text_heading(o, "outside your code", "no line of yours on the stack: child processes, library threads, imports");
+    pf_text_line(o, "  %s allocated (%.0f%%), %.0f%% of the peak, in %zu library lines; the largest:",
+                 pf_text_human(out.alloc_bytes, a), pf_text_share(out.alloc_bytes, m->total.alloc_bytes),
+                 pf_text_share(out.peak_bytes, m->total.peak_bytes), out.lines);
     for (size_t k = 0; k < out.n_top; k++) {
         const pf_line_t *l = &m->lines[out.top[k]];
-        line(o, "  %9s  %s:%d (%s)", human(l->s.alloc_bytes, b), package_path(pf_model_str(m, l->file)), l->line,
-             pf_model_str(m, l->function));
+        pf_text_line(o, "  %9s  %s:%d (%s)", pf_text_human(l->s.alloc_bytes, b), package_path(pf_model_str(m, l->file)),
+                     l->line, pf_model_str(m, l->function));
     }
-    line(o, "  (`pyflow report PROFILE --profile-all` lists every line)");
+    pf_text_line(o, "  (`pyflow report PROFILE --profile-all` lists every line)");
 }
 
 /* Where the line table's rows hold memory of threads and processes they started. */
@@ -435,13 +439,15 @@ static void started_lines(out_t *o, const pf_model_t *m)
     size_t n = pf_report_started_lines(m, top, PF_STARTED_TOP);
     if (!n)
         return;
-    heading(o, "started by your lines", "what the threads and processes they started allocated outside your code");
+    pf_text_heading(o, "started by your lines",
+                    "what the threads and processes they started allocated outside your code");
     for (size_t k = 0; k < n; k++) {
         const pf_line_t *l = &m->lines[top[k]];
         char a[16], what[64];
         const char *src = pf_report_source_line(pf_model_str(m, l->file), l->line);
-        line(o, "  %9s  %s:%d in %s%s%s", human(l->started_bytes, a), shorten_path(pf_model_str(m, l->file)), l->line,
-             pf_report_started_what(l, what), src[0] ? ": " : "", src);
+        pf_text_line(o, "  %9s  %s:%d in %s%s%s", pf_text_human(l->started_bytes, a),
+                     pf_text_path(pf_model_str(m, l->file)), l->line, pf_report_started_what(l, what),
+                     src[0] ? ": " : "", src);
     }
 }
 
@@ -457,25 +463,25 @@ static void funcs_table(out_t *o, const pf_model_t *m, int rows)
             continue;
         if (!shown) {   /* no table at all when no function of the user's allocated (a syntax error) */
             fputc('\n', o->f);
-            line(o, "%s%-40s %9s %9s %9s %6s %9s%s", bold(o), "function", "allocated", "python", "native",
-                 "peak%", "at exit", reset(o));
+            pf_text_line(o, "%s%-40s %9s %9s %9s %6s %9s%s", pf_text_bold(o), "function", "allocated", "python",
+                         "native", "peak%", "at exit", pf_text_reset(o));
         }
         char name[512];
-        snprintf(name, sizeof name, "%s (%s)", pf_model_str(m, f->function), shorten_path(file));
+        snprintf(name, sizeof name, "%s (%s)", pf_model_str(m, f->function), pf_text_path(file));
         char cut[520];
         snprintf(cut, sizeof cut, "%s", name);
-        int pad = 40 - columns(o, cut);
+        int pad = 40 - pf_text_columns(o, cut);
         if (pad < 0) {
             cut[0] = '\0';
             FILE *mem = fmemopen(cut, sizeof cut, "w");
             out_t tmp = {mem, 40, 0};
-            put_cut(&tmp, name, 40);
+            pf_text_put_cut(&tmp, name, 40);
             fclose(mem);
-            pad = 40 - columns(o, cut);
+            pad = 40 - pf_text_columns(o, cut);
         }
-        line(o, "%s%*s %9s %9s %9s %5.1f%% %9s", cut, pad > 0 ? pad : 0, "", human(f->s.alloc_bytes, a),
-             human(f->s.python_bytes, b), human(f->s.native_bytes, c), share(f->s.peak_bytes, m->total.peak_bytes),
-             human(f->s.leaked_bytes, d));
+        pf_text_line(o, "%s%*s %9s %9s %9s %5.1f%% %9s", cut, pad > 0 ? pad : 0, "", pf_text_human(f->s.alloc_bytes, a),
+                     pf_text_human(f->s.python_bytes, b), pf_text_human(f->s.native_bytes, c),
+                     pf_text_share(f->s.peak_bytes, m->total.peak_bytes), pf_text_human(f->s.leaked_bytes, d));
         shown++;
     }
     free(order);
@@ -489,7 +495,8 @@ static void funcs_table(out_t *o, const pf_model_t *m, int rows)
 static int calltree_shown(const pf_model_t *m, const pf_callnode_t *c)
 {
     return pf_report_file_listed(m, pf_model_str(m, c->file)) &&
-           (c->peak >= PF_CALLTREE_SHOWN * m->total.peak_bytes || c->alloc >= PF_CALLTREE_SHOWN * m->total.alloc_bytes) &&
+           (c->peak >= PF_CALLTREE_SHOWN * m->total.peak_bytes ||
+            c->alloc >= PF_CALLTREE_SHOWN * m->total.alloc_bytes) &&
            c->alloc >= 0.5;
 }
 
@@ -527,14 +534,14 @@ static void call_path_row(out_t *o, const pf_model_t *m, const pf_callnode_t *c)
     const char *file = pf_model_str(m, c->file), *function = pf_model_str(m, c->function);
     int indent = path_indent(o, c->depth);
     char head[64];
-    snprintf(head, sizeof head, "  %5.1f%% %9s %9s  %*s", share(c->peak, m->total.peak_bytes), human(c->peak, a),
-             human(c->alloc, b), indent, "");
+    snprintf(head, sizeof head, "  %5.1f%% %9s %9s  %*s", pf_text_share(c->peak, m->total.peak_bytes),
+             pf_text_human(c->peak, a), pf_text_human(c->alloc, b), indent, "");
     char what[1200];
     const char *src = pf_report_source_line(file, c->line);
-    snprintf(what, sizeof what, "%s%s%s:%d%s%s", function, function[0] ? " " : "", shorten_path(file), c->line,
+    snprintf(what, sizeof what, "%s%s%s:%d%s%s", function, function[0] ? " " : "", pf_text_path(file), c->line,
              src[0] ? "  " : "", src);
     fputs(head, o->f);
-    put_cut(o, what, o->width - columns(o, head));
+    pf_text_put_cut(o, what, o->width - pf_text_columns(o, head));
     fputc('\n', o->f);
 }
 
@@ -549,8 +556,9 @@ static void call_paths(out_t *o, const pf_model_t *m, int rows)
         deep = m->nodes[n].depth > 0 && calltree_shown(m, &m->nodes[n]);
     if (!deep)
         return;
-    heading(o, "call paths", "each line of yours under the line that called it");
-    line(o, "%s  %6s %9s %9s  %s%s", bold(o), "peak%", "at peak", "allocated", "line", reset(o));
+    pf_text_heading(o, "call paths", "each line of yours under the line that called it");
+    pf_text_line(o, "%s  %6s %9s %9s  %s%s", pf_text_bold(o), "peak%", "at peak", "allocated", "line",
+                 pf_text_reset(o));
     int shown = 0, left = 0;
     for (int32_t n = m->first_root; n >= 0;) {
         int show = calltree_shown(m, &m->nodes[n]);
@@ -563,7 +571,7 @@ static void call_paths(out_t *o, const pf_model_t *m, int rows)
             for (int32_t k; (k = passing_child(m, last)) >= 0; skipped++)
                 last = k;
             if (skipped >= 2) {     /* first, "N lines", last: shorter than the run itself */
-                line(o, "  %6s %9s %9s  %*s(%d more lines passing the same bytes down)", "", "", "",
+                pf_text_line(o, "  %6s %9s %9s  %*s(%d more lines passing the same bytes down)", "", "", "",
                      path_indent(o, m->nodes[n].depth + 1), "", skipped);
                 n = last;
                 continue;       /* the run's last line is shown next, then its children */
@@ -572,7 +580,7 @@ static void call_paths(out_t *o, const pf_model_t *m, int rows)
         n = pf_report_calltree_next(m, n, show);
     }
     if (left)
-        line(o, "  and %d more (JSON call_tree, or the HTML report's flame graph, has them all)", left);
+        pf_text_line(o, "  and %d more (JSON call_tree, or the HTML report's flame graph, has them all)", left);
 }
 
 /* One row per process when children were merged. */
@@ -582,8 +590,8 @@ static void processes(out_t *o, const pf_model_t *m)
         return;
     char a[16], b[16], c[16];
     fputc('\n', o->f);
-    line(o, "%s%-8s %-8s %9s %9s %9s  %s%s", bold(o), "pid", "parent", "allocated", "peak", "at exit", "command",
-         reset(o));
+    pf_text_line(o, "%s%-8s %-8s %9s %9s %9s  %s%s", pf_text_bold(o), "pid", "parent", "allocated", "peak", "at exit",
+                 "command", pf_text_reset(o));
     int via = 0;
     for (size_t i = 0; i < m->n_procs; i++) {
         const pf_process_t *p = &m->procs[i];
@@ -593,12 +601,12 @@ static void processes(out_t *o, const pf_model_t *m)
         snprintf(parent, sizeof parent, p->via_pid ? "%u*" : "%u", p->via_pid ? p->via_pid : p->ppid);
         via |= p->via_pid != 0 && !p->root;
         /* a process that exec'd keeps its pid: its first image's row says so */
-        line(o, "%-8u %-8s %9s %9s %9s  %s%s", p->pid, p->root ? "(root)" : parent, human(p->alloc_bytes, a),
-             human(p->peak_bytes, b), human(p->live, c), pf_report_process_replaced(m, i) ? "(before exec) " : "",
-             p->argv);
+        pf_text_line(o, "%-8u %-8s %9s %9s %9s  %s%s", p->pid, p->root ? "(root)" : parent,
+                     pf_text_human(p->alloc_bytes, a), pf_text_human(p->peak_bytes, b), pf_text_human(p->live, c),
+                     pf_report_process_replaced(m, i) ? "(before exec) " : "", p->argv);
     }
     if (via)
-        line(o, "* through a shell or another launcher that process ran");
+        pf_text_line(o, "* through a shell or another launcher that process ran");
     pf_render_workers_text(m, o->f, o->width);
 }
 
@@ -609,12 +617,13 @@ static void unprofiled(out_t *o, const pf_model_t *m)
     size_t others, n = pf_report_unprofiled_groups(m, top, PF_UNPROFILED_TOP, &others);
     if (!n)
         return;
-    heading(o, "not profiled", "Python processes given an environment without pyflow's LD_PRELOAD or PYFLOW_OUTPUT");
+    pf_text_heading(o, "not profiled",
+                    "Python processes given an environment without pyflow's LD_PRELOAD or PYFLOW_OUTPUT");
     for (size_t k = 0; k < n; k++) {
         char where[300] = "(no line of yours)", what[48];
         if (top[k].row >= 0) {
             const pf_line_t *l = &m->lines[top[k].row];
-            snprintf(where, sizeof where, "%s:%d", shorten_path(pf_model_str(m, l->file)), l->line);
+            snprintf(where, sizeof where, "%s:%d", pf_text_path(pf_model_str(m, l->file)), l->line);
         }
         const pf_unprofiled_t *u = &m->unprofiled[top[k].first];
         if (top[k].count > 1)
@@ -626,196 +635,12 @@ static void unprofiled(out_t *o, const pf_model_t *m)
         else
             snprintf(what, sizeof what, "pid %u", u->pid);
         fprintf(o->f, "  %s  %s: ", where, what);
-        put_cut(o, u->command, o->width - 6 - columns(o, where) - columns(o, what));
+        pf_text_put_cut(o, u->command, o->width - 6 - pf_text_columns(o, where) - pf_text_columns(o, what));
         fputc('\n', o->f);
     }
     if (others)
-        line(o, "  and %zu more started by other lines", others);
-    line(o, "  fix: %s", PF_UNPROFILED_FIX);
-}
-
-/* Under a finding about line l: the callers of its call-tree node holding most of its bytes at the peak
- * (at_exit 0) or at exit, when it has callers: which caller keeps the memory of a shared helper. */
-static void via(out_t *o, const pf_model_t *m, const pf_line_t *l, int at_exit)
-{
-    char callers[1024], more[64] = "";
-    size_t paths;
-    const char *callers_of = pf_report_via(m, l, at_exit, callers, sizeof callers, &paths);
-    if (!callers_of)
-        return;
-    if (paths > 1)
-        snprintf(more, sizeof more, " (most of it; %zu paths in all)", paths);
-    line(o, "      via %s%s", callers_of, more);
-}
-
-/* The lines holding most of the program's peak. */
-static void peak_contributors(out_t *o, const pf_model_t *m)
-{
-    if (m->total.peak_bytes <= 0)
-        return;
-    char a[16];
-    int shown = 0;
-    for (int pass = 0; pass < 3; pass++) {
-        const pf_line_t *best = NULL;
-        static const pf_line_t *taken[3];
-        for (size_t i = 0; i < m->n_lines; i++) {
-            const pf_line_t *l = &m->lines[i];
-            int used = 0;
-            for (int k = 0; k < pass; k++)
-                used |= taken[k] == l;
-            if (!used && l->s.peak_bytes > 0 && (!best || l->s.peak_bytes > best->s.peak_bytes))
-                best = l;
-        }
-        if (!best || best->s.peak_bytes < 0.05 * m->total.peak_bytes)
-            break;
-        taken[pass] = best;
-        if (!shown++) {
-            char when[32];
-            snprintf(when, sizeof when, "%.2f s", (double)m->peak_ns / 1e9);
-            heading(o, "largest at the peak", when);
-        }
-        const char *source = pf_report_source_line(pf_model_str(m, best->file), best->line);
-        const char *function = pf_model_str(m, best->function);
-        line(o, "  %s:%d  %s (%.0f%% of the peak)%s%s", shorten_path(pf_model_str(m, best->file)), best->line,
-             human(best->s.peak_bytes, a), 100 * best->s.peak_bytes / m->total.peak_bytes,
-             source[0] ? ": " : function[0] ? " in " : "", source[0] ? source : function);
-        via(o, m, best, 0);
-    }
-}
-
-static void leaks(out_t *o, const pf_model_t *m)
-{
-    char a[16], b[16];
-    int any = 0;
-    size_t *order = pf_report_line_order(m);
-    for (size_t k = 0; k < m->n_lines; k++) {
-        const pf_line_t *l = &m->lines[order[k]];
-        if (!pf_report_leak_found(m, l))
-            continue;
-        double p = pf_report_leak_likelihood(&l->s);
-        if (!any++) {
-            heading(o, "probable leaks", "live at exit and still growing");
-        }
-        line(o, "  %s%s:%d%s  %s live at exit, likelihood %.0f%%, growing %s/s: %s", red(o),
-             shorten_path(pf_model_str(m, l->file)), l->line, reset(o), human(l->s.leaked_bytes, a),
-             floor(1000 * p) / 10, human(l->s.leak.rate, b),
-             pf_report_source_line(pf_model_str(m, l->file), l->line));
-        via(o, m, l, 1);
-    }
-    free(order);
-}
-
-#define PF_ACCESS_FINDINGS 5
-
-static void access_findings(out_t *o, const pf_model_t *m)
-{
-    char a[16];
-    for (size_t i = 0, shown = 0; i < m->n_redundancies && shown < PF_ACCESS_FINDINGS; i++) {
-        const pf_redundancy_t *r = &m->redundancies[i];
-        if (!pf_report_redundancy_shown(m, r))
-            continue;
-        if (shown++ == 0) {
-            heading(o, "redundant stores and loads", "the same value stored or loaded again by another native call");
-        }
-        const pf_line_t *at = &m->lines[r->repeat_line];
-        double kind_total = r->kind == PF_ACCESS_STORE ? m->total.store_bytes : m->total.load_bytes;
-        line(o, "  %s%s:%d%s  %s%s %s, %.0f%% of watched %ss (%.0f pairs), %s: %s", red(o),
-             shorten_path(pf_model_str(m, at->file)), at->line, reset(o), r->approx ? "\u2248" : "",
-             human(r->bytes, a), r->kind == PF_ACCESS_STORE ? "silent stores" : "redundant loads",
-             share(r->bytes, kind_total), r->kind == PF_ACCESS_STORE ? "store" : "load", r->count, r->category,
-             pf_report_source_line(pf_model_str(m, at->file), at->line));
-        if (r->first_line >= 0 && r->first_line != r->repeat_line) {
-            const pf_line_t *first = &m->lines[r->first_line];
-            line(o, "      first at %s:%d", shorten_path(pf_model_str(m, first->file)), first->line);
-        }
-        if (r->repeat_native)
-            line(o, "      in %s", pf_model_str(m, r->repeat_native));
-        line(o, "      fix: %s", r->fix);
-    }
-}
-
-/* --watch=copies: the copies a watched write proved needed, and who wrote (the largest edges first). */
-static void needed_copies(out_t *o, const pf_model_t *m)
-{
-    enum { SHOWN = 5 };
-    const pf_flow_t *top[SHOWN];
-    size_t shown = pf_report_needed_copies(m, top, SHOWN);
-    char a[16];
-    for (size_t k = 0; k < shown; k++) {
-        const pf_flow_t *f = top[k];
-        const pf_line_t *at = &m->lines[f->at_line];
-        if (!k) {
-            heading(o, "copies proved needed", "a watched write changed the copy or its source");
-        }
-        line(o, "  %s:%d  %s in %.0f cop%s: %s", shorten_path(pf_model_str(m, at->file)), at->line,
-             human(f->bytes, a), f->count, f->count < 1.5 ? "y" : "ies",
-             pf_report_source_line(pf_model_str(m, at->file), at->line));
-        if (f->write_line >= 0) {
-            const pf_line_t *w = &m->lines[f->write_line];
-            line(o, "      %s written at %s:%d%s%s: %s", f->write_to_dst ? "copy" : "source",
-                 shorten_path(pf_model_str(m, w->file)), w->line, f->write_native ? " in " : "",
-                 f->write_native ? pf_model_str(m, f->write_native) : "",
-                 pf_report_source_line(pf_model_str(m, w->file), w->line));
-        } else {
-            line(o, "      %s written%s%s (no Python frame)", f->write_to_dst ? "copy" : "source",
-                 f->write_native ? " in " : "", f->write_native ? pf_model_str(m, f->write_native) : "");
-        }
-    }
-}
-
-#define COPIES_ABOUT "neither copy nor source was modified while both lived"
-
-/* The redundant bytes of the header's total that no finding above lists, and why. */
-static void unlisted_copies(out_t *o, const pf_model_t *m, int listed)
-{
-    pf_unlisted_redundancy_t u;
-    pf_report_unlisted_redundancy(m, &u);
-    int started = pf_report_unlisted_shown(m, u.started_bytes), elsewhere = pf_report_unlisted_shown(m, u.elsewhere_bytes);
-    if (!started && !elsewhere)
-        return;
-    if (!listed) {
-        heading(o, "redundant copies", COPIES_ABOUT);
-    }
-    char a[16];
-    if (started) {
-        const pf_line_t *l = &m->lines[u.started_line];
-        line(o, "  %s%s by threads and processes your lines started, in library code (most: %s:%d)",
-             listed ? "and " : "", human(u.started_bytes, a), shorten_path(pf_model_str(m, l->file)), l->line);
-    }
-    if (elsewhere)
-        line(o, "  %s%s outside your code (library lines, imports)", listed || started ? "and " : "",
-             human(u.elsewhere_bytes, a));
-}
-
-static void findings(out_t *o, const pf_model_t *m)
-{
-    char a[16];
-    int any = 0;
-    for (size_t i = 0; i < m->n_flows; i++) {
-        const pf_flow_t *f = &m->flows[i];
-        if (!pf_report_copy_found(m, f))
-            continue;
-        const pf_line_t *at = &m->lines[f->at_line];
-        if (!any++) {
-            heading(o, "redundant copies", COPIES_ABOUT);
-        }
-        char rate[16];
-        double n = f->redundant_count < 1 ? 1 : f->redundant_count;
-        char from[600], callers[1024];
-        line(o, "  %s%s:%d%s  %s in %.0f cop%s%s (%s/s, judged %u): %s", red(o),
-             shorten_path(pf_model_str(m, at->file)), at->line, reset(o), human(f->redundant_bytes, a), n,
-             n < 1.5 ? "y" : "ies", pf_report_copy_source(m, f, from, sizeof from),
-             human(pf_report_copy_rate(&at->s), rate), f->judged,
-             pf_report_source_line(pf_model_str(m, at->file), at->line));
-        const char *via = pf_report_flow_via(m, f, callers, sizeof callers);
-        if (via)    /* a helper's copy: who called it */
-            line(o, "      via %s", via);
-        if (f->made_in)
-            line(o, "      made inside %s", pf_model_str(m, f->made_in));
-        line(o, "      fix: %s", pf_report_copy_fix(m, f));
-    }
-    unlisted_copies(o, m, any);
-    needed_copies(o, m);
+        pf_text_line(o, "  and %zu more started by other lines", others);
+    pf_text_line(o, "  fix: %s", PF_UNPROFILED_FIX);
 }
 
 int pf_render_text(const pf_model_t *m, FILE *f, const pf_text_opts_t *opts)
@@ -830,11 +655,11 @@ int pf_render_text(const pf_model_t *m, FILE *f, const pf_text_opts_t *opts)
     call_paths(&o, m, rows);
     processes(&o, m);
     unprofiled(&o, m);
-    peak_contributors(&o, m);
-    findings(&o, m);
-    access_findings(&o, m);
+    pf_text_peak_contributors(&o, m);
+    pf_text_findings(&o, m);
+    pf_text_access_findings(&o, m);
     pf_text_waste(f, m, o.width, o.color);
-    leaks(&o, m);
+    pf_text_leaks(&o, m);
     pf_render_tests_text(m, f, rows);
     if (m->n_notes)
         fputc('\n', f);
@@ -842,7 +667,7 @@ int pf_render_text(const pf_model_t *m, FILE *f, const pf_text_opts_t *opts)
         fprintf(f, "pyflow: %s\n", m->notes[i]);   /* whole: a message cut short says nothing */
     if (opts && opts->profile_path) {
         fputc('\n', f);
-        line(&o, "profile saved: %s (render again: pyflow report %s)", opts->profile_path, opts->profile_path);
+        pf_text_line(&o, "profile saved: %s (render again: pyflow report %s)", opts->profile_path, opts->profile_path);
     }
     return ferror(f) ? -EIO : 0;
 }

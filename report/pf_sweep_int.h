@@ -239,4 +239,15 @@ void pf_sweep_leaks(sweeper_t *S);
 void pf_sweep_access(sweeper_t *S, const event_t *e);
 void pf_sweep_access_finish(sweeper_t *S);
 
+/* Shared by the sweep's files: a row's first and last event times; the slot of a freed block's key in
+ * recent_frees. */
+void pf_sweep_touch(pf_stats_t *s, uint64_t t);
+uint32_t pf_sweep_recent_slot(uint64_t key);
+
+/* pf_sweep_copies.c: COPY, VERDICT and COPY_WRITE events, and the flows' redundant bytes at the end. */
+void pf_sweep_copy(sweeper_t *S, const event_t *e);
+void pf_sweep_verdict(sweeper_t *S, const event_t *e);
+void pf_sweep_copy_write(sweeper_t *S, const event_t *e);
+void pf_sweep_copies_finish(pf_model_t *m);
+
 #endif /* PF_SWEEP_INT_H */

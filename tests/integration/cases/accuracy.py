@@ -48,7 +48,7 @@ def profile_stacks(path, function):
                 refs.append(struct.unpack_from("<I", data, p + 8 + 40)[0])
             elif n_py or n_native:
                 inline += 1
-        elif rtype == 18:   # ALLOC_SHORT: time, address, size, then the stack id at payload 20
+        elif rtype == 21:   # ALLOC_SHORT: time, address, size, then the stack id at payload 20
             refs.append(struct.unpack_from("<I", data, p + 8 + 20)[0])
         elif rtype == 3:    # CODE: id, first line, file and name lengths, then the file and the name
             cid, _first, flen, nlen = struct.unpack_from("<IiII", data, p + 8)
