@@ -16,7 +16,7 @@
 #include "pf_writer.h"
 
 #define PF_STACKS_BLOCK_BYTES (1u << 20)
-#define PF_STACKS_MAX_BLOCKS 16u            /* 16 MiB of stack copies at most: they are resident in the program */
+#define PF_STACKS_MAX_BLOCKS 64u            /* 64 MiB of stack copies at most */
 
 /* Each id's entry: pyflow's copy of the stack's words. */
 typedef struct pf_stack_entry {
