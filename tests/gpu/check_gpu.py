@@ -20,6 +20,9 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
+from cases import common  # noqa: E402  (the integration cases' helpers: row, flows_at)
+from cases.common import row  # noqa: E402
 SKIP = 77
 MiB = 1 << 20
 
@@ -41,20 +44,8 @@ def profile(a, script, *args):
             return cp, json.load(f)
 
 
-def row(doc, script, line):
-    rows = [r for r in doc["lines"] if os.path.basename(r["file"]) == script and r["line"] == line]
-    assert rows, f"no row for {script}:{line}"
-    out = dict(rows[0])
-    for r in rows[1:]:
-        for k, v in r.items():
-            if isinstance(v, (int, float)) and k != "line":
-                out[k] += v
-    return out
-
-
 def flows_at(doc, script, line, kind):
-    return [f for f in doc["flows"]
-            if os.path.basename(f["at"]["file"]) == script and f["at"]["line"] == line and f["kind"] == kind]
+    return [f for f in common.flows_at(doc, script, line) if f["kind"] == kind]
 
 
 def case_probe(a):
