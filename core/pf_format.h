@@ -144,6 +144,27 @@ typedef enum pf_domain {
 static inline int pf_domain_is_python(unsigned d) { return d <= PF_DOMAIN_PYOBJ; }
 static inline int pf_domain_is_native(unsigned d) { return d == PF_DOMAIN_MALLOC || d == PF_DOMAIN_MMAP; }
 
+/* What Python object a tracked block is, as the runtime saw it at a moment its memory was the program's
+ * for certain (the free or realloc of the block, a copy into or out of it): the object itself, by its
+ * type word (str, bytes, bytearray, int, float after the reference count; list, dict, tuple, set after
+ * the garbage collector's 16-byte header as well), or the storage of one: a dict's keys table (its header
+ * and the allocation's size agree, field by field, with CPython's layout of the version), a list's item
+ * array (a PyMem block whose first two words point at objects whose type is a type; read with
+ * process_vm_readv, so a block that is no list cannot fault). Carried by FREE (aux) and COPY (end_types). */
+typedef enum pf_obj_kind {
+    PF_OBJ_UNKNOWN = 0,     /* none of these, or not looked at (native memory, an older runtime) */
+    PF_OBJ_STR = 1,
+    PF_OBJ_BYTES = 2,
+    PF_OBJ_BYTEARRAY = 3,
+    PF_OBJ_LIST = 4,        /* a list object or its item array */
+    PF_OBJ_DICT = 5,        /* a dict object or its keys table */
+    PF_OBJ_TUPLE = 6,
+    PF_OBJ_SET = 7,         /* set or frozenset object */
+    PF_OBJ_INT = 8,
+    PF_OBJ_FLOAT = 9,
+    PF_OBJ_KINDS
+} pf_obj_kind_t;
+
 /* ALLOC flags (pf_rec_alloc_t.flags). */
 #define PF_ALLOC_SAMPLED 0x1u   /* chosen by the byte sampler: est_bytes = size / P(sampled) */
 #define PF_ALLOC_EXACT 0x2u     /* at/above the object threshold or --exact: est_bytes = size */
@@ -207,7 +228,10 @@ typedef struct pf_rec_stack_ref {
     uint32_t reserved;
 } pf_rec_stack_ref_t;
 
-/* PF_REC_FREE payload. aux = domain of the free call. */
+/* PF_REC_FREE payload. aux = PF_FREE_AUX(domain of the free call, pf_obj_kind_t of the object): the kind is
+ * 0 in files of runtimes before it, and readers that predate it ignore aux. */
+#define PF_FREE_AUX(domain, kind) ((uint16_t)((domain) | (uint32_t)(kind) << 8))
+#define PF_FREE_KIND(aux) ((pf_obj_kind_t)((aux) >> 8 & 0xffu))
 typedef struct pf_rec_free {
     uint64_t t_ns;
     uint64_t addr;
@@ -376,8 +400,14 @@ typedef struct pf_rec_copy {
                                (a copy beyond the compare budget, or an older runtime's, which wrote 0) */
     uint16_t n_py;
     uint16_t n_native;
-    uint16_t reserved16;
+    uint16_t end_types;     /* PF_COPY_END_TYPES(src kind, dst kind), pf_obj_kind_t each, where the runtime
+                               looked (the copies it linked, and reallocs: the block's kind carries on);
+                               0: not known (a runtime before it wrote 0 here) */
 } pf_rec_copy_t;
+
+#define PF_COPY_END_TYPES(src, dst) ((uint16_t)((uint32_t)(src) | (uint32_t)(dst) << 8))
+#define PF_COPY_END_TYPE_SRC(t) ((pf_obj_kind_t)((t) & 0xffu))
+#define PF_COPY_END_TYPE_DST(t) ((pf_obj_kind_t)((t) >> 8 & 0xffu))
 
 /* The Python object a copy's end lies in, when it is one whose type the runtime checks: the advice for a
  * redundant str.encode() or bytes.decode() is not the advice for bytes(buf). */

@@ -18,6 +18,10 @@
 /* Flows the default view draws besides the wasteful ones: the largest by bytes. */
 #define PF_FLOWVIEW_TOP 12
 
+/* A copy's destination kept no longer than this share of the run, and not live at the program's peak,
+ * was a temporary: the flow into it is no part of the data's story (pf_flow_temporary). */
+#define PF_FLOW_TEMPORARY_SHARE 0.01
+
 /* How a flow or a node is wasteful; the renderers draw each kind its own way, with a legend. Recomputed
  * values and untouched memory are filled in by pf_flow_waste / pf_node_waste once the model has them. */
 typedef enum pf_waste_kind {
@@ -34,6 +38,7 @@ typedef enum pf_flow_left {
     PF_LEFT_SMALL,              /* below min_bytes, or not among the largest */
     PF_LEFT_UNTRACKED,          /* an end is no tracked object */
     PF_LEFT_IMPORT,             /* made at an import line, or between objects no line of the user's made */
+    PF_LEFT_TEMPORARY,          /* not wasteful, into objects freed almost at once (pf_flow_temporary) */
     PF_LEFT_REASONS
 } pf_flow_left_t;
 
@@ -51,14 +56,21 @@ typedef struct pf_flowview {
 void pf_flowview_build(const pf_model_t *m, double min_bytes, int all, pf_flowview_t *v);
 void pf_flowview_free(pf_flowview_t *v);
 
-/* What line row's objects are, by the bytes it allocated and what copies saw at its objects: "GPU buffer",
- * "str", "bytes", "numpy data" (native memory a package's code made: its top-level name), "native buffer",
- * "Python objects". */
+/* What line row's objects are, by the bytes it allocated: "GPU buffer" (most of them device memory); the
+ * Python type the runtime saw holding more of them than any other and more than native memory ("list",
+ * "dict", "str", "bytes", "tuple", "set", "bytearray", "int", "float": pf_obj_kind_t); "numpy data"
+ * (native memory a package's code made: its top-level name), "native buffer"; "str" / "bytes" where only
+ * copies' ends said so (profiles before the runtime told kinds apart); else "Python objects". */
 const char *pf_flowview_kind(const pf_model_t *m, const pf_flowview_t *v, int32_t row, char *buf, size_t size);
 
 /* The library function an unfolded call-tree node stands for, as "package.module.function" (or the native
  * "symbol (library)"); "" for a node of the user's or -1. */
 const char *pf_flowview_function(const pf_model_t *m, int32_t full_node, char *buf, size_t size);
+
+/* 1 when every tracked destination of fl's copies was freed within PF_FLOW_TEMPORARY_SHARE of the run
+ * after its copy and none was live at the program's peak (the default view leaves such a flow out unless
+ * it is wasteful). */
+int pf_flow_temporary(const pf_model_t *m, const pf_flow_t *fl);
 
 /* The wasteful kind of a flow, and of a node (line row). */
 pf_waste_kind_t pf_flow_waste(const pf_model_t *m, const pf_flow_t *fl);

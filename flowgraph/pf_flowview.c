@@ -100,7 +100,11 @@ void pf_flowview_build(const pf_model_t *m, double min_bytes, int all, pf_flowvi
             why = PF_LEFT_IMPORT;
         else if (fl->bytes < min_bytes)
             why = PF_LEFT_SMALL;
-        else if (pf_flow_waste(m, fl) == PF_WASTE_NONE)
+        else if (pf_flow_waste(m, fl) != PF_WASTE_NONE)
+            why = PF_LEFT_NONE;     /* every wasteful flow is drawn, temporary or not */
+        else if (pf_flow_temporary(m, fl))
+            why = PF_LEFT_TEMPORARY;
+        else
             cand[n_cand++] = (by_bytes_t){fl->bytes, i};     /* drawn if among the largest */
         v->left[i] = why;
     }
@@ -181,6 +185,14 @@ const char *pf_flowview_kind(const pf_model_t *m, const pf_flowview_t *v, int32_
     uint8_t ends = v->ends[row];
     if (s->gpu_bytes > 0.5 * s->alloc_bytes)
         return "GPU buffer";
+    static const char *const kinds[PF_OBJ_KINDS] = {"", "str", "bytes", "bytearray", "list", "dict", "tuple", "set",
+                                                    "int", "float"};
+    int best = 0;
+    for (int k = 1; k < PF_OBJ_KINDS; k++)
+        if (l->kind_bytes[k] > l->kind_bytes[best])
+            best = k;
+    if (best && l->kind_bytes[best] > s->native_bytes)
+        return kinds[best];     /* the type holding most of the bytes the runtime saw a type of */
     if ((ends & (1u << PF_COPY_END_STR)) && (ends & (1u << PF_COPY_END_BYTES)))
         return "str and bytes";
     if (ends & (1u << PF_COPY_END_STR))
@@ -203,6 +215,12 @@ const char *pf_flowview_kind(const pf_model_t *m, const pf_flowview_t *v, int32_
         return "Python objects";
     snprintf(buf, size, "Python objects (%s)", pkg);
     return buf;
+}
+
+int pf_flow_temporary(const pf_model_t *m, const pf_flow_t *fl)
+{
+    double run_s = (double)m->end_ns / 1e9;
+    return fl->dst_known && !fl->dst_at_peak && fl->dst_life_s < PF_FLOW_TEMPORARY_SHARE * run_s;
 }
 
 pf_waste_kind_t pf_flow_waste(const pf_model_t *m, const pf_flow_t *fl)

@@ -110,7 +110,8 @@ static void legend(FILE *f, unsigned wastes)
 static void left_note(FILE *f, const pf_flowview_t *v, int all)
 {
     static const char *const why[PF_LEFT_REASONS] = {"", "smaller", "with an untracked end (not sampled)",
-                                                     "at import lines or between objects no line of yours made"};
+                                                     "at import lines or between objects no line of yours made",
+                                                     "into temporaries (freed almost at once, not at the peak)"};
     char note[1024] = "", b[24];
     size_t len = 0;
     for (int r = 1; r < PF_LEFT_REASONS; r++)

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "pf_content_scan.h"
+#include "pf_objkind.h"
 #include "pf_objtable.h"
 #include "pf_rec_int.h"
 #include "pf_writer.h"
@@ -57,7 +58,7 @@ static int64_t value_offset(const pf_objinfo_t *o)
     if (o->domain == PF_DOMAIN_GPU || o->size < PF_CONTENT_MIN_HASH)
         return -1;
     if (o->domain == PF_DOMAIN_PYOBJ)   /* skip the reference count and the type */
-        return pf_object_end_kind(o) != PF_COPY_END_OTHER ? 2 * (int64_t)sizeof(uintptr_t) : -1;
+        return pf_objkind_str_bytes(o) != PF_OBJ_UNKNOWN ? 2 * (int64_t)sizeof(uintptr_t) : -1;
     return 0;
 }
 

@@ -10,11 +10,11 @@
  * 1/PF_COMPARE_SHARE of the copied bytes; a copy beyond the budget is recorded but not linked. The reporter
  * extrapolates each edge's redundant share from the copies it judged.
  */
-#include <dlfcn.h>
 #include <string.h>
 
 #include "pf_aggregate.h"
 #include "pf_copy_rule.h"
+#include "pf_objkind.h"
 #include "pf_objtable.h"
 #include "pf_rec_int.h"
 #include "pf_stacks.h"
@@ -26,24 +26,11 @@
 
 static uint64_t next_copy_id = 1;
 
-/* The interpreter's str and bytes types (0 until found, or without Python). */
-static uintptr_t str_type, bytes_type;
-
-void pf_copies_find_types(void)
+/* What a str or bytes end is, for the copy rule's advice (pf_copy_end_t). */
+static uint8_t end_kind(const pf_objinfo_t *o)
 {
-    str_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyUnicode_Type");
-    bytes_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyBytes_Type");
-}
-
-/* A str or bytes object is allocated by the object domain, its type pointer after the reference count
- * (every build pyflow supports), and its characters inside it: the tracked object's start is the object. */
-int pf_object_end_kind(const pf_objinfo_t *o)
-{
-    if (o->domain != PF_DOMAIN_PYOBJ || o->size < 2 * sizeof(uintptr_t) || !str_type)
-        return PF_COPY_END_OTHER;
-    uintptr_t type;
-    memcpy(&type, (const char *)o->addr + sizeof(uintptr_t), sizeof type);
-    return type == str_type ? PF_COPY_END_STR : type == bytes_type ? PF_COPY_END_BYTES : PF_COPY_END_OTHER;
+    pf_obj_kind_t k = pf_objkind_str_bytes(o);
+    return k == PF_OBJ_STR ? PF_COPY_END_STR : k == PF_OBJ_BYTES ? PF_COPY_END_BYTES : PF_COPY_END_OTHER;
 }
 
 /* The tracked objects at a copy's two ends, when the copy may be judged: it makes a tracked destination a
@@ -58,7 +45,7 @@ static int copy_ends(const void *dst, const void *src, uint64_t n, pf_objinfo_t 
 }
 
 static void write_copy(pf_tls_t *t, uint64_t id, const void *dst, const void *src, uint64_t n, uint64_t est,
-                       uint8_t flags, int kind, uint8_t ends)
+                       uint8_t flags, int kind, uint8_t ends, uint16_t end_types)
 {
     pf_stack_t st;
     pf_stack_capture(t, &st);
@@ -78,7 +65,7 @@ static void write_copy(pf_tls_t *t, uint64_t id, const void *dst, const void *sr
     c->flags = flags;
     c->ends = ends;
     pf_stacks_fields(&st, sid, &c->flags, &c->n_py, &c->n_native);
-    c->reserved16 = 0;
+    c->end_types = end_types;
     pf_stacks_store_tail(&st, sid, c + 1);
     pf_writer_commit(t, rec, PF_REC_COPY, (uint16_t)kind, bytes);
 }
@@ -126,7 +113,8 @@ static uint64_t record_copy(pf_tls_t *t, const void *dst, const void *src, uint6
     uint64_t id = __atomic_fetch_add(&next_copy_id, 1, __ATOMIC_RELAXED);
     pf_objinfo_t d, s;
     int linked = !pf_aggregating() && within_budget(t, n) && copy_ends(dst, src, n, &d, &s);   /* --aggregate: no verdicts */
-    write_copy(t, id, dst, src, n, est, flags, kind, linked ? PF_COPY_ENDS(pf_object_end_kind(&s), pf_object_end_kind(&d)) : 0);
+    write_copy(t, id, dst, src, n, est, flags, kind, linked ? PF_COPY_ENDS(end_kind(&s), end_kind(&d)) : 0,
+               linked ? PF_COPY_END_TYPES(pf_objkind_of(&s), pf_objkind_of(&d)) : 0);
     if (linked)
         link_copy(t, id, dst, src, n, &d, &s);
     return id;
@@ -193,8 +181,11 @@ void pf_on_realloc_moved(pf_tls_t *t, void *dst, const pf_objinfo_t *old, size_t
                        ? n
                        : (uint64_t)((double)pf_sampler_estimate(old->size, mean) * (double)n / (double)old->size);
     uint64_t id = __atomic_fetch_add(&next_copy_id, 1, __ATOMIC_RELAXED);
+    /* the new block is the old one moved: the kind its free found (free_slow) is the new block's too */
+    pf_obj_kind_t moved = (pf_obj_kind_t)(old->flags >> PF_OBJ_KIND_FLAGS_SHIFT & 0xffu);
     write_copy(t, id, dst, (const void *)old->addr, n, est,
-               (old->flags & PF_ALLOC_EXACT) ? PF_ALLOC_EXACT : PF_ALLOC_SAMPLED, PF_COPY_REALLOC, 0);
+               (old->flags & PF_ALLOC_EXACT) ? PF_ALLOC_EXACT : PF_ALLOC_SAMPLED, PF_COPY_REALLOC, 0,
+               PF_COPY_END_TYPES(moved, moved));
     pf_guard_leave(t);
 }
 

@@ -17,6 +17,7 @@
 #include "pf_aggregate.h"
 #include "pf_codes.h"
 #include "pf_modules.h"
+#include "pf_objkind.h"
 #include "pf_objtable.h"
 #include "pf_labels.h"
 #include "pf_rec_int.h"
@@ -378,13 +379,17 @@ static int free_slow(pf_tls_t *t, void *p, int domain, pf_objinfo_t *obj, int co
             pf_copy_verdict_on_free(t, obj);   /* before the FREE: the bytes are still there */
         if (content)
             pf_content_on_free(t, obj);
+        /* the block is still the program's: what object it is, for the flow graph's nodes (and, kept in
+         * obj's flags, for the copy record of a realloc that moves it) */
+        pf_obj_kind_t kind = pf_objkind_of(obj);
+        obj->flags |= (uint32_t)kind << PF_OBJ_KIND_FLAGS_SHIFT;
         uint32_t bytes = (uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_free_t));
         char *rec = pf_writer_reserve(t, bytes);
         if (rec) {
             pf_rec_free_t *f = (pf_rec_free_t *)(rec + sizeof(pf_rec_header_t));
             f->t_ns = pf_now_ns();
             f->addr = (uint64_t)(uintptr_t)p;
-            pf_writer_commit(t, rec, PF_REC_FREE, (uint16_t)domain, bytes);
+            pf_writer_commit(t, rec, PF_REC_FREE, PF_FREE_AUX(domain, kind), bytes);
         }
     }
     pf_guard_leave(t);

@@ -6,6 +6,7 @@
 #include "pf_clock.h"
 #include "pf_codes.h"
 #include "pf_modules.h"
+#include "pf_objkind.h"
 #include "pf_objtable.h"
 #include "pf_rec_int.h"
 #include "pf_stacks.h"
@@ -36,16 +37,20 @@ int pf_recorder_tracks(const void *addr)
     return pf_objtable_maybe(addr) && pf_objtable_lookup((uintptr_t)addr, NULL);
 }
 
+/* The interpreter's version, from the writer's info: what pf_recorder_prepare lays dict keys out by. */
+static uint32_t python_hex;
+
 int pf_recorder_open(const char *base_path, int is_root, const pf_writer_info_t *info)
 {
     pf_clock_init();
+    python_hex = info->python_hex;
     int rc = pf_objtable_init();
     return rc == 0 ? pf_writer_open(base_path, is_root, info) : rc;
 }
 
 void pf_recorder_prepare(void)
 {
-    pf_copies_find_types();
+    pf_objkind_init(python_hex);
     if (pf_cfg.native)
         pf_unwinder_start();
 }

@@ -81,7 +81,8 @@ typedef struct pf_line {
      * its untouched bytes; values made again (bytes and objects, estimated) */
     double checked_bytes, untouched_bytes, resident_peak_bytes;
     double recomputed_bytes, recomputed_count;
-
+    /* bytes of its objects the runtime saw were of each pf_obj_kind_t (at their free, or a copy) */
+    double kind_bytes[PF_OBJ_KINDS];
 
     uint8_t import_state;       /* during the sweep: 0 not yet known, 1 an import line, 2 not (pf_model_leak.c) */
     double leak_own;            /* during the sweep: its own bytes on the leak clock so far (pf_model_leak.c) */
@@ -159,6 +160,11 @@ typedef struct pf_flow {
     uint32_t made_in;                       /* interned "function (file:line)": the innermost library frame
                                                of its largest copy's stack, under the at_line (0: none, the
                                                line itself made it) */
+    /* how long its copies' tracked destinations lived (pf_sweep_kinds.c): the longest time from a copy
+     * to its destination's free (to the run's end where never freed), whether one was live at the
+     * program's peak, and whether any destination was tracked at all */
+    double dst_life_s;
+    int dst_at_peak, dst_known;
 } pf_flow_t;
 
 /* A redundant-copy verdict stands on at least this many judged copies, or on every copy of its edge. */

@@ -385,6 +385,8 @@ void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uin
     pf_sweep_leak_freed(S, k, o, t);
     if (t >= S->L->procs[proc].fin_ns && !ended)
         return;     /* interpreter shutdown: the object stays counted as live at exit */
+    if (!ended)
+        pf_sweep_dst_freed(S, o, t);
     pf_map_del(&S->live, k);
     S->proc_objs[proc]--;
     *PF_VEC_PUSH(S->free_objs, S->n_free_objs, S->cap_free_objs) = idx;     /* its slot is free again */
@@ -517,6 +519,8 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     o->clock = S->leak_clock;
     o->at = pf_sweep_leak_at(S, row);
     o->chain = -1;
+    o->kind = 0;
+    o->dst_copy = -1;
     pf_peak_obj_start(&S->peak, &o->peak);
     o->half = (uint8_t)half;
     if (a->size >= PF_GROW_MIN_BYTES)  /* a realloc in place: its block freed just before, at this address */
@@ -538,8 +542,10 @@ static void on_free(sweeper_t *S, const event_t *e)
     const pf_rec_free_t *f = pf_event_payload(S->L, e);
     uint64_t k = pf_sweep_addr_key(e->proc, f->addr);
     uint64_t *v = pf_map_get(&S->live, k);
-    if (v)
-        release(S, e->proc, k, *v, e->t);
+    if (!v)
+        return;
+    pf_sweep_kind_seen(S, &S->objs[*v], PF_FREE_KIND(e->aux));
+    release(S, e->proc, k, *v, e->t);
 }
 
 static void finish_stats(pf_stats_t *s, uint64_t t_end)
@@ -649,6 +655,7 @@ void pf_model_sweep(loader_t *L)
     free(ends);
     m->total.peak_bytes = peak > 0 ? peak : 0;
     pf_sweep_copies_finish(m);
+    pf_sweep_flow_lives(&S);
     pf_sweep_access_finish(&S);
     pf_origin_unprofiled(&S);
     pf_workers_finish(m);

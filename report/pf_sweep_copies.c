@@ -122,6 +122,12 @@ void pf_sweep_copy(sweeper_t *S, const event_t *e)
             fl->dst_ends |= (uint8_t)(1u << PF_COPY_END_DST(c->ends));
         }
     }
+    if (c->end_types && src_obj >= 0)
+        pf_sweep_kind_seen(S, &S->objs[src_obj], PF_COPY_END_TYPE_SRC(c->end_types));
+    if (dst >= 0) {
+        pf_sweep_kind_seen(S, &S->objs[dst], PF_COPY_END_TYPE_DST(c->end_types));
+        pf_sweep_copy_dst(S, &S->objs[dst], (int64_t)S->n_cinfo - 1, e->t);
+    }
     *pf_map_put(&S->copies, pf_sweep_key3(e->proc, c->copy_id, 0xC0), NULL) = S->n_cinfo - 1;
 }
 

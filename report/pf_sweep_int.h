@@ -12,6 +12,8 @@ typedef struct live_obj {
     uint8_t gpu;        /* a GPU allocation */
     uint8_t domain;     /* PF_DOMAIN_* */
     uint8_t half;       /* pf_peak_half: which half of the samples it is in (0: recorded exactly) */
+    uint8_t kind;       /* pf_obj_kind_t the runtime saw it was (at its free or a copy), once counted */
+    int64_t dst_copy;   /* the last copy (S->cinfo) it was the destination of, -1: none */
     uint32_t native;    /* native site string, 0 = none */
     double est;
     uint64_t size;
@@ -73,6 +75,11 @@ typedef struct copy_info {
     int32_t flow;
     double est;
     int fills;          /* filled its tracked destination: a candidate for a verdict (pf_copy_rule.h) */
+    /* its tracked destination's life after the copy (pf_sweep_kinds.c): when copied, when freed (0: live
+     * at its process's end or exit), the destination's copy before this one (-1: none) */
+    uint64_t t_copy, t_dst_freed;
+    int64_t prev_same_dst;
+    int has_dst;
 } copy_info_t;
 
 /* What an allocation with an interned stack that has a frame of the user's is charged to. */
@@ -249,5 +256,11 @@ void pf_sweep_copy(sweeper_t *S, const event_t *e);
 void pf_sweep_verdict(sweeper_t *S, const event_t *e);
 void pf_sweep_copy_write(sweeper_t *S, const event_t *e);
 void pf_sweep_copies_finish(pf_model_t *m);
+/* pf_sweep_kinds.c: what kind of object each line made (a FREE's or COPY's kinds), and how long the
+ * destinations of each flow's copies lived. */
+void pf_sweep_kind_seen(sweeper_t *S, live_obj_t *o, unsigned kind);
+void pf_sweep_copy_dst(sweeper_t *S, live_obj_t *dst, int64_t copy, uint64_t t);
+void pf_sweep_dst_freed(sweeper_t *S, const live_obj_t *o, uint64_t t);
+void pf_sweep_flow_lives(sweeper_t *S);
 
 #endif /* PF_SWEEP_INT_H */

@@ -13,10 +13,7 @@
  * inlined by the compiler. */
 void *memcpy(void *dst, const void *src, size_t n) __asm__("pf_rec_memcpy") PF_HIDDEN;
 
-void pf_copies_find_types(void) PF_HIDDEN;
 void pf_copy_verdict_on_free(pf_tls_t *t, struct pf_objinfo *obj) PF_HIDDEN;
-/* What a str or bytes object is (pf_copy_end_t), else PF_COPY_END_OTHER. */
-int pf_object_end_kind(const struct pf_objinfo *o) PF_HIDDEN;
 /* pf_content.c: a PF_REC_CONTENT record for a tracked object being freed (untouched pages, fingerprint). */
 void pf_content_on_free(pf_tls_t *t, const struct pf_objinfo *o) PF_HIDDEN;
 void pf_record_thread_reset(pf_tls_t *t) PF_HIDDEN;

@@ -1,0 +1,177 @@
+/* pf_objkind.c - what Python object a tracked block is (pf_objkind.h).
+ *
+ * Three tests, each on memory that is the block's own (valid at the moments it is asked) except where said:
+ *  - an object: its type word, after the reference count (str, bytes, bytearray, int, float), or after the
+ *    garbage collector's header of two words too (list, dict, tuple, set, frozenset: 3.8-3.13 alike);
+ *  - a dict's keys table (a list or dict grows by its storage, not its 56-byte object): the header's sizes
+ *    must give the allocation's size exactly, by the formula of new_keys_object for the version (3.8-3.10:
+ *    refcnt, size, lookup, usable, nentries, indices; 3.11+: refcnt, log2 size, log2 index bytes, kind,
+ *    version, usable, nentries, indices), and its counts must fit in it;
+ *  - a list's item array: a PyMem block whose first two words point at objects whose type's type is
+ *    `type` (or a metaclass of type). Those objects are not the block's: they are read with
+ *    process_vm_readv, which answers EFAULT where a word was no pointer to mapped memory. (At list_dealloc
+ *    the items were released first: their memory may be reused, but read this way it cannot fault.)
+ */
+#include <dlfcn.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "pf_objkind.h"
+#include "pf_rec_int.h"
+
+static uintptr_t type_of_kind[PF_OBJ_KINDS];
+static uintptr_t frozenset_type, type_type;
+static unsigned py_minor;
+
+/* Kinds whose objects carry the garbage collector's header before them (16 bytes on 3.8-3.13). */
+#define PF_GC_HEAD_BYTES 16u
+
+void pf_objkind_init(uint32_t python_hex)
+{
+    static const char *const names[PF_OBJ_KINDS] = {
+        [PF_OBJ_STR] = "PyUnicode_Type", [PF_OBJ_BYTES] = "PyBytes_Type", [PF_OBJ_BYTEARRAY] = "PyByteArray_Type",
+        [PF_OBJ_LIST] = "PyList_Type",    [PF_OBJ_DICT] = "PyDict_Type",   [PF_OBJ_TUPLE] = "PyTuple_Type",
+        [PF_OBJ_SET] = "PySet_Type",      [PF_OBJ_INT] = "PyLong_Type",    [PF_OBJ_FLOAT] = "PyFloat_Type",
+    };
+    for (int k = 1; k < PF_OBJ_KINDS; k++)
+        type_of_kind[k] = (uintptr_t)dlsym(RTLD_DEFAULT, names[k]);
+    frozenset_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyFrozenSet_Type");
+    type_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyType_Type");
+    py_minor = python_hex >> 24 == 3 ? (python_hex >> 16 & 0xffu) : 0;
+}
+
+static uintptr_t word(const pf_objinfo_t *o, size_t i)
+{
+    uintptr_t w;
+    memcpy(&w, (const char *)o->addr + i * sizeof w, sizeof w);
+    return w;
+}
+
+pf_obj_kind_t pf_objkind_str_bytes(const pf_objinfo_t *o)
+{
+    if (o->domain != PF_DOMAIN_PYOBJ || o->size < 2 * sizeof(uintptr_t) || !type_of_kind[PF_OBJ_STR])
+        return PF_OBJ_UNKNOWN;
+    uintptr_t type = word(o, 1);
+    return type == type_of_kind[PF_OBJ_STR] ? PF_OBJ_STR : type == type_of_kind[PF_OBJ_BYTES] ? PF_OBJ_BYTES : PF_OBJ_UNKNOWN;
+}
+
+static pf_obj_kind_t object_kind(const pf_objinfo_t *o)
+{
+    static const pf_obj_kind_t plain[] = {PF_OBJ_STR, PF_OBJ_BYTES, PF_OBJ_BYTEARRAY, PF_OBJ_INT, PF_OBJ_FLOAT};
+    static const pf_obj_kind_t gc[] = {PF_OBJ_LIST, PF_OBJ_DICT, PF_OBJ_TUPLE, PF_OBJ_SET};
+    uintptr_t type = word(o, 1);
+    for (size_t i = 0; i < sizeof plain / sizeof *plain; i++)
+        if (type == type_of_kind[plain[i]])
+            return plain[i];
+    if (o->size < PF_GC_HEAD_BYTES + 2 * sizeof(uintptr_t))
+        return PF_OBJ_UNKNOWN;
+    type = word(o, PF_GC_HEAD_BYTES / sizeof(uintptr_t) + 1);
+    for (size_t i = 0; i < sizeof gc / sizeof *gc; i++)
+        if (type == type_of_kind[gc[i]])
+            return gc[i];
+    return type == frozenset_type ? PF_OBJ_SET : PF_OBJ_UNKNOWN;
+}
+
+/* USABLE_FRACTION of dictobject.c, the same on every version. */
+static uint64_t usable_fraction(uint64_t n) { return (n << 1) / 3; }
+
+static int counts_fit(int64_t refcnt, int64_t usable, int64_t nentries, uint64_t usable_max)
+{
+    return refcnt >= 0 && refcnt < (1ll << 40) && usable >= 0 && (uint64_t)usable <= usable_max && nentries >= 0 &&
+           (uint64_t)nentries <= usable_max;
+}
+
+/* 3.8-3.10: {Py_ssize_t dk_refcnt, dk_size; lookup func; Py_ssize_t dk_usable, dk_nentries; indices[]},
+ * allocated as 40 + index bytes x size + 24 x usable. */
+static int dict_keys_38(const pf_objinfo_t *o)
+{
+    if (o->size < 40 + 8 + 24 * 5)
+        return 0;
+    uint64_t size = word(o, 1);
+    if (size < 8 || size > (1ull << 40) || (size & (size - 1)) || !word(o, 2))
+        return 0;
+    uint64_t es = size <= 0xff ? 1 : size <= 0xffff ? 2 : size <= 0xffffffffull ? 4 : 8;
+    uint64_t usable_max = usable_fraction(size);
+    return o->size == 40 + es * size + 24 * usable_max &&
+           counts_fit((int64_t)word(o, 0), (int64_t)word(o, 3), (int64_t)word(o, 4), usable_max);
+}
+
+/* 3.11-3.13: {Py_ssize_t dk_refcnt; uint8 log2_size, log2_index_bytes, kind; uint32 version; Py_ssize_t
+ * dk_usable, dk_nentries; indices[]}, allocated as 32 + 2^log2_index_bytes + (24 general, 16 unicode or
+ * split entries) x usable. */
+static int dict_keys_311(const pf_objinfo_t *o)
+{
+    if (o->size < 32 + 8 + 16 * 5)
+        return 0;
+    uint8_t f[3];
+    memcpy(f, (const char *)o->addr + 8, sizeof f);
+    unsigned log2_size = f[0], log2_bytes = f[1], kind = f[2];
+    if (log2_size < 3 || log2_size > 40 || kind > 2)
+        return 0;
+    unsigned want = log2_size < 8 ? log2_size : log2_size < 16 ? log2_size + 1 : log2_size < 32 ? log2_size + 2 : log2_size + 3;
+    uint64_t usable_max = usable_fraction(1ull << log2_size);
+    return log2_bytes == want && o->size == 32 + (1ull << log2_bytes) + (kind == 0 ? 24 : 16) * usable_max &&
+           counts_fit((int64_t)word(o, 0), (int64_t)word(o, 2), (int64_t)word(o, 3), usable_max);
+}
+
+/* Reads n words at the addresses in from[] into to[], without faulting: 1 when all were readable. */
+static int read_words(int n, const uintptr_t from[], uintptr_t to[])
+{
+    struct iovec local[2], remote[2];
+    for (int i = 0; i < n; i++) {
+        local[i] = (struct iovec){&to[i], sizeof to[i]};
+        remote[i] = (struct iovec){(void *)from[i], sizeof from[i]};
+    }
+    return syscall(SYS_process_vm_readv, (long)getpid(), local, (unsigned long)n, remote, (unsigned long)n, 0UL) ==
+           (long)(n * sizeof(uintptr_t));
+}
+
+/* 1 when the block's first two words point at objects whose type is a type (its type being `type`, or a
+ * metaclass whose type is `type`). */
+static int object_pointers(const pf_objinfo_t *o)
+{
+    if (o->size < 2 * sizeof(uintptr_t) || o->size % sizeof(uintptr_t) || !type_type)
+        return 0;
+    uintptr_t at[2], types[2], metas[2];
+    for (int i = 0; i < 2; i++) {
+        uintptr_t p = word(o, (size_t)i);
+        if (!p || p % sizeof(uintptr_t) || (p >= o->addr && p < o->addr + o->size))
+            return 0;
+        at[i] = p + sizeof(uintptr_t);
+    }
+    if (!read_words(2, at, types))
+        return 0;
+    for (int i = 0; i < 2; i++)
+        at[i] = types[i] + sizeof(uintptr_t);
+    if (!types[0] || !types[1] || !read_words(2, at, metas))
+        return 0;
+    for (int i = 0; i < 2; i++) {
+        if (metas[i] == type_type)
+            continue;
+        uintptr_t meta_at = metas[i] + sizeof(uintptr_t), meta_type;
+        if (!metas[i] || !read_words(1, &meta_at, &meta_type) || meta_type != type_type)
+            return 0;
+    }
+    return 1;
+}
+
+pf_obj_kind_t pf_objkind_of(const pf_objinfo_t *o)
+{
+    if ((o->domain != PF_DOMAIN_PYOBJ && o->domain != PF_DOMAIN_PYMEM) || o->size < 2 * sizeof(uintptr_t) ||
+        !type_of_kind[PF_OBJ_STR])
+        return PF_OBJ_UNKNOWN;
+    if (o->domain == PF_DOMAIN_PYOBJ) {
+        pf_obj_kind_t k = object_kind(o);
+        if (k != PF_OBJ_UNKNOWN)
+            return k;
+    }
+    /* keys tables: PyObject_Malloc up to 3.12, PyMem_Malloc in 3.13 */
+    if (py_minor >= 8 && py_minor <= 10 ? dict_keys_38(o) : py_minor >= 11 && py_minor <= 13 && dict_keys_311(o))
+        return PF_OBJ_DICT;
+    /* list_resize takes its item array from PyMem_Realloc */
+    if (o->domain == PF_DOMAIN_PYMEM && object_pointers(o))
+        return PF_OBJ_LIST;
+    return PF_OBJ_UNKNOWN;
+}
