@@ -231,6 +231,10 @@ typedef struct pf_rec_stack_ref {
 /* PF_REC_FREE payload. aux = PF_FREE_AUX(domain of the free call, pf_obj_kind_t of the object): the kind is
  * 0 in files of runtimes before it, and readers that predate it ignore aux. */
 #define PF_FREE_AUX(domain, kind) ((uint16_t)((domain) | (uint32_t)(kind) << 8))
+#define PF_FREE_DOMAIN(aux) ((aux) & 0x7u)
+#define PF_FREE_BY_REALLOC 0x80u    /* aux: the old block of a realloc, whose contents live on in the block it
+                                       returned (the next ALLOC at the same address, or the COPY of kind
+                                       PF_COPY_REALLOC from it); 0 in files of runtimes before it */
 #define PF_FREE_KIND(aux) ((pf_obj_kind_t)((aux) >> 8 & 0xffu))
 typedef struct pf_rec_free {
     uint64_t t_ns;

@@ -389,7 +389,7 @@ static int free_slow(pf_tls_t *t, void *p, int domain, pf_objinfo_t *obj, int co
             pf_rec_free_t *f = (pf_rec_free_t *)(rec + sizeof(pf_rec_header_t));
             f->t_ns = pf_now_ns();
             f->addr = (uint64_t)(uintptr_t)p;
-            pf_writer_commit(t, rec, PF_REC_FREE, PF_FREE_AUX(domain, kind), bytes);
+            pf_writer_commit(t, rec, PF_REC_FREE, (uint16_t)(PF_FREE_AUX(domain, kind) | (content ? 0 : PF_FREE_BY_REALLOC)), bytes);
         }
     }
     pf_guard_leave(t);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pf_flowgraph.h"
 #include "pf_json_int.h"
 #include "pf_model_int.h"
 #include "pf_render_waste.h"
@@ -552,6 +553,16 @@ int pf_render_json(const pf_model_t *m, FILE *out)
         end_kinds(&j, fl->src_ends);
         pf_json_key(&j, "dst_objects");
         end_kinds(&j, fl->dst_ends);
+        /* how long its copies' destinations lived: the flow graph leaves out copies into temporaries */
+        pf_json_key(&j, "dst_lifetime_s");
+        if (fl->dst_known)
+            pf_json_number(&j, round(fl->dst_life_s * 1e6) / 1e6);
+        else
+            pf_json_null(&j);
+        pf_json_key(&j, "dst_at_peak");
+        pf_json_bool(&j, fl->dst_at_peak);
+        pf_json_key(&j, "temporary");
+        pf_json_bool(&j, pf_flow_temporary(m, fl));
         pf_json_end_object(&j);
     }
     pf_json_end_array(&j);

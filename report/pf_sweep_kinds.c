@@ -27,6 +27,31 @@ void pf_sweep_dst_freed(sweeper_t *S, const live_obj_t *o, uint64_t t)
         S->cinfo[i].t_dst_freed = t ? t : 1;
 }
 
+void pf_sweep_free_object(sweeper_t *S, const event_t *e, uint64_t k, uint64_t idx)
+{
+    live_obj_t *o = &S->objs[idx];
+    pf_sweep_kind_seen(S, o, PF_FREE_KIND(e->aux));
+    int64_t chain = o->dst_copy;
+    if (e->aux & PF_FREE_BY_REALLOC)
+        o->dst_copy = -1;   /* its contents live on: its copies' destinations were not freed here */
+    pf_sweep_release(S, e->proc, k, idx, e->t, 0);
+    if ((e->aux & PF_FREE_BY_REALLOC) && chain >= 0) {
+        recent_free_t *r = &S->recent_frees[pf_sweep_recent_slot(k)];
+        if (r->key1 == k + 1)
+            r->dst_copy1 = chain + 1;
+    }
+}
+
+void pf_sweep_dst_continues(sweeper_t *S, uint64_t old_k, live_obj_t *o)
+{
+    recent_free_t *r = &S->recent_frees[pf_sweep_recent_slot(old_k)];
+    if (r->key1 != old_k + 1 || !r->dst_copy1)
+        return;
+    if (o->dst_copy < 0)
+        o->dst_copy = r->dst_copy1 - 1;
+    r->dst_copy1 = 0;   /* one block continues it */
+}
+
 void pf_sweep_flow_lives(sweeper_t *S)
 {
     pf_model_t *m = S->m;

@@ -5,7 +5,7 @@ import re
 import shutil
 import subprocess
 
-from .common import HERE, Skip, exact_plus_samples, example, once, per_version, prog, row, run
+from .common import HERE, Skip, exact_plus_samples, example, flows_at, once, per_version, prog, row, run
 
 
 def chromium():
@@ -49,7 +49,8 @@ def check_default_graph(text, doc, where):
         for l in src:
             line = linecache.getline(l["file"], l["line"]).strip()
             assert not line.startswith(("import ", "from ")), (where, "an import-time flow drawn", label)
-    kinds = ("numpy data", "pandas data", "scipy data", "str", "bytes", "Python objects", "native buffer", "GPU buffer")
+    kinds = ("numpy data", "pandas data", "scipy data", "str", "bytes", "Python objects", "native buffer", "GPU buffer",
+             "list", "dict", "tuple", "set", "bytearray", "int", "float")
     for n, label in nodes.items():
         if n.startswith("n"):
             kind = label.split("\n")[0]
@@ -469,3 +470,59 @@ def case_diff(c):
         assert cp.returncode == 2 and cp.stderr.count("\n") == 1, (bad, cp.returncode, cp.stderr)
     cp = run([c.pyflow, "diff", base, prog("diff_base.py")])
     assert cp.returncode == 2 and "not a pyflow profile" in cp.stderr, cp.stderr
+
+
+# ---- flow graph: object kinds and temporaries (issue 30) ----
+
+def node_kinds(nodes, script):
+    """{line: kind} of the default graph's nodes of `script`."""
+    out = {}
+    for label in nodes.values():
+        at = re.search(r"\n" + re.escape(script) + r":(\d+)  allocated", label)
+        if at:
+            out[int(at.group(1))] = label.split("\n")[0]
+    return out
+
+
+@per_version
+def case_flow_graph_kinds(c):
+    """programs/flow_kinds.py: the node of a line that grows a kept list says `list`, of a dict `dict`, of
+    bytes `bytes`; a needed copy into a temporary (freed at once, not at the peak) is left out of the default
+    graph and counted in the note as such, while the kept copy and the redundant copy into a temporary are
+    drawn; --dot-all draws the temporary's flow; the JSON says which flow is temporary."""
+    dot, profile = os.path.join(c.tmp, "kinds.dot"), os.path.join(c.tmp, "kinds.pf")
+    cp, d = c.profile(prog("flow_kinds.py"), extra=("--dot", dot, "-o", profile))
+    assert cp.returncode == 0, cp.stderr
+    text = open(dot).read()
+    nodes, edges = check_default_graph(text, d, "flow_kinds.py")
+    kinds = node_kinds(nodes, "flow_kinds.py")
+    assert kinds.get(17) == "bytes" and kinds.get(27) == "list" and kinds.get(30) == "dict", (kinds, text)
+    by_at = {int(re.search(r"\nat flow_kinds\.py:(\d+)", l).group(1)): rest for _, _, l, rest in edges}
+    assert "color=red" in by_at.get(18, ""), ("the redundant temporary is not drawn red", by_at)
+    assert 23 in by_at and "color=red" not in by_at[23], ("the kept copy", by_at)
+    assert 27 in by_at and 30 in by_at, ("the kept list's and dict's growth", by_at)
+    assert 20 not in by_at, ("the needed copy into a temporary is drawn", text)
+    assert re.search(r"1 flow into temporaries \(freed almost at once, not at the peak\) \(8\.0 MiB\)",
+                     nodes.get("folded", "")), nodes.get("folded")
+    temp = flows_at(d, "flow_kinds.py", 20)
+    assert len(temp) == 1 and temp[0]["temporary"] and not temp[0]["dst_at_peak"], temp
+    assert temp[0]["dst_lifetime_s"] < 0.01, temp
+    kept = flows_at(d, "flow_kinds.py", 23)
+    assert kept and not kept[0]["temporary"] and kept[0]["dst_at_peak"], kept
+    full = run([c.pyflow, "report", "--format", "dot", "--dot-all", profile]).stdout
+    assert "\\nat flow_kinds.py:20" in full and "temporaries" not in full, full
+
+
+@once
+def case_flow_graph_kinds_numpy(c):
+    """programs/flow_kinds_numpy.py, the twin: numpy's data grown by realloc stays `numpy data`, bytes objects
+    kept in a list stay `bytes`: a line is named by the type that holds its bytes, not by the container."""
+    c.need_numpy()
+    dot = os.path.join(c.tmp, "kinds_np.dot")
+    cp, d = c.profile(prog("flow_kinds_numpy.py"), extra=("--dot", dot))
+    assert cp.returncode == 0, cp.stderr
+    text = open(dot).read()
+    nodes, _ = check_default_graph(text, d, "flow_kinds_numpy.py")
+    kinds = node_kinds(nodes, "flow_kinds_numpy.py")
+    assert kinds.get(14) == "numpy data" and kinds.get(15) == "bytes", (kinds, text)
+
