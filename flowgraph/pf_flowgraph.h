@@ -18,6 +18,13 @@
 /* Flows the default view draws besides the wasteful ones: the largest by bytes. */
 #define PF_FLOWVIEW_TOP 12
 
+/* A node is named by a Python type when that type holds at least this share of the line's allocated bytes
+ * (besides more than any other type seen and more than its native bytes): the runtime sees the type of an
+ * object at its free or a copy, so a kept object counts only when a copy touched it, and a line whose
+ * typed objects are a small part of its bytes (a bytearray's buffer grown from bytes pieces: the buffer
+ * is no object) is not named by them. */
+#define PF_NODE_KIND_SHARE 0.25
+
 /* A copy's destination kept no longer than this share of the run, and not live at the program's peak,
  * was a temporary: the flow into it is no part of the data's story (pf_flow_temporary). */
 #define PF_FLOW_TEMPORARY_SHARE 0.01
@@ -57,11 +64,15 @@ void pf_flowview_build(const pf_model_t *m, double min_bytes, int all, pf_flowvi
 void pf_flowview_free(pf_flowview_t *v);
 
 /* What line row's objects are, by the bytes it allocated: "GPU buffer" (most of them device memory); the
- * Python type the runtime saw holding more of them than any other and more than native memory ("list",
+ * Python type the runtime saw holding more of them than any other, more than native memory and at least
+ * PF_NODE_KIND_SHARE of them ("list",
  * "dict", "str", "bytes", "tuple", "set", "bytearray", "int", "float": pf_obj_kind_t); "numpy data"
  * (native memory a package's code made: its top-level name), "native buffer"; "str" / "bytes" where only
  * copies' ends said so (profiles before the runtime told kinds apart); else "Python objects". */
 const char *pf_flowview_kind(const pf_model_t *m, const pf_flowview_t *v, int32_t row, char *buf, size_t size);
+
+/* What a pf_obj_kind_t is called ("list", "dict", ...; "" for PF_OBJ_UNKNOWN). */
+const char *pf_obj_kind_name(int kind);
 
 /* The library function an unfolded call-tree node stands for, as "package.module.function" (or the native
  * "symbol (library)"); "" for a node of the user's or -1. */

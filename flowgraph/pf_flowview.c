@@ -176,6 +176,13 @@ const char *pf_flowview_function(const pf_model_t *m, int32_t full_node, char *b
     return buf;
 }
 
+const char *pf_obj_kind_name(int kind)
+{
+    static const char *const names[PF_OBJ_KINDS] = {"", "str", "bytes", "bytearray", "list", "dict", "tuple", "set",
+                                                    "int", "float"};
+    return kind > 0 && kind < PF_OBJ_KINDS ? names[kind] : "";
+}
+
 const char *pf_flowview_kind(const pf_model_t *m, const pf_flowview_t *v, int32_t row, char *buf, size_t size)
 {
     if (row < 0)
@@ -185,14 +192,12 @@ const char *pf_flowview_kind(const pf_model_t *m, const pf_flowview_t *v, int32_
     uint8_t ends = v->ends[row];
     if (s->gpu_bytes > 0.5 * s->alloc_bytes)
         return "GPU buffer";
-    static const char *const kinds[PF_OBJ_KINDS] = {"", "str", "bytes", "bytearray", "list", "dict", "tuple", "set",
-                                                    "int", "float"};
     int best = 0;
     for (int k = 1; k < PF_OBJ_KINDS; k++)
         if (l->kind_bytes[k] > l->kind_bytes[best])
             best = k;
-    if (best && l->kind_bytes[best] > s->native_bytes)
-        return kinds[best];     /* the type holding most of the bytes the runtime saw a type of */
+    if (best && l->kind_bytes[best] > s->native_bytes && l->kind_bytes[best] >= PF_NODE_KIND_SHARE * s->alloc_bytes)
+        return pf_obj_kind_name(best);  /* the type holding most of the bytes the runtime saw a type of */
     if ((ends & (1u << PF_COPY_END_STR)) && (ends & (1u << PF_COPY_END_BYTES)))
         return "str and bytes";
     if (ends & (1u << PF_COPY_END_STR))

@@ -113,8 +113,12 @@ static uint64_t record_copy(pf_tls_t *t, const void *dst, const void *src, uint6
     uint64_t id = __atomic_fetch_add(&next_copy_id, 1, __ATOMIC_RELAXED);
     pf_objinfo_t d, s;
     int linked = !pf_aggregating() && within_budget(t, n) && copy_ends(dst, src, n, &d, &s);   /* --aggregate: no verdicts */
-    write_copy(t, id, dst, src, n, est, flags, kind, linked ? PF_COPY_ENDS(end_kind(&s), end_kind(&d)) : 0,
-               linked ? PF_COPY_END_TYPES(pf_objkind_of(&s), pf_objkind_of(&d)) : 0);
+    /* the kinds of its ends, for the flow graph's nodes: a copy no verdict links looks its ends up too (a
+     * dict's growth copies its entries into the next table, past the table's index) */
+    uint16_t types = linked ? PF_COPY_END_TYPES(pf_objkind_of(&s), pf_objkind_of(&d))
+                     : pf_aggregating() ? 0
+                                        : PF_COPY_END_TYPES(pf_objkind_at((uintptr_t)src), pf_objkind_at((uintptr_t)dst));
+    write_copy(t, id, dst, src, n, est, flags, kind, linked ? PF_COPY_ENDS(end_kind(&s), end_kind(&d)) : 0, types);
     if (linked)
         link_copy(t, id, dst, src, n, &d, &s);
     return id;

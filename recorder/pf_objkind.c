@@ -18,8 +18,11 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "pf_copy_rule.h"
 #include "pf_objkind.h"
+#include "pf_objtable.h"
 #include "pf_rec_int.h"
+#include "pf_sys.h"
 
 static uintptr_t type_of_kind[PF_OBJ_KINDS];
 static uintptr_t frozenset_type, type_type;
@@ -83,37 +86,57 @@ static int counts_fit(int64_t refcnt, int64_t usable, int64_t nentries, uint64_t
            (uint64_t)nentries <= usable_max;
 }
 
-/* 3.8-3.10: {Py_ssize_t dk_refcnt, dk_size; lookup func; Py_ssize_t dk_usable, dk_nentries; indices[]},
- * allocated as 40 + index bytes x size + 24 x usable. */
-static int dict_keys_38(const pf_objinfo_t *o)
+static uint64_t hdr_word(const unsigned char *hdr, size_t i)
 {
-    if (o->size < 40 + 8 + 24 * 5)
+    uint64_t w;
+    memcpy(&w, hdr + i * sizeof w, sizeof w);
+    return w;
+}
+
+/* The bytes of a keys table's header the tests below read. */
+#define PF_DICT_HEADER_BYTES 40u
+
+/* 3.8-3.10: {Py_ssize_t dk_refcnt, dk_size; lookup func; Py_ssize_t dk_usable, dk_nentries; indices[]},
+ * allocated as 40 + index bytes x size + 24 x usable. hdr: the block's first PF_DICT_HEADER_BYTES. */
+static int dict_keys_38(const unsigned char *hdr, uint64_t block_size)
+{
+    if (block_size < 40 + 8 + 24 * 5)
         return 0;
-    uint64_t size = word(o, 1);
-    if (size < 8 || size > (1ull << 40) || (size & (size - 1)) || !word(o, 2))
+    uint64_t size = hdr_word(hdr, 1);
+    if (size < 8 || size > (1ull << 40) || (size & (size - 1)) || !hdr_word(hdr, 2))
         return 0;
     uint64_t es = size <= 0xff ? 1 : size <= 0xffff ? 2 : size <= 0xffffffffull ? 4 : 8;
     uint64_t usable_max = usable_fraction(size);
-    return o->size == 40 + es * size + 24 * usable_max &&
-           counts_fit((int64_t)word(o, 0), (int64_t)word(o, 3), (int64_t)word(o, 4), usable_max);
+    return block_size == 40 + es * size + 24 * usable_max &&
+           counts_fit((int64_t)hdr_word(hdr, 0), (int64_t)hdr_word(hdr, 3), (int64_t)hdr_word(hdr, 4), usable_max);
 }
 
 /* 3.11-3.13: {Py_ssize_t dk_refcnt; uint8 log2_size, log2_index_bytes, kind; uint32 version; Py_ssize_t
  * dk_usable, dk_nentries; indices[]}, allocated as 32 + 2^log2_index_bytes + (24 general, 16 unicode or
  * split entries) x usable. */
-static int dict_keys_311(const pf_objinfo_t *o)
+static unsigned index_log2_bytes(unsigned log2_size)
 {
-    if (o->size < 32 + 8 + 16 * 5)
+    return log2_size < 8 ? log2_size : log2_size < 16 ? log2_size + 1 : log2_size < 32 ? log2_size + 2 : log2_size + 3;
+}
+
+static int dict_keys_311(const unsigned char *hdr, uint64_t block_size)
+{
+    if (block_size < 32 + 8 + 16 * 5)
         return 0;
-    uint8_t f[3];
-    memcpy(f, (const char *)o->addr + 8, sizeof f);
-    unsigned log2_size = f[0], log2_bytes = f[1], kind = f[2];
+    unsigned log2_size = hdr[8], log2_bytes = hdr[9], kind = hdr[10];
     if (log2_size < 3 || log2_size > 40 || kind > 2)
         return 0;
-    unsigned want = log2_size < 8 ? log2_size : log2_size < 16 ? log2_size + 1 : log2_size < 32 ? log2_size + 2 : log2_size + 3;
     uint64_t usable_max = usable_fraction(1ull << log2_size);
-    return log2_bytes == want && o->size == 32 + (1ull << log2_bytes) + (kind == 0 ? 24 : 16) * usable_max &&
-           counts_fit((int64_t)word(o, 0), (int64_t)word(o, 2), (int64_t)word(o, 3), usable_max);
+    return log2_bytes == index_log2_bytes(log2_size) &&
+           block_size == 32 + (1ull << log2_bytes) + (kind == 0 ? 24 : 16) * usable_max &&
+           counts_fit((int64_t)hdr_word(hdr, 0), (int64_t)hdr_word(hdr, 2), (int64_t)hdr_word(hdr, 3), usable_max);
+}
+
+static int dict_keys(const unsigned char *hdr, uint64_t block_size)
+{
+    if (py_minor >= 8 && py_minor <= 10)
+        return dict_keys_38(hdr, block_size);
+    return py_minor >= 11 && py_minor <= 13 && dict_keys_311(hdr, block_size);
 }
 
 /* Reads n words at the addresses in from[] into to[], without faulting: 1 when all were readable. */
@@ -168,10 +191,41 @@ pf_obj_kind_t pf_objkind_of(const pf_objinfo_t *o)
             return k;
     }
     /* keys tables: PyObject_Malloc up to 3.12, PyMem_Malloc in 3.13 */
-    if (py_minor >= 8 && py_minor <= 10 ? dict_keys_38(o) : py_minor >= 11 && py_minor <= 13 && dict_keys_311(o))
+    if (o->size >= PF_DICT_HEADER_BYTES && dict_keys((const unsigned char *)o->addr, o->size))
         return PF_OBJ_DICT;
     /* list_resize takes its item array from PyMem_Realloc */
     if (o->domain == PF_DOMAIN_PYMEM && object_pointers(o))
         return PF_OBJ_LIST;
     return PF_OBJ_UNKNOWN;
+}
+
+/* The tracked keys table whose entries start at addr (dictresize copies a table's entries into the next
+ * one's, past its index: too far from the table's start for pf_objtable_find_start), or 0. The table is
+ * asked for at each offset its index could have; its header is read through process_vm_readv, since an
+ * object found at such an address need not contain addr. */
+static int dict_entries_at(uintptr_t addr)
+{
+    for (unsigned log2_size = 3; log2_size <= 34; log2_size++) {
+        uint64_t before = py_minor <= 10 ? 40 + (1ull << log2_size) * (log2_size < 8 ? 1 : log2_size < 16 ? 2 : log2_size < 32 ? 4 : 8)
+                                         : 32 + (1ull << index_log2_bytes(log2_size));
+        if (before > addr)
+            return 0;
+        uintptr_t start = addr - before;
+        pf_objinfo_t o;
+        unsigned char hdr[PF_DICT_HEADER_BYTES];
+        if (!pf_objtable_maybe((const void *)start) || !pf_objtable_lookup(start, &o) || o.addr + o.size <= addr ||
+            (o.domain != PF_DOMAIN_PYOBJ && o.domain != PF_DOMAIN_PYMEM) || pf_sys_read_own((const void *)start, hdr, sizeof hdr))
+            continue;
+        if (dict_keys(hdr, o.size))
+            return 1;
+    }
+    return 0;
+}
+
+pf_obj_kind_t pf_objkind_at(uintptr_t addr)
+{
+    pf_objinfo_t o;
+    if (pf_objtable_find_start(addr, PF_COPY_MAX_HEADER, &o))
+        return pf_objkind_of(&o);
+    return py_minor >= 8 && py_minor <= 13 && type_of_kind[PF_OBJ_DICT] && dict_entries_at(addr) ? PF_OBJ_DICT : PF_OBJ_UNKNOWN;
 }

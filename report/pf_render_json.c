@@ -247,6 +247,12 @@ static void row_object(pf_json_t *j, const pf_model_t *m, uint32_t file, int lin
         pf_json_key(j, "started_processes");
         pf_json_int(j, (int)l->started_procs);
         pf_json_waste_line(j, l);
+        pf_json_key(j, "object_kinds");     /* bytes of its objects the runtime saw were of each type */
+        pf_json_begin_object(j);
+        for (int k = 1; k < PF_OBJ_KINDS; k++)
+            if (l->kind_bytes[k] > 0)
+                bytes(j, pf_obj_kind_name(k), l->kind_bytes[k]);
+        pf_json_end_object(j);
     }
     pf_json_end_object(j);
 }

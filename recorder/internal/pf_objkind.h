@@ -17,6 +17,10 @@ void pf_objkind_init(uint32_t python_hex) PF_HIDDEN;
  * process_vm_readv. */
 pf_obj_kind_t pf_objkind_of(const struct pf_objinfo *o) PF_HIDDEN;
 
+/* The kind of the tracked object at a copy's end addr: one whose first bytes hold it (as the copy rule
+ * finds ends), or the dict keys table whose entries start there. For the copies no verdict links. */
+pf_obj_kind_t pf_objkind_at(uintptr_t addr) PF_HIDDEN;
+
 /* The object's type word right after its reference count, for the str / bytes test of the copy rule and
  * the content fingerprint: PF_OBJ_STR, PF_OBJ_BYTES, or PF_OBJ_UNKNOWN. Plain loads only (o valid). */
 pf_obj_kind_t pf_objkind_str_bytes(const struct pf_objinfo *o) PF_HIDDEN;
