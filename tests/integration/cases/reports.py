@@ -488,29 +488,29 @@ def node_kinds(nodes, script):
 def case_flow_graph_kinds(c):
     """programs/flow_kinds.py: the node of a line that grows a kept list says `list`, of a dict `dict`, of
     bytes `bytes`; a needed copy into a temporary (freed at once, not at the peak) is left out of the default
-    graph and counted in the note as such, while the kept copy and the redundant copy into a temporary are
-    drawn; --dot-all draws the temporary's flow; the JSON says which flow is temporary."""
+    graph and counted in the note as such, while the kept copy (whose block a realloc moves on at once) and
+    the redundant copy into a temporary are drawn; --dot-all draws the temporary's flow; the JSON says which
+    flow is temporary."""
     dot, profile = os.path.join(c.tmp, "kinds.dot"), os.path.join(c.tmp, "kinds.pf")
     cp, d = c.profile(prog("flow_kinds.py"), extra=("--dot", dot, "-o", profile))
     assert cp.returncode == 0, cp.stderr
     text = open(dot).read()
     nodes, edges = check_default_graph(text, d, "flow_kinds.py")
     kinds = node_kinds(nodes, "flow_kinds.py")
-    assert kinds.get(17) == "bytes" and kinds.get(27) == "list" and kinds.get(30) == "dict", (kinds, text)
+    assert kinds.get(18) == "bytes" and kinds.get(29) == "list" and kinds.get(33) == "dict", (kinds, text)
     by_at = {int(re.search(r"\nat flow_kinds\.py:(\d+)", l).group(1)): rest for _, _, l, rest in edges}
-    assert "color=red" in by_at.get(18, ""), ("the redundant temporary is not drawn red", by_at)
-    assert 23 in by_at and "color=red" not in by_at[23], ("the kept copy", by_at)
-    assert 27 in by_at and 30 in by_at, ("the kept list's and dict's growth", by_at)
-    assert 20 not in by_at, ("the needed copy into a temporary is drawn", text)
+    assert "color=red" in by_at.get(19, ""), ("the redundant temporary is not drawn red", by_at)
+    assert 24 in by_at and "color=red" not in by_at[24], ("the kept copy", by_at)
+    assert 29 in by_at and 33 in by_at, ("the kept list's and dict's growth", by_at)
+    assert 21 not in by_at, ("the needed copy into a temporary is drawn", text)
     assert re.search(r"1 flow into temporaries \(freed almost at once, not at the peak\) \(8\.0 MiB\)",
                      nodes.get("folded", "")), nodes.get("folded")
-    temp = flows_at(d, "flow_kinds.py", 20)
+    temp = flows_at(d, "flow_kinds.py", 21)
     assert len(temp) == 1 and temp[0]["temporary"] and not temp[0]["dst_at_peak"], temp
-    assert temp[0]["dst_lifetime_s"] < 0.01, temp
-    kept = flows_at(d, "flow_kinds.py", 23)
+    kept = flows_at(d, "flow_kinds.py", 24)
     assert kept and not kept[0]["temporary"] and kept[0]["dst_at_peak"], kept
     full = run([c.pyflow, "report", "--format", "dot", "--dot-all", profile]).stdout
-    assert "\\nat flow_kinds.py:20" in full and "temporaries" not in full, full
+    assert "\\nat flow_kinds.py:21" in full and "temporaries" not in full, full
 
 
 @once
