@@ -28,6 +28,9 @@ static uintptr_t type_of_kind[PF_OBJ_KINDS];
 static uintptr_t frozenset_type, type_type;
 static unsigned py_minor;
 
+/* The smallest item array the list test reads (pymalloc serves 512 bytes and less). */
+#define PF_LIST_ITEMS_MIN 512u
+
 /* Kinds whose objects carry the garbage collector's header before them (16 bytes on 3.8-3.13). */
 #define PF_GC_HEAD_BYTES 16u
 
@@ -193,8 +196,11 @@ pf_obj_kind_t pf_objkind_of(const pf_objinfo_t *o)
     /* keys tables: PyObject_Malloc up to 3.12, PyMem_Malloc in 3.13 */
     if (o->size >= PF_DICT_HEADER_BYTES && dict_keys((const unsigned char *)o->addr, o->size))
         return PF_OBJ_DICT;
-    /* list_resize takes its item array from PyMem_Realloc */
-    if (o->domain == PF_DOMAIN_PYMEM && object_pointers(o))
+    /* list_resize takes its item array from PyMem_Realloc. Only arrays past pymalloc's small blocks are
+     * asked (a list of more than 64 items): the test costs two system calls, and --exact frees every small
+     * list of a program (a 3-item list each: 2.5 times the run's time, measured on bench/workloads/churn.py);
+     * a small list's object, also freed, says `list` by its type word */
+    if (o->domain == PF_DOMAIN_PYMEM && o->size > PF_LIST_ITEMS_MIN && object_pointers(o))
         return PF_OBJ_LIST;
     return PF_OBJ_UNKNOWN;
 }
