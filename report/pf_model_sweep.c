@@ -381,7 +381,7 @@ uint32_t pf_sweep_recent_slot(uint64_t key)
 void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uint64_t t, int ended)
 {
     const live_obj_t *o = &S->objs[idx];
-    S->recent_frees[pf_sweep_recent_slot(k)] = (recent_free_t){k + 1, {o->line, o->native}, 0};
+    S->recent_frees[pf_sweep_recent_slot(k)] = (recent_free_t){k + 1, {o->line, o->native}, o->dst_copy + 1, 0};
     pf_sweep_leak_freed(S, k, o, t);
     if (t >= S->L->procs[proc].fin_ns && !ended)
         return;     /* interpreter shutdown: the object stays counted as live at exit */
@@ -521,7 +521,7 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     o->chain = -1;
     o->kind = 0;
     o->dst_copy = -1;
-    pf_sweep_dst_continues(S, key, o);     /* a realloc in place */
+    pf_sweep_dst_continues(S, key, o, 0);  /* a realloc in place */
     pf_peak_obj_start(&S->peak, &o->peak);
     o->half = (uint8_t)half;
     if (a->size >= PF_GROW_MIN_BYTES)  /* a realloc in place: its block freed just before, at this address */

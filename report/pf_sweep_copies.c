@@ -61,7 +61,7 @@ void pf_sweep_copy(sweeper_t *S, const event_t *e)
         if (dst >= 0 && dst_offset == 0 && S->objs[dst].chain < 0)  /* the new block continues the old one */
             pf_sweep_leak_grew(S, k, &S->objs[dst], e->t, UINT64_MAX);
         if (dst >= 0 && dst_offset == 0)
-            pf_sweep_dst_continues(S, k, &S->objs[dst]);
+            pf_sweep_dst_continues(S, k, &S->objs[dst], 1);
     } else {
         src_obj = pf_sweep_object_at(S, e->proc, c->src, &src_offset);
         if (src_obj >= 0)

@@ -49,8 +49,9 @@ typedef struct alloc_site {
 typedef struct recent_free {
     uint64_t key1;      /* key + 1; 0 = empty */
     alloc_site_t site;
-    int64_t dst_copy1;  /* freed by a realloc: its copies' chain (live_obj_t.dst_copy) + 1, which the block the
-                           realloc returned continues (pf_sweep_kinds.c); 0: none */
+    int64_t dst_copy1;  /* its copies' chain (live_obj_t.dst_copy) + 1, which the block a realloc returned
+                           continues (pf_sweep_kinds.c); 0: none */
+    int by_realloc;     /* its FREE said PF_FREE_BY_REALLOC */
 } recent_free_t;
 
 /* Blocks of PF_GROW_MIN_BYTES or more freed lately, by the same hash of their key in a table of their own
@@ -265,9 +266,10 @@ void pf_sweep_copy_dst(sweeper_t *S, live_obj_t *dst, int64_t copy, uint64_t t);
 void pf_sweep_dst_freed(sweeper_t *S, const live_obj_t *o, uint64_t t);
 /* A FREE (e) of the live object idx at key k, kind and all; a realloc's free hands its copies' chain on. */
 void pf_sweep_free_object(sweeper_t *S, const event_t *e, uint64_t k, uint64_t idx);
-/* The block at key k (an ALLOC there, or a realloc's COPY from old_k to it) continues a block a realloc
- * freed: o takes on its copies' chain. */
-void pf_sweep_dst_continues(sweeper_t *S, uint64_t old_k, live_obj_t *o);
+/* The block o continues the block freed lately at old_k, when that free was a realloc's: proven (a
+ * realloc's COPY from old_k to o), or said by its FREE (then o is the next ALLOC at the same address). o
+ * takes on the freed block's copies, whose destinations were not freed after all. */
+void pf_sweep_dst_continues(sweeper_t *S, uint64_t old_k, live_obj_t *o, int proven);
 void pf_sweep_flow_lives(sweeper_t *S);
 
 #endif /* PF_SWEEP_INT_H */

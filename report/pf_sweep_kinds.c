@@ -21,32 +21,36 @@ void pf_sweep_copy_dst(sweeper_t *S, live_obj_t *dst, int64_t copy, uint64_t t)
     dst->dst_copy = copy;
 }
 
+/* Sets when each destination in a chain of copies ended (0: not, it lives on). */
+static void mark_chain(sweeper_t *S, int64_t chain, uint64_t t)
+{
+    for (int64_t i = chain; i >= 0; i = S->cinfo[i].prev_same_dst)
+        S->cinfo[i].t_dst_freed = t;
+}
+
 void pf_sweep_dst_freed(sweeper_t *S, const live_obj_t *o, uint64_t t)
 {
-    for (int64_t i = o->dst_copy; i >= 0; i = S->cinfo[i].prev_same_dst)
-        S->cinfo[i].t_dst_freed = t ? t : 1;
+    mark_chain(S, o->dst_copy, t ? t : 1);
 }
 
 void pf_sweep_free_object(sweeper_t *S, const event_t *e, uint64_t k, uint64_t idx)
 {
     live_obj_t *o = &S->objs[idx];
     pf_sweep_kind_seen(S, o, PF_FREE_KIND(e->aux));
-    int64_t chain = o->dst_copy;
-    if (e->aux & PF_FREE_BY_REALLOC)
-        o->dst_copy = -1;   /* its contents live on: its copies' destinations were not freed here */
     pf_sweep_release(S, e->proc, k, idx, e->t, 0);
-    if ((e->aux & PF_FREE_BY_REALLOC) && chain >= 0) {
+    if (e->aux & PF_FREE_BY_REALLOC) {
         recent_free_t *r = &S->recent_frees[pf_sweep_recent_slot(k)];
         if (r->key1 == k + 1)
-            r->dst_copy1 = chain + 1;
+            r->by_realloc = 1;
     }
 }
 
-void pf_sweep_dst_continues(sweeper_t *S, uint64_t old_k, live_obj_t *o)
+void pf_sweep_dst_continues(sweeper_t *S, uint64_t old_k, live_obj_t *o, int proven)
 {
     recent_free_t *r = &S->recent_frees[pf_sweep_recent_slot(old_k)];
-    if (r->key1 != old_k + 1 || !r->dst_copy1)
+    if (r->key1 != old_k + 1 || !r->dst_copy1 || !(proven || r->by_realloc))
         return;
+    mark_chain(S, r->dst_copy1 - 1, 0);    /* its contents live on in o */
     if (o->dst_copy < 0)
         o->dst_copy = r->dst_copy1 - 1;
     r->dst_copy1 = 0;   /* one block continues it */
