@@ -80,7 +80,7 @@ const char *pf_flowview_function(const pf_model_t *m, int32_t full_node, char *b
 
 /* 1 when every tracked destination of fl's copies was freed within PF_FLOW_TEMPORARY_SHARE of the run
  * after its copy and none was live at the program's peak (the default view leaves such a flow out unless
- * it is wasteful). */
+ * it is wasteful); 0 for every flow of a profile whose runtime did not mark a realloc's frees. */
 int pf_flow_temporary(const pf_model_t *m, const pf_flow_t *fl);
 
 /* The wasteful kind of a flow, and of a node (line row). */

@@ -225,7 +225,9 @@ const char *pf_flowview_kind(const pf_model_t *m, const pf_flowview_t *v, int32_
 int pf_flow_temporary(const pf_model_t *m, const pf_flow_t *fl)
 {
     double run_s = (double)m->end_ns / 1e9;
-    return fl->dst_known && !fl->dst_at_peak && fl->dst_life_s < PF_FLOW_TEMPORARY_SHARE * run_s;
+    /* a profile whose runtime did not mark a realloc's frees cannot tell a block grown in place from one
+     * freed: its flows are drawn as before */
+    return m->frees_marked && fl->dst_known && !fl->dst_at_peak && fl->dst_life_s < PF_FLOW_TEMPORARY_SHARE * run_s;
 }
 
 pf_waste_kind_t pf_flow_waste(const pf_model_t *m, const pf_flow_t *fl)

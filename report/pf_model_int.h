@@ -270,6 +270,8 @@ struct pf_model {
     double timeline_end_s;
     uint64_t end_ns;            /* last event (or exit) */
     uint64_t peak_ns;
+    int frees_marked;           /* some FREE carried a kind or PF_FREE_BY_REALLOC: its runtime marks a realloc's
+                                   frees, so copies' destinations can be followed through reallocs */
     uint64_t gpu_peak_ns;       /* when the live GPU bytes peaked (0: no GPU memory) */
     /* run facts */
     int has_exit;

@@ -37,6 +37,8 @@ void pf_sweep_free_object(sweeper_t *S, const event_t *e, uint64_t k, uint64_t i
 {
     live_obj_t *o = &S->objs[idx];
     pf_sweep_kind_seen(S, o, PF_FREE_KIND(e->aux));
+    if (e->aux != PF_FREE_DOMAIN(e->aux))
+        S->m->frees_marked = 1;
     pf_sweep_release(S, e->proc, k, idx, e->t, 0);
     if (e->aux & PF_FREE_BY_REALLOC) {
         recent_free_t *r = &S->recent_frees[pf_sweep_recent_slot(k)];
