@@ -172,9 +172,13 @@ void pf_model_watch_totals(loader_t *L);
 /* (These three are inline: every record of a profile passes them twice, walked and swept.) */
 static inline int pf_events_is_event(uint16_t type)
 {
-    return type == PF_REC_ALLOC || type == PF_REC_ALLOC_SHORT || type == PF_REC_FREE || type == PF_REC_COPY ||
-           type == PF_REC_ACCESS_PAIR || type == PF_REC_COPY_WRITE || type == PF_REC_VERDICT ||
-           type == PF_REC_CONTENT || type == PF_REC_AGG_SITES || type == PF_REC_AGG_PEAK;
+    /* one test of a bit, not ten comparisons: every record of a profile asks it twice */
+    const uint64_t events = 1ull << PF_REC_ALLOC | 1ull << PF_REC_ALLOC_SHORT | 1ull << PF_REC_FREE |
+                            1ull << PF_REC_COPY | 1ull << PF_REC_ACCESS_PAIR | 1ull << PF_REC_COPY_WRITE |
+                            1ull << PF_REC_VERDICT | 1ull << PF_REC_CONTENT | 1ull << PF_REC_AGG_SITES |
+                            1ull << PF_REC_AGG_PEAK;
+    _Static_assert(PF_REC_TYPE_MAX <= 64, "record types fit the mask");
+    return type < 64 && (events >> type & 1);
 }
 
 /* 0 for an event the load's window leaves out (pf_load_opts_t): an allocation outside it, anything after it. */
@@ -216,9 +220,10 @@ typedef struct pf_event_iter {
 } pf_event_iter_t;
 
 /* The events in time order (ties: the lower process index, then the lower file offset); seq numbers them
- * in that order. pf_events_next returns 0 at the end. */
+ * in that order. pf_events_next_batch fills out with the next ones, at most max, and returns how many
+ * (0 at the end). */
 void pf_events_begin(loader_t *L, pf_event_iter_t *it);
-int pf_events_next(pf_event_iter_t *it, event_t *out);
+size_t pf_events_next_batch(pf_event_iter_t *it, event_t *out, size_t max);
 void pf_events_end(pf_event_iter_t *it);
 
 /* Sweeps L's events, in time order, into m's lines, functions, flows, totals and timelines.

@@ -173,19 +173,20 @@ static void give_back_run(const pf_file_t *f, pf_event_cursor_t *c, uint64_t fro
     }
 }
 
-/* Moves c to its stream's next event; 0 when the stream is done. */
-static int cursor_next(const loader_t *L, pf_event_cursor_t *c)
+/* Moves c to its stream's next event; 0 when the stream is done. Inline: it runs once a record of every
+ * stream, in pf_events_next_batch's loop. */
+static inline int cursor_next(const loader_t *L, pf_event_cursor_t *c)
 {
     const stream_t *s = &L->streams[c->stream];
     const pf_file_t *f = &L->procs[s->proc].file;
     const uint64_t last = L->procs[s->proc].last_offset;
-    const uint64_t cb = f->header.chunk_bytes;
     for (;;) {
-        if (c->off == 0 || c->off + sizeof(pf_rec_header_t) > c->end) {
+        if (__builtin_expect(c->off == 0 || c->off + sizeof(pf_rec_header_t) > c->end, 0)) {
             if (c->off)     /* the run filled its chunk to the end */
                 give_back_run(f, c, c->run_start, c->off, c->run == s->n_starts);
             if (c->run == s->n_starts)
                 return 0;
+            const uint64_t cb = f->header.chunk_bytes;
             c->off = c->run_start = s->starts[c->run++];
             uint64_t chunk_end = PF_HEADER_BYTES + (c->off - PF_HEADER_BYTES) / cb * cb + cb;
             c->end = chunk_end < f->size ? chunk_end : f->size;   /* the last chunk may be cut short */
@@ -195,7 +196,8 @@ static int cursor_next(const loader_t *L, pf_event_cursor_t *c)
         memcpy(&h, f->data + c->off, sizeof h);
         /* the end of the run: the chunk's end, a record cut off by the file's end, another writer, or
          * where the loader's walk stopped (a corrupt record: nothing after it was read) */
-        if (c->off > last || h.type == PF_REC_END || h.type == PF_REC_WRITER || c->off + h.bytes > c->end) {
+        if (__builtin_expect(c->off > last || h.type == PF_REC_END || h.type == PF_REC_WRITER ||
+                             c->off + h.bytes > c->end, 0)) {
             give_back_run(f, c, c->run_start, c->off, c->run == s->n_starts);
             c->off = 0;
             continue;
@@ -263,22 +265,36 @@ void pf_events_begin(loader_t *L, pf_event_iter_t *it)
         sift_down(it, i);
 }
 
-int pf_events_next(pf_event_iter_t *it, event_t *out)
+size_t pf_events_next_batch(pf_event_iter_t *it, event_t *out, size_t max)
 {
+    size_t n = 0;
     if (it->L->unordered) {
-        if (it->next == it->L->n_events)
-            return 0;
-        *out = it->L->events[it->next++];
-        return 1;
+        n = it->L->n_events - it->next < max ? it->L->n_events - it->next : max;
+        memcpy(out, it->L->events + it->next, n * sizeof *out);
+        it->next += n;
+        return n;
     }
-    if (!it->n_heap)
-        return 0;
-    *out = it->heap[0].ev;
-    out->seq = (uint32_t)it->next++;
-    if (!cursor_next(it->L, &it->heap[0]))
-        it->heap[0] = it->heap[--it->n_heap];
-    sift_down(it, 0);
-    return 1;
+    /* A run-level merge: the stream at the top of the heap goes on giving its events while they come
+     * before the head of every other stream (the lesser of the root's two children); the heap is sifted
+     * only when another stream's turn comes. An exact profile's threads take turns every few thousand
+     * events, and a single thread's never. */
+    while (n < max && it->n_heap) {
+        pf_event_cursor_t *top = &it->heap[0];
+        const pf_event_cursor_t *rival = NULL;
+        if (it->n_heap > 1)
+            rival = it->n_heap > 2 && cursor_before(&it->heap[2], &it->heap[1]) ? &it->heap[2] : &it->heap[1];
+        int more;
+        do {
+            out[n] = top->ev;
+            out[n].seq = (uint32_t)it->next++;
+            n++;
+            more = cursor_next(it->L, top);
+        } while (more && n < max && (!rival || cursor_before(top, rival)));
+        if (!more)
+            it->heap[0] = it->heap[--it->n_heap];
+        sift_down(it, 0);
+    }
+    return n;
 }
 
 void pf_events_end(pf_event_iter_t *it)

@@ -555,6 +555,9 @@ static void finish_stats(pf_stats_t *s, uint64_t t_end)
  * exact profile most allocations and frees find their address's slot out of cache, and each miss
  * otherwise stalls the sweep. */
 #define PF_SWEEP_LOOKAHEAD 16
+/* Events are taken from the merge this many at a time (pf_events_next_batch): their records, just read,
+ * are still in cache when they are swept. */
+#define PF_SWEEP_BATCH 256
 
 static void prefetch_event(const sweeper_t *S, const event_t *e)
 {
@@ -586,19 +589,19 @@ void pf_model_sweep(loader_t *L)
     proc_end_t *ends = pf_sweep_process_ends(&S), *next_end = ends;
     pf_event_iter_t it;
     pf_events_begin(L, &it);
-    event_t ahead[PF_SWEEP_LOOKAHEAD];
-    size_t first = 0, n_ahead = 0;
-    for (;;) {
-        while (n_ahead < PF_SWEEP_LOOKAHEAD &&
-               pf_events_next(&it, &ahead[(first + n_ahead) % PF_SWEEP_LOOKAHEAD])) {
-            prefetch_event(&S, &ahead[(first + n_ahead) % PF_SWEEP_LOOKAHEAD]);
-            n_ahead++;
+    event_t *batch = pf_xmalloc(PF_SWEEP_BATCH * sizeof *batch);
+    size_t n_batch = 0, at = 0;
+    for (;; at++) {
+        if (at == n_batch) {
+            if (!(n_batch = pf_events_next_batch(&it, batch, PF_SWEEP_BATCH)))
+                break;
+            at = 0;
+            for (size_t i = 0; i < PF_SWEEP_LOOKAHEAD && i < n_batch; i++)
+                prefetch_event(&S, &batch[i]);
         }
-        if (!n_ahead)
-            break;
-        const event_t ev = ahead[first], *e = &ev;
-        first = (first + 1) % PF_SWEEP_LOOKAHEAD;
-        n_ahead--;
+        if (at + PF_SWEEP_LOOKAHEAD < n_batch)
+            prefetch_event(&S, &batch[at + PF_SWEEP_LOOKAHEAD]);
+        const event_t *e = &batch[at];
         for (; next_end->t < e->t; next_end++) {
             pf_peak_advance(&S.peak, next_end->t);
             pf_sweep_end_process(&S, next_end->proc, next_end->t);
@@ -646,6 +649,7 @@ void pf_model_sweep(loader_t *L)
         }
     }
     pf_events_end(&it);
+    free(batch);
     free(ends);
     m->total.peak_bytes = peak > 0 ? peak : 0;
     pf_sweep_copies_finish(m);
