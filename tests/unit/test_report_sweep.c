@@ -545,6 +545,46 @@ static void test_lines_from_lasti(void **state)
     pf_model_free(m);
 }
 
+/* ---- the merge of the threads' streams (pf_events_next_batch) ---- */
+
+/* Threads' events merged in time order, ties to the record earlier in the file, across batches of the
+ * sweep (more events than one batch holds), a stream split over two chunks with another thread's between,
+ * a thread with no events, and streams that take turns at equal times on every event. Thread 1 allocates
+ * a byte at t = 0, 2, ... 598 (the first half in chunk A, the second in chunk C); thread 2, in chunk B,
+ * frees each at the same t: the first half's allocations come first in the file, so they are freed; the
+ * second half's frees come first, find nothing, and those 150 bytes leak. Thread 3 holds a megabyte from
+ * t = 301 to 303: the peak is at t = 302, with the leaking bytes of t = 300 and 302. */
+static void test_streams_merge_in_time_then_file_order(void **state)
+{
+    (void)state;
+    builder_t b;
+    b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    b_code(&b, 1, "/m/app.py", "main", 7);
+    uint32_t main_only = 1;
+    b_stack(&b, 1, 1, &main_only);
+    for (uint64_t i = 0; i < 150; i++)
+        b_alloc_short(&b, 2 * i, 0x10000 + 16 * i, 1, PF_DOMAIN_PYOBJ, 0, 1);
+    b_chunk(&b, 2);
+    for (uint64_t i = 0; i < 300; i++)
+        b_free(&b, 2 * i, 0x10000 + 16 * i);
+    b_chunk(&b, 1);
+    for (uint64_t i = 150; i < 300; i++)
+        b_alloc_short(&b, 2 * i, 0x10000 + 16 * i, 1, PF_DOMAIN_PYOBJ, 0, 1);
+    b_chunk(&b, 3);
+    b_alloc_short(&b, 301, 0x900000, 1000000, PF_DOMAIN_MALLOC, 0, 1);
+    b_free(&b, 303, 0x900000);
+    b_chunk(&b, 4);     /* a thread that allocated nothing */
+    b_code(&b, 2, "/m/idle.py", "wait", 1);
+    pf_model_t *m = load_ok(b_save(&b, "merge.pflow", 0));
+    assert_int_equal((int)m->total.alloc_bytes, 1000300);
+    assert_int_equal((int)m->total.leaked_bytes, 150);
+    assert_int_equal((int)m->total.peak_bytes, 1000002);
+    assert_int_equal((int)m->peak_ns, 302);
+    assert_int_equal((int)find_line(m, "/m/app.py", 7)->s.n_freed, 151);
+    pf_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -564,6 +604,7 @@ int main(void)
         cmocka_unit_test(test_interned_stacks_resolve_anywhere),
         cmocka_unit_test(test_short_allocs_count_as_allocs),
         cmocka_unit_test(test_lines_from_lasti),
+        cmocka_unit_test(test_streams_merge_in_time_then_file_order),
     };
     return cmocka_run_group_tests(tests, writer_setup, writer_teardown);
 }
