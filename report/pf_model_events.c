@@ -175,7 +175,7 @@ static void give_back_run(const pf_file_t *f, pf_event_cursor_t *c, uint64_t fro
 
 /* Moves c to its stream's next event; 0 when the stream is done. Inline: it runs once a record of every
  * stream, in pf_events_next_batch's loop. */
-static inline int cursor_next(const loader_t *L, pf_event_cursor_t *c)
+static inline __attribute__((always_inline)) int cursor_next(const loader_t *L, pf_event_cursor_t *c)
 {
     const stream_t *s = &L->streams[c->stream];
     const pf_file_t *f = &L->procs[s->proc].file;

@@ -249,11 +249,14 @@ int pf_sweep_frame_line(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *f, 
     return frame_line(S, proc, f, pc);
 }
 
-#define PF_NO_USER_FRAME UINT64_MAX     /* stack_memo's value for an interned stack without a user frame */
+#define PF_NO_USER_FRAME UINT64_MAX     /* stack_memo's value for an interned stack without a user frame, until
+                                           its own row is needed (then a charge with no_user set) */
 
 /* An allocation's row, function and call-tree node (*started as pf_sweep_attribute's). Every allocation
  * referring to one interned stack with a frame of the user's is charged alike: that is worked out once
- * per stack. A stack without one goes by its thread's starter (pf_origin_int.h), each time. */
+ * per stack. A stack without one goes by its thread's starter (pf_origin_int.h), each time, and else to
+ * the row of its own frames, worked out the first time it is needed (choosing among a deep import
+ * stack's frames, each time, was a tenth of an exact profile's sweep). */
 static int32_t charge_alloc(sweeper_t *S, const event_t *e, const pf_stack_view_t *st, uint8_t record_flags,
                             int32_t *func, int32_t *node, int *started, stack_charge_t **charge)
 {
@@ -262,7 +265,17 @@ static int32_t charge_alloc(sweeper_t *S, const event_t *e, const pf_stack_view_
     if ((record_flags & PF_ALLOC_STACK_REF) && st->py) {
         memo = pf_sweep_stack_memo(S, e->proc, st);
         if (*memo && *memo != PF_NO_USER_FRAME) {
-            stack_charge_t *c = *charge = &S->charges[*memo - 1];
+            stack_charge_t *c = &S->charges[*memo - 1];
+            if (c->no_user) {   /* as attribute() goes: the starter first (st->py: the stack is there) */
+                uint32_t tid = pf_origin_event_tid(S->L, e);
+                int32_t start_node = -1, row = tid ? pf_origin_row(S, e->proc, tid, func, &start_node) : -1;
+                if (row >= 0) {
+                    *started = 1;
+                    *node = start_node >= 0 ? start_node : pf_sweep_stack_node(S, e->proc, st->py, st->n_py, row);
+                    return row;
+                }
+            }
+            *charge = c;
             *func = c->func;
             *node = c->node;
             *started = 0;
@@ -273,10 +286,11 @@ static int32_t charge_alloc(sweeper_t *S, const event_t *e, const pf_stack_view_
     int32_t row = attribute(S, e->proc, e, st->py, st->n_py, st->attribute_flags, func, started, node, &user);
     if (*node < 0)
         *node = pf_sweep_stack_node(S, e->proc, st->py, st->n_py, row);
-    if (memo && !*memo && !user)
-        *memo = PF_NO_USER_FRAME;
-    else if (memo && !*memo) {
-        *PF_VEC_PUSH(S->charges, S->n_charges, S->cap_charges) = (stack_charge_t){row, *func, *node, -2};
+    if (memo && !user && *started) {
+        if (!*memo)
+            *memo = PF_NO_USER_FRAME;
+    } else if (memo && (!*memo || *memo == PF_NO_USER_FRAME)) {
+        *PF_VEC_PUSH(S->charges, S->n_charges, S->cap_charges) = (stack_charge_t){row, *func, *node, -2, !user};
         *memo = S->n_charges;
         *charge = &S->charges[S->n_charges - 1];
     }

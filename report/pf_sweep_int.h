@@ -75,10 +75,13 @@ typedef struct copy_info {
     int fills;          /* filled its tracked destination: a candidate for a verdict (pf_copy_rule.h) */
 } copy_info_t;
 
-/* What an allocation with an interned stack that has a frame of the user's is charged to. */
+/* What an allocation with an interned stack is charged to (without a frame of the user's: when its
+ * thread's starter has no row). */
 typedef struct stack_charge {
     int32_t row, func, node;
     int32_t native_node;    /* node's child for the stack's native site (pf_calltree_native_child); -2: not yet */
+    int no_user;            /* the stack has no frame of the user's: this is where it goes when its thread's
+                               starter has no row (pf_origin_row), looked up first each time */
 } stack_charge_t;
 
 /* stack_memo's entry for one interned stack id of a process (proc_state_t.stack_at), kept in an array by
