@@ -198,8 +198,9 @@ static inline uint64_t pf_sweep_addr_key(uint32_t proc, uint64_t addr)
     return (addr & ((1ull << 48) - 1)) | ((uint64_t)(proc & 0x7fff) << 48);  /* user addresses: 47 bits */
 }
 
-/* pf_model_sweep.c: ends the life of live object idx at key k at time t (pf_model_sweep.c's release). */
-void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uint64_t t, int ended);
+/* pf_model_sweep.c: ends the life of the live object at key k at time t (pf_model_sweep.c's release); slot
+ * is k's value slot in S->live (the object's index), where it was just found. */
+void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t *slot, uint64_t t, int ended);
 
 /* pf_model_objects.c: objects found by an address inside them (large ones, GPU blocks), in a sorted array. */
 int pf_sweep_wants_range(const live_obj_t *o);

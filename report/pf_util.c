@@ -177,6 +177,7 @@ static void grow(pf_map_t *m)
     pf_map_t bigger = {0};
     bigger.cap = m->cap ? m->cap * 2 : 64;
     bigger.by_address = m->by_address;
+    bigger.roomy = m->roomy;
     bigger.slots = map_slots(bigger.cap);
     if (m->by_address)  /* homes of a map keyed by address cost a hash each: a removal's shifts reuse them */
         bigger.homes = pf_xmalloc(bigger.cap * sizeof *bigger.homes);
@@ -202,26 +203,27 @@ static uint64_t *put_in_room(pf_map_t *m, uint64_t key, int *created)
     return &e->val;
 }
 
+static int map_full(const pf_map_t *m)
+{
+    return m->roomy ? (m->len + 1) * 2 > m->cap : (m->len + 1) * 4 > m->cap * 3;
+}
+
 uint64_t *pf_map_put(pf_map_t *m, uint64_t key, int *created)
 {
-    if ((m->len + 1) * 4 > m->cap * 3)
+    if (map_full(m))
         grow(m);
     return put_in_room(m, key, created);
 }
 
 uint64_t *pf_map_put_if_room(pf_map_t *m, uint64_t key, int *created)
 {
-    return (m->len + 1) * 4 > m->cap * 3 ? NULL : put_in_room(m, key, created);
+    return map_full(m) ? NULL : put_in_room(m, key, created);
 }
 
-int pf_map_del(pf_map_t *m, uint64_t key)
+/* Removes the entry at occupied slot i. */
+static void del_slot(pf_map_t *m, size_t i)
 {
-    if (!m->cap)
-        return 0;
     size_t mask = m->cap - 1;
-    size_t i = find_slot(m, key);
-    if (!m->slots[i].key)
-        return 0;
     /* backward-shift deletion keeps probe runs intact without tombstones */
     size_t hole = i;
     for (size_t j = (i + 1) & mask; m->slots[j].key; j = (j + 1) & mask) {
@@ -236,7 +238,22 @@ int pf_map_del(pf_map_t *m, uint64_t key)
     }
     m->slots[hole].key = 0;
     m->len--;
+}
+
+int pf_map_del(pf_map_t *m, uint64_t key)
+{
+    if (!m->cap)
+        return 0;
+    size_t i = find_slot(m, key);
+    if (!m->slots[i].key)
+        return 0;
+    del_slot(m, i);
     return 1;
+}
+
+void pf_map_del_at(pf_map_t *m, uint64_t *val)
+{
+    del_slot(m, (size_t)((pf_map_entry_t *)((char *)val - offsetof(pf_map_entry_t, val)) - m->slots));
 }
 
 size_t pf_utf8_seq(const unsigned char *s, size_t n)

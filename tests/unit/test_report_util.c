@@ -91,6 +91,33 @@ static void test_address_map_homes_through_shifts(void **state)
     free(keys);
 }
 
+/* A roomy map grows at half full (a plain one at three quarters), keeping its homes; removing an entry by
+ * its value slot is removing its key. */
+static void test_roomy_map_and_removal_by_slot(void **state)
+{
+    (void)state;
+    pf_map_t plain = {.by_address = 1}, roomy = {.by_address = 1, .roomy = 1};
+    for (uint64_t i = 0; i < 33; i++) {
+        *pf_map_put(&plain, 0x7f0000001000ull + i * 16, NULL) = i;
+        *pf_map_put(&roomy, 0x7f0000001000ull + i * 16, NULL) = i;
+    }
+    assert_int_equal(plain.cap, 64);    /* 33 of 64: under three quarters */
+    assert_int_equal(roomy.cap, 128);   /* past half of 64 */
+    assert_int_equal(roomy.roomy, 1);
+    for (uint64_t i = 0; i < 33; i += 2) {
+        uint64_t *v = pf_map_get(&roomy, 0x7f0000001000ull + i * 16);
+        assert_non_null(v);
+        pf_map_del_at(&roomy, v);
+        assert_null(pf_map_get(&roomy, 0x7f0000001000ull + i * 16));
+    }
+    assert_int_equal(roomy.len, 16);
+    for (uint64_t i = 1; i < 33; i += 2)
+        assert_int_equal(*pf_map_get(&roomy, 0x7f0000001000ull + i * 16), i);
+    assert_homes_kept(&roomy);
+    pf_map_free(&plain);
+    pf_map_free(&roomy);
+}
+
 static void test_hashed_map(void **state)
 {
     (void)state;
@@ -151,6 +178,7 @@ int main(void)
         cmocka_unit_test(test_hashed_map),
         cmocka_unit_test(test_address_map),
         cmocka_unit_test(test_address_map_homes_through_shifts),
+        cmocka_unit_test(test_roomy_map_and_removal_by_slot),
         cmocka_unit_test(test_hash_words),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
