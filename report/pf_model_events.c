@@ -35,28 +35,18 @@ static void drop_pages(const pf_file_t *f, uint64_t from, uint64_t to)
 
 /* ---- loading: the streams ---- */
 
-/* An event of the process being walked, at t: its stream's run. */
-static void note_event(loader_t *L, const pf_record_t *r, uint64_t t)
+/* A stream's first event, or one after it went back in time: pf_events_record's rare case. */
+void pf_events_new_stream(loader_t *L, const pf_record_t *r, uint64_t t, uint64_t key)
 {
-    if (t > L->t_last)
-        L->t_last = t;
-    if (t > L->procs[L->cur].last_t)
-        L->procs[L->cur].last_t = t;
-    if (L->unordered)
-        return;
-    /* a run of records is one writer's: its stream is the previous event's, without a lookup */
-    uint64_t key = ((uint64_t)L->cur << 32 | r->tid) + 1;
     int created = 0;
-    if (key != L->last_stream_key) {
-        uint64_t *v = pf_map_put(&L->stream_index, key, &created);
-        if (created) {
-            stream_t *s = PF_VEC_PUSH(L->streams, L->n_streams, L->cap_streams);
-            s->proc = L->cur;
-            *v = L->n_streams - 1;
-        }
-        L->last_stream_key = key;
-        L->last_stream = *v;
+    uint64_t *v = pf_map_put(&L->stream_index, key, &created);
+    if (created) {
+        stream_t *s = PF_VEC_PUSH(L->streams, L->n_streams, L->cap_streams);
+        s->proc = L->cur;
+        *v = L->n_streams - 1;
     }
+    L->last_stream_key = key;
+    L->last_stream = *v;
     stream_t *s = &L->streams[L->last_stream];
     if (!created && t < s->last_t) {
         L->unordered = 1;   /* the loader then collects every event into an array (pf_model.c) */
@@ -69,20 +59,14 @@ static void note_event(loader_t *L, const pf_record_t *r, uint64_t t)
     }
 }
 
-void pf_events_record(loader_t *L, const pf_record_t *r)
+void pf_events_new_run(loader_t *L, uint64_t chunk)
 {
-    L->procs[L->cur].last_offset = r->offset;
-    uint64_t chunk = r->chunk;
-    if (chunk != L->run_chunk || r->type == PF_REC_WRITER) {
-        if (chunk >= L->walk_dropped + (4u << 20)) {    /* walked: give back 4 MiB at a time */
-            drop_pages(&L->procs[L->cur].file, L->walk_dropped, chunk);
-            L->walk_dropped = chunk;
-        }
-        L->run++;
-        L->run_chunk = chunk;
+    if (chunk >= L->walk_dropped + (4u << 20)) {    /* walked: give back 4 MiB at a time */
+        drop_pages(&L->procs[L->cur].file, L->walk_dropped, chunk);
+        L->walk_dropped = chunk;
     }
-    if (pf_events_is_event(r->type))
-        note_event(L, r, pf_events_time(L, L->cur, r->payload));
+    L->run++;
+    L->run_chunk = chunk;
 }
 
 void pf_events_free_streams(loader_t *L)
