@@ -335,7 +335,7 @@ static int bucket_of(sweeper_t *S, uint64_t t)
 }
 
 /* Moves a row's live bytes to a new value at time t, keeping its area, maximum, timeline and peak share. */
-static void set_live(sweeper_t *S, pf_stats_t *s, uint64_t t, double live)
+static inline __attribute__((always_inline)) void set_live(sweeper_t *S, pf_stats_t *s, uint64_t t, double live)
 {
     keep_peak_value(S, s);
     if (live < 0 && live > -1.0)
@@ -371,13 +371,6 @@ void pf_sweep_set_gpu_live(sweeper_t *S, pf_stats_t *s, uint64_t t, double live)
     set_gpu_live(S, s, t, live);
 }
 
-void pf_sweep_touch(pf_stats_t *s, uint64_t t)
-{
-    if (!s->first_ns || t < s->first_ns)
-        s->first_ns = t ? t : 1;
-    if (t > s->last_ns)
-        s->last_ns = t;
-}
 
 
 /* A realloc frees its block and records the new one (at the same address when it grew in place) within

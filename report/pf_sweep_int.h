@@ -245,7 +245,13 @@ void pf_sweep_access_finish(sweeper_t *S);
 
 /* Shared by the sweep's files: a row's first and last event times; the slot of a freed block's key in
  * recent_frees. */
-void pf_sweep_touch(pf_stats_t *s, uint64_t t);
+static inline void pf_sweep_touch(pf_stats_t *s, uint64_t t)
+{
+    if (!s->first_ns || t < s->first_ns)
+        s->first_ns = t ? t : 1;
+    if (t > s->last_ns)
+        s->last_ns = t;
+}
 uint32_t pf_sweep_recent_slot(uint64_t key);
 
 /* pf_sweep_copies.c: COPY, VERDICT and COPY_WRITE events, and the flows' redundant bytes at the end. */
