@@ -256,7 +256,7 @@ int pf_sweep_frame_line(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *f, 
  * referring to one interned stack with a frame of the user's is charged alike: that is worked out once
  * per stack. A stack without one goes by its thread's starter (pf_origin_int.h), each time, and else to
  * the row of its own frames, worked out the first time it is needed (choosing among a deep import
- * stack's frames, each time, was a tenth of an exact profile's sweep). */
+ * stack's frames, each time, was a quarter of the instructions of a short exact profile's report). */
 static int32_t charge_alloc(sweeper_t *S, const event_t *e, const pf_stack_view_t *st, uint8_t record_flags,
                             int32_t *func, int32_t *node, int *started, stack_charge_t **charge)
 {
@@ -371,8 +371,6 @@ void pf_sweep_set_gpu_live(sweeper_t *S, pf_stats_t *s, uint64_t t, double live)
     set_gpu_live(S, s, t, live);
 }
 
-
-
 /* A realloc frees its block and records the new one (at the same address when it grew in place) within
  * microseconds on one thread; a block of the same line at the same address after longer is a new object. */
 #define PF_REALLOC_GAP_NS 1000000u
@@ -382,9 +380,9 @@ uint32_t pf_sweep_recent_slot(uint64_t key)
     return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 48) & (PF_RECENT_FREES - 1);
 }
 
-/* Ends the life of live object idx at address key at time t: it stops counting in its rows (unless the
- * process was already finalizing: then it stays live at exit; or ended is set: the process ended, and it
- * stays what the process held at its exit). */
+/* Ends the life of the live object at address key k (its index in *slot, k's value slot in the live map)
+ * at time t: it stops counting in its rows (unless the process was already finalizing: then it stays live
+ * at exit; or ended is set: the process ended, and it stays what the process held at its exit). */
 void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t *slot, uint64_t t, int ended)
 {
     const uint64_t idx = *slot;
