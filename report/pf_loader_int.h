@@ -172,9 +172,13 @@ void pf_model_watch_totals(loader_t *L);
 /* (These three are inline: every record of a profile passes them twice, walked and swept.) */
 static inline int pf_events_is_event(uint16_t type)
 {
-    return type == PF_REC_ALLOC || type == PF_REC_ALLOC_SHORT || type == PF_REC_FREE || type == PF_REC_COPY ||
-           type == PF_REC_ACCESS_PAIR || type == PF_REC_COPY_WRITE || type == PF_REC_VERDICT ||
-           type == PF_REC_CONTENT || type == PF_REC_AGG_SITES || type == PF_REC_AGG_PEAK;
+    /* one test of a bit, not ten comparisons: every record of a profile asks it twice */
+    const uint64_t events = 1ull << PF_REC_ALLOC | 1ull << PF_REC_ALLOC_SHORT | 1ull << PF_REC_FREE |
+                            1ull << PF_REC_COPY | 1ull << PF_REC_ACCESS_PAIR | 1ull << PF_REC_COPY_WRITE |
+                            1ull << PF_REC_VERDICT | 1ull << PF_REC_CONTENT | 1ull << PF_REC_AGG_SITES |
+                            1ull << PF_REC_AGG_PEAK;
+    _Static_assert(PF_REC_TYPE_MAX <= 64, "record types fit the mask");
+    return type < 64 && (events >> type & 1);
 }
 
 /* 0 for an event the load's window leaves out (pf_load_opts_t): an allocation outside it, anything after it. */
@@ -193,7 +197,42 @@ static inline uint64_t pf_events_time(const loader_t *L, uint32_t proc, const vo
     memcpy(&t, payload, sizeof t);     /* t_ns leads each event's payload */
     return t + L->m->procs[proc].offset_ns;
 }
-void pf_events_record(loader_t *L, const pf_record_t *r);
+/* pf_events_record's rare cases, out of line: an event of another stream than the last one's, and a new
+ * run of one writer's records (a new chunk, a change of writer). */
+void pf_events_new_stream(loader_t *L, const pf_record_t *r, uint64_t t, uint64_t key);
+void pf_events_new_run(loader_t *L, uint64_t chunk);
+
+static inline void pf_events_record(loader_t *L, const pf_record_t *r)
+{
+    L->procs[L->cur].last_offset = r->offset;
+    if (r->chunk != L->run_chunk || r->type == PF_REC_WRITER)
+        pf_events_new_run(L, r->chunk);
+    if (!pf_events_is_event(r->type))
+        return;
+    uint64_t t = pf_events_time(L, L->cur, r->payload);
+    if (t > L->t_last)
+        L->t_last = t;
+    if (t > L->procs[L->cur].last_t)
+        L->procs[L->cur].last_t = t;
+    if (L->unordered)
+        return;
+    /* a run of records is one writer's: its stream is the previous event's, without a lookup */
+    uint64_t key = ((uint64_t)L->cur << 32 | r->tid) + 1;
+    if (key != L->last_stream_key) {
+        pf_events_new_stream(L, r, t, key);
+        return;
+    }
+    stream_t *s = &L->streams[L->last_stream];
+    if (t < s->last_t) {
+        L->unordered = 1;   /* the loader then collects every event into an array (pf_model.c) */
+        return;
+    }
+    s->last_t = t;
+    if (s->last_run != L->run) {
+        *PF_VEC_PUSH(s->starts, s->n_starts, s->cap_starts) = r->offset;
+        s->last_run = L->run;
+    }
+}
 void pf_events_free_streams(loader_t *L);
 
 /* Orders events by (time, seq): a natural merge sort (runs already in order are merged, not re-sorted). */
@@ -216,9 +255,10 @@ typedef struct pf_event_iter {
 } pf_event_iter_t;
 
 /* The events in time order (ties: the lower process index, then the lower file offset); seq numbers them
- * in that order. pf_events_next returns 0 at the end. */
+ * in that order. pf_events_next_batch fills out with the next ones, at most max, and returns how many
+ * (0 at the end). */
 void pf_events_begin(loader_t *L, pf_event_iter_t *it);
-int pf_events_next(pf_event_iter_t *it, event_t *out);
+size_t pf_events_next_batch(pf_event_iter_t *it, event_t *out, size_t max);
 void pf_events_end(pf_event_iter_t *it);
 
 /* Sweeps L's events, in time order, into m's lines, functions, flows, totals and timelines.

@@ -101,10 +101,12 @@ static void root_argv(pf_model_t *m, const char *argv, size_t n);
 static int on_record(void *ctx, const pf_record_t *r)
 {
     loader_t *L = ctx;
-    proc_state_t *P = &L->procs[L->cur];
     pf_model_t *m = L->m;
     m->records++;
     pf_events_record(L, r);
+    if (r->type == PF_REC_ALLOC_SHORT || r->type == PF_REC_FREE || r->type == PF_REC_ALLOC)
+        return 0;   /* nearly every record: pf_events_record was all */
+    proc_state_t *P = &L->procs[L->cur];
     switch (r->type) {
     case PF_REC_CODE: {
         const pf_rec_code_t *c = r->payload;

@@ -35,28 +35,18 @@ static void drop_pages(const pf_file_t *f, uint64_t from, uint64_t to)
 
 /* ---- loading: the streams ---- */
 
-/* An event of the process being walked, at t: its stream's run. */
-static void note_event(loader_t *L, const pf_record_t *r, uint64_t t)
+/* A stream's first event, or one after it went back in time: pf_events_record's rare case. */
+void pf_events_new_stream(loader_t *L, const pf_record_t *r, uint64_t t, uint64_t key)
 {
-    if (t > L->t_last)
-        L->t_last = t;
-    if (t > L->procs[L->cur].last_t)
-        L->procs[L->cur].last_t = t;
-    if (L->unordered)
-        return;
-    /* a run of records is one writer's: its stream is the previous event's, without a lookup */
-    uint64_t key = ((uint64_t)L->cur << 32 | r->tid) + 1;
     int created = 0;
-    if (key != L->last_stream_key) {
-        uint64_t *v = pf_map_put(&L->stream_index, key, &created);
-        if (created) {
-            stream_t *s = PF_VEC_PUSH(L->streams, L->n_streams, L->cap_streams);
-            s->proc = L->cur;
-            *v = L->n_streams - 1;
-        }
-        L->last_stream_key = key;
-        L->last_stream = *v;
+    uint64_t *v = pf_map_put(&L->stream_index, key, &created);
+    if (created) {
+        stream_t *s = PF_VEC_PUSH(L->streams, L->n_streams, L->cap_streams);
+        s->proc = L->cur;
+        *v = L->n_streams - 1;
     }
+    L->last_stream_key = key;
+    L->last_stream = *v;
     stream_t *s = &L->streams[L->last_stream];
     if (!created && t < s->last_t) {
         L->unordered = 1;   /* the loader then collects every event into an array (pf_model.c) */
@@ -69,20 +59,14 @@ static void note_event(loader_t *L, const pf_record_t *r, uint64_t t)
     }
 }
 
-void pf_events_record(loader_t *L, const pf_record_t *r)
+void pf_events_new_run(loader_t *L, uint64_t chunk)
 {
-    L->procs[L->cur].last_offset = r->offset;
-    uint64_t chunk = r->chunk;
-    if (chunk != L->run_chunk || r->type == PF_REC_WRITER) {
-        if (chunk >= L->walk_dropped + (4u << 20)) {    /* walked: give back 4 MiB at a time */
-            drop_pages(&L->procs[L->cur].file, L->walk_dropped, chunk);
-            L->walk_dropped = chunk;
-        }
-        L->run++;
-        L->run_chunk = chunk;
+    if (chunk >= L->walk_dropped + (4u << 20)) {    /* walked: give back 4 MiB at a time */
+        drop_pages(&L->procs[L->cur].file, L->walk_dropped, chunk);
+        L->walk_dropped = chunk;
     }
-    if (pf_events_is_event(r->type))
-        note_event(L, r, pf_events_time(L, L->cur, r->payload));
+    L->run++;
+    L->run_chunk = chunk;
 }
 
 void pf_events_free_streams(loader_t *L)
@@ -173,19 +157,20 @@ static void give_back_run(const pf_file_t *f, pf_event_cursor_t *c, uint64_t fro
     }
 }
 
-/* Moves c to its stream's next event; 0 when the stream is done. */
-static int cursor_next(const loader_t *L, pf_event_cursor_t *c)
+/* Moves c to its stream's next event; 0 when the stream is done. Inline: it runs once a record of every
+ * stream, in pf_events_next_batch's loop. */
+static inline __attribute__((always_inline)) int cursor_next(const loader_t *L, pf_event_cursor_t *c)
 {
     const stream_t *s = &L->streams[c->stream];
     const pf_file_t *f = &L->procs[s->proc].file;
     const uint64_t last = L->procs[s->proc].last_offset;
-    const uint64_t cb = f->header.chunk_bytes;
     for (;;) {
-        if (c->off == 0 || c->off + sizeof(pf_rec_header_t) > c->end) {
+        if (__builtin_expect(c->off == 0 || c->off + sizeof(pf_rec_header_t) > c->end, 0)) {
             if (c->off)     /* the run filled its chunk to the end */
                 give_back_run(f, c, c->run_start, c->off, c->run == s->n_starts);
             if (c->run == s->n_starts)
                 return 0;
+            const uint64_t cb = f->header.chunk_bytes;
             c->off = c->run_start = s->starts[c->run++];
             uint64_t chunk_end = PF_HEADER_BYTES + (c->off - PF_HEADER_BYTES) / cb * cb + cb;
             c->end = chunk_end < f->size ? chunk_end : f->size;   /* the last chunk may be cut short */
@@ -195,7 +180,8 @@ static int cursor_next(const loader_t *L, pf_event_cursor_t *c)
         memcpy(&h, f->data + c->off, sizeof h);
         /* the end of the run: the chunk's end, a record cut off by the file's end, another writer, or
          * where the loader's walk stopped (a corrupt record: nothing after it was read) */
-        if (c->off > last || h.type == PF_REC_END || h.type == PF_REC_WRITER || c->off + h.bytes > c->end) {
+        if (__builtin_expect(c->off > last || h.type == PF_REC_END || h.type == PF_REC_WRITER ||
+                             c->off + h.bytes > c->end, 0)) {
             give_back_run(f, c, c->run_start, c->off, c->run == s->n_starts);
             c->off = 0;
             continue;
@@ -263,22 +249,36 @@ void pf_events_begin(loader_t *L, pf_event_iter_t *it)
         sift_down(it, i);
 }
 
-int pf_events_next(pf_event_iter_t *it, event_t *out)
+size_t pf_events_next_batch(pf_event_iter_t *it, event_t *out, size_t max)
 {
+    size_t n = 0;
     if (it->L->unordered) {
-        if (it->next == it->L->n_events)
-            return 0;
-        *out = it->L->events[it->next++];
-        return 1;
+        n = it->L->n_events - it->next < max ? it->L->n_events - it->next : max;
+        memcpy(out, it->L->events + it->next, n * sizeof *out);
+        it->next += n;
+        return n;
     }
-    if (!it->n_heap)
-        return 0;
-    *out = it->heap[0].ev;
-    out->seq = (uint32_t)it->next++;
-    if (!cursor_next(it->L, &it->heap[0]))
-        it->heap[0] = it->heap[--it->n_heap];
-    sift_down(it, 0);
-    return 1;
+    /* A run-level merge: the stream at the top of the heap goes on giving its events while they come
+     * before the head of every other stream (the lesser of the root's two children); the heap is sifted
+     * only when another stream's turn comes. An exact profile's threads take turns every few thousand
+     * events, and a single thread's never. */
+    while (n < max && it->n_heap) {
+        pf_event_cursor_t *top = &it->heap[0];
+        const pf_event_cursor_t *rival = NULL;
+        if (it->n_heap > 1)
+            rival = it->n_heap > 2 && cursor_before(&it->heap[2], &it->heap[1]) ? &it->heap[2] : &it->heap[1];
+        int more;
+        do {
+            out[n] = top->ev;
+            out[n].seq = (uint32_t)it->next++;
+            n++;
+            more = cursor_next(it->L, top);
+        } while (more && n < max && (!rival || cursor_before(top, rival)));
+        if (!more)
+            it->heap[0] = it->heap[--it->n_heap];
+        sift_down(it, 0);
+    }
+    return n;
 }
 
 void pf_events_end(pf_event_iter_t *it)

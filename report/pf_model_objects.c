@@ -81,7 +81,7 @@ void pf_sweep_end_process(sweeper_t *S, uint32_t proc, uint64_t t)
     for (size_t i = 0; i < S->live.cap && S->proc_objs[proc]; i++) {
         uint64_t k = S->live.slots[i].key;
         if (k && ((k - 1) >> 48) == (proc & 0x7fff)) {
-            pf_sweep_release(S, proc, k - 1, S->live.slots[i].val, t, 1);
+            pf_sweep_release(S, proc, k - 1, &S->live.slots[i].val, t, 1);
             i--;    /* a deletion may move a later entry into this slot */
         }
     }

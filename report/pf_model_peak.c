@@ -23,14 +23,6 @@
 #define PF_PEAK_WINDOW_SE 2.0
 #define PF_PEAK_RESET_SE 3.0
 
-int pf_peak_half(uint64_t addr, uint64_t t, int exact)
-{
-    if (exact)
-        return 0;
-    uint64_t h = (addr ^ (t * 0x9E3779B97F4A7C15ull)) * 0xBF58476D1CE4E5B9ull;
-    return 1 + (int)((h >> 61) & 1);
-}
-
 void pf_peak_advance_on(pf_peak_est_t *P, uint64_t t)
 {
     if (P->off || t < P->t_prev)
@@ -77,8 +69,8 @@ void pf_peak_obj_start(const pf_peak_est_t *P, pf_peak_obj_t *o)
     }
 }
 
-void pf_peak_obj_end(const pf_peak_est_t *P, pf_peak_row_t *r, const pf_peak_obj_t *o, int half, double est,
-                     double size)
+void pf_peak_obj_end_on(const pf_peak_est_t *P, pf_peak_row_t *r, const pf_peak_obj_t *o, int half, double est,
+                        double size)
 {
     if (P->off || half == 0 || !(est > size))
         return;

@@ -249,11 +249,14 @@ int pf_sweep_frame_line(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *f, 
     return frame_line(S, proc, f, pc);
 }
 
-#define PF_NO_USER_FRAME UINT64_MAX     /* stack_memo's value for an interned stack without a user frame */
+#define PF_NO_USER_FRAME UINT64_MAX     /* stack_memo's value for an interned stack without a user frame, until
+                                           its own row is needed (then a charge with no_user set) */
 
 /* An allocation's row, function and call-tree node (*started as pf_sweep_attribute's). Every allocation
  * referring to one interned stack with a frame of the user's is charged alike: that is worked out once
- * per stack. A stack without one goes by its thread's starter (pf_origin_int.h), each time. */
+ * per stack. A stack without one goes by its thread's starter (pf_origin_int.h), each time, and else to
+ * the row of its own frames, worked out the first time it is needed (choosing among a deep import
+ * stack's frames, each time, was a quarter of the instructions of a short exact profile's report). */
 static int32_t charge_alloc(sweeper_t *S, const event_t *e, const pf_stack_view_t *st, uint8_t record_flags,
                             int32_t *func, int32_t *node, int *started, stack_charge_t **charge)
 {
@@ -262,7 +265,17 @@ static int32_t charge_alloc(sweeper_t *S, const event_t *e, const pf_stack_view_
     if ((record_flags & PF_ALLOC_STACK_REF) && st->py) {
         memo = pf_sweep_stack_memo(S, e->proc, st);
         if (*memo && *memo != PF_NO_USER_FRAME) {
-            stack_charge_t *c = *charge = &S->charges[*memo - 1];
+            stack_charge_t *c = &S->charges[*memo - 1];
+            if (c->no_user) {   /* as attribute() goes: the starter first (st->py: the stack is there) */
+                uint32_t tid = pf_origin_event_tid(S->L, e);
+                int32_t start_node = -1, row = tid ? pf_origin_row(S, e->proc, tid, func, &start_node) : -1;
+                if (row >= 0) {
+                    *started = 1;
+                    *node = start_node >= 0 ? start_node : pf_sweep_stack_node(S, e->proc, st->py, st->n_py, row);
+                    return row;
+                }
+            }
+            *charge = c;
             *func = c->func;
             *node = c->node;
             *started = 0;
@@ -273,10 +286,11 @@ static int32_t charge_alloc(sweeper_t *S, const event_t *e, const pf_stack_view_
     int32_t row = attribute(S, e->proc, e, st->py, st->n_py, st->attribute_flags, func, started, node, &user);
     if (*node < 0)
         *node = pf_sweep_stack_node(S, e->proc, st->py, st->n_py, row);
-    if (memo && !*memo && !user)
-        *memo = PF_NO_USER_FRAME;
-    else if (memo && !*memo) {
-        *PF_VEC_PUSH(S->charges, S->n_charges, S->cap_charges) = (stack_charge_t){row, *func, *node, -2};
+    if (memo && !user && *started) {
+        if (!*memo)
+            *memo = PF_NO_USER_FRAME;
+    } else if (memo && (!*memo || *memo == PF_NO_USER_FRAME)) {
+        *PF_VEC_PUSH(S->charges, S->n_charges, S->cap_charges) = (stack_charge_t){row, *func, *node, -2, !user};
         *memo = S->n_charges;
         *charge = &S->charges[S->n_charges - 1];
     }
@@ -321,7 +335,7 @@ static int bucket_of(sweeper_t *S, uint64_t t)
 }
 
 /* Moves a row's live bytes to a new value at time t, keeping its area, maximum, timeline and peak share. */
-static void set_live(sweeper_t *S, pf_stats_t *s, uint64_t t, double live)
+static inline __attribute__((always_inline)) void set_live(sweeper_t *S, pf_stats_t *s, uint64_t t, double live)
 {
     keep_peak_value(S, s);
     if (live < 0 && live > -1.0)
@@ -357,15 +371,6 @@ void pf_sweep_set_gpu_live(sweeper_t *S, pf_stats_t *s, uint64_t t, double live)
     set_gpu_live(S, s, t, live);
 }
 
-void pf_sweep_touch(pf_stats_t *s, uint64_t t)
-{
-    if (!s->first_ns || t < s->first_ns)
-        s->first_ns = t ? t : 1;
-    if (t > s->last_ns)
-        s->last_ns = t;
-}
-
-
 /* A realloc frees its block and records the new one (at the same address when it grew in place) within
  * microseconds on one thread; a block of the same line at the same address after longer is a new object. */
 #define PF_REALLOC_GAP_NS 1000000u
@@ -375,11 +380,12 @@ uint32_t pf_sweep_recent_slot(uint64_t key)
     return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 48) & (PF_RECENT_FREES - 1);
 }
 
-/* Ends the life of live object idx at address key at time t: it stops counting in its rows (unless the
- * process was already finalizing: then it stays live at exit; or ended is set: the process ended, and it
- * stays what the process held at its exit). */
-void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uint64_t t, int ended)
+/* Ends the life of the live object at address key k (its index in *slot, k's value slot in the live map)
+ * at time t: it stops counting in its rows (unless the process was already finalizing: then it stays live
+ * at exit; or ended is set: the process ended, and it stays what the process held at its exit). */
+void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t *slot, uint64_t t, int ended)
 {
+    const uint64_t idx = *slot;
     const live_obj_t *o = &S->objs[idx];
     S->recent_frees[pf_sweep_recent_slot(k)] = (recent_free_t){k + 1, {o->line, o->native}, o->dst_copy + 1, 0};
     pf_sweep_leak_freed(S, k, o, t);
@@ -387,7 +393,7 @@ void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uin
         return;     /* interpreter shutdown: the object stays counted as live at exit */
     if (!ended)
         pf_sweep_dst_freed(S, o, t);
-    pf_map_del(&S->live, k);
+    pf_map_del_at(&S->live, slot);
     S->proc_objs[proc]--;
     *PF_VEC_PUSH(S->free_objs, S->n_free_objs, S->cap_free_objs) = idx;     /* its slot is free again */
     if (pf_sweep_wants_range(o))
@@ -413,9 +419,9 @@ void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uin
     pf_calltree_free(m, o->node, o->est, o->gpu, &epochs);
 }
 
-static void release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uint64_t t)
+static void release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t *slot, uint64_t t)
 {
-    pf_sweep_release(S, proc, k, idx, t, 0);
+    pf_sweep_release(S, proc, k, slot, t, 0);
 }
 
 static void on_alloc(sweeper_t *S, const event_t *e)
@@ -446,7 +452,7 @@ static void on_alloc(sweeper_t *S, const event_t *e)
             pf_sweep_range_del(S, pf_sweep_addr_key(e->proc, a->addr));
         *pf_map_put(&S->live, pf_sweep_addr_key(e->proc, (1ull << 47) | S->parked++), NULL) = idx;
     } else if (prev) {  /* the allocator handed the address out again: the block there was freed unseen */
-        release(S, e->proc, pf_sweep_addr_key(e->proc, a->addr), *prev, e->t);
+        release(S, e->proc, pf_sweep_addr_key(e->proc, a->addr), prev, e->t);
     }
     int32_t fn, node;
     int started;
@@ -544,7 +550,7 @@ static void on_free(sweeper_t *S, const event_t *e)
     uint64_t k = pf_sweep_addr_key(e->proc, f->addr);
     uint64_t *v = pf_map_get(&S->live, k);
     if (v)
-        pf_sweep_free_object(S, e, k, *v);
+        pf_sweep_free_object(S, e, k, v);
 }
 
 static void finish_stats(pf_stats_t *s, uint64_t t_end)
@@ -560,6 +566,9 @@ static void finish_stats(pf_stats_t *s, uint64_t t_end)
  * exact profile most allocations and frees find their address's slot out of cache, and each miss
  * otherwise stalls the sweep. */
 #define PF_SWEEP_LOOKAHEAD 16
+/* Events are taken from the merge this many at a time (pf_events_next_batch): their records, just read,
+ * are still in cache when they are swept. */
+#define PF_SWEEP_BATCH 256
 
 static void prefetch_event(const sweeper_t *S, const event_t *e)
 {
@@ -588,22 +597,28 @@ void pf_model_sweep(loader_t *L)
     S.proc_objs = pf_xcalloc(m->n_procs + 1, sizeof *S.proc_objs);
     S.memo_at = pf_xcalloc(L->n_procs + 1, sizeof *S.memo_at);
     S.peak.off = m->exact || m->aggregated;     /* --aggregate: the recorder's peak picture */
+    /* An exact profile's live objects are many: their map grows at half full, where its probe runs stay
+     * short (at three quarters, neighbouring blocks' windows ran into runs of hundreds of slots: a third of
+     * the sweep's instructions). Where keys sit decides the order the walks of the map see; in an exact
+     * profile what they add up is whole bytes (the peak's variance, below, is a sampled object's only), the
+     * same in any order. A sampled profile's map, and so its report to the last bit, stays as it was. */
+    S.live.roomy = m->exact;
     proc_end_t *ends = pf_sweep_process_ends(&S), *next_end = ends;
     pf_event_iter_t it;
     pf_events_begin(L, &it);
-    event_t ahead[PF_SWEEP_LOOKAHEAD];
-    size_t first = 0, n_ahead = 0;
-    for (;;) {
-        while (n_ahead < PF_SWEEP_LOOKAHEAD &&
-               pf_events_next(&it, &ahead[(first + n_ahead) % PF_SWEEP_LOOKAHEAD])) {
-            prefetch_event(&S, &ahead[(first + n_ahead) % PF_SWEEP_LOOKAHEAD]);
-            n_ahead++;
+    event_t *batch = pf_xmalloc(PF_SWEEP_BATCH * sizeof *batch);
+    size_t n_batch = 0, at = 0;
+    for (;; at++) {
+        if (at == n_batch) {
+            if (!(n_batch = pf_events_next_batch(&it, batch, PF_SWEEP_BATCH)))
+                break;
+            at = 0;
+            for (size_t i = 0; i < PF_SWEEP_LOOKAHEAD && i < n_batch; i++)
+                prefetch_event(&S, &batch[i]);
         }
-        if (!n_ahead)
-            break;
-        const event_t ev = ahead[first], *e = &ev;
-        first = (first + 1) % PF_SWEEP_LOOKAHEAD;
-        n_ahead--;
+        if (at + PF_SWEEP_LOOKAHEAD < n_batch)
+            prefetch_event(&S, &batch[at + PF_SWEEP_LOOKAHEAD]);
+        const event_t *e = &batch[at];
         for (; next_end->t < e->t; next_end++) {
             pf_peak_advance(&S.peak, next_end->t);
             pf_sweep_end_process(&S, next_end->proc, next_end->t);
@@ -651,6 +666,7 @@ void pf_model_sweep(loader_t *L)
         }
     }
     pf_events_end(&it);
+    free(batch);
     free(ends);
     m->total.peak_bytes = peak > 0 ? peak : 0;
     pf_sweep_copies_finish(m);

@@ -33,7 +33,13 @@ typedef struct pf_peak_est {
 } pf_peak_est_t;
 
 /* Which half of the samples an allocation is in: 0 = recorded exactly (both halves, as it is), 1 or 2. */
-int pf_peak_half(uint64_t addr, uint64_t t, int exact);
+static inline int pf_peak_half(uint64_t addr, uint64_t t, int exact)
+{
+    if (exact)
+        return 0;
+    uint64_t h = (addr ^ (t * 0x9E3779B97F4A7C15ull)) * 0xBF58476D1CE4E5B9ull;
+    return 1 + (int)((h >> 61) & 1);
+}
 
 /* The calls the sweep makes for every event return at once when P->off (an exact profile, whose events are
  * many): the test is made inline, where they are called, and the work out of line. */
@@ -68,8 +74,14 @@ void pf_peak_obj_start(const pf_peak_est_t *P, pf_peak_obj_t *o);
 
 /* An object (of `half`, estimate est, requested size) of row r ends now, or the run ends with it live: its
  * variance, by the window time it lived, joins r's. */
-void pf_peak_obj_end(const pf_peak_est_t *P, pf_peak_row_t *r, const pf_peak_obj_t *o, int half, double est,
-                     double size);
+void pf_peak_obj_end_on(const pf_peak_est_t *P, pf_peak_row_t *r, const pf_peak_obj_t *o, int half, double est,
+                        double size);
+static inline void pf_peak_obj_end(const pf_peak_est_t *P, pf_peak_row_t *r, const pf_peak_obj_t *o, int half,
+                                   double est, double size)
+{
+    if (!P->off && half)    /* an exact object has no variance: three calls a free, inline */
+        pf_peak_obj_end_on(P, r, o, half, est, size);
+}
 
 /* After each event: each half's maximum, window and resets, from the total row. */
 static inline void pf_peak_after_event(pf_peak_est_t *P, const pf_peak_row_t *total)

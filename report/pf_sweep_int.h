@@ -85,10 +85,13 @@ typedef struct copy_info {
     int has_dst;
 } copy_info_t;
 
-/* What an allocation with an interned stack that has a frame of the user's is charged to. */
+/* What an allocation with an interned stack is charged to (without a frame of the user's: when its
+ * thread's starter has no row). */
 typedef struct stack_charge {
     int32_t row, func, node;
     int32_t native_node;    /* node's child for the stack's native site (pf_calltree_native_child); -2: not yet */
+    int no_user;            /* the stack has no frame of the user's: this is where it goes when its thread's
+                               starter has no row (pf_origin_row), looked up first each time */
 } stack_charge_t;
 
 /* stack_memo's entry for one interned stack id of a process (proc_state_t.stack_at), kept in an array by
@@ -205,8 +208,9 @@ static inline uint64_t pf_sweep_addr_key(uint32_t proc, uint64_t addr)
     return (addr & ((1ull << 48) - 1)) | ((uint64_t)(proc & 0x7fff) << 48);  /* user addresses: 47 bits */
 }
 
-/* pf_model_sweep.c: ends the life of live object idx at key k at time t (pf_model_sweep.c's release). */
-void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t idx, uint64_t t, int ended);
+/* pf_model_sweep.c: ends the life of the live object at key k at time t (pf_model_sweep.c's release); slot
+ * is k's value slot in S->live (the object's index), where it was just found. */
+void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t *slot, uint64_t t, int ended);
 
 /* pf_model_objects.c: objects found by an address inside them (large ones, GPU blocks), in a sorted array. */
 int pf_sweep_wants_range(const live_obj_t *o);
@@ -251,7 +255,13 @@ void pf_sweep_access_finish(sweeper_t *S);
 
 /* Shared by the sweep's files: a row's first and last event times; the slot of a freed block's key in
  * recent_frees. */
-void pf_sweep_touch(pf_stats_t *s, uint64_t t);
+static inline void pf_sweep_touch(pf_stats_t *s, uint64_t t)
+{
+    if (!s->first_ns || t < s->first_ns)
+        s->first_ns = t ? t : 1;
+    if (t > s->last_ns)
+        s->last_ns = t;
+}
 uint32_t pf_sweep_recent_slot(uint64_t key);
 
 /* pf_sweep_copies.c: COPY, VERDICT and COPY_WRITE events, and the flows' redundant bytes at the end. */
@@ -264,8 +274,9 @@ void pf_sweep_copies_finish(pf_model_t *m);
 void pf_sweep_kind_seen(sweeper_t *S, live_obj_t *o, unsigned kind);
 void pf_sweep_copy_dst(sweeper_t *S, live_obj_t *dst, int64_t copy, uint64_t t);
 void pf_sweep_dst_freed(sweeper_t *S, const live_obj_t *o, uint64_t t);
-/* A FREE (e) of the live object idx at key k, kind and all; a realloc's free hands its copies' chain on. */
-void pf_sweep_free_object(sweeper_t *S, const event_t *e, uint64_t k, uint64_t idx);
+/* A FREE (e) of the live object at key k (its index in *slot, k's value slot in the live map), kind and
+ * all; a realloc's free hands its copies' chain on. */
+void pf_sweep_free_object(sweeper_t *S, const event_t *e, uint64_t k, uint64_t *slot);
 /* The block o continues the block freed lately at old_k, when that free was a realloc's: proven (a
  * realloc's COPY from old_k to o), or said by its FREE (then o is the next ALLOC at the same address). o
  * takes on the freed block's copies, whose destinations were not freed after all. */

@@ -33,13 +33,13 @@ void pf_sweep_dst_freed(sweeper_t *S, const live_obj_t *o, uint64_t t)
     mark_chain(S, o->dst_copy, t ? t : 1);
 }
 
-void pf_sweep_free_object(sweeper_t *S, const event_t *e, uint64_t k, uint64_t idx)
+void pf_sweep_free_object(sweeper_t *S, const event_t *e, uint64_t k, uint64_t *slot)
 {
-    live_obj_t *o = &S->objs[idx];
+    live_obj_t *o = &S->objs[*slot];
     pf_sweep_kind_seen(S, o, PF_FREE_KIND(e->aux));
     if (e->aux != PF_FREE_DOMAIN(e->aux))
         S->m->frees_marked = 1;
-    pf_sweep_release(S, e->proc, k, idx, e->t, 0);
+    pf_sweep_release(S, e->proc, k, slot, e->t, 0);
     if (e->aux & PF_FREE_BY_REALLOC) {
         recent_free_t *r = &S->recent_frees[pf_sweep_recent_slot(k)];
         if (r->key1 == k + 1)

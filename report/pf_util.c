@@ -100,6 +100,7 @@ uint64_t pf_hash_words(const uint64_t *words, size_t n, uint64_t seed)
 void pf_map_free(pf_map_t *m)
 {
     free(m->slots);
+    free(m->homes);
     memset(m, 0, sizeof *m);
 }
 
@@ -111,13 +112,23 @@ static size_t home_of(const pf_map_t *m, uint64_t key)
     return (size_t)mix(key) & (m->cap - 1);
 }
 
-static size_t find_slot(const pf_map_t *m, uint64_t key)
+size_t pf_map_home(const pf_map_t *m, uint64_t key)
+{
+    return m->cap ? home_of(m, key) : 0;
+}
+
+/* The slot of key, or the empty slot that ends its probe, from its home. */
+static size_t probe_from(const pf_map_t *m, uint64_t key, size_t i)
 {
     size_t mask = m->cap - 1;
-    size_t i = home_of(m, key);
     while (m->slots[i].key && m->slots[i].key != key + 1)
         i = (i + 1) & mask;
     return i;
+}
+
+static size_t find_slot(const pf_map_t *m, uint64_t key)
+{
+    return probe_from(m, key, home_of(m, key));
 }
 
 uint64_t *pf_map_get(const pf_map_t *m, uint64_t key)
@@ -151,16 +162,30 @@ static pf_map_entry_t *map_slots(size_t cap)
     return p;
 }
 
+/* Puts key, absent from m, at empty slot i, the end of its probe from home h; returns the slot. */
+static pf_map_entry_t *insert_at(pf_map_t *m, size_t i, uint64_t key, size_t h)
+{
+    if (m->homes)
+        m->homes[i] = (uint32_t)h;
+    m->len++;
+    m->slots[i].key = key + 1;
+    return &m->slots[i];
+}
+
 static void grow(pf_map_t *m)
 {
     pf_map_t bigger = {0};
     bigger.cap = m->cap ? m->cap * 2 : 64;
     bigger.by_address = m->by_address;
+    bigger.roomy = m->roomy;
     bigger.slots = map_slots(bigger.cap);
+    if (m->by_address)  /* homes of a map keyed by address cost a hash each: a removal's shifts reuse them */
+        bigger.homes = pf_xmalloc(bigger.cap * sizeof *bigger.homes);
     for (size_t i = 0; i < m->cap; i++) {
+        uint64_t key = m->slots[i].key - 1;
         if (m->slots[i].key) {
-            bigger.slots[find_slot(&bigger, m->slots[i].key - 1)] = m->slots[i];
-            bigger.len++;
+            size_t h = home_of(&bigger, key);
+            insert_at(&bigger, probe_from(&bigger, key, h), key, h)->val = m->slots[i].val;
         }
     }
     pf_map_free(m);
@@ -169,50 +194,66 @@ static void grow(pf_map_t *m)
 
 static uint64_t *put_in_room(pf_map_t *m, uint64_t key, int *created)
 {
-    pf_map_entry_t *e = &m->slots[find_slot(m, key)];
+    size_t h = home_of(m, key), i = probe_from(m, key, h);
+    pf_map_entry_t *e = &m->slots[i];
     if (created)
         *created = !e->key;
-    if (!e->key) {
-        e->key = key + 1;
-        e->val = 0;
-        m->len++;
-    }
+    if (!e->key)
+        insert_at(m, i, key, h)->val = 0;
     return &e->val;
+}
+
+static int map_full(const pf_map_t *m)
+{
+    return m->roomy ? (m->len + 1) * 2 > m->cap : (m->len + 1) * 4 > m->cap * 3;
 }
 
 uint64_t *pf_map_put(pf_map_t *m, uint64_t key, int *created)
 {
-    if ((m->len + 1) * 4 > m->cap * 3)
+    if (map_full(m))
         grow(m);
     return put_in_room(m, key, created);
 }
 
 uint64_t *pf_map_put_if_room(pf_map_t *m, uint64_t key, int *created)
 {
-    return (m->len + 1) * 4 > m->cap * 3 ? NULL : put_in_room(m, key, created);
+    return map_full(m) ? NULL : put_in_room(m, key, created);
+}
+
+/* Removes the entry at occupied slot i. */
+static void del_slot(pf_map_t *m, size_t i)
+{
+    size_t mask = m->cap - 1;
+    /* backward-shift deletion keeps probe runs intact without tombstones */
+    size_t hole = i;
+    for (size_t j = (i + 1) & mask; m->slots[j].key; j = (j + 1) & mask) {
+        size_t home = m->homes ? m->homes[j] : home_of(m, m->slots[j].key - 1);
+        int movable = hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
+        if (movable) {
+            m->slots[hole] = m->slots[j];
+            if (m->homes)
+                m->homes[hole] = m->homes[j];
+            hole = j;
+        }
+    }
+    m->slots[hole].key = 0;
+    m->len--;
 }
 
 int pf_map_del(pf_map_t *m, uint64_t key)
 {
     if (!m->cap)
         return 0;
-    size_t mask = m->cap - 1;
     size_t i = find_slot(m, key);
     if (!m->slots[i].key)
         return 0;
-    /* backward-shift deletion keeps probe runs intact without tombstones */
-    size_t hole = i;
-    for (size_t j = (i + 1) & mask; m->slots[j].key; j = (j + 1) & mask) {
-        size_t home = home_of(m, m->slots[j].key - 1);
-        int movable = hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
-        if (movable) {
-            m->slots[hole] = m->slots[j];
-            hole = j;
-        }
-    }
-    m->slots[hole].key = 0;
-    m->len--;
+    del_slot(m, i);
     return 1;
+}
+
+void pf_map_del_at(pf_map_t *m, uint64_t *val)
+{
+    del_slot(m, (size_t)((pf_map_entry_t *)((char *)val - offsetof(pf_map_entry_t, val)) - m->slots));
 }
 
 size_t pf_utf8_seq(const unsigned char *s, size_t n)

@@ -545,6 +545,82 @@ static void test_lines_from_lasti(void **state)
     pf_model_free(m);
 }
 
+/* ---- the merge of the threads' streams (pf_events_next_batch) ---- */
+
+/* Threads' events merged in time order, ties to the record earlier in the file, across batches of the
+ * sweep (more events than one batch holds), a stream split over two chunks with another thread's between,
+ * a thread with no events, and streams that take turns at equal times on every event. Thread 1 allocates
+ * a byte at t = 0, 2, ... 598 (the first half in chunk A, the second in chunk C); thread 2, in chunk B,
+ * frees each at the same t: the first half's allocations come first in the file, so they are freed; the
+ * second half's frees come first, find nothing, and those 150 bytes leak. Thread 3 holds a megabyte from
+ * t = 301 to 303: the peak is at t = 302, with the leaking bytes of t = 300 and 302. */
+static void test_streams_merge_in_time_then_file_order(void **state)
+{
+    (void)state;
+    builder_t b;
+    b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    b_code(&b, 1, "/m/app.py", "main", 7);
+    uint32_t main_only = 1;
+    b_stack(&b, 1, 1, &main_only);
+    for (uint64_t i = 0; i < 150; i++)
+        b_alloc_short(&b, 2 * i, 0x10000 + 16 * i, 1, PF_DOMAIN_PYOBJ, 0, 1);
+    b_chunk(&b, 2);
+    for (uint64_t i = 0; i < 300; i++)
+        b_free(&b, 2 * i, 0x10000 + 16 * i);
+    b_chunk(&b, 1);
+    for (uint64_t i = 150; i < 300; i++)
+        b_alloc_short(&b, 2 * i, 0x10000 + 16 * i, 1, PF_DOMAIN_PYOBJ, 0, 1);
+    b_chunk(&b, 3);
+    b_alloc_short(&b, 301, 0x900000, 1000000, PF_DOMAIN_MALLOC, 0, 1);
+    b_free(&b, 303, 0x900000);
+    b_chunk(&b, 4);     /* a thread that allocated nothing */
+    b_code(&b, 2, "/m/idle.py", "wait", 1);
+    pf_model_t *m = load_ok(b_save(&b, "merge.pflow", 0));
+    assert_int_equal((int)m->total.alloc_bytes, 1000300);
+    assert_int_equal((int)m->total.leaked_bytes, 150);
+    assert_int_equal((int)m->total.peak_bytes, 1000002);
+    assert_int_equal((int)m->peak_ns, 302);
+    assert_int_equal((int)find_line(m, "/m/app.py", 7)->s.n_freed, 151);
+    pf_model_free(m);
+}
+
+/* An interned stack with no frame of the user's (a library's) is charged, allocation by allocation, to the
+ * line that started its thread where one did, else to its own library row, whichever comes first in the
+ * run and however the two alternate (the row of its own frames is worked out once, the starter looked up
+ * each time). */
+static void test_library_stack_by_starter_then_own_row(void **state)
+{
+    (void)state;
+    for (int worker_first = 0; worker_first < 2; worker_first++) {
+        builder_t b;
+        b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, 1);
+        b_chunk(&b, 1);
+        b_thread(&b, 1, 1, 0xA0);
+        b_code(&b, 1, "/app.py", "<module>", 5);
+        b_code(&b, 2, "/usr/lib/python3.11/json/decoder.py", "decode", 40);
+        uint32_t app5 = 1, library = 2;
+        b_stack(&b, 5, 1, &library);
+        b_spawn(&b, 2, PF_SPAWN_THREAD, 0xB0, 1, 1, &app5);
+        uint64_t t0 = worker_first ? 100 : 10;   /* the main thread's allocations before or after the worker's */
+        for (uint64_t i = 0; i < 3; i++)
+            b_alloc_short(&b, t0 + i, 0x10000 + 64 * i, 100, PF_DOMAIN_PYOBJ, 0, 5);
+        b_chunk(&b, 2);
+        b_thread(&b, 3, 2, 0xB0);
+        for (uint64_t i = 0; i < 4; i++)
+            b_alloc_short(&b, 50 + i, 0x20000 + 64 * i, 1000, PF_DOMAIN_PYOBJ, 0, 5);
+        b_chunk(&b, 1);
+        b_alloc_short(&b, 200, 0x30000, 10, PF_DOMAIN_PYOBJ, 0, 5);
+        pf_model_t *m = load_ok(b_save(&b, "library_stack.pflow", 0));
+        const pf_line_t *starter = find_line(m, "/app.py", 5);
+        assert_int_equal((int)starter->s.alloc_bytes, 4000);
+        assert_int_equal((int)starter->started_bytes, 4000);
+        assert_int_equal((int)find_line(m, "/usr/lib/python3.11/json/decoder.py", 40)->s.alloc_bytes, 310);
+        assert_int_equal((int)m->total.alloc_bytes, 4310);
+        pf_model_free(m);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -564,6 +640,8 @@ int main(void)
         cmocka_unit_test(test_interned_stacks_resolve_anywhere),
         cmocka_unit_test(test_short_allocs_count_as_allocs),
         cmocka_unit_test(test_lines_from_lasti),
+        cmocka_unit_test(test_streams_merge_in_time_then_file_order),
+        cmocka_unit_test(test_library_stack_by_starter_then_own_row),
     };
     return cmocka_run_group_tests(tests, writer_setup, writer_teardown);
 }
