@@ -49,6 +49,7 @@
 #define PF_ENV_MAX_PROFILE_BYTES "PYFLOW_MAX_PROFILE_BYTES"
 #define PF_ENV_EXACT "PYFLOW_EXACT"
 #define PF_ENV_NATIVE "PYFLOW_NATIVE"
+#define PF_ENV_NATIVE_WALK "PYFLOW_NATIVE_WALK"  /* "libunwind": every native stack by unw_backtrace (a check) */
 #define PF_ENV_AGGREGATE "PYFLOW_AGGREGATE"   /* "1": per-site totals in snapshots (--aggregate) */
 #define PF_ENV_AGGREGATE_MS "PYFLOW_AGGREGATE_MS" /* milliseconds between them (default 1000; measurements) */
 #define PF_ENV_AGGREGATE_AFTER_MS "PYFLOW_AGGREGATE_AFTER_MS" /* full records for so long first */
