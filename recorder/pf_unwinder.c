@@ -68,7 +68,8 @@ int pf_recorder_unwinder_caller(uint64_t ip)
 
 void pf_unwinder_disagreed(void)
 {
-    __atomic_store_n(&fast_off, 1, __ATOMIC_RELAXED);
+    if (!__atomic_exchange_n(&fast_off, 1, __ATOMIC_RELAXED))
+        pf_log("native stacks: the fast walk and libunwind disagreed on one; libunwind walks every stack from now on");
 }
 
 int pf_unwinder_libunwind(uint64_t *out, int max)
