@@ -12,23 +12,24 @@
  * per-thread hash whose slots missed the cache, every frame of every stack, and each new thread learning
  * every address again. This walk steps the same way libunwind's fast trace does (the CFA from rsp or rbp,
  * the return address at CFA - 8, rbp where the frame saved it), with rules from one table every thread
- * shares (pf_cfi.c), and each thread remembers the frames of its last stack: their registers, and where
- * each step read the return address and rbp. When a frame it reaches has the same address and stack
- * pointer as a remembered one (and the same rbp, where a later step depends on it), and every word the
- * remembered steps read from there on is still the same, the walk from there would read the same words
- * and reach the same frames: they are taken as remembered. A loop allocating on one line walks pyflow's
- * few frames and the allocator's, then checks a dozen words of its stack.
+ * shares (pf_cfi.c), and each thread remembers its last walks (a few, by starting stack pointer): each
+ * frame's registers, and where its step read the return address and rbp. When a frame the walk reaches has
+ * the same address and stack pointer as a remembered one (and the same rbp, where a later step computes
+ * a CFA from it), and every word the remembered steps read from there on still holds what they read, the
+ * walk from there would read the same words and reach the same frames: they are taken as remembered. A
+ * loop allocating on one line checks a word or two per frame of its stack and walks nothing; a stack that
+ * differs from a remembered one below some frame takes the frames up to there and walks from there.
  * Anything the walk does not follow (a signal frame, an expression rule, code without an FDE, an address
  * off the thread's stack) hands the whole stack to unw_backtrace; pf_record.c also compares each stack
- * new to a thread with unw_backtrace's, and one disagreement sends every later stack there
+ * new to the process with unw_backtrace's, and one disagreement sends every later stack there, said once
  * (PYFLOW_NATIVE_WALK=libunwind does so from the start).
  */
 #include <libunwind.h>
 #include <pthread.h>
-#include <sys/mman.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "pf_cfi.h"
 #include "pf_modules.h"
@@ -106,15 +107,15 @@ typedef struct walk_memo {
     uint64_t last_ra;       /* the return address below LOWEST_IP its last step read, if it ended so */
 } walk_memo_t;
 
-/* A thread's last walks, two for each of a few sets of starting stack pointers: allocations from
+/* A thread's last walks, four for each of eight sets of starting stack pointers: allocations from
  * different C functions start at different depths, and a loop makes a handful of them in turn. Mapped on
- * a thread's first walk (60 KiB: not in its static TLS, which a small thread stack must also hold) and
- * unmapped as it ends. */
+ * a thread's first walk (120 KiB of address space, a page touched for each walk kept: not in its static
+ * TLS, which a small thread stack must also hold) and unmapped as it ends. */
 #define MEMO_SETS 8
 #define MEMO_WAYS 4
 typedef struct walk_memos {
     walk_memo_t way[MEMO_SETS][MEMO_WAYS];
-    uint8_t victim[MEMO_SETS];  /* the way a walk that matches neither replaces */
+    uint8_t victim[MEMO_SETS];  /* the way the next walk that is none of the set's replaces */
 } walk_memos_t;
 
 #define MEMOS_GONE ((walk_memos_t *)1)
@@ -179,6 +180,10 @@ static void finish_frames(walk_frame_t *f, int from, int to)
 /* The walk itself; -1 where libunwind must do it. */
 __attribute__((noinline)) static int fast_walk(const pf_tls_t *t, uint64_t *out, int max)
 {
+#if !defined(__x86_64__)
+    (void)t, (void)out, (void)max;
+    return -1;      /* the rules and registers below are x86-64's: libunwind walks elsewhere */
+#else
     uint64_t ip, sp, bp;
     __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(ip), "=r"(sp), "=r"(bp));
     const uint64_t lo = sp, hi = t->stack_high;
@@ -316,6 +321,7 @@ __attribute__((noinline)) static int fast_walk(const pf_tls_t *t, uint64_t *out,
     dst->truncated = n == max;
     dst->last_ra = last_ra;
     return n;
+#endif
 }
 
 int pf_unwinder_capture(const pf_tls_t *t, uint64_t *out, int max, int *fast)

@@ -12,7 +12,7 @@
 void pf_unwinder_start(void);
 
 /* The calling thread's native stack, innermost first, pyflow's own frames left out, at most max IPs (each
- * a return address less one, as unw_backtrace gives them) into out. Returns how many; *fast is 1 when the
+ * a return address, as unw_backtrace gives them) into out. Returns how many; *fast is 1 when the
  * fast walk gave them, 0 when libunwind did. */
 int pf_unwinder_capture(const pf_tls_t *t, uint64_t *out, int max, int *fast);
 
