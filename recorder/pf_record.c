@@ -212,9 +212,17 @@ void pf_stack_capture_python(pf_tls_t *t, pf_stack_t *st)
     stack_from_raw(t, st, frames, n_py);
 }
 
-/* A stack the thread's cache did not know, from the fast walk (pf_unwinder.c): one interned before was
- * checked then, and is filed in the cache now (pf_record_stack_id would look it up again); one new to
- * the process must be the one libunwind gives, else libunwind's is taken and gives every later stack. */
+/* Stacks new to the process that the fast walk gave: the first 4096 are each compared with libunwind's,
+ * then one in 64 (a program importing numpy makes tens of thousands, each 64 native frames deep, and
+ * walking each twice cost what the fast walk saved). */
+#define CHECK_ALL_FIRST 4096u
+#define CHECK_ONE_IN 64u
+static uint32_t new_stacks_seen;
+
+/* A stack the thread's cache did not know, from the fast walk (pf_unwinder.c): one interned before is
+ * filed in the cache now (pf_record_stack_id would look it up again); one new to the process is compared
+ * with the one libunwind gives (above), and where they differ libunwind's is taken, and gives every
+ * later stack. */
 static void check_fast_walk(pf_tls_t *t, pf_stack_t *st, const pf_pyframe_t *frames, int n_py)
 {
     uint32_t known = pf_stacks_known(st);
@@ -223,6 +231,9 @@ static void check_fast_walk(pf_tls_t *t, pf_stack_t *st, const pf_pyframe_t *fra
         *cache_slot(t, st->cache_key) = (pf_stack_cache_slot_t){.key = st->cache_key, .id = known, .flags = st->flags};
         return;
     }
+    uint32_t seen = __atomic_fetch_add(&new_stacks_seen, 1, __ATOMIC_RELAXED);
+    if (seen >= CHECK_ALL_FIRST && seen % CHECK_ONE_IN)
+        return;
     uint64_t check[PF_MAX_NATIVE_FRAMES];
     int n = pf_unwinder_libunwind(check, PF_MAX_NATIVE_FRAMES);
     if (n != st->n_native || memcmp(check, st->native, (size_t)n * 8) != 0) {

@@ -20,9 +20,9 @@
  * loop allocating on one line checks a word or two per frame of its stack and walks nothing; a stack that
  * differs from a remembered one below some frame takes the frames up to there and walks from there.
  * Anything the walk does not follow (a signal frame, an expression rule, code without an FDE, an address
- * off the thread's stack) hands the whole stack to unw_backtrace; pf_record.c also compares each stack
- * new to the process with unw_backtrace's, and one disagreement sends every later stack there, said once
- * (PYFLOW_NATIVE_WALK=libunwind does so from the start).
+ * off the thread's stack) hands the whole stack to unw_backtrace; pf_record.c also compares stacks new
+ * to the process (the first 4096, then one in 64) with unw_backtrace's, and one disagreement sends every
+ * later stack there, said once (PYFLOW_NATIVE_WALK=libunwind does so from the start).
  */
 #include <libunwind.h>
 #include <pthread.h>
