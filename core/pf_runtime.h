@@ -20,7 +20,8 @@
  *   PYFLOW_MAX_PROFILE_BYTES  the profile file's size cap (default and most: 4 GiB); sampling coarsens near
  *                        it (pf_writer.h) instead of records being lost.
  *   PYFLOW_EXACT=1       record every allocation (copies stay sampled: every memcpy would be too many).
- *   PYFLOW_NATIVE=1      capture native instruction pointers (libunwind) with each record.
+ *   PYFLOW_NATIVE=1      capture native instruction pointers with each record (recorder/pf_unwinder.c).
+ *   PYFLOW_NATIVE_WALK=libunwind  every native stack from libunwind's unw_backtrace, not the fast walk.
  *   PYFLOW_QUIET=1       the runtime prints nothing (tests of the launcher's own messages).
  *   PYFLOW_NO_WASTE=1    no untouched-page check or content fingerprint when a tracked object is freed.
  *
@@ -49,6 +50,7 @@
 #define PF_ENV_MAX_PROFILE_BYTES "PYFLOW_MAX_PROFILE_BYTES"
 #define PF_ENV_EXACT "PYFLOW_EXACT"
 #define PF_ENV_NATIVE "PYFLOW_NATIVE"
+#define PF_ENV_NATIVE_WALK "PYFLOW_NATIVE_WALK"
 #define PF_ENV_AGGREGATE "PYFLOW_AGGREGATE"   /* "1": per-site totals in snapshots (--aggregate) */
 #define PF_ENV_AGGREGATE_MS "PYFLOW_AGGREGATE_MS" /* milliseconds between them (default 1000; measurements) */
 #define PF_ENV_AGGREGATE_AFTER_MS "PYFLOW_AGGREGATE_AFTER_MS" /* full records for so long first */

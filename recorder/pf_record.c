@@ -7,7 +7,6 @@
  * exactly. Near the profile's size cap the mean grows (pf_sampling_now, pf_writer.h) and a MARK says so.
  * All of this runs with t->guard raised, so whatever it allocates (libunwind, dl_iterate_phdr) is not seen.
  */
-#include <libunwind.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -24,11 +23,9 @@
 #include "pf_stacks.h"
 #include "pf_sys.h"
 #include "pf_thread_stack.h"
+#include "pf_unwinder.h"
 #include "pf_watch_glue.h"
 #include "pf_writer.h"
-
-/* Room for pyflow's own frames at the top of a native stack (dropped: they are the hook and slow path). */
-#define PF_NATIVE_SKIP 8
 
 static int finalizing_marked;
 static uint32_t marked_gen;
@@ -216,24 +213,47 @@ void pf_stack_capture_python(pf_tls_t *t, pf_stack_t *st)
     stack_from_raw(t, st, frames, n_py);
 }
 
+/* Stacks new to the process that the fast walk gave: the first 4096 are each compared with libunwind's,
+ * then one in 64 (a program importing numpy makes tens of thousands, each 64 native frames deep, and
+ * walking each twice cost what the fast walk saved). */
+#define CHECK_ALL_FIRST 4096u
+#define CHECK_ONE_IN 64u
+static uint32_t new_stacks_seen;
+
+/* A stack the thread's cache did not know, from the fast walk (pf_unwinder.c): one interned before is
+ * filed in the cache now (pf_record_stack_id would look it up again); one new to the process is compared
+ * with the one libunwind gives (above), and where they differ libunwind's is taken, and gives every
+ * later stack. */
+static void check_fast_walk(pf_tls_t *t, pf_stack_t *st, const pf_pyframe_t *frames, int n_py)
+{
+    uint32_t known = pf_stacks_known(st);
+    if (known) {
+        st->id = known;
+        *cache_slot(t, st->cache_key) = (pf_stack_cache_slot_t){.key = st->cache_key, .id = known, .flags = st->flags};
+        return;
+    }
+    uint32_t seen = __atomic_fetch_add(&new_stacks_seen, 1, __ATOMIC_RELAXED);
+    if (seen >= CHECK_ALL_FIRST && seen % CHECK_ONE_IN)
+        return;
+    uint64_t check[PF_MAX_NATIVE_FRAMES];
+    int n = pf_unwinder_libunwind(check, PF_MAX_NATIVE_FRAMES);
+    if (n != st->n_native || memcmp(check, st->native, (size_t)n * 8) != 0) {
+        pf_unwinder_disagreed();
+        st->n_native = (uint16_t)n;
+        memcpy(st->native, check, (size_t)n * 8);
+        stack_from_raw(t, st, frames, n_py);
+    }
+}
+
 void pf_stack_capture(pf_tls_t *t, pf_stack_t *st)
 {
     pf_pyframe_t frames[PF_MAX_PY_FRAMES];
     int n_py = capture_python_raw(t, st, frames);
-    st->n_native = 0;
-    if (pf_cfg.native) {
-        void *ips[PF_MAX_NATIVE_FRAMES + PF_NATIVE_SKIP];
-        int got = unw_backtrace(ips, PF_MAX_NATIVE_FRAMES + PF_NATIVE_SKIP);
-        int first = 0;
-        while (first < got && pf_modules_is_self((uint64_t)(uintptr_t)ips[first]))
-            first++;
-        int n = got - first > (int)PF_MAX_NATIVE_FRAMES ? (int)PF_MAX_NATIVE_FRAMES : got - first;
-        if (n > 0) {
-            st->n_native = (uint16_t)n;
-            memcpy(st->native, ips + first, (size_t)n * 8);   /* modules: noted as the stack is written */
-        }
-    }
-    stack_from_raw(t, st, frames, n_py);
+    int fast = 0;
+    st->n_native = pf_cfg.native ? (uint16_t)pf_unwinder_capture(t, st->native, PF_MAX_NATIVE_FRAMES, &fast) : 0;
+    stack_from_raw(t, st, frames, n_py);   /* modules: noted as the stack is written */
+    if (fast && !st->id)
+        check_fast_walk(t, st, frames, n_py);
 }
 
 void pf_stack_store(const pf_stack_t *st, void *dst)

@@ -146,6 +146,13 @@ uint32_t pf_stacks_id(pf_tls_t *t, const pf_stack_t *st)
     return id;
 }
 
+uint32_t pf_stacks_known(const pf_stack_t *st)
+{
+    if (!st->n_py && !st->n_native)
+        return 0;
+    return pf_idtable_find(&table, hash_stack(st), same_stack, st);
+}
+
 uint32_t pf_stacks_tail_bytes(const pf_stack_t *st, uint32_t id)
 {
     return id ? (uint32_t)sizeof(pf_rec_stack_ref_t) : pf_stack_bytes(st);

@@ -1,26 +1,61 @@
-/* pf_unwinder.c - libunwind's memory-validation pipe, kept off the program's descriptor numbers.
+/* pf_unwinder.c - native stacks (--native): libunwind set up once, and a faster walk for the record path.
  *
- * libunwind (1.6 and later) opens a pipe when it first unwinds, to test whether an address is readable
- * by write(2)ing a byte from it. pipe2 takes the two lowest free numbers, so under --native or --watch the
- * program's first open() returned 5 instead of 3, and a program that opens descriptors up to its limit
- * got two fewer. pipe2 is interposed (interpose/pf_hooks_io.c): a call made from inside libunwind has its descriptors moved
- * above the program's range (pf_fd_high); every other caller gets the plain system call. libunwind reopens
- * the pipe if it finds it closed (a program that closes every descriptor), which lands here again. The call
- * goes on to the next pipe2 (libc's, or a later preload's), as the allocator hooks do.
+ * libunwind's memory-validation pipe, kept off the program's descriptor numbers: libunwind (1.6 and later)
+ * opens a pipe when it first unwinds, to test whether an address is readable by write(2)ing a byte from
+ * it. pipe2 takes the two lowest free numbers, so under --native or --watch the program's first open()
+ * returned 5 instead of 3, and a program that opens descriptors up to its limit got two fewer. pipe2 is
+ * interposed (interpose/pf_hooks_io.c): a call made from inside libunwind has its descriptors moved above
+ * the program's range (pf_fd_high); every other caller gets the plain system call. libunwind reopens the
+ * pipe if it finds it closed (a program that closes every descriptor), which lands here again.
+ *
+ * The fast walk. unw_backtrace cost most of --exact --native's stack time: a lookup per frame in a
+ * per-thread hash whose slots missed the cache, every frame of every stack, and each new thread learning
+ * every address again. This walk steps the same way libunwind's fast trace does (the CFA from rsp or rbp,
+ * the return address at CFA - 8, rbp where the frame saved it), with rules from one table every thread
+ * shares (pf_cfi.c), and each thread remembers its last walks (a few, by starting stack pointer): each
+ * frame's registers, and where its step read the return address and rbp. When a frame the walk reaches has
+ * the same address and stack pointer as a remembered one (and the same rbp, where a later step computes
+ * a CFA from it), and every word the remembered steps read from there on still holds what they read, the
+ * walk from there would read the same words and reach the same frames: they are taken as remembered. A
+ * loop allocating on one line checks a word or two per frame of its stack and walks nothing; a stack that
+ * differs from a remembered one below some frame takes the frames up to there and walks from there.
+ * Anything the walk does not follow (a signal frame, an expression rule, code without an FDE, an address
+ * off the thread's stack) hands the whole stack to unw_backtrace; pf_record.c also compares stacks new
+ * to the process (the first 4096, then one in 64) with unw_backtrace's, and one disagreement sends every
+ * later stack there, said once (PYFLOW_NATIVE_WALK=libunwind does so from the start).
  */
 #include <libunwind.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 
+#include "pf_cfi.h"
 #include "pf_modules.h"
 #include "pf_rec_int.h"
+#include "pf_runtime.h"
 #include "pf_unwinder.h"
 
+/* Room for pyflow's own frames at the top of a native stack (dropped: they are the hook and slow path). */
+#define PF_NATIVE_SKIP 8
+#define WALK_FRAMES ((int)(PF_MAX_NATIVE_FRAMES + PF_NATIVE_SKIP + 8))
+#define LOWEST_IP 0x4000    /* libunwind's fast trace stops at a return address below this */
+
 static uint64_t unwinder_lo, unwinder_hi;   /* libunwind's code: the callers whose pipes are moved */
+static int fast_off;                        /* every stack from libunwind */
+static pthread_key_t memos_key;             /* each thread's remembered walks, unmapped as it ends */
+static int memos_key_made;
+static void memos_free(void *p);
 
 void pf_unwinder_start(void)
 {
     if (unwinder_hi)
         return;
+    memos_key_made = pthread_key_create(&memos_key, memos_free) == 0;
+    const char *walk = getenv(PF_ENV_NATIVE_WALK);
+    if (walk && !strcmp(walk, "libunwind"))
+        fast_off = 1;
     if (!pf_modules_text_range((const void *)unw_backtrace, &unwinder_lo, &unwinder_hi))
         return;
     void *ip;
@@ -30,4 +65,274 @@ void pf_unwinder_start(void)
 int pf_recorder_unwinder_caller(uint64_t ip)
 {
     return ip >= unwinder_lo && ip < unwinder_hi;
+}
+
+void pf_unwinder_disagreed(void)
+{
+    if (!__atomic_exchange_n(&fast_off, 1, __ATOMIC_RELAXED))
+        pf_log("native stacks: the fast walk and libunwind disagreed on one; libunwind walks every stack from now on");
+}
+
+int pf_unwinder_libunwind(uint64_t *out, int max)
+{
+    void *ips[PF_MAX_NATIVE_FRAMES + PF_NATIVE_SKIP];
+    int got = unw_backtrace(ips, PF_MAX_NATIVE_FRAMES + PF_NATIVE_SKIP);
+    int first = 0;
+    while (first < got && pf_modules_is_self((uint64_t)(uintptr_t)ips[first]))
+        first++;
+    int n = got - first > max ? max : got - first;
+    for (int i = 0; i < n; i++)
+        out[i] = (uint64_t)(uintptr_t)ips[first + i];
+    return n > 0 ? n : 0;
+}
+
+/* One frame of a walk: the registers its step started from and the words the step read. */
+typedef struct walk_frame {
+    uint64_t ip;            /* frame 0: where the walk began; else a return address less one */
+    uint64_t sp, bp;
+    uint64_t ra_slot;       /* where the step read the return address; 0: no step (the walk ended here) */
+    uint64_t bp_slot;       /* where it read rbp; 0: rbp kept */
+    uint8_t lead;           /* every frame before this one was pyflow's own (or frame 0) */
+    uint8_t emits;          /* this frame's ip is in the stack */
+    uint8_t cfa_is_rbp;
+    uint8_t bp_needed;      /* a step from here on computes a CFA from rbp before reading it again */
+    uint32_t emits_after;   /* IPs this frame and those after it give */
+} walk_frame_t;
+
+/* A remembered walk: frames [first, WALK_FRAMES) of f, innermost first. */
+typedef struct walk_memo {
+    walk_frame_t f[WALK_FRAMES];
+    int first;              /* WALK_FRAMES: none */
+    int truncated;          /* it stopped at max IPs: the stack goes on past its last frame */
+    uint64_t last_ra;       /* the return address below LOWEST_IP its last step read, if it ended so */
+} walk_memo_t;
+
+/* A thread's last walks, four for each of eight sets of starting stack pointers: allocations from
+ * different C functions start at different depths, and a loop makes a handful of them in turn. Mapped on
+ * a thread's first walk (120 KiB of address space, a page touched for each walk kept: not in its static
+ * TLS, which a small thread stack must also hold) and unmapped as it ends. */
+#define MEMO_SETS 8
+#define MEMO_WAYS 4
+typedef struct walk_memos {
+    walk_memo_t way[MEMO_SETS][MEMO_WAYS];
+    uint8_t victim[MEMO_SETS];  /* the way the next walk that is none of the set's replaces */
+} walk_memos_t;
+
+#define MEMOS_GONE ((walk_memos_t *)1)
+static __thread walk_memos_t *memos;    /* NULL: none yet; MEMOS_GONE: the thread is ending */
+static void memos_free(void *p)
+{
+    memos = MEMOS_GONE;
+    munmap(p, sizeof(walk_memos_t));
+}
+
+static walk_memos_t *thread_memos(void)
+{
+    if (PF_LIKELY(memos))
+        return memos == MEMOS_GONE ? NULL : memos;
+    void *p = memos_key_made ? mmap(NULL, sizeof(walk_memos_t), PROT_READ | PROT_WRITE,
+                                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : MAP_FAILED;
+    if (p == MAP_FAILED || pthread_setspecific(memos_key, p) != 0) {
+        if (p != MAP_FAILED)
+            munmap(p, sizeof(walk_memos_t));
+        memos = MEMOS_GONE;
+        return NULL;
+    }
+    memos = p;
+    for (int i = 0; i < MEMO_SETS; i++)
+        for (int w = 0; w < MEMO_WAYS; w++)
+            memos->way[i][w].first = WALK_FRAMES;
+    return memos;
+}
+
+
+/* -1 when every word M's steps read from frame j on still holds what they read; else the first frame
+ * whose step would now read another word. lo: the walk's stack pointer (nothing below it is read). */
+static int memo_changed_at(const walk_memo_t *M, int j, uint64_t lo)
+{
+    for (int i = j; i < WALK_FRAMES; i++) {
+        const walk_frame_t *f = &M->f[i];
+        if (!f->ra_slot)
+            break;
+        uint64_t ra = i + 1 < WALK_FRAMES ? M->f[i + 1].ip + 1 : M->last_ra;
+        if (f->ra_slot < lo || *(const uint64_t *)(uintptr_t)f->ra_slot != ra)
+            return i;
+        if (f->bp_slot && i + 1 < WALK_FRAMES && M->f[i + 1].bp_needed &&
+            (f->bp_slot < lo || *(const uint64_t *)(uintptr_t)f->bp_slot != M->f[i + 1].bp))
+            return i;
+    }
+    return -1;
+}
+
+/* bp_needed and emits_after of frames [from, to), from the frame at `to` (none when to == WALK_FRAMES). */
+static void finish_frames(walk_frame_t *f, int from, int to)
+{
+    int needed = to < WALK_FRAMES ? f[to].bp_needed : 0;
+    uint32_t emits = to < WALK_FRAMES ? f[to].emits_after : 0;
+    for (int i = to - 1; i >= from; i--) {
+        needed = f[i].ra_slot && (f[i].cfa_is_rbp || (!f[i].bp_slot && needed));
+        f[i].bp_needed = (uint8_t)needed;
+        emits += f[i].emits;
+        f[i].emits_after = emits;
+    }
+}
+
+/* The walk itself; -1 where libunwind must do it. */
+__attribute__((noinline)) static int fast_walk(const pf_tls_t *t, uint64_t *out, int max)
+{
+#if !defined(__x86_64__)
+    (void)t, (void)out, (void)max;
+    return -1;      /* the rules and registers below are x86-64's: libunwind walks elsewhere */
+#else
+    uint64_t ip, sp, bp;
+    __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(ip), "=r"(sp), "=r"(bp));
+    const uint64_t lo = sp, hi = t->stack_high;
+    if (!hi || sp < t->stack_low || sp >= hi)
+        return -1;  /* a signal stack, or a thread whose stack is not known */
+    walk_memos_t *all = thread_memos();
+    if (!all)
+        return -1;
+    /* the way whose walk from this very frame still holds, or holds longest */
+    size_t set = (size_t)((sp * 0x9E3779B97F4A7C15ull) >> 61);
+    walk_memo_t *M = NULL;
+    int held = -2;     /* M's memo_changed_at from its first frame; -2: not computed */
+    for (int w = 0; w < MEMO_WAYS; w++) {
+        walk_memo_t *C = &all->way[set][w];
+        const walk_frame_t *f0 = &C->f[C->first];
+        if (C->first == WALK_FRAMES || f0->sp != sp || f0->ip != ip || (f0->bp_needed && f0->bp != bp))
+            continue;
+        int c = memo_changed_at(C, C->first, lo);
+        if (!M || c < 0 || (held >= 0 && c > held)) {
+            M = C;
+            held = c;
+        }
+        if (c < 0)
+            break;
+    }
+    /* where this walk is remembered: M itself, unless M's stack is another one that starts alike */
+    walk_memo_t *dst = M;
+    if (!M || held >= 0) {
+        uint8_t *v = &all->victim[set];
+        if (M && &all->way[set][*v] == M)
+            *v = (uint8_t)((*v + 1) % MEMO_WAYS);
+        dst = &all->way[set][*v];
+        *v = (uint8_t)((*v + 1) % MEMO_WAYS);
+        if (!M)
+            M = dst;
+    }
+    walk_frame_t fresh[WALK_FRAMES];
+    int nf = 0, n = 0, lead = 1, m = M->first, tries = 4, changed = -1, ended_low = 0;
+    uint64_t last_ra = 0;
+    for (;;) {
+        /* a frame the remembered walk also reached, with the same registers: maybe its frames from here */
+        while (m < WALK_FRAMES && M->f[m].sp < sp)
+            m++;
+        if (tries && m > changed && m < WALK_FRAMES && M->f[m].sp == sp && M->f[m].ip == ip &&
+            M->f[m].lead == lead && (!M->f[m].bp_needed || M->f[m].bp == bp)) {
+            tries--;
+            if ((M->truncated && n + (int)M->f[m].emits_after < max) || nf > m) {
+                tries = 0;  /* its frames end too soon for this stack, or this one has more inner frames */
+            } else if ((changed = (m == M->first && held != -2) ? held : memo_changed_at(M, m, lo)) < 0) {
+                for (int i = m; i < WALK_FRAMES && n < max; i++)
+                    if (M->f[i].emits)
+                        out[n++] = M->f[i].ip + 1;
+                if (nf) {
+                    if (dst != M) {
+                        memcpy(&dst->f[m], &M->f[m], (size_t)(WALK_FRAMES - m) * sizeof *fresh);
+                        dst->truncated = M->truncated;
+                        dst->last_ra = M->last_ra;
+                    }
+                    memcpy(&dst->f[m - nf], fresh, (size_t)nf * sizeof *fresh);
+                    finish_frames(dst->f, m - nf, m);
+                    dst->first = m - nf;
+                } else {
+                    M->first = m;
+                }
+                return n;
+            } else {
+                /* frames m .. changed - 1 step as they did (the words they read hold): take them and
+                 * walk on from frame `changed`, whose step now reads something else */
+                for (int i = m; i < changed && n < max && nf < WALK_FRAMES; i++) {
+                    walk_frame_t *f = &fresh[nf++];
+                    *f = M->f[i];
+                    f->bp = bp;
+                    if (f->emits)
+                        out[n++] = f->ip + 1;
+                    if (f->bp_slot) {
+                        if (f->bp_slot < lo)
+                            return -1;
+                        bp = *(const uint64_t *)(uintptr_t)f->bp_slot;
+                    }
+                }
+                if (n == max)
+                    break;
+                ip = M->f[changed].ip;
+                sp = M->f[changed].sp;
+                lead = M->f[changed].lead;
+                m = changed;
+            }
+        }
+        if (nf == WALK_FRAMES)
+            return -1;
+        walk_frame_t *f = &fresh[nf];
+        *f = (walk_frame_t){.ip = ip, .sp = sp, .bp = bp, .lead = (uint8_t)lead};
+        if (nf > 0) {
+            lead = lead && pf_modules_is_self(ip);
+            f->emits = !lead;
+            if (f->emits)
+                out[n++] = ip + 1;  /* unw_backtrace's IPs are the return addresses themselves */
+        }
+        nf++;
+        if (n == max)
+            break;
+        pf_cfi_rule_t r = pf_cfi_rule(ip);
+        if (r.kind == PF_CFI_LAST)
+            break;
+        if (r.kind != PF_CFI_STANDARD)
+            return -1;
+        uint64_t cfa = (r.cfa_is_rbp ? bp : sp) + (uint64_t)(int64_t)r.cfa_off;
+        if (cfa - 8 < lo || cfa > hi)
+            return -1;
+        f->ra_slot = cfa - 8;
+        f->cfa_is_rbp = r.cfa_is_rbp;
+        uint64_t ra = *(const uint64_t *)(uintptr_t)(cfa - 8);
+        if (r.rbp_off != PF_CFI_RBP_KEPT) {
+            uint64_t at = cfa + (uint64_t)(int64_t)r.rbp_off;
+            if (at < lo || at + 8 > hi)
+                return -1;
+            f->bp_slot = at;
+            bp = *(const uint64_t *)(uintptr_t)at;
+        }
+        sp = cfa;
+        if (ra < LOWEST_IP) {
+            ended_low = 1;
+            last_ra = ra;
+            break;
+        }
+        ip = ra - 1;
+    }
+    /* a whole walk: it becomes the memo, at the end of the array */
+    if (!ended_low)
+        fresh[nf - 1].ra_slot = 0;     /* no step was taken from the last frame */
+    int first = WALK_FRAMES - nf;
+    memcpy(&dst->f[first], fresh, (size_t)nf * sizeof *fresh);
+    finish_frames(dst->f, first, WALK_FRAMES);
+    dst->first = first;
+    dst->truncated = n == max;
+    dst->last_ra = last_ra;
+    return n;
+#endif
+}
+
+int pf_unwinder_capture(const pf_tls_t *t, uint64_t *out, int max, int *fast)
+{
+    if (!__atomic_load_n(&fast_off, __ATOMIC_RELAXED)) {
+        int n = fast_walk(t, out, max);
+        if (n >= 0) {
+            *fast = 1;
+            return n;
+        }
+    }
+    *fast = 0;
+    return pf_unwinder_libunwind(out, max);
 }

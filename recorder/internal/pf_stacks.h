@@ -19,6 +19,9 @@
  * written. Slow paths only (takes a lock on a miss): not from a signal handler. */
 uint32_t pf_stacks_id(pf_tls_t *t, const pf_stack_t *st);
 
+/* The id st was interned under, or 0 when it is new (lock-free; nothing written). st's code ids are set. */
+uint32_t pf_stacks_known(const pf_stack_t *st);
+
 /* 1 when id is the interned stack of this raw capture (frames: code objects and offsets, innermost first;
  * then native IPs), its code objects the ones their ids were given to; the frames' code ids and offsets
  * are then copied into py. Lock-free: the thread's stack cache checks its guess with it. */

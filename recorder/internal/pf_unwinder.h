@@ -1,9 +1,26 @@
-/* pf_unwinder.h - libunwind, started once in a known state, its descriptors out of the program's way. */
+/* pf_unwinder.h - native stacks: libunwind, started once in a known state, its descriptors out of the
+ * program's way; and the fast walk that stands in for its unw_backtrace on the record path. */
 #ifndef PF_UNWINDER_H
 #define PF_UNWINDER_H
+
+#include <stdint.h>
+
+#include "pf_rec_int.h"
 
 /* Starts libunwind now (at runtime start, not in the first trap's signal handler) for --native stacks and
  * watch's hybrid paths. Idempotent. */
 void pf_unwinder_start(void);
+
+/* The calling thread's native stack, innermost first, pyflow's own frames left out, at most max IPs (each
+ * a return address, as unw_backtrace gives them) into out. Returns how many; *fast is 1 when the
+ * fast walk gave them, 0 when libunwind did. */
+int pf_unwinder_capture(const pf_tls_t *t, uint64_t *out, int max, int *fast);
+
+/* The same stack from libunwind's unw_backtrace, whatever the walk in effect. */
+int pf_unwinder_libunwind(uint64_t *out, int max);
+
+/* A fast walk gave another stack than libunwind (pf_record.c checks each stack new to a thread): from now on
+ * every stack comes from libunwind. */
+void pf_unwinder_disagreed(void);
 
 #endif /* PF_UNWINDER_H */

@@ -50,3 +50,14 @@ def case_exact_many_code_objects(c):
     under a load of 14-16). Bound: 15x."""
     exact_ratio(c, "many_code_objects.py", ["60000"], [], 15)
 
+
+
+@once
+def case_exact_native_switching_threads(c):
+    """Eight threads making tiny allocations while the interpreter switches between them every microsecond,
+    under --exact --native: per-record cost must not grow with the threads (one such run went from 1.7 s
+    to 9.2 s). It measured 13x to 22x the plain run's CPU time with libunwind walking every stack
+    (7b9d908, a 2-core VM under a load of 2-21) and 8x to 20x with the fast walk; most of what is left
+    is --exact's own per-record cost (9x on this program without --native) and the kernel switching
+    threads for a run that lasts longer. Bound: 40x."""
+    exact_ratio(c, "threads_switching.py", ["100000", "8"], ["--native"], 40)

@@ -1,0 +1,28 @@
+/* pf_cfi.h - how to step out of the frame at an instruction address, read from the DWARF call frame
+ * information (.eh_frame) that covers it: the rule libunwind's fast trace uses for "standard" x86-64
+ * frames, kept in a process-wide table so that every thread shares what one has read (pf_cfi.c). */
+#ifndef PF_CFI_H
+#define PF_CFI_H
+
+#include <stdint.h>
+
+enum {
+    PF_CFI_UNKNOWN = 0,     /* no FDE, or a rule the fast walk does not follow: ask libunwind */
+    PF_CFI_STANDARD = 1,    /* CFA = rsp or rbp + cfa_off; return address at CFA - 8; rbp at CFA + rbp_off */
+    PF_CFI_LAST = 2,        /* the return address is undefined: the outermost frame (_start, clone3) */
+};
+
+#define PF_CFI_RBP_KEPT 0   /* rbp_off when the frame leaves rbp as it found it */
+
+typedef struct pf_cfi_rule {
+    int32_t cfa_off;
+    int16_t rbp_off;        /* where the caller's rbp was saved, from the CFA; PF_CFI_RBP_KEPT: not saved */
+    uint8_t cfa_is_rbp;     /* the CFA is rbp-based (a frame-pointer frame), else rsp-based */
+    uint8_t kind;           /* PF_CFI_* */
+} pf_cfi_rule_t;
+
+/* The rule at ip (an address inside the function: a return address less one). Lock-free; a miss reads the
+ * FDE (libgcc's _Unwind_Find_FDE) and files the answer for every thread. */
+pf_cfi_rule_t pf_cfi_rule(uint64_t ip);
+
+#endif /* PF_CFI_H */

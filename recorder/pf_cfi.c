@@ -1,0 +1,356 @@
+/* pf_cfi.c - the step rule at an instruction address, from the .eh_frame FDE that covers it.
+ *
+ * libunwind's unw_backtrace keeps such rules in a per-thread hash of 16K slots, one cache line apart: each
+ * frame of each stack was a dependent load that missed (most of --exact --native's unwinding time), and
+ * every new thread learned every address again. Here one table serves all threads and pf_unwind.c walks
+ * with it. Only what GCC and clang emit for ordinary x86-64 code is followed (the CFA from rsp or rbp plus
+ * an offset, the return address at CFA - 8, rbp saved at an offset or kept); anything else (expressions,
+ * signal frames, no FDE) is PF_CFI_UNKNOWN and the caller asks libunwind instead.
+ *
+ * The table is filled lock-free: a slot is claimed by a compare-and-swap of its key from 0 to 1, its rule
+ * written, then its key published with release order. A reader that meets a busy or foreign slot reads
+ * the FDE itself (a miss, not a wrong answer).
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pf_cfi.h"
+#include "pf_recorder.h"
+
+/* libgcc_s: finds the FDE of pc through the loader's object list (glibc's lock-free _dl_find_object). */
+struct dwarf_eh_bases {
+    void *tbase;
+    void *dbase;
+    void *func;
+};
+extern const void *_Unwind_Find_FDE(void *pc, struct dwarf_eh_bases *bases);
+
+#define CFI_SLOTS 8192u             /* a power of two; a program's hot return addresses are a few hundred */
+#define CFI_PROBES 8
+#define CFI_STATES 8                /* DW_CFA_remember_state depth */
+
+typedef struct cfi_slot {
+    uint64_t key;                   /* ip, 0 empty, 1 being written */
+    pf_cfi_rule_t rule;
+} cfi_slot_t;
+
+static cfi_slot_t table[CFI_SLOTS];
+
+/* ---- reading the FDE ---- */
+
+typedef struct cursor {
+    const uint8_t *p, *end;
+    int bad;
+} cursor_t;
+
+static uint64_t read_uleb(cursor_t *c)
+{
+    uint64_t v = 0;
+    for (unsigned shift = 0; c->p < c->end; shift += 7) {
+        uint8_t b = *c->p++;
+        if (shift < 64)
+            v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80))
+            return v;
+    }
+    c->bad = 1;
+    return 0;
+}
+
+static int64_t read_sleb(cursor_t *c)
+{
+    int64_t v = 0;
+    unsigned shift = 0;
+    while (c->p < c->end) {
+        uint8_t b = *c->p++;
+        if (shift < 64)
+            v |= (int64_t)((uint64_t)(b & 0x7f) << shift);
+        shift += 7;
+        if (!(b & 0x80)) {
+            if (shift < 64 && (b & 0x40))
+                v |= -((int64_t)1 << shift);
+            return v;
+        }
+    }
+    c->bad = 1;
+    return 0;
+}
+
+static uint64_t read_fixed(cursor_t *c, unsigned n)
+{
+    if ((size_t)(c->end - c->p) < n) {
+        c->bad = 1;
+        return 0;
+    }
+    uint64_t v = 0;
+    for (unsigned i = 0; i < n; i++)
+        v |= (uint64_t)c->p[i] << (8 * i);
+    c->p += n;
+    return v;
+}
+
+/* Steps over an encoded pointer (DW_EH_PE_*): only its size matters here, the FDE's start comes from
+ * _Unwind_Find_FDE. */
+static void skip_encoded(cursor_t *c, uint8_t enc)
+{
+    if (enc == 0xff)
+        return;
+    switch (enc & 0x0f) {
+    case 0x00: case 0x04: case 0x0c: read_fixed(c, 8); break;
+    case 0x02: case 0x0a: read_fixed(c, 2); break;
+    case 0x03: case 0x0b: read_fixed(c, 4); break;
+    case 0x01: read_uleb(c); break;
+    case 0x09: read_sleb(c); break;
+    default: c->bad = 1;
+    }
+}
+
+/* A length-prefixed entry (CIE or FDE) at p: its contents after the length, in c. */
+static void entry_at(const uint8_t *p, cursor_t *c)
+{
+    cursor_t l = {p, p + 12, 0};
+    uint64_t len = read_fixed(&l, 4);
+    if (len == 0xffffffffu)
+        len = read_fixed(&l, 8);
+    c->p = l.p;
+    c->end = l.p + len;
+    c->bad = l.bad || len == 0;
+}
+
+/* ---- the rows of the CFI program ---- */
+
+enum { R_SAME = 0, R_OFFSET = 1, R_UNDEF = 2, R_OTHER = 3 };
+
+typedef struct cfi_row {
+    uint64_t cfa_reg;
+    int64_t cfa_off;
+    uint8_t cfa_other;              /* an expression */
+    uint8_t rbp, ra, rsp;           /* R_* */
+    int64_t rbp_off, ra_off;
+} cfi_row_t;
+
+typedef struct cie_info {
+    uint64_t code_align;
+    int64_t data_align;
+    uint64_t ra_reg;
+    uint8_t fde_enc;
+    uint8_t has_z, signal;
+    cursor_t init;                  /* the initial instructions */
+} cie_info_t;
+
+#define DW_RBP 6
+#define DW_RSP 7
+
+static void set_rule(cfi_row_t *r, const cie_info_t *cie, uint64_t reg, uint8_t kind, int64_t off)
+{
+    if (reg == DW_RBP) {
+        r->rbp = kind;
+        r->rbp_off = off;
+    } else if (reg == cie->ra_reg) {
+        r->ra = kind;
+        r->ra_off = off;
+    } else if (reg == DW_RSP) {
+        r->rsp = kind;
+    }
+}
+
+static void restore_rule(cfi_row_t *r, const cfi_row_t *init, const cie_info_t *cie, uint64_t reg)
+{
+    if (reg == DW_RBP)
+        set_rule(r, cie, reg, init->rbp, init->rbp_off);
+    else if (reg == cie->ra_reg)
+        set_rule(r, cie, reg, init->ra, init->ra_off);
+    else if (reg == DW_RSP)
+        r->rsp = init->rsp;
+}
+
+/* Runs the instructions in c over row r up to the row that covers pc (loc: the address the program is at).
+ * init: the CIE's row, for DW_CFA_restore. Returns 0, or -1 for an instruction not followed here. */
+static int run_program(cursor_t *c, const cie_info_t *cie, cfi_row_t *r, const cfi_row_t *init, uint64_t *loc,
+                       uint64_t pc)
+{
+    cfi_row_t saved[CFI_STATES];
+    int depth = 0;
+    while (c->p < c->end && !c->bad) {
+        uint8_t op = *c->p++;
+        uint64_t reg, delta = UINT64_MAX;
+        switch (op >> 6) {
+        case 1: delta = op & 0x3f; break;
+        case 2: reg = op & 0x3f; set_rule(r, cie, reg, R_OFFSET, (int64_t)read_uleb(c) * cie->data_align); continue;
+        case 3: restore_rule(r, init, cie, op & 0x3f); continue;
+        default: break;
+        }
+        if (delta == UINT64_MAX) {
+            switch (op) {
+            case 0x00: continue;                                            /* nop */
+            case 0x02: delta = read_fixed(c, 1); break;                     /* advance_loc1 */
+            case 0x03: delta = read_fixed(c, 2); break;
+            case 0x04: delta = read_fixed(c, 4); break;
+            case 0x05: reg = read_uleb(c); set_rule(r, cie, reg, R_OFFSET, (int64_t)read_uleb(c) * cie->data_align); continue;
+            case 0x06: restore_rule(r, init, cie, read_uleb(c)); continue;
+            case 0x07: set_rule(r, cie, read_uleb(c), R_UNDEF, 0); continue;
+            case 0x08: set_rule(r, cie, read_uleb(c), R_SAME, 0); continue;
+            case 0x09: reg = read_uleb(c); read_uleb(c); set_rule(r, cie, reg, R_OTHER, 0); continue;
+            case 0x0a:                                                      /* remember_state */
+                if (depth == CFI_STATES)
+                    return -1;
+                saved[depth++] = *r;
+                continue;
+            case 0x0b:                                                      /* restore_state */
+                if (depth == 0)
+                    return -1;
+                *r = saved[--depth];
+                continue;
+            case 0x0c: r->cfa_reg = read_uleb(c); r->cfa_off = (int64_t)read_uleb(c); r->cfa_other = 0; continue;
+            case 0x0d: r->cfa_reg = read_uleb(c); r->cfa_other = 0; continue;
+            case 0x0e: r->cfa_off = (int64_t)read_uleb(c); continue;
+            case 0x0f: c->p += read_uleb(c); r->cfa_other = 1; continue;   /* def_cfa_expression */
+            case 0x10: case 0x16:                                           /* (val_)expression */
+                reg = read_uleb(c);
+                c->p += read_uleb(c);
+                set_rule(r, cie, reg, R_OTHER, 0);
+                continue;
+            case 0x11: reg = read_uleb(c); set_rule(r, cie, reg, R_OFFSET, read_sleb(c) * cie->data_align); continue;
+            case 0x12: r->cfa_reg = read_uleb(c); r->cfa_off = read_sleb(c) * cie->data_align; r->cfa_other = 0; continue;
+            case 0x13: r->cfa_off = read_sleb(c) * cie->data_align; continue;
+            case 0x14: reg = read_uleb(c); read_uleb(c); set_rule(r, cie, reg, R_OTHER, 0); continue;
+            case 0x15: reg = read_uleb(c); read_sleb(c); set_rule(r, cie, reg, R_OTHER, 0); continue;
+            case 0x2e: read_uleb(c); continue;                              /* GNU_args_size */
+            case 0x2f: reg = read_uleb(c); set_rule(r, cie, reg, R_OFFSET, -(int64_t)read_uleb(c) * cie->data_align); continue;
+            default: return -1;                                             /* set_loc and the rest */
+            }
+        }
+        if (*loc + delta * cie->code_align > pc)
+            return 0;   /* the row in effect at pc is the one built so far */
+        *loc += delta * cie->code_align;
+    }
+    return c->bad ? -1 : 0;
+}
+
+static int read_cie(const uint8_t *p, cie_info_t *cie)
+{
+    cursor_t c;
+    entry_at(p, &c);
+    if (c.bad || read_fixed(&c, 4) != 0)
+        return -1;          /* not a CIE */
+    uint8_t version = (uint8_t)read_fixed(&c, 1);
+    const char *aug = (const char *)c.p;
+    while (c.p < c.end && *c.p)
+        c.p++;
+    c.p++;
+    if (version == 4)
+        c.p += 2;           /* address and segment sizes */
+    cie->code_align = read_uleb(&c);
+    cie->data_align = read_sleb(&c);
+    cie->ra_reg = version == 1 ? read_fixed(&c, 1) : read_uleb(&c);
+    cie->fde_enc = 0;
+    cie->has_z = aug[0] == 'z';
+    cie->signal = 0;
+    if (cie->has_z) {
+        uint64_t len = read_uleb(&c);
+        cursor_t a = {c.p, c.p + len, c.bad};
+        for (const char *s = aug + 1; *s && !a.bad; s++) {
+            if (*s == 'R')
+                cie->fde_enc = (uint8_t)read_fixed(&a, 1);
+            else if (*s == 'P') {
+                uint8_t enc = (uint8_t)read_fixed(&a, 1);
+                skip_encoded(&a, enc & 0x7f);
+            } else if (*s == 'L')
+                read_fixed(&a, 1);
+            else if (*s == 'S')
+                cie->signal = 1;
+            else if (*s != 'B')
+                return -1;
+        }
+        c.p += len;
+    } else if (aug[0]) {
+        return -1;
+    }
+    cie->init = c;
+    return c.bad ? -1 : 0;
+}
+
+static pf_cfi_rule_t rule_from_fde(uint64_t ip)
+{
+    pf_cfi_rule_t out = {0, 0, 0, PF_CFI_UNKNOWN};
+    struct dwarf_eh_bases bases;
+    const uint8_t *fde = _Unwind_Find_FDE((void *)(uintptr_t)ip, &bases);
+    if (!fde)
+        return out;
+    cursor_t c;
+    entry_at(fde, &c);
+    if (c.bad)
+        return out;
+    const uint8_t *id_at = c.p;
+    uint32_t cie_off = (uint32_t)read_fixed(&c, 4);
+    cie_info_t cie;
+    if (!cie_off || read_cie(id_at - cie_off, &cie) != 0 || cie.signal)
+        return out;
+    skip_encoded(&c, cie.fde_enc);          /* pc_begin: bases.func */
+    skip_encoded(&c, cie.fde_enc & 0x0f);   /* pc_range */
+    if (cie.has_z)
+        c.p += read_uleb(&c);
+    if (c.bad)
+        return out;
+    cfi_row_t row = {.cfa_reg = DW_RSP, .cfa_off = 8, .rbp = R_SAME, .ra = R_SAME, .rsp = R_SAME};
+    uint64_t loc = (uint64_t)(uintptr_t)bases.func;
+    cursor_t init = cie.init;
+    if (run_program(&init, &cie, &row, &row, &loc, UINT64_MAX) != 0)
+        return out;
+    cfi_row_t init_row = row;
+    loc = (uint64_t)(uintptr_t)bases.func;
+    if (run_program(&c, &cie, &row, &init_row, &loc, ip) != 0)
+        return out;
+    if (row.ra == R_UNDEF) {
+        out.kind = PF_CFI_LAST;
+        return out;
+    }
+    if (row.cfa_other || (row.cfa_reg != DW_RSP && row.cfa_reg != DW_RBP) || row.ra != R_OFFSET ||
+        row.ra_off != -8 || row.rsp != R_SAME || (row.rbp != R_SAME && row.rbp != R_OFFSET) ||
+        row.cfa_off < 8 || row.cfa_off > INT32_MAX || (row.rbp == R_OFFSET && (row.rbp_off >= 0 || row.rbp_off < INT16_MIN)))
+        return out;
+    out.cfa_off = (int32_t)row.cfa_off;
+    out.cfa_is_rbp = row.cfa_reg == DW_RBP;
+    out.rbp_off = row.rbp == R_OFFSET ? (int16_t)row.rbp_off : PF_CFI_RBP_KEPT;
+    out.kind = PF_CFI_STANDARD;
+    return out;
+}
+
+/* The shared table's slots are scattered over 128 KiB: a thread's stack steps through the same few dozen
+ * return addresses again and again, so it keeps them in a page of its own first. */
+#define NEAR_SLOTS 64u
+static __thread cfi_slot_t near[NEAR_SLOTS];
+
+static pf_cfi_rule_t shared_rule(uint64_t ip);
+
+pf_cfi_rule_t pf_cfi_rule(uint64_t ip)
+{
+    cfi_slot_t *s = &near[(ip * 0x9E3779B97F4A7C15ull) >> 58];
+    if (PF_LIKELY(s->key == ip))
+        return s->rule;
+    pf_cfi_rule_t r = shared_rule(ip);
+    s->key = ip;
+    s->rule = r;
+    return r;
+}
+
+static pf_cfi_rule_t shared_rule(uint64_t ip)
+{
+    uint64_t h = (ip * 0x9E3779B97F4A7C15ull) >> 51;     /* 13 bits: CFI_SLOTS */
+    for (int i = 0; i < CFI_PROBES; i++) {
+        cfi_slot_t *s = &table[(h + (uint64_t)i) & (CFI_SLOTS - 1)];
+        uint64_t key = __atomic_load_n(&s->key, __ATOMIC_ACQUIRE);
+        if (key == ip)
+            return s->rule;
+        if (key == 0) {
+            pf_cfi_rule_t r = rule_from_fde(ip);
+            uint64_t expect = 0;
+            if (__atomic_compare_exchange_n(&s->key, &expect, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+                s->rule = r;
+                __atomic_store_n(&s->key, ip, __ATOMIC_RELEASE);
+            }
+            return r;
+        }
+    }
+    return rule_from_fde(ip);   /* a crowded neighbourhood: read it each time */
+}
