@@ -127,6 +127,8 @@ typedef enum pf_rec_type {
                                a full disk), NUL terminated, written in the trailer chunk after ARGV */
     PF_REC_ALLOC_SHORT = 21,/* an ALLOC recorded exactly with an interned stack, in 32 bytes, not 56
                                (pf_rec_alloc_short_t) */
+    PF_REC_AGG_FLOWS = 22,  /* --aggregate, with a snapshot: the running totals of the copy flows (copy stack,
+                               source site, destination site, kind) that changed, with their verdicts */
     PF_REC_TYPE_MAX
 } pf_rec_type_t;
 
@@ -532,6 +534,10 @@ typedef struct pf_rec_watch_stats {
 #define PF_AGG_COPIES 0xffu         /* pf_rec_agg_site_t.kind: the copies made with that stack (memcpy
                                        family, realloc moves): alloc_bytes = bytes copied (estimated),
                                        alloc_count = copies; the free fields are 0 */
+#define PF_AGG_FLOWS_KEPT 0x4u     /* the runtime writes PF_REC_AGG_FLOWS: copy flows and their verdicts are
+                                       recorded (an older runtime's aggregated profile has none) */
+#define PF_AGG_BY_SIZE 0x8u         /* since_ns is when the profile passed the size that switches a plain run
+                                       to aggregated recording (PYFLOW_AGGREGATE_AFTER_BYTES), not a time asked */
 typedef struct pf_rec_agg_snapshot {
     uint64_t t_ns;
     uint64_t live_bytes;        /* estimated bytes live in the process, every site */
@@ -573,6 +579,43 @@ typedef struct pf_rec_agg_peak_site {
     uint16_t reserved;
     uint64_t live_bytes;
 } pf_rec_agg_peak_site_t;
+/* PF_REC_AGG_FLOWS payload; then n_flows pf_rec_agg_flow_t, in parts like a snapshot (at most
+ * PF_AGG_FLOWS_PART entries; PF_AGG_MORE), written just after the snapshot's last part. A flow is the copies
+ * made with one stack from objects of one site (stack, domain) into objects of another, of one kind: what
+ * the full recording's COPY records say one by one (the reporter's flow graph). Totals are cumulative since
+ * the runtime began aggregating; a flow not named keeps its last totals. aux = 0.
+ * Verdicts (compare-at-free, docs/verdicts.md) are counted on the flow of the copy they judge: the runtime
+ * links a copy that fills its destination with a duplicate of its source, within the compare budget, as it
+ * does by default, and counts the outcome when the first of the two objects is freed. */
+#define PF_AGG_FLOWS_PART 180u      /* entries a part holds at most (16 KiB) */
+#define PF_AGG_UNTRACKED 0xffu      /* a flow end's domain: no tracked object starts there (untracked memory,
+                                       an object recorded before the switch, a slice deep inside one) */
+typedef struct pf_rec_agg_flows {
+    uint64_t t_ns;
+    uint32_t n_flows;
+    uint32_t flags;             /* PF_AGG_MORE */
+} pf_rec_agg_flows_t;
+
+typedef struct pf_rec_agg_flow {
+    uint32_t flow_id;           /* the runtime's number of the flow: the same flow in every snapshot */
+    uint32_t stack_id;          /* the copy's stack (0: empty) */
+    uint32_t src_stack_id;      /* the stack the source object was allocated with */
+    uint32_t dst_stack_id;      /* ... the destination object */
+    uint8_t kind;               /* pf_copy_kind_t */
+    uint8_t stack_flags;
+    uint8_t src_domain;         /* pf_domain_t, or PF_AGG_UNTRACKED (then src_stack_id is 0) */
+    uint8_t src_stack_flags;
+    uint8_t dst_domain;
+    uint8_t dst_stack_flags;
+    uint8_t ends;               /* 1 << pf_copy_end_t of each linked copy's source, | the same << 4 of its
+                                   destination */
+    uint8_t reserved;
+    uint64_t bytes, count;      /* copied (estimated as a COPY's est_bytes) and copies */
+    uint64_t candidate_bytes, candidate_count;  /* of those, copies that filled their destination with a
+                                                   duplicate of their source (pf_copy_rule.h) */
+    uint64_t judged_bytes, judged_count;        /* candidates judged: bytes compared, verdicts */
+    uint64_t redundant_bytes, redundant_count;  /* of those, found redundant */
+} pf_rec_agg_flow_t;
 /* ---- end of aggregated recording ---- */
 
 static inline uint32_t pf_align8(uint32_t n) { return (n + 7u) & ~7u; }

@@ -174,7 +174,8 @@ static inline int pf_events_is_event(uint16_t type)
 {
     return type == PF_REC_ALLOC || type == PF_REC_ALLOC_SHORT || type == PF_REC_FREE || type == PF_REC_COPY ||
            type == PF_REC_ACCESS_PAIR || type == PF_REC_COPY_WRITE || type == PF_REC_VERDICT ||
-           type == PF_REC_CONTENT || type == PF_REC_AGG_SITES || type == PF_REC_AGG_PEAK;
+           type == PF_REC_CONTENT || type == PF_REC_AGG_SITES || type == PF_REC_AGG_PEAK ||
+           type == PF_REC_AGG_FLOWS;
 }
 
 /* 0 for an event the load's window leaves out (pf_load_opts_t): an allocation outside it, anything after it. */

@@ -630,6 +630,7 @@ void pf_model_sweep(loader_t *L)
             break;
         case PF_REC_AGG_SITES:     /* --aggregate */
         case PF_REC_AGG_PEAK:
+        case PF_REC_AGG_FLOWS:
             pf_sweep_aggregate(&S, e);
             break;
         }
