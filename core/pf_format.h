@@ -38,9 +38,10 @@
 #include <stdint.h>
 
 #define PF_FILE_MAGIC "PYFLOWPF"          /* 8 bytes, no terminator stored */
-#define PF_FORMAT_VERSION 4u         /* 4: short allocation records (PF_REC_ALLOC_SHORT), which an older reader
-                                        would skip; 3: chunks change writer (PF_REC_WRITER); 2: interned stacks
-                                        (PF_REC_STACK, PF_ALLOC_STACK_REF); 1 to 3 still read */
+#define PF_FORMAT_VERSION 5u         /* 5: short copy records (PF_REC_COPY_SHORT), which an older reader would
+                                        skip (losing their copies); 4: short allocation records
+                                        (PF_REC_ALLOC_SHORT), likewise; 3: chunks change writer (PF_REC_WRITER);
+                                        2: interned stacks (PF_REC_STACK, PF_ALLOC_STACK_REF); 1 to 4 still read */
 #define PF_HEADER_BYTES 4096u
 #define PF_CHUNK_BYTES (64u * 1024u)
 #define PF_CHUNK_MAGIC 0x4b434650u        /* "PFCK" little-endian */
@@ -129,6 +130,8 @@ typedef enum pf_rec_type {
                                (pf_rec_alloc_short_t) */
     PF_REC_AGG_FLOWS = 22,  /* --aggregate, with a snapshot: the running totals of the copy flows (copy stack,
                                source site, destination site, kind) that changed, with their verdicts */
+    PF_REC_COPY_SHORT = 23, /* a COPY recorded exactly with an interned stack that no verdict will name, in 40
+                               bytes, not 72 (pf_rec_copy_short_t) */
     PF_REC_TYPE_MAX
 } pf_rec_type_t;
 
@@ -380,6 +383,23 @@ typedef struct pf_rec_copy {
     uint16_t n_native;
     uint16_t reserved16;
 } pf_rec_copy_t;
+
+/* PF_REC_COPY_SHORT payload: the COPY of a busy copying program's usual copy, recorded exactly (est_bytes =
+ * bytes, flags & PF_ALLOC_EXACT), of at most 4 GiB, with an interned stack (flags & PF_ALLOC_STACK_REF), not
+ * linked for a verdict (ends = 0) and of a kind no verdict names unlinked (memcpy, memmove, realloc: a CUDA
+ * copy's id is named by its content-hash verdict): no record refers to it, so it carries no copy_id. 40
+ * bytes with its header, against 72 for the same facts in a pf_rec_copy_t: on bench/workloads/copies.py,
+ * whose 8 MB copies beyond the compare budget are nearly all such, a third of its full recording.
+ * aux = kind | flags << 8. Readers treat it as the COPY that pf_copy_short_expand() gives (copy_id 0). */
+typedef struct pf_rec_copy_short {
+    uint64_t t_ns;
+    uint64_t dst;
+    uint64_t src;
+    uint32_t bytes;
+    uint32_t stack_id;
+} pf_rec_copy_short_t;
+
+#define PF_COPY_SHORT_AUX(kind, flags) ((uint16_t)((kind) | (uint32_t)(flags) << 8))
 
 /* The Python object a copy's end lies in, when it is one whose type the runtime checks: the advice for a
  * redundant str.encode() or bytes.decode() is not the advice for bytes(buf). */
@@ -643,6 +663,32 @@ static inline const pf_rec_alloc_t *pf_alloc_short_expand(const pf_rec_alloc_sho
     out->ref.stack_id = s->stack_id;
     out->ref.reserved = 0;
     return &out->a;
+}
+
+/* A PF_REC_COPY_SHORT (payload s, header aux) as the COPY it stands for, its stack reference after it. */
+typedef struct pf_copy_expanded {
+    pf_rec_copy_t c;
+    pf_rec_stack_ref_t ref;
+} pf_copy_expanded_t;
+
+_Static_assert(sizeof(pf_rec_copy_t) % 8 == 0, "a COPY's stack reference follows its fixed part");
+
+static inline const pf_rec_copy_t *pf_copy_short_expand(const pf_rec_copy_short_t *s, uint16_t aux,
+                                                        pf_copy_expanded_t *out)
+{
+    out->c.t_ns = s->t_ns;
+    out->c.copy_id = 0;
+    out->c.dst = s->dst;
+    out->c.src = s->src;
+    out->c.bytes = s->bytes;
+    out->c.est_bytes = s->bytes;
+    out->c.flags = (uint8_t)(aux >> 8);
+    out->c.ends = 0;
+    out->c.n_py = out->c.n_native = 0;
+    out->c.reserved16 = 0;
+    out->ref.stack_id = s->stack_id;
+    out->ref.reserved = 0;
+    return &out->c;
 }
 
 #endif /* PF_FORMAT_H */

@@ -120,9 +120,34 @@ static int aggregate_copy(pf_tls_t *t, const pf_stack_t *st, const void *dst, co
     return 1;
 }
 
-static void write_copy(pf_tls_t *t, uint64_t id, const void *dst, const void *src, uint64_t n, uint64_t est,
-                       uint8_t flags, int kind, uint8_t ends, const pf_stack_t *st)
+/* The COPY of an exact, unlinked copy whose stack has an id, in its short form (pf_format.h). */
+static void write_copy_short(pf_tls_t *t, const void *dst, const void *src, uint64_t n, uint8_t flags, int kind,
+                             uint32_t sid)
 {
+    const uint32_t bytes = (uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_copy_short_t));
+    char *rec = pf_writer_reserve(t, bytes);
+    if (!rec)
+        return;
+    pf_rec_copy_short_t *c = (pf_rec_copy_short_t *)(rec + sizeof(pf_rec_header_t));
+    c->t_ns = pf_now_ns();
+    c->dst = (uint64_t)(uintptr_t)dst;
+    c->src = (uint64_t)(uintptr_t)src;
+    c->bytes = (uint32_t)n;
+    c->stack_id = sid;
+    pf_writer_commit(t, rec, PF_REC_COPY_SHORT, PF_COPY_SHORT_AUX(kind, flags | PF_ALLOC_STACK_REF), bytes);
+}
+
+/* named: a record may name the copy's id later (a verdict): never the short form, which has none. */
+static void write_copy(pf_tls_t *t, uint64_t id, const void *dst, const void *src, uint64_t n, uint64_t est,
+                       uint8_t flags, int kind, uint8_t ends, const pf_stack_t *st, int named)
+{
+    if (!named && est == n && n <= UINT32_MAX && (flags & PF_ALLOC_EXACT)) {
+        uint32_t sid = pf_record_stack_id(t, st);
+        if (sid) {
+            write_copy_short(t, dst, src, n, (uint8_t)(flags | st->flags), kind, sid);
+            return;
+        }
+    }
     uint32_t sid, bytes;
     char *rec = pf_record_reserve_stacked(t, st, sizeof(pf_rec_copy_t), &sid, &bytes);
     if (!rec)
@@ -185,7 +210,7 @@ static uint64_t record_copy(pf_tls_t *t, const void *dst, const void *src, uint6
     id = __atomic_fetch_add(&next_copy_id, 1, __ATOMIC_RELAXED);
     linked = within_budget(t, n) && copy_ends(dst, src, n, &d, &s);
     write_copy(t, id, dst, src, n, est, flags, kind, linked ? PF_COPY_ENDS(pf_object_end_kind(&s), pf_object_end_kind(&d)) : 0,
-               &st);
+               &st, linked || kind > PF_COPY_REALLOC);   /* a CUDA copy's id: its content-hash verdict's */
     if (linked)
         link_copy(t, id, dst, src, n, &d, &s);
     return id;
@@ -262,7 +287,7 @@ void pf_on_realloc_moved(pf_tls_t *t, void *dst, const pf_objinfo_t *old, size_t
     }
     id = __atomic_fetch_add(&next_copy_id, 1, __ATOMIC_RELAXED);
     write_copy(t, id, dst, (const void *)old->addr, n, est,
-               (old->flags & PF_ALLOC_EXACT) ? PF_ALLOC_EXACT : PF_ALLOC_SAMPLED, PF_COPY_REALLOC, 0, &st);
+               (old->flags & PF_ALLOC_EXACT) ? PF_ALLOC_EXACT : PF_ALLOC_SAMPLED, PF_COPY_REALLOC, 0, &st, 0);
     pf_guard_leave(t);
 }
 

@@ -173,6 +173,7 @@ void pf_model_watch_totals(loader_t *L);
 static inline int pf_events_is_event(uint16_t type)
 {
     return type == PF_REC_ALLOC || type == PF_REC_ALLOC_SHORT || type == PF_REC_FREE || type == PF_REC_COPY ||
+           type == PF_REC_COPY_SHORT ||
            type == PF_REC_ACCESS_PAIR || type == PF_REC_COPY_WRITE || type == PF_REC_VERDICT ||
            type == PF_REC_CONTENT || type == PF_REC_AGG_SITES || type == PF_REC_AGG_PEAK ||
            type == PF_REC_AGG_FLOWS;

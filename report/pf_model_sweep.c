@@ -614,6 +614,7 @@ void pf_model_sweep(loader_t *L)
             on_free(&S, e);
             break;
         case PF_REC_COPY:
+        case PF_REC_COPY_SHORT:
             pf_sweep_copy(&S, e);
             break;
         case PF_REC_VERDICT:

@@ -77,8 +77,11 @@ pf_flow_t *pf_sweep_flow(sweeper_t *S, uint32_t proc, pf_flow_ends_t ends, int32
 void pf_sweep_copy(sweeper_t *S, const event_t *e)
 {
     pf_model_t *m = S->m;
-    const pf_rec_copy_t *c = pf_event_payload(S->L, e);
-    pf_flow_t *fl;
+    pf_copy_expanded_t expanded;
+    const pf_rec_copy_t *c = e->type == PF_REC_COPY_SHORT
+                                 ? pf_copy_short_expand(pf_event_payload(S->L, e), e->aux, &expanded)
+                                 : pf_event_payload(S->L, e);
+    uint16_t kind = e->type == PF_REC_COPY_SHORT ? (uint16_t)(e->aux & 0xff) : e->aux;
     int32_t fn;
     pf_stack_view_t st = pf_loader_stack(S->L, e->proc, c + 1, c->flags, c->n_py, c->n_native);
     int started;
@@ -89,7 +92,7 @@ void pf_sweep_copy(sweeper_t *S, const event_t *e)
     alloc_site_t src = {-1, 0};     /* where the source was allocated */
     int64_t src_obj = -1;
     uint64_t src_offset = 0;
-    if (e->aux == PF_COPY_REALLOC) {    /* the source is the block realloc just freed */
+    if (kind == PF_COPY_REALLOC) {    /* the source is the block realloc just freed */
         uint64_t k = pf_sweep_addr_key(e->proc, c->src);
         const recent_free_t *r = &S->recent_frees[pf_sweep_recent_slot(k)];
         if (r->key1 == k + 1)
@@ -109,15 +112,15 @@ void pf_sweep_copy(sweeper_t *S, const event_t *e)
         rows[i]->copy_count += count;
         pf_sweep_touch(rows[i], e->t);
     }
-    fl = pf_sweep_flow(S, e->proc, (pf_flow_ends_t){src_line, dst_line, src.native,
-                                  dst >= 0 ? S->objs[dst].native : 0}, at, fn, e->aux, started, &st, node, est);
+    pf_flow_t *fl = pf_sweep_flow(S, e->proc, (pf_flow_ends_t){src_line, dst_line, src.native,
+                                  dst >= 0 ? S->objs[dst].native : 0}, at, fn, kind, started, &st, node, est);
     fl->bytes += est;
     fl->count += count;
     copy_info_t *ci = PF_VEC_PUSH(S->cinfo, S->n_cinfo, S->cap_cinfo);
     ci->flow = (int32_t)(fl - m->flows);
     ci->est = est;
     /* uploads and downloads are judged by content (the same bytes sent again), not by filling */
-    int by_content = e->aux == PF_COPY_H2D || e->aux == PF_COPY_D2H || e->aux == PF_COPY_D2D;
+    int by_content = kind == PF_COPY_H2D || kind == PF_COPY_D2H || kind == PF_COPY_D2D;
     ci->fills = by_content || (dst >= 0 && src_obj >= 0 &&
                                pf_copy_duplicates(dst_offset, S->objs[dst].size, src_offset, S->objs[src_obj].size,
                                                   c->bytes));
@@ -131,7 +134,8 @@ void pf_sweep_copy(sweeper_t *S, const event_t *e)
             fl->dst_ends |= (uint8_t)(1u << PF_COPY_END_DST(c->ends));
         }
     }
-    *pf_map_put(&S->copies, pf_sweep_key3(e->proc, c->copy_id, 0xC0), NULL) = S->n_cinfo - 1;
+    if (c->copy_id)     /* a short COPY has none: no verdict names it */
+        *pf_map_put(&S->copies, pf_sweep_key3(e->proc, c->copy_id, 0xC0), NULL) = S->n_cinfo - 1;
 }
 
 /* A copy's first verdict counts; later ones for the same copy (a compare-at-free after a watched write

@@ -4,6 +4,7 @@ as the full recording."""
 import json
 import os
 import signal
+import sys
 
 from .common import flows_at, line_of, near, once, per_version, prog, row, run
 
@@ -185,3 +186,33 @@ def case_default_switches_to_aggregate_by_size(c):
     near(row(docs["default"], "longrun_busy_copies.py", line)["copy_bytes"], 80000 * 262144, 0.1,
          "copied bytes across the switch")
     assert sum(f["bytes"] for f in flows_at(docs["default"], "longrun_busy_copies.py", line)) > 0.5 * 80000 * 262144
+
+
+def record_counts(path):
+    """{record type: count} of a profile file, read straight from the format (bench/profile_stats.py)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "bench"))
+    from profile_stats import walk
+    with open(path, "rb") as f:
+        data = f.read()
+    counts = {}
+    for rtype, _p, _size in walk(data):
+        counts[rtype] = counts.get(rtype, 0) + 1
+    return counts
+
+
+@per_version
+def case_short_copy_records(c):
+    """The full recording writes an exact copy that no verdict will name (not linked: a piece of an object)
+    as a 40-byte COPY_SHORT (23), not a 72-byte COPY; the report reads it as the copy it stands for: the
+    line's 40 copies of 4 MB exactly, in a flow from SRC's object into BIG's."""
+    program = prog("longrun_short_copies.py")
+    saved = os.path.join(c.tmp, "short.pflow")
+    cp, d = c.profile(program, extra=("--no-aggregate", "-o", saved))
+    assert cp.returncode == 0, cp.stderr[-1500:]
+    assert record_counts(saved).get(23, 0) >= 40, record_counts(saved)
+    piece = line_of(program, "# PIECE")
+    r = row(d, "longrun_short_copies.py", piece)
+    assert r["copy_bytes"] == 40 * 4_000_000, r["copy_bytes"]
+    flows = {(f["src"]["line"], f["dst"]["line"]): f for f in flows_at(d, "longrun_short_copies.py", piece)}
+    f = flows[(line_of(program, "# SRC"), line_of(program, "# BIG"))]
+    assert f["bytes"] == 40 * 4_000_000 and f["count"] == 40 and f["candidates"] == 0, f
