@@ -246,8 +246,8 @@ static void header(out_t *o, const pf_model_t *m, const pf_text_opts_t *opts)
     /* docs/long-runs.md: said once, not zeros */
     const char *lost = m->aggregated_flows_kept ? "waste, sampling error" : "copy flows and verdicts, waste, sampling error";
     if (m->aggregated && m->aggregated_by_size)
-        pf_text_line(o, "  aggregated from %.1f s on, as the profile passed its size for that (--no-aggregate: "
-                        "full records throughout): not recorded since: %s", (double)m->aggregated_from_ns / 1e9, lost);
+        pf_text_line(o, "  aggregated from %.1f s on (profile size; --no-aggregate: never): no %s since",
+                     (double)m->aggregated_from_ns / 1e9, lost);
     else if (m->aggregated && m->aggregated_from_ns > 0)
         pf_text_line(o, "  aggregated from %.1f s on: not recorded since: %s", (double)m->aggregated_from_ns / 1e9, lost);
     else if (m->aggregated)

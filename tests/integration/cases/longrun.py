@@ -176,7 +176,8 @@ def case_default_switches_to_aggregate_by_size(c):
         sizes[name] = os.path.getsize(out)
         docs[name] = report_json(c, out)
         if name == "default":
-            assert "as the profile passed its size for that" in cp.stderr, cp.stderr[-1500:]
+            assert "aggregated from " in cp.stderr and "(profile size; --no-aggregate: never)" in cp.stderr, \
+                cp.stderr[-1500:]
     assert sizes["full"] > 6_000_000, sizes
     assert sizes["default"] < 4_000_000, sizes
     p = docs["default"]["program"]
