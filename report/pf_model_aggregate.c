@@ -55,6 +55,7 @@ struct pf_agg_state {
     size_t n_sites, cap_sites;
     const void **parts;         /* payloads of a record's parts so far (PF_AGG_MORE) */
     size_t n_parts, cap_parts;
+    uint16_t parts_type;        /* their record type */
 };
 
 static agg_site_t *site_of(sweeper_t *S, const event_t *e, uint32_t stack_id, uint8_t kind, uint8_t stack_flags)
@@ -253,6 +254,9 @@ void pf_sweep_aggregate(sweeper_t *S, const event_t *e)
         S->agg = pf_xcalloc(1, sizeof *S->agg);
     pf_agg_state_t *A = S->agg;
     const void *payload = pf_event_payload(S->L, e);
+    if (A->n_parts && A->parts_type != e->type)
+        A->n_parts = 0;     /* a record whose last part never came (a damaged file): not another's */
+    A->parts_type = e->type;
     note_part(A, payload);
     if (e->type == PF_REC_AGG_FLOWS) {
         const pf_rec_agg_flows_t *h = payload;
