@@ -163,6 +163,13 @@ int pf_cli_parse_run(int argc, char **argv, pf_run_opts_t *o)
                 return usage_error("--aggregate-after needs a duration like 90s, 10m or 2h (not %s)", v);
             o->aggregate = 1;
             o->aggregate_after_ms = (uint64_t)(n * unit * 1000);
+        } else if (is_option(a, "--aggregate-after-size")) {
+            if (!(v = option_value(argc, argv, &i, "--aggregate-after-size")) ||
+                pf_cli_parse_bytes(v, &o->aggregate_after_bytes) != 0 || o->aggregate_after_bytes < (1u << 20))
+                return usage_error("%s needs a size of at least 1m (like 200m or 1g)", "--aggregate-after-size");
+            o->aggregate = 1;
+        } else if (strcmp(a, "--no-aggregate") == 0) {
+            o->no_aggregate = 1;
         } else if (strcmp(a, "--native") == 0) {
             o->native = 1;
         } else if (strcmp(a, "--watch") == 0 || is_option(a, "--watch")) {
@@ -227,6 +234,8 @@ int pf_cli_parse_run(int argc, char **argv, pf_run_opts_t *o)
     }
     if (o->watch && o->no_watch)
         return usage_error("%s", "--watch and --no-watch together: give one");
+    if (o->no_aggregate && o->aggregate)
+        return usage_error("%s", "--no-aggregate with --aggregate, --aggregate-after or --aggregate-after-size: give one");
     if (!o->target)
         return usage_error("%s", "nothing to run: give a script, -m MODULE or -c CODE");
     if (o->kind == PF_TARGET_SCRIPT && pf_cli_names_interpreter(o->target)) {

@@ -27,6 +27,8 @@ typedef struct pf_run_opts {
     int exact, native, no_report, max_lines, width;
     int aggregate;              /* --aggregate: per-site totals in snapshots (docs/long-runs.md) */
     uint64_t aggregate_after_ms;/* --aggregate-after: full records until then (0: from the start) */
+    uint64_t aggregate_after_bytes; /* --aggregate-after-size: full records until the profile has so many bytes */
+    int no_aggregate;           /* --no-aggregate: full records however large the profile grows */
     int help;                   /* -h/--help among the options: print the usage, run nothing */
     int reduced, profile_all;   /* report: only lines that matter; every file counts as the user's */
     const char *profile_only;   /* report: only files containing one of these comma-separated substrings */

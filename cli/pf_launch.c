@@ -72,6 +72,21 @@ static void set_env_u64(const char *name, uint64_t v)
 }
 
 static void exec_argv(const pf_run_opts_t *o, const pf_python_t *py);
+
+/* A plain run records in full until its profile reaches this size, then aggregated (docs/long-runs.md,
+ * "Should it be the default?"): no run's profile grows past it by more than a few MB an hour. Not with
+ * --no-aggregate, nor with --exact or --max-profile, which ask for every record or for the cap's own
+ * coarsening. PYFLOW_AGGREGATE_AFTER_BYTES in pyflow's environment changes it (tests: a small size). */
+static uint64_t default_aggregate_after_bytes(const pf_run_opts_t *o)
+{
+    if (o->no_aggregate || o->exact || o->max_profile_bytes)
+        return 0;
+    const char *env = getenv(PF_ENV_AGGREGATE_AFTER_BYTES);
+    uint64_t v;
+    if (env && *env && pf_cli_parse_bytes(env, &v) == 0 && v >= (1u << 20))
+        return v;
+    return PF_DEFAULT_AGGREGATE_AFTER_BYTES;
+}
 static void request_torch_async_backend(void);
 
 /* In the child: the environment for the runtime (none when profile is NULL: run unprofiled), then exec.
@@ -102,17 +117,23 @@ static void exec_program(const pf_run_opts_t *o, const pf_python_t *py, const ch
         setenv(PF_ENV_EXACT, "1", 1);
     if (o->native)
         setenv(PF_ENV_NATIVE, "1", 1);
-    if (o->aggregate)
+    uint64_t after_bytes = o->aggregate ? o->aggregate_after_bytes : default_aggregate_after_bytes(o);
+    if (o->aggregate || after_bytes)
         setenv(PF_ENV_AGGREGATE, "1", 1);
     if (o->aggregate_after_ms)
         set_env_u64(PF_ENV_AGGREGATE_AFTER_MS, o->aggregate_after_ms);
+    if (after_bytes)
+        set_env_u64(PF_ENV_AGGREGATE_AFTER_BYTES, after_bytes);
+    else
+        unsetenv(PF_ENV_AGGREGATE_AFTER_BYTES);
     if (o->sample_bytes)
         set_env_u64(PF_ENV_SAMPLE_BYTES, o->sample_bytes);
     if (o->gpu_per_tensor)
         request_torch_async_backend();
     if (o->watch)
         setenv(PF_ENV_WATCH, o->watch, 1);
-    else if (!o->no_watch && (!o->aggregate || o->aggregate_after_ms))  /* --aggregate links no copies */
+    else if (!o->no_watch && (!o->aggregate || o->aggregate_after_ms || o->aggregate_after_bytes))
+        /* not with --aggregate from the start: an aggregated flow's verdicts are compare-at-free's */
         setenv(PF_ENV_WATCH, "auto", 1);    /* copies, where debug registers fire (pf_watch_glue.c) */
     if (o->watch_event)
         setenv(PF_ENV_WATCH_EVENT, o->watch_event, 1);

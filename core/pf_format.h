@@ -38,9 +38,10 @@
 #include <stdint.h>
 
 #define PF_FILE_MAGIC "PYFLOWPF"          /* 8 bytes, no terminator stored */
-#define PF_FORMAT_VERSION 4u         /* 4: short allocation records (PF_REC_ALLOC_SHORT), which an older reader
-                                        would skip; 3: chunks change writer (PF_REC_WRITER); 2: interned stacks
-                                        (PF_REC_STACK, PF_ALLOC_STACK_REF); 1 to 3 still read */
+#define PF_FORMAT_VERSION 5u         /* 5: short copy records (PF_REC_COPY_SHORT), which an older reader would
+                                        skip (losing their copies); 4: short allocation records
+                                        (PF_REC_ALLOC_SHORT), likewise; 3: chunks change writer (PF_REC_WRITER);
+                                        2: interned stacks (PF_REC_STACK, PF_ALLOC_STACK_REF); 1 to 4 still read */
 #define PF_HEADER_BYTES 4096u
 #define PF_CHUNK_BYTES (64u * 1024u)
 #define PF_CHUNK_MAGIC 0x4b434650u        /* "PFCK" little-endian */
@@ -127,6 +128,10 @@ typedef enum pf_rec_type {
                                a full disk), NUL terminated, written in the trailer chunk after ARGV */
     PF_REC_ALLOC_SHORT = 21,/* an ALLOC recorded exactly with an interned stack, in 32 bytes, not 56
                                (pf_rec_alloc_short_t) */
+    PF_REC_AGG_FLOWS = 22,  /* --aggregate, with a snapshot: the running totals of the copy flows (copy stack,
+                               source site, destination site, kind) that changed, with their verdicts */
+    PF_REC_COPY_SHORT = 23, /* a COPY recorded exactly with an interned stack that no verdict will name, in 40
+                               bytes, not 72 (pf_rec_copy_short_t) */
     PF_REC_TYPE_MAX
 } pf_rec_type_t;
 
@@ -413,6 +418,23 @@ typedef struct pf_rec_copy {
 #define PF_COPY_END_TYPE_SRC(t) ((pf_obj_kind_t)((t) & 0xffu))
 #define PF_COPY_END_TYPE_DST(t) ((pf_obj_kind_t)((t) >> 8 & 0xffu))
 
+/* PF_REC_COPY_SHORT payload: the COPY of a busy copying program's usual copy, recorded exactly (est_bytes =
+ * bytes, flags & PF_ALLOC_EXACT), of at most 4 GiB, with an interned stack (flags & PF_ALLOC_STACK_REF), not
+ * linked for a verdict (ends = 0), its ends' kinds not found (end_types = 0) and of a kind no verdict names unlinked (memcpy, memmove, realloc: a CUDA
+ * copy's id is named by its content-hash verdict): no record refers to it, so it carries no copy_id. 40
+ * bytes with its header, against 72 for the same facts in a pf_rec_copy_t: on bench/workloads/copies.py,
+ * whose 8 MB copies beyond the compare budget are nearly all such, a third of its full recording.
+ * aux = kind | flags << 8. Readers treat it as the COPY that pf_copy_short_expand() gives (copy_id 0). */
+typedef struct pf_rec_copy_short {
+    uint64_t t_ns;
+    uint64_t dst;
+    uint64_t src;
+    uint32_t bytes;
+    uint32_t stack_id;
+} pf_rec_copy_short_t;
+
+#define PF_COPY_SHORT_AUX(kind, flags) ((uint16_t)((kind) | (uint32_t)(flags) << 8))
+
 /* The Python object a copy's end lies in, when it is one whose type the runtime checks: the advice for a
  * redundant str.encode() or bytes.decode() is not the advice for bytes(buf). */
 typedef enum pf_copy_end {
@@ -566,6 +588,10 @@ typedef struct pf_rec_watch_stats {
 #define PF_AGG_COPIES 0xffu         /* pf_rec_agg_site_t.kind: the copies made with that stack (memcpy
                                        family, realloc moves): alloc_bytes = bytes copied (estimated),
                                        alloc_count = copies; the free fields are 0 */
+#define PF_AGG_FLOWS_KEPT 0x4u     /* the runtime writes PF_REC_AGG_FLOWS: copy flows and their verdicts are
+                                       recorded (an older runtime's aggregated profile has none) */
+#define PF_AGG_BY_SIZE 0x8u         /* since_ns is when the profile passed the size that switches a plain run
+                                       to aggregated recording (PYFLOW_AGGREGATE_AFTER_BYTES), not a time asked */
 typedef struct pf_rec_agg_snapshot {
     uint64_t t_ns;
     uint64_t live_bytes;        /* estimated bytes live in the process, every site */
@@ -607,6 +633,43 @@ typedef struct pf_rec_agg_peak_site {
     uint16_t reserved;
     uint64_t live_bytes;
 } pf_rec_agg_peak_site_t;
+/* PF_REC_AGG_FLOWS payload; then n_flows pf_rec_agg_flow_t, in parts like a snapshot (at most
+ * PF_AGG_FLOWS_PART entries; PF_AGG_MORE), written just after the snapshot's last part. A flow is the copies
+ * made with one stack from objects of one site (stack, domain) into objects of another, of one kind: what
+ * the full recording's COPY records say one by one (the reporter's flow graph). Totals are cumulative since
+ * the runtime began aggregating; a flow not named keeps its last totals. aux = 0.
+ * Verdicts (compare-at-free, docs/verdicts.md) are counted on the flow of the copy they judge: the runtime
+ * links a copy that fills its destination with a duplicate of its source, within the compare budget, as it
+ * does by default, and counts the outcome when the first of the two objects is freed. */
+#define PF_AGG_FLOWS_PART 180u      /* entries a part holds at most (16 KiB) */
+#define PF_AGG_UNTRACKED 0xffu      /* a flow end's domain: no tracked object starts there (untracked memory,
+                                       an object recorded before the switch, a slice deep inside one) */
+typedef struct pf_rec_agg_flows {
+    uint64_t t_ns;
+    uint32_t n_flows;
+    uint32_t flags;             /* PF_AGG_MORE */
+} pf_rec_agg_flows_t;
+
+typedef struct pf_rec_agg_flow {
+    uint32_t flow_id;           /* the runtime's number of the flow: the same flow in every snapshot */
+    uint32_t stack_id;          /* the copy's stack (0: empty) */
+    uint32_t src_stack_id;      /* the stack the source object was allocated with */
+    uint32_t dst_stack_id;      /* ... the destination object */
+    uint8_t kind;               /* pf_copy_kind_t */
+    uint8_t stack_flags;
+    uint8_t src_domain;         /* pf_domain_t, or PF_AGG_UNTRACKED (then src_stack_id is 0) */
+    uint8_t src_stack_flags;
+    uint8_t dst_domain;
+    uint8_t dst_stack_flags;
+    uint8_t ends;               /* 1 << pf_copy_end_t of each linked copy's source, | the same << 4 of its
+                                   destination */
+    uint8_t reserved;
+    uint64_t bytes, count;      /* copied (estimated as a COPY's est_bytes) and copies */
+    uint64_t candidate_bytes, candidate_count;  /* of those, copies that filled their destination with a
+                                                   duplicate of their source (pf_copy_rule.h) */
+    uint64_t judged_bytes, judged_count;        /* candidates judged: bytes compared, verdicts */
+    uint64_t redundant_bytes, redundant_count;  /* of those, found redundant */
+} pf_rec_agg_flow_t;
 /* ---- end of aggregated recording ---- */
 
 static inline uint32_t pf_align8(uint32_t n) { return (n + 7u) & ~7u; }
@@ -634,6 +697,32 @@ static inline const pf_rec_alloc_t *pf_alloc_short_expand(const pf_rec_alloc_sho
     out->ref.stack_id = s->stack_id;
     out->ref.reserved = 0;
     return &out->a;
+}
+
+/* A PF_REC_COPY_SHORT (payload s, header aux) as the COPY it stands for, its stack reference after it. */
+typedef struct pf_copy_expanded {
+    pf_rec_copy_t c;
+    pf_rec_stack_ref_t ref;
+} pf_copy_expanded_t;
+
+_Static_assert(sizeof(pf_rec_copy_t) % 8 == 0, "a COPY's stack reference follows its fixed part");
+
+static inline const pf_rec_copy_t *pf_copy_short_expand(const pf_rec_copy_short_t *s, uint16_t aux,
+                                                        pf_copy_expanded_t *out)
+{
+    out->c.t_ns = s->t_ns;
+    out->c.copy_id = 0;
+    out->c.dst = s->dst;
+    out->c.src = s->src;
+    out->c.bytes = s->bytes;
+    out->c.est_bytes = s->bytes;
+    out->c.flags = (uint8_t)(aux >> 8);
+    out->c.ends = 0;
+    out->c.n_py = out->c.n_native = 0;
+    out->c.end_types = 0;    /* a short COPY is only written where none were found */
+    out->ref.stack_id = s->stack_id;
+    out->ref.reserved = 0;
+    return &out->c;
 }
 
 #endif /* PF_FORMAT_H */

@@ -54,6 +54,9 @@
 #define PF_ENV_AGGREGATE "PYFLOW_AGGREGATE"   /* "1": per-site totals in snapshots (--aggregate) */
 #define PF_ENV_AGGREGATE_MS "PYFLOW_AGGREGATE_MS" /* milliseconds between them (default 1000; measurements) */
 #define PF_ENV_AGGREGATE_AFTER_MS "PYFLOW_AGGREGATE_AFTER_MS" /* full records for so long first */
+#define PF_ENV_AGGREGATE_AFTER_BYTES "PYFLOW_AGGREGATE_AFTER_BYTES" /* ... or until the profile has so many bytes
+                                                      (a plain run's default, docs/long-runs.md) */
+#define PF_DEFAULT_AGGREGATE_AFTER_BYTES (192ull << 20)  /* a plain pyflow run's (cli/pf_launch.c) */
 #define PF_ENV_QUIET "PYFLOW_QUIET"
 #define PF_ENV_OUTPUT_DIR "PYFLOW_OUTPUT_DIR"      /* without PYFLOW_OUTPUT: each process writes DIR/<host>.<pid>
                                                       (pyflow env; processes not started by pyflow run) */

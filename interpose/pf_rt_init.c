@@ -165,7 +165,7 @@ static void leave_environment_clean(void)
     static const char *const vars[] = {PF_ENV_OUTPUT, PF_ENV_ROOT_PID, PF_ENV_RUN_ID, PF_ENV_SAMPLE_BYTES, PF_ENV_OBJECT_BYTES,
                                        PF_ENV_COPY_SAMPLE_BYTES, PF_ENV_COPY_BYTES, PF_ENV_MAX_PROFILE_BYTES,
                                        PF_ENV_EXACT, PF_ENV_NATIVE, PF_ENV_AGGREGATE, PF_ENV_AGGREGATE_MS,
-                                       PF_ENV_AGGREGATE_AFTER_MS,
+                                       PF_ENV_AGGREGATE_AFTER_MS, PF_ENV_AGGREGATE_AFTER_BYTES,
                                        PF_ENV_QUIET, PF_ENV_WATCH, PF_ENV_WATCH_PERIOD, PF_ENV_WATCH_BUDGET, PF_ENV_WATCH_EVENT,
                                        PF_ENV_WATCH_SEED, PF_ENV_VIA, NULL};
     for (int i = 0; vars[i]; i++)
@@ -223,6 +223,9 @@ __attribute__((constructor)) static void pf_rt_init(void)
     pf_cfg.aggregate = env_flag(PF_ENV_AGGREGATE);
     pf_cfg.aggregate_interval_ns = env_u64(PF_ENV_AGGREGATE_MS, 1000) * 1000000ull;
     pf_cfg.aggregate_from_ns = env_u64(PF_ENV_AGGREGATE_AFTER_MS, 0) * 1000000ull;
+    pf_cfg.aggregate_after_bytes = pf_cfg.aggregate ? env_u64(PF_ENV_AGGREGATE_AFTER_BYTES, 0) : 0;
+    if (pf_cfg.aggregate_after_bytes && !pf_cfg.aggregate_from_ns)
+        pf_cfg.aggregate_from_ns = PF_AGGREGATE_NOT_YET;   /* until the writer sees the profile pass it */
     pf_cfg.mean_sample_bytes = env_u64(PF_ENV_SAMPLE_BYTES, PF_DEFAULT_SAMPLE_BYTES);
     pf_cfg.object_threshold = pf_cfg.exact ? 1 : env_u64(PF_ENV_OBJECT_BYTES, PF_DEFAULT_OBJECT_BYTES);
     pf_cfg.copy_sample_bytes = env_u64(PF_ENV_COPY_SAMPLE_BYTES, pf_cfg.mean_sample_bytes);
@@ -232,6 +235,7 @@ __attribute__((constructor)) static void pf_rt_init(void)
     int is_root = pf_cfg.is_root;
     pf_writer_info_t info = {
         .max_bytes = env_u64(PF_ENV_MAX_PROFILE_BYTES, 0),
+        .aggregate_after_bytes = pf_cfg.aggregate_after_bytes,
         .flags = (pf_cfg.exact ? PF_HDR_EXACT : 0) | (pf_cfg.native ? PF_HDR_NATIVE : 0) |
                  (pf_cfg.aggregate ? PF_HDR_AGGREGATE : 0),
         .python_hex = hex,

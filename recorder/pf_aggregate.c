@@ -16,6 +16,7 @@
 
 #include <string.h>
 
+#include "pf_aggregate_flows.h"
 #include "pf_objtable.h"
 #include "pf_stacks.h"
 #include "pf_sys.h"
@@ -91,11 +92,6 @@ static agg_site_t *site_of(uint32_t sid, uint32_t slot, uint8_t stack_flags)
     return s;
 }
 
-static uint64_t count_of(uint64_t size, uint64_t est)
-{
-    return size && est > size ? (est + size / 2) / size : 1;
-}
-
 /* The i-th listed site and its table index, or NULL: not published yet, or (memory_only) a copy site. */
 static agg_site_t *listed(uint32_t i, int memory_only, uint32_t *idx)
 {
@@ -142,14 +138,14 @@ int pf_aggregate_alloc(pf_tls_t *t, const pf_stack_t *st, void *p, uint64_t size
         return 0;
     agg_site_t *s = site_of(sid, (uint32_t)domain, st->flags);
     __atomic_add_fetch(&s->alloc_bytes, est, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&s->alloc_count, count_of(size, est), __ATOMIC_RELAXED);
+    __atomic_add_fetch(&s->alloc_count, pf_agg_count_of(size, est), __ATOMIC_RELAXED);
     __atomic_add_fetch(&alloc_total, est, __ATOMIC_RELAXED);
     pf_objinfo_t obj = {.addr = (uintptr_t)p, .size = size, .domain = (uint32_t)domain,
                         .flags = flags | st->flags, .site = sid + 1};
     if (pf_objtable_insert(&obj) != 0) {
         /* untracked: its free would not be seen, so it is not live either */
         __atomic_add_fetch(&s->free_bytes, est, __ATOMIC_RELAXED);
-        __atomic_add_fetch(&s->free_count, count_of(size, est), __ATOMIC_RELAXED);
+        __atomic_add_fetch(&s->free_count, pf_agg_count_of(size, est), __ATOMIC_RELAXED);
     } else {
         pf_api_on_alloc(domain, est);
         int64_t live = __atomic_add_fetch(&live_total, (int64_t)est, __ATOMIC_RELAXED);
@@ -180,19 +176,20 @@ int pf_aggregate_free(pf_tls_t *t, const pf_objinfo_t *obj)
     }
     agg_site_t *s = &sites[(obj->site - 1) * PF_AGG_KINDS + obj->domain];
     __atomic_add_fetch(&s->free_bytes, est, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&s->free_count, count_of(obj->size, est), __ATOMIC_RELAXED);
+    __atomic_add_fetch(&s->free_count, pf_agg_count_of(obj->size, est), __ATOMIC_RELAXED);
     __atomic_sub_fetch(&live_total, (int64_t)est, __ATOMIC_RELAXED);
     pf_aggregate_tick(t);
     return 1;
 }
 
-int pf_aggregate_copy(pf_tls_t *t, const pf_stack_t *st, uint64_t est)
+int pf_aggregate_copy(pf_tls_t *t, const pf_stack_t *st, uint64_t est, uint32_t *sid_out)
 {
     if (!ready())
         return 0;
     uint32_t sid = stack_site(t, st);
     if (sid == UINT32_MAX)
         return 0;
+    *sid_out = sid;
     agg_site_t *s = site_of(sid, PF_AGG_COPY_SLOT, st->flags);
     __atomic_add_fetch(&s->alloc_bytes, est, __ATOMIC_RELAXED);
     __atomic_add_fetch(&s->alloc_count, 1, __ATOMIC_RELAXED);
@@ -205,10 +202,11 @@ int pf_aggregate_copy(pf_tls_t *t, const pf_stack_t *st, uint64_t est)
 typedef struct part {
     uint16_t type;
     uint32_t entry_bytes;
-    uint32_t n;
+    uint32_t n, max;
     union {
         pf_rec_agg_snapshot_t snap;
         pf_rec_agg_peak_t peak;
+        pf_rec_agg_flows_t flows;
     } head;
     char entries[PF_AGG_MAX_PART * sizeof(pf_rec_agg_site_t)];
 } part_t;
@@ -217,11 +215,16 @@ static part_t part;     /* under the lock */
 
 static void part_flush(pf_tls_t *t, int more)
 {
-    uint32_t head = part.type == PF_REC_AGG_SITES ? sizeof(pf_rec_agg_snapshot_t) : sizeof(pf_rec_agg_peak_t);
+    uint32_t head = part.type == PF_REC_AGG_SITES   ? sizeof(pf_rec_agg_snapshot_t)
+                    : part.type == PF_REC_AGG_FLOWS ? sizeof(pf_rec_agg_flows_t)
+                                                    : sizeof(pf_rec_agg_peak_t);
     uint32_t bytes = pf_align8((uint32_t)sizeof(pf_rec_header_t) + head + part.n * part.entry_bytes);
     if (part.type == PF_REC_AGG_SITES) {
         part.head.snap.n_sites = part.n;
         part.head.snap.flags = (part.head.snap.flags & ~PF_AGG_MORE) | (more ? PF_AGG_MORE : 0);
+    } else if (part.type == PF_REC_AGG_FLOWS) {
+        part.head.flows.n_flows = part.n;
+        part.head.flows.flags = more ? PF_AGG_MORE : 0;
     } else {
         part.head.peak.n_sites = part.n;
         part.head.peak.flags = more ? PF_AGG_MORE : 0;
@@ -237,7 +240,7 @@ static void part_flush(pf_tls_t *t, int more)
 
 static void *part_add(pf_tls_t *t)
 {
-    if (part.n == PF_AGG_MAX_PART)
+    if (part.n == part.max)
         part_flush(t, 1);
     return part.entries + (size_t)part.n++ * part.entry_bytes;
 }
@@ -247,6 +250,7 @@ static void write_peak(pf_tls_t *t)
     part.type = PF_REC_AGG_PEAK;
     part.entry_bytes = sizeof(pf_rec_agg_peak_site_t);
     part.n = 0;
+    part.max = PF_AGG_MAX_PART;
     /* never before the last snapshot: each thread's records go forward in time */
     part.head.peak = (pf_rec_agg_peak_t){.t_ns = peak_ns > last_snapshot_ns ? peak_ns : last_snapshot_ns,
                                          .live_bytes = (uint64_t)(peak_total > 0 ? peak_total : 0)};
@@ -265,6 +269,23 @@ static void write_peak(pf_tls_t *t)
     peak_pending = 0;
 }
 
+/* Writes the copy flows that changed (lock held), after the snapshot's sites: their stacks are written. */
+static void write_flows(pf_tls_t *t, uint64_t now)
+{
+    part.type = PF_REC_AGG_FLOWS;
+    part.entry_bytes = sizeof(pf_rec_agg_flow_t);
+    part.n = 0;
+    part.max = PF_AGG_FLOWS_PART;
+    part.head.flows = (pf_rec_agg_flows_t){.t_ns = now};
+    _Static_assert(PF_AGG_FLOWS_PART * sizeof(pf_rec_agg_flow_t) <= sizeof part.entries, "a part fits");
+    uint32_t cursor = 0;
+    pf_rec_agg_flow_t f;
+    while (pf_agg_flows_next_changed(&cursor, &f))
+        *(pf_rec_agg_flow_t *)part_add(t) = f;
+    if (part.n)
+        part_flush(t, 0);
+}
+
 /* Writes the sites that changed (lock held); final: even when none did. */
 static void write_snapshot(pf_tls_t *t, uint64_t now, int final)
 {
@@ -273,11 +294,13 @@ static void write_snapshot(pf_tls_t *t, uint64_t now, int final)
     part.type = PF_REC_AGG_SITES;
     part.entry_bytes = sizeof(pf_rec_agg_site_t);
     part.n = 0;
+    part.max = PF_AGG_MAX_PART;
     int64_t live = __atomic_load_n(&live_total, __ATOMIC_RELAXED);
     part.head.snap = (pf_rec_agg_snapshot_t){.t_ns = now, .live_bytes = (uint64_t)(live > 0 ? live : 0),
                                              .alloc_bytes = __atomic_load_n(&alloc_total, __ATOMIC_RELAXED),
                                              .since_ns = pf_cfg.aggregate_from_ns,
-                                             .flags = final ? PF_AGG_FINAL : 0};
+                                             .flags = (final ? PF_AGG_FINAL : 0) | PF_AGG_FLOWS_KEPT |
+                                                      (pf_cfg.aggregate_by_size ? PF_AGG_BY_SIZE : 0)};
     int any = 0;
     uint32_t n = __atomic_load_n(&n_used, __ATOMIC_ACQUIRE), idx;
     for (uint32_t i = 0; i < n; i++) {
@@ -301,6 +324,7 @@ static void write_snapshot(pf_tls_t *t, uint64_t now, int final)
     }
     if (any || final || part.n)
         part_flush(t, 0);
+    write_flows(t, now);
     last_snapshot_ns = now;
 }
 
@@ -343,8 +367,21 @@ void pf_aggregate_at_exit(pf_tls_t *t)
     final_snapshot(t);
 }
 
+void pf_aggregate_switch_by_size(void)
+{
+    uint64_t now = pf_now_ns(), from = __atomic_load_n(&pf_cfg.aggregate_from_ns, __ATOMIC_RELAXED);
+    if (from <= now)
+        return;     /* already aggregating (a time asked for came first) */
+    pf_cfg.aggregate_by_size = 1;
+    __atomic_store_n(&pf_cfg.aggregate_from_ns, now, __ATOMIC_RELAXED);
+}
+
 void pf_aggregate_fork_child(void)
 {
+    if (pf_cfg.aggregate_by_size) {     /* the child's own file starts small: full records until it grows */
+        pf_cfg.aggregate_by_size = 0;
+        pf_cfg.aggregate_from_ns = PF_AGGREGATE_NOT_YET;
+    }
     if (!sites)
         return;
     memset(&lock, 0, sizeof lock);   /* a parent's thread may have held it across the fork */
@@ -359,6 +396,7 @@ void pf_aggregate_fork_child(void)
     peak_pending = 0;
     frozen = 0;
     last_snapshot_ns = 0;
+    pf_agg_flows_reset();
     serial_floor = pf_objtable_next_serial();
 }
 

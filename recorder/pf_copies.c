@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "pf_aggregate.h"
+#include "pf_aggregate_flows.h"
 #include "pf_copy_rule.h"
 #include "pf_objkind.h"
 #include "pf_objtable.h"
@@ -44,15 +45,99 @@ static int copy_ends(const void *dst, const void *src, uint64_t n, pf_objinfo_t 
            pf_copy_duplicates((uintptr_t)dst - d->addr, d->size, (uintptr_t)src - s->addr, s->size, n);
 }
 
-static void write_copy(pf_tls_t *t, uint64_t id, const void *dst, const void *src, uint64_t n, uint64_t est,
-                       uint8_t flags, int kind, uint8_t ends, uint16_t end_types)
+/* 1 when the thread's compare budget covers judging a copy of n bytes (each copy earns 1/PF_COMPARE_SHARE of
+ * its bytes); beyond it a copy is recorded, not linked, and its ends are not even looked up. */
+static int within_budget(pf_tls_t *t, uint64_t n)
 {
-    pf_stack_t st;
-    pf_stack_capture(t, &st);
-    if (pf_aggregating() && pf_aggregate_copy(t, &st, est))
-        return;     /* --aggregate: counted in its site's copy totals */
+    if (!t->compare_credit_set) {
+        t->compare_credit = PF_COMPARE_INITIAL;
+        t->compare_credit_set = 1;
+    }
+    t->compare_credit += (int64_t)(n / PF_COMPARE_SHARE);
+    return t->compare_credit >= (int64_t)n;
+}
+
+/* A flow's end: the site of the tracked object found there (found), or untracked. An object recorded
+ * before --aggregate-after's switch has no site: its ALLOC record names its stack, a flow cannot. */
+static pf_agg_end_t agg_end(int found, const pf_objinfo_t *o)
+{
+    if (!found || !o->site)
+        return (pf_agg_end_t){0, PF_AGG_UNTRACKED, 0};
+    return (pf_agg_end_t){o->site - 1, (uint8_t)o->domain, (uint8_t)(o->flags & (PF_ALLOC_NO_PYSTATE | PF_ALLOC_TRUNCATED))};
+}
+
+/* The ends of a copy as flows see them: whatever tracked objects start at dst and src (or at most a header
+ * before). Returns 1 when the copy makes its destination a duplicate of its source (a candidate for a
+ * verdict, as copy_ends decides). */
+static int flow_ends(const void *dst, const void *src, uint64_t n, pf_objinfo_t *d, int *has_d, pf_objinfo_t *s,
+                     int *has_s)
+{
+    *has_d = pf_objtable_find_start((uintptr_t)dst, PF_COPY_MAX_HEADER, d);
+    *has_s = pf_objtable_find_start((uintptr_t)src, PF_COPY_MAX_HEADER, s) && !(*has_d && d->addr == s->addr);
+    return *has_d && *has_s && pf_copy_fills_object((uintptr_t)dst - d->addr, n, d->size) &&
+           pf_copy_duplicates((uintptr_t)dst - d->addr, d->size, (uintptr_t)src - s->addr, s->size, n);
+}
+
+/* --aggregate: a copy counted in its stack's copy totals and on its flow (old: the block a moving realloc
+ * freed, its source: never a candidate, as by default). Returns 0 when the stack has no id (write a COPY
+ * record); else 1, with *flow_id the flow's id (0: the flow table is full), and *linked set when the copy is
+ * to be linked for a verdict under that id (a candidate within the compare budget; *d and *s its ends). */
+static int aggregate_copy(pf_tls_t *t, const pf_stack_t *st, const void *dst, const void *src, uint64_t n,
+                          uint64_t est, int kind, const pf_objinfo_t *old, int *linked, pf_objinfo_t *d,
+                          pf_objinfo_t *s, uint64_t *flow_id)
+{
+    uint32_t sid;
+    if (!pf_aggregate_copy(t, st, est, &sid))
+        return 0;
+    int has_d, has_s, candidate = 0;
+    *linked = 0;
+    if (old) {
+        has_d = pf_objtable_find_start((uintptr_t)dst, PF_COPY_MAX_HEADER, d);
+        *s = *old;
+        has_s = 1;
+    } else {
+        int budget = within_budget(t, n);   /* earns its credit whether judged or not, as by default */
+        candidate = flow_ends(dst, src, n, d, &has_d, s, &has_s);
+        *linked = candidate && budget;
+    }
+    uint8_t ends = *linked ? PF_COPY_ENDS(end_kind(s), end_kind(d)) : 0;
+    *flow_id = pf_agg_flows_copy(sid, st->flags, kind, agg_end(has_s, s), agg_end(has_d, d), est,
+                                 pf_agg_count_of(n, est), candidate, ends);
+    *linked = *linked && *flow_id;
+    return 1;
+}
+
+/* The COPY of an exact, unlinked copy whose stack has an id, in its short form (pf_format.h). */
+static void write_copy_short(pf_tls_t *t, const void *dst, const void *src, uint64_t n, uint8_t flags, int kind,
+                             uint32_t sid)
+{
+    const uint32_t bytes = (uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_copy_short_t));
+    char *rec = pf_writer_reserve(t, bytes);
+    if (!rec)
+        return;
+    pf_rec_copy_short_t *c = (pf_rec_copy_short_t *)(rec + sizeof(pf_rec_header_t));
+    c->t_ns = pf_now_ns();
+    c->dst = (uint64_t)(uintptr_t)dst;
+    c->src = (uint64_t)(uintptr_t)src;
+    c->bytes = (uint32_t)n;
+    c->stack_id = sid;
+    pf_writer_commit(t, rec, PF_REC_COPY_SHORT, PF_COPY_SHORT_AUX(kind, flags | PF_ALLOC_STACK_REF), bytes);
+}
+
+/* named: a record may name the copy's id later (a verdict); end_types: what the ends were (pf_objkind),
+ * 0 where not known. Either keeps it out of the short form, which has room for neither. */
+static void write_copy(pf_tls_t *t, uint64_t id, const void *dst, const void *src, uint64_t n, uint64_t est,
+                       uint8_t flags, int kind, uint8_t ends, uint16_t end_types, const pf_stack_t *st, int named)
+{
+    if (!named && !end_types && est == n && n <= UINT32_MAX && (flags & PF_ALLOC_EXACT)) {
+        uint32_t sid = pf_record_stack_id(t, st);
+        if (sid) {
+            write_copy_short(t, dst, src, n, (uint8_t)(flags | st->flags), kind, sid);
+            return;
+        }
+    }
     uint32_t sid, bytes;
-    char *rec = pf_record_reserve_stacked(t, &st, sizeof(pf_rec_copy_t), &sid, &bytes);
+    char *rec = pf_record_reserve_stacked(t, st, sizeof(pf_rec_copy_t), &sid, &bytes);
     if (!rec)
         return;
     pf_rec_copy_t *c = (pf_rec_copy_t *)(rec + sizeof(pf_rec_header_t));
@@ -64,22 +149,10 @@ static void write_copy(pf_tls_t *t, uint64_t id, const void *dst, const void *sr
     c->est_bytes = est;
     c->flags = flags;
     c->ends = ends;
-    pf_stacks_fields(&st, sid, &c->flags, &c->n_py, &c->n_native);
+    pf_stacks_fields(st, sid, &c->flags, &c->n_py, &c->n_native);
     c->end_types = end_types;
-    pf_stacks_store_tail(&st, sid, c + 1);
+    pf_stacks_store_tail(st, sid, c + 1);
     pf_writer_commit(t, rec, PF_REC_COPY, (uint16_t)kind, bytes);
-}
-
-/* 1 when the thread's compare budget covers judging a copy of n bytes (each copy earns 1/PF_COMPARE_SHARE of
- * its bytes); beyond it a copy is recorded, not linked, and its ends are not even looked up. */
-static int within_budget(pf_tls_t *t, uint64_t n)
-{
-    if (!t->compare_credit_set) {
-        t->compare_credit = PF_COMPARE_INITIAL;
-        t->compare_credit_set = 1;
-    }
-    t->compare_credit += (int64_t)(n / PF_COMPARE_SHARE);
-    return t->compare_credit >= (int64_t)n;
 }
 
 /* Links the two objects of a copy (copy_ends) so the first free can judge it. */
@@ -101,8 +174,10 @@ static void link_copy(pf_tls_t *t, uint64_t id, const void *dst, const void *src
     pf_objtable_set_link(s->addr, &on_src);
     t->compare_credit -= (int64_t)len;
     /* a write caught on either end decides the verdict with the writer's line; compare-at-free stays the
-     * verdict for copies whose watched words nobody changed */
-    pf_watch_glue_copy(id, dst, src, len);
+     * verdict for copies whose watched words nobody changed (and the only one of an aggregated flow's, whose
+     * counts have no writer's line to keep) */
+    if (!(id & PF_AGG_FLOW_COPY_ID))
+        pf_watch_glue_copy(id, dst, src, len);
 }
 
 /* Writes a COPY record and, within the compare budget, links its objects for a verdict; the record names its
@@ -110,15 +185,24 @@ static void link_copy(pf_tls_t *t, uint64_t id, const void *dst, const void *src
 static uint64_t record_copy(pf_tls_t *t, const void *dst, const void *src, uint64_t n, uint64_t est, uint8_t flags,
                             int kind)
 {
-    uint64_t id = __atomic_fetch_add(&next_copy_id, 1, __ATOMIC_RELAXED);
+    pf_stack_t st;
+    pf_stack_capture(t, &st);
     pf_objinfo_t d, s;
-    int linked = !pf_aggregating() && within_budget(t, n) && copy_ends(dst, src, n, &d, &s);   /* --aggregate: no verdicts */
+    int linked;
+    uint64_t id;
+    if (pf_aggregating() && aggregate_copy(t, &st, dst, src, n, est, kind, NULL, &linked, &d, &s, &id)) {
+        if (linked)     /* --aggregate: judged as by default, the outcome counted on the flow */
+            link_copy(t, id, dst, src, n, &d, &s);
+        return id;
+    }
+    id = __atomic_fetch_add(&next_copy_id, 1, __ATOMIC_RELAXED);
+    linked = within_budget(t, n) && copy_ends(dst, src, n, &d, &s);
     /* the kinds of its ends, for the flow graph's nodes: a copy no verdict links looks its ends up too (a
      * dict's growth copies its entries into the next table, past the table's index) */
     uint16_t types = linked ? PF_COPY_END_TYPES(pf_objkind_of(&s), pf_objkind_of(&d))
-                     : pf_aggregating() ? 0
-                                        : PF_COPY_END_TYPES(pf_objkind_at((uintptr_t)src), pf_objkind_at((uintptr_t)dst));
-    write_copy(t, id, dst, src, n, est, flags, kind, linked ? PF_COPY_ENDS(end_kind(&s), end_kind(&d)) : 0, types);
+                            : PF_COPY_END_TYPES(pf_objkind_at((uintptr_t)src), pf_objkind_at((uintptr_t)dst));
+    write_copy(t, id, dst, src, n, est, flags, kind, linked ? PF_COPY_ENDS(end_kind(&s), end_kind(&d)) : 0, types,
+               &st, linked || kind > PF_COPY_REALLOC);   /* a CUDA copy's id: its content-hash verdict's */
     if (linked)
         link_copy(t, id, dst, src, n, &d, &s);
     return id;
@@ -184,12 +268,21 @@ void pf_on_realloc_moved(pf_tls_t *t, void *dst, const pf_objinfo_t *old, size_t
     uint64_t est = (old->flags & PF_ALLOC_EXACT) || !old->size
                        ? n
                        : (uint64_t)((double)pf_sampler_estimate(old->size, mean) * (double)n / (double)old->size);
-    uint64_t id = __atomic_fetch_add(&next_copy_id, 1, __ATOMIC_RELAXED);
+    pf_stack_t st;
+    pf_stack_capture(t, &st);
+    pf_objinfo_t d, s;
+    int linked;
+    uint64_t id;
+    if (pf_aggregating() && aggregate_copy(t, &st, dst, NULL, n, est, PF_COPY_REALLOC, old, &linked, &d, &s, &id)) {
+        pf_guard_leave(t);
+        return;
+    }
+    id = __atomic_fetch_add(&next_copy_id, 1, __ATOMIC_RELAXED);
     /* the new block is the old one moved: the kind its free found (free_slow) is the new block's too */
     pf_obj_kind_t moved = (pf_obj_kind_t)(old->flags >> PF_OBJ_KIND_FLAGS_SHIFT & 0xffu);
     write_copy(t, id, dst, (const void *)old->addr, n, est,
                (old->flags & PF_ALLOC_EXACT) ? PF_ALLOC_EXACT : PF_ALLOC_SAMPLED, PF_COPY_REALLOC, 0,
-               PF_COPY_END_TYPES(moved, moved));
+               PF_COPY_END_TYPES(moved, moved), &st, 0);
     pf_guard_leave(t);
 }
 
@@ -215,6 +308,10 @@ static int compare_with_peer(pf_objinfo_t *peer, void *arg)
 
 void pf_copy_write_verdict(pf_tls_t *t, uint64_t copy_id, int verdict, uint64_t compared, uint32_t evidence)
 {
+    if (copy_id & PF_AGG_FLOW_COPY_ID) {    /* --aggregate: counted on the copy's flow, no record */
+        pf_agg_flows_verdict(copy_id, verdict == PF_VERDICT_REDUNDANT, compared);
+        return;
+    }
     uint32_t bytes = (uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_verdict_t));
     char *rec = pf_writer_reserve(t, bytes);
     if (!rec)

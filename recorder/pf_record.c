@@ -390,13 +390,14 @@ static int free_slow(pf_tls_t *t, void *p, int domain, pf_objinfo_t *obj, int co
         pf_api_on_free(obj);
     if (found && __atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE)) {
         pf_enter_recording(t);
-        if (pf_cfg.aggregate && pf_aggregate_free(t, obj)) {
-            pf_guard_leave(t);  /* --aggregate: counted against its site; no verdict, content or FREE */
-            return found;
-        }
         _Static_assert(PF_OBJ_LINKS == 3, "test every link below");
         if (obj->link[0].copy_id | obj->link[1].copy_id | obj->link[2].copy_id)
             pf_copy_verdict_on_free(t, obj);   /* before the FREE: the bytes are still there */
+        if (pf_cfg.aggregate && pf_aggregate_free(t, obj)) {
+            pf_guard_leave(t);  /* --aggregate: counted against its site (its verdicts on its flows); no
+                                   content or FREE */
+            return found;
+        }
         if (content)
             pf_content_on_free(t, obj);
         /* the block is still the program's: what object it is, for the flow graph's nodes (and, kept in

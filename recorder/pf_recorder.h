@@ -114,10 +114,16 @@ typedef struct pf_config {
     int waste;                  /* untouched pages and content fingerprints at free (pf_content.c) */
     int aggregate;              /* --aggregate: per-site totals in snapshots, not a record each (pf_aggregate.c) */
     uint64_t aggregate_interval_ns; /* between its snapshots while the program allocates */
-    uint64_t aggregate_from_ns; /* --aggregate-after: full records before this time (pf_now_ns) */
+    uint64_t aggregate_from_ns; /* --aggregate-after: full records before this time (pf_now_ns); atomic:
+                                   PF_AGGREGATE_NOT_YET until the profile passes aggregate_after_bytes */
+    uint64_t aggregate_after_bytes; /* --aggregate-after SIZE (a plain run's default): switch when the profile
+                                   passes it (pf_writer.c); 0: no such switch */
+    int aggregate_by_size;      /* the switch above happened (snapshots say so: PF_AGG_BY_SIZE) */
 } pf_config_t;
 
 extern pf_config_t pf_cfg PF_HIDDEN;
+
+#define PF_AGGREGATE_NOT_YET UINT64_MAX    /* pf_cfg.aggregate_from_ns before a size switch */
 
 
 /* The live tracked objects (pf_objtable.c): what a free hook may ask about an address, and what a realloc
@@ -180,6 +186,8 @@ int pf_recorder_tracks(const void *addr) PF_HIDDEN;
 /* pf_recorder.c: the recorder's life in the process, in the order start-up calls it. */
 typedef struct pf_writer_info {
     uint64_t max_bytes;         /* the file's size cap (0 or above PF_WRITER_MAX_BYTES: that) */
+    uint64_t aggregate_after_bytes; /* the file size at which recording switches to aggregated (0: never) */
+    void (*on_aggregate_size)(void);/* called once when the file passes it (pf_recorder_open sets it) */
     uint32_t flags;             /* PF_HDR_* */
     uint32_t python_hex;
     const char *python_version; /* "3.11.2" */

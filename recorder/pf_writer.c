@@ -30,6 +30,8 @@ static struct {
     uint64_t dropped;           /* atomic */
     pf_file_header_t *header;   /* the file's header page, mapped shared: records_dropped is kept there */
     uint64_t max_chunks;        /* the size cap, in chunks */
+    uint64_t aggregate_chunk;   /* handing out this chunk switches to aggregated recording (0: never) */
+    void (*on_aggregate_size)(void);
     uint32_t level;             /* atomic: pf_writer_fill_level() */
     pf_spinlock_t lock;         /* guards segment mapping and the spare chunks */
     char *segs[PF_MAX_SEGMENTS];
@@ -187,6 +189,8 @@ int pf_writer_open(const char *base_path, int is_root, const pf_writer_info_t *i
     W.flags = info->flags;
     uint64_t max = info->max_bytes && info->max_bytes < PF_WRITER_MAX_BYTES ? info->max_bytes : PF_WRITER_MAX_BYTES;
     W.max_chunks = max / PF_CHUNK_BYTES > 4 ? max / PF_CHUNK_BYTES : 4;
+    W.on_aggregate_size = info->on_aggregate_size;
+    W.aggregate_chunk = info->aggregate_after_bytes && W.on_aggregate_size ? info->aggregate_after_bytes / PF_CHUNK_BYTES + 1 : 0;
     W.python_hex = info->python_hex;
     W.via_pid = info->via_pid;
     W.via_child = info->via_child;
@@ -417,6 +421,8 @@ static int take_chunk(pf_tls_t *t, uint32_t bytes)
     uint64_t idx = __atomic_fetch_add(&W.next_chunk, 1, __ATOMIC_RELAXED);
     if (idx >= W.max_chunks)
         return 0;
+    if (PF_UNLIKELY(idx + 1 == W.aggregate_chunk))
+        W.on_aggregate_size();  /* the profile passed --aggregate-after's size */
     uint32_t level = pf_writer_level_for(idx + 1, W.max_chunks), was = pf_writer_fill_level();
     while (level > was && !__atomic_compare_exchange_n(&W.level, &was, level, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         ;

@@ -174,9 +174,9 @@ static inline int pf_events_is_event(uint16_t type)
 {
     /* one test of a bit, not ten comparisons: every record of a profile asks it twice */
     const uint64_t events = 1ull << PF_REC_ALLOC | 1ull << PF_REC_ALLOC_SHORT | 1ull << PF_REC_FREE |
-                            1ull << PF_REC_COPY | 1ull << PF_REC_ACCESS_PAIR | 1ull << PF_REC_COPY_WRITE |
+                            1ull << PF_REC_COPY | 1ull << PF_REC_COPY_SHORT | 1ull << PF_REC_ACCESS_PAIR | 1ull << PF_REC_COPY_WRITE |
                             1ull << PF_REC_VERDICT | 1ull << PF_REC_CONTENT | 1ull << PF_REC_AGG_SITES |
-                            1ull << PF_REC_AGG_PEAK;
+                            1ull << PF_REC_AGG_PEAK | 1ull << PF_REC_AGG_FLOWS;
     _Static_assert(PF_REC_TYPE_MAX <= 64, "record types fit the mask");
     return type < 64 && (events >> type & 1);
 }

@@ -217,8 +217,12 @@ static int on_record(void *ctx, const pf_record_t *r)
     case PF_REC_AGG_SITES: {   /* --aggregate (an event too: pf_events_record) */
         const pf_rec_agg_snapshot_t *a = r->payload;
         uint64_t t = a->since_ns + m->procs[L->cur].offset_ns;
-        if (!m->aggregated || t < m->aggregated_from_ns)
+        if (!m->aggregated || t < m->aggregated_from_ns) {
             m->aggregated_from_ns = t;
+            m->aggregated_by_size = (a->flags & PF_AGG_BY_SIZE) != 0;
+        }
+        if (!m->aggregated || !(a->flags & PF_AGG_FLOWS_KEPT))
+            m->aggregated_flows_kept = (a->flags & PF_AGG_FLOWS_KEPT) != 0;     /* every process's, or none */
         m->aggregated = 1;
         return 0;
     }

@@ -9,8 +9,12 @@
  * to its live bytes at the peak, at the peak's time, and the next snapshot moves them on: the sweep then
  * finds the program's peak at that instant with each line's share of it, as the recorder saw it.
  *
- * What has no record here stays empty in the model: per-object copy flows and their verdicts, waste
- * (untouched pages, recomputed values), the sampling error of the estimates.
+ * The copy flows (PF_REC_AGG_FLOWS) are applied the same way: each flow's new totals, less the last ones
+ * seen, go onto the model's flow between the lines of its two sites, with its verdicts, as COPY and
+ * VERDICT records would have (pf_sweep_copies.c).
+ *
+ * What has no record here stays empty in the model: waste (untouched pages, recomputed values), the
+ * sampling error of the estimates.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -37,12 +41,21 @@ typedef struct agg_site {
     size_t n_rises, cap_rises;
 } agg_site_t;
 
+typedef struct agg_flow {
+    uint64_t last[8];           /* the totals last applied (pf_rec_agg_flow_t's bytes .. redundant_count) */
+} agg_flow_t;
+
 struct pf_agg_state {
     pf_map_t index;             /* (proc, stack id, kind) -> site + 1 */
+    pf_map_t flow_index;        /* (proc, flow id) -> flow + 1 */
+    pf_map_t last_snapshot;     /* proc -> the time of its last snapshot */
+    agg_flow_t *flows;
+    size_t n_flows, cap_flows;
     agg_site_t *sites;
     size_t n_sites, cap_sites;
     const void **parts;         /* payloads of a record's parts so far (PF_AGG_MORE) */
     size_t n_parts, cap_parts;
+    uint16_t parts_type;        /* their record type */
 };
 
 static agg_site_t *site_of(sweeper_t *S, const event_t *e, uint32_t stack_id, uint8_t kind, uint8_t stack_flags)
@@ -122,7 +135,7 @@ static void touch(pf_stats_t *s, uint64_t t)
 }
 
 /* One site's new totals at t. */
-static void apply_site(sweeper_t *S, const event_t *e, const pf_rec_agg_site_t *r)
+static void apply_site(sweeper_t *S, const event_t *e, const pf_rec_agg_site_t *r, uint64_t since)
 {
     pf_model_t *m = S->m;
     agg_site_t *s = site_of(S, e, r->stack_id, r->kind, r->stack_flags);
@@ -135,6 +148,7 @@ static void apply_site(sweeper_t *S, const event_t *e, const pf_rec_agg_site_t *
         for (int i = 0; i < 3; i++) {
             rows[i]->copy_bytes += da;
             rows[i]->copy_count += dn;
+            touch(rows[i], since);   /* made since the process's last snapshot: the copy rate's span */
             touch(rows[i], e->t);
         }
         return;
@@ -174,6 +188,53 @@ static void apply_peak(sweeper_t *S, const event_t *e)
     }
 }
 
+/* The row of the objects of a flow's end (-1: untracked). */
+static int32_t end_line(sweeper_t *S, const event_t *e, uint32_t stack_id, uint8_t domain, uint8_t stack_flags)
+{
+    return domain < PF_DOMAIN_COUNT ? site_of(S, e, stack_id, domain, stack_flags)->row : -1;
+}
+
+/* One flow's new totals at t: the difference goes onto the model's flow. */
+static void apply_flow(sweeper_t *S, const event_t *e, const pf_rec_agg_flow_t *r)
+{
+    pf_agg_state_t *A = S->agg;
+    int created;
+    uint64_t *v = pf_map_put(&A->flow_index, pf_sweep_key3(e->proc, r->flow_id, 0xF1), &created);
+    if (created) {
+        *PF_VEC_PUSH(A->flows, A->n_flows, A->cap_flows) = (agg_flow_t){{0}};
+        *v = A->n_flows;
+    }
+    agg_flow_t *f = &A->flows[*v - 1];
+    const uint64_t now[8] = {r->bytes, r->count, r->candidate_bytes, r->candidate_count,
+                             r->judged_bytes, r->judged_count, r->redundant_bytes, r->redundant_count};
+    double d[8];
+    for (int i = 0; i < 8; i++)
+        d[i] = (double)(now[i] - f->last[i]);
+    memcpy(f->last, now, sizeof now);
+    const agg_site_t *at = site_of(S, e, r->stack_id, PF_AGG_COPIES, r->stack_flags);
+    pf_flow_ends_t ends = {end_line(S, e, r->src_stack_id, r->src_domain, r->src_stack_flags),
+                           end_line(S, e, r->dst_stack_id, r->dst_domain, r->dst_stack_flags), 0, 0};
+    pf_rec_stack_ref_t ref = {r->stack_id, 0};
+    pf_stack_view_t st = {0};
+    if (r->stack_id)
+        st = pf_loader_stack(S->L, e->proc, &ref, PF_ALLOC_STACK_REF | r->stack_flags, 0, 0);
+    pf_flow_t *fl = pf_sweep_flow(S, e->proc, ends, at->row, at->func, r->kind, at->started, &st, at->node, d[0]);
+    fl->bytes += d[0];
+    fl->count += d[1];
+    fl->candidate_bytes += d[2];
+    fl->candidate_count += d[3];
+    fl->judged_bytes += d[4];
+    fl->judged += (uint32_t)d[5];
+    fl->redundant_judged_bytes += d[6];
+    fl->redundant += (uint32_t)d[7];
+    if (d[5] > 0)
+        fl->evidence = PF_EVIDENCE_COMPARE_AT_FREE;
+    if (d[2] > 0 && r->dst_domain < PF_DOMAIN_COUNT)
+        fl->dst_domains |= 1u << r->dst_domain;
+    fl->src_ends |= (uint8_t)(r->ends & 0xf);
+    fl->dst_ends |= (uint8_t)(r->ends >> 4);
+}
+
 static void note_part(pf_agg_state_t *A, const void *payload)
 {
     *PF_VEC_PUSH(A->parts, A->n_parts, A->cap_parts) = payload;
@@ -193,11 +254,30 @@ void pf_sweep_aggregate(sweeper_t *S, const event_t *e)
         S->agg = pf_xcalloc(1, sizeof *S->agg);
     pf_agg_state_t *A = S->agg;
     const void *payload = pf_event_payload(S->L, e);
+    if (A->n_parts && A->parts_type != e->type)
+        A->n_parts = 0;     /* a record whose last part never came (a damaged file): not another's */
+    A->parts_type = e->type;
     note_part(A, payload);
-    if (e->type == PF_REC_AGG_SITES) {
+    if (e->type == PF_REC_AGG_FLOWS) {
+        const pf_rec_agg_flows_t *h = payload;
+        if (h->flags & PF_AGG_MORE)
+            return;
+        for (size_t p = 0; p < A->n_parts; p++) {
+            const pf_rec_agg_flows_t *part = A->parts[p];
+            if (!part_fits(part, sizeof *part, part->n_flows, sizeof(pf_rec_agg_flow_t)))
+                continue;
+            const pf_rec_agg_flow_t *r = (const void *)(part + 1);
+            for (uint32_t i = 0; i < part->n_flows; i++)
+                apply_flow(S, e, &r[i]);
+        }
+    } else if (e->type == PF_REC_AGG_SITES) {
         const pf_rec_agg_snapshot_t *h = payload;
         if (h->flags & PF_AGG_MORE)
             return;     /* applied with its last part: a half-applied snapshot could make a false peak */
+        int created;
+        uint64_t *last = pf_map_put(&A->last_snapshot, pf_sweep_key3(e->proc, 0, 0x5A), &created);
+        uint64_t since = created ? h->since_ns + S->m->procs[e->proc].offset_ns : *last;
+        *last = e->t;
         for (size_t p = 0; p < A->n_parts; p++) {
             const pf_rec_agg_snapshot_t *part = A->parts[p];
             if (!part_fits(part, sizeof *part, part->n_sites, sizeof(pf_rec_agg_site_t)))
@@ -205,7 +285,7 @@ void pf_sweep_aggregate(sweeper_t *S, const event_t *e)
             const pf_rec_agg_site_t *r = (const void *)(part + 1);
             for (uint32_t i = 0; i < part->n_sites; i++)
                 if (r[i].kind < PF_DOMAIN_COUNT || r[i].kind == PF_AGG_COPIES)
-                    apply_site(S, e, &r[i]);
+                    apply_site(S, e, &r[i], since);
         }
     } else {
         const pf_rec_agg_peak_t *h = payload;
@@ -245,6 +325,9 @@ void pf_sweep_aggregate_free(sweeper_t *S)
     for (size_t i = 0; i < S->agg->n_sites; i++)
         free(S->agg->sites[i].rises);
     pf_map_free(&S->agg->index);
+    pf_map_free(&S->agg->flow_index);
+    pf_map_free(&S->agg->last_snapshot);
+    free(S->agg->flows);
     free(S->agg->sites);
     free(S->agg->parts);
     free(S->agg);

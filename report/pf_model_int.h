@@ -281,6 +281,8 @@ struct pf_model {
     int exact;
     int aggregated;             /* --aggregate: some process wrote per-site snapshots (no per-object records) */
     uint64_t aggregated_from_ns;/* the first of them (--aggregate-after: full records before) */
+    int aggregated_by_size;     /* that switch came as the profile passed --aggregate-after's size */
+    int aggregated_flows_kept;  /* the aggregated processes recorded copy flows and verdicts (PF_REC_AGG_FLOWS) */
     uint64_t mean_sample_bytes, object_threshold;
     char *python_version;
     char **argv;                /* the profiled program's argv (interpreter dropped) */

@@ -634,6 +634,7 @@ void pf_model_sweep(loader_t *L)
             on_free(&S, e);
             break;
         case PF_REC_COPY:
+        case PF_REC_COPY_SHORT:
             pf_sweep_copy(&S, e);
             break;
         case PF_REC_VERDICT:
@@ -650,6 +651,7 @@ void pf_model_sweep(loader_t *L)
             break;
         case PF_REC_AGG_SITES:     /* --aggregate */
         case PF_REC_AGG_PEAK:
+        case PF_REC_AGG_FLOWS:
             pf_sweep_aggregate(&S, e);
             break;
         }

@@ -213,6 +213,10 @@ static const char *check_payload(const pf_record_t *r)
             return "copy record's stack does not fit it (frame counts or stack reference)";
         return NULL;
     }
+    case PF_REC_COPY_SHORT:
+        if (n < sizeof(pf_rec_copy_short_t))
+            return "short copy record too short";
+        return r->aux >> 8 & PF_ALLOC_STACK_REF ? NULL : "short copy record without its stack reference";
     case PF_REC_VERDICT:
         return n < sizeof(pf_rec_verdict_t) ? "verdict record too short" : NULL;
     case PF_REC_SPAWN: {

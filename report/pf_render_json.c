@@ -401,13 +401,20 @@ int pf_render_json(const pf_model_t *m, FILE *out)
         pf_json_null(&j);
     pf_json_key(&j, "elapsed_s");
     pf_json_number(&j, round(m->elapsed_s * 1e6) / 1e6);
-    pf_json_key(&j, "aggregated");     /* --aggregate: flows, verdicts, waste and sampling error not recorded */
+    pf_json_key(&j, "aggregated");     /* --aggregate: waste and sampling error not recorded */
     pf_json_bool(&j, m->aggregated);
     pf_json_key(&j, "aggregated_from_s");  /* --aggregate-after: full records before it */
     if (m->aggregated)
         pf_json_number(&j, round((double)m->aggregated_from_ns / 1e3) / 1e6);
     else
         pf_json_null(&j);
+    pf_json_key(&j, "aggregated_why");     /* "option" (--aggregate, --aggregate-after TIME) or "size" */
+    if (m->aggregated)
+        pf_json_string(&j, m->aggregated_by_size ? "size" : "option");
+    else
+        pf_json_null(&j);
+    pf_json_key(&j, "aggregated_flows");   /* an aggregated profile has copy flows and verdicts (newer runtimes) */
+    pf_json_bool(&j, !m->aggregated || m->aggregated_flows_kept);
     pf_json_end_object(&j);
 
     pf_json_key(&j, "sampling");

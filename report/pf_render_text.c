@@ -243,18 +243,21 @@ static void header(out_t *o, const pf_model_t *m, const pf_text_opts_t *opts)
         pf_text_line(o, "  incomplete profile: %s", lacks);
     if (pf_report_sampling_steps(m, lacks))
         pf_text_line(o, "  %s", lacks);
-    if (m->aggregated && m->aggregated_from_ns > 0)  /* docs/long-runs.md: said once, not zeros */
-        pf_text_line(o,
-                     "  aggregated from %.1f s on: not recorded since: copy flows and verdicts, waste, sampling error",
-                     (double)m->aggregated_from_ns / 1e9);
+    /* docs/long-runs.md: said once, not zeros */
+    const char *lost = m->aggregated_flows_kept ? "waste, sampling error" : "copy flows and verdicts, waste, sampling error";
+    if (m->aggregated && m->aggregated_by_size)
+        pf_text_line(o, "  aggregated from %.1f s on (profile size; --no-aggregate: never): no %s since",
+                     (double)m->aggregated_from_ns / 1e9, lost);
+    else if (m->aggregated && m->aggregated_from_ns > 0)
+        pf_text_line(o, "  aggregated from %.1f s on: not recorded since: %s", (double)m->aggregated_from_ns / 1e9, lost);
     else if (m->aggregated)
-        pf_text_line(o, "  aggregated: not recorded: copy flows and verdicts, waste, sampling error");
+        pf_text_line(o, "  aggregated: not recorded: %s", lost);
     if (m->total.gpu_bytes > 0)
         pf_text_line(o, "  gpu: allocated %s | peak %s at %.2f s | live at exit %s | over time %s",
                      pf_text_human(m->total.gpu_bytes, a), pf_text_human(m->total.gpu_peak_bytes, b),
                      (double)m->gpu_peak_ns / 1e9, pf_text_human(m->total.gpu_live, c),
                      sparkline(m->gpu_timeline, PF_TIMELINE_POINTS, 20, spark, sizeof spark));
-    if (m->total.copy_bytes > 0 && m->aggregated)
+    if (m->total.copy_bytes > 0 && m->aggregated && !m->aggregated_flows_kept)
         pf_text_line(o, "  copied %s (%s/s while copying)", pf_text_human(m->total.copy_bytes, a),
              pf_text_human(pf_report_copy_rate(&m->total), c));
     else if (m->total.copy_bytes > 0)

@@ -39,10 +39,49 @@ static uint32_t library_maker(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_
     return 0;
 }
 
+pf_flow_t *pf_sweep_flow(sweeper_t *S, uint32_t proc, pf_flow_ends_t ends, int32_t at, int32_t fn, uint16_t kind,
+                         int started, const pf_stack_view_t *st, int32_t node, double est)
+{
+    pf_model_t *m = S->m;
+    int created;
+    uint64_t key = pf_sweep_key3(((uint64_t)(uint32_t)ends.src_line << 32) | (uint32_t)ends.dst_line, (uint32_t)at,
+                                 kind | (uint64_t)started << 16);
+    uint64_t *fv = pf_map_put(&S->flow_index, key, &created);
+    if (created) {
+        pf_flow_t *fl = PF_VEC_PUSH(m->flows, m->n_flows, m->cap_flows);
+        fl->src_line = ends.src_line;
+        fl->dst_line = ends.dst_line;
+        fl->at_line = at;
+        fl->at_func = fn;
+        fl->kind = kind;
+        fl->started = started;
+        fl->src_native = ends.src_native;
+        fl->write_line = fl->write_func = -1;
+        fl->via_node = fl->via_full = -1;
+        fl->dst_native = ends.dst_native;
+        if (st->n_native)
+            fl->at_native = pf_sweep_native_site(S, proc, st->ips, st->n_native);
+        *fv = m->n_flows;
+    }
+    pf_flow_t *fl = &m->flows[*fv - 1];
+    if (est > fl->via_bytes) {  /* copies are few (sampled by bytes): the path is worked out for each */
+        fl->via_bytes = est;
+        int32_t via = node >= 0 ? node : pf_sweep_stack_node(S, proc, st->py, st->n_py, at);
+        fl->via_node = S->m->full[via].folded;     /* after the call: it may move m->full */
+        fl->via_full = via;
+        fl->made_in = library_maker(S, proc, st->py, st->n_py);
+    }
+    return fl;
+}
+
 void pf_sweep_copy(sweeper_t *S, const event_t *e)
 {
     pf_model_t *m = S->m;
-    const pf_rec_copy_t *c = pf_event_payload(S->L, e);
+    pf_copy_expanded_t expanded;
+    const pf_rec_copy_t *c = e->type == PF_REC_COPY_SHORT
+                                 ? pf_copy_short_expand(pf_event_payload(S->L, e), e->aux, &expanded)
+                                 : pf_event_payload(S->L, e);
+    uint16_t kind = e->type == PF_REC_COPY_SHORT ? (uint16_t)(e->aux & 0xff) : e->aux;
     int32_t fn;
     pf_stack_view_t st = pf_loader_stack(S->L, e->proc, c + 1, c->flags, c->n_py, c->n_native);
     int started;
@@ -53,7 +92,7 @@ void pf_sweep_copy(sweeper_t *S, const event_t *e)
     alloc_site_t src = {-1, 0};     /* where the source was allocated */
     int64_t src_obj = -1;
     uint64_t src_offset = 0;
-    if (e->aux == PF_COPY_REALLOC) {    /* the source is the block realloc just freed */
+    if (kind == PF_COPY_REALLOC) {    /* the source is the block realloc just freed */
         uint64_t k = pf_sweep_addr_key(e->proc, c->src);
         const recent_free_t *r = &S->recent_frees[pf_sweep_recent_slot(k)];
         if (r->key1 == k + 1)
@@ -75,42 +114,15 @@ void pf_sweep_copy(sweeper_t *S, const event_t *e)
         rows[i]->copy_count += count;
         pf_sweep_touch(rows[i], e->t);
     }
-    int created;
-    uint64_t *fv = pf_map_put(&S->flow_index,
-                              pf_sweep_key3(((uint64_t)(uint32_t)src_line << 32) | (uint32_t)dst_line, (uint32_t)at,
-                                            e->aux | (uint64_t)started << 16),
-                              &created);
-    if (created) {
-        pf_flow_t *fl = PF_VEC_PUSH(m->flows, m->n_flows, m->cap_flows);
-        fl->src_line = src_line;
-        fl->dst_line = dst_line;
-        fl->at_line = at;
-        fl->at_func = fn;
-        fl->kind = e->aux;
-        fl->started = started;
-        fl->src_native = src.native;
-        fl->write_line = fl->write_func = -1;
-        fl->via_node = fl->via_full = -1;
-        fl->dst_native = dst >= 0 ? S->objs[dst].native : 0;
-        if (st.n_native)
-            fl->at_native = pf_sweep_native_site(S, e->proc, st.ips, st.n_native);
-        *fv = m->n_flows;
-    }
-    pf_flow_t *fl = &m->flows[*fv - 1];
+    pf_flow_t *fl = pf_sweep_flow(S, e->proc, (pf_flow_ends_t){src_line, dst_line, src.native,
+                                  dst >= 0 ? S->objs[dst].native : 0}, at, fn, kind, started, &st, node, est);
     fl->bytes += est;
     fl->count += count;
-    if (est > fl->via_bytes) {  /* copies are few (sampled by bytes): the path is worked out for each */
-        fl->via_bytes = est;
-        int32_t via = node >= 0 ? node : pf_sweep_stack_node(S, e->proc, st.py, st.n_py, at);
-        fl->via_node = S->m->full[via].folded;     /* after the call: it may move m->full */
-        fl->via_full = via;
-        fl->made_in = library_maker(S, e->proc, st.py, st.n_py);
-    }
     copy_info_t *ci = PF_VEC_PUSH(S->cinfo, S->n_cinfo, S->cap_cinfo);
-    ci->flow = (int32_t)(*fv - 1);
+    ci->flow = (int32_t)(fl - m->flows);
     ci->est = est;
     /* uploads and downloads are judged by content (the same bytes sent again), not by filling */
-    int by_content = e->aux == PF_COPY_H2D || e->aux == PF_COPY_D2H || e->aux == PF_COPY_D2D;
+    int by_content = kind == PF_COPY_H2D || kind == PF_COPY_D2H || kind == PF_COPY_D2D;
     ci->fills = by_content || (dst >= 0 && src_obj >= 0 &&
                                pf_copy_duplicates(dst_offset, S->objs[dst].size, src_offset, S->objs[src_obj].size,
                                                   c->bytes));
@@ -130,7 +142,8 @@ void pf_sweep_copy(sweeper_t *S, const event_t *e)
         pf_sweep_kind_seen(S, &S->objs[dst], PF_COPY_END_TYPE_DST(c->end_types));
         pf_sweep_copy_dst(S, &S->objs[dst], (int64_t)S->n_cinfo - 1, e->t);
     }
-    *pf_map_put(&S->copies, pf_sweep_key3(e->proc, c->copy_id, 0xC0), NULL) = S->n_cinfo - 1;
+    if (c->copy_id)     /* a short COPY has none: no verdict names it */
+        *pf_map_put(&S->copies, pf_sweep_key3(e->proc, c->copy_id, 0xC0), NULL) = S->n_cinfo - 1;
 }
 
 /* A copy's first verdict counts; later ones for the same copy (a compare-at-free after a watched write

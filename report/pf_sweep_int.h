@@ -266,6 +266,18 @@ uint32_t pf_sweep_recent_slot(uint64_t key);
 
 /* pf_sweep_copies.c: COPY, VERDICT and COPY_WRITE events, and the flows' redundant bytes at the end. */
 void pf_sweep_copy(sweeper_t *S, const event_t *e);
+
+/* The objects' sites at a copy's two ends: rows (-1: untracked) and native sites. */
+typedef struct pf_flow_ends {
+    int32_t src_line, dst_line;
+    uint32_t src_native, dst_native;
+} pf_flow_ends_t;
+
+/* The flow of copies made on line at (function fn, call node or -1, stack st) of kind from ends.src_line
+ * into ends.dst_line, created on first use; a copy of est bytes (the largest so far names the flow's call
+ * path). Its bytes and count are the caller's to add. */
+pf_flow_t *pf_sweep_flow(sweeper_t *S, uint32_t proc, pf_flow_ends_t ends, int32_t at, int32_t fn, uint16_t kind,
+                         int started, const pf_stack_view_t *st, int32_t node, double est);
 void pf_sweep_verdict(sweeper_t *S, const event_t *e);
 void pf_sweep_copy_write(sweeper_t *S, const event_t *e);
 void pf_sweep_copies_finish(pf_model_t *m);

@@ -16,8 +16,14 @@
  * they are written as by default; objects recorded so keep their FREE records (they have no site). */
 static inline int pf_aggregating(void)
 {
-    return pf_cfg.aggregate && (!pf_cfg.aggregate_from_ns || pf_now_ns() >= pf_cfg.aggregate_from_ns);
+    if (!pf_cfg.aggregate)
+        return 0;
+    uint64_t from = __atomic_load_n(&pf_cfg.aggregate_from_ns, __ATOMIC_RELAXED);
+    return !from || (from != PF_AGGREGATE_NOT_YET && pf_now_ns() >= from);
 }
+
+/* The profile passed pf_cfg.aggregate_after_bytes (the writer calls it once): aggregated from now on. */
+void pf_aggregate_switch_by_size(void);
 
 /* A recorded allocation of est bytes at p with stack st: tracks the object under its site and counts it.
  * Returns 0 when the stack has no id (the intern table is full): the caller writes an ALLOC record. */
@@ -28,8 +34,15 @@ int pf_aggregate_alloc(pf_tls_t *t, const pf_stack_t *st, void *p, uint64_t size
  * when the object has no site (it was recorded with an ALLOC record: the caller writes its FREE). */
 int pf_aggregate_free(pf_tls_t *t, const struct pf_objinfo *obj);
 
-/* A recorded copy of est bytes with stack st. Returns 0 when the stack has no id (write a COPY record). */
-int pf_aggregate_copy(pf_tls_t *t, const pf_stack_t *st, uint64_t est);
+/* A recorded copy of est bytes with stack st, counted in the stack's copy totals; *sid: the site's stack id
+ * (for its flow, pf_aggregate_flows.h). Returns 0 when the stack has no id (write a COPY record). */
+int pf_aggregate_copy(pf_tls_t *t, const pf_stack_t *st, uint64_t est, uint32_t *sid);
+
+/* How many allocations or copies of size bytes an estimate of est bytes stands for (at least 1). */
+static inline uint64_t pf_agg_count_of(uint64_t size, uint64_t est)
+{
+    return size && est > size ? (est + size / 2) / size : 1;
+}
 
 /* Writes a snapshot when the last one is pf_cfg.aggregate_interval_ns old (slow paths call it; cheap otherwise). */
 void pf_aggregate_tick(pf_tls_t *t);
