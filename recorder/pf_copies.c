@@ -181,7 +181,8 @@ static void link_copy(pf_tls_t *t, uint64_t id, const void *dst, const void *src
 }
 
 /* Writes a COPY record and, within the compare budget, links its objects for a verdict; the record names its
- * ends' kinds where it was linked (the copies a verdict may concern). Returns the copy's id. */
+ * ends' str/bytes advice where it was linked (the copies a verdict may concern) and their Python types
+ * wherever the runtime finds them (the flow graph's boxes). Returns the copy's id. */
 static uint64_t record_copy(pf_tls_t *t, const void *dst, const void *src, uint64_t n, uint64_t est, uint8_t flags,
                             int kind)
 {
