@@ -158,9 +158,12 @@ static void test_signal_frame_falls_back(void **state)
     sigaction(SIGUSR1, &old, NULL);
 }
 
-int main(void)
+/* argv[1]: run only the tests whose names match it (one test alone, without the others' remembered walks). */
+int main(int argc, char **argv)
 {
     unsetenv("PYFLOW_NATIVE_WALK");
+    if (argc > 1)
+        cmocka_set_test_filter(argv[1]);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_frame_shapes),
         cmocka_unit_test(test_deep_recursion),
