@@ -14,6 +14,10 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
   add_library(walk_plugin MODULE ${PF_WALK_DIR}/walk_plugin.c)
   target_include_directories(walk_plugin PRIVATE ${PF_WALK_DIR})
   target_compile_options(walk_plugin PRIVATE -O2 -fomit-frame-pointer)
+  add_library(walk_plugin_narrow MODULE ${PF_WALK_DIR}/walk_plugin.c)
+  target_include_directories(walk_plugin_narrow PRIVATE ${PF_WALK_DIR})
+  target_compile_options(walk_plugin_narrow PRIVATE -O2 -fomit-frame-pointer)
+  target_compile_definitions(walk_plugin_narrow PRIVATE PLUGIN_PAD=16)
 
   set_source_files_properties(${PF_WALK_DIR}/walk_shapes.c PROPERTIES COMPILE_OPTIONS "-O2;-fomit-frame-pointer")
   set_source_files_properties(${PF_WALK_DIR}/walk_no_fde.c PROPERTIES
@@ -22,6 +26,7 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_recorder_walk.c ${PF_WALK_DIR}/walk_shapes.c ${PF_WALK_DIR}/walk_no_fde.c
     LIBS walk_probe ${CMAKE_DL_LIBS})
   target_include_directories(test_recorder_walk PRIVATE ${PF_WALK_DIR})
-  target_compile_definitions(test_recorder_walk PRIVATE WALK_PLUGIN_PATH="$<TARGET_FILE:walk_plugin>")
-  add_dependencies(test_recorder_walk walk_plugin)
+  target_compile_definitions(test_recorder_walk PRIVATE WALK_PLUGIN_PATH="$<TARGET_FILE:walk_plugin>"
+                             WALK_PLUGIN_NARROW_PATH="$<TARGET_FILE:walk_plugin_narrow>")
+  add_dependencies(test_recorder_walk walk_plugin walk_plugin_narrow)
 endif()

@@ -8,8 +8,8 @@
 #define WALK_MAX 64     /* PF_MAX_NATIVE_FRAMES: what the recorder asks for */
 
 typedef struct walk_result {
-    uint64_t fast[WALK_MAX], lu[WALK_MAX];
-    int nfast, nlu;
+    uint64_t fast[WALK_MAX], lu[WALK_MAX], stepped[WALK_MAX];
+    int nfast, nlu, nstepped;   /* stepped: libunwind's unw_step, frame by frame (not unw_backtrace's cache) */
     int used_fast;          /* pf_unwinder_capture's *fast */
     uintptr_t probe_sp;     /* where the probe's frame was: two walks from the same stack pointer */
 } walk_result_t;
@@ -26,6 +26,8 @@ typedef struct walk_chain {
 /* walk_probe.c (in the shared object that stands for libpyflow.so): the fast walk's stack and
  * unw_backtrace's, both from the frame that called it. */
 int walk_probe(walk_result_t *r);
+/* What the dlclose hook tells the recorder once an object is unloaded (interpose/pf_hooks_dl.c). */
+void walk_probe_unloaded(void);
 
 /* Calls the chain's next step, or the probe after the last. */
 static inline int walk_next(const walk_chain_t *c, int i)

@@ -4,9 +4,15 @@
 
 #include "walk_chain.h"
 
+/* Built twice (walk_plugin, walk_plugin_narrow), the same code but for plugin_step's frame size: loaded one
+ * after the other at the same address, the same return address needs another rule. */
+#ifndef PLUGIN_PAD
+#define PLUGIN_PAD 56
+#endif
+
 __attribute__((noinline)) int plugin_step(const walk_chain_t *c, int i)
 {
-    volatile char pad[56];
+    volatile char pad[PLUGIN_PAD];
     pad[0] = 4;
     return c->steps[i + 1](c, i + 1) + pad[0];
 }
