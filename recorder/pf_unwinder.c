@@ -50,6 +50,7 @@ extern unw_addr_space_t _ULx86_64_local_addr_space;
 
 static uint64_t unwinder_lo, unwinder_hi;   /* libunwind's code: the callers whose pipes are moved */
 static int fast_off;                        /* every stack from libunwind */
+static int code_unloaded;                   /* libunwind walks by unw_step (pf_unwinder_step.c) */
 static pthread_key_t memos_key;             /* each thread's remembered walks, unmapped as it ends */
 static int memos_key_made;
 static void memos_free(void *p);
@@ -82,6 +83,7 @@ void pf_recorder_code_unloaded(void)
      * this it walked the next library with the unloaded one's rules */
     unw_flush_cache(_ULx86_64_local_addr_space, 0, 0);
 #endif
+    __atomic_store_n(&code_unloaded, 1, __ATOMIC_RELAXED);
     if (pf_cfi_forget())
         return;
     if (!__atomic_exchange_n(&fast_off, 1, __ATOMIC_RELAXED))
@@ -96,6 +98,8 @@ void pf_unwinder_disagreed(void)
 
 int pf_unwinder_libunwind(uint64_t *out, int max)
 {
+    if (PF_UNLIKELY(__atomic_load_n(&code_unloaded, __ATOMIC_RELAXED)))
+        return pf_unwinder_stepped(out, max);
     void *ips[PF_MAX_NATIVE_FRAMES + PF_NATIVE_SKIP];
     int got = unw_backtrace(ips, PF_MAX_NATIVE_FRAMES + PF_NATIVE_SKIP);
     int first = 0;

@@ -5,6 +5,7 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
   pkg_check_modules(WALK_LIBUNWIND REQUIRED IMPORTED_TARGET libunwind)
   set(PF_WALK_DIR ${CMAKE_CURRENT_LIST_DIR}/walk)
   add_library(walk_probe SHARED ${PF_WALK_DIR}/walk_probe.c ${PROJECT_SOURCE_DIR}/recorder/pf_unwinder.c
+              ${PROJECT_SOURCE_DIR}/recorder/pf_unwinder_step.c
               ${PROJECT_SOURCE_DIR}/recorder/pf_cfi.c ${PROJECT_SOURCE_DIR}/recorder/pf_modules.c)
   target_include_directories(walk_probe PRIVATE ${PROJECT_SOURCE_DIR}/recorder ${PROJECT_SOURCE_DIR}/recorder/internal
                              ${PROJECT_SOURCE_DIR}/core ${PF_WALK_DIR})

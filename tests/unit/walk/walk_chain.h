@@ -8,8 +8,8 @@
 #define WALK_MAX 64     /* PF_MAX_NATIVE_FRAMES: what the recorder asks for */
 
 typedef struct walk_result {
-    uint64_t fast[WALK_MAX], lu[WALK_MAX], stepped[WALK_MAX];
-    int nfast, nlu, nstepped;   /* stepped: libunwind's unw_step, frame by frame (not unw_backtrace's cache) */
+    uint64_t fast[WALK_MAX], lu[WALK_MAX];
+    int nfast, nlu;
     int used_fast;          /* pf_unwinder_capture's *fast */
     uintptr_t probe_sp;     /* where the probe's frame was: two walks from the same stack pointer */
 } walk_result_t;

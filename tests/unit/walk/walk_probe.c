@@ -7,10 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
-
-#include "pf_modules.h"
 #include "pf_thread_stack.h"
 #include "pf_unwinder.h"
 #include "walk_chain.h"
@@ -45,26 +41,6 @@ void walk_probe_unloaded(void)
     pf_recorder_code_unloaded();
 }
 
-/* The stack by unw_step, which looks each frame's rule up again (its caches are flushed when code is
- * unloaded), the leading frames of this object left out as the other walks do. */
-static int stepped_stack(uint64_t *out, int max)
-{
-    unw_context_t ctx;
-    unw_cursor_t cur;
-    if (unw_getcontext(&ctx) != 0 || unw_init_local(&cur, &ctx) != 0)
-        return 0;
-    int n = 0, lead = 1;
-    do {
-        unw_word_t ip;
-        if (unw_get_reg(&cur, UNW_REG_IP, &ip) != 0 || ip == 0)
-            break;
-        lead = lead && pf_modules_is_self(ip);
-        if (!lead)
-            out[n++] = ip;
-    } while (n < max && unw_step(&cur) > 0);
-    return n;
-}
-
 __attribute__((noinline)) int walk_probe(walk_result_t *r)
 {
     static __thread pf_tls_t t;     /* only its stack bounds are read */
@@ -75,6 +51,5 @@ __attribute__((noinline)) int walk_probe(walk_result_t *r)
     r->probe_sp = (uintptr_t)&here;
     r->nfast = pf_unwinder_capture(&t, r->fast, WALK_MAX, &r->used_fast);
     r->nlu = pf_unwinder_libunwind(r->lu, WALK_MAX);
-    r->nstepped = stepped_stack(r->stepped, WALK_MAX);
     return here + r->nfast;
 }
