@@ -74,18 +74,20 @@ int pf_recorder_unwinder_caller(uint64_t ip)
     return ip >= unwinder_lo && ip < unwinder_hi;
 }
 
+static int walked;          /* a fast walk was made: rules are kept (pf_cfi.c) */
+
 void pf_recorder_code_unloaded(void)
 {
     if (!memos_key_made)
-        return;     /* --native is off: no walk has kept a rule */
+        return;     /* libunwind was never started */
 #if defined(__x86_64__)
     /* libunwind keeps its own by address too (checked against its address space's generation): without
      * this it walked the next library with the unloaded one's rules */
     unw_flush_cache(_ULx86_64_local_addr_space, 0, 0);
 #endif
     __atomic_store_n(&code_unloaded, 1, __ATOMIC_RELAXED);
-    if (pf_cfi_forget())
-        return;
+    if (!__atomic_load_n(&walked, __ATOMIC_RELAXED) || pf_cfi_forget())
+        return;     /* no rule kept (not --native), or all of them dropped */
     if (!__atomic_exchange_n(&fast_off, 1, __ATOMIC_RELAXED))
         pf_log("native stacks: libraries were unloaded too often to keep the fast walk's rules; libunwind walks every stack from now on");
 }
@@ -164,6 +166,7 @@ static walk_memos_t *thread_memos(void)
         return NULL;
     }
     memos = p;
+    __atomic_store_n(&walked, 1, __ATOMIC_RELAXED);
     for (int i = 0; i < MEMO_SETS; i++)
         for (int w = 0; w < MEMO_WAYS; w++)
             memos->way[i][w].first = WALK_FRAMES;
