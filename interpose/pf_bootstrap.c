@@ -177,6 +177,13 @@ static int early_pipe2(int *fds, int flags)
     return PF_READY(pipe2, early_pipe2) ? pf_real.pipe2(fds, flags) : (int)syscall(SYS_pipe2, fds, flags);
 }
 
+/* dlclose has no system call under it: before the real one is found, the handle stays open (unloading is
+ * only ever a saving). */
+static int early_dlclose(void *h)
+{
+    return PF_READY(dlclose, early_dlclose) ? pf_real.dlclose(h) : 0;
+}
+
 static void *early_mremap(void *a, size_t ol, size_t nl, int f, ...)
 {
     va_list ap;

@@ -34,7 +34,8 @@
     X(mempcpy, "mempcpy", void *, (void *, const void *, size_t))                            \
     X(memcpy_chk, "__memcpy_chk", void *, (void *, const void *, size_t, size_t))            \
     X(memmove_chk, "__memmove_chk", void *, (void *, const void *, size_t, size_t))          \
-    X(pipe2, "pipe2", int, (int *, int))    /* pf_hooks_io.c: libunwind's pipe */
+    X(pipe2, "pipe2", int, (int *, int))    /* pf_hooks_io.c: libunwind's pipe */                 \
+    X(dlclose, "dlclose", int, (void *))    /* pf_hooks_dl.c: unloaded code's unwind rules */
 
 /* The functions the hooks forward to: whatever came next in the symbol search order (libc, or a malloc
  * that an existing LD_PRELOAD put in). */

@@ -10,12 +10,19 @@
  * The table is filled lock-free: a slot is claimed by a compare-and-swap of its key from 0 to 1, its rule
  * written, then its key published with release order. A reader that meets a busy or foreign slot reads
  * the FDE itself (a miss, not a wrong answer).
+ *
+ * Rules are kept by address, and a library unloaded (dlclose) may be followed by another at the same
+ * addresses: pf_cfi_forget (from the dlclose hook, once an object is really gone) puts an empty shared
+ * table in place and bumps a generation, and each thread empties its own page when its next walk sees the
+ * new generation (pf_cfi_renewed: one load per walk, none per frame). The old tables stay mapped (a reader
+ * may still be probing one) and are bounded: past CFI_RENEWALS the fast walk is given up.
  */
 #include <stddef.h>
 #include <stdint.h>
 
 #include "pf_cfi.h"
 #include "pf_recorder.h"
+#include "pf_sys.h"
 
 /* libgcc_s: finds the FDE of pc through the loader's object list (glibc's lock-free _dl_find_object). */
 struct dwarf_eh_bases {
@@ -34,7 +41,12 @@ typedef struct cfi_slot {
     pf_cfi_rule_t rule;
 } cfi_slot_t;
 
-static cfi_slot_t table[CFI_SLOTS];
+#define CFI_RENEWALS 64             /* empty tables made after unloads: 8 MiB at most */
+
+static cfi_slot_t first_table[CFI_SLOTS];
+static cfi_slot_t *table = first_table;    /* the one in use, replaced (release) by pf_cfi_forget */
+static uint32_t generation;                 /* pf_cfi_forget calls so far */
+static uint32_t renewals;
 
 /* ---- reading the FDE ---- */
 
@@ -320,6 +332,7 @@ static pf_cfi_rule_t rule_from_fde(uint64_t ip)
  * return addresses again and again, so it keeps them in a page of its own first. */
 #define NEAR_SLOTS 64u
 static __thread cfi_slot_t near[NEAR_SLOTS];
+static __thread uint32_t near_generation;   /* the generation near[] was filled in */
 
 static pf_cfi_rule_t shared_rule(uint64_t ip);
 
@@ -337,8 +350,9 @@ pf_cfi_rule_t pf_cfi_rule(uint64_t ip)
 static pf_cfi_rule_t shared_rule(uint64_t ip)
 {
     uint64_t h = (ip * 0x9E3779B97F4A7C15ull) >> 51;     /* 13 bits: CFI_SLOTS */
+    cfi_slot_t *tab = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
     for (int i = 0; i < CFI_PROBES; i++) {
-        cfi_slot_t *s = &table[(h + (uint64_t)i) & (CFI_SLOTS - 1)];
+        cfi_slot_t *s = &tab[(h + (uint64_t)i) & (CFI_SLOTS - 1)];
         uint64_t key = __atomic_load_n(&s->key, __ATOMIC_ACQUIRE);
         if (key == ip)
             return s->rule;
@@ -353,4 +367,28 @@ static pf_cfi_rule_t shared_rule(uint64_t ip)
         }
     }
     return rule_from_fde(ip);   /* a crowded neighbourhood: read it each time */
+}
+
+int pf_cfi_forget(void)
+{
+    if (__atomic_add_fetch(&renewals, 1, __ATOMIC_RELAXED) > CFI_RENEWALS)
+        return 0;
+    cfi_slot_t *fresh = pf_sys_alloc_pages(sizeof first_table);
+    if (!fresh)
+        return 0;
+    /* the table before the generation: a thread that sees the new generation looks rules up in it */
+    __atomic_store_n(&table, fresh, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
+    return 1;
+}
+
+int pf_cfi_renewed(void)
+{
+    uint32_t g = __atomic_load_n(&generation, __ATOMIC_ACQUIRE);
+    if (PF_LIKELY(g == near_generation))
+        return 0;
+    for (unsigned i = 0; i < NEAR_SLOTS; i++)
+        near[i].key = 0;
+    near_generation = g;
+    return 1;
 }

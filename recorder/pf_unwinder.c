@@ -42,8 +42,15 @@
 #define WALK_FRAMES ((int)(PF_MAX_NATIVE_FRAMES + PF_NATIVE_SKIP + 8))
 #define LOWEST_IP 0x4000    /* libunwind's fast trace stops at a return address below this */
 
+#if defined(__x86_64__)
+/* libunwind.so's own address space (what unw_backtrace walks in): libunwind.h names it so only under
+ * UNW_LOCAL_ONLY, which would also rename unw_flush_cache to a symbol libunwind.so does not export. */
+extern unw_addr_space_t _ULx86_64_local_addr_space;
+#endif
+
 static uint64_t unwinder_lo, unwinder_hi;   /* libunwind's code: the callers whose pipes are moved */
 static int fast_off;                        /* every stack from libunwind */
+static int code_unloaded;                   /* libunwind walks by unw_step (pf_unwinder_step.c) */
 static pthread_key_t memos_key;             /* each thread's remembered walks, unmapped as it ends */
 static int memos_key_made;
 static void memos_free(void *p);
@@ -67,6 +74,24 @@ int pf_recorder_unwinder_caller(uint64_t ip)
     return ip >= unwinder_lo && ip < unwinder_hi;
 }
 
+static int walked;          /* a fast walk was made: rules are kept (pf_cfi.c) */
+
+void pf_recorder_code_unloaded(void)
+{
+    if (!memos_key_made)
+        return;     /* libunwind was never started */
+#if defined(__x86_64__)
+    /* libunwind keeps its own by address too (checked against its address space's generation): without
+     * this it walked the next library with the unloaded one's rules */
+    unw_flush_cache(_ULx86_64_local_addr_space, 0, 0);
+#endif
+    __atomic_store_n(&code_unloaded, 1, __ATOMIC_RELAXED);
+    if (!__atomic_load_n(&walked, __ATOMIC_RELAXED) || pf_cfi_forget())
+        return;     /* no rule kept (not --native), or all of them dropped */
+    if (!__atomic_exchange_n(&fast_off, 1, __ATOMIC_RELAXED))
+        pf_log("native stacks: libraries were unloaded too often to keep the fast walk's rules; libunwind walks every stack from now on");
+}
+
 void pf_unwinder_disagreed(void)
 {
     if (!__atomic_exchange_n(&fast_off, 1, __ATOMIC_RELAXED))
@@ -75,6 +100,8 @@ void pf_unwinder_disagreed(void)
 
 int pf_unwinder_libunwind(uint64_t *out, int max)
 {
+    if (PF_UNLIKELY(__atomic_load_n(&code_unloaded, __ATOMIC_RELAXED)))
+        return pf_unwinder_stepped(out, max);
     void *ips[PF_MAX_NATIVE_FRAMES + PF_NATIVE_SKIP];
     int got = unw_backtrace(ips, PF_MAX_NATIVE_FRAMES + PF_NATIVE_SKIP);
     int first = 0;
@@ -139,6 +166,7 @@ static walk_memos_t *thread_memos(void)
         return NULL;
     }
     memos = p;
+    __atomic_store_n(&walked, 1, __ATOMIC_RELAXED);
     for (int i = 0; i < MEMO_SETS; i++)
         for (int w = 0; w < MEMO_WAYS; w++)
             memos->way[i][w].first = WALK_FRAMES;
@@ -192,6 +220,10 @@ __attribute__((noinline)) static int fast_walk(const pf_tls_t *t, uint64_t *out,
     walk_memos_t *all = thread_memos();
     if (!all)
         return -1;
+    if (PF_UNLIKELY(pf_cfi_renewed()))  /* code was unloaded: remembered frames may name its addresses */
+        for (int i = 0; i < MEMO_SETS; i++)
+            for (int w = 0; w < MEMO_WAYS; w++)
+                all->way[i][w].first = WALK_FRAMES;
     /* the way whose walk from this very frame still holds, or holds longest */
     size_t set = (size_t)((sp * 0x9E3779B97F4A7C15ull) >> 61);
     walk_memo_t *M = NULL;

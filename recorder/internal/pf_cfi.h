@@ -25,4 +25,13 @@ typedef struct pf_cfi_rule {
  * FDE (libgcc's _Unwind_Find_FDE) and files the answer for every thread. */
 pf_cfi_rule_t pf_cfi_rule(uint64_t ip);
 
+/* Code was unloaded (dlclose): its addresses may hold another library's from now on, so every rule kept
+ * is dropped (an empty shared table; each thread's own on its next pf_cfi_renewed). Returns 0 when no more
+ * tables can be made: rules may then be stale, and the caller must stop using them. */
+int pf_cfi_forget(void);
+
+/* Call before a walk's first pf_cfi_rule: 1 (once per thread) when rules were dropped since this thread's
+ * last call, its own cache emptied now; the caller forgets whatever else it keeps by address. */
+int pf_cfi_renewed(void);
+
 #endif /* PF_CFI_H */

@@ -16,8 +16,12 @@ void pf_unwinder_start(void);
  * fast walk gave them, 0 when libunwind did. */
 int pf_unwinder_capture(const pf_tls_t *t, uint64_t *out, int max, int *fast);
 
-/* The same stack from libunwind's unw_backtrace, whatever the walk in effect. */
+/* The same stack from libunwind's unw_backtrace (from unw_step once code was unloaded), whatever the walk
+ * in effect. */
 int pf_unwinder_libunwind(uint64_t *out, int max);
+
+/* The same stack by unw_step, frame by frame (pf_unwinder_step.c). */
+int pf_unwinder_stepped(uint64_t *out, int max);
 
 /* A fast walk gave another stack than libunwind (pf_record.c checks each stack new to a thread): from now on
  * every stack comes from libunwind. */

@@ -1,6 +1,9 @@
 """Integration cases: --native's call paths from the fast native walk (recorder/pf_unwinder.c) are the ones
 libunwind's unw_backtrace gives (PYFLOW_NATIVE_WALK=libunwind walks every stack with it)."""
-from .common import line_of, per_version, prog
+import os
+import shutil
+
+from .common import Skip, line_of, once, per_version, prog, run
 
 
 def native_paths(doc, min_bytes):
@@ -48,3 +51,27 @@ def case_native_walk_agrees(c):
         small = min(a, b) < 64 * 1024 * 1.5 and max(a, b) < 64 * 1024 * 1.5   # near the cut in both
         assert small or abs(a - b) <= 0.03 * max(a, b), (path, a, b)
     print(f"{len(fast)} native paths of 64 KiB or more, the same from the fast walk and from libunwind")
+
+
+@once
+def case_native_unload_noticed(c):
+    """dlclose is hooked: each unload drops the fast walk's unwind rules (kept by address, a library loaded
+    later at the same addresses must not be walked by them; unit.test_recorder_walk checks the walk itself).
+    The rules' tables are bounded, so the 65th unload gives the fast walk up and says so once; 60 unloads
+    say nothing, nor do 70 without --native (no rule was kept). Each time the program's output is the plain run's and no stack came out different from
+    libunwind's."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        raise Skip("no C compiler to build the library to unload")
+    lib = os.path.join(c.tmp, "libnative_unload.so")
+    built = run([cc, "-O2", "-shared", "-fPIC", "-o", lib, prog("native_unload.c")])
+    assert built.returncode == 0, built.stderr
+    for count, mode, said_once in ((60, "--native", False), (70, "--native", True), (70, "--exact", False)):
+        plain = run([c.python, prog("native_unload.py"), lib, str(count)])
+        assert plain.returncode == 0, plain.stderr
+        cp, _ = c.profile(prog("native_unload.py"), lib, str(count), extra=("--exact", mode))
+        assert cp.returncode == 0 and cp.stdout == plain.stdout, (cp.stdout, cp.stderr[-2000:])
+        said = [l for l in cp.stderr.splitlines() if "unloaded too often" in l]
+        assert len(said) == (1 if said_once else 0), (count, cp.stderr[-2000:])
+        assert "disagreed" not in cp.stderr, cp.stderr[-2000:]
+    print("60 unloads kept the fast walk, the 65th gave it up, said once; nothing said without --native")

@@ -1,0 +1,38 @@
+/* pf_hooks_dl.c - dlclose: when it really unloads an object (the loader's count of removals moved), the
+ * fast native walk drops the unwind rules it keeps by address, which a library loaded later at the same
+ * addresses would otherwise be walked with (recorder/pf_cfi.c). Everything else goes on to the next
+ * dlclose. dlopen is not hooked (glibc's searches the caller's RUNPATH, and a wrapper would be the caller);
+ * nothing needs it: new code's rules are read as its addresses are first met. */
+#include <link.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pf_hooks_int.h"
+
+static int read_subs(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    if (size < offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+        return 1;   /* a loader without the counts: taken as a change */
+    *(unsigned long long *)arg = info->dlpi_subs;
+    return 1;       /* the counts are the same in every object's entry: the first is enough */
+}
+
+/* The loader's count of objects removed so far; ULLONG_MAX when it cannot be told. */
+static unsigned long long objects_removed(void)
+{
+    unsigned long long subs = ~0ull;
+    dl_iterate_phdr(read_subs, &subs);
+    return subs;
+}
+
+PF_EXPORT int dlclose(void *handle)
+{
+    unsigned long long before = objects_removed();
+    int rc = pf_real.dlclose(handle);
+    if (rc == 0) {
+        unsigned long long after = objects_removed();
+        if (after != before || after == ~0ull)
+            pf_recorder_code_unloaded();
+    }
+    return rc;
+}

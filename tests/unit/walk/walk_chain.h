@@ -1,0 +1,38 @@
+/* walk_chain.h - what test_recorder_walk.c shares with the code it walks through: a chain of functions of
+ * different frame shapes, each calling the next, the last one asking walk_probe.c for both stacks. */
+#ifndef WALK_CHAIN_H
+#define WALK_CHAIN_H
+
+#include <stdint.h>
+
+#define WALK_MAX 64     /* PF_MAX_NATIVE_FRAMES: what the recorder asks for */
+
+typedef struct walk_result {
+    uint64_t fast[WALK_MAX], lu[WALK_MAX];
+    int nfast, nlu;
+    int used_fast;          /* pf_unwinder_capture's *fast */
+    uintptr_t probe_sp;     /* where the probe's frame was: two walks from the same stack pointer */
+} walk_result_t;
+
+struct walk_chain;
+typedef int (*walk_step_fn)(const struct walk_chain *c, int i);
+typedef struct walk_chain {
+    walk_step_fn steps[8];  /* steps[i] calls steps[i + 1], the last one walk_probe */
+    int n;
+    int depth;              /* shape_recurse's recursion */
+    walk_result_t *r;
+} walk_chain_t;
+
+/* walk_probe.c (in the shared object that stands for libpyflow.so): the fast walk's stack and
+ * unw_backtrace's, both from the frame that called it. */
+int walk_probe(walk_result_t *r);
+/* What the dlclose hook tells the recorder once an object is unloaded (interpose/pf_hooks_dl.c). */
+void walk_probe_unloaded(void);
+
+/* Calls the chain's next step, or the probe after the last. */
+static inline int walk_next(const walk_chain_t *c, int i)
+{
+    return i + 1 < c->n ? c->steps[i + 1](c, i + 1) : walk_probe(c->r);
+}
+
+#endif
