@@ -1,21 +1,20 @@
 /* pf_agg_survivors.c - the leak test's survivors of one aggregated site (--aggregate).
  *
  * A snapshot says only what the site holds, not which of its objects: its survivors are the levels of its
- * live bytes, each at the allocation clock at which the site first could hold it. What it keeps at exit
- * is its lowest levels, up to what it holds then.
+ * live bytes (rises to a new high, in order), each level dated to the allocation clock of the first
+ * snapshot that could hold it. What it keeps at exit is its lowest levels, up to what it holds then.
  *
- * A fall forgets the levels above it (they were freed: a later rise to them is new memory, at its own
- * time) - but only beyond what sampling noise explains. With sampling, a site's live bytes are an
- * estimate (each sampled object stands for the mean's worth of bytes), whose standard error is about
- * sqrt(live * mean): a bounded cache holding 5 MB in 100 KB records at the default 256 KiB mean reads
- * 5 MB +- 1.1 MB from snapshot to snapshot, though it never grows. When every fall undid the last rises
- * (last in, first out), that wander left rises late in the run standing, and under load (fewer snapshots,
- * dips and climbs between them) eight of them made the cache a probable leak; and reading each new high
- * as new memory, the estimate's occasional new maximum did the same. Both ways now allow for the noise:
- * a level is the first snapshot's whose estimate it is within PF_AGG_NOISE_SE standard errors of
- * (sqrt(level * mean)), and a fall forgets only the levels the site cannot still hold by that measure: a cache's wander raises no new high, a
- * leak's growth keeps raising them, and a real fall (a table freed) still forgets what it freed. Exact
- * estimates (--exact: mean 0) have no noise: every fall forgets.
+ * With sampling, a site's live bytes are an estimate (each sampled object stands for the mean's worth of
+ * bytes) whose standard error is about sqrt(live * mean): a bounded cache holding 5 MB in 100 KB records
+ * at the default 256 KiB mean reads 5 MB +- 1.1 MB from snapshot to snapshot, though it never grows. When
+ * every fall undid the last rises (last in, first out) and every new high was new memory, that wander (a
+ * dip and the climb back, or the estimate's new maximum late in the run) left late survivors standing,
+ * and under load (fewer snapshots) eight of them made the cache a probable leak. So both allow for the
+ * noise (PF_AGG_NOISE_SE standard errors of sqrt(level * mean)): a level belongs to the first snapshot
+ * whose estimate it is within the noise of, and a fall forgets only the levels the site cannot still hold
+ * (a table freed is forgotten, its refill is new memory at its own time). A leak's growth keeps raising
+ * new levels beyond the noise. Exact estimates (--exact: mean 0) have no noise: every fall forgets what
+ * it freed, the most recent levels first.
  */
 #include <math.h>
 #include <stdlib.h>
