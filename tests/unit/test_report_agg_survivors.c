@@ -59,6 +59,23 @@ static void test_bounded_cache_wander_is_no_growth(void **state)
     assert_true(h.n <= 3);
 }
 
+/* The recording that was a probable leak (load average ~25; 8 survivors, spread 1): the cache's main site
+ * filled to 13 samples by clock 18.9, then its estimate wandered 9-23 samples. Last in, first out left
+ * seven survivors from clock 16 to 34 (with another site's one, eight). */
+static void test_bounded_cache_recording_read_as_leak(void **state)
+{
+    (void)state;
+    const double clock[] = {16.35, 17.19, 17.19, 18.89, 18.89, 20.62, 21.77, 21.77, 22.63, 23.21, 24.07, 24.07,
+                            25.23, 27.14, 27.14, 28.29, 29.16, 33.93};
+    const double samples[] = {7, 11, 12, 13, 10, 9, 14, 12, 13, 15, 16, 15, 22, 23, 20, 21, 17, 19};
+    double live[18];
+    for (int i = 0; i < 18; i++)
+        live[i] = samples[i] * SAMPLE;
+    held_t h = replay(clock, live, 18, MEAN);
+    for (size_t k = 0; k < h.n; k++)
+        assert_true(h.clock[k] <= 17.19);  /* the fill's */
+}
+
 /* Another recording of it: the fill took five snapshots (clock 12-16) and the estimate's wander then set
  * new highs at clocks 18.7 and 19.6 (20 samples, the fill's 17): read as new memory, they were the top
  * tenth of what it held, late in the run - eight survivors, spread 0.61, a probable leak. */
@@ -139,6 +156,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bounded_cache_wander_is_no_growth),
+        cmocka_unit_test(test_bounded_cache_recording_read_as_leak),
         cmocka_unit_test(test_bounded_cache_new_high_is_no_growth),
         cmocka_unit_test(test_bounded_cache_dip_and_climb),
         cmocka_unit_test(test_leak_through_noise),
