@@ -11,7 +11,7 @@ void pf_sweep_aggregate(sweeper_t *S, const event_t *e);
 void pf_sweep_aggregate_free(sweeper_t *S);
 
 /* The leak test's survivors of the aggregated sites (pf_model_leak.c): what each site still holds, by the
- * allocation clock at which its live bytes rose to it (one per snapshot that raised them, at most). Calls
+ * allocation clock at which its live bytes first rose to it (pf_agg_survivors.h: one per new high). Calls
  * emit for each when it is not NULL; returns how many. */
 size_t pf_sweep_aggregate_survivors(const sweeper_t *S,
                                     void (*emit)(void *arg, int32_t line, double clock, double bytes), void *arg);

@@ -19,13 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pf_agg_survivors.h"
 #include "pf_aggregate_int.h"
 #include "pf_calltree_int.h"
 #include "pf_workers_int.h"
-
-typedef struct pf_agg_rise {
-    double clock, bytes;
-} pf_agg_rise_t;
 
 typedef struct agg_site {
     uint32_t proc;
@@ -35,10 +32,7 @@ typedef struct agg_site {
     uint64_t alloc_bytes, alloc_count, free_bytes;  /* the last totals applied */
     double live;                /* live bytes as the rows have them */
     double peak_live;           /* the process's last peak picture */
-    /* the leak test's survivors: each rise of live, on the allocation clock, less the falls since (last
-     * in, first out: what a site frees is what it made last; what it keeps was made when it rose) */
-    pf_agg_rise_t *rises;
-    size_t n_rises, cap_rises;
+    pf_agg_survivors_t survivors;   /* the leak test's, on the rest-of-program clock, as objects */
 } agg_site_t;
 
 typedef struct agg_flow {
@@ -71,6 +65,7 @@ static agg_site_t *site_of(sweeper_t *S, const event_t *e, uint32_t stack_id, ui
         st = pf_loader_stack(S->L, e->proc, &ref, PF_ALLOC_STACK_REF | stack_flags, 0, 0);
     agg_site_t *s = PF_VEC_PUSH(A->sites, A->n_sites, A->cap_sites);
     *s = (agg_site_t){.proc = e->proc, .kind = kind};
+    s->survivors.mean_sample_bytes = S->m->exact ? 0 : (double)S->m->mean_sample_bytes;
     s->row = pf_sweep_attribute(S, e->proc, e, st.py, st.n_py, st.attribute_flags, &s->func, &s->started, &s->node);
     if (kind != PF_AGG_COPIES) {
         if (s->node < 0)
@@ -112,18 +107,7 @@ static void move_live(sweeper_t *S, agg_site_t *s, uint64_t t, double d)
     else
         pf_workers_free(m, s->proc, s->row, -d);
     s->live += d;
-    if (d > 0) {
-        *PF_VEC_PUSH(s->rises, s->n_rises, s->cap_rises) = (pf_agg_rise_t){pf_sweep_leak_at(S, s->row), d};   /* on the rest-of-program clock, as objects */
-        return;
-    }
-    for (double fall = -d; fall > 0 && s->n_rises;) {
-        pf_agg_rise_t *r = &s->rises[s->n_rises - 1];
-        double take = r->bytes < fall ? r->bytes : fall;
-        r->bytes -= take;
-        fall -= take;
-        if (r->bytes <= 0.5)
-            s->n_rises--;
-    }
+    pf_agg_survivors_move(&s->survivors, pf_sweep_leak_at(S, s->row), d);
 }
 
 static void touch(pf_stats_t *s, uint64_t t)
@@ -305,15 +289,26 @@ void pf_sweep_aggregate(sweeper_t *S, const event_t *e)
     A->n_parts = 0;
 }
 
+typedef struct site_emit {
+    void (*emit)(void *arg, int32_t line, double clock, double bytes);
+    void *arg;
+    int32_t line;
+} site_emit_t;
+
+static void emit_site(void *arg, double clock, double bytes)
+{
+    const site_emit_t *e = arg;
+    e->emit(e->arg, e->line, clock, bytes);
+}
+
 size_t pf_sweep_aggregate_survivors(const sweeper_t *S,
                                     void (*emit)(void *arg, int32_t line, double clock, double bytes), void *arg)
 {
     size_t n = 0;
     for (size_t i = 0; S->agg && i < S->agg->n_sites; i++) {
         const agg_site_t *s = &S->agg->sites[i];
-        for (size_t k = 0; k < s->n_rises; k++, n++)
-            if (emit)
-                emit(arg, s->row, s->rises[k].clock, s->rises[k].bytes);
+        site_emit_t e = {emit, arg, s->row};
+        n += pf_agg_survivors_held(&s->survivors, emit ? emit_site : NULL, &e);
     }
     return n;
 }
@@ -323,7 +318,7 @@ void pf_sweep_aggregate_free(sweeper_t *S)
     if (!S->agg)
         return;
     for (size_t i = 0; i < S->agg->n_sites; i++)
-        free(S->agg->sites[i].rises);
+        pf_agg_survivors_free(&S->agg->sites[i].survivors);
     pf_map_free(&S->agg->index);
     pf_map_free(&S->agg->flow_index);
     pf_map_free(&S->agg->last_snapshot);

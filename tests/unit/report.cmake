@@ -57,6 +57,12 @@ pf_unit_test(test_report_util
   LIBS pf_report)
 target_include_directories(test_report_util PRIVATE ${PROJECT_SOURCE_DIR}/report)
 
+# The leak test's survivors of an aggregated site: snapshot sequences of a bounded cache, a leak, real falls.
+pf_unit_test(test_report_agg_survivors
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report_agg_survivors.c
+  LIBS pf_report)
+target_include_directories(test_report_agg_survivors PRIVATE ${PROJECT_SOURCE_DIR}/report)
+
 # The workers of a merged job: labels, endings, bytes at each process's peak, hosts on one clock.
 pf_unit_test(test_report_workers
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report_workers.c
