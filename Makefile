@@ -39,7 +39,7 @@ check-sanitize: deps
 BENCH_PEERS = python3-scalene heaptrack
 bench: build
 	@dpkg-query -W $(BENCH_PEERS) >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq $(BENCH_PEERS) >/dev/null || sudo apt-get install -y -qq $(BENCH_PEERS) >/dev/null; } || true
-	$(PYTHON) bench/run_bench.py --pyflow $(BUILD)/bin/pyflow --exact
+	$(PYTHON) bench/run_bench.py --pyflow $(BUILD)/bin/pyflow --all --runs 3 --readme README.md
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

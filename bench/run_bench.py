@@ -16,12 +16,21 @@ arenas, not objects) and with PYTHONMALLOC=malloc (every object, as pyflow --exa
 `--watch=copies` (write watches armed on the copies pyflow judges). Where debug registers do not fire (`pyflow info`: "breakpoints fire FAIL") watchpoints
 are emulated by single steps and those figures measure the emulation, not the technique.
 
---all runs every pyflow mode (default, `--native`, `--exact`, `--exact --native`, `--watch`) beside every
-peer installed (tracemalloc; Scalene; heaptrack and heaptrack with PYTHONMALLOC=malloc; memray when on PATH),
-in one interleaved run. pyflow's rows (`*`) are `pyflow run -o PROFILE` as users run it: their time includes
-the report printed at exit. For each pyflow row the profile's size is given per minute of that run (MB/min,
-children's files included) and the time `pyflow report PROFILE` took to read it again afterwards (read s),
-with the median read speed (MB/s). The peers' rows include no report.
+--all runs every pyflow mode (default, `--native`, `--exact`, `--exact --native`, `--watch`, `--aggregate`)
+beside every peer installed (tracemalloc; Scalene; heaptrack and heaptrack with PYTHONMALLOC=malloc; memray
+when on PATH), in one interleaved run. A pyflow row (`*`) is what a user waits for: `pyflow run --no-report
+-o PROFILE` (the program, recording) and then `pyflow report PROFILE` (the report `pyflow run` prints at
+exit), their times added. Its peak RSS is the program's own (pyflow's pages in it included); the reader's
+peak is given apart ("report MiB"), because it runs after the program has ended. For each pyflow row the
+profile's size is given per minute of the recording run (MB/min, children's files included) and the
+report's share of the whole (report %). The peers' rows include no report.
+
+Time ratios are given for wall time and for CPU time (user + system of the whole process tree): on a
+loaded machine the CPU ratio moves less.
+
+--readme README.md rewrites the part of README.md between the markers `<!-- bench:begin -->` and
+`<!-- bench:end -->` with a summary of this run: per mode, the geometric mean and the worst of the time
+ratios and the worst peak-RSS ratio.
 """
 import argparse
 import math
@@ -38,14 +47,15 @@ WORKLOADS = ["churn", "numpy_temps", "numeric", "copies", "indexing"]
 
 
 def measure(cmd):
-    """Runs cmd once; returns (wall seconds, peak RSS bytes of the largest process) or None on failure."""
+    """Runs cmd once; returns (wall seconds, peak RSS bytes of the largest process, CPU seconds of the
+    process and the descendants it waited for) or None on failure."""
     start = time.perf_counter()
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(p.pid, 0)
     wall = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
         return None
-    return wall, usage.ru_maxrss * 1024
+    return wall, usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime
 
 
 def profile_files(path):
@@ -55,8 +65,9 @@ def profile_files(path):
 
 
 def measure_pyflow(args, cmd, profile):
-    """Runs a pyflow command writing profile (report at exit included), then `pyflow report` on what it
-    wrote. Returns (wall, peak RSS, profile bytes, report wall seconds) or None on failure."""
+    """Runs a pyflow command writing profile without its report at exit, then `pyflow report` on what it
+    wrote: together what `pyflow run` costs a user. Returns (wall, program's peak RSS, CPU, profile bytes,
+    report wall, report peak RSS, report CPU), the times being the sums of both steps, or None on failure."""
     for f in profile_files(profile):
         os.unlink(f)
     r = measure(cmd)
@@ -64,7 +75,9 @@ def measure_pyflow(args, cmd, profile):
         return None
     size = sum(os.path.getsize(f) for f in profile_files(profile))
     read = measure([args.pyflow, "report", profile])
-    return r + (size, read[0] if read else float("nan"))
+    if not read:
+        return None
+    return r[0] + read[0], r[1], r[2] + read[2], size, read[0], read[1], read[2]
 
 
 # pyflow's modes for --all: name -> options of `pyflow run`
@@ -74,6 +87,7 @@ PYFLOW_MODES = {
     "pyflow-exact": ["--exact"],
     "pyflow-exact-native": ["--exact", "--native"],
     "pyflow-watch": ["--watch"],
+    "pyflow-aggregate": ["--aggregate"],
 }
 
 
@@ -107,10 +121,49 @@ def tools(args, script, scratch):
     if shutil.which("scalene") or subprocess.run([py, "-c", "import scalene"], capture_output=True).returncode == 0:
         out["scalene"] = [py, "-m", "scalene", "--cli", "--memory",
                           "--outfile", os.devnull, script]
-    for name, cmd in out.items():   # every pyflow run keeps its profile: its size and reading it again
+    for name, cmd in out.items():   # every pyflow run keeps its profile: its size and reading it after
         if name.startswith("pyflow") or name.startswith("watch-"):
-            cmd[2:2] = ["-o", os.path.join(scratch, name + ".pflow")]
+            cmd[2:2] = ["-o", os.path.join(scratch, name + ".pflow"), "--no-report"]
     return out
+
+
+def geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def summary_table(summary, runs, workloads):
+    """Markdown lines: per tool, the geometric mean and worst of its wall and CPU time ratios and its worst
+    peak-RSS ratio over the workloads it ran."""
+    lines = [f"| tool | wall x plain, geomean | worst | CPU x plain, geomean | worst | worst peak RSS x plain |",
+             "|---|---|---|---|---|---|"]
+    for name, rows in summary.items():
+        if name == "plain" or not rows:
+            continue
+        walls = [r[1] for r in rows]
+        cpus = [r[2] for r in rows]
+        worst = max(rows, key=lambda r: r[1])
+        worst_cpu = max(rows, key=lambda r: r[2])
+        worst_rss = max(rows, key=lambda r: r[3])
+        lines.append(f"| {name} | {geomean(walls):.2f} | {worst[1]:.2f} ({worst[0]}) | {geomean(cpus):.2f} | "
+                     f"{worst_cpu[2]:.2f} ({worst_cpu[0]}) | {worst_rss[3]:.2f} ({worst_rss[0]}) |")
+    lines.append("")
+    lines.append(f"Medians of {runs} interleaved runs of each of {', '.join(workloads)}; pyflow rows include "
+                 "the report printed at exit.")
+    return lines
+
+
+def rewrite_readme(path, lines, command):
+    """Replaces the text between the bench markers of the README at path with lines."""
+    begin, end = "<!-- bench:begin -->", "<!-- bench:end -->"
+    text = open(path).read()
+    if begin not in text or end not in text:
+        sys.exit(f"run_bench.py: {path} has no {begin} ... {end} markers")
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    body = [f"`{command}` on {time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs "
+            f"(load average {os.getloadavg()[0]:.1f} at the end):", ""] + lines
+    with open(path, "w") as f:
+        f.write(head + begin + "\n" + "\n".join(body) + "\n" + end + tail)
 
 
 def main():
@@ -121,15 +174,17 @@ def main():
     ap.add_argument("--watch", action="store_true", help="also time each --watch mode")
     ap.add_argument("--exact", action="store_true", help="also time pyflow --exact and heaptrack")
     ap.add_argument("--all", action="store_true",
-                    help="every pyflow mode (default, --native, --exact, --exact --native, --watch) and every "
-                         "installed peer, with each pyflow profile's MB per minute and the time to read it")
+                    help="every pyflow mode (default, --native, --exact, --exact --native, --watch, --aggregate) "
+                         "and every installed peer, with each pyflow profile's MB per minute and its report's time")
     ap.add_argument("--no-peers", action="store_true", help="skip tracemalloc, Scalene, heaptrack and memray")
+    ap.add_argument("--readme", metavar="README.md",
+                    help="rewrite the README's bench section (between its bench markers) with this run's summary")
     ap.add_argument("workloads", nargs="*", default=WORKLOADS)
     args = ap.parse_args()
-    ratios = []
+    summary = {}        # tool -> [(workload, wall ratio, CPU ratio, RSS ratio)]
     scratch = tempfile.mkdtemp(prefix="pyflow-bench-")
-    print(f"{'workload':<12} {'tool':<20} {'wall s':>8} {'x plain':>8} {'peak MiB':>9} {'x plain':>8} "
-          f"{'MB/min':>8} {'read s':>7} {'MB/s':>7}")
+    print(f"{'workload':<12} {'tool':<20} {'wall s':>8} {'x plain':>8} {'CPU s':>7} {'x plain':>8} "
+          f"{'peak MiB':>9} {'x plain':>8} {'MB/min':>8} {'report s':>8} {'report %':>8} {'rep MiB':>8}")
     for w in args.workloads:
         script = os.path.join(HERE, "workloads", w + ".py")
         cmds = tools(args, script, scratch)
@@ -147,29 +202,37 @@ def main():
             continue
         base_t = statistics.median(r[0] for r in results["plain"])
         base_m = statistics.median(r[1] for r in results["plain"])
+        base_c = statistics.median(r[2] for r in results["plain"])
         for name, rs in results.items():
             if not rs:
-                print(f"{w:<12} {name:<15} {'failed':>8}")
+                print(f"{w:<12} {name:<20} {'failed':>8}")
                 continue
             t = statistics.median(r[0] for r in rs)
             mem = statistics.median(r[1] for r in rs)
+            cpu = statistics.median(r[2] for r in rs)
             extra = ""
-            if len(rs[0]) == 4:     # a pyflow row: the report at exit is in its time
-                rate = statistics.median(r[2] / 1e6 / (r[0] / 60) for r in rs)
-                read = statistics.median(r[3] for r in rs)
-                speed = statistics.median(r[2] / 1e6 / r[3] for r in rs if r[3] > 0)
-                extra = f" {rate:8.1f} {read:7.3f} {speed:7.0f}"
+            if len(rs[0]) == 7:     # a pyflow row: recording and report
+                rate = statistics.median(r[3] / 1e6 / ((r[0] - r[4]) / 60) for r in rs)
+                read = statistics.median(r[4] for r in rs)
+                share = statistics.median(100 * r[4] / r[0] for r in rs)
+                read_mem = statistics.median(r[5] for r in rs)
+                extra = f" {rate:8.1f} {read:8.3f} {share:8.0f} {read_mem / 2**20:8.1f}"
             label = name + "*" if extra else name
-            print(f"{w:<12} {label:<20} {t:8.3f} {t / base_t:8.2f} {mem / 2**20:9.1f} {mem / base_m:8.2f}{extra}")
-            if name == "pyflow":
-                ratios.append(t / base_t)
+            print(f"{w:<12} {label:<20} {t:8.3f} {t / base_t:8.2f} {cpu:7.2f} {cpu / base_c:8.2f} "
+                  f"{mem / 2**20:9.1f} {mem / base_m:8.2f}{extra}", flush=True)
+            summary.setdefault(name, []).append((w, t / base_t, cpu / base_c, mem / base_m))
     shutil.rmtree(scratch, ignore_errors=True)
-    print("\n* pyflow run -o PROFILE: the time includes the report printed at exit; MB/min: the profile's size "
-          "per minute of that run; read s: `pyflow report PROFILE` afterwards (MB/s: its read speed)")
-    if ratios:
-        geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
-        print(f"\npyflow geometric-mean time ratio: {geo:.3f} over {len(ratios)} workloads "
-              f"(medians of {args.runs} runs)")
+    print("\n* a pyflow row: `pyflow run --no-report -o PROFILE` then `pyflow report PROFILE`, times added "
+          "(what `pyflow run` costs with its report at exit); peak MiB: the program's; MB/min: the profile per "
+          "minute of the recording; report %: the report's share of the whole time; rep MiB: the reader's peak\n")
+    lines = summary_table(summary, args.runs, [w for w in args.workloads])
+    print("\n".join(lines))
+    if "pyflow" in summary:
+        print(f"\npyflow geometric-mean time ratio: {geomean([r[1] for r in summary['pyflow']]):.3f} over "
+              f"{len(summary['pyflow'])} workloads (medians of {args.runs} runs)")
+    if args.readme:
+        rewrite_readme(args.readme, lines, "bench/run_bench.py " + " ".join(
+            a for a in sys.argv[1:] if not a.startswith("--readme") and a != args.readme))
 
 
 if __name__ == "__main__":
