@@ -8,28 +8,36 @@
 
 void pf_recent_init(pf_recent_frees_t *R)
 {
-    R->slots = pf_xcalloc(PF_RECENT_FREES, sizeof *R->slots);
+    R->slots = pf_xcalloc_huge(PF_RECENT_FREES * sizeof *R->slots);
+    R->pending_bits = pf_xcalloc(PF_RECENT_FREES / 64, sizeof *R->pending_bits);
     R->pending = 0;
 }
 
 void pf_recent_free_table(pf_recent_frees_t *R)
 {
     free(R->slots);
+    free(R->pending_bits);
     R->slots = NULL;
+    R->pending_bits = NULL;
     R->pending = 0;
 }
 
-/* 1 when a plain allocation at r's address may continue r's block (counted in pending). */
-static int is_pending(const recent_free_t *r)
+/* Slot s stops being pending (nothing when it was not). */
+static void unmark(pf_recent_frees_t *R, uint32_t s)
 {
-    return r->dst_copy1 && r->by_realloc;
+    uint64_t bit = 1ull << (s & 63), *word = &R->pending_bits[s >> 6];
+    if (*word & bit) {
+        *word &= ~bit;
+        R->pending--;
+    }
 }
 
 void pf_recent_freed(pf_recent_frees_t *R, uint64_t key, alloc_site_t site, int64_t dst_copy)
 {
-    recent_free_t *r = &R->slots[pf_recent_slot(key)];
-    R->pending -= (uint64_t)is_pending(r);  /* overwritten: whatever it held is lost */
-    *r = (recent_free_t){key + 1, site, dst_copy + 1, 0};
+    uint32_t s = pf_recent_slot(key);
+    if (R->pending)
+        unmark(R, s);   /* overwritten: whatever it held is lost */
+    R->slots[s] = (recent_free_t){key + 1, site, dst_copy + 1, 0};
 }
 
 void pf_recent_by_realloc(pf_recent_frees_t *R, uint64_t key)
@@ -38,7 +46,11 @@ void pf_recent_by_realloc(pf_recent_frees_t *R, uint64_t key)
     if (!r || r->by_realloc)
         return;
     r->by_realloc = 1;
-    R->pending += (uint64_t)is_pending(r);
+    if (r->dst_copy1) {
+        uint32_t s = (uint32_t)(r - R->slots);
+        R->pending_bits[s >> 6] |= 1ull << (s & 63);
+        R->pending++;
+    }
 }
 
 int64_t pf_recent_take_chain(pf_recent_frees_t *R, uint64_t key, int proven)
@@ -48,7 +60,7 @@ int64_t pf_recent_take_chain(pf_recent_frees_t *R, uint64_t key, int proven)
     recent_free_t *r = pf_recent_find(R, key);
     if (!r || !r->dst_copy1 || !(proven || r->by_realloc))
         return -1;
-    R->pending -= (uint64_t)is_pending(r);
+    unmark(R, (uint32_t)(r - R->slots));
     int64_t chain = r->dst_copy1 - 1;
     r->dst_copy1 = 0;   /* one block continues it */
     return chain;

@@ -29,11 +29,13 @@ typedef struct recent_free {
 } recent_free_t;
 
 typedef struct pf_recent_frees {
-    recent_free_t *slots;   /* PF_RECENT_FREES */
+    recent_free_t *slots;   /* PF_RECENT_FREES (2 MiB: on a huge page where the kernel allows) */
     /* Slots whose block a later allocation at its address may continue (dst_copy1 and by_realloc set):
      * every allocation asks, and nearly always none is pending; the count answers without touching the
-     * table (a scattered read, a cache miss, at each allocation of an exact profile). */
+     * table (a scattered read, a cache miss, at each allocation of an exact profile). A bit per slot
+     * (8 KiB, in cache) says which they are: a free then only stores into its slot, reading nothing. */
     uint64_t pending;
+    uint64_t *pending_bits;
 } pf_recent_frees_t;
 
 void pf_recent_init(pf_recent_frees_t *R);

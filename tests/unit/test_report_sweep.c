@@ -667,8 +667,11 @@ static void test_recent_frees_count_pending_continuations(void **state)
         if (i % 2 == 0)
             pf_recent_by_realloc(&R, key);
     }
-    for (uint32_t i = 0; i < PF_RECENT_FREES; i++)
-        marked += R.slots[i].key1 && R.slots[i].dst_copy1 && R.slots[i].by_realloc;
+    for (uint32_t i = 0; i < PF_RECENT_FREES; i++) {
+        int pending = R.slots[i].key1 && R.slots[i].dst_copy1 && R.slots[i].by_realloc;
+        marked += (uint64_t)pending;
+        assert_int_equal((R.pending_bits[i / 64] >> (i % 64)) & 1, pending);   /* each slot's bit says it */
+    }
     assert_true(marked > 0);
     assert_int_equal(R.pending, marked);
     pf_recent_free_table(&R);
