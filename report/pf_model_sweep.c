@@ -517,7 +517,6 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     o->est = est;
     o->size = a->size;
     o->t_alloc = e->t;
-    o->clock = S->leak_clock;
     o->at = pf_sweep_leak_at(S, row);
     o->chain = -1;
     o->kind = 0;

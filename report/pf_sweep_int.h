@@ -19,10 +19,8 @@ typedef struct live_obj {
     double est;
     uint64_t size;
     uint64_t t_alloc;
-
-
-    double clock;       /* the program's allocation clock when it was allocated (pf_sweep_leak_clock) */
-    double at;          /* the same clock less its line's own bytes so far: the rest of the program's clock */
+    double at;          /* the program's allocation clock when it was allocated (pf_sweep_leak_clock), less
+                           its line's own bytes so far: the rest of the program's clock */
     int64_t chain;      /* the realloc chain it ends (index into sweeper_t.pieces), -1: none */
     pf_peak_obj_t peak; /* where the peak's windows stood when it was made (its variance's share) */
 } live_obj_t;
