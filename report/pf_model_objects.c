@@ -8,13 +8,6 @@
 #include "pf_report_int.h"
 #include "pf_sweep_int.h"
 
-/* Objects this large (and every GPU block) can be found by an address inside them: a copy from a slice of
- * a big array, or into a tensor inside a caching allocator's segment, still has its end. Few are live at
- * once, so a sorted array serves. */
-#define PF_RANGE_MIN_BYTES (64u << 10)
-
-int pf_sweep_wants_range(const live_obj_t *o) { return o->gpu || o->size >= PF_RANGE_MIN_BYTES; }
-
 /* The index of the first range whose key is above key. */
 static size_t range_upper(const sweeper_t *S, uint64_t key)
 {

@@ -375,11 +375,6 @@ void pf_sweep_set_gpu_live(sweeper_t *S, pf_stats_t *s, uint64_t t, double live)
  * microseconds on one thread; a block of the same line at the same address after longer is a new object. */
 #define PF_REALLOC_GAP_NS 1000000u
 
-uint32_t pf_sweep_recent_slot(uint64_t key)
-{
-    return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 48) & (PF_RECENT_FREES - 1);
-}
-
 /* Ends the life of the live object at address key k (its index in *slot, k's value slot in the live map)
  * at time t: it stops counting in its rows (unless the process was already finalizing: then it stays live
  * at exit; or ended is set: the process ended, and it stays what the process held at its exit). */
@@ -387,7 +382,7 @@ void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t *slot, u
 {
     const uint64_t idx = *slot;
     const live_obj_t *o = &S->objs[idx];
-    S->recent_frees[pf_sweep_recent_slot(k)] = (recent_free_t){k + 1, {o->line, o->native}, o->dst_copy + 1, 0};
+    pf_recent_freed(&S->recent, k, (alloc_site_t){o->line, o->native}, o->dst_copy);
     pf_sweep_leak_freed(S, k, o, t);
     if (t >= S->L->procs[proc].fin_ns && !ended)
         return;     /* interpreter shutdown: the object stays counted as live at exit */
@@ -522,7 +517,6 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     o->est = est;
     o->size = a->size;
     o->t_alloc = e->t;
-    o->clock = S->leak_clock;
     o->at = pf_sweep_leak_at(S, row);
     o->chain = -1;
     o->kind = 0;
@@ -587,7 +581,7 @@ void pf_model_sweep(loader_t *L)
     pf_model_t *m = L->m;
     sweeper_t S = {.m = m, .L = L, .symbols = pf_symbols_new(), .live.by_address = 1, .clock_start = -1,
                    .clock_end = -1};
-    S.recent_frees = pf_xcalloc(PF_RECENT_FREES, sizeof *S.recent_frees);
+    pf_recent_init(&S.recent);
     S.recent_grows = pf_xcalloc(PF_RECENT_GROWS, sizeof *S.recent_grows);
     S.t_end = L->t_last;
     if (m->has_exit && (uint64_t)(m->elapsed_s * 1e9) > S.t_end)
@@ -736,7 +730,7 @@ void pf_model_sweep(loader_t *L)
     free(S.ranges);
     free(S.objs);
     free(S.free_objs);
-    free(S.recent_frees);
+    pf_recent_free_table(&S.recent);
     free(S.recent_grows);
     free(S.pieces);
     free(S.proc_objs);

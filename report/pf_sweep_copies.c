@@ -94,8 +94,8 @@ void pf_sweep_copy(sweeper_t *S, const event_t *e)
     uint64_t src_offset = 0;
     if (kind == PF_COPY_REALLOC) {    /* the source is the block realloc just freed */
         uint64_t k = pf_sweep_addr_key(e->proc, c->src);
-        const recent_free_t *r = &S->recent_frees[pf_sweep_recent_slot(k)];
-        if (r->key1 == k + 1)
+        const recent_free_t *r = pf_recent_find(&S->recent, k);
+        if (r)
             src = r->site;
         if (dst >= 0 && dst_offset == 0 && S->objs[dst].chain < 0)  /* the new block continues the old one */
             pf_sweep_leak_grew(S, k, &S->objs[dst], e->t, UINT64_MAX);

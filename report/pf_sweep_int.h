@@ -5,6 +5,7 @@
 
 #include "pf_loader_int.h"
 #include "pf_symbols_int.h"
+#include "pf_sweep_recent_int.h"
 
 typedef struct live_obj {
     int32_t line, func;
@@ -18,10 +19,8 @@ typedef struct live_obj {
     double est;
     uint64_t size;
     uint64_t t_alloc;
-
-
-    double clock;       /* the program's allocation clock when it was allocated (pf_sweep_leak_clock) */
-    double at;          /* the same clock less its line's own bytes so far: the rest of the program's clock */
+    double at;          /* the program's allocation clock when it was allocated (pf_sweep_leak_clock), less
+                           its line's own bytes so far: the rest of the program's clock */
     int64_t chain;      /* the realloc chain it ends (index into sweeper_t.pieces), -1: none */
     pf_peak_obj_t peak; /* where the peak's windows stood when it was made (its variance's share) */
 } live_obj_t;
@@ -32,27 +31,6 @@ typedef struct leak_piece {
     double at, bytes;
     int64_t prev;
 } leak_piece_t;
-
-/* Where an object was allocated: what a copy's edge needs of its source (kept per address for freed
- * blocks, whose object slots are reused: a realloc's copy comes from the block it just freed). */
-typedef struct alloc_site {
-    int32_t line;
-    uint32_t native;
-} alloc_site_t;
-
-/* Where a block freed lately was allocated, by its (proc, address) key. A realloc that moves a block
- * frees it and records the copy next, in the same thread: the copy's source is found here. One slot a
- * hash of the key, overwritten by later frees; only a free of another block hashing to the same slot,
- * in another thread, between a realloc's free and its copy (microseconds apart) could hide the source.
- * Keeping every freed address instead (a map) cost an --exact profile's sweep 14% of its time. */
-#define PF_RECENT_FREES (1u << 16)
-typedef struct recent_free {
-    uint64_t key1;      /* key + 1; 0 = empty */
-    alloc_site_t site;
-    int64_t dst_copy1;  /* its copies' chain (live_obj_t.dst_copy) + 1, which the block a realloc returned
-                           continues (pf_sweep_kinds.c); 0: none */
-    int by_realloc;     /* its FREE said PF_FREE_BY_REALLOC */
-} recent_free_t;
 
 /* Blocks of PF_GROW_MIN_BYTES or more freed lately, by the same hash of their key in a table of their own
  * (small: the lookup on each such allocation stays in cache): what a realloc's new block continues
@@ -127,7 +105,7 @@ typedef struct sweeper {
     stack_charge_t *charges;
     size_t n_charges, cap_charges;
     pf_map_t live;          /* (proc, addr) -> live_obj index */
-    recent_free_t *recent_frees;    /* PF_RECENT_FREES slots by (proc, addr) hash: blocks freed lately */
+    pf_recent_frees_t recent;       /* blocks freed lately (pf_sweep_recent_int.h) */
     recent_grow_t *recent_grows;    /* PF_RECENT_GROWS slots: large blocks freed lately (pf_model_leak.c) */
     pf_map_t flow_index;    /* edge key -> flow+1 */
     pf_map_t copies;        /* (proc, copy id) -> copy_info index, until its verdict */
@@ -212,8 +190,12 @@ static inline uint64_t pf_sweep_addr_key(uint32_t proc, uint64_t addr)
  * is k's value slot in S->live (the object's index), where it was just found. */
 void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t *slot, uint64_t t, int ended);
 
-/* pf_model_objects.c: objects found by an address inside them (large ones, GPU blocks), in a sorted array. */
-int pf_sweep_wants_range(const live_obj_t *o);
+/* pf_model_objects.c: objects found by an address inside them (large ones, GPU blocks), in a sorted array.
+ * Objects this large (and every GPU block) can be found by an address inside them: a copy from a slice of
+ * a big array, or into a tensor inside a caching allocator's segment, still has its end. Few are live at
+ * once, so a sorted array serves. (Inline: asked at each allocation and free.) */
+#define PF_RANGE_MIN_BYTES (64u << 10)
+static inline int pf_sweep_wants_range(const live_obj_t *o) { return o->gpu || o->size >= PF_RANGE_MIN_BYTES; }
 void pf_sweep_range_add(sweeper_t *S, uint64_t key, uint64_t idx);
 void pf_sweep_range_del(sweeper_t *S, uint64_t key);
 /* The live object containing addr (a small header before it, or inside a range object); *offset (unless
@@ -253,8 +235,7 @@ void pf_sweep_leaks(sweeper_t *S);
 void pf_sweep_access(sweeper_t *S, const event_t *e);
 void pf_sweep_access_finish(sweeper_t *S);
 
-/* Shared by the sweep's files: a row's first and last event times; the slot of a freed block's key in
- * recent_frees. */
+/* Shared by the sweep's files: a row's first and last event times. */
 static inline void pf_sweep_touch(pf_stats_t *s, uint64_t t)
 {
     if (!s->first_ns || t < s->first_ns)
@@ -262,7 +243,6 @@ static inline void pf_sweep_touch(pf_stats_t *s, uint64_t t)
     if (t > s->last_ns)
         s->last_ns = t;
 }
-uint32_t pf_sweep_recent_slot(uint64_t key);
 
 /* pf_sweep_copies.c: COPY, VERDICT and COPY_WRITE events, and the flows' redundant bytes at the end. */
 void pf_sweep_copy(sweeper_t *S, const event_t *e);

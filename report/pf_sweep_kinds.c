@@ -40,22 +40,18 @@ void pf_sweep_free_object(sweeper_t *S, const event_t *e, uint64_t k, uint64_t *
     if (e->aux != PF_FREE_DOMAIN(e->aux))
         S->m->frees_marked = 1;
     pf_sweep_release(S, e->proc, k, slot, e->t, 0);
-    if (e->aux & PF_FREE_BY_REALLOC) {
-        recent_free_t *r = &S->recent_frees[pf_sweep_recent_slot(k)];
-        if (r->key1 == k + 1)
-            r->by_realloc = 1;
-    }
+    if (e->aux & PF_FREE_BY_REALLOC)
+        pf_recent_by_realloc(&S->recent, k);
 }
 
 void pf_sweep_dst_continues(sweeper_t *S, uint64_t old_k, live_obj_t *o, int proven)
 {
-    recent_free_t *r = &S->recent_frees[pf_sweep_recent_slot(old_k)];
-    if (r->key1 != old_k + 1 || !r->dst_copy1 || !(proven || r->by_realloc))
+    int64_t chain = pf_recent_take_chain(&S->recent, old_k, proven);
+    if (chain < 0)
         return;
-    mark_chain(S, r->dst_copy1 - 1, 0);    /* its contents live on in o */
+    mark_chain(S, chain, 0);    /* its contents live on in o */
     if (o->dst_copy < 0)
-        o->dst_copy = r->dst_copy1 - 1;
-    r->dst_copy1 = 0;   /* one block continues it */
+        o->dst_copy = chain;
 }
 
 void pf_sweep_flow_lives(sweeper_t *S)

@@ -145,6 +145,19 @@ void pf_map_prefetch(const pf_map_t *m, uint64_t key)
         __builtin_prefetch(&m->slots[home_of(m, key)]);
 }
 
+void *pf_xcalloc_huge(size_t bytes)
+{
+    const size_t huge = (size_t)2 << 20;
+    if (bytes < huge || bytes % huge)
+        return pf_xcalloc(bytes, 1);
+    void *p = aligned_alloc(huge, bytes);
+    if (!p)
+        return pf_xcalloc(bytes, 1);
+    madvise(p, bytes, MADV_HUGEPAGE);
+    memset(p, 0, bytes);
+    return p;
+}
+
 /* Zeroed slots for a map. A big map (one keyed by the addresses of an exact profile's objects) is on
  * 2 MiB pages where the kernel allows: its lookups are scattered, and with 4 KiB pages nearly each one
  * also missed the TLB (a page walk, dear in a VM). */
@@ -152,14 +165,7 @@ static pf_map_entry_t *map_slots(size_t cap)
 {
     const size_t huge = (size_t)2 << 20;
     size_t bytes = cap * sizeof(pf_map_entry_t);
-    if (bytes < 2 * huge)
-        return pf_xcalloc(cap, sizeof(pf_map_entry_t));
-    void *p = aligned_alloc(huge, bytes);     /* bytes is a power of two, a multiple of huge */
-    if (!p)
-        return pf_xcalloc(cap, sizeof(pf_map_entry_t));
-    madvise(p, bytes, MADV_HUGEPAGE);
-    memset(p, 0, bytes);
-    return p;
+    return bytes < 2 * huge ? pf_xcalloc(cap, sizeof(pf_map_entry_t)) : pf_xcalloc_huge(bytes);
 }
 
 /* Puts key, absent from m, at empty slot i, the end of its probe from home h; returns the slot. */

@@ -3,6 +3,7 @@
  * offset, and line numbers decoded from a real line table inside a profile. */
 #include "test_report_writer.h"
 #include "pf_loader_int.h"
+#include "pf_sweep_recent_int.h"
 
 #include <errno.h>
 
@@ -621,6 +622,128 @@ static void test_library_stack_by_starter_then_own_row(void **state)
     }
 }
 
+/* ---- blocks freed lately (pf_sweep_recent_int.h) ---- */
+
+/* Only a block whose FREE said a realloc freed it, with copies into it, is pending for the next allocation
+ * at its address; the count follows every way a slot changes: marked, taken, overwritten by a later free,
+ * taken by a realloc's COPY (proven) without the mark. With none pending, a plain allocation's question is
+ * answered without the table; a proven one still finds its chain. */
+static void test_recent_frees_count_pending_continuations(void **state)
+{
+    (void)state;
+    pf_recent_frees_t R;
+    pf_recent_init(&R);
+    const alloc_site_t site = {7, 0};
+    const uint64_t a = 0x7f0000001000ull, b = 0x7f0000002000ull, c = 0x7f0000003000ull;
+    pf_recent_freed(&R, a, site, 4);        /* copies into it, a plain free: not pending */
+    pf_recent_freed(&R, b, site, -1);       /* no copies: nothing to continue */
+    pf_recent_by_realloc(&R, b);
+    assert_int_equal(R.pending, 0);
+    assert_int_equal(pf_recent_take_chain(&R, a, 0), -1);
+    pf_recent_by_realloc(&R, a);
+    pf_recent_by_realloc(&R, a);            /* said twice, counted once */
+    assert_int_equal(R.pending, 1);
+    assert_int_equal(pf_recent_take_chain(&R, a, 0), 4);
+    assert_int_equal(R.pending, 0);
+    assert_int_equal(pf_recent_take_chain(&R, a, 0), -1);      /* continued once */
+    pf_recent_freed(&R, c, site, 9);
+    pf_recent_by_realloc(&R, c);
+    assert_int_equal(R.pending, 1);
+    pf_recent_freed(&R, c, site, -1);       /* its address freed again: the pending block is gone */
+    assert_int_equal(R.pending, 0);
+    pf_recent_freed(&R, c, site, 11);       /* a realloc's COPY proves it without the FREE's mark */
+    assert_int_equal(R.pending, 0);
+    assert_int_equal(pf_recent_take_chain(&R, c, 0), -1);
+    assert_int_equal(pf_recent_take_chain(&R, c, 1), 11);
+    pf_recent_freed(&R, c, site, 12);
+    pf_recent_by_realloc(&R, c);
+    assert_int_equal(pf_recent_take_chain(&R, c, 1), 12);       /* proven and marked: the count drops */
+    assert_int_equal(R.pending, 0);
+    /* many pending, then overwritten by other blocks taking their slots: the count ends at what is left */
+    uint64_t marked = 0;
+    for (uint64_t i = 0; i < 3 * PF_RECENT_FREES; i++) {
+        uint64_t key = 0x7f1000000000ull + i * 48;
+        pf_recent_freed(&R, key, site, i % 3 == 0 ? (int64_t)i : -1);
+        if (i % 2 == 0)
+            pf_recent_by_realloc(&R, key);
+    }
+    for (uint32_t i = 0; i < PF_RECENT_FREES; i++) {
+        int pending = R.slots[i].key1 && R.slots[i].dst_copy1 && R.slots[i].by_realloc;
+        marked += (uint64_t)pending;
+        assert_int_equal((R.pending_bits[i / 64] >> (i % 64)) & 1, pending);   /* each slot's bit says it */
+    }
+    assert_true(marked > 0);
+    assert_int_equal(R.pending, marked);
+    pf_recent_free_table(&R);
+}
+
+/* Neighbouring addresses get neighbouring slots (a run of frees stores into neighbouring cache lines); two
+ * processes' blocks at one address, and blocks a block apart, do not share a slot; a block whose slot a
+ * later free took is not found, and its neighbours still are. */
+static void test_recent_frees_slots_by_address(void **state)
+{
+    (void)state;
+    const uint64_t base = 0x7f00deadb000ull;
+    for (uint64_t g = 1; g < 64; g++)
+        assert_int_equal(pf_recent_slot(base + 16 * g), (pf_recent_slot(base) + g) & (PF_RECENT_FREES - 1));
+    assert_int_not_equal(pf_recent_slot(base), pf_recent_slot(base | (1ull << 48)));
+    assert_int_not_equal(pf_recent_slot(base), pf_recent_slot(base + 1024));
+    size_t used = 0;
+    uint8_t *seen = calloc(PF_RECENT_FREES, 1);
+    for (uint64_t blk = 0; blk < 512; blk++) {     /* 512 pages' first objects: spread, not piled up */
+        uint32_t s = pf_recent_slot(base + blk * 4096);
+        used += !seen[s];
+        seen[s] = 1;
+    }
+    free(seen);
+    assert_true(used > 480);
+    pf_recent_frees_t R;
+    pf_recent_init(&R);
+    pf_recent_freed(&R, base, (alloc_site_t){1, 0}, -1);
+    pf_recent_freed(&R, base + 16, (alloc_site_t){2, 0}, -1);
+    assert_int_equal(pf_recent_find(&R, base)->site.line, 1);
+    assert_int_equal(pf_recent_find(&R, base + 16)->site.line, 2);
+    assert_null(pf_recent_find(&R, base + 32));
+    uint64_t other = base + 1024;   /* find a block in another 1 KiB block with base's slot */
+    while (pf_recent_slot(other) != pf_recent_slot(base))
+        other += 16;
+    pf_recent_freed(&R, other, (alloc_site_t){3, 0}, -1);
+    assert_null(pf_recent_find(&R, base));
+    assert_int_equal(pf_recent_find(&R, other)->site.line, 3);
+    assert_int_equal(pf_recent_find(&R, base + 16)->site.line, 2);
+    pf_recent_free_table(&R);
+}
+
+/* A copy into a block that a realloc then grows in place (its FREE marked by-realloc, the next ALLOC at its
+ * address): the copy's destination lives on to the end; the same FREE unmarked ends it there. Through the
+ * whole sweep, so the pending count (no scattered read when none is pending) must let it through. */
+static void test_realloc_in_place_continues_the_copys_destination(void **state)
+{
+    (void)state;
+    for (int marked = 0; marked < 2; marked++) {
+        builder_t b;
+        b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, 1);
+        b_chunk(&b, 1);
+        b_code(&b, 1, "/s/g.py", "f", 1);
+        uint32_t l1 = 1;
+        b_alloc(&b, 1, 0x1000, 100, 100, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &l1);
+        b_alloc(&b, 2, 0x5000, 100, 100, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &l1);
+        b_copy(&b, 3, 1, 0x1000, 0x5000, 100, 1);
+        pf_rec_free_t f = {1000, 0x1000};
+        b_rec(&b, PF_REC_FREE, PF_DOMAIN_MALLOC | (marked ? PF_FREE_BY_REALLOC : 0), &f, sizeof f);
+        b_alloc(&b, 1001, 0x1000, 200, 200, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &l1);
+        b_alloc(&b, 1000000000, 0x9000, 8, 8, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &l1);
+        pf_model_t *m = load_ok(b_save(&b, marked ? "grown.pflow" : "replaced.pflow", 0));
+        assert_int_equal(m->n_flows, 1);
+        assert_true(m->flows[0].dst_known);
+        if (marked)
+            assert_true(m->flows[0].dst_life_s > 0.9);
+        else
+            assert_true(m->flows[0].dst_life_s < 1e-5);
+        pf_model_free(m);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -642,6 +765,9 @@ int main(void)
         cmocka_unit_test(test_lines_from_lasti),
         cmocka_unit_test(test_streams_merge_in_time_then_file_order),
         cmocka_unit_test(test_library_stack_by_starter_then_own_row),
+        cmocka_unit_test(test_recent_frees_count_pending_continuations),
+        cmocka_unit_test(test_recent_frees_slots_by_address),
+        cmocka_unit_test(test_realloc_in_place_continues_the_copys_destination),
     };
     return cmocka_run_group_tests(tests, writer_setup, writer_teardown);
 }
