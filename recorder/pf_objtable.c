@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "pf_addr_home.h"
+#include "pf_objdense.h"
 #include "pf_objslot.h"
 #include "pf_sys.h"
 
@@ -58,7 +59,8 @@ typedef struct pf_pool {
 typedef struct pf_stripe {
     pf_spinlock_t lock;
     uint32_t mask;          /* slots - 1; 0 when not allocated yet */
-    uint64_t used;
+    uint64_t used;          /* hashed slots in use */
+    uint64_t dense;         /* objects in the dense map (pf_objdense.h) whose 1 MiB region is this stripe's */
     pf_objslot_t *slots;
     pf_pool_t wide;         /* of pf_objwide_t */
     pf_pool_t links;        /* of pf_linkblock_t */
@@ -334,6 +336,11 @@ void pf_objtable_prefetch(uintptr_t addr)
     uint32_t mask = __atomic_load_n(&s->mask, __ATOMIC_RELAXED);
     if (slots)
         __builtin_prefetch(&slots[slot_of(pf_slot_key_of(addr), mask)], 1);
+    if (pf_dense_on() && pf_dense_fits(addr, 0, 0, 0)) {
+        const pf_dense_t *e = pf_dense_at(addr, 0);
+        if (e)
+            __builtin_prefetch(e, 1);
+    }
 }
 
 /* Serials come to each thread in blocks: one shared counter bumped for every insert was a cache line every
@@ -366,37 +373,15 @@ static pf_objslot_t wide_word(pf_stripe_t *s, const pf_objinfo_t *obj, uint64_t 
     return w;
 }
 
-int pf_objtable_insert(const pf_objinfo_t *obj)
+/* Room for one more hashed slot in a locked stripe. Returns 0 or -ENOMEM. */
+static int stripe_room(pf_stripe_t *s)
 {
-    if (!pf_objtable_filter || obj->addr < 16)
-        return -ENOMEM;
-    pf_stripe_t *s = stripe_of(obj->addr);
-    pf_spin_lock(&s->lock);
-    if ((s->used + 1) * 4 > (uint64_t)(s->mask ? s->mask + 1 : 0) * 3 && stripe_grow(s) < 0) {
-        pf_spin_unlock(&s->lock);
-        return -ENOMEM;
-    }
-    pf_objslot_t w;
-    if (pf_slot_fits(obj->addr, obj->size, obj->domain, obj->flags, obj->site) && links_empty(obj->link))
-        w = pf_slot_compact(obj->addr, obj->size, obj->domain, obj->flags);
-    else if (!(w = wide_word(s, obj, take_serial()))) {
-        pf_spin_unlock(&s->lock);
-        return -ENOMEM;
-    }
-    if (pf_slot_is_wide(w)) {
-        pf_objwide_t *o = wide_at(s, w);
-        if (store_links(s, o, obj->link) < 0)
-            o->links = 0;
-    }
-    /* Count in the filter before the lock is released, so a concurrent free of this address that misses
-     * the filter can only be a free of an older block (which the hooks already saw). */
-    if (stripe_put(s, w, obj->addr) < 0)
-        filter_inc(obj->addr);
-    pf_spin_unlock(&s->lock);
+    if ((s->used + 1) * 4 > (uint64_t)(s->mask ? s->mask + 1 : 0) * 3)
+        return stripe_grow(s);
     return 0;
 }
 
-/* Finds addr in a locked stripe. Returns the slot index or -1. */
+/* Finds addr's hashed slot in a locked stripe. Returns the slot index or -1. */
 static int64_t stripe_find(const pf_stripe_t *s, uintptr_t addr)
 {
     if (!s->mask)
@@ -435,30 +420,159 @@ static void stripe_erase(pf_stripe_t *s, uint32_t hole)
     s->used--;
 }
 
-/* Locks addr's stripe and looks addr up in it. Returns the locked stripe with the slot index in *slot
- * (-1 when absent), or NULL (nothing locked) when there is no table. */
-static pf_stripe_t *lock_and_find(uintptr_t addr, int64_t *slot)
+/* addr's dense entry when it has an object there (whether or not the map is still on), else NULL. */
+static pf_dense_t *dense_of(uintptr_t addr)
+{
+    if (!pf_dense_fits(addr, 0, 0, 0))
+        return NULL;
+    pf_dense_t *e = pf_dense_at(addr, 0);
+    return e && *e ? e : NULL;
+}
+
+/* Where an object is in its locked stripe: its dense entry, else its hashed slot (-1: not tracked). */
+typedef struct pf_found {
+    uintptr_t addr;
+    pf_dense_t *dense;
+    int64_t slot;
+} pf_found_t;
+
+static pf_found_t stripe_locate(const pf_stripe_t *s, uintptr_t addr)
+{
+    pf_found_t f = {addr, dense_of(addr), -1};
+    if (!f.dense)
+        f.slot = stripe_find(s, addr);
+    return f;
+}
+
+static int found_any(const pf_found_t *f)
+{
+    return f->dense || f->slot >= 0;
+}
+
+static void found_info(const pf_stripe_t *s, const pf_found_t *f, pf_objinfo_t *out, int with_links)
+{
+    if (!f->dense) {
+        slot_info(s, s->slots[f->slot], out, with_links);
+        return;
+    }
+    pf_dense_t e = *f->dense;
+    out->addr = f->addr;
+    out->size = pf_dense_size(e);
+    out->serial = 0;
+    out->domain = pf_dense_domain(e);
+    out->flags = pf_dense_flags(e);
+    out->site = 0;
+    for (int k = 0; with_links && k < PF_OBJ_LINKS; k++)
+        out->link[k].copy_id = 0;
+}
+
+/* Drops the object at f from its locked stripe (its filter count is the caller's). */
+static void found_drop(pf_stripe_t *s, const pf_found_t *f)
+{
+    if (f->dense) {
+        *f->dense = 0;
+        s->dense--;
+    } else {
+        slot_release(s, s->slots[f->slot]);
+        stripe_erase(s, (uint32_t)f->slot);
+    }
+}
+
+/* A dense entry for obj (the stripe locked), over a stale hashed slot of its address if any. Returns 0, or
+ * -1 when its leaf could not be mapped. */
+static int dense_put(pf_stripe_t *s, const pf_objinfo_t *obj)
+{
+    pf_dense_t *e = pf_dense_at(obj->addr, 1);
+    if (!e)
+        return -1;
+    int present = *e != 0;
+    int64_t old = s->used ? stripe_find(s, obj->addr) : -1;
+    if (old >= 0) {
+        slot_release(s, s->slots[old]);
+        stripe_erase(s, (uint32_t)old);
+        present = 1;
+    }
+    if (!*e)
+        s->dense++;
+    *e = pf_dense_entry(obj->size, obj->domain, obj->flags);
+    if (!present)
+        filter_inc(obj->addr);
+    return 0;
+}
+
+/* A hashed slot for obj (the stripe locked), over a stale dense entry of its address if any. Returns 0 or
+ * -ENOMEM. */
+static int hash_put(pf_stripe_t *s, const pf_objinfo_t *obj)
+{
+    if (stripe_room(s) < 0)
+        return -ENOMEM;
+    pf_objslot_t w;
+    if (pf_slot_fits(obj->addr, obj->size, obj->domain, obj->flags, obj->site) && links_empty(obj->link))
+        w = pf_slot_compact(obj->addr, obj->size, obj->domain, obj->flags);
+    else if (!(w = wide_word(s, obj, take_serial())))
+        return -ENOMEM;
+    if (pf_slot_is_wide(w)) {
+        pf_objwide_t *o = wide_at(s, w);
+        if (store_links(s, o, obj->link) < 0)
+            o->links = 0;
+    }
+    pf_found_t stale = {obj->addr, dense_of(obj->addr), -1};
+    if (stale.dense)
+        found_drop(s, &stale);
+    if (stripe_put(s, w, obj->addr) < 0 && !stale.dense)
+        filter_inc(obj->addr);
+    return 0;
+}
+
+int pf_objtable_insert(const pf_objinfo_t *obj)
+{
+    if (!pf_objtable_filter || obj->addr < 16)
+        return -ENOMEM;
+    pf_stripe_t *s = stripe_of(obj->addr);
+    pf_spin_lock(&s->lock);
+    /* Count in the filter before the lock is released, so a concurrent free of this address that misses
+     * the filter can only be a free of an older block (which the hooks already saw). */
+    int dense = pf_dense_on() && obj->site == 0 && links_empty(obj->link) &&
+                pf_dense_fits(obj->addr, obj->size, obj->domain, obj->flags);
+    int rc = dense && dense_put(s, obj) == 0 ? 0 : hash_put(s, obj);
+    pf_spin_unlock(&s->lock);
+    return rc;
+}
+
+/* Locks addr's stripe and finds addr in it. Returns the locked stripe, or NULL (nothing locked) when there
+ * is no table. */
+static pf_stripe_t *lock_and_find(uintptr_t addr, pf_found_t *f)
 {
     if (!pf_objtable_filter || addr < 16)
         return NULL;
     pf_stripe_t *s = stripe_of(addr);
     pf_spin_lock(&s->lock);
-    *slot = stripe_find(s, addr);
+    *f = stripe_locate(s, addr);
     return s;
 }
 
-/* Makes the object in slot i wide, with a serial (the stripe locked): a copy link names its peer by
- * address and serial. Returns its record, or NULL when the pool is exhausted (the object stays compact). */
-static pf_objwide_t *slot_widen(pf_stripe_t *s, uint32_t i)
+/* Makes the object at f wide, with a serial (the stripe locked): a copy link names its peer by address and
+ * serial. A dense one moves to a hashed slot (f then says which). Returns its record, or NULL when no
+ * room or record could be had (the object then stays as it was). */
+static pf_objwide_t *found_widen(pf_stripe_t *s, pf_found_t *f)
 {
-    pf_objslot_t w = s->slots[i];
+    pf_objinfo_t obj;
+    if (f->dense) {
+        found_info(s, f, &obj, 0);
+        pf_objslot_t w;
+        if (stripe_room(s) < 0 || !(w = wide_word(s, &obj, take_serial())))
+            return NULL;
+        found_drop(s, f);
+        stripe_put(s, w, 0);   /* the address has no hashed slot: dense_put dropped any */
+        *f = (pf_found_t){f->addr, NULL, stripe_find(s, f->addr)};
+    }
+    pf_objslot_t w = s->slots[f->slot];
     if (!pf_slot_is_wide(w)) {
-        pf_objinfo_t obj;
         slot_info(s, w, &obj, 0);
         pf_objslot_t wide = wide_word(s, &obj, take_serial());
         if (!wide)
             return NULL;
-        s->slots[i] = w = wide;   /* same key, so the same home */
+        s->slots[f->slot] = w = wide;   /* same key, so the same home */
     }
     pf_objwide_t *o = wide_at(s, w);
     if (!o->serial)
@@ -468,36 +582,34 @@ static pf_objwide_t *slot_widen(pf_stripe_t *s, uint32_t i)
 
 int pf_objtable_remove(uintptr_t addr, pf_objinfo_t *out)
 {
-    int64_t i;
-    pf_stripe_t *s = lock_and_find(addr, &i);
+    pf_found_t f;
+    pf_stripe_t *s = lock_and_find(addr, &f);
     if (!s)
         return 0;
-    if (i < 0) {
-        pf_spin_unlock(&s->lock);
-        return 0;
+    int found = found_any(&f);
+    if (found) {
+        if (out)
+            found_info(s, &f, out, 1);
+        found_drop(s, &f);
+        filter_dec(addr);
     }
-    pf_objslot_t w = s->slots[i];
-    if (out)
-        slot_info(s, w, out, 1);
-    slot_release(s, w);
-    stripe_erase(s, (uint32_t)i);
-    filter_dec(addr);
     pf_spin_unlock(&s->lock);
-    return 1;
+    return found;
 }
 
 int pf_objtable_lookup(uintptr_t addr, pf_objinfo_t *out)
 {
-    int64_t i;
-    pf_stripe_t *s = lock_and_find(addr, &i);
+    pf_found_t f;
+    pf_stripe_t *s = lock_and_find(addr, &f);
     if (!s)
         return 0;
-    if (i >= 0 && out) {
-        slot_widen(s, (uint32_t)i);
-        slot_info(s, s->slots[i], out, 1);
+    int found = found_any(&f);
+    if (found && out) {
+        found_widen(s, &f);
+        found_info(s, &f, out, 1);
     }
     pf_spin_unlock(&s->lock);
-    return i >= 0;
+    return found;
 }
 
 int pf_objtable_find_start(uintptr_t addr, uint64_t max_back, pf_objinfo_t *out)
@@ -513,15 +625,15 @@ int pf_objtable_find_start(uintptr_t addr, uint64_t max_back, pf_objinfo_t *out)
 
 int pf_objtable_set_link(uintptr_t addr, const pf_copylink_t *link)
 {
-    int64_t i;
-    pf_stripe_t *s = lock_and_find(addr, &i);
+    pf_found_t f;
+    pf_stripe_t *s = lock_and_find(addr, &f);
     if (!s)
         return 0;
-    pf_objwide_t *o = i >= 0 ? slot_widen(s, (uint32_t)i) : NULL;
+    pf_objwide_t *o = found_any(&f) ? found_widen(s, &f) : NULL;
     int kept = o != NULL;
     if (kept) {
         pf_objinfo_t obj;
-        slot_info(s, s->slots[i], &obj, 1);
+        found_info(s, &f, &obj, 1);
         pf_copylink_t *links = obj.link;
         int pick = 0;   /* a free slot, else the oldest (smallest copy id) */
         for (int k = 0; k < PF_OBJ_LINKS; k++) {
@@ -541,21 +653,48 @@ int pf_objtable_set_link(uintptr_t addr, const pf_copylink_t *link)
 
 int pf_objtable_with_object(uintptr_t addr, int (*fn)(pf_objinfo_t *obj, void *arg), void *arg)
 {
-    int64_t i;
-    pf_stripe_t *s = lock_and_find(addr, &i);
+    pf_found_t f;
+    pf_stripe_t *s = lock_and_find(addr, &f);
     if (!s)
         return -1;
     int rc = -1;
-    if (i >= 0) {
-        pf_objwide_t *o = slot_widen(s, (uint32_t)i);
+    if (found_any(&f)) {
+        pf_objwide_t *o = found_widen(s, &f);
         pf_objinfo_t obj;
-        slot_info(s, s->slots[i], &obj, 1);
+        found_info(s, &f, &obj, 1);
         rc = fn(&obj, arg);
         if (o)
             store_links(s, o, obj.link);
     }
     pf_spin_unlock(&s->lock);
     return rc;
+}
+
+typedef struct each_ctx {
+    uint64_t min_size;
+    void (*fn)(const pf_objinfo_t *obj, void *arg);
+    void *arg;
+} each_ctx_t;
+
+static void each_dense_one(uint64_t addr, pf_dense_t e, void *arg)
+{
+    const each_ctx_t *c = arg;
+    pf_objinfo_t info = {.addr = addr, .size = pf_dense_size(e), .domain = pf_dense_domain(e),
+                         .flags = pf_dense_flags(e)};
+    if (info.size >= c->min_size)
+        c->fn(&info, c->arg);
+}
+
+/* A leaf's span of the dense map, 1 MiB region by region, each under its stripe's lock. */
+static void each_dense_leaf(uint64_t lo, uint64_t hi, void *arg)
+{
+    for (uint64_t region = lo; region < hi; region += (uint64_t)1 << 20) {
+        pf_stripe_t *s = stripe_of(region);
+        pf_spin_lock(&s->lock);
+        if (s->dense)
+            pf_dense_each_in(region, region + ((uint64_t)1 << 20), each_dense_one, arg);
+        pf_spin_unlock(&s->lock);
+    }
 }
 
 void pf_objtable_each(uint64_t min_size, void (*fn)(const pf_objinfo_t *obj, void *arg), void *arg)
@@ -575,14 +714,23 @@ void pf_objtable_each(uint64_t min_size, void (*fn)(const pf_objinfo_t *obj, voi
         }
         pf_spin_unlock(&s->lock);
     }
+    each_ctx_t c = {min_size, fn, arg};
+    if (min_size <= PF_DENSE_MAX_SIZE)     /* the exit-time scan asks for a page or more: no dense object */
+        pf_dense_each_leaf(each_dense_leaf, &c);
 }
 
 uint64_t pf_objtable_count(void)
 {
     uint64_t n = 0;
     for (unsigned k = 0; k < PF_OBJTABLE_STRIPES; k++)
-        n += __atomic_load_n(&pf_stripes[k].used, __ATOMIC_RELAXED);
+        n += __atomic_load_n(&pf_stripes[k].used, __ATOMIC_RELAXED) +
+             __atomic_load_n(&pf_stripes[k].dense, __ATOMIC_RELAXED);
     return n;
+}
+
+int pf_objtable_dense(int on)
+{
+    return pf_dense_enable(on);
 }
 
 uint64_t pf_objtable_bytes(void)
@@ -617,6 +765,7 @@ void pf_objtable_reset(void)
         pool_unmap(&s->links, sizeof(pf_linkblock_t), PF_LINK_CHUNK_BLOCKS, PF_LINK_MAX_CHUNKS);
         memset(s, 0, sizeof *s);
     }
+    pf_dense_reset();
     if (pf_objtable_filter)
         pf_sys_munmap(pf_objtable_filter, PF_FILTER_BYTES);
     pf_objtable_filter = NULL;

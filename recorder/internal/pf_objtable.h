@@ -63,6 +63,10 @@ void pf_objtable_each(uint64_t min_size, void (*fn)(const pf_objinfo_t *obj, voi
 /* Number of live tracked objects (sum over stripes; approximate while other threads run). */
 uint64_t pf_objtable_count(void);
 
+/* Turns the dense map of small Python objects on or off (pf_objdense.h; --exact turns it on). Returns 0,
+ * or -errno when it could not be mapped (objects then go to the hashed slots). */
+int pf_objtable_dense(int on);
+
 /* Bytes the table has mapped for its slots and pools (not its filter), for tests and measurements. */
 uint64_t pf_objtable_bytes(void);
 
