@@ -1,18 +1,20 @@
-/* pf_objtable.c - live tracked objects by address: striped open-addressing tables plus a counting filter.
+/* pf_objtable.c - live tracked objects by address: a dense map of small Python objects (--exact), striped
+ * open-addressing tables for the rest, and a counting filter in front of both.
  *
  * Each stripe is a linear-probing array of slots with backward-shift deletion (no tombstones, so a stripe
  * never degrades under churn), doubled under the stripe's lock when 3/4 full. Memory comes from raw mmap:
  * this code runs inside malloc.
  *
- * A slot is one 64-bit word (pf_objslot.h). A small object (under 4 KiB, 16-byte aligned: every pymalloc
- * block and nearly every malloc'd one, i.e. nearly every object an --exact run tracks) keeps its size,
- * domain and flags in the word itself. Any other object, and one that takes part in a copy or is counted
- * against an --aggregate site, is "wide": the word names a record in its stripe's pool of wide records
- * (32 bytes: the full address and size, the serial, the site), whose copy links (few objects get any) live
- * in a further pool of link blocks. The table is resident in the program, and under --exact it holds every
- * live object: at 24 bytes a slot it was 20 MB of bench/workloads/churn.py's 80 MB peak (51.7 MB plain);
- * at 32 bytes it had been 35 MB. Serials are handed out when first asked for (a lookup, for a copy's
- * ends), not at insert: an object nobody asks about never needs one.
+ * The table is resident in the program, and under --exact it holds every live object: at 24 bytes a
+ * hashed slot it was 29 MB of bench/workloads/churn.py's 79 MB peak (46 MB plain). So under --exact the
+ * small blocks of the Python domains, nearly all of a Python program's objects, go to the dense map
+ * (pf_objdense.h: 2 bytes per 16-byte granule of pymalloc's packed arenas). A hashed slot is one 64-bit
+ * word (pf_objslot.h): a small object (under 4 KiB, 16-byte aligned) keeps its size, domain and flags in
+ * it. Any other object, and one that takes part in a copy or is counted against an --aggregate site, is
+ * "wide": its word names a record in its stripe's pool of wide records (32 bytes: the full address and
+ * size, the serial, the site), whose copy links (few objects get any) live in a further pool of link
+ * blocks. Serials are handed out when first asked for (a lookup, for a copy's ends), not at insert: an
+ * object nobody asks about never needs one.
  */
 #include "pf_objtable.h"
 
