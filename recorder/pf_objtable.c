@@ -1,14 +1,20 @@
-/* pf_objtable.c - live tracked objects by address: striped open-addressing tables plus a counting filter.
+/* pf_objtable.c - live tracked objects by address: a dense map of small Python objects (--exact), striped
+ * open-addressing tables for the rest, and a counting filter in front of both.
  *
  * Each stripe is a linear-probing array of slots with backward-shift deletion (no tombstones, so a stripe
  * never degrades under churn), doubled under the stripe's lock when 3/4 full. Memory comes from raw mmap:
  * this code runs inside malloc.
  *
- * A slot holds only what every object has (24 bytes); the copy links, which few objects ever get, live in
- * a per-stripe pool of link blocks that a slot refers to by index. With the links in the slot (176 bytes)
- * an --exact run of a pure-Python workload spent a third of its time in the table's cache misses and page
- * faults. The table is resident in the program, and under --exact it holds every live object: at 32 bytes
- * a slot it was 35 MB of bench/workloads/churn.py's 86 MB peak (47 MB plain), hence the packed slot.
+ * The table is resident in the program, and under --exact it holds every live object: at 24 bytes a
+ * hashed slot it was 29 MB of bench/workloads/churn.py's 79 MB peak (46 MB plain). So under --exact the
+ * small blocks of the Python domains, nearly all of a Python program's objects, go to the dense map
+ * (pf_objdense.h: 2 bytes per 16-byte granule of pymalloc's packed arenas). A hashed slot is one 64-bit
+ * word (pf_objslot.h): a small object (under 4 KiB, 16-byte aligned) keeps its size, domain and flags in
+ * it. Any other object, and one that takes part in a copy or is counted against an --aggregate site, is
+ * "wide": its word names a record in its stripe's pool of wide records (32 bytes: the full address and
+ * size, the serial, the site), whose copy links (few objects get any) live in a further pool of link
+ * blocks. Serials are handed out when first asked for (a lookup, for a copy's ends), not at insert: an
+ * object nobody asks about never needs one.
  */
 #include "pf_objtable.h"
 
@@ -16,6 +22,8 @@
 #include <string.h>
 
 #include "pf_addr_home.h"
+#include "pf_objdense.h"
+#include "pf_objslot.h"
 #include "pf_sys.h"
 
 #define PF_STRIPE_INITIAL_SLOTS 1024u
@@ -23,36 +31,61 @@
 #define PF_FILTER_SATURATED 255u
 #define PF_LINK_CHUNK_BLOCKS 256u       /* link blocks per mapped chunk (36 KiB) */
 #define PF_LINK_MAX_CHUNKS 1024u        /* per stripe: 256K objects with links, 16M in all */
+#define PF_WIDE_CHUNK_RECORDS 1024u     /* wide records per mapped chunk (32 KiB) */
+#define PF_WIDE_MAX_CHUNKS ((1u << PF_SLOT_INDEX_BITS) / PF_WIDE_CHUNK_RECORDS)  /* 512K a stripe, 32M in all */
 
-#define PF_OBJ_SIZE_MAX ((1ull << 48) - 1)    /* more than a 47-bit address space holds */
-
-typedef struct pf_objslot {
-    uintptr_t addr : 48;    /* 0: empty; user addresses are below 2^47 (2^48 on 5-level-free arm64) */
-    uintptr_t site : 16;    /* --aggregate: 1 + the object's stack id (pf_aggregate.c); 0: none */
-    uint64_t size : 48, domain : 8, flags : 8;
-    uint32_t serial;        /* the serial's low 32 bits: all a copy link needs to tell a reused address */
+/* What a wide object keeps beyond its slot word. */
+typedef struct pf_objwide {
+    uintptr_t addr;         /* the full address; while on the free list: 1 + index of the next free one */
+    uint64_t size;
+    uint32_t serial;        /* the serial's low 32 bits: all a copy link needs to tell a reused address; 0: none
+                               given yet */
     uint32_t links;         /* 1 + index of the object's link block in its stripe's pool; 0: no links */
-} pf_objslot_t;
-_Static_assert(sizeof(pf_objslot_t) == 24, "a slot is resident for every live object under --exact");
+    uint32_t site;          /* --aggregate: 1 + the object's stack id (pf_aggregate.c); 0: none */
+    uint8_t domain, flags;
+} pf_objwide_t;
+_Static_assert(sizeof(pf_objwide_t) == 32, "a wide record: two to a cache line");
 
 typedef union pf_linkblock {
     pf_copylink_t link[PF_OBJ_LINKS];
     uint32_t next_free;     /* while on the free list: 1 + index of the next free block, 0 = end */
 } pf_linkblock_t;
 
+/* A pool of fixed-size records in mapped chunks, found by index (a slot word has no room for a pointer). */
+typedef struct pf_pool {
+    void **chunks;          /* max_chunks pointers, mapped with the first record */
+    uint32_t taken;         /* records handed out so far (free or in use) */
+    uint32_t free_head;     /* 1 + index of the first free record; 0 = none */
+} pf_pool_t;
+
 typedef struct pf_stripe {
     pf_spinlock_t lock;
     uint32_t mask;          /* slots - 1; 0 when not allocated yet */
-    uint64_t used;
+    uint64_t used;          /* hashed slots in use */
+    uint64_t dense;         /* objects in the dense map (pf_objdense.h) whose 1 MiB region is this stripe's */
     pf_objslot_t *slots;
-    pf_linkblock_t **chunks;    /* PF_LINK_MAX_CHUNKS pointers, mapped with the first link block */
-    uint32_t blocks;            /* link blocks handed out so far (free or in use) */
-    uint32_t free_block;        /* 1 + index of the first free block; 0 = none */
+    pf_pool_t wide;         /* of pf_objwide_t */
+    pf_pool_t links;        /* of pf_linkblock_t */
 } __attribute__((aligned(64))) pf_stripe_t;
 
 uint8_t *pf_objtable_filter;
 static uint64_t next_serial = 1;
+static uint64_t mapped_bytes;       /* slot arrays and pools (pf_objtable_bytes) */
 static pf_stripe_t pf_stripes[PF_OBJTABLE_STRIPES];
+
+static void *table_map(size_t bytes)
+{
+    void *p = pf_sys_alloc_pages(bytes);
+    if (p)
+        __atomic_add_fetch(&mapped_bytes, bytes, __ATOMIC_RELAXED);
+    return p;
+}
+
+static void table_unmap(void *p, size_t bytes)
+{
+    pf_sys_munmap(p, bytes);
+    __atomic_sub_fetch(&mapped_bytes, bytes, __ATOMIC_RELAXED);
+}
 
 /* Stripes and slots need good low bits (page-aligned addresses have 12 zero low bits): a full mixer. */
 static inline uint64_t mix_of(uint64_t h)
@@ -72,10 +105,12 @@ static inline pf_stripe_t *stripe_of(uintptr_t addr)
     return &pf_stripes[mix_of(pf_objtable_hash(addr >> 20)) & (PF_OBJTABLE_STRIPES - 1)];
 }
 
-/* An address's home slot: in its 1 KiB block's window (core/pf_addr_home.h). pyflow run --exact on
- * bench/workloads/churn.py took 0.86x the time it took with fully hashed homes. */
-static inline uint32_t slot_of(uintptr_t addr, uint32_t mask)
+/* A key's home slot: in its 1 KiB block's window (core/pf_addr_home.h). pyflow run --exact on
+ * bench/workloads/churn.py took 0.86x the time it took with fully hashed homes. From the key alone, so
+ * that growth and deletion can place a slot without its wide record. */
+static inline uint32_t slot_of(uint64_t key, uint32_t mask)
 {
+    uint64_t addr = pf_slot_key_addr(key);
     return (uint32_t)pf_home_in_window(mix_of(pf_objtable_hash(pf_home_block(addr))) >> 8, addr) & mask;
 }
 
@@ -111,35 +146,72 @@ int pf_objtable_init(void)
     return 0;
 }
 
-static pf_linkblock_t *block_at(const pf_stripe_t *s, uint32_t ref)
+/* The record of 1-based reference ref in a pool of records of rec_bytes, chunk_records to a chunk. */
+static void *pool_at(const pf_pool_t *p, uint32_t ref, size_t rec_bytes, uint32_t chunk_records)
 {
     uint32_t i = ref - 1;
-    return &s->chunks[i / PF_LINK_CHUNK_BLOCKS][i % PF_LINK_CHUNK_BLOCKS];
+    return (char *)p->chunks[i / chunk_records] + (size_t)(i % chunk_records) * rec_bytes;
 }
 
-/* A link block for a slot (the stripe locked). Returns its reference, or 0 when no memory is left. */
-static uint32_t block_new(pf_stripe_t *s)
+/* A record from a pool (the stripe locked); a freed record's first 4 bytes held the free list's next.
+ * Returns its 1-based reference, or 0 when no memory (or no index) is left. */
+static uint32_t pool_new(pf_pool_t *p, size_t rec_bytes, uint32_t chunk_records, uint32_t max_chunks)
 {
-    if (s->free_block) {
-        uint32_t ref = s->free_block;
-        s->free_block = block_at(s, ref)->next_free;
+    if (p->free_head) {
+        uint32_t ref = p->free_head;
+        memcpy(&p->free_head, pool_at(p, ref, rec_bytes, chunk_records), sizeof p->free_head);
         return ref;
     }
-    if (!s->chunks && !(s->chunks = pf_sys_alloc_pages(PF_LINK_MAX_CHUNKS * sizeof *s->chunks)))
+    if (!p->chunks && !(p->chunks = table_map(max_chunks * sizeof *p->chunks)))
         return 0;
-    uint32_t chunk = s->blocks / PF_LINK_CHUNK_BLOCKS;
-    if (chunk >= PF_LINK_MAX_CHUNKS)
+    uint32_t chunk = p->taken / chunk_records;
+    if (chunk >= max_chunks)
         return 0;
-    if (!s->chunks[chunk] &&
-        !(s->chunks[chunk] = pf_sys_alloc_pages(PF_LINK_CHUNK_BLOCKS * sizeof(pf_linkblock_t))))
+    if (!p->chunks[chunk] && !(p->chunks[chunk] = table_map(chunk_records * rec_bytes)))
         return 0;
-    return ++s->blocks;
+    return ++p->taken;
 }
 
-static void block_free(pf_stripe_t *s, uint32_t ref)
+static void pool_free(pf_pool_t *p, uint32_t ref, size_t rec_bytes, uint32_t chunk_records)
 {
-    block_at(s, ref)->next_free = s->free_block;
-    s->free_block = ref;
+    memcpy(pool_at(p, ref, rec_bytes, chunk_records), &p->free_head, sizeof p->free_head);
+    p->free_head = ref;
+}
+
+static void pool_unmap(pf_pool_t *p, size_t rec_bytes, uint32_t chunk_records, uint32_t max_chunks)
+{
+    for (uint32_t c = 0; p->chunks && c < max_chunks && p->chunks[c]; c++)
+        table_unmap(p->chunks[c], chunk_records * rec_bytes);
+    if (p->chunks)
+        table_unmap(p->chunks, max_chunks * sizeof *p->chunks);
+}
+
+/* The wide pool indexes records from 0 in the slot word (19 bits), the link pool from 1 in the record. */
+static pf_objwide_t *wide_at(const pf_stripe_t *s, pf_objslot_t w)
+{
+    return pool_at(&s->wide, pf_slot_index(w) + 1, sizeof(pf_objwide_t), PF_WIDE_CHUNK_RECORDS);
+}
+
+static int64_t wide_new(pf_stripe_t *s)
+{
+    uint32_t ref = pool_new(&s->wide, sizeof(pf_objwide_t), PF_WIDE_CHUNK_RECORDS, PF_WIDE_MAX_CHUNKS);
+    return ref ? (int64_t)ref - 1 : -1;
+}
+
+static pf_linkblock_t *block_at(const pf_stripe_t *s, uint32_t ref)
+{
+    return pool_at(&s->links, ref, sizeof(pf_linkblock_t), PF_LINK_CHUNK_BLOCKS);
+}
+
+/* Frees what a slot holds beyond its word: a wide record and its link block. */
+static void slot_release(pf_stripe_t *s, pf_objslot_t w)
+{
+    if (!pf_slot_is_wide(w))
+        return;
+    pf_objwide_t *o = wide_at(s, w);
+    if (o->links)
+        pool_free(&s->links, o->links, sizeof(pf_linkblock_t), PF_LINK_CHUNK_BLOCKS);
+    pool_free(&s->wide, pf_slot_index(w) + 1, sizeof(pf_objwide_t), PF_WIDE_CHUNK_RECORDS);
 }
 
 static int links_empty(const pf_copylink_t *links)
@@ -150,56 +222,75 @@ static int links_empty(const pf_copylink_t *links)
     return 1;
 }
 
-/* Keeps links as slot's links: in its block (one is taken when needed; none is kept for no links).
+/* Keeps links as a wide object's links: in its block (one is taken when needed; none is kept for no links).
  * Returns 0, or -ENOMEM when a needed block could not be had (the object then has no links). */
-static int store_links(pf_stripe_t *s, pf_objslot_t *slot, const pf_copylink_t *links)
+static int store_links(pf_stripe_t *s, pf_objwide_t *o, const pf_copylink_t *links)
 {
     if (links_empty(links)) {
-        if (slot->links)
-            block_free(s, slot->links);
-        slot->links = 0;
+        if (o->links)
+            pool_free(&s->links, o->links, sizeof(pf_linkblock_t), PF_LINK_CHUNK_BLOCKS);
+        o->links = 0;
         return 0;
     }
-    if (!slot->links && !(slot->links = block_new(s)))
+    if (!o->links && !(o->links = pool_new(&s->links, sizeof(pf_linkblock_t), PF_LINK_CHUNK_BLOCKS,
+                                           PF_LINK_MAX_CHUNKS)))
         return -ENOMEM;
-    memcpy(block_at(s, slot->links)->link, links, sizeof(pf_copylink_t) * PF_OBJ_LINKS);
+    memcpy(block_at(s, o->links)->link, links, sizeof(pf_copylink_t) * PF_OBJ_LINKS);
     return 0;
 }
 
-static void slot_info(const pf_stripe_t *s, const pf_objslot_t *slot, pf_objinfo_t *out)
+/* What a slot says of its object; with_links 0 leaves out->link alone. */
+static void slot_info(const pf_stripe_t *s, pf_objslot_t w, pf_objinfo_t *out, int with_links)
 {
-    out->addr = slot->addr;
-    out->size = slot->size;
-    out->serial = slot->serial;
-    out->domain = slot->domain;
-    out->flags = slot->flags;
-    out->site = slot->site;
-    if (slot->links) {
-        memcpy(out->link, block_at(s, slot->links)->link, sizeof out->link);
+    int has_links = 0;
+    if (pf_slot_is_wide(w)) {
+        const pf_objwide_t *o = wide_at(s, w);
+        *out = (pf_objinfo_t){.addr = o->addr, .size = o->size, .serial = o->serial, .domain = o->domain,
+                              .flags = o->flags, .site = o->site};
+        if (with_links && o->links) {
+            memcpy(out->link, block_at(s, o->links)->link, sizeof out->link);
+            has_links = 1;
+        }
     } else {
+        out->addr = pf_slot_key_addr(pf_slot_key(w));
+        out->size = pf_slot_size(w);
+        out->serial = 0;
+        out->domain = pf_slot_domain(w);
+        out->flags = pf_slot_flags(w);
+        out->site = 0;
+    }
+    if (with_links && !has_links) {
         for (int k = 0; k < PF_OBJ_LINKS; k++)
             out->link[k].copy_id = 0;   /* no link: what else a link holds is read only when it has an id */
     }
 }
 
-/* Inserts into a stripe whose lock is held and which has room. */
-static pf_objslot_t *stripe_put(pf_stripe_t *s, const pf_objslot_t *obj, int *was_present)
+/* 1 when slot word w is the object at addr (whose key is key). */
+static inline int slot_is(const pf_stripe_t *s, pf_objslot_t w, uint64_t key, uintptr_t addr)
 {
-    uint32_t i = slot_of(obj->addr, s->mask);
+    if (pf_slot_key(w) != key)
+        return 0;
+    return pf_slot_is_wide(w) ? wide_at(s, w)->addr == addr : (addr & 15) == 0 && (addr >> 48) == 0;
+}
+
+/* Places word w into a stripe whose lock is held and which has room, over the slot of the same object if
+ * there is one (addr: the object's; 0 when rehashing, where no key repeats an object). Returns the index
+ * of the slot it replaced, or -1 when it took an empty one. */
+static int64_t stripe_put(pf_stripe_t *s, pf_objslot_t w, uintptr_t addr)
+{
+    uint64_t key = pf_slot_key(w);
+    uint32_t i = slot_of(key, s->mask);
     for (;;) {
-        pf_objslot_t *slot = &s->slots[i];
-        if (slot->addr == 0) {
-            *slot = *obj;
+        pf_objslot_t cur = s->slots[i];
+        if (cur == 0) {
+            s->slots[i] = w;
             s->used++;
-            *was_present = 0;
-            return slot;
+            return -1;
         }
-        if (slot->addr == obj->addr) {
-            if (slot->links)
-                block_free(s, slot->links);
-            *slot = *obj;
-            *was_present = 1;
-            return slot;
+        if (addr && slot_is(s, cur, key, addr)) {
+            slot_release(s, cur);
+            s->slots[i] = w;
+            return i;
         }
         i = (i + 1) & s->mask;
     }
@@ -211,7 +302,12 @@ static pf_objslot_t *stripe_put(pf_stripe_t *s, const pf_objslot_t *obj, int *wa
 static pf_objslot_t *slots_alloc(uint32_t slots)
 {
     size_t bytes = (size_t)slots * sizeof(pf_objslot_t);
-    return bytes >= PF_STRIPE_HUGE_BYTES ? pf_sys_alloc_huge(bytes) : pf_sys_alloc_pages(bytes);
+    if (bytes < PF_STRIPE_HUGE_BYTES)
+        return table_map(bytes);
+    pf_objslot_t *p = pf_sys_alloc_huge(bytes);
+    if (p)
+        __atomic_add_fetch(&mapped_bytes, bytes, __ATOMIC_RELAXED);
+    return p;
 }
 
 /* Doubles (or first allocates) a stripe's array. Returns 0 or -ENOMEM; the lock is held. */
@@ -227,13 +323,11 @@ static int stripe_grow(pf_stripe_t *s)
     s->mask = new_slots - 1;
     s->used = 0;
     for (uint32_t i = 0; i < old_slots; i++) {
-        if (old[i].addr) {
-            int dup;
-            stripe_put(s, &old[i], &dup);
-        }
+        if (old[i])
+            stripe_put(s, old[i], 0);
     }
     if (old)
-        pf_sys_munmap(old, (size_t)old_slots * sizeof(pf_objslot_t));
+        table_unmap(old, (size_t)old_slots * sizeof(pf_objslot_t));
     return 0;
 }
 
@@ -243,7 +337,12 @@ void pf_objtable_prefetch(uintptr_t addr)
     pf_objslot_t *slots = __atomic_load_n(&s->slots, __ATOMIC_RELAXED);
     uint32_t mask = __atomic_load_n(&s->mask, __ATOMIC_RELAXED);
     if (slots)
-        __builtin_prefetch(&slots[slot_of(addr, mask)], 1);
+        __builtin_prefetch(&slots[slot_of(pf_slot_key_of(addr), mask)], 1);
+    if (pf_dense_on() && pf_dense_fits(addr, 0, 0, 0)) {
+        const pf_dense_t *e = pf_dense_at(addr, 0);
+        if (e)
+            __builtin_prefetch(e, 1);
+    }
 }
 
 /* Serials come to each thread in blocks: one shared counter bumped for every insert was a cache line every
@@ -263,41 +362,40 @@ static uint64_t take_serial(void)
     return serials.next++;
 }
 
-int pf_objtable_insert(const pf_objinfo_t *obj)
+/* The word of a new wide record holding obj (the stripe locked), or 0 when the pool is exhausted. */
+static pf_objslot_t wide_word(pf_stripe_t *s, const pf_objinfo_t *obj, uint64_t serial)
 {
-    if (!pf_objtable_filter || obj->addr == 0)
-        return -ENOMEM;
-    pf_stripe_t *s = stripe_of(obj->addr);
-    pf_spin_lock(&s->lock);
-    if ((s->used + 1) * 4 > (uint64_t)(s->mask ? s->mask + 1 : 0) * 3 && stripe_grow(s) < 0) {
-        pf_spin_unlock(&s->lock);
-        return -ENOMEM;
-    }
-    int was_present;
-    pf_objslot_t rec = {.addr = obj->addr, .site = (uint16_t)obj->site,
-                        .size = obj->size < PF_OBJ_SIZE_MAX ? obj->size : PF_OBJ_SIZE_MAX,
-                        .domain = (uint8_t)obj->domain, .flags = (uint8_t)obj->flags, .serial = take_serial()};
-    store_links(s, stripe_put(s, &rec, &was_present), obj->link);
-    /* Count in the filter before the lock is released, so a concurrent free of this address that misses
-     * the filter can only be a free of an older block (which the hooks already saw). */
-    if (!was_present)
-        filter_inc(obj->addr);
-    pf_spin_unlock(&s->lock);
+    int64_t index = wide_new(s);
+    if (index < 0)
+        return 0;
+    pf_objslot_t w = pf_slot_wide(obj->addr, (uint32_t)index);
+    *wide_at(s, w) = (pf_objwide_t){.addr = obj->addr, .size = obj->size, .serial = (uint32_t)serial,
+                                    .site = obj->site, .domain = (uint8_t)obj->domain,
+                                    .flags = (uint8_t)obj->flags};
+    return w;
+}
+
+/* Room for one more hashed slot in a locked stripe. Returns 0 or -ENOMEM. */
+static int stripe_room(pf_stripe_t *s)
+{
+    if ((s->used + 1) * 4 > (uint64_t)(s->mask ? s->mask + 1 : 0) * 3)
+        return stripe_grow(s);
     return 0;
 }
 
-/* Finds addr in a locked stripe. Returns the slot index or -1. */
+/* Finds addr's hashed slot in a locked stripe. Returns the slot index or -1. */
 static int64_t stripe_find(const pf_stripe_t *s, uintptr_t addr)
 {
     if (!s->mask)
         return -1;
-    uint32_t i = slot_of(addr, s->mask);
+    uint64_t key = pf_slot_key_of(addr);
+    uint32_t i = slot_of(key, s->mask);
     for (;;) {
-        uintptr_t a = s->slots[i].addr;
-        if (a == addr)
-            return i;
-        if (a == 0)
+        pf_objslot_t w = s->slots[i];
+        if (w == 0)
             return -1;
+        if (slot_is(s, w, key, addr))
+            return i;
         i = (i + 1) & s->mask;
     }
 }
@@ -309,63 +407,211 @@ static void stripe_erase(pf_stripe_t *s, uint32_t hole)
     uint32_t i = hole;
     for (;;) {
         i = (i + 1) & s->mask;
-        uintptr_t a = s->slots[i].addr;
-        if (a == 0)
+        pf_objslot_t w = s->slots[i];
+        if (w == 0)
             break;
-        uint32_t home = slot_of(a, s->mask);
+        uint32_t home = slot_of(pf_slot_key(w), s->mask);
         /* The member at i may move into the hole when its home is not in (hole, i] cyclically. */
         int movable = hole <= i ? (home <= hole || home > i) : (home <= hole && home > i);
         if (movable) {
-            s->slots[hole] = s->slots[i];
+            s->slots[hole] = w;
             hole = i;
         }
     }
-    s->slots[hole].addr = 0;
+    s->slots[hole] = 0;
     s->used--;
 }
 
-/* Locks addr's stripe and looks addr up in it. Returns the locked stripe with the slot index in *slot
- * (-1 when absent), or NULL (nothing locked) when there is no table. */
-static pf_stripe_t *lock_and_find(uintptr_t addr, int64_t *slot)
+/* addr's dense entry when it has an object there (whether or not the map is still on), else NULL. */
+static pf_dense_t *dense_of(uintptr_t addr)
 {
-    if (!pf_objtable_filter || addr == 0)
+    if (!pf_dense_fits(addr, 0, 0, 0))
+        return NULL;
+    pf_dense_t *e = pf_dense_at(addr, 0);
+    return e && *e ? e : NULL;
+}
+
+/* Where an object is in its locked stripe: its dense entry, else its hashed slot (-1: not tracked). */
+typedef struct pf_found {
+    uintptr_t addr;
+    pf_dense_t *dense;
+    int64_t slot;
+} pf_found_t;
+
+static pf_found_t stripe_locate(const pf_stripe_t *s, uintptr_t addr)
+{
+    pf_found_t f = {addr, dense_of(addr), -1};
+    if (!f.dense)
+        f.slot = stripe_find(s, addr);
+    return f;
+}
+
+static int found_any(const pf_found_t *f)
+{
+    return f->dense || f->slot >= 0;
+}
+
+static void found_info(const pf_stripe_t *s, const pf_found_t *f, pf_objinfo_t *out, int with_links)
+{
+    if (!f->dense) {
+        slot_info(s, s->slots[f->slot], out, with_links);
+        return;
+    }
+    pf_dense_t e = *f->dense;
+    out->addr = f->addr;
+    out->size = pf_dense_size(e);
+    out->serial = 0;
+    out->domain = pf_dense_domain(e);
+    out->flags = pf_dense_flags(e);
+    out->site = 0;
+    for (int k = 0; with_links && k < PF_OBJ_LINKS; k++)
+        out->link[k].copy_id = 0;
+}
+
+/* Drops the object at f from its locked stripe (its filter count is the caller's). */
+static void found_drop(pf_stripe_t *s, const pf_found_t *f)
+{
+    if (f->dense) {
+        *f->dense = 0;
+        s->dense--;
+    } else {
+        slot_release(s, s->slots[f->slot]);
+        stripe_erase(s, (uint32_t)f->slot);
+    }
+}
+
+/* A dense entry for obj (the stripe locked), over a stale hashed slot of its address if any. Returns 0, or
+ * -1 when its leaf could not be mapped. */
+static int dense_put(pf_stripe_t *s, const pf_objinfo_t *obj)
+{
+    pf_dense_t *e = pf_dense_at(obj->addr, 1);
+    if (!e)
+        return -1;
+    int present = *e != 0;
+    int64_t old = s->used ? stripe_find(s, obj->addr) : -1;
+    if (old >= 0) {
+        slot_release(s, s->slots[old]);
+        stripe_erase(s, (uint32_t)old);
+        present = 1;
+    }
+    if (!*e)
+        s->dense++;
+    *e = pf_dense_entry(obj->size, obj->domain, obj->flags);
+    if (!present)
+        filter_inc(obj->addr);
+    return 0;
+}
+
+/* A hashed slot for obj (the stripe locked), over a stale dense entry of its address if any. Returns 0 or
+ * -ENOMEM. */
+static int hash_put(pf_stripe_t *s, const pf_objinfo_t *obj)
+{
+    if (stripe_room(s) < 0)
+        return -ENOMEM;
+    pf_objslot_t w;
+    if (pf_slot_fits(obj->addr, obj->size, obj->domain, obj->flags, obj->site) && links_empty(obj->link))
+        w = pf_slot_compact(obj->addr, obj->size, obj->domain, obj->flags);
+    else if (!(w = wide_word(s, obj, take_serial())))
+        return -ENOMEM;
+    if (pf_slot_is_wide(w)) {
+        pf_objwide_t *o = wide_at(s, w);
+        if (store_links(s, o, obj->link) < 0)
+            o->links = 0;
+    }
+    pf_found_t stale = {obj->addr, dense_of(obj->addr), -1};
+    if (stale.dense)
+        found_drop(s, &stale);
+    if (stripe_put(s, w, obj->addr) < 0 && !stale.dense)
+        filter_inc(obj->addr);
+    return 0;
+}
+
+int pf_objtable_insert(const pf_objinfo_t *obj)
+{
+    if (!pf_objtable_filter || obj->addr < 16)
+        return -ENOMEM;
+    pf_stripe_t *s = stripe_of(obj->addr);
+    pf_spin_lock(&s->lock);
+    /* Count in the filter before the lock is released, so a concurrent free of this address that misses
+     * the filter can only be a free of an older block (which the hooks already saw). */
+    int dense = pf_dense_on() && obj->site == 0 && links_empty(obj->link) &&
+                pf_dense_fits(obj->addr, obj->size, obj->domain, obj->flags);
+    int rc = dense && dense_put(s, obj) == 0 ? 0 : hash_put(s, obj);
+    pf_spin_unlock(&s->lock);
+    return rc;
+}
+
+/* Locks addr's stripe and finds addr in it. Returns the locked stripe, or NULL (nothing locked) when there
+ * is no table. */
+static pf_stripe_t *lock_and_find(uintptr_t addr, pf_found_t *f)
+{
+    if (!pf_objtable_filter || addr < 16)
         return NULL;
     pf_stripe_t *s = stripe_of(addr);
     pf_spin_lock(&s->lock);
-    *slot = stripe_find(s, addr);
+    *f = stripe_locate(s, addr);
     return s;
+}
+
+/* Makes the object at f wide, with a serial (the stripe locked): a copy link names its peer by address and
+ * serial. A dense one moves to a hashed slot (f then says which). Returns its record, or NULL when no
+ * room or record could be had (the object then stays as it was). */
+static pf_objwide_t *found_widen(pf_stripe_t *s, pf_found_t *f)
+{
+    pf_objinfo_t obj;
+    if (f->dense) {
+        found_info(s, f, &obj, 0);
+        pf_objslot_t w;
+        if (stripe_room(s) < 0 || !(w = wide_word(s, &obj, take_serial())))
+            return NULL;
+        found_drop(s, f);
+        stripe_put(s, w, 0);   /* the address has no hashed slot: dense_put dropped any */
+        *f = (pf_found_t){f->addr, NULL, stripe_find(s, f->addr)};
+    }
+    pf_objslot_t w = s->slots[f->slot];
+    if (!pf_slot_is_wide(w)) {
+        slot_info(s, w, &obj, 0);
+        pf_objslot_t wide = wide_word(s, &obj, take_serial());
+        if (!wide)
+            return NULL;
+        s->slots[f->slot] = w = wide;   /* same key, so the same home */
+    }
+    pf_objwide_t *o = wide_at(s, w);
+    if (!o->serial)
+        o->serial = (uint32_t)take_serial();
+    return o;
 }
 
 int pf_objtable_remove(uintptr_t addr, pf_objinfo_t *out)
 {
-    int64_t i;
-    pf_stripe_t *s = lock_and_find(addr, &i);
+    pf_found_t f;
+    pf_stripe_t *s = lock_and_find(addr, &f);
     if (!s)
         return 0;
-    if (i < 0) {
-        pf_spin_unlock(&s->lock);
-        return 0;
+    int found = found_any(&f);
+    if (found) {
+        if (out)
+            found_info(s, &f, out, 1);
+        found_drop(s, &f);
+        filter_dec(addr);
     }
-    if (out)
-        slot_info(s, &s->slots[i], out);
-    if (s->slots[i].links)
-        block_free(s, s->slots[i].links);
-    stripe_erase(s, (uint32_t)i);
-    filter_dec(addr);
     pf_spin_unlock(&s->lock);
-    return 1;
+    return found;
 }
 
 int pf_objtable_lookup(uintptr_t addr, pf_objinfo_t *out)
 {
-    int64_t i;
-    pf_stripe_t *s = lock_and_find(addr, &i);
+    pf_found_t f;
+    pf_stripe_t *s = lock_and_find(addr, &f);
     if (!s)
         return 0;
-    if (i >= 0 && out)
-        slot_info(s, &s->slots[i], out);
+    int found = found_any(&f);
+    if (found && out) {
+        found_widen(s, &f);
+        found_info(s, &f, out, 1);
+    }
     pf_spin_unlock(&s->lock);
-    return i >= 0;
+    return found;
 }
 
 int pf_objtable_find_start(uintptr_t addr, uint64_t max_back, pf_objinfo_t *out)
@@ -381,14 +627,15 @@ int pf_objtable_find_start(uintptr_t addr, uint64_t max_back, pf_objinfo_t *out)
 
 int pf_objtable_set_link(uintptr_t addr, const pf_copylink_t *link)
 {
-    int64_t i;
-    pf_stripe_t *s = lock_and_find(addr, &i);
+    pf_found_t f;
+    pf_stripe_t *s = lock_and_find(addr, &f);
     if (!s)
         return 0;
-    int kept = i >= 0;
+    pf_objwide_t *o = found_any(&f) ? found_widen(s, &f) : NULL;
+    int kept = o != NULL;
     if (kept) {
         pf_objinfo_t obj;
-        slot_info(s, &s->slots[i], &obj);
+        found_info(s, &f, &obj, 1);
         pf_copylink_t *links = obj.link;
         int pick = 0;   /* a free slot, else the oldest (smallest copy id) */
         for (int k = 0; k < PF_OBJ_LINKS; k++) {
@@ -400,7 +647,7 @@ int pf_objtable_set_link(uintptr_t addr, const pf_copylink_t *link)
                 pick = k;
         }
         links[pick] = *link;
-        kept = store_links(s, &s->slots[i], links) == 0;
+        kept = store_links(s, o, links) == 0;
     }
     pf_spin_unlock(&s->lock);
     return kept;
@@ -408,19 +655,48 @@ int pf_objtable_set_link(uintptr_t addr, const pf_copylink_t *link)
 
 int pf_objtable_with_object(uintptr_t addr, int (*fn)(pf_objinfo_t *obj, void *arg), void *arg)
 {
-    int64_t i;
-    pf_stripe_t *s = lock_and_find(addr, &i);
+    pf_found_t f;
+    pf_stripe_t *s = lock_and_find(addr, &f);
     if (!s)
         return -1;
     int rc = -1;
-    if (i >= 0) {
+    if (found_any(&f)) {
+        pf_objwide_t *o = found_widen(s, &f);
         pf_objinfo_t obj;
-        slot_info(s, &s->slots[i], &obj);
+        found_info(s, &f, &obj, 1);
         rc = fn(&obj, arg);
-        store_links(s, &s->slots[i], obj.link);
+        if (o)
+            store_links(s, o, obj.link);
     }
     pf_spin_unlock(&s->lock);
     return rc;
+}
+
+typedef struct each_ctx {
+    uint64_t min_size;
+    void (*fn)(const pf_objinfo_t *obj, void *arg);
+    void *arg;
+} each_ctx_t;
+
+static void each_dense_one(uint64_t addr, pf_dense_t e, void *arg)
+{
+    const each_ctx_t *c = arg;
+    pf_objinfo_t info = {.addr = addr, .size = pf_dense_size(e), .domain = pf_dense_domain(e),
+                         .flags = pf_dense_flags(e)};
+    if (info.size >= c->min_size)
+        c->fn(&info, c->arg);
+}
+
+/* A leaf's span of the dense map, 1 MiB region by region, each under its stripe's lock. */
+static void each_dense_leaf(uint64_t lo, uint64_t hi, void *arg)
+{
+    for (uint64_t region = lo; region < hi; region += (uint64_t)1 << 20) {
+        pf_stripe_t *s = stripe_of(region);
+        pf_spin_lock(&s->lock);
+        if (s->dense)
+            pf_dense_each_in(region, region + ((uint64_t)1 << 20), each_dense_one, arg);
+        pf_spin_unlock(&s->lock);
+    }
 }
 
 void pf_objtable_each(uint64_t min_size, void (*fn)(const pf_objinfo_t *obj, void *arg), void *arg)
@@ -429,23 +705,39 @@ void pf_objtable_each(uint64_t min_size, void (*fn)(const pf_objinfo_t *obj, voi
         pf_stripe_t *s = &pf_stripes[k];
         pf_spin_lock(&s->lock);
         for (uint32_t i = 0; s->mask && i <= s->mask; i++) {
-            const pf_objslot_t *o = &s->slots[i];
-            if (!o->addr || o->size < min_size)
+            pf_objslot_t w = s->slots[i];
+            if (!w)
                 continue;
-            pf_objinfo_t info = {.addr = o->addr, .size = o->size, .domain = o->domain, .flags = o->flags,
-                                 .serial = o->serial};
-            fn(&info, arg);
+            pf_objinfo_t info;
+            slot_info(s, w, &info, 0);
+            info.site = 0;
+            if (info.size >= min_size)
+                fn(&info, arg);
         }
         pf_spin_unlock(&s->lock);
     }
+    each_ctx_t c = {min_size, fn, arg};
+    if (min_size <= PF_DENSE_MAX_SIZE)     /* the exit-time scan asks for a page or more: no dense object */
+        pf_dense_each_leaf(each_dense_leaf, &c);
 }
 
 uint64_t pf_objtable_count(void)
 {
     uint64_t n = 0;
     for (unsigned k = 0; k < PF_OBJTABLE_STRIPES; k++)
-        n += __atomic_load_n(&pf_stripes[k].used, __ATOMIC_RELAXED);
+        n += __atomic_load_n(&pf_stripes[k].used, __ATOMIC_RELAXED) +
+             __atomic_load_n(&pf_stripes[k].dense, __ATOMIC_RELAXED);
     return n;
+}
+
+int pf_objtable_dense(int on)
+{
+    return pf_dense_enable(on);
+}
+
+uint64_t pf_objtable_bytes(void)
+{
+    return __atomic_load_n(&mapped_bytes, __ATOMIC_RELAXED);
 }
 
 void pf_objtable_fork_prepare(void)
@@ -470,13 +762,12 @@ void pf_objtable_reset(void)
     for (unsigned k = 0; k < PF_OBJTABLE_STRIPES; k++) {
         pf_stripe_t *s = &pf_stripes[k];
         if (s->slots)
-            pf_sys_munmap(s->slots, (size_t)(s->mask + 1) * sizeof(pf_objslot_t));
-        for (uint32_t c = 0; s->chunks && c < PF_LINK_MAX_CHUNKS && s->chunks[c]; c++)
-            pf_sys_munmap(s->chunks[c], PF_LINK_CHUNK_BLOCKS * sizeof(pf_linkblock_t));
-        if (s->chunks)
-            pf_sys_munmap(s->chunks, PF_LINK_MAX_CHUNKS * sizeof *s->chunks);
+            table_unmap(s->slots, (size_t)(s->mask + 1) * sizeof(pf_objslot_t));
+        pool_unmap(&s->wide, sizeof(pf_objwide_t), PF_WIDE_CHUNK_RECORDS, PF_WIDE_MAX_CHUNKS);
+        pool_unmap(&s->links, sizeof(pf_linkblock_t), PF_LINK_CHUNK_BLOCKS, PF_LINK_MAX_CHUNKS);
         memset(s, 0, sizeof *s);
     }
+    pf_dense_reset();
     if (pf_objtable_filter)
         pf_sys_munmap(pf_objtable_filter, PF_FILTER_BYTES);
     pf_objtable_filter = NULL;

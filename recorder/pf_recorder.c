@@ -45,6 +45,8 @@ int pf_recorder_open(const char *base_path, int is_root, const pf_writer_info_t 
     pf_clock_init();
     python_hex = info->python_hex;
     int rc = pf_objtable_init();
+    if (rc == 0 && pf_cfg.exact)
+        pf_objtable_dense(1);   /* a failure leaves every object to the hashed slots */
     pf_writer_info_t with = *info;
     with.on_aggregate_size = pf_aggregate_switch_by_size;
     return rc == 0 ? pf_writer_open(base_path, is_root, &with) : rc;

@@ -150,7 +150,7 @@ typedef struct pf_objinfo {
     uint32_t domain;
     uint32_t flags;
     uint32_t site;          /* --aggregate: 1 + the stack id it is counted against (pf_aggregate.c); 0: none */
-    uint64_t serial;        /* set by pf_objtable_insert: unique per tracked object modulo 2^32 */
+    uint64_t serial;        /* set by pf_objtable (when first looked up): unique per tracked object modulo 2^32 */
     pf_copylink_t link[PF_OBJ_LINKS];
 } pf_objinfo_t;
 

@@ -28,7 +28,7 @@ int pf_objtable_init(void);
  * without its lock: a stale answer only prefetches the wrong line. */
 void pf_objtable_prefetch(uintptr_t addr);
 
-/* Records a live object (obj->serial is assigned here). An address already present is overwritten (its old object was freed without the
+/* Records a live object (obj->serial is ignored: serials are handed out below). An address already present is overwritten (its old object was freed without the
  * hooks seeing it). Returns 0, or -ENOMEM when the stripe could not grow (the object is then untracked). */
 int pf_objtable_insert(const pf_objinfo_t *obj);
 
@@ -36,7 +36,9 @@ int pf_objtable_insert(const pf_objinfo_t *obj);
  * addr was not tracked. */
 int pf_objtable_remove(uintptr_t addr, pf_objinfo_t *out);
 
-/* Copies the object at addr into *out without removing it. Returns 1 when found, else 0. */
+/* Copies the object at addr into *out without removing it. Returns 1 when found, else 0. An object first
+ * looked up here gets its serial now (and a wide record: pf_objtable.c); out->serial is 0 only where no
+ * record could be had. remove and each give the serial of an object that has one, else 0. */
 int pf_objtable_lookup(uintptr_t addr, pf_objinfo_t *out);
 
 /* Finds the live object whose first bytes contain addr: addr itself, or up to max_back bytes before it
@@ -60,6 +62,13 @@ void pf_objtable_each(uint64_t min_size, void (*fn)(const pf_objinfo_t *obj, voi
 
 /* Number of live tracked objects (sum over stripes; approximate while other threads run). */
 uint64_t pf_objtable_count(void);
+
+/* Turns the dense map of small Python objects on or off (pf_objdense.h; --exact turns it on). Returns 0,
+ * or -errno when it could not be mapped (objects then go to the hashed slots). */
+int pf_objtable_dense(int on);
+
+/* Bytes the table has mapped for its slots and pools (not its filter), for tests and measurements. */
+uint64_t pf_objtable_bytes(void);
 
 /* Fork safety: prepare takes every stripe lock, parent releases them, child releases them (the child is
  * single-threaded and keeps the parent's objects: they are live in the child too). */

@@ -1,5 +1,5 @@
 """What pyflow keeps resident in a profiled program that allocates a lot: run with `threads`, `stacks` or
-`churn`; `killed` runs `threads` and ends by SIGKILL (tests/integration/cases/robustness.py,
+`churn` or `live`; `killed` runs `threads` and ends by SIGKILL (tests/integration/cases/robustness.py,
 case_exact_rss_bound)."""
 import os
 import signal
@@ -48,8 +48,14 @@ def churn():
         del d
 
 
+def live():
+    """About 1.5 million small objects live at once: under --exact pyflow's object table holds every one."""
+    keep = [(i, str(i)) for i in range(1_000_000, 1_500_000)]
+    del keep
+
+
 if __name__ == "__main__":
-    {"threads": threads, "killed": threads, "stacks": stacks, "churn": churn}[sys.argv[1]]()
+    {"threads": threads, "killed": threads, "stacks": stacks, "churn": churn, "live": live}[sys.argv[1]]()
     print("done", flush=True)
     if sys.argv[1] == "killed":
         os.kill(os.getpid(), signal.SIGKILL)

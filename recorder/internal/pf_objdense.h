@@ -1,0 +1,71 @@
+/* pf_objdense.h - the object table's dense part (recorder/pf_objdense.c): under --exact, the small
+ * objects of the Python domains, by far the most a Python program has live, are kept in a map with a
+ * 16-bit entry for every 16-byte granule of the address space, mapped where touched, instead of in the
+ * hashed slots. They lie packed in pymalloc's arenas (or, with PYTHONMALLOC=malloc, in the heap), so
+ * their entries are packed too: 2 bytes per 16 of the program's memory, where a hashed slot cost 8 at a
+ * load of 3/8 to 3/4. An entry needs no key and no probe: an insert or a free is two dependent loads.
+ *
+ * Entries are read and written under the lock of the address's stripe (pf_objtable.c), which every
+ * granule of a 1 MiB region shares. Only the sampled (default) mode leaves it off: its few tracked
+ * objects lie scattered, each touching a page of entries of its own.
+ */
+#ifndef PF_OBJDENSE_H
+#define PF_OBJDENSE_H
+
+#include <stdint.h>
+
+/* An entry: 0 = no object starts in the granule; else (size + 1) | domain << 10 | flags << 12. */
+typedef uint16_t pf_dense_t;
+#define PF_DENSE_MAX_SIZE 512u              /* pymalloc's largest block */
+#define PF_DENSE_DOMAIN_SHIFT 10u
+#define PF_DENSE_FLAGS_SHIFT 12u
+
+/* 1 when an object with these facts has a dense entry (when the map is on): a Python domain's block of at
+ * most 512 bytes, 16-byte aligned, with only the four flags an allocation record's stack can add. */
+static inline int pf_dense_fits(uint64_t addr, uint64_t size, uint32_t domain, uint32_t flags)
+{
+    return (addr & 15) == 0 && (addr >> 48) == 0 && size <= PF_DENSE_MAX_SIZE && domain <= 2 && flags < 16;
+}
+
+static inline pf_dense_t pf_dense_entry(uint64_t size, uint32_t domain, uint32_t flags)
+{
+    return (pf_dense_t)((size + 1) | domain << PF_DENSE_DOMAIN_SHIFT | flags << PF_DENSE_FLAGS_SHIFT);
+}
+
+static inline uint64_t pf_dense_size(pf_dense_t e)
+{
+    return (uint64_t)(e & ((1u << PF_DENSE_DOMAIN_SHIFT) - 1)) - 1;
+}
+
+static inline uint32_t pf_dense_domain(pf_dense_t e)
+{
+    return (uint32_t)(e >> PF_DENSE_DOMAIN_SHIFT) & 3u;
+}
+
+static inline uint32_t pf_dense_flags(pf_dense_t e)
+{
+    return (uint32_t)(e >> PF_DENSE_FLAGS_SHIFT);
+}
+
+/* Turns the map on (it starts off) or off; off drops nothing already kept. Returns 0, or -errno when its
+ * directory could not be mapped (it then stays off). */
+int pf_dense_enable(int on);
+
+/* 1 when the map is on. */
+int pf_dense_on(void);
+
+/* The entry of addr (which pf_dense_fits), mapping its leaf when create is set; NULL when it has none (or
+ * the leaf could not be mapped). */
+pf_dense_t *pf_dense_at(uint64_t addr, int create);
+
+/* Calls fn(addr, entry, arg) for every nonzero entry of the granules of [lo, hi), in address order. */
+void pf_dense_each_in(uint64_t lo, uint64_t hi, void (*fn)(uint64_t addr, pf_dense_t e, void *arg), void *arg);
+
+/* Calls fn(lo, hi, arg) with the span of every mapped leaf, in address order. */
+void pf_dense_each_leaf(void (*fn)(uint64_t lo, uint64_t hi, void *arg), void *arg);
+
+/* Leaves mapped, for tests; and a full reset (tests). */
+uint32_t pf_dense_leaves(void);
+void pf_dense_reset(void);
+
+#endif /* PF_OBJDENSE_H */

@@ -1,0 +1,108 @@
+/* pf_objdense.c - the object table's dense map (pf_objdense.h): a directory of leaves, each leaf the
+ * entries of 256 MiB of address space (32 MiB of reserved, unbacked memory: only the pages whose granules
+ * hold objects become resident). The directory covers a 48-bit address space in 2^20 pointers (8 MiB
+ * reserved, a page of it resident per 512 leaves). Memory comes from raw mmap: this code runs inside
+ * malloc. */
+#include "pf_objdense.h"
+
+#include <errno.h>
+
+#include "pf_sys.h"
+
+#define PF_DENSE_LEAF_SHIFT 28u                                 /* a leaf's span: 256 MiB */
+#define PF_DENSE_LEAF_ENTRIES (1ull << (PF_DENSE_LEAF_SHIFT - 4))
+#define PF_DENSE_LEAF_BYTES (PF_DENSE_LEAF_ENTRIES * sizeof(pf_dense_t))
+#define PF_DENSE_DIR_ENTRIES (1ull << (48 - PF_DENSE_LEAF_SHIFT))
+#define PF_DENSE_DIR_BYTES (PF_DENSE_DIR_ENTRIES * sizeof(pf_dense_t *))
+
+static pf_dense_t **dir;        /* NULL until first enabled */
+static int enabled;
+static uint32_t leaves;
+
+/* Address space that costs nothing until touched (and is not counted against overcommit). */
+static void *reserve(size_t bytes)
+{
+    void *p = pf_sys_mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+int pf_dense_enable(int on)
+{
+    if (on && !__atomic_load_n(&dir, __ATOMIC_ACQUIRE)) {
+        pf_dense_t **d = reserve(PF_DENSE_DIR_BYTES), **expected = NULL;
+        if (!d)
+            return -ENOMEM;
+        if (!__atomic_compare_exchange_n(&dir, &expected, d, 0, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE))
+            pf_sys_munmap(d, PF_DENSE_DIR_BYTES);
+    }
+    __atomic_store_n(&enabled, on, __ATOMIC_RELEASE);
+    return 0;
+}
+
+int pf_dense_on(void)
+{
+    return __atomic_load_n(&enabled, __ATOMIC_RELAXED);
+}
+
+pf_dense_t *pf_dense_at(uint64_t addr, int create)
+{
+    pf_dense_t **d = __atomic_load_n(&dir, __ATOMIC_ACQUIRE);
+    if (!d || (addr >> 48))
+        return NULL;
+    pf_dense_t **slot = &d[addr >> PF_DENSE_LEAF_SHIFT];
+    pf_dense_t *leaf = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (!leaf) {
+        if (!create || !(leaf = reserve(PF_DENSE_LEAF_BYTES)))
+            return NULL;
+        pf_dense_t *expected = NULL;   /* two stripes' threads may map the same leaf: one wins */
+        if (__atomic_compare_exchange_n(slot, &expected, leaf, 0, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE)) {
+            __atomic_add_fetch(&leaves, 1, __ATOMIC_RELAXED);
+        } else {
+            pf_sys_munmap(leaf, PF_DENSE_LEAF_BYTES);
+            leaf = expected;
+        }
+    }
+    return &leaf[(addr >> 4) & (PF_DENSE_LEAF_ENTRIES - 1)];
+}
+
+void pf_dense_each_in(uint64_t lo, uint64_t hi, void (*fn)(uint64_t addr, pf_dense_t e, void *arg), void *arg)
+{
+    pf_dense_t **d = __atomic_load_n(&dir, __ATOMIC_ACQUIRE);
+    for (uint64_t a = lo & ~15ull; d && a < hi && !(a >> 48);) {
+        const pf_dense_t *leaf = __atomic_load_n(&d[a >> PF_DENSE_LEAF_SHIFT], __ATOMIC_ACQUIRE);
+        uint64_t leaf_end = ((a >> PF_DENSE_LEAF_SHIFT) + 1) << PF_DENSE_LEAF_SHIFT;
+        uint64_t end = leaf_end < hi ? leaf_end : hi;
+        for (; leaf && a < end; a += 16) {
+            pf_dense_t e = leaf[(a >> 4) & (PF_DENSE_LEAF_ENTRIES - 1)];
+            if (e)
+                fn(a, e, arg);
+        }
+        a = end;
+    }
+}
+
+void pf_dense_each_leaf(void (*fn)(uint64_t lo, uint64_t hi, void *arg), void *arg)
+{
+    pf_dense_t **d = __atomic_load_n(&dir, __ATOMIC_ACQUIRE);
+    for (uint64_t i = 0; d && i < PF_DENSE_DIR_ENTRIES; i++)
+        if (__atomic_load_n(&d[i], __ATOMIC_ACQUIRE))
+            fn(i << PF_DENSE_LEAF_SHIFT, (i + 1) << PF_DENSE_LEAF_SHIFT, arg);
+}
+
+uint32_t pf_dense_leaves(void)
+{
+    return __atomic_load_n(&leaves, __ATOMIC_RELAXED);
+}
+
+void pf_dense_reset(void)
+{
+    if (dir) {
+        for (uint64_t i = 0; i < PF_DENSE_DIR_ENTRIES; i++)
+            if (dir[i])
+                pf_sys_munmap(dir[i], PF_DENSE_LEAF_BYTES);
+        pf_sys_munmap(dir, PF_DENSE_DIR_BYTES);
+    }
+    dir = NULL;
+    enabled = 0;
+    leaves = 0;
+}
