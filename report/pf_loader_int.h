@@ -77,6 +77,8 @@ typedef struct proc_state {
     pf_map_t natives;
     const pf_rec_native_stack_t **native_at;
     size_t n_native_at;
+    const uint64_t **ips_at;    /* with stack_at, where natives has any: each stack's IPs, resolved once
+                                   (NULL: none, its native part missing from the file) */
     uint64_t missing_stacks;/* references to a stack id the file does not define (corrupt or cut short) */
     pcode_t *pcodes;
     size_t n_pcodes, cap_pcodes;

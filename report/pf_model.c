@@ -294,7 +294,20 @@ pf_stack_view_t pf_loader_stack(loader_t *L, uint32_t proc, const void *tail, ui
         memcpy(&ref, tail, sizeof ref);
         proc_state_t *P = &L->procs[proc];
         const pf_rec_stack_t *st = NULL;
-        if (P->stack_at) {
+        if (P->ips_at) {   /* every stack's IPs resolved by pf_loader_index_stacks */
+            st = ref.stack_id < P->n_stack_at ? P->stack_at[ref.stack_id] : NULL;
+            const uint64_t *ips = st ? P->ips_at[ref.stack_id] : NULL;
+            if (ips) {
+                st = (const pf_rec_stack_t *)((uintptr_t)st & ~(uintptr_t)PF_STACK_NATIVE_BY_ID);
+                v.stack_id = ref.stack_id;
+                v.py = (const pf_rec_pyframe_t *)(st + 1);
+                v.ips = ips;
+                v.n_py = st->n_py;
+                v.n_native = st->n_native;
+                return v;
+            }
+            st = NULL;
+        } else if (P->stack_at) {
             st = ref.stack_id < P->n_stack_at ? P->stack_at[ref.stack_id] : NULL;
         } else {
             uint64_t *at = pf_map_get(&P->stacks, ref.stack_id);
@@ -348,6 +361,20 @@ void pf_loader_index_stacks(proc_state_t *P)
 {
     P->stack_at = (const pf_rec_stack_t **)index_by_id(&P->stacks, &P->n_stack_at);
     P->native_at = (const pf_rec_native_stack_t **)index_by_id(&P->natives, &P->n_native_at);
+    if (!P->stack_at || !P->natives.len)
+        return;
+    /* an exact profile reads a stack for each of tens of millions of records: its IPs are looked up
+     * here once, not through the STACK's reference and the NATIVE_STACK each time */
+    P->ips_at = pf_xcalloc(P->n_stack_at, sizeof *P->ips_at);
+    for (size_t id = 0; id < P->n_stack_at; id++) {
+        const pf_rec_stack_t *st = P->stack_at[id];
+        if (!st)
+            continue;
+        if ((uintptr_t)st & PF_STACK_NATIVE_BY_ID)
+            P->ips_at[id] = native_ips(P, (const pf_rec_stack_t *)((uintptr_t)st & ~(uintptr_t)PF_STACK_NATIVE_BY_ID));
+        else
+            P->ips_at[id] = (const uint64_t *)((const pf_rec_pyframe_t *)(st + 1) + st->n_py);
+    }
 }
 
 /* argv (n bytes, NUL separated) joined by spaces, without argv[0] (the interpreter). */
@@ -554,6 +581,7 @@ int pf_model_load(const char *path, const pf_load_opts_t *opts, pf_model_t **out
         free(L.procs[i].stack_at);
         pf_map_free(&L.procs[i].natives);
         free(L.procs[i].native_at);
+        free(L.procs[i].ips_at);
         free(L.procs[i].pcodes);
         free(L.procs[i].modules);
         free(L.procs[i].watch_last);
