@@ -192,6 +192,7 @@ static void stack_from_raw(pf_tls_t *t, pf_stack_t *st, const pf_pyframe_t *fram
     st->cache_key = raw_key(frames, n_py, st->native, st->n_native, st->flags);
     const pf_stack_cache_slot_t *c = cache_slot(t, st->cache_key);
     st->id = 0;
+    st->hash = 0;
     if (c->key == st->cache_key && c->flags == st->flags &&
         pf_stacks_match(c->id, frames, st->n_py, st->native, st->n_native, st->py)) {
         st->id = c->id;
