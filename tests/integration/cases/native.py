@@ -109,7 +109,7 @@ def native_parts(path, code_name):
 def case_native_parts_interned(c):
     """Native stacks are interned apart from the Python frames above them: 30 levels of a recursion through
     sorted()'s key function, each allocating on the same 40 lines, make 1200 stacks whose innermost frame
-    is on those lines but only about 30 native parts, each written once (a NATIVE_STACK record) and named
+    is on those lines but only a few native parts a level, each written once (a NATIVE_STACK record) and named
     by id from its stacks' STACK records; no allocation carries its frames inline; the report attributes
     every allocation to its line with no stack left unresolved. (Written whole, numpy's import filled the
     recorder's 64 MiB of stack copies and every later new stack went inline.)"""
@@ -124,6 +124,7 @@ def case_native_parts_interned(c):
     assert None not in stacks.values(), "a stack of leaf's with its native frames inline"
     named = set(stacks.values())
     assert named <= natives, f"native ids {sorted(named - natives)[:5]} named but not defined"
-    assert len(named) <= 60, f"{len(named)} native parts for 30 levels"
+    # two or so a level (the bytearray's and the list's growth: 17 to 59 measured across interpreters)
+    assert len(named) <= 150 and len(stacks) >= 10 * len(named), f"{len(named)} native parts for 30 levels"
     assert inline == 0, f"{inline} allocations with inline frames"
     print(f"{len(stacks)} stacks in leaf over {len(named)} native parts; {len(natives)} native parts in all")
