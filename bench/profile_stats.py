@@ -14,7 +14,7 @@ import sys
 TYPES = {1: "ALLOC", 2: "FREE", 3: "CODE", 4: "MODULE", 5: "THREAD", 6: "MARK", 7: "EXIT", 8: "COPY",
          9: "VERDICT", 10: "ACCESS_PAIR", 11: "WATCH_STATS", 12: "COPY_WRITE", 13: "STACK", 14: "SPAWN", 15: "WRITER",
          16: "ARGV", 17: "CONTENT", 18: "AGG_SITES", 19: "AGG_PEAK", 20: "NOTE", 21: "ALLOC_SHORT",
-         22: "AGG_FLOWS", 23: "COPY_SHORT"}
+         22: "AGG_FLOWS", 23: "COPY_SHORT", 24: "NATIVE_STACK"}
 
 
 def walk(data):

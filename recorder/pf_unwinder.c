@@ -126,17 +126,32 @@ typedef struct walk_frame {
     uint32_t emits_after;   /* IPs this frame and those after it give */
 } walk_frame_t;
 
+/* A word a remembered step read, and what it held. */
+typedef struct walk_word {
+    uint64_t slot, held;
+} walk_word_t;
+
 /* A remembered walk: frames [first, WALK_FRAMES) of f, innermost first. */
 typedef struct walk_memo {
     walk_frame_t f[WALK_FRAMES];
     int first;              /* WALK_FRAMES: none */
     int truncated;          /* it stopped at max IPs: the stack goes on past its last frame */
     uint64_t last_ra;       /* the return address below LOWEST_IP its last step read, if it ended so */
+    /* The words memo_changed_at compares, in frame order, packed (memo_words): a walk that holds reads
+     * these 16 bytes a word, not a 48-byte frame and the next one's address. word_from[i]: frame i's
+     * first; frame_of[k]: word k's frame. */
+    walk_word_t words[2 * WALK_FRAMES];
+    uint8_t word_from[WALK_FRAMES + 1];
+    uint8_t frame_of[2 * WALK_FRAMES];
+    /* The IPs its frames give, packed likewise: a walk that holds from frame i copies them from
+     * ips[ip_from[i]] on. */
+    uint8_t ip_from[WALK_FRAMES + 1];
+    uint64_t ips[WALK_FRAMES];
 } walk_memo_t;
 
 /* A thread's last walks, four for each of eight sets of starting stack pointers: allocations from
  * different C functions start at different depths, and a loop makes a handful of them in turn. Mapped on
- * a thread's first walk (120 KiB of address space, a page touched for each walk kept: not in its static
+ * a thread's first walk (230 KiB of address space, two pages touched for each walk kept: not in its static
  * TLS, which a small thread stack must also hold) and unmapped as it ends. */
 #define MEMO_SETS 8
 #define MEMO_WAYS 4
@@ -174,20 +189,40 @@ static walk_memos_t *thread_memos(void)
 }
 
 
+/* M's words and IPs (above) from its frames [first, WALK_FRAMES), once they are final: each step's
+ * return address, and the rbp it read where a later step computes a CFA from it, up to the first frame
+ * with no step (the walk's last); the IP of each frame that gives one. */
+static void memo_words(walk_memo_t *M)
+{
+    int n = 0, ended = 0, n_ips = 0;
+    for (int i = M->first; i < WALK_FRAMES; i++) {
+        M->word_from[i] = (uint8_t)n;
+        M->ip_from[i] = (uint8_t)n_ips;
+        const walk_frame_t *f = &M->f[i];
+        if (f->emits)
+            M->ips[n_ips++] = f->ip + 1;
+        ended = ended || !f->ra_slot;
+        if (ended)
+            continue;
+        M->frame_of[n] = (uint8_t)i;
+        M->words[n++] = (walk_word_t){f->ra_slot, i + 1 < WALK_FRAMES ? M->f[i + 1].ip + 1 : M->last_ra};
+        if (f->bp_slot && i + 1 < WALK_FRAMES && M->f[i + 1].bp_needed) {
+            M->frame_of[n] = (uint8_t)i;
+            M->words[n++] = (walk_word_t){f->bp_slot, M->f[i + 1].bp};
+        }
+    }
+    M->word_from[WALK_FRAMES] = (uint8_t)n;
+    M->ip_from[WALK_FRAMES] = (uint8_t)n_ips;
+}
+
 /* -1 when every word M's steps read from frame j on still holds what they read; else the first frame
  * whose step would now read another word. lo: the walk's stack pointer (nothing below it is read). */
 static int memo_changed_at(const walk_memo_t *M, int j, uint64_t lo)
 {
-    for (int i = j; i < WALK_FRAMES; i++) {
-        const walk_frame_t *f = &M->f[i];
-        if (!f->ra_slot)
-            break;
-        uint64_t ra = i + 1 < WALK_FRAMES ? M->f[i + 1].ip + 1 : M->last_ra;
-        if (f->ra_slot < lo || *(const uint64_t *)(uintptr_t)f->ra_slot != ra)
-            return i;
-        if (f->bp_slot && i + 1 < WALK_FRAMES && M->f[i + 1].bp_needed &&
-            (f->bp_slot < lo || *(const uint64_t *)(uintptr_t)f->bp_slot != M->f[i + 1].bp))
-            return i;
+    for (int k = M->word_from[j], end = M->word_from[WALK_FRAMES]; k < end; k++) {
+        const walk_word_t *w = &M->words[k];
+        if (w->slot < lo || *(const uint64_t *)(uintptr_t)w->slot != w->held)
+            return M->frame_of[k];
     }
     return -1;
 }
@@ -265,9 +300,10 @@ __attribute__((noinline)) static int fast_walk(const pf_tls_t *t, uint64_t *out,
             if ((M->truncated && n + (int)M->f[m].emits_after < max) || nf > m) {
                 tries = 0;  /* its frames end too soon for this stack, or this one has more inner frames */
             } else if ((changed = (m == M->first && held != -2) ? held : memo_changed_at(M, m, lo)) < 0) {
-                for (int i = m; i < WALK_FRAMES && n < max; i++)
-                    if (M->f[i].emits)
-                        out[n++] = M->f[i].ip + 1;
+                int take = M->ip_from[WALK_FRAMES] - M->ip_from[m];
+                take = take < max - n ? take : max - n;
+                memcpy(out + n, &M->ips[M->ip_from[m]], (size_t)take * sizeof *out);
+                n += take;
                 if (nf) {
                     if (dst != M) {
                         memcpy(&dst->f[m], &M->f[m], (size_t)(WALK_FRAMES - m) * sizeof *fresh);
@@ -277,6 +313,7 @@ __attribute__((noinline)) static int fast_walk(const pf_tls_t *t, uint64_t *out,
                     memcpy(&dst->f[m - nf], fresh, (size_t)nf * sizeof *fresh);
                     finish_frames(dst->f, m - nf, m);
                     dst->first = m - nf;
+                    memo_words(dst);
                 } else {
                     M->first = m;
                 }
@@ -352,6 +389,7 @@ __attribute__((noinline)) static int fast_walk(const pf_tls_t *t, uint64_t *out,
     dst->first = first;
     dst->truncated = n == max;
     dst->last_ra = last_ra;
+    memo_words(dst);
     return n;
 #endif
 }

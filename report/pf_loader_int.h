@@ -72,6 +72,13 @@ typedef struct proc_state {
      * them from 1): an allocation's stack is then found without hashing. NULL: look in stacks. */
     const pf_rec_stack_t **stack_at;
     size_t n_stack_at;
+    /* Native parts interned apart (PF_REC_NATIVE_STACK): native id -> its payload, and the same as an array
+     * where the ids are dense. A STACK whose IPs are there is kept in stacks with bit 0 of its pointer set. */
+    pf_map_t natives;
+    const pf_rec_native_stack_t **native_at;
+    size_t n_native_at;
+    const uint64_t **ips_at;    /* with stack_at, where natives has any: each stack's IPs, resolved once
+                                   (NULL: none, its native part missing from the file) */
     uint64_t missing_stacks;/* references to a stack id the file does not define (corrupt or cut short) */
     pcode_t *pcodes;
     size_t n_pcodes, cap_pcodes;

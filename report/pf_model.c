@@ -130,7 +130,12 @@ static int on_record(void *ctx, const pf_record_t *r)
     }
     case PF_REC_STACK: {
         const pf_rec_stack_t *st = r->payload;
-        *pf_map_put(&P->stacks, st->stack_id, NULL) = (uint64_t)(uintptr_t)st;
+        *pf_map_put(&P->stacks, st->stack_id, NULL) = (uint64_t)(uintptr_t)st | (r->aux & PF_STACK_NATIVE_BY_ID);
+        return 0;
+    }
+    case PF_REC_NATIVE_STACK: {
+        const pf_rec_native_stack_t *ns = r->payload;
+        *pf_map_put(&P->natives, ns->native_id, NULL) = (uint64_t)(uintptr_t)ns;
         return 0;
     }
     case PF_REC_MODULE: {
@@ -264,6 +269,22 @@ static void collect_events(loader_t *L)
     }
 }
 
+/* The IPs of a STACK whose native part is a NATIVE_STACK (PF_STACK_NATIVE_BY_ID), or NULL when the file
+ * has no NATIVE_STACK of that id and length. */
+static const uint64_t *native_ips(const proc_state_t *P, const pf_rec_stack_t *st)
+{
+    pf_rec_native_ref_t ref;
+    memcpy(&ref, (const pf_rec_pyframe_t *)(st + 1) + st->n_py, sizeof ref);
+    const pf_rec_native_stack_t *ns = NULL;
+    if (P->native_at) {
+        ns = ref.native_id < P->n_native_at ? P->native_at[ref.native_id] : NULL;
+    } else {
+        const uint64_t *at = pf_map_get(&P->natives, ref.native_id);
+        ns = at ? (const pf_rec_native_stack_t *)(uintptr_t)*at : NULL;
+    }
+    return ns && ns->n_native == st->n_native ? (const uint64_t *)(ns + 1) : NULL;
+}
+
 pf_stack_view_t pf_loader_stack(loader_t *L, uint32_t proc, const void *tail, uint8_t flags, uint16_t n_py,
                                 uint16_t n_native)
 {
@@ -273,11 +294,31 @@ pf_stack_view_t pf_loader_stack(loader_t *L, uint32_t proc, const void *tail, ui
         memcpy(&ref, tail, sizeof ref);
         proc_state_t *P = &L->procs[proc];
         const pf_rec_stack_t *st = NULL;
-        if (P->stack_at) {
+        if (P->ips_at) {   /* every stack's IPs resolved by pf_loader_index_stacks */
+            st = ref.stack_id < P->n_stack_at ? P->stack_at[ref.stack_id] : NULL;
+            const uint64_t *ips = st ? P->ips_at[ref.stack_id] : NULL;
+            if (ips) {
+                st = (const pf_rec_stack_t *)((uintptr_t)st & ~(uintptr_t)PF_STACK_NATIVE_BY_ID);
+                v.stack_id = ref.stack_id;
+                v.py = (const pf_rec_pyframe_t *)(st + 1);
+                v.ips = ips;
+                v.n_py = st->n_py;
+                v.n_native = st->n_native;
+                return v;
+            }
+            st = NULL;
+        } else if (P->stack_at) {
             st = ref.stack_id < P->n_stack_at ? P->stack_at[ref.stack_id] : NULL;
         } else {
             uint64_t *at = pf_map_get(&P->stacks, ref.stack_id);
             st = at ? (const pf_rec_stack_t *)(uintptr_t)*at : NULL;
+        }
+        const uint64_t *ips = NULL;
+        if (st && ((uintptr_t)st & PF_STACK_NATIVE_BY_ID)) {
+            st = (const pf_rec_stack_t *)((uintptr_t)st & ~(uintptr_t)PF_STACK_NATIVE_BY_ID);
+            ips = native_ips(P, st);
+            if (!ips)
+                st = NULL;  /* its native part is not in the file */
         }
         if (!st) {
             P->missing_stacks++;
@@ -285,9 +326,11 @@ pf_stack_view_t pf_loader_stack(loader_t *L, uint32_t proc, const void *tail, ui
             return v;
         }
         v.stack_id = ref.stack_id;
-        tail = st + 1;
-        n_py = st->n_py;
-        n_native = st->n_native;
+        v.py = (const pf_rec_pyframe_t *)(st + 1);
+        v.ips = ips ? ips : (const uint64_t *)(v.py + st->n_py);
+        v.n_py = st->n_py;
+        v.n_native = st->n_native;
+        return v;
     }
     v.py = tail;
     v.ips = (const uint64_t *)(v.py + n_py);
@@ -296,19 +339,42 @@ pf_stack_view_t pf_loader_stack(loader_t *L, uint32_t proc, const void *tail, ui
     return v;
 }
 
-void pf_loader_index_stacks(proc_state_t *P)
+/* The map's values as an array by id (*n ids), or NULL where its ids are too sparse (not pyflow's numbering
+ * from 1): the map it is. */
+static const void **index_by_id(const pf_map_t *map, size_t *n)
 {
     uint64_t max_id = 0;
-    for (size_t i = 0; i < P->stacks.cap; i++)
-        if (P->stacks.slots[i].key && P->stacks.slots[i].key - 1 > max_id)
-            max_id = P->stacks.slots[i].key - 1;
-    if (!P->stacks.len || max_id > 4 * (uint64_t)P->stacks.len + 4096)
-        return;     /* sparse ids (not pyflow's numbering): the map it is */
-    P->n_stack_at = (size_t)max_id + 1;
-    P->stack_at = pf_xcalloc(P->n_stack_at, sizeof *P->stack_at);
-    for (size_t i = 0; i < P->stacks.cap; i++)
-        if (P->stacks.slots[i].key)
-            P->stack_at[P->stacks.slots[i].key - 1] = (const pf_rec_stack_t *)(uintptr_t)P->stacks.slots[i].val;
+    for (size_t i = 0; i < map->cap; i++)
+        if (map->slots[i].key && map->slots[i].key - 1 > max_id)
+            max_id = map->slots[i].key - 1;
+    if (!map->len || max_id > 4 * (uint64_t)map->len + 4096)
+        return NULL;
+    *n = (size_t)max_id + 1;
+    const void **at = pf_xcalloc(*n, sizeof *at);
+    for (size_t i = 0; i < map->cap; i++)
+        if (map->slots[i].key)
+            at[map->slots[i].key - 1] = (const void *)(uintptr_t)map->slots[i].val;
+    return at;
+}
+
+void pf_loader_index_stacks(proc_state_t *P)
+{
+    P->stack_at = (const pf_rec_stack_t **)index_by_id(&P->stacks, &P->n_stack_at);
+    P->native_at = (const pf_rec_native_stack_t **)index_by_id(&P->natives, &P->n_native_at);
+    if (!P->stack_at || !P->natives.len)
+        return;
+    /* an exact profile reads a stack for each of tens of millions of records: its IPs are looked up
+     * here once, not through the STACK's reference and the NATIVE_STACK each time */
+    P->ips_at = pf_xcalloc(P->n_stack_at, sizeof *P->ips_at);
+    for (size_t id = 0; id < P->n_stack_at; id++) {
+        const pf_rec_stack_t *st = P->stack_at[id];
+        if (!st)
+            continue;
+        if ((uintptr_t)st & PF_STACK_NATIVE_BY_ID)
+            P->ips_at[id] = native_ips(P, (const pf_rec_stack_t *)((uintptr_t)st & ~(uintptr_t)PF_STACK_NATIVE_BY_ID));
+        else
+            P->ips_at[id] = (const uint64_t *)((const pf_rec_pyframe_t *)(st + 1) + st->n_py);
+    }
 }
 
 /* argv (n bytes, NUL separated) joined by spaces, without argv[0] (the interpreter). */
@@ -513,6 +579,9 @@ int pf_model_load(const char *path, const pf_load_opts_t *opts, pf_model_t **out
         pf_map_free(&L.procs[i].codes);
         pf_map_free(&L.procs[i].stacks);
         free(L.procs[i].stack_at);
+        pf_map_free(&L.procs[i].natives);
+        free(L.procs[i].native_at);
+        free(L.procs[i].ips_at);
         free(L.procs[i].pcodes);
         free(L.procs[i].modules);
         free(L.procs[i].watch_last);

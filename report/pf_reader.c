@@ -244,9 +244,21 @@ static const char *check_payload(const pf_record_t *r)
         if (n < sizeof(pf_rec_stack_t))
             return "stack record shorter than its fixed part";
         const pf_rec_stack_t *st = (const void *)p;
-        if (!frames_fit(sizeof *st, st->n_py, st->n_native, n))
+        if (r->aux & PF_STACK_NATIVE_BY_ID) {
+            if (!frames_fit(sizeof *st + sizeof(pf_rec_native_ref_t), st->n_py, 0, n))
+                return "stack record's frame counts exceed its length";
+        } else if (!frames_fit(sizeof *st, st->n_py, st->n_native, n)) {
             return "stack record's frame counts exceed its length";
+        }
         return st->stack_id ? NULL : "stack record with id 0";
+    }
+    case PF_REC_NATIVE_STACK: {
+        if (n < sizeof(pf_rec_native_stack_t))
+            return "native stack record shorter than its fixed part";
+        const pf_rec_native_stack_t *ns = (const void *)p;
+        if (!frames_fit(sizeof *ns, 0, ns->n_native, n))
+            return "native stack record's frame count exceeds its length";
+        return ns->native_id ? NULL : "native stack record with id 0";
     }
     case PF_REC_WATCH_STATS:
         return n < sizeof(pf_rec_watch_stats_t) ? "watch statistics record too short" : NULL;

@@ -34,6 +34,8 @@ typedef struct pf_stack {
     uint8_t flags;                  /* PF_ALLOC_NO_PYSTATE / PF_ALLOC_TRUNCATED */
     uint32_t id;                    /* its interned id, when the thread's stack cache knew it; else 0 */
     uint64_t cache_key;             /* what the stack cache files it under (pf_record.c) */
+    uint64_t hash;                  /* its hash in the interning table, once pf_stacks.c worked it out (a
+                                       stack new to the thread is looked up there twice); 0: not yet */
     pf_rec_pyframe_t py[PF_MAX_PY_FRAMES];
     uint64_t native[PF_MAX_NATIVE_FRAMES];
 } pf_stack_t;

@@ -76,6 +76,13 @@ pf_unit_test(test_report_reader
   LIBS pf_report)
 target_include_directories(test_report_reader PRIVATE ${PROJECT_SOURCE_DIR}/report)
 
+# Native stacks interned apart (NATIVE_STACK records named by id from STACK): the same model as inline, by
+# arrays and by maps; a missing or mismatched native part is a missing stack; a short record is refused.
+pf_unit_test(test_report_native_stacks
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report_native_stacks.c
+  LIBS pf_report)
+target_include_directories(test_report_native_stacks PRIVATE ${PROJECT_SOURCE_DIR}/report)
+
 
 # The peak's standard error: objects' variances by the share of the window they lived, plus the halves'.
 pf_unit_test(test_report_peak

@@ -75,3 +75,56 @@ def case_native_unload_noticed(c):
         assert len(said) == (1 if said_once else 0), (count, cp.stderr[-2000:])
         assert "disagreed" not in cp.stderr, cp.stderr[-2000:]
     print("60 unloads kept the fast walk, the 65th gave it up, said once; nothing said without --native")
+
+
+def native_parts(path, code_name):
+    """A profile read straight from the format (records walked by bench/profile_stats.py): ({stack id:
+    native id} of the STACK records whose innermost Python frame is code_name's and that have native frames
+    (native id None: inline), the native ids its NATIVE_STACK records define, ALLOC records with inline
+    frames)."""
+    import struct
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "bench"))
+    from profile_stats import walk
+    data = open(path, "rb").read()
+    codes, stacks, natives, inline = set(), {}, set(), 0
+    for rtype, p, _size in walk(data):
+        aux = struct.unpack_from("<H", data, p + 2)[0]
+        if rtype == 3:      # CODE: id, first line, file and name lengths, then the file and the name
+            cid, _first, flen, nlen = struct.unpack_from("<IiII", data, p + 8)
+            if data[p + 8 + 24 + flen:p + 8 + 24 + flen + nlen] == code_name.encode():
+                codes.add(cid)
+        elif rtype == 13:   # STACK: id, n_py, n_native, the Python frames, then the IPs or (aux 1) a native id
+            sid, n_py, n_native = struct.unpack_from("<IHH", data, p + 8)
+            if n_native and n_py and struct.unpack_from("<I", data, p + 16)[0] in codes:
+                stacks[sid] = struct.unpack_from("<I", data, p + 16 + 8 * n_py)[0] if aux & 1 else None
+        elif rtype == 24:   # NATIVE_STACK: id, n_native, then the IPs
+            natives.add(struct.unpack_from("<I", data, p + 8)[0])
+        elif rtype == 1:    # ALLOC: n_py and n_native at payload 34, 36
+            inline += struct.unpack_from("<HH", data, p + 8 + 34) != (0, 0)
+    return stacks, natives, inline
+
+
+@per_version
+def case_native_parts_interned(c):
+    """Native stacks are interned apart from the Python frames above them: 30 levels of a recursion through
+    sorted()'s key function, each allocating on the same 40 lines, make 1200 stacks whose innermost frame
+    is on those lines but only a few native parts a level, each written once (a NATIVE_STACK record) and named
+    by id from its stacks' STACK records; no allocation carries its frames inline; the report attributes
+    every allocation to its line with no stack left unresolved. (Written whole, numpy's import filled the
+    recorder's 64 MiB of stack copies and every later new stack went inline.)"""
+    pfl = os.path.join(c.tmp, "parts.pflow")
+    cp, d = c.profile(prog("native_parts.py"), "30", "40", extra=("--exact", "--native", "-o", pfl))
+    assert cp.returncode == 0 and cp.stdout == "done\n", cp.stderr[-2000:]
+    assert d["sampling"]["stacks_unresolved"] == 0, d["sampling"]
+    leaf = sum(r["alloc_bytes"] for r in d["lines"] if r["file"] == "native_parts_leaf")
+    assert 1200 * 1000 <= leaf <= 1200 * 1300, f"the leaf's lines have {leaf} bytes, 1200 x ~1.1 KB expected"
+    stacks, natives, inline = native_parts(pfl, "leaf")
+    assert len(stacks) >= 1200, f"{len(stacks)} stacks with native frames allocate in leaf"
+    assert None not in stacks.values(), "a stack of leaf's with its native frames inline"
+    named = set(stacks.values())
+    assert named <= natives, f"native ids {sorted(named - natives)[:5]} named but not defined"
+    # two or so a level (the bytearray's and the list's growth: 17 to 59 measured across interpreters)
+    assert len(named) <= 150 and len(stacks) >= 10 * len(named), f"{len(named)} native parts for 30 levels"
+    assert inline == 0, f"{inline} allocations with inline frames"
+    print(f"{len(stacks)} stacks in leaf over {len(named)} native parts; {len(natives)} native parts in all")
