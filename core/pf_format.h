@@ -25,7 +25,8 @@
  *   OFFSET  SIZE  DESCRIPTION
  *   0       2     type (pf_rec_type_t); 0 = end of this chunk's records
  *   2       2     aux: type-specific small value
- *   4       4     bytes: total record size including this header, a multiple of 8, >= 8
+ *   4       4     bytes: total record size including this header, a multiple of 8, >= 8 (PF_REC_PACKED: its
+ *                 valid bytes, any count >= 8; the next record starts at the 8-aligned end)
  *   8       ...   payload (the pf_rec_*_t structs below; variable parts follow the fixed part)
  *
  * Compatibility: readers reject another magic, a newer major version, or a header_bytes/chunk_bytes they
@@ -38,10 +39,11 @@
 #include <stdint.h>
 
 #define PF_FILE_MAGIC "PYFLOWPF"          /* 8 bytes, no terminator stored */
-#define PF_FORMAT_VERSION 5u         /* 5: short copy records (PF_REC_COPY_SHORT), which an older reader would
+#define PF_FORMAT_VERSION 6u         /* 6: packed events (PF_REC_PACKED), whose length is not a multiple of 8,
+                                        which an older reader would take for corruption; 5: short copy records (PF_REC_COPY_SHORT), which an older reader would
                                         skip (losing their copies); 4: short allocation records
                                         (PF_REC_ALLOC_SHORT), likewise; 3: chunks change writer (PF_REC_WRITER);
-                                        2: interned stacks (PF_REC_STACK, PF_ALLOC_STACK_REF); 1 to 4 still read */
+                                        2: interned stacks (PF_REC_STACK, PF_ALLOC_STACK_REF); 1 to 5 still read */
 #define PF_HEADER_BYTES 4096u
 #define PF_CHUNK_BYTES (64u * 1024u)
 #define PF_CHUNK_MAGIC 0x4b434650u        /* "PFCK" little-endian */
@@ -132,6 +134,8 @@ typedef enum pf_rec_type {
                                source site, destination site, kind) that changed, with their verdicts */
     PF_REC_COPY_SHORT = 23, /* a COPY recorded exactly with an interned stack that no verdict will name, in 40
                                bytes, not 72 (pf_rec_copy_short_t) */
+    PF_REC_PACKED = 24,     /* many ALLOC_SHORT and FREE events of one thread, each delta-encoded against the one
+                               before it, 5 to 12 bytes each (core/pf_packed.h); header bytes = valid length */
     PF_REC_TYPE_MAX
 } pf_rec_type_t;
 

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "pf_packed.h"
 #include "pf_util_int.h"
 
 /* Copies a pipe, to its end, into a memory-backed file, so that it maps and drops pages like a profile on
@@ -174,6 +175,15 @@ static const char *check_payload(const pf_record_t *r)
     }
     case PF_REC_FREE:
         return n < sizeof(pf_rec_free_t) ? "free record too short" : NULL;
+    case PF_REC_PACKED: {
+        pf_pk_state_t st = {0};
+        pf_pk_event_t ev;
+        const uint8_t *at = p, *end = p + n;
+        int rc;
+        while ((rc = pf_pk_decode(&at, end, &st, &ev)) > 0)
+            ;
+        return rc < 0 ? "packed record holds bytes that are no event" : NULL;
+    }
     case PF_REC_CONTENT:
         return n < sizeof(pf_rec_content_t) ? "content record too short" : NULL;
     case PF_REC_CODE: {
@@ -287,16 +297,18 @@ int pf_file_walk(const pf_file_t *f, int (*fn)(void *ctx, const pf_record_t *r),
             if (h.type == PF_REC_END)
                 break;
             const char *why = NULL;
-            if (h.bytes < sizeof h || (h.bytes & 7))
+            /* a packed record's length is its valid bytes; the next record starts at the aligned end */
+            uint32_t span = h.type == PF_REC_PACKED ? pf_align8(h.bytes) : h.bytes;
+            if (h.bytes < sizeof h || span < h.bytes || (span & 7))
                 why = "its length is not a multiple of 8 of at least 8";
-            else if (p + h.bytes > off + cb)
+            else if (p + span > off + cb)
                 why = "it runs past the end of its chunk";
             if (why) {
                 snprintf(err, errlen, "%s is corrupt: record at offset %llu (type %u, length %u): %s", f->path,
                          (unsigned long long)p, h.type, h.bytes, why);
                 return -EINVAL;
             }
-            if (p + h.bytes > end) {
+            if (p + span > end) {
                 if (cut)
                     break;  /* truncated file: the rest never made it to disk */
             }
@@ -312,7 +324,7 @@ int pf_file_walk(const pf_file_t *f, int (*fn)(void *ctx, const pf_record_t *r),
             int rc = fn(ctx, &r);
             if (rc)
                 return rc;
-            p += h.bytes;
+            p += span;
         }
     }
     return 0;
