@@ -5,7 +5,8 @@
  * os._exit, an uncaught signal and SIGKILL without any flush. Each thread owns one chunk at a time and is the
  * only writer of it, so the hot path takes no lock; a record becomes visible when its 8-byte header is stored
  * (last, with release order). A reader therefore stops a chunk at the first zero header, and a process killed
- * in the middle of a record loses only that record.
+ * in the middle of a record loses only that record. (A PF_REC_PACKED record grows an event at a time, its
+ * header's length stored before each event and the event's tag byte last: core/pf_packed.h.)
  *
  * File layout
  *   OFFSET        SIZE              DESCRIPTION
