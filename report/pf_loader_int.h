@@ -213,7 +213,8 @@ static inline uint64_t pf_events_time(const loader_t *L, uint32_t proc, const vo
  * run of one writer's records (a new chunk, a change of writer). */
 void pf_events_new_stream(loader_t *L, const pf_record_t *r, uint64_t t, uint64_t t_end, uint64_t key);
 void pf_events_new_run(loader_t *L, uint64_t chunk);
-/* A PF_REC_PACKED record's first and last events' times on the root's clock. Returns 0 when it holds none. */
+/* A PF_REC_PACKED record's first and last events' times on the root's clock (pf_file_walk found them).
+ * Returns 0 when it holds none. */
 int pf_events_packed_span(const loader_t *L, const pf_record_t *r, uint64_t *first, uint64_t *last);
 /* collect_event's part for a PF_REC_PACKED record: each of its events into L->events. */
 void pf_events_collect_packed(loader_t *L, const pf_record_t *r);

@@ -63,17 +63,10 @@ void pf_events_new_stream(loader_t *L, const pf_record_t *r, uint64_t t, uint64_
 
 int pf_events_packed_span(const loader_t *L, const pf_record_t *r, uint64_t *first, uint64_t *last)
 {
-    const uint8_t *at = r->payload, *end = at + r->payload_bytes;
-    pf_pk_state_t st = {0};
-    pf_pk_event_t ev;
-    if (pf_pk_decode(&at, end, &st, &ev) <= 0)
-        return 0;
     uint64_t offset = L->m->procs[L->cur].offset_ns;
-    *first = ev.p.t_ns + offset;
-    while (pf_pk_decode(&at, end, &st, &ev) > 0)
-        ;
-    *last = st.t_ns + offset;     /* times only grow along a packed record */
-    return 1;
+    *first = r->packed_first_ns + offset;     /* the walk decoded them as it checked the record */
+    *last = r->packed_last_ns + offset;
+    return r->packed_events != 0;
 }
 
 void pf_events_collect_packed(loader_t *L, const pf_record_t *r)
