@@ -42,19 +42,24 @@ static void append(pf_tls_t *t, uint8_t *dst, const uint8_t *ev, unsigned n)
     t->chunk_pos = t->packed_rec + pf_align8(len);
 }
 
+/* Room for an event happening now (its time in *t_ns): event_room's. */
+static uint8_t *event_now(pf_tls_t *t, uint64_t *t_ns)
+{
+    *t_ns = pf_now_ns();
+    return event_room(t, *t_ns);
+}
+
 int pf_packed_alloc(pf_tls_t *t, void *p, uint32_t size, int domain, uint8_t flags, uint32_t stack_id)
 {
     if (!pf_cfg.packed || (flags & ~(PF_ALLOC_EXACT | PF_ALLOC_NO_PYSTATE | PF_ALLOC_TRUNCATED)) ||
         !(flags & PF_ALLOC_EXACT) || domain < 0 || domain >= PF_DOMAIN_COUNT)
         return 1;
-    uint64_t t_ns = pf_now_ns();
-    uint8_t *dst = event_room(t, t_ns);
+    uint64_t t_ns;
+    uint8_t *dst = event_now(t, &t_ns), ev[PF_PK_EVENT_MAX];
     if (!dst)
         return -1;
-    uint8_t ev[PF_PK_EVENT_MAX];
-    unsigned n = pf_pk_encode_alloc(ev, &t->packed_last, t_ns, (uint64_t)(uintptr_t)p, size, stack_id,
-                                    (unsigned)domain, flags);
-    append(t, dst, ev, n);
+    append(t, dst, ev, pf_pk_encode_alloc(ev, &t->packed_last, t_ns, (uint64_t)(uintptr_t)p, size, stack_id,
+                                          (unsigned)domain, flags));
     return 0;
 }
 
@@ -62,12 +67,10 @@ int pf_packed_free(pf_tls_t *t, void *p, uint16_t aux)
 {
     if (!pf_cfg.packed || !pf_pk_free_packable(aux))
         return 1;
-    uint64_t t_ns = pf_now_ns();
-    uint8_t *dst = event_room(t, t_ns);
+    uint64_t t_ns;
+    uint8_t *dst = event_now(t, &t_ns), ev[PF_PK_EVENT_MAX];
     if (!dst)
         return -1;
-    uint8_t ev[PF_PK_EVENT_MAX];
-    unsigned n = pf_pk_encode_free(ev, &t->packed_last, t_ns, (uint64_t)(uintptr_t)p, aux);
-    append(t, dst, ev, n);
+    append(t, dst, ev, pf_pk_encode_free(ev, &t->packed_last, t_ns, (uint64_t)(uintptr_t)p, aux));
     return 0;
 }
