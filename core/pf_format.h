@@ -5,7 +5,8 @@
  * os._exit, an uncaught signal and SIGKILL without any flush. Each thread owns one chunk at a time and is the
  * only writer of it, so the hot path takes no lock; a record becomes visible when its 8-byte header is stored
  * (last, with release order). A reader therefore stops a chunk at the first zero header, and a process killed
- * in the middle of a record loses only that record.
+ * in the middle of a record loses only that record. (A PF_REC_PACKED record grows an event at a time, its
+ * header's length stored before each event and the event's tag byte last: core/pf_packed.h.)
  *
  * File layout
  *   OFFSET        SIZE              DESCRIPTION
@@ -25,7 +26,8 @@
  *   OFFSET  SIZE  DESCRIPTION
  *   0       2     type (pf_rec_type_t); 0 = end of this chunk's records
  *   2       2     aux: type-specific small value
- *   4       4     bytes: total record size including this header, a multiple of 8, >= 8
+ *   4       4     bytes: total record size including this header, a multiple of 8, >= 8 (PF_REC_PACKED: its
+ *                 valid bytes, any count >= 8; the next record starts at the 8-aligned end)
  *   8       ...   payload (the pf_rec_*_t structs below; variable parts follow the fixed part)
  *
  * Compatibility: readers reject another magic, a newer major version, or a header_bytes/chunk_bytes they
@@ -39,8 +41,10 @@
 
 #define PF_FILE_MAGIC "PYFLOWPF"          /* 8 bytes, no terminator stored */
 #define PF_FORMAT_VERSION 6u         /* 6: native stacks interned apart (PF_REC_NATIVE_STACK,
-                                        PF_STACK_NATIVE_BY_ID), which an older reader would misread; 5: short
-                                        copy records (PF_REC_COPY_SHORT), which an older reader would
+                                        PF_STACK_NATIVE_BY_ID), which an older reader would misread, and packed
+                                        events (PF_REC_PACKED), whose length is not a multiple of 8, which an
+                                        older reader would take for corruption; 5: short copy records
+                                        (PF_REC_COPY_SHORT), which an older reader would
                                         skip (losing their copies); 4: short allocation records
                                         (PF_REC_ALLOC_SHORT), likewise; 3: chunks change writer (PF_REC_WRITER);
                                         2: interned stacks (PF_REC_STACK, PF_ALLOC_STACK_REF); 1 to 5 still read */
@@ -136,6 +140,8 @@ typedef enum pf_rec_type {
                                bytes, not 72 (pf_rec_copy_short_t) */
     PF_REC_NATIVE_STACK = 24,   /* --native: a native stack (IPs) seen for the first time, given an id that
                                    STACK records with PF_STACK_NATIVE_BY_ID refer to (pf_rec_native_stack_t) */
+    PF_REC_PACKED = 25,     /* many ALLOC_SHORT and FREE events of one thread, each delta-encoded against the one
+                               before it, 5 to 12 bytes each (core/pf_packed.h); header bytes = valid length */
     PF_REC_TYPE_MAX
 } pf_rec_type_t;
 

@@ -58,6 +58,8 @@
                                                       (a plain run's default, docs/long-runs.md) */
 #define PF_DEFAULT_AGGREGATE_AFTER_BYTES (192ull << 20)  /* a plain pyflow run's (cli/pf_launch.c) */
 #define PF_ENV_QUIET "PYFLOW_QUIET"
+#define PF_ENV_PACKED "PYFLOW_PACKED"              /* "0": one record per exact allocation and free, not packed
+                                                      events (PF_REC_PACKED); for comparisons and tests */
 #define PF_ENV_OUTPUT_DIR "PYFLOW_OUTPUT_DIR"      /* without PYFLOW_OUTPUT: each process writes DIR/<host>.<pid>
                                                       (pyflow env; processes not started by pyflow run) */
 #define PF_ENV_HOST "PYFLOW_HOST"                  /* the host name recorded and used in file names (unset:

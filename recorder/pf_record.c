@@ -20,6 +20,7 @@
 #include "pf_objtable.h"
 #include "pf_labels.h"
 #include "pf_rec_int.h"
+#include "pf_record_packed.h"
 #include "pf_stacks.h"
 #include "pf_sys.h"
 #include "pf_thread_stack.h"
@@ -89,6 +90,7 @@ static void thread_start(pf_tls_t *t)
 void pf_record_thread_reset(pf_tls_t *t)
 {
     memset(t->stack_cache, 0, sizeof t->stack_cache);  /* a fork child's stack ids start again */
+    pf_packed_forget(t);
     t->chunk_pos = t->chunk_end = NULL;
     t->chunk_gen = 0;
     t->chunk_exited = 0;
@@ -303,6 +305,9 @@ char *pf_record_reserve_stacked(pf_tls_t *t, const pf_stack_t *st, uint32_t fixe
  * when the record could not be written. */
 static int write_alloc_short(pf_tls_t *t, void *p, size_t size, int domain, uint8_t flags, uint32_t sid)
 {
+    int packed = pf_packed_alloc(t, p, (uint32_t)size, domain, flags, sid);
+    if (packed <= 0)
+        return packed;
     const uint32_t bytes = (uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_alloc_short_t));
     char *rec = pf_writer_reserve(t, bytes);
     if (!rec)
@@ -422,13 +427,14 @@ static int free_slow(pf_tls_t *t, void *p, int domain, pf_objinfo_t *obj, int co
          * obj's flags, for the copy record of a realloc that moves it) */
         pf_obj_kind_t kind = pf_objkind_of(obj);
         obj->flags |= (uint32_t)kind << PF_OBJ_KIND_FLAGS_SHIFT;
+        uint16_t aux = (uint16_t)(PF_FREE_AUX(domain, kind) | (content ? 0 : PF_FREE_BY_REALLOC));
         uint32_t bytes = (uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_free_t));
-        char *rec = pf_writer_reserve(t, bytes);
+        char *rec = pf_packed_free(t, p, aux) > 0 ? pf_writer_reserve(t, bytes) : NULL;
         if (rec) {
             pf_rec_free_t *f = (pf_rec_free_t *)(rec + sizeof(pf_rec_header_t));
             f->t_ns = pf_now_ns();
             f->addr = (uint64_t)(uintptr_t)p;
-            pf_writer_commit(t, rec, PF_REC_FREE, (uint16_t)(PF_FREE_AUX(domain, kind) | (content ? 0 : PF_FREE_BY_REALLOC)), bytes);
+            pf_writer_commit(t, rec, PF_REC_FREE, aux, bytes);
         }
     }
     pf_guard_leave(t);

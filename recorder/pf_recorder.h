@@ -21,6 +21,7 @@
 #include <sys/types.h>
 
 #include "pf_format.h"
+#include "pf_packed.h"
 #include "pf_pyframes.h"
 #include "pf_sampler.h"
 
@@ -68,6 +69,11 @@ typedef struct pf_tls {
     uint64_t clk_span;          /* ticks the anchor is used for */
     uint64_t clk_last;          /* the last time given (CLOCK_MONOTONIC ns): times never go back */
     pf_stack_cache_slot_t stack_cache[PF_STACK_CACHE_SLOTS];
+    /* the open PF_REC_PACKED record in the thread's chunk (pf_record_packed.c), or packed_rec NULL */
+    char *packed_rec;
+    uint32_t packed_len;        /* its valid bytes, header included */
+    uint32_t packed_gen;        /* the writer generation it was opened in */
+    pf_pk_state_t packed_last;  /* what its next event is a delta against */
 } pf_tls_t;
 
 extern __thread pf_tls_t pf_tls __attribute__((tls_model("initial-exec"))) PF_HIDDEN;
@@ -119,6 +125,8 @@ typedef struct pf_config {
     uint64_t aggregate_after_bytes; /* --aggregate-after SIZE (a plain run's default): switch when the profile
                                    passes it (pf_writer.c); 0: no such switch */
     int aggregate_by_size;      /* the switch above happened (snapshots say so: PF_AGG_BY_SIZE) */
+    int packed;                 /* exact allocations and frees go into PF_REC_PACKED records (PYFLOW_PACKED=0:
+                                   one ALLOC_SHORT or FREE record each, as before format 6) */
 } pf_config_t;
 
 extern pf_config_t pf_cfg PF_HIDDEN;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "pf_model_int.h"
+#include "pf_packed.h"
 #include "pf_reader_int.h"
 #include "pf_util_int.h"
 
@@ -31,8 +32,11 @@ typedef struct pcode {
  * tens of millions of them, and they are sorted (glibc's qsort copies them once more to merge). */
 typedef struct event {
     uint64_t t;
-    uint32_t seq;       /* file order: keeps ties stable */
-    uint32_t offset8;   /* of the payload in its process's file, in 8-byte units (records are 8-aligned) */
+    uint32_t seq;       /* file order: keeps ties stable while the array of events is sorted; handed to the
+                           sweep: 0, or for a packed event (PF_REC_PACKED) 1 + where its decoded payload is
+                           in loader_t.decoded */
+    uint32_t offset8;   /* of the payload in its process's file, in 8-byte units (records are 8-aligned); a
+                           packed event's: its packed record's */
     uint16_t type;
     uint16_t aux;
     uint32_t proc;
@@ -127,11 +131,19 @@ typedef struct loader {
     int unordered;
     event_t *events;
     size_t n_events, cap_events;
+    /* the payloads of packed events (pf_model_events.c), as the records they stand for: the sweep's current
+     * batch's, or with the array above every packed event's (and its seq there, ascending) */
+    const pf_rec_alloc_short_t *decoded;
+    pf_rec_alloc_short_t *packed_payloads;
+    uint32_t *packed_seqs;
+    size_t n_packed, cap_packed;
     uint64_t window_from_ns, window_to_ns;  /* pf_load_opts_t's; 0, 0: the whole run */
 } loader_t;
 
 static inline const void *pf_event_payload(const loader_t *L, const event_t *e)
 {
+    if (e->seq)     /* a packed event */
+        return &L->decoded[e->seq - 1];
     return L->procs[e->proc].file.data + ((size_t)e->offset8 << 3);
 }
 
@@ -183,7 +195,7 @@ static inline int pf_events_is_event(uint16_t type)
     const uint64_t events = 1ull << PF_REC_ALLOC | 1ull << PF_REC_ALLOC_SHORT | 1ull << PF_REC_FREE |
                             1ull << PF_REC_COPY | 1ull << PF_REC_COPY_SHORT | 1ull << PF_REC_ACCESS_PAIR | 1ull << PF_REC_COPY_WRITE |
                             1ull << PF_REC_VERDICT | 1ull << PF_REC_CONTENT | 1ull << PF_REC_AGG_SITES |
-                            1ull << PF_REC_AGG_PEAK | 1ull << PF_REC_AGG_FLOWS;
+                            1ull << PF_REC_AGG_PEAK | 1ull << PF_REC_AGG_FLOWS | 1ull << PF_REC_PACKED;
     _Static_assert(PF_REC_TYPE_MAX <= 64, "record types fit the mask");
     return type < 64 && (events >> type & 1);
 }
@@ -206,8 +218,13 @@ static inline uint64_t pf_events_time(const loader_t *L, uint32_t proc, const vo
 }
 /* pf_events_record's rare cases, out of line: an event of another stream than the last one's, and a new
  * run of one writer's records (a new chunk, a change of writer). */
-void pf_events_new_stream(loader_t *L, const pf_record_t *r, uint64_t t, uint64_t key);
+void pf_events_new_stream(loader_t *L, const pf_record_t *r, uint64_t t, uint64_t t_end, uint64_t key);
 void pf_events_new_run(loader_t *L, uint64_t chunk);
+/* A PF_REC_PACKED record's first and last events' times on the root's clock (pf_file_walk found them).
+ * Returns 0 when it holds none. */
+int pf_events_packed_span(const loader_t *L, const pf_record_t *r, uint64_t *first, uint64_t *last);
+/* collect_event's part for a PF_REC_PACKED record: each of its events into L->events. */
+void pf_events_collect_packed(loader_t *L, const pf_record_t *r);
 
 static inline void pf_events_record(loader_t *L, const pf_record_t *r)
 {
@@ -216,17 +233,21 @@ static inline void pf_events_record(loader_t *L, const pf_record_t *r)
         pf_events_new_run(L, r->chunk);
     if (!pf_events_is_event(r->type))
         return;
-    uint64_t t = pf_events_time(L, L->cur, r->payload);
-    if (t > L->t_last)
-        L->t_last = t;
-    if (t > L->procs[L->cur].last_t)
-        L->procs[L->cur].last_t = t;
+    uint64_t t, t_end;
+    if (r->type != PF_REC_PACKED)
+        t = t_end = pf_events_time(L, L->cur, r->payload);
+    else if (!pf_events_packed_span(L, r, &t, &t_end))
+        return;
+    if (t_end > L->t_last)
+        L->t_last = t_end;
+    if (t_end > L->procs[L->cur].last_t)
+        L->procs[L->cur].last_t = t_end;
     if (L->unordered)
         return;
     /* a run of records is one writer's: its stream is the previous event's, without a lookup */
     uint64_t key = ((uint64_t)L->cur << 32 | r->tid) + 1;
     if (key != L->last_stream_key) {
-        pf_events_new_stream(L, r, t, key);
+        pf_events_new_stream(L, r, t, t_end, key);
         return;
     }
     stream_t *s = &L->streams[L->last_stream];
@@ -234,13 +255,14 @@ static inline void pf_events_record(loader_t *L, const pf_record_t *r)
         L->unordered = 1;   /* the loader then collects every event into an array (pf_model.c) */
         return;
     }
-    s->last_t = t;
+    s->last_t = t_end;
     if (s->last_run != L->run) {
         *PF_VEC_PUSH(s->starts, s->n_starts, s->cap_starts) = r->offset;
         s->last_run = L->run;
     }
 }
 void pf_events_free_streams(loader_t *L);
+void pf_events_free_packed(loader_t *L);
 
 /* Orders events by (time, seq): a natural merge sort (runs already in order are merged, not re-sorted). */
 void pf_events_sort(event_t *ev, size_t n);
@@ -251,11 +273,16 @@ typedef struct pf_event_cursor {
     uint64_t run_start;     /* where the current run began */
     uint64_t off, end;      /* the next record, and where its run's chunk ends (off 0: between runs) */
     event_t ev;             /* the stream's current event */
+    pf_rec_alloc_short_t packed_payload;    /* ... its payload, when it is a packed event (ev.seq 1) */
+    const uint8_t *packed_at, *packed_end;  /* the rest of the packed record being read, or packed_at NULL */
+    pf_pk_state_t packed_state;
     uint64_t drop_from, drop_to;    /* read file bytes not yet given back (see give_back_run) */
 } pf_event_cursor_t;
 
 typedef struct pf_event_iter {
     loader_t *L;
+    pf_rec_alloc_short_t *batch_payloads;   /* the packed events' payloads of the last batch */
+    size_t cap_batch_payloads;
     pf_event_cursor_t *heap;
     size_t n_heap;
     size_t next;

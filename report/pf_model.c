@@ -104,7 +104,7 @@ static int on_record(void *ctx, const pf_record_t *r)
     pf_model_t *m = L->m;
     m->records++;
     pf_events_record(L, r);
-    if (r->type == PF_REC_ALLOC_SHORT || r->type == PF_REC_FREE || r->type == PF_REC_ALLOC)
+    if (r->type == PF_REC_ALLOC_SHORT || r->type == PF_REC_FREE || r->type == PF_REC_ALLOC || r->type == PF_REC_PACKED)
         return 0;   /* nearly every record: pf_events_record was all */
     proc_state_t *P = &L->procs[L->cur];
     switch (r->type) {
@@ -242,6 +242,10 @@ static int collect_event(void *ctx, const pf_record_t *r)
     loader_t *L = ctx;
     if (!pf_events_is_event(r->type))
         return 0;
+    if (r->type == PF_REC_PACKED) {
+        pf_events_collect_packed(L, r);
+        return 0;
+    }
     uint64_t t = pf_events_time(L, L->cur, r->payload);
     if (!pf_events_in_window(L, r->type, t))
         return 0;
@@ -590,6 +594,7 @@ int pf_model_load(const char *path, const pf_load_opts_t *opts, pf_model_t **out
     }
     free(L.procs);
     free(L.events);
+    pf_events_free_packed(&L);
     pf_events_free_streams(&L);
     if (rc != 0) {
         pf_model_free(m);

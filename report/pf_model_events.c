@@ -36,7 +36,7 @@ static void drop_pages(const pf_file_t *f, uint64_t from, uint64_t to)
 /* ---- loading: the streams ---- */
 
 /* A stream's first event, or one after it went back in time: pf_events_record's rare case. */
-void pf_events_new_stream(loader_t *L, const pf_record_t *r, uint64_t t, uint64_t key)
+void pf_events_new_stream(loader_t *L, const pf_record_t *r, uint64_t t, uint64_t t_end, uint64_t key)
 {
     int created = 0;
     uint64_t *v = pf_map_put(&L->stream_index, key, &created);
@@ -52,11 +52,58 @@ void pf_events_new_stream(loader_t *L, const pf_record_t *r, uint64_t t, uint64_
         L->unordered = 1;   /* the loader then collects every event into an array (pf_model.c) */
         return;
     }
-    s->last_t = t;
+    s->last_t = t_end;
     if (created || s->last_run != L->run) {
         *PF_VEC_PUSH(s->starts, s->n_starts, s->cap_starts) = r->offset;
         s->last_run = L->run;
     }
+}
+
+/* ---- packed events (PF_REC_PACKED): many ALLOC_SHORT and FREE events in one record ---- */
+
+int pf_events_packed_span(const loader_t *L, const pf_record_t *r, uint64_t *first, uint64_t *last)
+{
+    uint64_t offset = L->m->procs[L->cur].offset_ns;
+    *first = r->packed_first_ns + offset;     /* the walk decoded them as it checked the record */
+    *last = r->packed_last_ns + offset;
+    return r->packed_events != 0;
+}
+
+void pf_events_collect_packed(loader_t *L, const pf_record_t *r)
+{
+    const uint8_t *at = r->payload, *end = at + r->payload_bytes;
+    pf_pk_state_t st = {0};
+    pf_pk_event_t ev;
+    uint32_t offset8 = (uint32_t)(((const unsigned char *)r->payload - L->procs[L->cur].file.data) >> 3);
+    while (pf_pk_decode(&at, end, &st, &ev) > 0) {
+        uint64_t t = ev.p.t_ns + L->m->procs[L->cur].offset_ns;
+        if (!pf_events_in_window(L, ev.type, t))
+            continue;
+        event_t *e = PF_VEC_PUSH(L->events, L->n_events, L->cap_events);
+        *e = (event_t){.t = t, .seq = (uint32_t)(L->n_events - 1), .offset8 = offset8, .type = ev.type,
+                       .aux = ev.aux, .proc = L->cur};
+        size_t cap = L->cap_packed;
+        *PF_VEC_PUSH(L->packed_payloads, L->n_packed, L->cap_packed) = ev.p;
+        if (L->cap_packed != cap)
+            L->packed_seqs = pf_xrealloc(L->packed_seqs, L->cap_packed * sizeof *L->packed_seqs);
+        L->packed_seqs[L->n_packed - 1] = e->seq;
+    }
+}
+
+/* The index + 1 of the packed event numbered seq in the walk's array, or 0 for an event of its own record. */
+static uint32_t packed_index(const loader_t *L, const event_t *e)
+{
+    if (!L->n_packed || (e->type != PF_REC_ALLOC_SHORT && e->type != PF_REC_FREE))
+        return 0;
+    size_t lo = 0, hi = L->n_packed;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (L->packed_seqs[mid] < e->seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < L->n_packed && L->packed_seqs[lo] == e->seq ? (uint32_t)lo + 1 : 0;
 }
 
 void pf_events_new_run(loader_t *L, uint64_t chunk)
@@ -78,6 +125,15 @@ void pf_events_free_streams(loader_t *L)
     L->n_streams = L->cap_streams = 0;
     L->last_stream_key = 0;
     pf_map_free(&L->stream_index);
+}
+
+void pf_events_free_packed(loader_t *L)
+{
+    free(L->packed_payloads);
+    free(L->packed_seqs);
+    L->packed_payloads = NULL;
+    L->packed_seqs = NULL;
+    L->n_packed = L->cap_packed = 0;
 }
 
 /* ---- the array, when a stream was out of order ---- */
@@ -165,6 +221,21 @@ static inline __attribute__((always_inline)) int cursor_next(const loader_t *L, 
     const pf_file_t *f = &L->procs[s->proc].file;
     const uint64_t last = L->procs[s->proc].last_offset;
     for (;;) {
+        if (c->packed_at) {     /* inside a packed record */
+            pf_pk_event_t ev;
+            if (pf_pk_decode(&c->packed_at, c->packed_end, &c->packed_state, &ev) <= 0) {
+                c->packed_at = NULL;
+                continue;
+            }
+            c->ev.t = ev.p.t_ns + L->m->procs[s->proc].offset_ns;
+            if (!pf_events_in_window(L, ev.type, c->ev.t))
+                continue;
+            c->ev.seq = 1;
+            c->ev.type = ev.type;
+            c->ev.aux = ev.aux;
+            c->packed_payload = ev.p;
+            return 1;
+        }
         if (__builtin_expect(c->off == 0 || c->off + sizeof(pf_rec_header_t) > c->end, 0)) {
             if (c->off)     /* the run filled its chunk to the end */
                 give_back_run(f, c, c->run_start, c->off, c->run == s->n_starts);
@@ -180,19 +251,29 @@ static inline __attribute__((always_inline)) int cursor_next(const loader_t *L, 
         memcpy(&h, f->data + c->off, sizeof h);
         /* the end of the run: the chunk's end, a record cut off by the file's end, another writer, or
          * where the loader's walk stopped (a corrupt record: nothing after it was read) */
+        uint32_t span = h.type == PF_REC_PACKED ? pf_align8(h.bytes) : h.bytes;
         if (__builtin_expect(c->off > last || h.type == PF_REC_END || h.type == PF_REC_WRITER ||
-                             c->off + h.bytes > c->end, 0)) {
+                             c->off + span > c->end, 0)) {
             give_back_run(f, c, c->run_start, c->off, c->run == s->n_starts);
             c->off = 0;
             continue;
         }
         uint64_t at = c->off;
-        c->off += h.bytes;
+        c->off += span;
         if (!pf_events_is_event(h.type))
             continue;
+        if (h.type == PF_REC_PACKED) {  /* its events come from the top of the loop */
+            c->packed_at = f->data + at + sizeof h;
+            c->packed_end = f->data + at + h.bytes;
+            memset(&c->packed_state, 0, sizeof c->packed_state);
+            c->ev.offset8 = (uint32_t)((at + sizeof h) >> 3);
+            c->ev.proc = s->proc;
+            continue;
+        }
         c->ev.t = pf_events_time(L, s->proc, f->data + at + sizeof h);
         if (!pf_events_in_window(L, h.type, c->ev.t))
             continue;
+        c->ev.seq = 0;
         c->ev.offset8 = (uint32_t)((at + sizeof h) >> 3);
         c->ev.type = h.type;
         c->ev.aux = h.aux;
@@ -252,12 +333,22 @@ void pf_events_begin(loader_t *L, pf_event_iter_t *it)
 size_t pf_events_next_batch(pf_event_iter_t *it, event_t *out, size_t max)
 {
     size_t n = 0;
-    if (it->L->unordered) {
-        n = it->L->n_events - it->next < max ? it->L->n_events - it->next : max;
-        memcpy(out, it->L->events + it->next, n * sizeof *out);
+    loader_t *L = it->L;
+    if (L->unordered) {
+        n = L->n_events - it->next < max ? L->n_events - it->next : max;
+        memcpy(out, L->events + it->next, n * sizeof *out);
         it->next += n;
+        L->decoded = L->packed_payloads;
+        for (size_t i = 0; i < n; i++)
+            out[i].seq = packed_index(L, &out[i]);
         return n;
     }
+    if (it->cap_batch_payloads < max) {
+        free(it->batch_payloads);
+        it->batch_payloads = pf_xmalloc(max * sizeof *it->batch_payloads);
+        it->cap_batch_payloads = max;
+    }
+    L->decoded = it->batch_payloads;
     /* A run-level merge: the stream at the top of the heap goes on giving its events while they come
      * before the head of every other stream (the lesser of the root's two children); the heap is sifted
      * only when another stream's turn comes. An exact profile's threads take turns every few thousand
@@ -270,7 +361,11 @@ size_t pf_events_next_batch(pf_event_iter_t *it, event_t *out, size_t max)
         int more;
         do {
             out[n] = top->ev;
-            out[n].seq = (uint32_t)it->next++;
+            if (top->ev.seq) {  /* a packed event: its payload beside the batch */
+                it->batch_payloads[n] = top->packed_payload;
+                out[n].seq = (uint32_t)n + 1;
+            }
+            it->next++;
             n++;
             more = cursor_next(it->L, top);
         } while (more && n < max && (!rival || cursor_before(top, rival)));
@@ -284,5 +379,6 @@ size_t pf_events_next_batch(pf_event_iter_t *it, event_t *out, size_t max)
 void pf_events_end(pf_event_iter_t *it)
 {
     free(it->heap);
+    free(it->batch_payloads);
     memset(it, 0, sizeof *it);
 }

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "pf_packed.h"
 #include "pf_util_int.h"
 
 /* Copies a pipe, to its end, into a memory-backed file, so that it maps and drops pages like a profile on
@@ -150,7 +151,7 @@ static int check_stack_tail(size_t fixed, uint8_t flags, uint16_t n_py, uint16_t
 }
 
 /* Checks a record's type-specific lengths. Returns NULL when consistent, else what is wrong. */
-static const char *check_payload(const pf_record_t *r)
+static const char *check_payload(pf_record_t *r)
 {
     const unsigned char *p = r->payload;
     uint32_t n = r->payload_bytes;
@@ -174,6 +175,17 @@ static const char *check_payload(const pf_record_t *r)
     }
     case PF_REC_FREE:
         return n < sizeof(pf_rec_free_t) ? "free record too short" : NULL;
+    case PF_REC_PACKED: {
+        pf_pk_state_t st = {0};
+        pf_pk_event_t ev;
+        const uint8_t *at = p, *end = p + n;
+        int rc;
+        while ((rc = pf_pk_decode(&at, end, &st, &ev)) > 0)
+            if (r->packed_events++ == 0)
+                r->packed_first_ns = ev.p.t_ns;
+        r->packed_last_ns = st.t_ns;    /* times only grow along a packed record */
+        return rc < 0 ? "packed record holds bytes that are no event" : NULL;
+    }
     case PF_REC_CONTENT:
         return n < sizeof(pf_rec_content_t) ? "content record too short" : NULL;
     case PF_REC_CODE: {
@@ -299,20 +311,22 @@ int pf_file_walk(const pf_file_t *f, int (*fn)(void *ctx, const pf_record_t *r),
             if (h.type == PF_REC_END)
                 break;
             const char *why = NULL;
-            if (h.bytes < sizeof h || (h.bytes & 7))
+            /* a packed record's length is its valid bytes; the next record starts at the aligned end */
+            uint32_t span = h.type == PF_REC_PACKED ? pf_align8(h.bytes) : h.bytes;
+            if (h.bytes < sizeof h || span < h.bytes || (span & 7))
                 why = "its length is not a multiple of 8 of at least 8";
-            else if (p + h.bytes > off + cb)
+            else if (p + span > off + cb)
                 why = "it runs past the end of its chunk";
             if (why) {
                 snprintf(err, errlen, "%s is corrupt: record at offset %llu (type %u, length %u): %s", f->path,
                          (unsigned long long)p, h.type, h.bytes, why);
                 return -EINVAL;
             }
-            if (p + h.bytes > end) {
+            if (p + span > end) {
                 if (cut)
                     break;  /* truncated file: the rest never made it to disk */
             }
-            pf_record_t r = {h.type, h.aux, h.bytes - (uint32_t)sizeof h, f->data + p + sizeof h, ch.tid, p, off};
+            pf_record_t r = {h.type, h.aux, h.bytes - (uint32_t)sizeof h, f->data + p + sizeof h, ch.tid, p, off, 0, 0, 0};
             why = check_payload(&r);
             if (why) {
                 snprintf(err, errlen, "%s is corrupt: record at offset %llu: %s", f->path, (unsigned long long)p,
@@ -324,7 +338,7 @@ int pf_file_walk(const pf_file_t *f, int (*fn)(void *ctx, const pf_record_t *r),
             int rc = fn(ctx, &r);
             if (rc)
                 return rc;
-            p += h.bytes;
+            p += span;
         }
     }
     return 0;

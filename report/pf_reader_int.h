@@ -37,6 +37,10 @@ typedef struct pf_record {
     uint32_t tid;       /* its writer: the chunk's, or the latest PF_REC_WRITER's before it in the chunk */
     uint64_t offset;    /* of the record header in the file */
     uint64_t chunk;     /* of its chunk's header (the walk knows it: no division per record to find it) */
+    /* PF_REC_PACKED: its events (checked, one by one, as the walk checks every record) and the first and
+     * last one's t_ns; 0 otherwise */
+    uint32_t packed_events;
+    uint64_t packed_first_ns, packed_last_ns;
 } pf_record_t;
 
 /* Calls fn for every record of every chunk, in file order (per thread, that is time order), PF_REC_WRITER

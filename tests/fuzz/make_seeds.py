@@ -19,6 +19,7 @@ import sys
 HEADER = 4096
 CHUNK_HDR = 16
 CHUNK_MAGIC = 0x4B434650
+PACKED = 25     # PF_REC_PACKED
 
 
 def records(data):
@@ -38,6 +39,8 @@ def records(data):
         recs, p, end = [], off + CHUNK_HDR, min(off + cb, len(data))
         while p + 8 <= end:
             typ, _aux, n = struct.unpack_from("<HHI", data, p)
+            if typ == PACKED:   # its length is its valid bytes: it takes up to the 8-aligned end
+                n = (n + 7) & ~7
             if typ == 0 or n < 8 or n & 7 or p + n > end:
                 break
             recs.append(data[p:p + n])

@@ -34,6 +34,12 @@ done
 # interned stacks with native frames, and the size cap's coarsening marks (a 1 MiB cap, fine sampling)
 "$pyflow" run --no-report --native --sample-bytes 4k --max-profile 1m --python /usr/bin/python3 \
   -o "$work/profiles/native-cap.pflow" "$src/tests/integration/programs/deep_repeats.py" >/dev/null 2>&1
+# --exact: packed allocation and free events (PF_REC_PACKED), two threads' streams of them
+"$pyflow" run --no-report --exact --python /usr/bin/python3 -o "$work/profiles/exact.pflow" \
+  -c 'import threading
+def churn():
+    for i in range(300): d = {j: [j] * (i % 9) for j in range(i % 13)}
+t = threading.Thread(target=churn); t.start(); churn(); t.join()' >/dev/null 2>&1
 # threads that start and end: several event streams to merge, and chunks handed from one thread to the next
 "$pyflow" run --no-report --sample-bytes 4k --python /usr/bin/python3 -o "$work/profiles/threads.pflow" \
   -c 'import threading

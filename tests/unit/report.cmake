@@ -89,3 +89,10 @@ pf_unit_test(test_report_peak
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report_peak.c
   LIBS pf_report m)
 target_include_directories(test_report_peak PRIVATE ${PROJECT_SOURCE_DIR}/report)
+
+# Packed exact events (PF_REC_PACKED): varint/zigzag codes, decode of what was encoded, one model for the
+# same events packed and not, a packed record cut mid-event and one with bytes that are no event.
+pf_unit_test(test_report_packed
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report_packed.c
+  LIBS pf_report)
+target_include_directories(test_report_packed PRIVATE ${PROJECT_SOURCE_DIR}/report)

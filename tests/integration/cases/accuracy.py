@@ -37,7 +37,7 @@ def profile_stacks(path, function):
     is in `function`, [stack id] of its ALLOC records that refer to a stack, count of ALLOCs with inline
     frames)."""
     sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
-    from profile_stats import walk
+    from profile_stats import packed_events, walk
     data = open(path, "rb").read()
     stacks, refs, inline, codes = {}, [], 0, set()
     for rtype, p, _size in walk(data):
@@ -50,6 +50,8 @@ def profile_stacks(path, function):
                 inline += 1
         elif rtype == 21:   # ALLOC_SHORT: time, address, size, then the stack id at payload 20
             refs.append(struct.unpack_from("<I", data, p + 8 + 20)[0])
+        elif rtype == 25:   # PACKED: ALLOC_SHORT and FREE events (core/pf_packed.h)
+            refs.extend(ev[5] for ev in packed_events(data, p, _size) if ev[0] == 21)
         elif rtype == 3:    # CODE: id, first line, file and name lengths, then the file and the name
             cid, _first, flen, nlen = struct.unpack_from("<IiII", data, p + 8)
             if data[p + 8 + 24 + flen:p + 8 + 24 + flen + nlen] == function.encode():
