@@ -104,13 +104,17 @@ def export_profile(c):
 
 def diff_runs(c):
     """Runs diff_base.py, then diff_new.py (the same file edited: one line changed, lines inserted above it),
-    both as app.py in one directory, with --exact; returns the two JSON reports' paths."""
+    both as app.py in one directory, with --exact and every copy recorded (--exact still samples copies: a
+    256 KiB sample landing in one run and not the other made a moved line show as changed); returns the two
+    JSON reports' paths."""
     app = os.path.join(c.tmp, "app.py")
     out = []
+    every_copy = {**os.environ, "PYFLOW_COPY_BYTES": "1"}
     for version in ("diff_base.py", "diff_new.py"):
         shutil.copy(prog(version), app)
         j = os.path.join(c.tmp, version.replace(".py", ".json"))
-        cp = run([c.pyflow, "run", "--python", c.python, "--exact", "--no-report", "--json", j, app], cwd=c.tmp)
+        cp = run([c.pyflow, "run", "--python", c.python, "--exact", "--no-report", "--json", j, app], cwd=c.tmp,
+                 env=every_copy)
         assert cp.returncode == 0, cp.stderr
         out.append(j)
     return out
