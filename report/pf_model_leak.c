@@ -192,22 +192,24 @@ static void growth(const sweeper_t *S, pf_stats_t *s, uint64_t end)
 /* --aggregate: a site's survivors come from its snapshots (pf_model_aggregate.c). */
 typedef struct survivors {
     survivor_t *sv;
-    size_t n;
+    size_t n, cap;
 } survivors_t;
 
 static void add_survivor(void *arg, int32_t line, double clock, double bytes)
 {
     survivors_t *s = arg;
     if (line >= 0 && bytes > 0)
-        s->sv[s->n++] = (survivor_t){line, clock, bytes};
+        *PF_VEC_PUSH(s->sv, s->n, s->cap) = (survivor_t){line, clock, bytes};
 }
 
 void pf_sweep_leaks(sweeper_t *S)
 {
     pf_model_t *m = S->m;
     size_t n_aggregated = pf_sweep_aggregate_survivors(S, NULL, NULL);
-    survivor_t *sv = pf_xmalloc((S->live.len + S->n_pieces + n_aggregated + 1) * sizeof *sv);
-    size_t n = 0;
+    /* sized for one survivor a live object or piece, but grown when needed: a profile whose blocks share a
+     * chain of pieces (a realloc continuing a block still counted live, freed after finalization) has more */
+    survivors_t agg = {NULL, 0, 0};
+    PF_VEC_RESERVE(agg.sv, agg.cap, S->live.len + S->n_pieces + n_aggregated + 1);
     for (size_t i = 0; i < S->live.cap; i++) {
         if (!S->live.slots[i].key)
             continue;
@@ -215,7 +217,7 @@ void pf_sweep_leaks(sweeper_t *S)
         if (o->line < 0 || !(o->est > 0))
             continue;
         if (o->chain < 0) {
-            sv[n++] = (survivor_t){o->line, o->at, o->est};
+            add_survivor(&agg, o->line, o->at, o->est);
             continue;
         }
         /* a block re-allocated along the run: each piece it gained is a survivor of its own, at the time
@@ -225,11 +227,11 @@ void pf_sweep_leaks(sweeper_t *S)
             sum += S->pieces[p].bytes;
         for (int64_t p = o->chain; p >= 0 && sum > 0; p = S->pieces[p].prev)
             if (S->pieces[p].bytes > 0)
-                sv[n++] = (survivor_t){o->line, S->pieces[p].at, S->pieces[p].bytes * o->est / sum};
+                add_survivor(&agg, o->line, S->pieces[p].at, S->pieces[p].bytes * o->est / sum);
     }
-    survivors_t agg = {sv, n};
     pf_sweep_aggregate_survivors(S, add_survivor, &agg);
-    n = agg.n;
+    survivor_t *sv = agg.sv;
+    size_t n = agg.n;
     qsort(sv, n, sizeof *sv, cmp_survivor);
     uint64_t end = run_end(S);
     double clock_end = S->clock_end >= 0 ? S->clock_end : S->leak_clock;
