@@ -7,7 +7,9 @@
 #   run_fuzz.sh SOURCE_DIR WORK_DIR PYFLOW [SECONDS]
 # Exit 0: no crash; 1: a crash, a hang (> 30 s on one input) or no seeds (the reproducer is WORK_DIR/crash-*,
 # replay it with WORK_DIR/fuzz_profile FILE); 77: clang or libFuzzer missing (skip).
-# The corpus (WORK_DIR/corpus) is kept between runs, so coverage accumulates.
+# The corpus (WORK_DIR/corpus) is kept between runs, so coverage accumulates. A run's reproducers are moved to
+# WORK_DIR/found/ before the next run starts (a retried test keeps the first run's evidence), and the crashing
+# ones go into the corpus too: every later run replays them first and fails again until the bug is fixed.
 set -u
 src=$1 work=$2 pyflow=$3 secs=${4:-60}
 CC=$(command -v clang || command -v clang-14 || true)
@@ -52,7 +54,12 @@ mock=$(dirname "$pyflow")/../tests/gpu/libpf_mockcuda.so
 python3 "$src/tests/fuzz/make_seeds.py" "$work/seeds" "$work"/profiles/*.pflow ||
   { echo "FAIL: pyflow made no usable profile to seed the fuzzer with"; exit 1; }
 cd "$work"
-rm -f crash-* timeout-* oom-* leak-*
+mkdir -p found
+for f in crash-* timeout-* oom-* leak-*; do
+  [ -e "$f" ] || continue
+  mv "$f" found/
+  case $f in crash-*) cp "found/$f" corpus/ ;; esac
+done
 ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 nice -n 5 ./fuzz_profile \
   -max_total_time="$secs" -timeout=30 -rss_limit_mb=2048 -max_len=400000 -print_final_stats=1 \
   -artifact_prefix="$work/" corpus seeds > fuzz.log 2>&1
@@ -60,5 +67,5 @@ rc=$?
 grep -E '^#[0-9]+ +(INITED|DONE|pulse)' fuzz.log | tail -3
 grep -A30 -E 'ERROR|runtime error|SUMMARY|deadly signal|Test unit written' fuzz.log | head -60
 tail -8 fuzz.log
-[ "$rc" = 0 ] || { echo "FAIL: fuzz_profile found a crash (status $rc): $(ls "$work"/crash-* "$work"/timeout-* "$work"/oom-* 2>/dev/null)"; exit 1; }
+[ "$rc" = 0 ] || { echo "FAIL: fuzz_profile found a crash (status $rc): $(ls "$work"/crash-* "$work"/timeout-* "$work"/oom-* 2>/dev/null) (earlier runs' reproducers: $work/found/)"; exit 1; }
 echo "PASS: no crash in ${secs} s"
