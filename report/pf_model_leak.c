@@ -211,9 +211,9 @@ void pf_sweep_leaks(sweeper_t *S)
     survivors_t agg = {NULL, 0, 0};
     PF_VEC_RESERVE(agg.sv, agg.cap, S->live.len + S->n_pieces + n_aggregated + 1);
     for (size_t i = 0; i < S->live.cap; i++) {
-        if (!S->live.slots[i].key)
+        if (!S->live.slots[i].key1)
             continue;
-        const live_obj_t *o = &S->objs[S->live.slots[i].val];
+        const live_obj_t *o = &S->objs[S->live.slots[i].idx];
         if (o->line < 0 || !(o->est > 0))
             continue;
         if (o->chain < 0) {

@@ -378,9 +378,9 @@ void pf_sweep_set_gpu_live(sweeper_t *S, pf_stats_t *s, uint64_t t, double live)
 /* Ends the life of the live object at address key k (its index in *slot, k's value slot in the live map)
  * at time t: it stops counting in its rows (unless the process was already finalizing: then it stays live
  * at exit; or ended is set: the process ended, and it stays what the process held at its exit). */
-void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t *slot, uint64_t t, int ended)
+void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, pf_live_slot_t *slot, uint64_t t, int ended)
 {
-    const uint64_t idx = *slot;
+    const uint64_t idx = slot->idx;
     const live_obj_t *o = &S->objs[idx];
     pf_recent_freed(&S->recent, k, (alloc_site_t){o->line, o->native}, o->dst_copy);
     pf_sweep_leak_freed(S, k, o, t);
@@ -388,9 +388,9 @@ void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t *slot, u
         return;     /* interpreter shutdown: the object stays counted as live at exit */
     if (!ended)
         pf_sweep_dst_freed(S, o, t);
-    pf_map_del_at(&S->live, slot);
+    pf_live_del_at(&S->live, slot);
     S->proc_objs[proc]--;
-    *PF_VEC_PUSH(S->free_objs, S->n_free_objs, S->cap_free_objs) = idx;     /* its slot is free again */
+    S->free_objs[S->n_free_objs++] = (uint32_t)idx;     /* its slot is free again (free_objs has room) */
     if (pf_sweep_wants_range(o))
         pf_sweep_range_del(S, k);
     pf_model_t *m = S->m;
@@ -399,11 +399,15 @@ void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t *slot, u
         pf_workers_free(m, proc, o->line, o->est);
     }
     pf_stats_t *rows[3] = {&m->lines[o->line].s, &m->funcs[o->func].s, &m->total};
-    pf_peak_total_add(&S->peak, o->half, -o->est, (double)o->size);
+    if (!S->peak.off) {     /* a sampled profile's peak windows (their rows' peak_est alone) */
+        pf_peak_total_add(&S->peak, o->half, -o->est, (double)o->size);
+        for (int i = 0; i < 3; i++) {
+            pf_peak_row_add(&S->peak, &rows[i]->peak_est, o->half, -o->est);
+            pf_peak_obj_end(&S->peak, &rows[i]->peak_est, &S->obj_peak[idx], o->half, o->est, (double)o->size);
+        }
+    }
     for (int i = 0; i < 3; i++) {
         rows[i]->n_freed++;
-        pf_peak_row_add(&S->peak, &rows[i]->peak_est, o->half, -o->est);
-        pf_peak_obj_end(&S->peak, &rows[i]->peak_est, &o->peak, o->half, o->est, (double)o->size);
         if (o->half && o->est > (double)o->size)
             rows[i]->live_var -= o->est * (o->est - (double)o->size);
         set_live(S, rows[i], t, rows[i]->live - o->est);
@@ -414,9 +418,31 @@ void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t *slot, u
     pf_calltree_free(m, o->node, o->est, o->gpu, &epochs);
 }
 
-static void release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t *slot, uint64_t t)
+static void release(sweeper_t *S, uint32_t proc, uint64_t k, pf_live_slot_t *slot, uint64_t t)
 {
     pf_sweep_release(S, proc, k, slot, t, 0);
+}
+
+/* A slot for a new live object: the last one freed (still in cache, likely), else a new one. free_objs
+ * grows with objs, so that every slot can be free at once. */
+static uint32_t new_object(sweeper_t *S)
+{
+    if (S->n_free_objs)
+        return S->free_objs[--S->n_free_objs];
+    if (S->n_objs == S->cap_objs) {
+        size_t cap = S->cap_objs ? S->cap_objs * 2 : 1024;
+        if (cap > UINT32_MAX) {     /* the live map keeps 32-bit indices (pf_live_slot_t) */
+            fprintf(stderr, "pyflow: more than %u live objects at once: too many to build the report\n",
+                    UINT32_MAX);
+            abort();
+        }
+        S->objs = pf_xrealloc(S->objs, cap * sizeof *S->objs);
+        S->free_objs = pf_xrealloc(S->free_objs, cap * sizeof *S->free_objs);
+        if (!S->peak.off)
+            S->obj_peak = pf_xrealloc(S->obj_peak, cap * sizeof *S->obj_peak);
+        S->cap_objs = cap;
+    }
+    return (uint32_t)S->n_objs++;
 }
 
 static void on_alloc(sweeper_t *S, const event_t *e)
@@ -430,9 +456,9 @@ static void on_alloc(sweeper_t *S, const event_t *e)
      * touches the live map when the address was not live) */
     uint64_t key = pf_sweep_addr_key(e->proc, a->addr);
     int created = 0;
-    uint64_t *slot = pf_map_put_if_room(&S->live, key, &created), *prev = NULL;
+    pf_live_slot_t *slot = pf_live_put_if_room(&S->live, key, &created), *prev = NULL;
     if (!slot)
-        prev = pf_map_get(&S->live, key);
+        prev = pf_live_get(&S->live, key);
     else if (!created)
         prev = slot;
     if (!created)
@@ -441,11 +467,11 @@ static void on_alloc(sweeper_t *S, const event_t *e)
         /* freed while the interpreter finalized, so live at exit, and its address handed out again: it
          * stays live under a key no address has (bit 47: user addresses are below it), where the end of
          * its process still finds it */
-        uint64_t idx = *prev;
-        pf_map_del(&S->live, pf_sweep_addr_key(e->proc, a->addr));
+        uint32_t idx = prev->idx;
+        pf_live_del_at(&S->live, prev);
         if (pf_sweep_wants_range(&S->objs[idx]))
             pf_sweep_range_del(S, pf_sweep_addr_key(e->proc, a->addr));
-        *pf_map_put(&S->live, pf_sweep_addr_key(e->proc, (1ull << 47) | S->parked++), NULL) = idx;
+        pf_live_put(&S->live, pf_sweep_addr_key(e->proc, (1ull << 47) | S->parked++), NULL)->idx = idx;
     } else if (prev) {  /* the allocator handed the address out again: the block there was freed unseen */
         release(S, e->proc, pf_sweep_addr_key(e->proc, a->addr), prev, e->t);
     }
@@ -504,29 +530,17 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     if (new_peak)
         pr->peak_bytes = pr->live;
     pf_workers_alloc(m, e->proc, row, est, new_peak);
-    uint64_t idx = S->n_free_objs ? S->free_objs[--S->n_free_objs] : S->n_objs;
-    if (idx == S->n_objs)
-        PF_VEC_PUSH(S->objs, S->n_objs, S->cap_objs);
+    uint32_t idx = new_object(S);
     live_obj_t *o = &S->objs[idx];
-    o->line = row;
-    o->func = fn;
-    o->node = node;
-    o->gpu = a->domain == PF_DOMAIN_GPU;
-    o->domain = a->domain;
-    o->native = native;
-    o->est = est;
-    o->size = a->size;
-    o->t_alloc = e->t;
-    o->at = pf_sweep_leak_at(S, row);
-    o->chain = -1;
-    o->kind = 0;
-    o->dst_copy = -1;
+    *o = (live_obj_t){.line = row, .func = fn, .node = node, .native = native, .gpu = a->domain == PF_DOMAIN_GPU,
+                      .domain = a->domain, .half = (uint8_t)half, .dst_copy = -1, .est = est, .size = a->size,
+                      .t_alloc = e->t, .at = pf_sweep_leak_at(S, row), .chain = -1};
     pf_sweep_dst_continues(S, key, o, 0);  /* a realloc in place */
-    pf_peak_obj_start(&S->peak, &o->peak);
-    o->half = (uint8_t)half;
+    if (S->obj_peak)
+        pf_peak_obj_start(&S->peak, &S->obj_peak[idx]);
     if (a->size >= PF_GROW_MIN_BYTES)  /* a realloc in place: its block freed just before, at this address */
         pf_sweep_leak_grew(S, key, o, e->t, PF_REALLOC_GAP_NS);
-    *(slot ? slot : pf_map_put(&S->live, key, NULL)) = idx;
+    (slot ? slot : pf_live_put(&S->live, key, NULL))->idx = (uint32_t)idx;
     S->proc_objs[e->proc]++;
     if (pf_sweep_wants_range(o))
         pf_sweep_range_add(S, pf_sweep_addr_key(e->proc, a->addr), idx);
@@ -534,15 +548,15 @@ static void on_alloc(sweeper_t *S, const event_t *e)
 
 int64_t pf_sweep_live_object(const sweeper_t *S, uint32_t proc, uint64_t addr)
 {
-    const uint64_t *v = pf_map_get(&S->live, pf_sweep_addr_key(proc, addr));
-    return v ? (int64_t)*v : -1;
+    const pf_live_slot_t *v = pf_live_get(&S->live, pf_sweep_addr_key(proc, addr));
+    return v ? (int64_t)v->idx : -1;
 }
 
 static void on_free(sweeper_t *S, const event_t *e)
 {
     const pf_rec_free_t *f = pf_event_payload(S->L, e);
     uint64_t k = pf_sweep_addr_key(e->proc, f->addr);
-    uint64_t *v = pf_map_get(&S->live, k);
+    pf_live_slot_t *v = pf_live_get(&S->live, k);
     if (v)
         pf_sweep_free_object(S, e, k, v);
 }
@@ -573,13 +587,13 @@ static void prefetch_event(const sweeper_t *S, const event_t *e)
     _Static_assert(offsetof(pf_rec_alloc_short_t, addr) == offsetof(pf_rec_free_t, addr), "short ALLOC addr");
     const pf_rec_free_t *f = pf_event_payload(S->L, e);
     uint64_t k = pf_sweep_addr_key(e->proc, f->addr);
-    pf_map_prefetch(&S->live, k);
+    pf_live_prefetch(&S->live, k);
 }
 
 void pf_model_sweep(loader_t *L)
 {
     pf_model_t *m = L->m;
-    sweeper_t S = {.m = m, .L = L, .symbols = pf_symbols_new(), .live.by_address = 1, .clock_start = -1,
+    sweeper_t S = {.m = m, .L = L, .symbols = pf_symbols_new(), .clock_start = -1,
                    .clock_end = -1};
     pf_recent_init(&S.recent);
     S.recent_grows = pf_xcalloc(PF_RECENT_GROWS, sizeof *S.recent_grows);
@@ -678,13 +692,14 @@ void pf_model_sweep(loader_t *L)
     pf_sweep_leaks(&S);
     pf_timeline_finish(m->gpu_timeline, &m->gpu_timeline_filled, m->total.gpu_live);
     pf_peak_advance(&S.peak, S.t_end);
-    for (size_t i = 0; i < S.live.cap; i++) {   /* what is live at the end adds its variance too */
-        if (!S.live.slots[i].key)
+    for (size_t i = 0; S.obj_peak && i < S.live.cap; i++) {    /* what is live at the end adds its variance too */
+        if (!S.live.slots[i].key1)
             continue;
-        const live_obj_t *o = &S.objs[S.live.slots[i].val];
+        uint32_t idx = S.live.slots[i].idx;
+        const live_obj_t *o = &S.objs[idx];
         pf_peak_row_t *rows[3] = {&m->lines[o->line].s.peak_est, &m->funcs[o->func].s.peak_est, &m->total.peak_est};
         for (int r = 0; r < 3; r++)
-            pf_peak_obj_end(&S.peak, rows[r], &o->peak, o->half, o->est, (double)o->size);
+            pf_peak_obj_end(&S.peak, rows[r], &S.obj_peak[idx], o->half, o->est, (double)o->size);
     }
     for (size_t i = 0; i < m->n_lines; i++) {
         m->lines[i].s.peak_bytes = peak > 0 ? pf_peak_row_share(&S.peak, &m->lines[i].s.peak_est,
@@ -717,7 +732,7 @@ void pf_model_sweep(loader_t *L)
         free(S.memo_at[i]);
     free(S.memo_at);
     free(S.charges);
-    pf_map_free(&S.live);
+    pf_live_free(&S.live);
     pf_map_free(&S.flow_index);
     pf_map_free(&S.copies);
     pf_map_free(&S.native_cache);
@@ -730,6 +745,7 @@ void pf_model_sweep(loader_t *L)
     free(S.ranges);
     free(S.objs);
     free(S.free_objs);
+    free(S.obj_peak);
     pf_recent_free_table(&S.recent);
     free(S.recent_grows);
     free(S.pieces);

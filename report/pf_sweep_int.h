@@ -3,26 +3,28 @@
 #ifndef PF_SWEEP_INT_H
 #define PF_SWEEP_INT_H
 
+#include "pf_live_map.h"
 #include "pf_loader_int.h"
 #include "pf_symbols_int.h"
 #include "pf_sweep_recent_int.h"
 
+/* A live object. An exact profile's sweep reads one at each free, mostly out of cache: what only a sampled
+ * profile needs (pf_peak_obj_t) is kept beside it, in sweeper_t.obj_peak. */
 typedef struct live_obj {
     int32_t line, func;
     int32_t node;       /* its call-tree node */
+    uint32_t native;    /* native site string, 0 = none */
     uint8_t gpu;        /* a GPU allocation */
     uint8_t domain;     /* PF_DOMAIN_* */
     uint8_t half;       /* pf_peak_half: which half of the samples it is in (0: recorded exactly) */
     uint8_t kind;       /* pf_obj_kind_t the runtime saw it was (at its free or a copy), once counted */
     int64_t dst_copy;   /* the last copy (S->cinfo) it was the destination of, -1: none */
-    uint32_t native;    /* native site string, 0 = none */
     double est;
     uint64_t size;
     uint64_t t_alloc;
     double at;          /* the program's allocation clock when it was allocated (pf_sweep_leak_clock), less
                            its line's own bytes so far: the rest of the program's clock */
     int64_t chain;      /* the realloc chain it ends (index into sweeper_t.pieces), -1: none */
-    pf_peak_obj_t peak; /* where the peak's windows stood when it was made (its variance's share) */
 } live_obj_t;
 
 /* A piece of a realloc chain: bytes a block gained when it was re-allocated (on the rest of the program's
@@ -104,7 +106,7 @@ typedef struct sweeper {
     int bucket;
     stack_charge_t *charges;
     size_t n_charges, cap_charges;
-    pf_map_t live;          /* (proc, addr) -> live_obj index */
+    pf_live_map_t live;     /* (proc, addr) -> live_obj index */
     pf_recent_frees_t recent;       /* blocks freed lately (pf_sweep_recent_int.h) */
     recent_grow_t *recent_grows;    /* PF_RECENT_GROWS slots: large blocks freed lately (pf_model_leak.c) */
     pf_map_t flow_index;    /* edge key -> flow+1 */
@@ -120,8 +122,10 @@ typedef struct sweeper {
     size_t n_pieces, cap_pieces;
     live_obj_t *objs;       /* the live objects; a released one's slot is reused (free_objs) */
     size_t n_objs, cap_objs;
-    uint64_t *free_objs;
-    size_t n_free_objs, cap_free_objs;
+    pf_peak_obj_t *obj_peak;    /* by object, beside objs: where the peak's windows stood when it was made
+                                   (its variance's share); NULL when the peak's windows are off (peak.off) */
+    uint32_t *free_objs;
+    size_t n_free_objs;     /* free_objs has room for cap_objs */
     range_ent_t *ranges;    /* sorted by key: the live objects looked up by interior address */
     size_t n_ranges, cap_ranges;
     uint64_t t_end;
@@ -187,8 +191,8 @@ static inline uint64_t pf_sweep_addr_key(uint32_t proc, uint64_t addr)
 }
 
 /* pf_model_sweep.c: ends the life of the live object at key k at time t (pf_model_sweep.c's release); slot
- * is k's value slot in S->live (the object's index), where it was just found. */
-void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t *slot, uint64_t t, int ended);
+ * is k's slot in S->live (the object's index), where it was just found. */
+void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, pf_live_slot_t *slot, uint64_t t, int ended);
 
 /* pf_model_objects.c: objects found by an address inside them (large ones, GPU blocks), in a sorted array.
  * Objects this large (and every GPU block) can be found by an address inside them: a copy from a slice of
@@ -268,7 +272,7 @@ void pf_sweep_copy_dst(sweeper_t *S, live_obj_t *dst, int64_t copy, uint64_t t);
 void pf_sweep_dst_freed(sweeper_t *S, const live_obj_t *o, uint64_t t);
 /* A FREE (e) of the live object at key k (its index in *slot, k's value slot in the live map), kind and
  * all; a realloc's free hands its copies' chain on. */
-void pf_sweep_free_object(sweeper_t *S, const event_t *e, uint64_t k, uint64_t *slot);
+void pf_sweep_free_object(sweeper_t *S, const event_t *e, uint64_t k, pf_live_slot_t *slot);
 /* The block o continues the block freed lately at old_k, when that free was a realloc's: proven (a
  * realloc's COPY from old_k to o), or said by its FREE (then o is the next ALLOC at the same address). o
  * takes on the freed block's copies, whose destinations were not freed after all. */

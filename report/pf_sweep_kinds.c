@@ -33,9 +33,9 @@ void pf_sweep_dst_freed(sweeper_t *S, const live_obj_t *o, uint64_t t)
     mark_chain(S, o->dst_copy, t ? t : 1);
 }
 
-void pf_sweep_free_object(sweeper_t *S, const event_t *e, uint64_t k, uint64_t *slot)
+void pf_sweep_free_object(sweeper_t *S, const event_t *e, uint64_t k, pf_live_slot_t *slot)
 {
-    live_obj_t *o = &S->objs[*slot];
+    live_obj_t *o = &S->objs[slot->idx];
     pf_sweep_kind_seen(S, o, PF_FREE_KIND(e->aux));
     if (e->aux != PF_FREE_DOMAIN(e->aux))
         S->m->frees_marked = 1;
