@@ -6,9 +6,24 @@
 
 #include "pf_util_int.h"
 
+/* A map's slots are on huge pages from 4 MiB on (pf_xcalloc_huge): its lookups are scattered, and with
+ * 4 KiB pages nearly each one also missed the TLB (a page walk, dear in a VM). A smaller map is in cache. */
+static int on_huge_pages(size_t cap)
+{
+    return cap * sizeof(pf_live_slot_t) >= ((size_t)4 << 20);
+}
+
+static void free_slots(pf_live_slot_t *slots, size_t cap)
+{
+    if (on_huge_pages(cap))
+        pf_free_huge(slots, cap * sizeof *slots);
+    else
+        free(slots);
+}
+
 void pf_live_free(pf_live_map_t *m)
 {
-    free(m->slots);
+    free_slots(m->slots, m->cap);
     m->slots = NULL;
     m->cap = m->len = 0;
 }
@@ -22,13 +37,9 @@ static size_t probe_from(const pf_live_map_t *m, uint64_t key, size_t i)
     return i;
 }
 
-/* Zeroed slots. A big map is on 2 MiB pages where the kernel allows: its lookups are scattered, and with
- * 4 KiB pages nearly each one also missed the TLB (a page walk, dear in a VM). */
 static pf_live_slot_t *new_slots(size_t cap)
 {
-    const size_t huge = (size_t)2 << 20;
-    size_t bytes = cap * sizeof(pf_live_slot_t);
-    return bytes < 2 * huge ? pf_xcalloc(cap, sizeof(pf_live_slot_t)) : pf_xcalloc_huge(bytes);
+    return on_huge_pages(cap) ? pf_xcalloc_huge(cap * sizeof(pf_live_slot_t)) : pf_xcalloc(cap, sizeof(pf_live_slot_t));
 }
 
 static void grow(pf_live_map_t *m)
@@ -47,7 +58,7 @@ static void grow(pf_live_map_t *m)
         size_t h = pf_live_home(&bigger, s->key1 - 1);
         bigger.slots[probe_from(&bigger, s->key1 - 1, h)] = (pf_live_slot_t){s->key1, s->idx, (uint32_t)h};
     }
-    free(m->slots);
+    free_slots(m->slots, m->cap);
     *m = bigger;
 }
 

@@ -117,7 +117,7 @@ static double theil_sen(const double *v, int n, double dt)
     return med;
 }
 
-void pf_sweep_leak_clock(sweeper_t *S, int32_t row, uint32_t proc, uint64_t t, double est)
+void pf_sweep_leak_clock_slow(sweeper_t *S, int32_t row, uint32_t proc, uint64_t t, double est)
 {
     pf_model_t *m = S->m;
     pf_line_t *l = &m->lines[row];
@@ -132,11 +132,6 @@ void pf_sweep_leak_clock(sweeper_t *S, int32_t row, uint32_t proc, uint64_t t, d
     S->leak_clock += est;
     if (S->clock_start >= 0 && S->clock_end < 0)
         l->leak_own += est;
-}
-
-double pf_sweep_leak_at(const sweeper_t *S, int32_t row)
-{
-    return S->leak_clock - S->m->lines[row].leak_own;
 }
 
 static uint32_t grow_slot(uint64_t key)

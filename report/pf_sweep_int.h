@@ -118,6 +118,8 @@ typedef struct sweeper {
     /* the leak test's clock: bytes allocated outside import lines so far; its value at the first allocation
      * of the user's code and at the root's finalization (-1: not yet) */
     double leak_clock, clock_start, clock_end;
+    uint64_t *clock_end_at; /* per process: when its events end the clock (the root's finalization), else
+                               UINT64_MAX */
     leak_piece_t *pieces;   /* realloc chains (pf_model_leak.c) */
     size_t n_pieces, cap_pieces;
     live_obj_t *objs;       /* the live objects; a released one's slot is reused (free_objs) */
@@ -217,10 +219,26 @@ void pf_sweep_end_process(sweeper_t *S, uint32_t proc, uint64_t t);
 
 /* pf_model_leak.c: moves the leak test's clock on by an allocation of est bytes charged to row at time t
  * (in process proc), before the object is made (its clock is S->leak_clock after). */
-void pf_sweep_leak_clock(sweeper_t *S, int32_t row, uint32_t proc, uint64_t t, double est);
+void pf_sweep_leak_clock_slow(sweeper_t *S, int32_t row, uint32_t proc, uint64_t t, double est);
+/* The same, inline for what nearly every allocation is: a line known not to be an import's, the clock
+ * started and not about to end. */
+static inline void pf_sweep_leak_clock(sweeper_t *S, int32_t row, uint32_t proc, uint64_t t, double est)
+{
+    pf_line_t *l = &S->m->lines[row];
+    if (l->import_state != 2 || S->clock_start < 0 || t >= S->clock_end_at[proc]) {
+        pf_sweep_leak_clock_slow(S, row, proc, t, est);
+        return;
+    }
+    S->leak_clock += est;
+    if (S->clock_end < 0)
+        l->leak_own += est;
+}
 
 /* The rest of the program's clock for an object of row allocated now (live_obj_t.at). */
-double pf_sweep_leak_at(const sweeper_t *S, int32_t row);
+static inline double pf_sweep_leak_at(const sweeper_t *S, int32_t row)
+{
+    return S->leak_clock - S->m->lines[row].leak_own;
+}
 
 /* Object o with (proc, address) key `key` is freed at time t: a realloc's new block may continue it. */
 void pf_sweep_leak_freed(sweeper_t *S, uint64_t key, const live_obj_t *o, uint64_t t);

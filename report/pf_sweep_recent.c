@@ -15,7 +15,7 @@ void pf_recent_init(pf_recent_frees_t *R)
 
 void pf_recent_free_table(pf_recent_frees_t *R)
 {
-    free(R->slots);
+    pf_free_huge(R->slots, PF_RECENT_FREES * sizeof *R->slots);
     free(R->pending_bits);
     R->slots = NULL;
     R->pending_bits = NULL;

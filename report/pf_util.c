@@ -8,6 +8,8 @@
 
 #include "pf_addr_home.h"
 
+#define PF_HUGE_PAGE ((size_t)2 << 20)
+
 static void oom(size_t n)
 {
     fprintf(stderr, "pyflow: out of memory (asked for %zu bytes) while building the report\n", n);
@@ -97,9 +99,18 @@ uint64_t pf_hash_words(const uint64_t *words, size_t n, uint64_t seed)
     return h;
 }
 
+/* A map's slots are on huge pages from 4 MiB on (pf_xcalloc_huge); a smaller map is in cache, or nearly. */
+static int map_on_huge_pages(size_t cap)
+{
+    return cap * sizeof(pf_map_entry_t) >= 2 * PF_HUGE_PAGE;
+}
+
 void pf_map_free(pf_map_t *m)
 {
-    free(m->slots);
+    if (map_on_huge_pages(m->cap))
+        pf_free_huge(m->slots, m->cap * sizeof(pf_map_entry_t));
+    else
+        free(m->slots);
     free(m->homes);
     memset(m, 0, sizeof *m);
 }
@@ -145,17 +156,37 @@ void pf_map_prefetch(const pf_map_t *m, uint64_t key)
         __builtin_prefetch(&m->slots[home_of(m, key)]);
 }
 
+/* Sizes pf_xcalloc_huge maps pages of its own for (the rest is calloc's). */
+static int huge_sized(size_t bytes)
+{
+    return bytes >= PF_HUGE_PAGE && bytes % PF_HUGE_PAGE == 0;
+}
+
 void *pf_xcalloc_huge(size_t bytes)
 {
-    const size_t huge = (size_t)2 << 20;
-    if (bytes < huge || bytes % huge)
+    if (!huge_sized(bytes))
         return pf_xcalloc(bytes, 1);
-    void *p = aligned_alloc(huge, bytes);
-    if (!p)
-        return pf_xcalloc(bytes, 1);
-    madvise(p, bytes, MADV_HUGEPAGE);
-    memset(p, 0, bytes);
-    return p;
+    /* Fresh anonymous pages are zero already: no memset (it faulted each page in, for the kernel to clear,
+     * then wrote it again; the live map of an exact profile grows through tens of megabytes). Mapped with
+     * a huge page to spare, its unaligned ends given back, so that every 2 MiB of it can be a huge page. */
+    char *p = mmap(NULL, bytes + PF_HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        oom(bytes);
+    size_t head = (PF_HUGE_PAGE - (uintptr_t)p % PF_HUGE_PAGE) % PF_HUGE_PAGE;
+    if (head)
+        munmap(p, head);
+    if (PF_HUGE_PAGE - head)
+        munmap(p + head + bytes, PF_HUGE_PAGE - head);
+    madvise(p + head, bytes, MADV_HUGEPAGE);
+    return p + head;
+}
+
+void pf_free_huge(void *p, size_t bytes)
+{
+    if (p && huge_sized(bytes))
+        munmap(p, bytes);
+    else
+        free(p);
 }
 
 /* Zeroed slots for a map. A big map (one keyed by the addresses of an exact profile's objects) is on
@@ -163,9 +194,8 @@ void *pf_xcalloc_huge(size_t bytes)
  * also missed the TLB (a page walk, dear in a VM). */
 static pf_map_entry_t *map_slots(size_t cap)
 {
-    const size_t huge = (size_t)2 << 20;
-    size_t bytes = cap * sizeof(pf_map_entry_t);
-    return bytes < 2 * huge ? pf_xcalloc(cap, sizeof(pf_map_entry_t)) : pf_xcalloc_huge(bytes);
+    return map_on_huge_pages(cap) ? pf_xcalloc_huge(cap * sizeof(pf_map_entry_t))
+                                   : pf_xcalloc(cap, sizeof(pf_map_entry_t));
 }
 
 /* Puts key, absent from m, at empty slot i, the end of its probe from home h; returns the slot. */

@@ -12,9 +12,10 @@ void *pf_xmalloc(size_t n);
 void *pf_xcalloc(size_t n, size_t size);
 void *pf_xrealloc(void *p, size_t n);
 char *pf_xstrndup(const char *s, size_t n);
-/* Zeroed memory (free()d as usual), on 2 MiB pages where the kernel allows when bytes is a multiple of
- * them: a table read at scattered places then costs no TLB miss per lookup. */
+/* Zeroed memory, on 2 MiB pages where the kernel allows when bytes is a multiple of them: a table read at
+ * scattered places then costs no TLB miss per lookup. Freed with pf_free_huge, given the same bytes. */
 void *pf_xcalloc_huge(size_t bytes);
+void pf_free_huge(void *p, size_t bytes);
 
 /* Appends one element slot to a growable array (*items, *len, *cap) and returns it (zeroed). */
 void *pf_vec_push(void **items, size_t *len, size_t *cap, size_t elem_size);
