@@ -73,16 +73,6 @@ static inline void pf_live_prefetch(const pf_live_map_t *m, uint64_t key)
         __builtin_prefetch(&m->slots[pf_live_home(m, key)]);
 }
 
-/* The slot at key's home when it holds key already (its object can then be prefetched), else NULL: no
- * probe past the home, this is a hint. */
-static inline const pf_live_slot_t *pf_live_at_home(const pf_live_map_t *m, uint64_t key)
-{
-    if (!m->cap)
-        return NULL;
-    const pf_live_slot_t *s = &m->slots[pf_live_home(m, key)];
-    return s->key1 == key + 1 ? s : NULL;
-}
-
 /* key's slot, inserted (idx 0, *created = 1) when absent; the map grows first when full. */
 pf_live_slot_t *pf_live_put(pf_live_map_t *m, uint64_t key, int *created);
 /* As pf_live_put, but NULL (the map untouched) where inserting might grow the map first: a caller can

@@ -375,6 +375,23 @@ void pf_sweep_set_gpu_live(sweeper_t *S, pf_stats_t *s, uint64_t t, double live)
  * microseconds on one thread; a block of the same line at the same address after longer is a new object. */
 #define PF_REALLOC_GAP_NS 1000000u
 
+/* What a freed object takes from each of its three rows: its bytes, and its share of their variance. */
+typedef struct row_free {
+    uint64_t t;
+    double est, var;
+    int gpu;
+} row_free_t;
+
+static inline __attribute__((always_inline)) void row_free(sweeper_t *S, pf_stats_t *s, const row_free_t *r)
+{
+    s->n_freed++;
+    if (r->var != 0)
+        s->live_var -= r->var;
+    set_live(S, s, r->t, s->live - r->est);
+    if (r->gpu)
+        set_gpu_live(S, s, r->t, s->gpu_live - r->est);
+}
+
 /* Ends the life of the live object at address key k (its index in *slot, k's value slot in the live map)
  * at time t: it stops counting in its rows (unless the process was already finalizing: then it stays live
  * at exit; or ended is set: the process ended, and it stays what the process held at its exit). */
@@ -383,10 +400,11 @@ void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, pf_live_slot_t *s
     const uint64_t idx = slot->idx;
     const live_obj_t *o = &S->objs[idx];
     pf_recent_freed(&S->recent, k, (alloc_site_t){o->line, o->native}, o->dst_copy);
-    pf_sweep_leak_freed(S, k, o, t);
+    if (o->size >= PF_GROW_MIN_BYTES)
+        pf_sweep_leak_freed(S, k, o, t);
     if (t >= S->L->procs[proc].fin_ns && !ended)
         return;     /* interpreter shutdown: the object stays counted as live at exit */
-    if (!ended)
+    if (!ended && o->dst_copy >= 0)
         pf_sweep_dst_freed(S, o, t);
     pf_live_del_at(&S->live, slot);
     S->proc_objs[proc]--;
@@ -398,29 +416,59 @@ void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, pf_live_slot_t *s
         m->procs[proc].live -= o->est;
         pf_workers_free(m, proc, o->line, o->est);
     }
-    pf_stats_t *rows[3] = {&m->lines[o->line].s, &m->funcs[o->func].s, &m->total};
     if (!S->peak.off) {     /* a sampled profile's peak windows (their rows' peak_est alone) */
+        pf_stats_t *rows[3] = {&m->lines[o->line].s, &m->funcs[o->func].s, &m->total};
         pf_peak_total_add(&S->peak, o->half, -o->est, (double)o->size);
         for (int i = 0; i < 3; i++) {
             pf_peak_row_add(&S->peak, &rows[i]->peak_est, o->half, -o->est);
             pf_peak_obj_end(&S->peak, &rows[i]->peak_est, &S->obj_peak[idx], o->half, o->est, (double)o->size);
         }
     }
-    for (int i = 0; i < 3; i++) {
-        rows[i]->n_freed++;
-        if (o->half && o->est > (double)o->size)
-            rows[i]->live_var -= o->est * (o->est - (double)o->size);
-        set_live(S, rows[i], t, rows[i]->live - o->est);
-        if (o->gpu)
-            set_gpu_live(S, rows[i], t, rows[i]->gpu_live - o->est);
-    }
+    const row_free_t r = {t, o->est, o->half && o->est > (double)o->size ? o->est * (o->est - (double)o->size) : 0,
+                          o->gpu};
+    row_free(S, &m->lines[o->line].s, &r);
+    row_free(S, &m->funcs[o->func].s, &r);
+    row_free(S, &m->total, &r);
     const pf_peak_epochs_t epochs = {S->peak_epoch, S->gpu_peak_epoch, &S->peak, o->half};
-    pf_calltree_free(m, o->node, o->est, o->gpu, &epochs);
+    pf_calltree_free(m, o->node, r.est, r.gpu, &epochs);
 }
 
 static void release(sweeper_t *S, uint32_t proc, uint64_t k, pf_live_slot_t *slot, uint64_t t)
 {
     pf_sweep_release(S, proc, k, slot, t, 0);
+}
+
+/* What an allocation adds to each of its three rows (line, function, program). */
+typedef struct row_alloc {
+    uint64_t t;
+    double est, count, sample_var;
+    uint8_t domain;
+    int half;
+} row_alloc_t;
+
+/* Inline, three times: each row's fields are then known apart (in a loop over the three, each store to
+ * one row's doubles made the compiler load the shared values again). */
+static inline __attribute__((always_inline)) void row_alloc(sweeper_t *S, pf_stats_t *s, const row_alloc_t *r)
+{
+    s->alloc_bytes += r->est;
+    s->alloc_count += r->count;
+    s->n_recs++;
+    if (pf_domain_is_python(r->domain))
+        s->python_bytes += r->est;
+    else if (pf_domain_is_native(r->domain))
+        s->native_bytes += r->est;
+    else
+        s->gpu_bytes += r->est;
+    pf_sweep_touch(s, r->t);
+    if (r->sample_var > 0) {
+        s->n_sampled++;
+        s->alloc_var += r->sample_var;
+        s->live_var += r->sample_var;
+    }
+    pf_peak_row_add(&S->peak, &s->peak_est, r->half, r->est);
+    set_live(S, s, r->t, s->live + r->est);
+    if (r->domain == PF_DOMAIN_GPU)
+        set_gpu_live(S, s, r->t, s->gpu_live + r->est);
 }
 
 /* A slot for a new live object: the last one freed (still in cache, likely), else a new one. free_objs
@@ -494,33 +542,15 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     int half = pf_peak_half(a->addr, e->t, !(a->flags & PF_ALLOC_SAMPLED));
     const pf_peak_epochs_t epochs = {S->peak_epoch, S->gpu_peak_epoch, &S->peak, half};
     pf_calltree_alloc(m, node, est, a->domain == PF_DOMAIN_GPU, &epochs);
-    double count = a->size ? est / (double)a->size : 1.0;
+    /* an exact record's estimate is its size: one object, no division */
+    double count = !a->size ? 1.0 : est == (double)a->size ? 1.0 : est / (double)a->size;
     pf_sweep_leak_clock(S, row, e->proc, e->t, est);
     double sample_var = (a->flags & PF_ALLOC_SAMPLED) && est > (double)a->size ? est * (est - (double)a->size) : 0;
     pf_peak_total_add(&S->peak, half, est, (double)a->size);
-    pf_stats_t *rows[3] = {&m->lines[row].s, &m->funcs[fn].s, &m->total};
-    for (int i = 0; i < 3; i++) {
-        pf_stats_t *s = rows[i];
-        s->alloc_bytes += est;
-        s->alloc_count += count;
-        s->n_recs++;
-        if (pf_domain_is_python(a->domain))
-            s->python_bytes += est;
-        else if (pf_domain_is_native(a->domain))
-            s->native_bytes += est;
-        else
-            s->gpu_bytes += est;
-        pf_sweep_touch(s, e->t);
-        if (sample_var > 0) {
-            s->n_sampled++;
-            s->alloc_var += sample_var;
-            s->live_var += sample_var;
-        }
-        pf_peak_row_add(&S->peak, &s->peak_est, half, est);
-        set_live(S, s, e->t, s->live + est);
-        if (a->domain == PF_DOMAIN_GPU)
-            set_gpu_live(S, s, e->t, s->gpu_live + est);
-    }
+    const row_alloc_t r = {e->t, est, count, sample_var, a->domain, half};
+    row_alloc(S, &m->lines[row].s, &r);
+    row_alloc(S, &m->funcs[fn].s, &r);
+    row_alloc(S, &m->total, &r);
     pf_process_t *pr = &m->procs[e->proc];
     pr->alloc_bytes += est;
     *(pf_domain_is_python(a->domain) ? &pr->python_bytes
@@ -552,13 +582,20 @@ int64_t pf_sweep_live_object(const sweeper_t *S, uint32_t proc, uint64_t addr)
     return v ? (int64_t)v->idx : -1;
 }
 
+/* A FREE of a live object (at key k, in slot v), kind and all; a realloc's free hands its copies' chain on. */
 static void on_free(sweeper_t *S, const event_t *e)
 {
     const pf_rec_free_t *f = pf_event_payload(S->L, e);
     uint64_t k = pf_sweep_addr_key(e->proc, f->addr);
     pf_live_slot_t *v = pf_live_get(&S->live, k);
-    if (v)
-        pf_sweep_free_object(S, e, k, v);
+    if (!v)
+        return;
+    pf_sweep_kind_seen(S, &S->objs[v->idx], PF_FREE_KIND(e->aux));
+    if (e->aux != PF_FREE_DOMAIN(e->aux))
+        S->m->frees_marked = 1;
+    pf_sweep_release(S, e->proc, k, v, e->t, 0);
+    if (e->aux & PF_FREE_BY_REALLOC)
+        pf_recent_by_realloc(&S->recent, k);
 }
 
 static void finish_stats(pf_stats_t *s, uint64_t t_end)

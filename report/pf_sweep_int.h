@@ -285,12 +285,15 @@ void pf_sweep_copy_write(sweeper_t *S, const event_t *e);
 void pf_sweep_copies_finish(pf_model_t *m);
 /* pf_sweep_kinds.c: what kind of object each line made (a FREE's or COPY's kinds), and how long the
  * destinations of each flow's copies lived. */
-void pf_sweep_kind_seen(sweeper_t *S, live_obj_t *o, unsigned kind);
+static inline void pf_sweep_kind_seen(sweeper_t *S, live_obj_t *o, unsigned kind)
+{
+    if (!kind || kind >= PF_OBJ_KINDS || o->kind)
+        return;     /* each object's bytes count once, under the first kind seen */
+    o->kind = (uint8_t)kind;
+    S->m->lines[o->line].kind_bytes[kind] += o->est;
+}
 void pf_sweep_copy_dst(sweeper_t *S, live_obj_t *dst, int64_t copy, uint64_t t);
 void pf_sweep_dst_freed(sweeper_t *S, const live_obj_t *o, uint64_t t);
-/* A FREE (e) of the live object at key k (its index in *slot, k's value slot in the live map), kind and
- * all; a realloc's free hands its copies' chain on. */
-void pf_sweep_free_object(sweeper_t *S, const event_t *e, uint64_t k, pf_live_slot_t *slot);
 /* The block o continues the block freed lately at old_k, when that free was a realloc's: proven (a
  * realloc's COPY from old_k to o), or said by its FREE (then o is the next ALLOC at the same address). o
  * takes on the freed block's copies, whose destinations were not freed after all. */

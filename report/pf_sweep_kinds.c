@@ -4,14 +4,6 @@
  * the copy, for the graph's rule that a copy into a temporary is no part of the data's story. */
 #include "pf_sweep_int.h"
 
-void pf_sweep_kind_seen(sweeper_t *S, live_obj_t *o, unsigned kind)
-{
-    if (!kind || kind >= PF_OBJ_KINDS || o->kind)
-        return;     /* each object's bytes count once, under the first kind seen */
-    o->kind = (uint8_t)kind;
-    S->m->lines[o->line].kind_bytes[kind] += o->est;
-}
-
 void pf_sweep_copy_dst(sweeper_t *S, live_obj_t *dst, int64_t copy, uint64_t t)
 {
     copy_info_t *ci = &S->cinfo[copy];
@@ -31,17 +23,6 @@ static void mark_chain(sweeper_t *S, int64_t chain, uint64_t t)
 void pf_sweep_dst_freed(sweeper_t *S, const live_obj_t *o, uint64_t t)
 {
     mark_chain(S, o->dst_copy, t ? t : 1);
-}
-
-void pf_sweep_free_object(sweeper_t *S, const event_t *e, uint64_t k, pf_live_slot_t *slot)
-{
-    live_obj_t *o = &S->objs[slot->idx];
-    pf_sweep_kind_seen(S, o, PF_FREE_KIND(e->aux));
-    if (e->aux != PF_FREE_DOMAIN(e->aux))
-        S->m->frees_marked = 1;
-    pf_sweep_release(S, e->proc, k, slot, e->t, 0);
-    if (e->aux & PF_FREE_BY_REALLOC)
-        pf_recent_by_realloc(&S->recent, k);
 }
 
 void pf_sweep_dst_continues(sweeper_t *S, uint64_t old_k, live_obj_t *o, int proven)
