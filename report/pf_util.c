@@ -6,7 +6,6 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "pf_addr_home.h"
 
 #define PF_HUGE_PAGE ((size_t)2 << 20)
 
@@ -111,21 +110,13 @@ void pf_map_free(pf_map_t *m)
         pf_free_huge(m->slots, m->cap * sizeof(pf_map_entry_t));
     else
         free(m->slots);
-    free(m->homes);
     memset(m, 0, sizeof *m);
 }
 
-/* Where a key's probe starts: by address, in its block's window (core/pf_addr_home.h), else hashed. */
+/* Where a key's probe starts. */
 static size_t home_of(const pf_map_t *m, uint64_t key)
 {
-    if (m->by_address)
-        return (size_t)pf_home_in_window(mix(pf_home_block(key)), key) & (m->cap - 1);
     return (size_t)mix(key) & (m->cap - 1);
-}
-
-size_t pf_map_home(const pf_map_t *m, uint64_t key)
-{
-    return m->cap ? home_of(m, key) : 0;
 }
 
 /* The slot of key, or the empty slot that ends its probe, from its home. */
@@ -148,12 +139,6 @@ uint64_t *pf_map_get(const pf_map_t *m, uint64_t key)
         return NULL;
     size_t i = find_slot(m, key);
     return m->slots[i].key ? &m->slots[i].val : NULL;
-}
-
-void pf_map_prefetch(const pf_map_t *m, uint64_t key)
-{
-    if (m->cap)
-        __builtin_prefetch(&m->slots[home_of(m, key)]);
 }
 
 /* Sizes pf_xcalloc_huge maps pages of its own for (the rest is calloc's). */
@@ -189,20 +174,16 @@ void pf_free_huge(void *p, size_t bytes)
         free(p);
 }
 
-/* Zeroed slots for a map. A big map (one keyed by the addresses of an exact profile's objects) is on
- * 2 MiB pages where the kernel allows: its lookups are scattered, and with 4 KiB pages nearly each one
- * also missed the TLB (a page walk, dear in a VM). */
+/* Zeroed slots for a map: a big one on 2 MiB pages where the kernel allows (its lookups are scattered). */
 static pf_map_entry_t *map_slots(size_t cap)
 {
     return map_on_huge_pages(cap) ? pf_xcalloc_huge(cap * sizeof(pf_map_entry_t))
                                    : pf_xcalloc(cap, sizeof(pf_map_entry_t));
 }
 
-/* Puts key, absent from m, at empty slot i, the end of its probe from home h; returns the slot. */
-static pf_map_entry_t *insert_at(pf_map_t *m, size_t i, uint64_t key, size_t h)
+/* Puts key, absent from m, at empty slot i, the end of its probe; returns the slot. */
+static pf_map_entry_t *insert_at(pf_map_t *m, size_t i, uint64_t key)
 {
-    if (m->homes)
-        m->homes[i] = (uint32_t)h;
     m->len++;
     m->slots[i].key = key + 1;
     return &m->slots[i];
@@ -212,48 +193,27 @@ static void grow(pf_map_t *m)
 {
     pf_map_t bigger = {0};
     bigger.cap = m->cap ? m->cap * 2 : 64;
-    bigger.by_address = m->by_address;
-    bigger.roomy = m->roomy;
     bigger.slots = map_slots(bigger.cap);
-    if (m->by_address)  /* homes of a map keyed by address cost a hash each: a removal's shifts reuse them */
-        bigger.homes = pf_xmalloc(bigger.cap * sizeof *bigger.homes);
     for (size_t i = 0; i < m->cap; i++) {
         uint64_t key = m->slots[i].key - 1;
-        if (m->slots[i].key) {
-            size_t h = home_of(&bigger, key);
-            insert_at(&bigger, probe_from(&bigger, key, h), key, h)->val = m->slots[i].val;
-        }
+        if (m->slots[i].key)
+            insert_at(&bigger, find_slot(&bigger, key), key)->val = m->slots[i].val;
     }
     pf_map_free(m);
     *m = bigger;
 }
 
-static uint64_t *put_in_room(pf_map_t *m, uint64_t key, int *created)
+uint64_t *pf_map_put(pf_map_t *m, uint64_t key, int *created)
 {
-    size_t h = home_of(m, key), i = probe_from(m, key, h);
+    if ((m->len + 1) * 4 > m->cap * 3)
+        grow(m);
+    size_t i = find_slot(m, key);
     pf_map_entry_t *e = &m->slots[i];
     if (created)
         *created = !e->key;
     if (!e->key)
-        insert_at(m, i, key, h)->val = 0;
+        insert_at(m, i, key)->val = 0;
     return &e->val;
-}
-
-static int map_full(const pf_map_t *m)
-{
-    return m->roomy ? (m->len + 1) * 2 > m->cap : (m->len + 1) * 4 > m->cap * 3;
-}
-
-uint64_t *pf_map_put(pf_map_t *m, uint64_t key, int *created)
-{
-    if (map_full(m))
-        grow(m);
-    return put_in_room(m, key, created);
-}
-
-uint64_t *pf_map_put_if_room(pf_map_t *m, uint64_t key, int *created)
-{
-    return map_full(m) ? NULL : put_in_room(m, key, created);
 }
 
 /* Removes the entry at occupied slot i. */
@@ -263,12 +223,10 @@ static void del_slot(pf_map_t *m, size_t i)
     /* backward-shift deletion keeps probe runs intact without tombstones */
     size_t hole = i;
     for (size_t j = (i + 1) & mask; m->slots[j].key; j = (j + 1) & mask) {
-        size_t home = m->homes ? m->homes[j] : home_of(m, m->slots[j].key - 1);
+        size_t home = home_of(m, m->slots[j].key - 1);
         int movable = hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
         if (movable) {
             m->slots[hole] = m->slots[j];
-            if (m->homes)
-                m->homes[hole] = m->homes[j];
             hole = j;
         }
     }
@@ -285,11 +243,6 @@ int pf_map_del(pf_map_t *m, uint64_t key)
         return 0;
     del_slot(m, i);
     return 1;
-}
-
-void pf_map_del_at(pf_map_t *m, uint64_t *val)
-{
-    del_slot(m, (size_t)((pf_map_entry_t *)((char *)val - offsetof(pf_map_entry_t, val)) - m->slots));
 }
 
 size_t pf_utf8_seq(const unsigned char *s, size_t n)

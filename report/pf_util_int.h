@@ -32,17 +32,11 @@ typedef struct pf_map_entry {
     uint64_t val;
 } pf_map_entry_t;
 
+/* Hashed homes, linear probing, backward-shift removal. (The sweep's live objects, keyed by address,
+ * have a map of their own: pf_live_map.h.) */
 typedef struct pf_map {
     pf_map_entry_t *slots;
     size_t cap, len;
-    /* Set before first use for a map keyed by address (low bits the address): neighbours get homes
-     * together (core/pf_addr_home.h), so a sweep allocating and freeing them walks the slots in order. */
-    int by_address;
-    uint32_t *homes;    /* by_address: each slot's home (a removal's shifts then hash nothing); else NULL */
-    /* Set before first use: grow at half full, not three quarters (shorter probe runs for twice the
-     * memory: a map keyed by address, whose neighbours' windows overlap, runs long at three quarters).
-     * It changes where keys sit, so the order a walk of the slots sees. */
-    int roomy;
 } pf_map_t;
 
 void pf_map_free(pf_map_t *m);
@@ -50,19 +44,8 @@ void pf_map_free(pf_map_t *m);
 uint64_t *pf_map_get(const pf_map_t *m, uint64_t key);
 /* Returns the value slot of key, inserting it with value 0 (and *created = 1) when absent. */
 uint64_t *pf_map_put(pf_map_t *m, uint64_t key, int *created);
-/* As pf_map_put, but NULL (the map untouched) where inserting might grow the map first: a caller can
- * then look key up and insert it later, the map ending as if pf_map_put had been called then. */
-uint64_t *pf_map_put_if_room(pf_map_t *m, uint64_t key, int *created);
-/* Starts loading the slot a lookup of key probes first (a big map keyed by address misses the cache on
- * nearly every lookup; a caller that knows its next keys early overlaps those misses). */
-void pf_map_prefetch(const pf_map_t *m, uint64_t key);
-/* The slot a lookup of key probes first (0 in an empty map): where m->homes has it, for a by-address map. */
-size_t pf_map_home(const pf_map_t *m, uint64_t key);
 /* Removes key; returns 1 if it was present. */
 int pf_map_del(pf_map_t *m, uint64_t key);
-/* Removes the entry whose value slot is val (from pf_map_get or pf_map_put, with nothing put or removed
- * since): no second probe. */
-void pf_map_del_at(pf_map_t *m, uint64_t *val);
 
 /* Length of the valid UTF-8 sequence at s (at most n bytes readable), or 0 when invalid (overlong,
  * surrogate, out of range, truncated). */
