@@ -48,7 +48,7 @@ static void grow(pf_live_map_t *m)
     if (cap > PF_LIVE_MAP_MAX_CAP) {
         fprintf(stderr, "pyflow: more than %zu live objects at once: too many to build the report\n",
                 PF_LIVE_MAP_MAX_CAP / 2);
-        abort();
+        exit(1);
     }
     pf_live_map_t bigger = {.slots = new_slots(cap), .cap = cap, .len = m->len, .roomy = m->roomy};
     for (size_t i = 0; i < m->cap; i++) {   /* in slot order: where keys land depends on it */

@@ -160,7 +160,7 @@ void pf_sweep_leak_grew(sweeper_t *S, uint64_t old_key, live_obj_t *o, uint64_t 
     int64_t prev = r->chain >= 0 ? r->chain : push_piece(S, r->at, r->est, -1);
     /* what it gained, in its own estimate's units (a sampled estimate stands for more than its size) */
     double gained = o->size > r->size && o->size ? o->est * (double)(o->size - r->size) / (double)o->size : 0;
-    o->chain = push_piece(S, o->at, gained, prev);
+    o->chain = pf_sweep_index32(push_piece(S, o->at, gained, prev), "realloc pieces");
 }
 
 /* The end of the run the growth test reads: the root process's finalization (or the end). */

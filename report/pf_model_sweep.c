@@ -31,6 +31,15 @@
 
 #define intern pf_model_intern
 
+int32_t pf_sweep_index32(int64_t i, const char *what)
+{
+    if (i > INT32_MAX) {
+        fprintf(stderr, "pyflow: more than %d %s: too many to build the report\n", INT32_MAX, what);
+        exit(1);
+    }
+    return (int32_t)i;
+}
+
 uint64_t pf_sweep_key3(uint64_t a, uint64_t b, uint64_t c)
 {
     return pf_hash_words((uint64_t[]){a, b, c}, 3, 0x77) & ~(1ull << 63);
@@ -479,12 +488,13 @@ static uint32_t new_object(sweeper_t *S)
         return S->free_objs[--S->n_free_objs];
     if (S->n_objs == S->cap_objs) {
         size_t cap = S->cap_objs ? S->cap_objs * 2 : 1024;
-        if (cap > UINT32_MAX) {     /* the live map keeps 32-bit indices (pf_live_slot_t) */
-            fprintf(stderr, "pyflow: more than %u live objects at once: too many to build the report\n",
-                    UINT32_MAX);
-            abort();
-        }
-        S->objs = pf_xrealloc(S->objs, cap * sizeof *S->objs);
+        if (cap > UINT32_MAX)     /* the live map keeps 32-bit indices (pf_live_slot_t) */
+            pf_sweep_index32(INT64_MAX, "live objects at once");
+        live_obj_t *objs = pf_xaligned_alloc(PF_LIVE_OBJ_ALIGN, cap * sizeof *objs);
+        if (S->n_objs)
+            memcpy(objs, S->objs, S->n_objs * sizeof *objs);
+        free(S->objs);
+        S->objs = objs;
         S->free_objs = pf_xrealloc(S->free_objs, cap * sizeof *S->free_objs);
         if (!S->peak.off)
             S->obj_peak = pf_xrealloc(S->obj_peak, cap * sizeof *S->obj_peak);

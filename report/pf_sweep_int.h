@@ -8,8 +8,10 @@
 #include "pf_symbols_int.h"
 #include "pf_sweep_recent_int.h"
 
-/* A live object. An exact profile's sweep reads one at each free, mostly out of cache: what only a sampled
- * profile needs (pf_peak_obj_t) is kept beside it, in sweeper_t.obj_peak. */
+/* A live object: one cache line (sweeper_t.objs is aligned to them). An exact profile's sweep writes one at
+ * each allocation and reads one at each free, mostly out of cache: at 96 bytes each took two lines. What
+ * only a sampled profile needs (pf_peak_obj_t) is kept beside it, in sweeper_t.obj_peak; the indices are
+ * 32-bit (pf_sweep_index32). */
 typedef struct live_obj {
     int32_t line, func;
     int32_t node;       /* its call-tree node */
@@ -18,14 +20,20 @@ typedef struct live_obj {
     uint8_t domain;     /* PF_DOMAIN_* */
     uint8_t half;       /* pf_peak_half: which half of the samples it is in (0: recorded exactly) */
     uint8_t kind;       /* pf_obj_kind_t the runtime saw it was (at its free or a copy), once counted */
-    int64_t dst_copy;   /* the last copy (S->cinfo) it was the destination of, -1: none */
+    int32_t dst_copy;   /* the last copy (S->cinfo) it was the destination of, -1: none */
+    int32_t chain;      /* the realloc chain it ends (index into sweeper_t.pieces), -1: none */
     double est;
     uint64_t size;
     uint64_t t_alloc;
     double at;          /* the program's allocation clock when it was allocated (pf_sweep_leak_clock), less
                            its line's own bytes so far: the rest of the program's clock */
-    int64_t chain;      /* the realloc chain it ends (index into sweeper_t.pieces), -1: none */
 } live_obj_t;
+#define PF_LIVE_OBJ_ALIGN 64
+_Static_assert(sizeof(live_obj_t) == PF_LIVE_OBJ_ALIGN, "a live object is one cache line");
+
+/* Index i of the sweep's array of `what`, for a 32-bit field of a live object; the report cannot be built
+ * with more (one clear line, exit status 1: the arrays alone would take some 100 GB). */
+int32_t pf_sweep_index32(int64_t i, const char *what);
 
 /* A piece of a realloc chain: bytes a block gained when it was re-allocated (on the rest of the program's
  * clock, live_obj_t.at), and the piece before it (-1: the chain's first block). */

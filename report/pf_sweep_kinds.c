@@ -10,7 +10,7 @@ void pf_sweep_copy_dst(sweeper_t *S, live_obj_t *dst, int64_t copy, uint64_t t)
     ci->has_dst = 1;
     ci->t_copy = t;
     ci->prev_same_dst = dst->dst_copy;
-    dst->dst_copy = copy;
+    dst->dst_copy = pf_sweep_index32(copy, "copies");
 }
 
 /* Sets when each destination in a chain of copies ended (0: not, it lives on). */
@@ -32,7 +32,7 @@ void pf_sweep_dst_continues(sweeper_t *S, uint64_t old_k, live_obj_t *o, int pro
         return;
     mark_chain(S, chain, 0);    /* its contents live on in o */
     if (o->dst_copy < 0)
-        o->dst_copy = chain;
+        o->dst_copy = pf_sweep_index32(chain, "copies");
 }
 
 void pf_sweep_flow_lives(sweeper_t *S)

@@ -23,6 +23,14 @@ void *pf_xmalloc(size_t n)
     return p;
 }
 
+void *pf_xaligned_alloc(size_t align, size_t n)
+{
+    void *p = aligned_alloc(align, (n + align - 1) / align * align);
+    if (!p)
+        oom(n);
+    return p;
+}
+
 void *pf_xcalloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size ? size : 1);

@@ -10,6 +10,8 @@
 
 void *pf_xmalloc(size_t n);
 void *pf_xcalloc(size_t n, size_t size);
+/* Memory aligned to align (a power of two), free()d as usual. */
+void *pf_xaligned_alloc(size_t align, size_t n);
 void *pf_xrealloc(void *p, size_t n);
 char *pf_xstrndup(const char *s, size_t n);
 /* Zeroed memory, on 2 MiB pages where the kernel allows when bytes is a multiple of them: a table read at
