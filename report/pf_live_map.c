@@ -93,23 +93,6 @@ pf_live_slot_t *pf_live_put_if_room(pf_live_map_t *m, uint64_t key, int *created
     return full(m) ? NULL : put_in_room(m, key, created);
 }
 
-void pf_live_del_at(pf_live_map_t *m, pf_live_slot_t *s)
-{
-    size_t mask = m->cap - 1, hole = (size_t)(s - m->slots);
-    /* backward shift keeps probe runs intact without tombstones: each entry after the hole whose home is
-     * not inside (hole, j] moves back into it */
-    for (size_t j = (hole + 1) & mask; m->slots[j].key1; j = (j + 1) & mask) {
-        size_t home = m->slots[j].home;
-        int movable = hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
-        if (movable) {
-            m->slots[hole] = m->slots[j];
-            hole = j;
-        }
-    }
-    m->slots[hole].key1 = 0;
-    m->len--;
-}
-
 int pf_live_del(pf_live_map_t *m, uint64_t key)
 {
     pf_live_slot_t *s = pf_live_get(m, key);

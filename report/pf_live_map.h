@@ -78,8 +78,24 @@ pf_live_slot_t *pf_live_put(pf_live_map_t *m, uint64_t key, int *created);
 /* As pf_live_put, but NULL (the map untouched) where inserting might grow the map first: a caller can
  * then look key up and insert it later, the map ending as if pf_live_put had been called then. */
 pf_live_slot_t *pf_live_put_if_room(pf_live_map_t *m, uint64_t key, int *created);
-/* Removes the entry in slot s (from pf_live_get or pf_live_put, nothing put or removed since). */
-void pf_live_del_at(pf_live_map_t *m, pf_live_slot_t *s);
+/* Removes the entry in slot s (from pf_live_get or pf_live_put, nothing put or removed since). Inline:
+ * every free of an exact profile. */
+static inline void pf_live_del_at(pf_live_map_t *m, pf_live_slot_t *s)
+{
+    size_t mask = m->cap - 1, hole = (size_t)(s - m->slots);
+    /* backward shift keeps probe runs intact without tombstones: each entry after the hole whose home is
+     * not inside (hole, j] moves back into it */
+    for (size_t j = (hole + 1) & mask; m->slots[j].key1; j = (j + 1) & mask) {
+        size_t home = m->slots[j].home;
+        int movable = hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
+        if (movable) {
+            m->slots[hole] = m->slots[j];
+            hole = j;
+        }
+    }
+    m->slots[hole].key1 = 0;
+    m->len--;
+}
 /* Removes key; 1 if it was there. */
 int pf_live_del(pf_live_map_t *m, uint64_t key);
 void pf_live_free(pf_live_map_t *m);

@@ -438,7 +438,7 @@ void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, pf_live_slot_t *s
     row_free(S, &m->lines[o->line].s, &r);
     row_free(S, &m->funcs[o->func].s, &r);
     row_free(S, &m->total, &r);
-    const pf_peak_epochs_t epochs = {S->peak_epoch, S->gpu_peak_epoch, &S->peak, o->half};
+    const pf_peak_epochs_t epochs = {S->peak_epoch, S->gpu_peak_epoch, S->peak.off ? NULL : &S->peak, o->half};
     pf_calltree_free(m, o->node, r.est, r.gpu, &epochs);
 }
 
@@ -550,7 +550,7 @@ static void on_alloc(sweeper_t *S, const event_t *e)
             charge->native_node = node;
     }
     int half = pf_peak_half(a->addr, e->t, !(a->flags & PF_ALLOC_SAMPLED));
-    const pf_peak_epochs_t epochs = {S->peak_epoch, S->gpu_peak_epoch, &S->peak, half};
+    const pf_peak_epochs_t epochs = {S->peak_epoch, S->gpu_peak_epoch, S->peak.off ? NULL : &S->peak, half};
     pf_calltree_alloc(m, node, est, a->domain == PF_DOMAIN_GPU, &epochs);
     /* an exact record's estimate is its size: one object, no division */
     double count = !a->size ? 1.0 : est == (double)a->size ? 1.0 : est / (double)a->size;
@@ -575,7 +575,8 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     *o = (live_obj_t){.line = row, .func = fn, .node = node, .native = native, .gpu = a->domain == PF_DOMAIN_GPU,
                       .domain = a->domain, .half = (uint8_t)half, .dst_copy = -1, .est = est, .size = a->size,
                       .t_alloc = e->t, .at = pf_sweep_leak_at(S, row), .chain = -1};
-    pf_sweep_dst_continues(S, key, o, 0);  /* a realloc in place */
+    if (S->recent.pending)  /* else no freed block's copies wait for a block to continue them */
+        pf_sweep_dst_continues(S, key, o, 0);  /* a realloc in place */
     if (S->obj_peak)
         pf_peak_obj_start(&S->peak, &S->obj_peak[idx]);
     if (a->size >= PF_GROW_MIN_BYTES)  /* a realloc in place: its block freed just before, at this address */
