@@ -344,19 +344,39 @@ static int bucket_of(sweeper_t *S, uint64_t t)
 }
 
 /* Moves a row's live bytes to a new value at time t, keeping its area, maximum, timeline and peak share. */
-static inline __attribute__((always_inline)) void set_live(sweeper_t *S, pf_stats_t *s, uint64_t t, double live)
+/* set_live's dir: the new value is known not to be below the old one (an allocation's), not above it (a
+ * free's), or either. */
+#define PF_LIVE_UP 1
+#define PF_LIVE_DOWN (-1)
+#define PF_LIVE_ANY 0
+
+static inline __attribute__((always_inline)) void set_live_dir(sweeper_t *S, pf_stats_t *s, uint64_t t, double live,
+                                                               int dir)
 {
     keep_peak_value(S, s);
     if (live < 0 && live > -1.0)
-        live = 0;   /* rounding of sampled estimates */
+        live = 0;   /* rounding of sampled estimates (so the old value, stored, was not in (-1, 0) either) */
     s->area += s->live * (double)(t - s->live_since_ns) / 1e9;
     s->live_since_ns = t;
     int b = bucket_of(S, t);
-    pf_timeline_set_bucket(s->timeline, &s->timeline_filled, b, s->live, live);
-    pf_timeline_set_low(s->timeline_low, &s->timeline_low_filled, b, s->live, live);
+    /* The bucket's maximum and minimum so far include the old value, as the maximum of the row does: a
+     * value above it cannot lower a minimum, one below it cannot raise a maximum. */
+    if (dir != PF_LIVE_DOWN)
+        pf_timeline_set_bucket(s->timeline, &s->timeline_filled, b, s->live, live);
+    else
+        pf_timeline_fill(s->timeline, &s->timeline_filled, b, s->live);
+    if (dir != PF_LIVE_UP)
+        pf_timeline_set_low(s->timeline_low, &s->timeline_low_filled, b, s->live, live);
+    else
+        pf_timeline_fill(s->timeline_low, &s->timeline_low_filled, b, s->live);
     s->live = live;
-    if (live > s->max_live)
+    if (dir != PF_LIVE_DOWN && live > s->max_live)
         s->max_live = live;
+}
+
+static inline __attribute__((always_inline)) void set_live(sweeper_t *S, pf_stats_t *s, uint64_t t, double live)
+{
+    set_live_dir(S, s, t, live, PF_LIVE_ANY);
 }
 
 /* Moves a row's live GPU bytes to a new value at time t, keeping its share of the GPU peak, and for the
@@ -396,7 +416,7 @@ static inline __attribute__((always_inline)) void row_free(sweeper_t *S, pf_stat
     s->n_freed++;
     if (r->var != 0)
         s->live_var -= r->var;
-    set_live(S, s, r->t, s->live - r->est);
+    set_live_dir(S, s, r->t, s->live - r->est, PF_LIVE_DOWN);     /* est >= 0: bytes */
     if (r->gpu)
         set_gpu_live(S, s, r->t, s->gpu_live - r->est);
 }
@@ -475,7 +495,7 @@ static inline __attribute__((always_inline)) void row_alloc(sweeper_t *S, pf_sta
         s->live_var += r->sample_var;
     }
     pf_peak_row_add(&S->peak, &s->peak_est, r->half, r->est);
-    set_live(S, s, r->t, s->live + r->est);
+    set_live_dir(S, s, r->t, s->live + r->est, PF_LIVE_UP);
     if (r->domain == PF_DOMAIN_GPU)
         set_gpu_live(S, s, r->t, s->gpu_live + r->est);
 }
