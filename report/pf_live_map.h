@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "pf_addr_home.h"
+#include "pf_util_int.h"
 
 typedef struct pf_live_slot {
     uint64_t key1;      /* key + 1; 0: empty */
@@ -83,16 +84,11 @@ pf_live_slot_t *pf_live_put_if_room(pf_live_map_t *m, uint64_t key, int *created
 static inline void pf_live_del_at(pf_live_map_t *m, pf_live_slot_t *s)
 {
     size_t mask = m->cap - 1, hole = (size_t)(s - m->slots);
-    /* backward shift keeps probe runs intact without tombstones: each entry after the hole whose home is
-     * not inside (hole, j] moves back into it */
-    for (size_t j = (hole + 1) & mask; m->slots[j].key1; j = (j + 1) & mask) {
-        size_t home = m->slots[j].home;
-        int movable = hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
-        if (movable) {
+    for (size_t j = (hole + 1) & mask; m->slots[j].key1; j = (j + 1) & mask)
+        if (pf_shift_movable(hole, j, m->slots[j].home)) {    /* the home kept in the slot: no hash */
             m->slots[hole] = m->slots[j];
             hole = j;
         }
-    }
     m->slots[hole].key1 = 0;
     m->len--;
 }

@@ -227,17 +227,12 @@ uint64_t *pf_map_put(pf_map_t *m, uint64_t key, int *created)
 /* Removes the entry at occupied slot i. */
 static void del_slot(pf_map_t *m, size_t i)
 {
-    size_t mask = m->cap - 1;
-    /* backward-shift deletion keeps probe runs intact without tombstones */
-    size_t hole = i;
-    for (size_t j = (i + 1) & mask; m->slots[j].key; j = (j + 1) & mask) {
-        size_t home = home_of(m, m->slots[j].key - 1);
-        int movable = hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
-        if (movable) {
+    size_t mask = m->cap - 1, hole = i;
+    for (size_t j = (i + 1) & mask; m->slots[j].key; j = (j + 1) & mask)
+        if (pf_shift_movable(hole, j, home_of(m, m->slots[j].key - 1))) {
             m->slots[hole] = m->slots[j];
             hole = j;
         }
-    }
     m->slots[hole].key = 0;
     m->len--;
 }

@@ -41,6 +41,14 @@ typedef struct pf_map {
     size_t cap, len;
 } pf_map_t;
 
+/* Backward-shift removal (no tombstones: probe runs stay intact), for an open-addressing table with linear
+ * probing: the entry at slot j, whose probe starts at home, moves back into the hole when the hole is on
+ * its probe, i.e. its home is not inside (hole, j] (cyclically). */
+static inline int pf_shift_movable(size_t hole, size_t j, size_t home)
+{
+    return hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
+}
+
 void pf_map_free(pf_map_t *m);
 /* Returns a pointer to the value slot of key, or NULL when absent. */
 uint64_t *pf_map_get(const pf_map_t *m, uint64_t key);
