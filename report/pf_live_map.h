@@ -35,20 +35,10 @@ typedef struct pf_live_map {
 /* The most slots a map may have: homes are 32 bits (and a bigger one would not fit in memory anyway). */
 #define PF_LIVE_MAP_MAX_CAP ((size_t)1 << 32)
 
-static inline uint64_t pf_live_mix(uint64_t k)
-{
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdull;
-    k ^= k >> 33;
-    k *= 0xc4ceb9fe1a85ec53ull;
-    k ^= k >> 33;
-    return k;
-}
-
 /* The slot a lookup of key probes first (the map has slots). */
 static inline size_t pf_live_home(const pf_live_map_t *m, uint64_t key)
 {
-    return (size_t)pf_home_in_window(pf_live_mix(pf_home_block(key)), key) & (m->cap - 1);
+    return (size_t)pf_home_in_window(pf_mix64(pf_home_block(key)), key) & (m->cap - 1);
 }
 
 /* The slot of key, or NULL when it is not in the map. */

@@ -77,16 +77,6 @@ void pf_vec_reserve(void **items, size_t *cap, size_t want, size_t elem_size)
     }
 }
 
-static uint64_t mix(uint64_t k)
-{
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdull;
-    k ^= k >> 33;
-    k *= 0xc4ceb9fe1a85ec53ull;
-    k ^= k >> 33;
-    return k;
-}
-
 uint64_t pf_hash_bytes(const void *data, size_t n, uint64_t seed)
 {
     const unsigned char *p = data;
@@ -95,14 +85,14 @@ uint64_t pf_hash_bytes(const void *data, size_t n, uint64_t seed)
         h ^= p[i];
         h *= 0x100000001b3ull;
     }
-    return mix(h);
+    return pf_mix64(h);
 }
 
 uint64_t pf_hash_words(const uint64_t *words, size_t n, uint64_t seed)
 {
-    uint64_t h = mix(seed ^ (n * 0x9E3779B97F4A7C15ull));
+    uint64_t h = pf_mix64(seed ^ (n * 0x9E3779B97F4A7C15ull));
     for (size_t i = 0; i < n; i++)
-        h = mix(h ^ words[i]);     /* mix is a bijection: tuples differing in one word never collide */
+        h = pf_mix64(h ^ words[i]);     /* a bijection: tuples differing in one word never collide */
     return h;
 }
 
@@ -124,7 +114,7 @@ void pf_map_free(pf_map_t *m)
 /* Where a key's probe starts. */
 static size_t home_of(const pf_map_t *m, uint64_t key)
 {
-    return (size_t)mix(key) & (m->cap - 1);
+    return (size_t)pf_mix64(key) & (m->cap - 1);
 }
 
 /* The slot of key, or the empty slot that ends its probe, from its home. */

@@ -64,6 +64,17 @@ size_t pf_utf8_seq(const unsigned char *s, size_t n);
 /* A copy of s[0..n) as valid UTF-8 (invalid bytes become U+FFFD) and without NUL bytes. */
 char *pf_utf8_clean(const char *s, size_t n);
 
+/* A bijective 64-bit mix (murmur3's finalizer): the maps' hash of a key. */
+static inline uint64_t pf_mix64(uint64_t k)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    k *= 0xc4ceb9fe1a85ec53ull;
+    k ^= k >> 33;
+    return k;
+}
+
 uint64_t pf_hash_bytes(const void *data, size_t n, uint64_t seed);
 /* The same for whole 64-bit words, a word at a time (a key of three words: 3 mixes, not 24 byte steps). */
 uint64_t pf_hash_words(const uint64_t *words, size_t n, uint64_t seed);
