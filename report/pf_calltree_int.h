@@ -48,11 +48,55 @@ typedef struct pf_peak_epochs {
     int half;
 } pf_peak_epochs_t;
 
+/* Keeps live bytes as they were at the latest peak: taken at their first change after that peak (a node
+ * unchanged since then still has them as its live bytes). */
+static inline void pf_calltree_move_live(double *live, double *at_peak, uint32_t *seen, uint32_t epoch, double delta)
+{
+    if (*seen != epoch) {
+        *at_peak = *live;
+        *seen = epoch;
+    }
+    *live += delta;
+}
+
+/* e by pointer: a 24-byte struct passed by value on every allocation and free was rebuilt on the stack each
+ * time, and the copy's wide load waiting for its narrow stores stalled the sweep */
+static inline void pf_calltree_move(pf_callnode_t *c, double delta, int gpu, const pf_peak_epochs_t *e)
+{
+    pf_calltree_move_live(&c->live, &c->live_at_peak, &c->peak_epoch, e->host, delta);
+    if (e->est)
+        pf_peak_row_add(e->est, &c->peak_est, e->half, delta);
+    if (gpu)
+        pf_calltree_move_live(&c->gpu_live, &c->gpu_live_at_peak, &c->gpu_peak_epoch, e->gpu, delta);
+}
+
+static inline void pf_calltree_add(pf_callnode_t *c, double bytes, int gpu, const pf_peak_epochs_t *e)
+{
+    c->self_alloc += bytes;
+    if (gpu)
+        c->self_gpu += bytes;
+    pf_calltree_move(c, bytes, gpu, e);
+}
+
 /* Unfolded node's live bytes, and its folded node's, change by +bytes (an allocation, also added to their
  * allocated) or -bytes (its free);
- * gpu: they are device bytes, which count on both the host/GPU total and the GPU peak as the rows do. */
-void pf_calltree_alloc(pf_model_t *m, int32_t node, double bytes, int gpu, const pf_peak_epochs_t *e);
-void pf_calltree_free(pf_model_t *m, int32_t node, double bytes, int gpu, const pf_peak_epochs_t *e);
+ * gpu: they are device bytes, which count on both the host/GPU total and the GPU peak as the rows do.
+ * Inline: the sweep calls them at every allocation and free. */
+static inline void pf_calltree_alloc(pf_model_t *m, int32_t node, double bytes, int gpu, const pf_peak_epochs_t *e)
+{
+    int32_t folded = m->full[node].folded;
+    pf_calltree_add(&m->full[node], bytes, gpu, e);
+    if (folded >= 0)
+        pf_calltree_add(&m->nodes[folded], bytes, gpu, e);
+}
+
+static inline void pf_calltree_free(pf_model_t *m, int32_t node, double bytes, int gpu, const pf_peak_epochs_t *e)
+{
+    int32_t folded = m->full[node].folded;
+    pf_calltree_move(&m->full[node], -bytes, gpu, e);
+    if (folded >= 0)    /* always, for a node bytes were charged to (pf_sweep_callpath.c) */
+        pf_calltree_move(&m->nodes[folded], -bytes, gpu, e);
+}
 
 /* After the sweep: self peak shares (at_peak, at_gpu_peak: the program had one), live at exit, subtree
  * sums, and the children (and roots) linked largest first by peak, then allocated bytes. */

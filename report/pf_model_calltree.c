@@ -58,48 +58,6 @@ int32_t pf_calltree_native_child(pf_model_t *m, pf_map_t *index, int32_t node, u
     return (int32_t)(*v - 1);
 }
 
-/* Keeps live bytes as they were at the latest peak: taken at their first change after that peak (a node
- * unchanged since then still has them as its live bytes). */
-static void move_live(double *live, double *at_peak, uint32_t *seen, uint32_t epoch, double delta)
-{
-    if (*seen != epoch) {
-        *at_peak = *live;
-        *seen = epoch;
-    }
-    *live += delta;
-}
-
-/* e by pointer: a 24-byte struct passed by value on every allocation and free was rebuilt on the stack each
- * time, and the copy's wide load waiting for its narrow stores stalled the sweep */
-static void move(pf_callnode_t *c, double delta, int gpu, const pf_peak_epochs_t *e)
-{
-    move_live(&c->live, &c->live_at_peak, &c->peak_epoch, e->host, delta);
-    if (e->est)
-        pf_peak_row_add(e->est, &c->peak_est, e->half, delta);
-    if (gpu)
-        move_live(&c->gpu_live, &c->gpu_live_at_peak, &c->gpu_peak_epoch, e->gpu, delta);
-}
-
-/* full: a node of the unfolded tree; its folded node moves alike */
-void pf_calltree_alloc(pf_model_t *m, int32_t full, double bytes, int gpu, const pf_peak_epochs_t *e)
-{
-    int32_t at[2] = {full, m->full[full].folded};
-    for (int t = 0; t < (at[1] >= 0 ? 2 : 1); t++) {
-        pf_callnode_t *c = t ? &m->nodes[at[1]] : &m->full[at[0]];
-        c->self_alloc += bytes;
-        if (gpu)
-            c->self_gpu += bytes;
-        move(c, bytes, gpu, e);
-    }
-}
-
-void pf_calltree_free(pf_model_t *m, int32_t full, double bytes, int gpu, const pf_peak_epochs_t *e)
-{
-    move(&m->full[full], -bytes, gpu, e);
-    if (m->full[full].folded >= 0)     /* always, for a node bytes were charged to (pf_sweep_callpath.c) */
-        move(&m->nodes[m->full[full].folded], -bytes, gpu, e);
-}
-
 typedef struct order_key {
     double peak, alloc;
     int32_t node;

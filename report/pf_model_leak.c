@@ -117,7 +117,7 @@ static double theil_sen(const double *v, int n, double dt)
     return med;
 }
 
-void pf_sweep_leak_clock(sweeper_t *S, int32_t row, uint32_t proc, uint64_t t, double est)
+void pf_sweep_leak_clock_slow(sweeper_t *S, int32_t row, uint32_t proc, uint64_t t, double est)
 {
     pf_model_t *m = S->m;
     pf_line_t *l = &m->lines[row];
@@ -132,11 +132,6 @@ void pf_sweep_leak_clock(sweeper_t *S, int32_t row, uint32_t proc, uint64_t t, d
     S->leak_clock += est;
     if (S->clock_start >= 0 && S->clock_end < 0)
         l->leak_own += est;
-}
-
-double pf_sweep_leak_at(const sweeper_t *S, int32_t row)
-{
-    return S->leak_clock - S->m->lines[row].leak_own;
 }
 
 static uint32_t grow_slot(uint64_t key)
@@ -165,7 +160,7 @@ void pf_sweep_leak_grew(sweeper_t *S, uint64_t old_key, live_obj_t *o, uint64_t 
     int64_t prev = r->chain >= 0 ? r->chain : push_piece(S, r->at, r->est, -1);
     /* what it gained, in its own estimate's units (a sampled estimate stands for more than its size) */
     double gained = o->size > r->size && o->size ? o->est * (double)(o->size - r->size) / (double)o->size : 0;
-    o->chain = push_piece(S, o->at, gained, prev);
+    o->chain = pf_sweep_index32(push_piece(S, o->at, gained, prev), "realloc pieces");
 }
 
 /* The end of the run the growth test reads: the root process's finalization (or the end). */
@@ -211,9 +206,9 @@ void pf_sweep_leaks(sweeper_t *S)
     survivors_t agg = {NULL, 0, 0};
     PF_VEC_RESERVE(agg.sv, agg.cap, S->live.len + S->n_pieces + n_aggregated + 1);
     for (size_t i = 0; i < S->live.cap; i++) {
-        if (!S->live.slots[i].key)
+        if (!S->live.slots[i].key1)
             continue;
-        const live_obj_t *o = &S->objs[S->live.slots[i].val];
+        const live_obj_t *o = &S->objs[S->live.slots[i].idx];
         if (o->line < 0 || !(o->est > 0))
             continue;
         if (o->chain < 0) {

@@ -46,9 +46,9 @@ int64_t pf_sweep_object_at(sweeper_t *S, uint32_t proc, uint64_t addr, uint64_t 
     uint64_t found = 0;
     int64_t idx = -1;
     for (uint64_t back = 0; idx < 0 && back <= PF_COPY_MAX_HEADER && back <= addr; back += 8) {
-        uint64_t *v = pf_map_get(&S->live, pf_sweep_addr_key(proc, addr - back));
-        if (v && addr < addr - back + S->objs[*v].size)
-            idx = (int64_t)*v, found = back;
+        const pf_live_slot_t *v = pf_live_get(&S->live, pf_sweep_addr_key(proc, addr - back));
+        if (v && addr < addr - back + S->objs[v->idx].size)
+            idx = (int64_t)v->idx, found = back;
     }
     uint64_t key = pf_sweep_addr_key(proc, addr);
     size_t at = idx < 0 ? range_upper(S, key) : 0;
@@ -72,9 +72,9 @@ void pf_sweep_end_process(sweeper_t *S, uint32_t proc, uint64_t t)
     if (!S->proc_objs[proc])
         return;
     for (size_t i = 0; i < S->live.cap && S->proc_objs[proc]; i++) {
-        uint64_t k = S->live.slots[i].key;
+        uint64_t k = S->live.slots[i].key1;
         if (k && ((k - 1) >> 48) == (proc & 0x7fff)) {
-            pf_sweep_release(S, proc, k - 1, &S->live.slots[i].val, t, 1);
+            pf_sweep_release(S, proc, k - 1, &S->live.slots[i], t, 1);
             i--;    /* a deletion may move a later entry into this slot */
         }
     }

@@ -31,6 +31,15 @@
 
 #define intern pf_model_intern
 
+int32_t pf_sweep_index32(int64_t i, const char *what)
+{
+    if (i > INT32_MAX) {
+        fprintf(stderr, "pyflow: more than %d %s: too many to build the report\n", INT32_MAX, what);
+        exit(1);
+    }
+    return (int32_t)i;
+}
+
 uint64_t pf_sweep_key3(uint64_t a, uint64_t b, uint64_t c)
 {
     return pf_hash_words((uint64_t[]){a, b, c}, 3, 0x77) & ~(1ull << 63);
@@ -335,19 +344,39 @@ static int bucket_of(sweeper_t *S, uint64_t t)
 }
 
 /* Moves a row's live bytes to a new value at time t, keeping its area, maximum, timeline and peak share. */
-static inline __attribute__((always_inline)) void set_live(sweeper_t *S, pf_stats_t *s, uint64_t t, double live)
+/* set_live's dir: the new value is known not to be below the old one (an allocation's), not above it (a
+ * free's), or either. */
+#define PF_LIVE_UP 1
+#define PF_LIVE_DOWN (-1)
+#define PF_LIVE_ANY 0
+
+static inline __attribute__((always_inline)) void set_live_dir(sweeper_t *S, pf_stats_t *s, uint64_t t, double live,
+                                                               int dir)
 {
     keep_peak_value(S, s);
     if (live < 0 && live > -1.0)
-        live = 0;   /* rounding of sampled estimates */
+        live = 0;   /* rounding of sampled estimates (so the old value, stored, was not in (-1, 0) either) */
     s->area += s->live * (double)(t - s->live_since_ns) / 1e9;
     s->live_since_ns = t;
     int b = bucket_of(S, t);
-    pf_timeline_set_bucket(s->timeline, &s->timeline_filled, b, s->live, live);
-    pf_timeline_set_low(s->timeline_low, &s->timeline_low_filled, b, s->live, live);
+    /* The bucket's maximum and minimum so far include the old value, as the maximum of the row does: a
+     * value above it cannot lower a minimum, one below it cannot raise a maximum. */
+    if (dir != PF_LIVE_DOWN)
+        pf_timeline_set_bucket(s->timeline, &s->timeline_filled, b, s->live, live);
+    else
+        pf_timeline_fill(s->timeline, &s->timeline_filled, b, s->live);
+    if (dir != PF_LIVE_UP)
+        pf_timeline_set_low(s->timeline_low, &s->timeline_low_filled, b, s->live, live);
+    else
+        pf_timeline_fill(s->timeline_low, &s->timeline_low_filled, b, s->live);
     s->live = live;
-    if (live > s->max_live)
+    if (dir != PF_LIVE_DOWN && live > s->max_live)
         s->max_live = live;
+}
+
+static inline __attribute__((always_inline)) void set_live(sweeper_t *S, pf_stats_t *s, uint64_t t, double live)
+{
+    set_live_dir(S, s, t, live, PF_LIVE_ANY);
 }
 
 /* Moves a row's live GPU bytes to a new value at time t, keeping its share of the GPU peak, and for the
@@ -375,22 +404,40 @@ void pf_sweep_set_gpu_live(sweeper_t *S, pf_stats_t *s, uint64_t t, double live)
  * microseconds on one thread; a block of the same line at the same address after longer is a new object. */
 #define PF_REALLOC_GAP_NS 1000000u
 
+/* What a freed object takes from each of its three rows: its bytes, and its share of their variance. */
+typedef struct row_free {
+    uint64_t t;
+    double est, var;
+    int gpu;
+} row_free_t;
+
+static inline __attribute__((always_inline)) void row_free(sweeper_t *S, pf_stats_t *s, const row_free_t *r)
+{
+    s->n_freed++;
+    if (r->var != 0)
+        s->live_var -= r->var;
+    set_live_dir(S, s, r->t, s->live - r->est, PF_LIVE_DOWN);     /* est >= 0: bytes */
+    if (r->gpu)
+        set_gpu_live(S, s, r->t, s->gpu_live - r->est);
+}
+
 /* Ends the life of the live object at address key k (its index in *slot, k's value slot in the live map)
  * at time t: it stops counting in its rows (unless the process was already finalizing: then it stays live
  * at exit; or ended is set: the process ended, and it stays what the process held at its exit). */
-void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t *slot, uint64_t t, int ended)
+void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, pf_live_slot_t *slot, uint64_t t, int ended)
 {
-    const uint64_t idx = *slot;
+    const uint64_t idx = slot->idx;
     const live_obj_t *o = &S->objs[idx];
     pf_recent_freed(&S->recent, k, (alloc_site_t){o->line, o->native}, o->dst_copy);
-    pf_sweep_leak_freed(S, k, o, t);
+    if (o->size >= PF_GROW_MIN_BYTES)
+        pf_sweep_leak_freed(S, k, o, t);
     if (t >= S->L->procs[proc].fin_ns && !ended)
         return;     /* interpreter shutdown: the object stays counted as live at exit */
-    if (!ended)
+    if (!ended && o->dst_copy >= 0)
         pf_sweep_dst_freed(S, o, t);
-    pf_map_del_at(&S->live, slot);
+    pf_live_del_at(&S->live, slot);
     S->proc_objs[proc]--;
-    *PF_VEC_PUSH(S->free_objs, S->n_free_objs, S->cap_free_objs) = idx;     /* its slot is free again */
+    S->free_objs[S->n_free_objs++] = (uint32_t)idx;     /* its slot is free again (free_objs has room) */
     if (pf_sweep_wants_range(o))
         pf_sweep_range_del(S, k);
     pf_model_t *m = S->m;
@@ -398,25 +445,82 @@ void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t *slot, u
         m->procs[proc].live -= o->est;
         pf_workers_free(m, proc, o->line, o->est);
     }
-    pf_stats_t *rows[3] = {&m->lines[o->line].s, &m->funcs[o->func].s, &m->total};
-    pf_peak_total_add(&S->peak, o->half, -o->est, (double)o->size);
-    for (int i = 0; i < 3; i++) {
-        rows[i]->n_freed++;
-        pf_peak_row_add(&S->peak, &rows[i]->peak_est, o->half, -o->est);
-        pf_peak_obj_end(&S->peak, &rows[i]->peak_est, &o->peak, o->half, o->est, (double)o->size);
-        if (o->half && o->est > (double)o->size)
-            rows[i]->live_var -= o->est * (o->est - (double)o->size);
-        set_live(S, rows[i], t, rows[i]->live - o->est);
-        if (o->gpu)
-            set_gpu_live(S, rows[i], t, rows[i]->gpu_live - o->est);
+    if (!S->peak.off) {     /* a sampled profile's peak windows (their rows' peak_est alone) */
+        pf_stats_t *rows[3] = {&m->lines[o->line].s, &m->funcs[o->func].s, &m->total};
+        pf_peak_total_add(&S->peak, o->half, -o->est, (double)o->size);
+        for (int i = 0; i < 3; i++) {
+            pf_peak_row_add(&S->peak, &rows[i]->peak_est, o->half, -o->est);
+            pf_peak_obj_end(&S->peak, &rows[i]->peak_est, &S->obj_peak[idx], o->half, o->est, (double)o->size);
+        }
     }
-    const pf_peak_epochs_t epochs = {S->peak_epoch, S->gpu_peak_epoch, &S->peak, o->half};
-    pf_calltree_free(m, o->node, o->est, o->gpu, &epochs);
+    const row_free_t r = {t, o->est, o->half && o->est > (double)o->size ? o->est * (o->est - (double)o->size) : 0,
+                          o->gpu};
+    row_free(S, &m->lines[o->line].s, &r);
+    row_free(S, &m->funcs[o->func].s, &r);
+    row_free(S, &m->total, &r);
+    const pf_peak_epochs_t epochs = {S->peak_epoch, S->gpu_peak_epoch, S->peak.off ? NULL : &S->peak, o->half};
+    pf_calltree_free(m, o->node, r.est, r.gpu, &epochs);
 }
 
-static void release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t *slot, uint64_t t)
+static void release(sweeper_t *S, uint32_t proc, uint64_t k, pf_live_slot_t *slot, uint64_t t)
 {
     pf_sweep_release(S, proc, k, slot, t, 0);
+}
+
+/* What an allocation adds to each of its three rows (line, function, program). */
+typedef struct row_alloc {
+    uint64_t t;
+    double est, count, sample_var;
+    uint8_t domain;
+    int half;
+} row_alloc_t;
+
+/* Inline, three times: each row's fields are then known apart (in a loop over the three, each store to
+ * one row's doubles made the compiler load the shared values again). */
+static inline __attribute__((always_inline)) void row_alloc(sweeper_t *S, pf_stats_t *s, const row_alloc_t *r)
+{
+    s->alloc_bytes += r->est;
+    s->alloc_count += r->count;
+    s->n_recs++;
+    if (pf_domain_is_python(r->domain))
+        s->python_bytes += r->est;
+    else if (pf_domain_is_native(r->domain))
+        s->native_bytes += r->est;
+    else
+        s->gpu_bytes += r->est;
+    pf_sweep_touch(s, r->t);
+    if (r->sample_var > 0) {
+        s->n_sampled++;
+        s->alloc_var += r->sample_var;
+        s->live_var += r->sample_var;
+    }
+    pf_peak_row_add(&S->peak, &s->peak_est, r->half, r->est);
+    set_live_dir(S, s, r->t, s->live + r->est, PF_LIVE_UP);
+    if (r->domain == PF_DOMAIN_GPU)
+        set_gpu_live(S, s, r->t, s->gpu_live + r->est);
+}
+
+/* A slot for a new live object: the last one freed (still in cache, likely), else a new one. free_objs
+ * grows with objs, so that every slot can be free at once. */
+static uint32_t new_object(sweeper_t *S)
+{
+    if (S->n_free_objs)
+        return S->free_objs[--S->n_free_objs];
+    if (S->n_objs == S->cap_objs) {
+        size_t cap = S->cap_objs ? S->cap_objs * 2 : 1024;
+        if (cap > UINT32_MAX)     /* the live map keeps 32-bit indices (pf_live_slot_t) */
+            pf_sweep_index32(INT64_MAX, "live objects at once");
+        live_obj_t *objs = pf_xaligned_alloc(PF_LIVE_OBJ_ALIGN, cap * sizeof *objs);
+        if (S->n_objs)
+            memcpy(objs, S->objs, S->n_objs * sizeof *objs);
+        free(S->objs);
+        S->objs = objs;
+        S->free_objs = pf_xrealloc(S->free_objs, cap * sizeof *S->free_objs);
+        if (!S->peak.off)
+            S->obj_peak = pf_xrealloc(S->obj_peak, cap * sizeof *S->obj_peak);
+        S->cap_objs = cap;
+    }
+    return (uint32_t)S->n_objs++;
 }
 
 static void on_alloc(sweeper_t *S, const event_t *e)
@@ -430,9 +534,9 @@ static void on_alloc(sweeper_t *S, const event_t *e)
      * touches the live map when the address was not live) */
     uint64_t key = pf_sweep_addr_key(e->proc, a->addr);
     int created = 0;
-    uint64_t *slot = pf_map_put_if_room(&S->live, key, &created), *prev = NULL;
+    pf_live_slot_t *slot = pf_live_put_if_room(&S->live, key, &created), *prev = NULL;
     if (!slot)
-        prev = pf_map_get(&S->live, key);
+        prev = pf_live_get(&S->live, key);
     else if (!created)
         prev = slot;
     if (!created)
@@ -441,11 +545,11 @@ static void on_alloc(sweeper_t *S, const event_t *e)
         /* freed while the interpreter finalized, so live at exit, and its address handed out again: it
          * stays live under a key no address has (bit 47: user addresses are below it), where the end of
          * its process still finds it */
-        uint64_t idx = *prev;
-        pf_map_del(&S->live, pf_sweep_addr_key(e->proc, a->addr));
+        uint32_t idx = prev->idx;
+        pf_live_del_at(&S->live, prev);
         if (pf_sweep_wants_range(&S->objs[idx]))
             pf_sweep_range_del(S, pf_sweep_addr_key(e->proc, a->addr));
-        *pf_map_put(&S->live, pf_sweep_addr_key(e->proc, (1ull << 47) | S->parked++), NULL) = idx;
+        pf_live_put(&S->live, pf_sweep_addr_key(e->proc, (1ull << 47) | S->parked++), NULL)->idx = idx;
     } else if (prev) {  /* the allocator handed the address out again: the block there was freed unseen */
         release(S, e->proc, pf_sweep_addr_key(e->proc, a->addr), prev, e->t);
     }
@@ -466,35 +570,17 @@ static void on_alloc(sweeper_t *S, const event_t *e)
             charge->native_node = node;
     }
     int half = pf_peak_half(a->addr, e->t, !(a->flags & PF_ALLOC_SAMPLED));
-    const pf_peak_epochs_t epochs = {S->peak_epoch, S->gpu_peak_epoch, &S->peak, half};
+    const pf_peak_epochs_t epochs = {S->peak_epoch, S->gpu_peak_epoch, S->peak.off ? NULL : &S->peak, half};
     pf_calltree_alloc(m, node, est, a->domain == PF_DOMAIN_GPU, &epochs);
-    double count = a->size ? est / (double)a->size : 1.0;
+    /* an exact record's estimate is its size: one object, no division */
+    double count = !a->size ? 1.0 : est == (double)a->size ? 1.0 : est / (double)a->size;
     pf_sweep_leak_clock(S, row, e->proc, e->t, est);
     double sample_var = (a->flags & PF_ALLOC_SAMPLED) && est > (double)a->size ? est * (est - (double)a->size) : 0;
     pf_peak_total_add(&S->peak, half, est, (double)a->size);
-    pf_stats_t *rows[3] = {&m->lines[row].s, &m->funcs[fn].s, &m->total};
-    for (int i = 0; i < 3; i++) {
-        pf_stats_t *s = rows[i];
-        s->alloc_bytes += est;
-        s->alloc_count += count;
-        s->n_recs++;
-        if (pf_domain_is_python(a->domain))
-            s->python_bytes += est;
-        else if (pf_domain_is_native(a->domain))
-            s->native_bytes += est;
-        else
-            s->gpu_bytes += est;
-        pf_sweep_touch(s, e->t);
-        if (sample_var > 0) {
-            s->n_sampled++;
-            s->alloc_var += sample_var;
-            s->live_var += sample_var;
-        }
-        pf_peak_row_add(&S->peak, &s->peak_est, half, est);
-        set_live(S, s, e->t, s->live + est);
-        if (a->domain == PF_DOMAIN_GPU)
-            set_gpu_live(S, s, e->t, s->gpu_live + est);
-    }
+    const row_alloc_t r = {e->t, est, count, sample_var, a->domain, half};
+    row_alloc(S, &m->lines[row].s, &r);
+    row_alloc(S, &m->funcs[fn].s, &r);
+    row_alloc(S, &m->total, &r);
     pf_process_t *pr = &m->procs[e->proc];
     pr->alloc_bytes += est;
     *(pf_domain_is_python(a->domain) ? &pr->python_bytes
@@ -504,29 +590,18 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     if (new_peak)
         pr->peak_bytes = pr->live;
     pf_workers_alloc(m, e->proc, row, est, new_peak);
-    uint64_t idx = S->n_free_objs ? S->free_objs[--S->n_free_objs] : S->n_objs;
-    if (idx == S->n_objs)
-        PF_VEC_PUSH(S->objs, S->n_objs, S->cap_objs);
+    uint32_t idx = new_object(S);
     live_obj_t *o = &S->objs[idx];
-    o->line = row;
-    o->func = fn;
-    o->node = node;
-    o->gpu = a->domain == PF_DOMAIN_GPU;
-    o->domain = a->domain;
-    o->native = native;
-    o->est = est;
-    o->size = a->size;
-    o->t_alloc = e->t;
-    o->at = pf_sweep_leak_at(S, row);
-    o->chain = -1;
-    o->kind = 0;
-    o->dst_copy = -1;
-    pf_sweep_dst_continues(S, key, o, 0);  /* a realloc in place */
-    pf_peak_obj_start(&S->peak, &o->peak);
-    o->half = (uint8_t)half;
+    *o = (live_obj_t){.line = row, .func = fn, .node = node, .native = native, .gpu = a->domain == PF_DOMAIN_GPU,
+                      .domain = a->domain, .half = (uint8_t)half, .dst_copy = -1, .est = est, .size = a->size,
+                      .t_alloc = e->t, .at = pf_sweep_leak_at(S, row), .chain = -1};
+    if (S->recent.pending)  /* else no freed block's copies wait for a block to continue them */
+        pf_sweep_dst_continues(S, key, o, 0);  /* a realloc in place */
+    if (S->obj_peak)
+        pf_peak_obj_start(&S->peak, &S->obj_peak[idx]);
     if (a->size >= PF_GROW_MIN_BYTES)  /* a realloc in place: its block freed just before, at this address */
         pf_sweep_leak_grew(S, key, o, e->t, PF_REALLOC_GAP_NS);
-    *(slot ? slot : pf_map_put(&S->live, key, NULL)) = idx;
+    (slot ? slot : pf_live_put(&S->live, key, NULL))->idx = (uint32_t)idx;
     S->proc_objs[e->proc]++;
     if (pf_sweep_wants_range(o))
         pf_sweep_range_add(S, pf_sweep_addr_key(e->proc, a->addr), idx);
@@ -534,17 +609,24 @@ static void on_alloc(sweeper_t *S, const event_t *e)
 
 int64_t pf_sweep_live_object(const sweeper_t *S, uint32_t proc, uint64_t addr)
 {
-    const uint64_t *v = pf_map_get(&S->live, pf_sweep_addr_key(proc, addr));
-    return v ? (int64_t)*v : -1;
+    const pf_live_slot_t *v = pf_live_get(&S->live, pf_sweep_addr_key(proc, addr));
+    return v ? (int64_t)v->idx : -1;
 }
 
+/* A FREE of a live object (at key k, in slot v), kind and all; a realloc's free hands its copies' chain on. */
 static void on_free(sweeper_t *S, const event_t *e)
 {
     const pf_rec_free_t *f = pf_event_payload(S->L, e);
     uint64_t k = pf_sweep_addr_key(e->proc, f->addr);
-    uint64_t *v = pf_map_get(&S->live, k);
-    if (v)
-        pf_sweep_free_object(S, e, k, v);
+    pf_live_slot_t *v = pf_live_get(&S->live, k);
+    if (!v)
+        return;
+    pf_sweep_kind_seen(S, &S->objs[v->idx], PF_FREE_KIND(e->aux));
+    if (e->aux != PF_FREE_DOMAIN(e->aux))
+        S->m->frees_marked = 1;
+    pf_sweep_release(S, e->proc, k, v, e->t, 0);
+    if (e->aux & PF_FREE_BY_REALLOC)
+        pf_recent_by_realloc(&S->recent, k);
 }
 
 static void finish_stats(pf_stats_t *s, uint64_t t_end)
@@ -573,13 +655,13 @@ static void prefetch_event(const sweeper_t *S, const event_t *e)
     _Static_assert(offsetof(pf_rec_alloc_short_t, addr) == offsetof(pf_rec_free_t, addr), "short ALLOC addr");
     const pf_rec_free_t *f = pf_event_payload(S->L, e);
     uint64_t k = pf_sweep_addr_key(e->proc, f->addr);
-    pf_map_prefetch(&S->live, k);
+    pf_live_prefetch(&S->live, k);
 }
 
 void pf_model_sweep(loader_t *L)
 {
     pf_model_t *m = L->m;
-    sweeper_t S = {.m = m, .L = L, .symbols = pf_symbols_new(), .live.by_address = 1, .clock_start = -1,
+    sweeper_t S = {.m = m, .L = L, .symbols = pf_symbols_new(), .clock_start = -1,
                    .clock_end = -1};
     pf_recent_init(&S.recent);
     S.recent_grows = pf_xcalloc(PF_RECENT_GROWS, sizeof *S.recent_grows);
@@ -589,6 +671,9 @@ void pf_model_sweep(loader_t *L)
     m->end_ns = S.t_end;
     double peak = -1, gpu_peak = 0;
     S.proc_objs = pf_xcalloc(m->n_procs + 1, sizeof *S.proc_objs);
+    S.clock_end_at = pf_xmalloc((m->n_procs + 1) * sizeof *S.clock_end_at);
+    for (size_t i = 0; i <= m->n_procs; i++)
+        S.clock_end_at[i] = i < m->n_procs && m->procs[i].root ? L->procs[i].fin_ns : UINT64_MAX;
     S.memo_at = pf_xcalloc(L->n_procs + 1, sizeof *S.memo_at);
     S.peak.off = m->exact || m->aggregated;     /* --aggregate: the recorder's peak picture */
     /* An exact profile's live objects are many: their map grows at half full, where its probe runs stay
@@ -678,13 +763,14 @@ void pf_model_sweep(loader_t *L)
     pf_sweep_leaks(&S);
     pf_timeline_finish(m->gpu_timeline, &m->gpu_timeline_filled, m->total.gpu_live);
     pf_peak_advance(&S.peak, S.t_end);
-    for (size_t i = 0; i < S.live.cap; i++) {   /* what is live at the end adds its variance too */
-        if (!S.live.slots[i].key)
+    for (size_t i = 0; S.obj_peak && i < S.live.cap; i++) {    /* what is live at the end adds its variance too */
+        if (!S.live.slots[i].key1)
             continue;
-        const live_obj_t *o = &S.objs[S.live.slots[i].val];
+        uint32_t idx = S.live.slots[i].idx;
+        const live_obj_t *o = &S.objs[idx];
         pf_peak_row_t *rows[3] = {&m->lines[o->line].s.peak_est, &m->funcs[o->func].s.peak_est, &m->total.peak_est};
         for (int r = 0; r < 3; r++)
-            pf_peak_obj_end(&S.peak, rows[r], &o->peak, o->half, o->est, (double)o->size);
+            pf_peak_obj_end(&S.peak, rows[r], &S.obj_peak[idx], o->half, o->est, (double)o->size);
     }
     for (size_t i = 0; i < m->n_lines; i++) {
         m->lines[i].s.peak_bytes = peak > 0 ? pf_peak_row_share(&S.peak, &m->lines[i].s.peak_est,
@@ -717,7 +803,7 @@ void pf_model_sweep(loader_t *L)
         free(S.memo_at[i]);
     free(S.memo_at);
     free(S.charges);
-    pf_map_free(&S.live);
+    pf_live_free(&S.live);
     pf_map_free(&S.flow_index);
     pf_map_free(&S.copies);
     pf_map_free(&S.native_cache);
@@ -730,8 +816,10 @@ void pf_model_sweep(loader_t *L)
     free(S.ranges);
     free(S.objs);
     free(S.free_objs);
+    free(S.obj_peak);
     pf_recent_free_table(&S.recent);
     free(S.recent_grows);
     free(S.pieces);
     free(S.proc_objs);
+    free(S.clock_end_at);
 }

@@ -129,7 +129,7 @@ static entry_t *entry_of(pf_model_t *m, uint32_t proc, int32_t row)
     return e;
 }
 
-void pf_workers_alloc(pf_model_t *m, uint32_t proc, int32_t row, double est, int new_peak)
+void pf_workers_alloc_in(pf_model_t *m, uint32_t proc, int32_t row, double est, int new_peak)
 {
     if (m->n_procs < 2 || row < 0)
         return;
@@ -140,7 +140,7 @@ void pf_workers_alloc(pf_model_t *m, uint32_t proc, int32_t row, double est, int
         m->workers_acc->epoch[proc]++;
 }
 
-void pf_workers_free(pf_model_t *m, uint32_t proc, int32_t row, double est)
+void pf_workers_free_in(pf_model_t *m, uint32_t proc, int32_t row, double est)
 {
     if (m->n_procs < 2 || row < 0 || !m->workers_acc)
         return;

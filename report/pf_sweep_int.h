@@ -3,27 +3,37 @@
 #ifndef PF_SWEEP_INT_H
 #define PF_SWEEP_INT_H
 
+#include "pf_live_map.h"
 #include "pf_loader_int.h"
 #include "pf_symbols_int.h"
 #include "pf_sweep_recent_int.h"
 
+/* A live object: one cache line (sweeper_t.objs is aligned to them). An exact profile's sweep writes one at
+ * each allocation and reads one at each free, mostly out of cache: at 96 bytes each took two lines. What
+ * only a sampled profile needs (pf_peak_obj_t) is kept beside it, in sweeper_t.obj_peak; the indices are
+ * 32-bit (pf_sweep_index32). */
 typedef struct live_obj {
     int32_t line, func;
     int32_t node;       /* its call-tree node */
+    uint32_t native;    /* native site string, 0 = none */
     uint8_t gpu;        /* a GPU allocation */
     uint8_t domain;     /* PF_DOMAIN_* */
     uint8_t half;       /* pf_peak_half: which half of the samples it is in (0: recorded exactly) */
     uint8_t kind;       /* pf_obj_kind_t the runtime saw it was (at its free or a copy), once counted */
-    int64_t dst_copy;   /* the last copy (S->cinfo) it was the destination of, -1: none */
-    uint32_t native;    /* native site string, 0 = none */
+    int32_t dst_copy;   /* the last copy (S->cinfo) it was the destination of, -1: none */
+    int32_t chain;      /* the realloc chain it ends (index into sweeper_t.pieces), -1: none */
     double est;
     uint64_t size;
     uint64_t t_alloc;
     double at;          /* the program's allocation clock when it was allocated (pf_sweep_leak_clock), less
                            its line's own bytes so far: the rest of the program's clock */
-    int64_t chain;      /* the realloc chain it ends (index into sweeper_t.pieces), -1: none */
-    pf_peak_obj_t peak; /* where the peak's windows stood when it was made (its variance's share) */
 } live_obj_t;
+#define PF_LIVE_OBJ_ALIGN 64
+_Static_assert(sizeof(live_obj_t) == PF_LIVE_OBJ_ALIGN, "a live object is one cache line");
+
+/* Index i of the sweep's array of `what`, for a 32-bit field of a live object; the report cannot be built
+ * with more (one clear line, exit status 1: the arrays alone would take some 100 GB). */
+int32_t pf_sweep_index32(int64_t i, const char *what);
 
 /* A piece of a realloc chain: bytes a block gained when it was re-allocated (on the rest of the program's
  * clock, live_obj_t.at), and the piece before it (-1: the chain's first block). */
@@ -104,7 +114,7 @@ typedef struct sweeper {
     int bucket;
     stack_charge_t *charges;
     size_t n_charges, cap_charges;
-    pf_map_t live;          /* (proc, addr) -> live_obj index */
+    pf_live_map_t live;     /* (proc, addr) -> live_obj index */
     pf_recent_frees_t recent;       /* blocks freed lately (pf_sweep_recent_int.h) */
     recent_grow_t *recent_grows;    /* PF_RECENT_GROWS slots: large blocks freed lately (pf_model_leak.c) */
     pf_map_t flow_index;    /* edge key -> flow+1 */
@@ -116,12 +126,16 @@ typedef struct sweeper {
     /* the leak test's clock: bytes allocated outside import lines so far; its value at the first allocation
      * of the user's code and at the root's finalization (-1: not yet) */
     double leak_clock, clock_start, clock_end;
+    uint64_t *clock_end_at; /* per process: when its events end the clock (the root's finalization), else
+                               UINT64_MAX */
     leak_piece_t *pieces;   /* realloc chains (pf_model_leak.c) */
     size_t n_pieces, cap_pieces;
     live_obj_t *objs;       /* the live objects; a released one's slot is reused (free_objs) */
     size_t n_objs, cap_objs;
-    uint64_t *free_objs;
-    size_t n_free_objs, cap_free_objs;
+    pf_peak_obj_t *obj_peak;    /* by object, beside objs: where the peak's windows stood when it was made
+                                   (its variance's share); NULL when the peak's windows are off (peak.off) */
+    uint32_t *free_objs;
+    size_t n_free_objs;     /* free_objs has room for cap_objs */
     range_ent_t *ranges;    /* sorted by key: the live objects looked up by interior address */
     size_t n_ranges, cap_ranges;
     uint64_t t_end;
@@ -187,8 +201,8 @@ static inline uint64_t pf_sweep_addr_key(uint32_t proc, uint64_t addr)
 }
 
 /* pf_model_sweep.c: ends the life of the live object at key k at time t (pf_model_sweep.c's release); slot
- * is k's value slot in S->live (the object's index), where it was just found. */
-void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, uint64_t *slot, uint64_t t, int ended);
+ * is k's slot in S->live (the object's index), where it was just found. */
+void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, pf_live_slot_t *slot, uint64_t t, int ended);
 
 /* pf_model_objects.c: objects found by an address inside them (large ones, GPU blocks), in a sorted array.
  * Objects this large (and every GPU block) can be found by an address inside them: a copy from a slice of
@@ -213,10 +227,26 @@ void pf_sweep_end_process(sweeper_t *S, uint32_t proc, uint64_t t);
 
 /* pf_model_leak.c: moves the leak test's clock on by an allocation of est bytes charged to row at time t
  * (in process proc), before the object is made (its clock is S->leak_clock after). */
-void pf_sweep_leak_clock(sweeper_t *S, int32_t row, uint32_t proc, uint64_t t, double est);
+void pf_sweep_leak_clock_slow(sweeper_t *S, int32_t row, uint32_t proc, uint64_t t, double est);
+/* The same, inline for what nearly every allocation is: a line known not to be an import's, the clock
+ * started and not about to end. */
+static inline void pf_sweep_leak_clock(sweeper_t *S, int32_t row, uint32_t proc, uint64_t t, double est)
+{
+    pf_line_t *l = &S->m->lines[row];
+    if (l->import_state != 2 || S->clock_start < 0 || t >= S->clock_end_at[proc]) {
+        pf_sweep_leak_clock_slow(S, row, proc, t, est);
+        return;
+    }
+    S->leak_clock += est;
+    if (S->clock_end < 0)
+        l->leak_own += est;
+}
 
 /* The rest of the program's clock for an object of row allocated now (live_obj_t.at). */
-double pf_sweep_leak_at(const sweeper_t *S, int32_t row);
+static inline double pf_sweep_leak_at(const sweeper_t *S, int32_t row)
+{
+    return S->leak_clock - S->m->lines[row].leak_own;
+}
 
 /* Object o with (proc, address) key `key` is freed at time t: a realloc's new block may continue it. */
 void pf_sweep_leak_freed(sweeper_t *S, uint64_t key, const live_obj_t *o, uint64_t t);
@@ -263,12 +293,15 @@ void pf_sweep_copy_write(sweeper_t *S, const event_t *e);
 void pf_sweep_copies_finish(pf_model_t *m);
 /* pf_sweep_kinds.c: what kind of object each line made (a FREE's or COPY's kinds), and how long the
  * destinations of each flow's copies lived. */
-void pf_sweep_kind_seen(sweeper_t *S, live_obj_t *o, unsigned kind);
+static inline void pf_sweep_kind_seen(sweeper_t *S, live_obj_t *o, unsigned kind)
+{
+    if (!kind || kind >= PF_OBJ_KINDS || o->kind)
+        return;     /* each object's bytes count once, under the first kind seen */
+    o->kind = (uint8_t)kind;
+    S->m->lines[o->line].kind_bytes[kind] += o->est;
+}
 void pf_sweep_copy_dst(sweeper_t *S, live_obj_t *dst, int64_t copy, uint64_t t);
 void pf_sweep_dst_freed(sweeper_t *S, const live_obj_t *o, uint64_t t);
-/* A FREE (e) of the live object at key k (its index in *slot, k's value slot in the live map), kind and
- * all; a realloc's free hands its copies' chain on. */
-void pf_sweep_free_object(sweeper_t *S, const event_t *e, uint64_t k, uint64_t *slot);
 /* The block o continues the block freed lately at old_k, when that free was a realloc's: proven (a
  * realloc's COPY from old_k to o), or said by its FREE (then o is the next ALLOC at the same address). o
  * takes on the freed block's copies, whose destinations were not freed after all. */

@@ -4,21 +4,13 @@
  * the copy, for the graph's rule that a copy into a temporary is no part of the data's story. */
 #include "pf_sweep_int.h"
 
-void pf_sweep_kind_seen(sweeper_t *S, live_obj_t *o, unsigned kind)
-{
-    if (!kind || kind >= PF_OBJ_KINDS || o->kind)
-        return;     /* each object's bytes count once, under the first kind seen */
-    o->kind = (uint8_t)kind;
-    S->m->lines[o->line].kind_bytes[kind] += o->est;
-}
-
 void pf_sweep_copy_dst(sweeper_t *S, live_obj_t *dst, int64_t copy, uint64_t t)
 {
     copy_info_t *ci = &S->cinfo[copy];
     ci->has_dst = 1;
     ci->t_copy = t;
     ci->prev_same_dst = dst->dst_copy;
-    dst->dst_copy = copy;
+    dst->dst_copy = pf_sweep_index32(copy, "copies");
 }
 
 /* Sets when each destination in a chain of copies ended (0: not, it lives on). */
@@ -33,17 +25,6 @@ void pf_sweep_dst_freed(sweeper_t *S, const live_obj_t *o, uint64_t t)
     mark_chain(S, o->dst_copy, t ? t : 1);
 }
 
-void pf_sweep_free_object(sweeper_t *S, const event_t *e, uint64_t k, uint64_t *slot)
-{
-    live_obj_t *o = &S->objs[*slot];
-    pf_sweep_kind_seen(S, o, PF_FREE_KIND(e->aux));
-    if (e->aux != PF_FREE_DOMAIN(e->aux))
-        S->m->frees_marked = 1;
-    pf_sweep_release(S, e->proc, k, slot, e->t, 0);
-    if (e->aux & PF_FREE_BY_REALLOC)
-        pf_recent_by_realloc(&S->recent, k);
-}
-
 void pf_sweep_dst_continues(sweeper_t *S, uint64_t old_k, live_obj_t *o, int proven)
 {
     int64_t chain = pf_recent_take_chain(&S->recent, old_k, proven);
@@ -51,7 +32,7 @@ void pf_sweep_dst_continues(sweeper_t *S, uint64_t old_k, live_obj_t *o, int pro
         return;
     mark_chain(S, chain, 0);    /* its contents live on in o */
     if (o->dst_copy < 0)
-        o->dst_copy = chain;
+        o->dst_copy = pf_sweep_index32(chain, "copies");
 }
 
 void pf_sweep_flow_lives(sweeper_t *S)

@@ -15,29 +15,20 @@ void pf_recent_init(pf_recent_frees_t *R)
 
 void pf_recent_free_table(pf_recent_frees_t *R)
 {
-    free(R->slots);
+    pf_free_huge(R->slots, PF_RECENT_FREES * sizeof *R->slots);
     free(R->pending_bits);
     R->slots = NULL;
     R->pending_bits = NULL;
     R->pending = 0;
 }
 
-/* Slot s stops being pending (nothing when it was not). */
-static void unmark(pf_recent_frees_t *R, uint32_t s)
+void pf_recent_unmark(pf_recent_frees_t *R, uint32_t s)
 {
     uint64_t bit = 1ull << (s & 63), *word = &R->pending_bits[s >> 6];
     if (*word & bit) {
         *word &= ~bit;
         R->pending--;
     }
-}
-
-void pf_recent_freed(pf_recent_frees_t *R, uint64_t key, alloc_site_t site, int64_t dst_copy)
-{
-    uint32_t s = pf_recent_slot(key);
-    if (R->pending)
-        unmark(R, s);   /* overwritten: whatever it held is lost */
-    R->slots[s] = (recent_free_t){key + 1, site, dst_copy + 1, 0};
 }
 
 void pf_recent_by_realloc(pf_recent_frees_t *R, uint64_t key)
@@ -60,7 +51,7 @@ int64_t pf_recent_take_chain(pf_recent_frees_t *R, uint64_t key, int proven)
     recent_free_t *r = pf_recent_find(R, key);
     if (!r || !r->dst_copy1 || !(proven || r->by_realloc))
         return -1;
-    unmark(R, (uint32_t)(r - R->slots));
+    pf_recent_unmark(R, (uint32_t)(r - R->slots));
     int64_t chain = r->dst_copy1 - 1;
     r->dst_copy1 = 0;   /* one block continues it */
     return chain;

@@ -57,8 +57,18 @@ static inline recent_free_t *pf_recent_find(const pf_recent_frees_t *R, uint64_t
     return r->key1 == key + 1 ? r : NULL;
 }
 
-/* The block at key is freed: it takes its slot (allocated at site; dst_copy its copies' chain, -1: none). */
-void pf_recent_freed(pf_recent_frees_t *R, uint64_t key, alloc_site_t site, int64_t dst_copy);
+/* Slot s stops being pending (nothing when it was not). */
+void pf_recent_unmark(pf_recent_frees_t *R, uint32_t s);
+
+/* The block at key is freed: it takes its slot (allocated at site; dst_copy its copies' chain, -1: none).
+ * Inline: every free of an exact profile. */
+static inline void pf_recent_freed(pf_recent_frees_t *R, uint64_t key, alloc_site_t site, int64_t dst_copy)
+{
+    uint32_t s = pf_recent_slot(key);
+    if (R->pending)
+        pf_recent_unmark(R, s);     /* overwritten: whatever it held is lost */
+    R->slots[s] = (recent_free_t){key + 1, site, dst_copy + 1, 0};
+}
 
 /* The FREE of the block at key said a realloc freed it (nothing when its slot was taken since). */
 void pf_recent_by_realloc(pf_recent_frees_t *R, uint64_t key);

@@ -25,11 +25,18 @@ void pf_timeline_bucket_span(int b, uint64_t t_end, uint64_t *from, uint64_t *to
  * `before` (*filled counts the buckets written so far) and keeps the maximum in t's bucket. */
 void pf_timeline_set(double *tl, int *filled, uint64_t t, uint64_t t_end, double before, double after);
 
+/* The buckets up to b not written yet take `before`, the value carried into them (what the setters below
+ * do first; alone, for a change that cannot move bucket b's maximum, or minimum). */
+static inline void pf_timeline_fill(double *tl, int *filled, int b, double before)
+{
+    while (*filled <= b)
+        tl[(*filled)++] = before;
+}
+
 /* pf_timeline_set, given t's bucket b (inline: the sweep calls it for three rows an event). */
 static inline void pf_timeline_set_bucket(double *tl, int *filled, int b, double before, double after)
 {
-    while (*filled <= b)
-        tl[(*filled)++] = before;   /* buckets with no change hold the value carried in */
+    pf_timeline_fill(tl, filled, b, before);    /* buckets with no change hold the value carried in */
     if (after > tl[b])
         tl[b] = after;
 }
@@ -38,8 +45,7 @@ static inline void pf_timeline_set_bucket(double *tl, int *filled, int b, double
  * caller that keeps both timelines divides once). */
 static inline void pf_timeline_set_low(double *tl, int *filled, int b, double before, double after)
 {
-    while (*filled <= b)
-        tl[(*filled)++] = before;
+    pf_timeline_fill(tl, filled, b, before);
     if (after < tl[b])
         tl[b] = after;
 }

@@ -6,7 +6,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "pf_addr_home.h"
+
+#define PF_HUGE_PAGE ((size_t)2 << 20)
 
 static void oom(size_t n)
 {
@@ -17,6 +18,14 @@ static void oom(size_t n)
 void *pf_xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);
+    if (!p)
+        oom(n);
+    return p;
+}
+
+void *pf_xaligned_alloc(size_t align, size_t n)
+{
+    void *p = aligned_alloc(align, (n + align - 1) / align * align);
     if (!p)
         oom(n);
     return p;
@@ -68,16 +77,6 @@ void pf_vec_reserve(void **items, size_t *cap, size_t want, size_t elem_size)
     }
 }
 
-static uint64_t mix(uint64_t k)
-{
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdull;
-    k ^= k >> 33;
-    k *= 0xc4ceb9fe1a85ec53ull;
-    k ^= k >> 33;
-    return k;
-}
-
 uint64_t pf_hash_bytes(const void *data, size_t n, uint64_t seed)
 {
     const unsigned char *p = data;
@@ -86,35 +85,36 @@ uint64_t pf_hash_bytes(const void *data, size_t n, uint64_t seed)
         h ^= p[i];
         h *= 0x100000001b3ull;
     }
-    return mix(h);
+    return pf_mix64(h);
 }
 
 uint64_t pf_hash_words(const uint64_t *words, size_t n, uint64_t seed)
 {
-    uint64_t h = mix(seed ^ (n * 0x9E3779B97F4A7C15ull));
+    uint64_t h = pf_mix64(seed ^ (n * 0x9E3779B97F4A7C15ull));
     for (size_t i = 0; i < n; i++)
-        h = mix(h ^ words[i]);     /* mix is a bijection: tuples differing in one word never collide */
+        h = pf_mix64(h ^ words[i]);     /* a bijection: tuples differing in one word never collide */
     return h;
+}
+
+/* A map's slots are on huge pages from 4 MiB on (pf_xcalloc_huge); a smaller map is in cache, or nearly. */
+static int map_on_huge_pages(size_t cap)
+{
+    return cap * sizeof(pf_map_entry_t) >= 2 * PF_HUGE_PAGE;
 }
 
 void pf_map_free(pf_map_t *m)
 {
-    free(m->slots);
-    free(m->homes);
+    if (map_on_huge_pages(m->cap))
+        pf_free_huge(m->slots, m->cap * sizeof(pf_map_entry_t));
+    else
+        free(m->slots);
     memset(m, 0, sizeof *m);
 }
 
-/* Where a key's probe starts: by address, in its block's window (core/pf_addr_home.h), else hashed. */
+/* Where a key's probe starts. */
 static size_t home_of(const pf_map_t *m, uint64_t key)
 {
-    if (m->by_address)
-        return (size_t)pf_home_in_window(mix(pf_home_block(key)), key) & (m->cap - 1);
-    return (size_t)mix(key) & (m->cap - 1);
-}
-
-size_t pf_map_home(const pf_map_t *m, uint64_t key)
-{
-    return m->cap ? home_of(m, key) : 0;
+    return (size_t)pf_mix64(key) & (m->cap - 1);
 }
 
 /* The slot of key, or the empty slot that ends its probe, from its home. */
@@ -139,40 +139,49 @@ uint64_t *pf_map_get(const pf_map_t *m, uint64_t key)
     return m->slots[i].key ? &m->slots[i].val : NULL;
 }
 
-void pf_map_prefetch(const pf_map_t *m, uint64_t key)
+/* Sizes pf_xcalloc_huge maps pages of its own for (the rest is calloc's). */
+static int huge_sized(size_t bytes)
 {
-    if (m->cap)
-        __builtin_prefetch(&m->slots[home_of(m, key)]);
+    return bytes >= PF_HUGE_PAGE && bytes % PF_HUGE_PAGE == 0;
 }
 
 void *pf_xcalloc_huge(size_t bytes)
 {
-    const size_t huge = (size_t)2 << 20;
-    if (bytes < huge || bytes % huge)
+    if (!huge_sized(bytes))
         return pf_xcalloc(bytes, 1);
-    void *p = aligned_alloc(huge, bytes);
-    if (!p)
-        return pf_xcalloc(bytes, 1);
-    madvise(p, bytes, MADV_HUGEPAGE);
-    memset(p, 0, bytes);
-    return p;
+    /* Fresh anonymous pages are zero already: no memset (it faulted each page in, for the kernel to clear,
+     * then wrote it again; the live map of an exact profile grows through tens of megabytes). Mapped with
+     * a huge page to spare, its unaligned ends given back, so that every 2 MiB of it can be a huge page. */
+    char *p = mmap(NULL, bytes + PF_HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        oom(bytes);
+    size_t head = (PF_HUGE_PAGE - (uintptr_t)p % PF_HUGE_PAGE) % PF_HUGE_PAGE;
+    if (head)
+        munmap(p, head);
+    if (PF_HUGE_PAGE - head)
+        munmap(p + head + bytes, PF_HUGE_PAGE - head);
+    madvise(p + head, bytes, MADV_HUGEPAGE);
+    return p + head;
 }
 
-/* Zeroed slots for a map. A big map (one keyed by the addresses of an exact profile's objects) is on
- * 2 MiB pages where the kernel allows: its lookups are scattered, and with 4 KiB pages nearly each one
- * also missed the TLB (a page walk, dear in a VM). */
+void pf_free_huge(void *p, size_t bytes)
+{
+    if (p && huge_sized(bytes))
+        munmap(p, bytes);
+    else
+        free(p);
+}
+
+/* Zeroed slots for a map: a big one on 2 MiB pages where the kernel allows (its lookups are scattered). */
 static pf_map_entry_t *map_slots(size_t cap)
 {
-    const size_t huge = (size_t)2 << 20;
-    size_t bytes = cap * sizeof(pf_map_entry_t);
-    return bytes < 2 * huge ? pf_xcalloc(cap, sizeof(pf_map_entry_t)) : pf_xcalloc_huge(bytes);
+    return map_on_huge_pages(cap) ? pf_xcalloc_huge(cap * sizeof(pf_map_entry_t))
+                                   : pf_xcalloc(cap, sizeof(pf_map_entry_t));
 }
 
-/* Puts key, absent from m, at empty slot i, the end of its probe from home h; returns the slot. */
-static pf_map_entry_t *insert_at(pf_map_t *m, size_t i, uint64_t key, size_t h)
+/* Puts key, absent from m, at empty slot i, the end of its probe; returns the slot. */
+static pf_map_entry_t *insert_at(pf_map_t *m, size_t i, uint64_t key)
 {
-    if (m->homes)
-        m->homes[i] = (uint32_t)h;
     m->len++;
     m->slots[i].key = key + 1;
     return &m->slots[i];
@@ -182,66 +191,38 @@ static void grow(pf_map_t *m)
 {
     pf_map_t bigger = {0};
     bigger.cap = m->cap ? m->cap * 2 : 64;
-    bigger.by_address = m->by_address;
-    bigger.roomy = m->roomy;
     bigger.slots = map_slots(bigger.cap);
-    if (m->by_address)  /* homes of a map keyed by address cost a hash each: a removal's shifts reuse them */
-        bigger.homes = pf_xmalloc(bigger.cap * sizeof *bigger.homes);
     for (size_t i = 0; i < m->cap; i++) {
         uint64_t key = m->slots[i].key - 1;
-        if (m->slots[i].key) {
-            size_t h = home_of(&bigger, key);
-            insert_at(&bigger, probe_from(&bigger, key, h), key, h)->val = m->slots[i].val;
-        }
+        if (m->slots[i].key)
+            insert_at(&bigger, find_slot(&bigger, key), key)->val = m->slots[i].val;
     }
     pf_map_free(m);
     *m = bigger;
 }
 
-static uint64_t *put_in_room(pf_map_t *m, uint64_t key, int *created)
+uint64_t *pf_map_put(pf_map_t *m, uint64_t key, int *created)
 {
-    size_t h = home_of(m, key), i = probe_from(m, key, h);
+    if ((m->len + 1) * 4 > m->cap * 3)
+        grow(m);
+    size_t i = find_slot(m, key);
     pf_map_entry_t *e = &m->slots[i];
     if (created)
         *created = !e->key;
     if (!e->key)
-        insert_at(m, i, key, h)->val = 0;
+        insert_at(m, i, key)->val = 0;
     return &e->val;
-}
-
-static int map_full(const pf_map_t *m)
-{
-    return m->roomy ? (m->len + 1) * 2 > m->cap : (m->len + 1) * 4 > m->cap * 3;
-}
-
-uint64_t *pf_map_put(pf_map_t *m, uint64_t key, int *created)
-{
-    if (map_full(m))
-        grow(m);
-    return put_in_room(m, key, created);
-}
-
-uint64_t *pf_map_put_if_room(pf_map_t *m, uint64_t key, int *created)
-{
-    return map_full(m) ? NULL : put_in_room(m, key, created);
 }
 
 /* Removes the entry at occupied slot i. */
 static void del_slot(pf_map_t *m, size_t i)
 {
-    size_t mask = m->cap - 1;
-    /* backward-shift deletion keeps probe runs intact without tombstones */
-    size_t hole = i;
-    for (size_t j = (i + 1) & mask; m->slots[j].key; j = (j + 1) & mask) {
-        size_t home = m->homes ? m->homes[j] : home_of(m, m->slots[j].key - 1);
-        int movable = hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
-        if (movable) {
+    size_t mask = m->cap - 1, hole = i;
+    for (size_t j = (i + 1) & mask; m->slots[j].key; j = (j + 1) & mask)
+        if (pf_shift_movable(hole, j, home_of(m, m->slots[j].key - 1))) {
             m->slots[hole] = m->slots[j];
-            if (m->homes)
-                m->homes[hole] = m->homes[j];
             hole = j;
         }
-    }
     m->slots[hole].key = 0;
     m->len--;
 }
@@ -255,11 +236,6 @@ int pf_map_del(pf_map_t *m, uint64_t key)
         return 0;
     del_slot(m, i);
     return 1;
-}
-
-void pf_map_del_at(pf_map_t *m, uint64_t *val)
-{
-    del_slot(m, (size_t)((pf_map_entry_t *)((char *)val - offsetof(pf_map_entry_t, val)) - m->slots));
 }
 
 size_t pf_utf8_seq(const unsigned char *s, size_t n)

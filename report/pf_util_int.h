@@ -10,11 +10,14 @@
 
 void *pf_xmalloc(size_t n);
 void *pf_xcalloc(size_t n, size_t size);
+/* Memory aligned to align (a power of two), free()d as usual. */
+void *pf_xaligned_alloc(size_t align, size_t n);
 void *pf_xrealloc(void *p, size_t n);
 char *pf_xstrndup(const char *s, size_t n);
-/* Zeroed memory (free()d as usual), on 2 MiB pages where the kernel allows when bytes is a multiple of
- * them: a table read at scattered places then costs no TLB miss per lookup. */
+/* Zeroed memory, on 2 MiB pages where the kernel allows when bytes is a multiple of them: a table read at
+ * scattered places then costs no TLB miss per lookup. Freed with pf_free_huge, given the same bytes. */
 void *pf_xcalloc_huge(size_t bytes);
+void pf_free_huge(void *p, size_t bytes);
 
 /* Appends one element slot to a growable array (*items, *len, *cap) and returns it (zeroed). */
 void *pf_vec_push(void **items, size_t *len, size_t *cap, size_t elem_size);
@@ -31,37 +34,28 @@ typedef struct pf_map_entry {
     uint64_t val;
 } pf_map_entry_t;
 
+/* Hashed homes, linear probing, backward-shift removal. (The sweep's live objects, keyed by address,
+ * have a map of their own: pf_live_map.h.) */
 typedef struct pf_map {
     pf_map_entry_t *slots;
     size_t cap, len;
-    /* Set before first use for a map keyed by address (low bits the address): neighbours get homes
-     * together (core/pf_addr_home.h), so a sweep allocating and freeing them walks the slots in order. */
-    int by_address;
-    uint32_t *homes;    /* by_address: each slot's home (a removal's shifts then hash nothing); else NULL */
-    /* Set before first use: grow at half full, not three quarters (shorter probe runs for twice the
-     * memory: a map keyed by address, whose neighbours' windows overlap, runs long at three quarters).
-     * It changes where keys sit, so the order a walk of the slots sees. */
-    int roomy;
 } pf_map_t;
+
+/* Backward-shift removal (no tombstones: probe runs stay intact), for an open-addressing table with linear
+ * probing: the entry at slot j, whose probe starts at home, moves back into the hole when the hole is on
+ * its probe, i.e. its home is not inside (hole, j] (cyclically). */
+static inline int pf_shift_movable(size_t hole, size_t j, size_t home)
+{
+    return hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
+}
 
 void pf_map_free(pf_map_t *m);
 /* Returns a pointer to the value slot of key, or NULL when absent. */
 uint64_t *pf_map_get(const pf_map_t *m, uint64_t key);
 /* Returns the value slot of key, inserting it with value 0 (and *created = 1) when absent. */
 uint64_t *pf_map_put(pf_map_t *m, uint64_t key, int *created);
-/* As pf_map_put, but NULL (the map untouched) where inserting might grow the map first: a caller can
- * then look key up and insert it later, the map ending as if pf_map_put had been called then. */
-uint64_t *pf_map_put_if_room(pf_map_t *m, uint64_t key, int *created);
-/* Starts loading the slot a lookup of key probes first (a big map keyed by address misses the cache on
- * nearly every lookup; a caller that knows its next keys early overlaps those misses). */
-void pf_map_prefetch(const pf_map_t *m, uint64_t key);
-/* The slot a lookup of key probes first (0 in an empty map): where m->homes has it, for a by-address map. */
-size_t pf_map_home(const pf_map_t *m, uint64_t key);
 /* Removes key; returns 1 if it was present. */
 int pf_map_del(pf_map_t *m, uint64_t key);
-/* Removes the entry whose value slot is val (from pf_map_get or pf_map_put, with nothing put or removed
- * since): no second probe. */
-void pf_map_del_at(pf_map_t *m, uint64_t *val);
 
 /* Length of the valid UTF-8 sequence at s (at most n bytes readable), or 0 when invalid (overlong,
  * surrogate, out of range, truncated). */
@@ -69,6 +63,17 @@ size_t pf_utf8_seq(const unsigned char *s, size_t n);
 
 /* A copy of s[0..n) as valid UTF-8 (invalid bytes become U+FFFD) and without NUL bytes. */
 char *pf_utf8_clean(const char *s, size_t n);
+
+/* A bijective 64-bit mix (murmur3's finalizer): the maps' hash of a key. */
+static inline uint64_t pf_mix64(uint64_t k)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    k *= 0xc4ceb9fe1a85ec53ull;
+    k ^= k >> 33;
+    return k;
+}
 
 uint64_t pf_hash_bytes(const void *data, size_t n, uint64_t seed);
 /* The same for whole 64-bit words, a word at a time (a key of three words: 3 mixes, not 24 byte steps). */

@@ -42,9 +42,20 @@ void pf_workers_ended(pf_process_t *p, int finalized, int launcher_exit);
 /* ---- the sweep ---- */
 
 /* An allocation of est bytes charged to row in process proc; new_peak: the process's live bytes just
- * reached a new maximum with it. No-ops unless several processes were loaded. */
-void pf_workers_alloc(pf_model_t *m, uint32_t proc, int32_t row, double est, int new_peak);
-void pf_workers_free(pf_model_t *m, uint32_t proc, int32_t row, double est);
+ * reached a new maximum with it. No-ops unless several processes were loaded (tested inline: the sweep
+ * calls these at every allocation and free). */
+void pf_workers_alloc_in(pf_model_t *m, uint32_t proc, int32_t row, double est, int new_peak);
+void pf_workers_free_in(pf_model_t *m, uint32_t proc, int32_t row, double est);
+static inline void pf_workers_alloc(pf_model_t *m, uint32_t proc, int32_t row, double est, int new_peak)
+{
+    if (m->n_procs >= 2)
+        pf_workers_alloc_in(m, proc, row, est, new_peak);
+}
+static inline void pf_workers_free(pf_model_t *m, uint32_t proc, int32_t row, double est)
+{
+    if (m->n_procs >= 2)
+        pf_workers_free_in(m, proc, row, est);
+}
 /* After the sweep: m->proc_lines from the running state. */
 void pf_workers_finish(pf_model_t *m);
 void pf_workers_free_model(pf_model_t *m);

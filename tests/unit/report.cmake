@@ -57,6 +57,12 @@ pf_unit_test(test_report_util
   LIBS pf_report)
 target_include_directories(test_report_util PRIVATE ${PROJECT_SOURCE_DIR}/report)
 
+# The sweep's map of live objects: homes kept through shifts and growth, and each key's place.
+pf_unit_test(test_report_live_map
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report_live_map.c
+  LIBS pf_report_model)
+target_include_directories(test_report_live_map PRIVATE ${PROJECT_SOURCE_DIR}/report)
+
 # The leak test's survivors of an aggregated site: snapshot sequences of a bounded cache, a leak, real falls.
 pf_unit_test(test_report_agg_survivors
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report_agg_survivors.c
