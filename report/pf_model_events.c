@@ -322,7 +322,8 @@ void pf_events_begin(loader_t *L, pf_event_iter_t *it)
     it->heap = pf_xcalloc(L->n_streams ? L->n_streams : 1, sizeof *it->heap);
     for (size_t i = 0; i < L->n_streams; i++) {
         pf_event_cursor_t *c = &it->heap[it->n_heap];
-        c->stream = (uint32_t)i;
+        /* afresh: the place may be the last stream's, which had no event (a window left it none) */
+        *c = (pf_event_cursor_t){.stream = (uint32_t)i};
         if (cursor_next(L, c))
             it->n_heap++;
     }

@@ -82,8 +82,9 @@ static int cmp_want(const void *a, const void *b)
 
 /* One process's file: n_threads threads take turns, each turn in a new chunk or after a WRITER record in
  * the current one; a turn writes packed records (1 to 1200 events) and records of one event. Times move
- * in steps of 0 or 10 ns, so that threads and processes tie often. */
-static const char *build_process(const char *name, uint32_t pid, int n_threads, int turns)
+ * in steps of 0 or 10 ns, so that threads and processes tie often; thread k's from (k - 1) * apart. The last
+ * thread writes first. */
+static const char *build_process(const char *name, uint32_t pid, int n_threads, int turns, uint64_t apart)
 {
     builder_t b;
     b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, pid);
@@ -91,10 +92,12 @@ static const char *build_process(const char *name, uint32_t pid, int n_threads, 
     b_code(&b, 1, "/s/app.py", "main", 20);
     uint32_t one = 1;
     b_stack(&b, 1, 1, &one);
-    uint64_t t[8] = {0};
+    uint64_t t[8];
+    for (int k = 0; k < 8; k++)
+        t[k] = (uint64_t)(k ? k - 1 : 0) * apart;
     static uint8_t buf[1200 * PF_PK_EVENT_MAX];
     for (int turn = 0; turn < turns; turn++) {
-        uint32_t tid = 1 + next_rand((uint32_t)n_threads);
+        uint32_t tid = turn ? 1 + next_rand((uint32_t)n_threads) : (uint32_t)n_threads;
         int records = 1 + (int)next_rand(4);
         if (next_rand(2) || b.chunk_end - b.pos < 64)
             b_chunk(&b, tid);
@@ -136,19 +139,20 @@ static const char *build_process(const char *name, uint32_t pid, int n_threads, 
     return b_save(&b, name, 0);
 }
 
-static void merge_and_check(int n_procs, const int *threads, int turns)
+/* window_to: pf_load_opts_t's window (from 0), or 0 for none */
+static void merge_and_check(int n_procs, const int *threads, int turns, uint64_t apart, uint64_t window_to)
 {
     pf_model_t model = {0};
     model.procs = calloc((size_t)n_procs, sizeof *model.procs);
     model.n_procs = (size_t)n_procs;
-    loader_t L = {.m = &model};
+    loader_t L = {.m = &model, .window_to_ns = window_to};
     L.procs = calloc((size_t)n_procs, sizeof *L.procs);
     walk_ctx_t w = {.L = &L};
     for (int p = 0; p < n_procs; p++) {
         char name[32];
         snprintf(name, sizeof name, "merge%d.pflow", p);
         char err[256];
-        assert_int_equal(pf_file_open(build_process(name, 100 + (uint32_t)p, threads[p], turns), &L.procs[p].file, err,
+        assert_int_equal(pf_file_open(build_process(name, 100 + (uint32_t)p, threads[p], turns, apart), &L.procs[p].file, err,
                                       sizeof err), 0);
         model.procs[p].offset_ns = 30 * (uint64_t)p;    /* a multiple of the steps: ties across processes */
         L.n_procs++;
@@ -158,6 +162,11 @@ static void merge_and_check(int n_procs, const int *threads, int turns)
         assert_int_equal(pf_file_walk(&L.procs[p].file, on_record, &w, err, sizeof err), 0);
     }
     assert_false(L.unordered);
+    size_t kept = 0;    /* the window's events: allocations in it, anything else up to its end */
+    for (size_t i = 0; i < w.n_want; i++)
+        if (pf_events_in_window(&L, w.want[i].type, w.want[i].t))
+            w.want[kept++] = w.want[i];
+    w.n_want = kept;
     qsort(w.want, w.n_want, sizeof *w.want, cmp_want);
     assert_true(w.n_want > 1000);
     const size_t sizes[] = {1, 2, 7, 256, 5000};
@@ -203,7 +212,7 @@ static void test_one_stream(void **state)
 {
     (void)state;
     const int threads[] = {1};
-    merge_and_check(1, threads, 60);
+    merge_and_check(1, threads, 60, 0, 0);
 }
 
 /* Threads of one process taking turns, with ties between them. */
@@ -211,7 +220,7 @@ static void test_threads_taking_turns(void **state)
 {
     (void)state;
     const int threads[] = {5};
-    merge_and_check(1, threads, 200);
+    merge_and_check(1, threads, 200, 0, 0);
 }
 
 /* Three processes of one, three and seven threads, on one clock with ties across them. */
@@ -219,7 +228,16 @@ static void test_several_processes(void **state)
 {
     (void)state;
     const int threads[] = {1, 3, 7};
-    merge_and_check(3, threads, 120);
+    merge_and_check(3, threads, 120, 0, 0);
+}
+
+/* A window that leaves a thread without an event: the first stream, whose place in the heap the next
+ * stream then takes (it once took it over with the first's count of runs read, and read past its own). */
+static void test_window_leaves_a_stream_empty(void **state)
+{
+    (void)state;
+    const int threads[] = {3, 2};
+    merge_and_check(2, threads, 200, 1000000000, 900000000);
 }
 
 int main(void)
@@ -228,6 +246,7 @@ int main(void)
         cmocka_unit_test(test_one_stream),
         cmocka_unit_test(test_threads_taking_turns),
         cmocka_unit_test(test_several_processes),
+        cmocka_unit_test(test_window_leaves_a_stream_empty),
     };
     return cmocka_run_group_tests(tests, writer_setup, writer_teardown);
 }
