@@ -95,7 +95,7 @@ _Static_assert(offsetof(pf_rec_alloc_short_t, t_ns) == offsetof(pf_rec_free_t, t
  * it. Returns 1 for an event, 0 at the end (no bytes left, or a tag still 0: an event the writer's death
  * cut off), -1 when the bytes are not an event (a reserved bit, an unknown domain, a field running past
  * end, a size or stack id past 32 bits). */
-static inline int pf_pk_decode(const uint8_t **p, const uint8_t *end, pf_pk_state_t *st, pf_pk_event_t *ev)
+static inline __attribute__((always_inline)) int pf_pk_decode(const uint8_t **p, const uint8_t *end, pf_pk_state_t *st, pf_pk_event_t *ev)
 {
     if (*p >= end || **p == 0)
         return 0;

@@ -161,8 +161,33 @@ typedef struct pf_stack_view {
 
 /* The stack of an ALLOC or COPY of process proc whose fixed part ends at tail. A reference to an id the
  * file does not define gives an empty stack (counted in missing_stacks). Valid once loading is done. */
-pf_stack_view_t pf_loader_stack(loader_t *L, uint32_t proc, const void *tail, uint8_t flags, uint16_t n_py,
-                                uint16_t n_native);
+pf_stack_view_t pf_loader_stack_lookup(loader_t *L, uint32_t proc, const void *tail, uint8_t flags, uint16_t n_py,
+                                       uint16_t n_native);
+
+/* The same, inline where it is an exact profile's usual case, a reference to a stack found by id in
+ * stack_at (with its IPs in ips_at where the file has native parts): the sweep asks it for each of tens
+ * of millions of allocations. */
+static inline pf_stack_view_t pf_loader_stack(loader_t *L, uint32_t proc, const void *tail, uint8_t flags,
+                                              uint16_t n_py, uint16_t n_native)
+{
+    const proc_state_t *P = &L->procs[proc];
+    if ((flags & PF_ALLOC_STACK_REF) && P->stack_at) {
+        pf_rec_stack_ref_t ref;
+        memcpy(&ref, tail, sizeof ref);
+        uintptr_t at = ref.stack_id < P->n_stack_at ? (uintptr_t)P->stack_at[ref.stack_id] : 0;
+        const uint64_t *ips = NULL;
+        const pf_rec_stack_t *st = (const pf_rec_stack_t *)(at & ~(uintptr_t)PF_STACK_NATIVE_BY_ID);
+        if (P->ips_at)
+            ips = at ? P->ips_at[ref.stack_id] : NULL;
+        else if (at && !(at & PF_STACK_NATIVE_BY_ID))
+            ips = (const uint64_t *)((const pf_rec_pyframe_t *)(st + 1) + st->n_py);
+        if (ips)
+            return (pf_stack_view_t){.py = (const pf_rec_pyframe_t *)(st + 1), .ips = ips, .n_py = st->n_py,
+                                     .n_native = st->n_native, .attribute_flags = flags,
+                                     .stack_id = ref.stack_id};
+    }
+    return pf_loader_stack_lookup(L, proc, tail, flags, n_py, n_native);
+}
 _Static_assert(!(PF_STACK_MISSING & (PF_ALLOC_SAMPLED | PF_ALLOC_EXACT | PF_ALLOC_NO_PYSTATE | PF_ALLOC_TRUNCATED |
                                      PF_ALLOC_STACK_REF)), "PF_STACK_MISSING must not be a format flag");
 

@@ -289,8 +289,8 @@ static const uint64_t *native_ips(const proc_state_t *P, const pf_rec_stack_t *s
     return ns && ns->n_native == st->n_native ? (const uint64_t *)(ns + 1) : NULL;
 }
 
-pf_stack_view_t pf_loader_stack(loader_t *L, uint32_t proc, const void *tail, uint8_t flags, uint16_t n_py,
-                                uint16_t n_native)
+pf_stack_view_t pf_loader_stack_lookup(loader_t *L, uint32_t proc, const void *tail, uint8_t flags, uint16_t n_py,
+                                       uint16_t n_native)
 {
     pf_stack_view_t v = {.attribute_flags = flags};
     if (flags & PF_ALLOC_STACK_REF) {

@@ -322,12 +322,61 @@ void pf_events_begin(loader_t *L, pf_event_iter_t *it)
     it->heap = pf_xcalloc(L->n_streams ? L->n_streams : 1, sizeof *it->heap);
     for (size_t i = 0; i < L->n_streams; i++) {
         pf_event_cursor_t *c = &it->heap[it->n_heap];
-        c->stream = (uint32_t)i;
+        /* afresh: the place may be the last stream's, which had no event (a window left it none) */
+        *c = (pf_event_cursor_t){.stream = (uint32_t)i};
         if (cursor_next(L, c))
             it->n_heap++;
     }
     for (size_t i = it->n_heap / 2; i-- > 0;)
         sift_down(it, i);
+}
+
+/* The rest of c's packed record, decoded straight into the batch (out and pay from *n, up to max) while
+ * its events come before rival's (NULL: none). Every event of one packed record has the same process and
+ * offset, so a tie in time goes to c or to the rival for the whole record. Returns 1 when it stopped at
+ * an event that comes after the rival's (then c's current event), else 0: the record ended (packed_at
+ * NULL), or the batch is full (c's current event is the one already in it: cursor_next moves on). Most of
+ * an exact profile's events pass here, not through cursor_next: each is written once, where the sweep
+ * reads it, not into the cursor and then copied (which read back as whole structures what was stored
+ * field by field, stalling on each). */
+static inline __attribute__((always_inline)) int pack_run(const loader_t *L, pf_event_cursor_t *c,
+                                                          const pf_event_cursor_t *rival, event_t *out,
+                                                          pf_rec_alloc_short_t *pay, size_t *n, size_t max)
+{
+    const uint32_t proc = c->ev.proc, offset8 = c->ev.offset8;
+    const uint64_t clock = L->m->procs[proc].offset_ns;
+    uint64_t rival_t = UINT64_MAX;
+    int ties_mine = 1;  /* with no rival, every time is before it */
+    if (rival) {
+        rival_t = rival->ev.t;
+        ties_mine = proc != rival->ev.proc ? proc < rival->ev.proc : offset8 < rival->ev.offset8;
+    }
+    size_t k = *n;
+    while (k < max) {
+        pf_pk_event_t ev;
+        if (pf_pk_decode(&c->packed_at, c->packed_end, &c->packed_state, &ev) <= 0) {
+            c->packed_at = NULL;
+            break;
+        }
+        uint64_t t = ev.p.t_ns + clock;
+        if (!pf_events_in_window(L, ev.type, t))
+            continue;
+        if (t > rival_t || (t == rival_t && !ties_mine)) {
+            c->ev.t = t;
+            c->ev.seq = 1;
+            c->ev.type = ev.type;
+            c->ev.aux = ev.aux;
+            c->packed_payload = ev.p;
+            *n = k;
+            return 1;
+        }
+        out[k] = (event_t){.t = t, .seq = (uint32_t)k + 1, .offset8 = offset8, .type = ev.type, .aux = ev.aux,
+                           .proc = proc};
+        pay[k] = ev.p;
+        k++;
+    }
+    *n = k;
+    return 0;
 }
 
 size_t pf_events_next_batch(pf_event_iter_t *it, event_t *out, size_t max)
@@ -359,20 +408,26 @@ size_t pf_events_next_batch(pf_event_iter_t *it, event_t *out, size_t max)
         if (it->n_heap > 1)
             rival = it->n_heap > 2 && cursor_before(&it->heap[2], &it->heap[1]) ? &it->heap[2] : &it->heap[1];
         int more;
-        do {
+        for (;;) {
             out[n] = top->ev;
             if (top->ev.seq) {  /* a packed event: its payload beside the batch */
                 it->batch_payloads[n] = top->packed_payload;
                 out[n].seq = (uint32_t)n + 1;
             }
-            it->next++;
             n++;
-            more = cursor_next(it->L, top);
-        } while (more && n < max && (!rival || cursor_before(top, rival)));
+            if (top->packed_at && n < max && pack_run(L, top, rival, out, it->batch_payloads, &n, max)) {
+                more = 1;   /* its next event comes after the rival's */
+                break;
+            }
+            more = cursor_next(L, top);
+            if (!more || n == max || (rival && !cursor_before(top, rival)))
+                break;
+        }
         if (!more)
             it->heap[0] = it->heap[--it->n_heap];
         sift_down(it, 0);
     }
+    it->next += n;
     return n;
 }
 

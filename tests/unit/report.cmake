@@ -102,3 +102,11 @@ pf_unit_test(test_report_packed
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report_packed.c
   LIBS pf_report)
 target_include_directories(test_report_packed PRIVATE ${PROJECT_SOURCE_DIR}/report)
+
+# The merge of the events into time order (pf_model_events.c): several processes of several threads, packed
+# records and records of one event, chunks shared by writers, ties across threads and processes, every
+# batch size: the iterator's order and each event's payload against the contract computed apart.
+pf_unit_test(test_report_merge
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report_merge.c
+  LIBS pf_report)
+target_include_directories(test_report_merge PRIVATE ${PROJECT_SOURCE_DIR}/report)

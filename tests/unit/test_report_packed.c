@@ -96,7 +96,7 @@ static void test_events_decode_as_encoded(void **state)
     assert_true(n < (size_t)N_EVENTS * 12);     /* 56 bytes an allocation-and-free one record each */
     const uint8_t *p = buf;
     pf_pk_state_t st = {0};
-    pf_pk_event_t d;
+    pf_pk_event_t d = {0};
     for (int i = 0; i < N_EVENTS; i++) {
         assert_int_equal(pf_pk_decode(&p, buf + n, &st, &d), 1);
         assert_int_equal(d.type, ev[i].is_alloc ? PF_REC_ALLOC_SHORT : PF_REC_FREE);
