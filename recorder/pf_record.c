@@ -153,7 +153,7 @@ void pf_enter_recording(pf_tls_t *t)
 
 /* The thread's stack cache. Most allocations repeat one of a few stacks (a loop's lines), and turning a raw
  * capture into a stack id costs a code-id lookup per frame and a hash and compare of the whole stack.
- * So the raw capture (code objects, offsets, native IPs) is hashed, and a small direct-mapped cache maps
+ * So the raw capture (code objects, offsets, native IPs) is hashed, and a small two-way cache maps
  * that hash to the id it gave last time; the guess is then checked frame by frame against the interned
  * stack, each code object against the one its id was given to (an address can hold a newer code object),
  * so a wrong guess only costs the check. */
@@ -184,9 +184,26 @@ static uint64_t raw_key(const pf_pyframe_t *frames, int n_py, const uint64_t *na
     return h ^ h >> 31;
 }
 
-static inline pf_stack_cache_slot_t *cache_slot(pf_tls_t *t, uint64_t key)
+/* The cache is two-way: a key picks a set of two slots, the most recently filed first. Direct-mapped, two
+ * of a loop's few stacks shared a slot in about half the runs (the keys hash code objects' addresses,
+ * which move from run to run), and then both missed every time. */
+static inline pf_stack_cache_slot_t *cache_set(pf_tls_t *t, uint64_t key)
 {
-    return &t->stack_cache[key >> 60 & (PF_STACK_CACHE_SLOTS - 1)];
+    return &t->stack_cache[(key >> 59 & (PF_STACK_CACHE_SLOTS / 2 - 1)) * 2];
+}
+
+static inline const pf_stack_cache_slot_t *cache_find(pf_tls_t *t, uint64_t key)
+{
+    const pf_stack_cache_slot_t *set = cache_set(t, key);
+    return set[0].key == key ? &set[0] : set[1].key == key ? &set[1] : NULL;
+}
+
+static void cache_file(pf_tls_t *t, const pf_stack_t *st, uint32_t id)
+{
+    pf_stack_cache_slot_t *set = cache_set(t, st->cache_key);
+    if (set[0].key != st->cache_key)
+        set[1] = set[0];
+    set[0] = (pf_stack_cache_slot_t){.key = st->cache_key, .id = id, .flags = st->flags};
 }
 
 /* The thread's last stack. Most allocations come from the line the one before came from, so before the
@@ -223,11 +240,6 @@ static void last_forget(void)
     last.pending = NULL;
 }
 
-static inline const void *code_identity(const void *code, int k)
-{
-    return *(const void *const *)((const char *)code + pf_cfg.py->identity_offset[k]);
-}
-
 static int last_is(const pf_stack_t *st, const pf_pyframe_t *frames, int n_py)
 {
     if (!last.id || last.n_py != n_py || last.n_native != st->n_native || last.flags != st->flags)
@@ -237,7 +249,7 @@ static int last_is(const pf_stack_t *st, const pf_pyframe_t *frames, int n_py)
             return 0;
     for (int i = 0; i < n_py; i++)
         for (int k = 0; k < 3; k++)
-            if (code_identity(frames[i].code, k) != last.py[i].identity[k])
+            if (pf_code_identity(frames[i].code, k) != last.py[i].identity[k])
                 return 0;
     return !st->n_native || memcmp(st->native, last.native, (size_t)st->n_native * 8) == 0;
 }
@@ -256,7 +268,7 @@ static void last_remember(const pf_stack_t *st, const pf_pyframe_t *frames, int 
         f->lasti_bytes = frames[i].lasti_bytes;
         f->code_id = st->py[i].code_id;
         for (int k = 0; k < 3; k++)
-            f->identity[k] = code_identity(frames[i].code, k);
+            f->identity[k] = pf_code_identity(frames[i].code, k);
     }
     last.n_py = (uint16_t)n_py;
     last.n_native = st->n_native;
@@ -290,9 +302,9 @@ static void stack_from_raw(pf_tls_t *t, pf_stack_t *st, const pf_pyframe_t *fram
         return;
     }
     st->cache_key = raw_key(frames, n_py, st->native, st->n_native, st->flags);
-    const pf_stack_cache_slot_t *c = cache_slot(t, st->cache_key);
+    const pf_stack_cache_slot_t *c = cache_find(t, st->cache_key);
     st->id = 0;
-    if (c->key == st->cache_key && c->flags == st->flags &&
+    if (c && c->flags == st->flags &&
         pf_stacks_match(c->id, frames, st->n_py, st->native, st->n_native, st->py)) {
         st->id = c->id;
     } else {
@@ -348,7 +360,7 @@ static void check_fast_walk(pf_tls_t *t, pf_stack_t *st, const pf_pyframe_t *fra
     if (known) {
         st->id = known;
         last_resolved(st, known);
-        *cache_slot(t, st->cache_key) = (pf_stack_cache_slot_t){.key = st->cache_key, .id = known, .flags = st->flags};
+        cache_file(t, st, known);
         return;
     }
     uint32_t seen = __atomic_fetch_add(&new_stacks_seen, 1, __ATOMIC_RELAXED);
@@ -387,7 +399,7 @@ uint32_t pf_record_stack_id(pf_tls_t *t, const pf_stack_t *st)
         return st->id;
     uint32_t sid = pf_stacks_id(t, st);
     if (sid) {
-        *cache_slot(t, st->cache_key) = (pf_stack_cache_slot_t){.key = st->cache_key, .id = sid, .flags = st->flags};
+        cache_file(t, st, sid);
         last_resolved(st, sid);
     } else if (st->n_native)
         pf_modules_note(t, st->native, st->n_native);   /* inline: the record needs them (else noted once) */

@@ -32,7 +32,7 @@
 #define PF_NOINLINE __attribute__((noinline))
 
 /* A thread's recent stacks (pf_record.c): the raw capture's hash, and the interned id it gave. */
-#define PF_STACK_CACHE_SLOTS 16u
+#define PF_STACK_CACHE_SLOTS 64u     /* 32 sets of two */
 typedef struct pf_stack_cache_slot {
     uint64_t key;
     uint32_t id;
