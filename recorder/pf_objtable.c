@@ -332,18 +332,19 @@ static int stripe_grow(pf_stripe_t *s)
     return 0;
 }
 
-void pf_objtable_prefetch(uintptr_t addr)
+void pf_objtable_prefetch(uintptr_t addr, uint64_t size, uint32_t domain)
 {
+    if (pf_dense_on() && pf_dense_fits(addr, size, domain, 0)) {
+        const pf_dense_t *e = pf_dense_at(addr, 0);
+        if (e)
+            __builtin_prefetch(e, 1);
+        return;     /* where it will go (its stripe's lock aside); a stale hashed slot is rare */
+    }
     const pf_stripe_t *s = stripe_of(addr);
     pf_objslot_t *slots = __atomic_load_n(&s->slots, __ATOMIC_RELAXED);
     uint32_t mask = __atomic_load_n(&s->mask, __ATOMIC_RELAXED);
     if (slots)
         __builtin_prefetch(&slots[slot_of(pf_slot_key_of(addr), mask)], 1);
-    if (pf_dense_on() && pf_dense_fits(addr, 0, 0, 0)) {
-        const pf_dense_t *e = pf_dense_at(addr, 0);
-        if (e)
-            __builtin_prefetch(e, 1);
-    }
 }
 
 /* Serials come to each thread in blocks: one shared counter bumped for every insert was a cache line every

@@ -462,7 +462,8 @@ static int write_alloc(pf_tls_t *t, void *p, size_t size, int domain, uint64_t e
 
 static void record_alloc(pf_tls_t *t, void *p, size_t size, int domain, uint64_t est, uint8_t flags)
 {
-    pf_objtable_prefetch((uintptr_t)p);    /* its slot is a cache miss: load it while the stack is read */
+    pf_objtable_prefetch((uintptr_t)p, size, (uint32_t)domain);  /* its slot is a cache miss: load it while
+                                                                    the stack is read */
     pf_stack_t st;
     pf_stack_capture(t, &st);
     if (pf_aggregating() && pf_aggregate_alloc(t, &st, p, size, domain, est, flags))
