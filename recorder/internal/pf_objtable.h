@@ -23,9 +23,9 @@
  * every call below is a no-op that reports "not found"). Idempotent. */
 int pf_objtable_init(void);
 
-/* Starts loading the dense entry or the slot an insert of that object will touch first, so that a caller with other work to do
- * (an allocation hook capturing the stack) does not wait for that cache miss later. Reads the table
- * without its lock: a stale answer only prefetches the wrong line. */
+/* Starts loading the dense entry or the slot an insert of that object (size, domain) will touch first, so
+ * that a caller with other work to do (an allocation hook capturing the stack) does not wait for that cache
+ * miss later. Reads the table without its lock: a stale answer only prefetches the wrong line. */
 void pf_objtable_prefetch(uintptr_t addr, uint64_t size, uint32_t domain);
 
 /* Records a live object (obj->serial is ignored: serials are handed out below). An address already present is overwritten (its old object was freed without the
