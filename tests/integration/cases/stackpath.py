@@ -33,26 +33,29 @@ def case_next_line(c):
     assert abs(b["alloc_bytes"] - a["alloc_bytes"] - 2000 * ROUNDS) <= 2000, (a, b)
 
 
+def _split_between(c, mode, function, marker, parents, each_bytes):
+    """Runs `mode` under --exact; the bytes of `function`'s line `marker` under each of the two parents
+    ((function, marker) each) must be at least each_bytes and within 1% of each other."""
+    _cp, d = c.profile(prog("stack_repeats.py"), mode, str(ROUNDS), extra=("--exact",))
+    line = _line(marker)
+    first, second = (_under(d, function, line, f, _line(m)) for f, m in parents)
+    assert first >= each_bytes and abs(first - second) <= 0.01 * first, (first, second)
+
+
 @per_version
 def case_same_line_other_caller(c):
     """One line (make's) reached from two callers in turn: the innermost frame is the same, the chain
     under it differs. Each caller's path holds half of make's bytes."""
-    _cp, d = c.profile(prog("stack_repeats.py"), "callers", str(ROUNDS), extra=("--exact",))
-    make = _line("MAKE")
-    first = _under(d, "make", make, "via_first", _line("CALLER_1"))
-    second = _under(d, "make", make, "via_second", _line("CALLER_2"))
-    assert first >= 1500 * ROUNDS and abs(first - second) <= 0.01 * first, (first, second)
+    _split_between(c, "callers", "make", "MAKE", (("via_first", "CALLER_1"), ("via_second", "CALLER_2")),
+                   1500 * ROUNDS)
 
 
 @per_version
 def case_generator_resumed_elsewhere(c):
     """A generator allocating at one line (the same frame, the same offset) and resumed from two lines in
     turn: only the frame it returns to differs. Each resuming line's path holds half of its bytes."""
-    _cp, d = c.profile(prog("stack_repeats.py"), "generator", str(ROUNDS), extra=("--exact",))
-    alloc = _line("GEN_ALLOC")
-    first = _under(d, "produce", alloc, "generator", _line("RESUME_1"))
-    second = _under(d, "produce", alloc, "generator", _line("RESUME_2"))
-    assert first >= 2500 * ROUNDS and abs(first - second) <= 0.01 * first, (first, second)
+    _split_between(c, "generator", "produce", "GEN_ALLOC", (("generator", "RESUME_1"), ("generator", "RESUME_2")),
+                   2500 * ROUNDS)
 
 
 @per_version
