@@ -185,8 +185,8 @@ static uint64_t raw_key(const pf_pyframe_t *frames, int n_py, const uint64_t *na
 }
 
 /* The cache is two-way: a key picks a set of two slots, the most recently filed first. Direct-mapped, two
- * of a loop's few stacks shared a slot in about half the runs (the keys hash code objects' addresses,
- * which move from run to run), and then both missed every time. */
+ * of a loop's few stacks could share a slot (the keys hash code objects' addresses, which move from run to
+ * run), and then both missed every time. */
 static inline pf_stack_cache_slot_t *cache_set(pf_tls_t *t, uint64_t key)
 {
     return &t->stack_cache[(key >> 59 & (PF_STACK_CACHE_SLOTS / 2 - 1)) * 2];
