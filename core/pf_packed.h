@@ -143,10 +143,27 @@ static inline __attribute__((always_inline)) int pf_pk_decode(const uint8_t **p,
     return 1;
 }
 
-/* Encodes an ALLOC_SHORT-able allocation against st (and updates st) into out (PF_PK_EVENT_MAX bytes).
- * flags: its PF_ALLOC_NO_PYSTATE / PF_ALLOC_TRUNCATED. Returns the bytes used. */
-static inline unsigned pf_pk_encode_alloc(uint8_t *out, pf_pk_state_t *st, uint64_t t_ns, uint64_t addr,
-                                          uint32_t size, uint32_t stack_id, unsigned domain, unsigned flags)
+/* The bytes pf_varint_put takes for v. */
+static inline unsigned pf_varint_len(uint64_t v)
+{
+    return v < 0x80 ? 1u : (unsigned)(70 - __builtin_clzll(v)) / 7u;
+}
+
+/* The bytes an ALLOC_SHORT-able allocation takes encoded against st (its tag included). The writer stores a
+ * record's new length before the event's bytes (above), so it needs the length first. */
+static inline unsigned pf_pk_alloc_len(const pf_pk_state_t *st, uint64_t t_ns, uint64_t addr, uint32_t size,
+                                       uint32_t stack_id)
+{
+    return 1 + pf_varint_len(t_ns - st->t_ns) + pf_varint_len(pf_zigzag((int64_t)(addr - st->addr))) +
+           pf_varint_len(size) +
+           (stack_id == st->stack_id ? 0 : pf_varint_len(pf_zigzag((int64_t)stack_id - (int64_t)st->stack_id)));
+}
+
+/* Writes the allocation's bytes after its tag at out + 1 (pf_pk_alloc_len - 1 of them) and updates st;
+ * returns the tag, for the caller to store at out[0] (last: the writer publishes it with a release store).
+ * flags: its PF_ALLOC_NO_PYSTATE / PF_ALLOC_TRUNCATED. */
+static inline uint8_t pf_pk_alloc_body(uint8_t *out, pf_pk_state_t *st, uint64_t t_ns, uint64_t addr,
+                                       uint32_t size, uint32_t stack_id, unsigned domain, unsigned flags)
 {
     uint8_t tag = (uint8_t)(PF_PK_ALLOC | domain << PF_PK_DOMAIN_SHIFT | (flags & PF_ALLOC_NO_PYSTATE ? PF_PK_NO_PYSTATE : 0) |
                             (flags & PF_ALLOC_TRUNCATED ? PF_PK_TRUNCATED : 0));
@@ -157,16 +174,32 @@ static inline unsigned pf_pk_encode_alloc(uint8_t *out, pf_pk_state_t *st, uint6
     if (stack_id == st->stack_id)
         tag |= PF_PK_SAME_STACK;
     else
-        n += pf_varint_put(out + n, pf_zigzag((int64_t)stack_id - (int64_t)st->stack_id));
-    out[0] = tag;
+        pf_varint_put(out + n, pf_zigzag((int64_t)stack_id - (int64_t)st->stack_id));
     st->t_ns = t_ns;
     st->addr = addr;
     st->stack_id = stack_id;
+    return tag;
+}
+
+/* Encodes an ALLOC_SHORT-able allocation against st (and updates st) into out (PF_PK_EVENT_MAX bytes).
+ * Returns the bytes used. */
+static inline unsigned pf_pk_encode_alloc(uint8_t *out, pf_pk_state_t *st, uint64_t t_ns, uint64_t addr,
+                                          uint32_t size, uint32_t stack_id, unsigned domain, unsigned flags)
+{
+    unsigned n = pf_pk_alloc_len(st, t_ns, addr, size, stack_id);
+    out[0] = pf_pk_alloc_body(out, st, t_ns, addr, size, stack_id, domain, flags);
     return n;
 }
 
-/* Encodes a FREE (aux as a PF_REC_FREE's: domain, kind, PF_FREE_BY_REALLOC) against st into out. */
-static inline unsigned pf_pk_encode_free(uint8_t *out, pf_pk_state_t *st, uint64_t t_ns, uint64_t addr, uint16_t aux)
+/* The bytes a FREE (aux as a PF_REC_FREE's) takes encoded against st, its tag included. */
+static inline unsigned pf_pk_free_len(const pf_pk_state_t *st, uint64_t t_ns, uint64_t addr, uint16_t aux)
+{
+    return 1 + pf_varint_len(t_ns - st->t_ns) + pf_varint_len(pf_zigzag((int64_t)(addr - st->addr))) +
+           (PF_FREE_KIND(aux) ? 1 : 0);
+}
+
+/* A FREE's bytes after its tag at out + 1, st updated; returns the tag (as pf_pk_alloc_body). */
+static inline uint8_t pf_pk_free_body(uint8_t *out, pf_pk_state_t *st, uint64_t t_ns, uint64_t addr, uint16_t aux)
 {
     unsigned kind = PF_FREE_KIND(aux);
     uint8_t tag = (uint8_t)(PF_PK_FREE | PF_FREE_DOMAIN(aux) << PF_PK_DOMAIN_SHIFT |
@@ -175,10 +208,17 @@ static inline unsigned pf_pk_encode_free(uint8_t *out, pf_pk_state_t *st, uint64
     n += pf_varint_put(out + n, t_ns - st->t_ns);
     n += pf_varint_put(out + n, pf_zigzag((int64_t)(addr - st->addr)));
     if (kind)
-        out[n++] = (uint8_t)kind;
-    out[0] = tag;
+        out[n] = (uint8_t)kind;
     st->t_ns = t_ns;
     st->addr = addr;
+    return tag;
+}
+
+/* Encodes a FREE (aux as a PF_REC_FREE's: domain, kind, PF_FREE_BY_REALLOC) against st into out. */
+static inline unsigned pf_pk_encode_free(uint8_t *out, pf_pk_state_t *st, uint64_t t_ns, uint64_t addr, uint16_t aux)
+{
+    unsigned n = pf_pk_free_len(st, t_ns, addr, aux);
+    out[0] = pf_pk_free_body(out, st, t_ns, addr, aux);
     return n;
 }
 

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PF_PYFRAMES_ABI 3u
+#define PF_PYFRAMES_ABI 4u
 #define PF_PYFRAMES_ENTRY "pf_pyframes_get"  /* the one exported symbol of each per-version object */
 
 typedef struct pf_pyframe {
@@ -60,6 +60,11 @@ typedef struct pf_pyframes_api {
 
     /* 1 once interpreter finalization has begun, else 0. */
     int (*is_finalizing)(void);
+
+    /* Where identify() reads its three fields: byte offsets in a code object, for the recorder's check that
+     * the code objects of a stack it has just seen again are still the ones it saw (pf_record.c), with a
+     * load each instead of a call each. */
+    uint32_t identity_offset[3];
 } pf_pyframes_api_t;
 
 typedef const pf_pyframes_api_t *(*pf_pyframes_entry_fn)(void);

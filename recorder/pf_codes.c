@@ -103,9 +103,11 @@ uint32_t pf_codes_id(pf_tls_t *t, const void *code)
 
 int pf_codes_same(uint32_t id, const void *code)
 {
-    pf_code_entry_t k;
-    return id && id <= pf_idtable_count(&table) && key_of(code, &k) == 0 &&
-           same_code(pf_idtable_entry(&table, id), &k);
+    if (!id || id > pf_idtable_count(&table))
+        return 0;
+    const pf_code_entry_t *e = pf_idtable_entry(&table, id);
+    return e->code == code && e->identity[0] == pf_code_identity(code, 0) &&
+           e->identity[1] == pf_code_identity(code, 1) && e->identity[2] == pf_code_identity(code, 2);
 }
 
 uint32_t pf_codes_lookup(const void *code)

@@ -9,13 +9,12 @@
 
 #include "pf_sys.h"
 
-#define PF_DENSE_LEAF_SHIFT 28u                                 /* a leaf's span: 256 MiB */
-#define PF_DENSE_LEAF_ENTRIES (1ull << (PF_DENSE_LEAF_SHIFT - 4))
 #define PF_DENSE_LEAF_BYTES (PF_DENSE_LEAF_ENTRIES * sizeof(pf_dense_t))
 #define PF_DENSE_DIR_ENTRIES (1ull << (48 - PF_DENSE_LEAF_SHIFT))
 #define PF_DENSE_DIR_BYTES (PF_DENSE_DIR_ENTRIES * sizeof(pf_dense_t *))
 
-static pf_dense_t **dir;        /* NULL until first enabled */
+pf_dense_t **pf_objdense_dir;   /* NULL until first enabled */
+#define dir pf_objdense_dir
 static int enabled;
 static uint32_t leaves;
 

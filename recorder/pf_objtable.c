@@ -1,5 +1,6 @@
 /* pf_objtable.c - live tracked objects by address: a dense map of small Python objects (--exact), striped
- * open-addressing tables for the rest, and a counting filter in front of both.
+ * open-addressing tables for the rest, and a counting filter in front of those (a free hook asks the
+ * filter, then the dense map's entry: pf_objtable_maybe).
  *
  * Each stripe is a linear-probing array of slots with backward-shift deletion (no tombstones, so a stripe
  * never degrades under churn), doubled under the stripe's lock when 3/4 full. Memory comes from raw mmap:
@@ -331,18 +332,19 @@ static int stripe_grow(pf_stripe_t *s)
     return 0;
 }
 
-void pf_objtable_prefetch(uintptr_t addr)
+void pf_objtable_prefetch(uintptr_t addr, uint64_t size, uint32_t domain)
 {
+    if (pf_dense_on() && pf_dense_fits(addr, size, domain, 0)) {
+        const pf_dense_t *e = pf_dense_at(addr, 0);
+        if (e)
+            __builtin_prefetch(e, 1);
+        return;     /* where it will go (its stripe's lock aside); a stale hashed slot is rare */
+    }
     const pf_stripe_t *s = stripe_of(addr);
     pf_objslot_t *slots = __atomic_load_n(&s->slots, __ATOMIC_RELAXED);
     uint32_t mask = __atomic_load_n(&s->mask, __ATOMIC_RELAXED);
     if (slots)
         __builtin_prefetch(&slots[slot_of(pf_slot_key_of(addr), mask)], 1);
-    if (pf_dense_on() && pf_dense_fits(addr, 0, 0, 0)) {
-        const pf_dense_t *e = pf_dense_at(addr, 0);
-        if (e)
-            __builtin_prefetch(e, 1);
-    }
 }
 
 /* Serials come to each thread in blocks: one shared counter bumped for every insert was a cache line every
@@ -468,7 +470,7 @@ static void found_info(const pf_stripe_t *s, const pf_found_t *f, pf_objinfo_t *
         out->link[k].copy_id = 0;
 }
 
-/* Drops the object at f from its locked stripe (its filter count is the caller's). */
+/* Drops the object at f from its locked stripe (a hashed one's filter count is the caller's). */
 static void found_drop(pf_stripe_t *s, const pf_found_t *f)
 {
     if (f->dense) {
@@ -487,18 +489,15 @@ static int dense_put(pf_stripe_t *s, const pf_objinfo_t *obj)
     pf_dense_t *e = pf_dense_at(obj->addr, 1);
     if (!e)
         return -1;
-    int present = *e != 0;
+    if (!*e)
+        s->dense++;
+    *e = pf_dense_entry(obj->size, obj->domain, obj->flags);
     int64_t old = s->used ? stripe_find(s, obj->addr) : -1;
     if (old >= 0) {
         slot_release(s, s->slots[old]);
         stripe_erase(s, (uint32_t)old);
-        present = 1;
+        filter_dec(obj->addr);     /* the filter counts hashed objects only */
     }
-    if (!*e)
-        s->dense++;
-    *e = pf_dense_entry(obj->size, obj->domain, obj->flags);
-    if (!present)
-        filter_inc(obj->addr);
     return 0;
 }
 
@@ -519,10 +518,10 @@ static int hash_put(pf_stripe_t *s, const pf_objinfo_t *obj)
             o->links = 0;
     }
     pf_found_t stale = {obj->addr, dense_of(obj->addr), -1};
+    if (stripe_put(s, w, obj->addr) < 0)
+        filter_inc(obj->addr);
     if (stale.dense)
         found_drop(s, &stale);
-    if (stripe_put(s, w, obj->addr) < 0 && !stale.dense)
-        filter_inc(obj->addr);
     return 0;
 }
 
@@ -532,8 +531,9 @@ int pf_objtable_insert(const pf_objinfo_t *obj)
         return -ENOMEM;
     pf_stripe_t *s = stripe_of(obj->addr);
     pf_spin_lock(&s->lock);
-    /* Count in the filter before the lock is released, so a concurrent free of this address that misses
-     * the filter can only be a free of an older block (which the hooks already saw). */
+    /* Count in the filter (or write the dense entry, which pf_objtable_maybe reads) before the lock is
+     * released, so a concurrent free of this address that misses both can only be a free of an older block
+     * (which the hooks already saw). */
     int dense = pf_dense_on() && obj->site == 0 && links_empty(obj->link) &&
                 pf_dense_fits(obj->addr, obj->size, obj->domain, obj->flags);
     int rc = dense && dense_put(s, obj) == 0 ? 0 : hash_put(s, obj);
@@ -564,8 +564,9 @@ static pf_objwide_t *found_widen(pf_stripe_t *s, pf_found_t *f)
         pf_objslot_t w;
         if (stripe_room(s) < 0 || !(w = wide_word(s, &obj, take_serial())))
             return NULL;
-        found_drop(s, f);
         stripe_put(s, w, 0);   /* the address has no hashed slot: dense_put dropped any */
+        filter_inc(f->addr);   /* counted before its dense entry goes: a free meanwhile sees one or the other */
+        found_drop(s, f);
         *f = (pf_found_t){f->addr, NULL, stripe_find(s, f->addr)};
     }
     pf_objslot_t w = s->slots[f->slot];
@@ -593,7 +594,8 @@ int pf_objtable_remove(uintptr_t addr, pf_objinfo_t *out)
         if (out)
             found_info(s, &f, out, 1);
         found_drop(s, &f);
-        filter_dec(addr);
+        if (!f.dense)
+            filter_dec(addr);
     }
     pf_spin_unlock(&s->lock);
     return found;

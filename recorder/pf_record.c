@@ -28,6 +28,8 @@
 #include "pf_watch_glue.h"
 #include "pf_writer.h"
 
+static void last_forget(void);
+
 static int finalizing_marked;
 static uint32_t marked_gen;
 static uint32_t announced_level, announced_gen;     /* the last PF_MARK_SAMPLING written, per file */
@@ -90,6 +92,7 @@ static void thread_start(pf_tls_t *t)
 void pf_record_thread_reset(pf_tls_t *t)
 {
     memset(t->stack_cache, 0, sizeof t->stack_cache);  /* a fork child's stack ids start again */
+    last_forget();
     pf_packed_forget(t);
     t->chunk_pos = t->chunk_end = NULL;
     t->chunk_gen = 0;
@@ -150,7 +153,7 @@ void pf_enter_recording(pf_tls_t *t)
 
 /* The thread's stack cache. Most allocations repeat one of a few stacks (a loop's lines), and turning a raw
  * capture into a stack id costs a code-id lookup per frame and a hash and compare of the whole stack.
- * So the raw capture (code objects, offsets, native IPs) is hashed, and a small direct-mapped cache maps
+ * So the raw capture (code objects, offsets, native IPs) is hashed, and a small two-way cache maps
  * that hash to the id it gave last time; the guess is then checked frame by frame against the interned
  * stack, each code object against the one its id was given to (an address can hold a newer code object),
  * so a wrong guess only costs the check. */
@@ -181,30 +184,137 @@ static uint64_t raw_key(const pf_pyframe_t *frames, int n_py, const uint64_t *na
     return h ^ h >> 31;
 }
 
-static inline pf_stack_cache_slot_t *cache_slot(pf_tls_t *t, uint64_t key)
+/* The cache is two-way: a key picks a set of two slots, the most recently filed first. Direct-mapped, two
+ * of a loop's few stacks could share a slot (the keys hash code objects' addresses, which move from run to
+ * run), and then both missed every time. */
+static inline pf_stack_cache_slot_t *cache_set(pf_tls_t *t, uint64_t key)
 {
-    return &t->stack_cache[key >> 60 & (PF_STACK_CACHE_SLOTS - 1)];
+    return &t->stack_cache[(key >> 59 & (PF_STACK_CACHE_SLOTS / 2 - 1)) * 2];
 }
 
-/* Fills st from a raw capture: the cached id and its frames when the cache guessed right, else the code id
- * of every frame. */
+static inline const pf_stack_cache_slot_t *cache_find(pf_tls_t *t, uint64_t key)
+{
+    const pf_stack_cache_slot_t *set = cache_set(t, key);
+    return set[0].key == key ? &set[0] : set[1].key == key ? &set[1] : NULL;
+}
+
+static void cache_file(pf_tls_t *t, const pf_stack_t *st, uint32_t id)
+{
+    pf_stack_cache_slot_t *set = cache_set(t, st->cache_key);
+    if (set[0].key != st->cache_key)
+        set[1] = set[0];
+    set[0] = (pf_stack_cache_slot_t){.key = st->cache_key, .id = id, .flags = st->flags};
+}
+
+/* The thread's last stack. Most allocations come from the line the one before came from, so before the
+ * hash, the cache and the frame-by-frame check against the interned stack, a raw capture is compared with
+ * the last one whose id is known: the same frames (code object and instruction offset, innermost first,
+ * the whole chain, so a line changed anywhere, another caller or a generator resumed elsewhere is a
+ * miss), the same native IPs and flags, and each code object still the one its code id was given to (its
+ * identity fields, pf_pyframes.h, read where identify() reads them: a code object freed and another made
+ * at its address between two allocations). A hit then has the last stack's id and code ids, as the cache's
+ * check would have found. Stacks of more than PF_LAST_MAX_PY Python frames, and those with a frame that has
+ * no code id, skip it. */
+#define PF_LAST_MAX_PY 32u
+
+typedef struct pf_last_frame {
+    const void *code;
+    uint32_t lasti_bytes;
+    uint32_t code_id;
+    const void *identity[3];
+} pf_last_frame_t;
+
+static __thread struct {
+    uint32_t id;                    /* the stack's id; 0: none known (no hit possible) */
+    uint16_t n_py, n_native;
+    uint8_t flags;
+    const pf_stack_t *pending;      /* the capture whose id is still to be found (pf_record_stack_id), or NULL */
+    uint64_t key;                   /* its cache key */
+    pf_last_frame_t py[PF_LAST_MAX_PY];
+    uint64_t native[PF_MAX_NATIVE_FRAMES];
+} last __attribute__((tls_model("initial-exec")));
+
+static void last_forget(void)
+{
+    last.id = 0;
+    last.pending = NULL;
+}
+
+static int last_is(const pf_stack_t *st, const pf_pyframe_t *frames, int n_py)
+{
+    if (!last.id || last.n_py != n_py || last.n_native != st->n_native || last.flags != st->flags)
+        return 0;
+    for (int i = 0; i < n_py; i++)
+        if (frames[i].code != last.py[i].code || frames[i].lasti_bytes != last.py[i].lasti_bytes)
+            return 0;
+    for (int i = 0; i < n_py; i++)
+        for (int k = 0; k < 3; k++)
+            if (pf_code_identity(frames[i].code, k) != last.py[i].identity[k])
+                return 0;
+    return !st->n_native || memcmp(st->native, last.native, (size_t)st->n_native * 8) == 0;
+}
+
+/* st (its code ids set, its id if known) and the raw frames it came from become the last stack. */
+static void last_remember(const pf_stack_t *st, const pf_pyframe_t *frames, int n_py)
+{
+    last_forget();
+    if ((unsigned)n_py > PF_LAST_MAX_PY)
+        return;
+    for (int i = 0; i < n_py; i++) {
+        if (!st->py[i].code_id)
+            return;     /* looked up again each time, as the cache's check would */
+        pf_last_frame_t *f = &last.py[i];
+        f->code = frames[i].code;
+        f->lasti_bytes = frames[i].lasti_bytes;
+        f->code_id = st->py[i].code_id;
+        for (int k = 0; k < 3; k++)
+            f->identity[k] = pf_code_identity(frames[i].code, k);
+    }
+    last.n_py = (uint16_t)n_py;
+    last.n_native = st->n_native;
+    last.flags = st->flags;
+    last.key = st->cache_key;
+    memcpy(last.native, st->native, (size_t)st->n_native * 8);
+    last.id = st->id;
+    last.pending = st->id ? NULL : st;
+}
+
+/* st, the last capture, was given id. */
+static inline void last_resolved(const pf_stack_t *st, uint32_t id)
+{
+    if (last.pending == st && last.key == st->cache_key) {
+        last.id = id;
+        last.pending = NULL;
+    }
+}
+
+/* Fills st from a raw capture: the last stack's id and code ids when it is the same stack, else the cached
+ * id and its frames when the cache guessed right, else the code id of every frame. */
 static void stack_from_raw(pf_tls_t *t, pf_stack_t *st, const pf_pyframe_t *frames, int n_py)
 {
     st->n_py = (uint16_t)n_py;
-    st->cache_key = raw_key(frames, n_py, st->native, st->n_native, st->flags);
-    const pf_stack_cache_slot_t *c = cache_slot(t, st->cache_key);
-    st->id = 0;
     st->hash = 0;
-    if (c->key == st->cache_key && c->flags == st->flags &&
-        pf_stacks_match(c->id, frames, st->n_py, st->native, st->n_native, st->py)) {
-        st->id = c->id;
+    if (last_is(st, frames, n_py)) {
+        st->id = last.id;
+        st->cache_key = last.key;
+        for (int i = 0; i < n_py; i++)
+            st->py[i] = (pf_rec_pyframe_t){.code_id = last.py[i].code_id, .lasti_bytes = last.py[i].lasti_bytes};
         return;
     }
-    /* Code ids first: a new one writes its CODE record into this chunk before the record using it. */
-    for (int i = 0; i < n_py; i++) {
-        st->py[i].code_id = pf_codes_id(t, frames[i].code);
-        st->py[i].lasti_bytes = frames[i].lasti_bytes;
+    st->cache_key = raw_key(frames, n_py, st->native, st->n_native, st->flags);
+    const pf_stack_cache_slot_t *c = cache_find(t, st->cache_key);
+    st->id = 0;
+    if (c && c->flags == st->flags &&
+        pf_stacks_match(c->id, frames, st->n_py, st->native, st->n_native, st->py)) {
+        st->id = c->id;
+    } else {
+        /* Code ids first: a new one writes its CODE record into this chunk before the record using it. */
+        for (int i = 0; i < n_py; i++) {
+            st->py[i].code_id = pf_codes_id(t, frames[i].code);
+            st->py[i].lasti_bytes = frames[i].lasti_bytes;
+        }
     }
+    last_remember(st, frames, n_py);
 }
 
 /* The raw Python frames of this thread into frames; sets st->flags. Returns their number. */
@@ -249,7 +359,8 @@ static void check_fast_walk(pf_tls_t *t, pf_stack_t *st, const pf_pyframe_t *fra
     uint32_t known = pf_stacks_known(st);
     if (known) {
         st->id = known;
-        *cache_slot(t, st->cache_key) = (pf_stack_cache_slot_t){.key = st->cache_key, .id = known, .flags = st->flags};
+        last_resolved(st, known);
+        cache_file(t, st, known);
         return;
     }
     uint32_t seen = __atomic_fetch_add(&new_stacks_seen, 1, __ATOMIC_RELAXED);
@@ -287,9 +398,10 @@ uint32_t pf_record_stack_id(pf_tls_t *t, const pf_stack_t *st)
     if (st->id)
         return st->id;
     uint32_t sid = pf_stacks_id(t, st);
-    if (sid)
-        *cache_slot(t, st->cache_key) = (pf_stack_cache_slot_t){.key = st->cache_key, .id = sid, .flags = st->flags};
-    else if (st->n_native)
+    if (sid) {
+        cache_file(t, st, sid);
+        last_resolved(st, sid);
+    } else if (st->n_native)
         pf_modules_note(t, st->native, st->n_native);   /* inline: the record needs them (else noted once) */
     return sid;
 }
@@ -350,14 +462,26 @@ static int write_alloc(pf_tls_t *t, void *p, size_t size, int domain, uint64_t e
 
 static void record_alloc(pf_tls_t *t, void *p, size_t size, int domain, uint64_t est, uint8_t flags)
 {
-    pf_objtable_prefetch((uintptr_t)p);    /* its slot is a cache miss: load it while the stack is read */
+    pf_objtable_prefetch((uintptr_t)p, size, (uint32_t)domain);  /* its slot is a cache miss: load it while
+                                                                    the stack is read */
     pf_stack_t st;
     pf_stack_capture(t, &st);
     if (pf_aggregating() && pf_aggregate_alloc(t, &st, p, size, domain, est, flags))
         return;     /* --aggregate: counted in its site's totals instead of a record */
     if (write_alloc(t, p, size, domain, est, flags, &st) != 0)
         return;
-    pf_objinfo_t obj = {.addr = (uintptr_t)p, .size = size, .domain = (uint32_t)domain, .flags = flags | st.flags};
+    /* Field by field: an initializer zeroed the whole struct, its three copy links' 144 bytes included, with
+     * a `rep stos` that took half of this function's time; the table reads a link's other fields only when
+     * its copy id is set. */
+    pf_objinfo_t obj;
+    obj.addr = (uintptr_t)p;
+    obj.size = size;
+    obj.domain = (uint32_t)domain;
+    obj.flags = flags | st.flags;
+    obj.site = 0;
+    obj.serial = 0;
+    for (int k = 0; k < PF_OBJ_LINKS; k++)
+        obj.link[k].copy_id = 0;
     if (pf_objtable_insert(&obj) == 0)     /* untracked, its free would not be seen: not live either */
         pf_api_on_alloc(domain, est);
 }

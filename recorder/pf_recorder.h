@@ -32,7 +32,7 @@
 #define PF_NOINLINE __attribute__((noinline))
 
 /* A thread's recent stacks (pf_record.c): the raw capture's hash, and the interned id it gave. */
-#define PF_STACK_CACHE_SLOTS 16u
+#define PF_STACK_CACHE_SLOTS 64u     /* 32 sets of two */
 typedef struct pf_stack_cache_slot {
     uint64_t key;
     uint32_t id;
@@ -178,13 +178,33 @@ static inline uint32_t pf_objtable_bucket(uintptr_t addr)
     return (uint32_t)((addr >> 4) + (window >> 20)) & ((1u << PF_OBJTABLE_FILTER_BITS) - 1);
 }
 
-/* 1 when addr may be tracked (the caller must then ask pf_objtable_remove/lookup), 0 when it surely is not. */
+/* The dense map of small Python objects (--exact; recorder/internal/pf_objdense.h): a 16-bit entry per
+ * 16-byte granule, nonzero where an object starts, in leaves of 256 MiB of address space under a directory
+ * (NULL until the map is first turned on: the sampled default mode never has one). */
+#define PF_DENSE_LEAF_SHIFT 28u
+#define PF_DENSE_LEAF_ENTRIES (1ull << (PF_DENSE_LEAF_SHIFT - 4))
+extern uint16_t **pf_objdense_dir PF_HIDDEN;
+
+/* 1 when the dense map holds an object at addr. */
+static inline int pf_objdense_has(uintptr_t addr)
+{
+    uint16_t **d = __atomic_load_n(&pf_objdense_dir, __ATOMIC_ACQUIRE);
+    if (PF_LIKELY(!d) || (addr & 15) || (addr >> 48))
+        return 0;
+    const uint16_t *leaf = __atomic_load_n(&d[addr >> PF_DENSE_LEAF_SHIFT], __ATOMIC_ACQUIRE);
+    return leaf && __atomic_load_n(&leaf[(addr >> 4) & (PF_DENSE_LEAF_ENTRIES - 1)], __ATOMIC_RELAXED) != 0;
+}
+
+/* 1 when addr may be tracked (the caller must then ask pf_objtable_remove/lookup), 0 when it surely is not.
+ * The filter counts the objects of the hashed slots; one in the dense map is its own entry, which costs
+ * its insert and its removal no atomic filter update (under --exact, most of a program's objects). */
 static inline int pf_objtable_maybe(const void *addr)
 {
     const uint8_t *f = pf_objtable_filter;
     if (!f)
         return 0;
-    return __atomic_load_n(&f[pf_objtable_bucket((uintptr_t)addr)], __ATOMIC_RELAXED) != 0;
+    return __atomic_load_n(&f[pf_objtable_bucket((uintptr_t)addr)], __ATOMIC_RELAXED) != 0 ||
+           pf_objdense_has((uintptr_t)addr);
 }
 
 

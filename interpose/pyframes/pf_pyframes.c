@@ -299,15 +299,16 @@ static int capture_async(long pid, pf_pyframe_t *out, int max, int *truncated)
 /* ---- code objects ---- */
 
 #if PY_MINOR_VERSION <= 9
-#define PF_LINETABLE(co) ((co)->co_lnotab)
+#define PF_LINETABLE_FIELD co_lnotab
 #define PF_LINETABLE_FORMAT PF_LT_LNOTAB
 #elif PY_MINOR_VERSION == 10
-#define PF_LINETABLE(co) ((co)->co_linetable)
+#define PF_LINETABLE_FIELD co_linetable
 #define PF_LINETABLE_FORMAT PF_LT_LINETABLE
 #else
-#define PF_LINETABLE(co) ((co)->co_linetable)
+#define PF_LINETABLE_FIELD co_linetable
 #define PF_LINETABLE_FORMAT PF_LT_LOCATIONS
 #endif
+#define PF_LINETABLE(co) ((co)->PF_LINETABLE_FIELD)
 
 /* A pointer compare, not PyCode_Check's subclass walk: code cannot be subclassed, and this reads one word
  * of a pointer the caller cached (which may since have been freed and reused for anything). */
@@ -433,6 +434,9 @@ static const pf_pyframes_api_t api = {
     .describe = describe,
     .identify = identify,
     .is_finalizing = is_finalizing,
+    /* identify()'s fields, in its order */
+    .identity_offset = {offsetof(PyCodeObject, co_filename), offsetof(PyCodeObject, co_name),
+                        offsetof(PyCodeObject, PF_LINETABLE_FIELD)},
 };
 
 /* The one exported symbol. Returns the API, or NULL when the running interpreter is not 3.<PY_MINOR_VERSION>

@@ -20,8 +20,16 @@ uint32_t pf_codes_id(pf_tls_t *t, const void *code);
  * it on a code object of its own thread's live frames. */
 uint32_t pf_codes_lookup(const void *code);
 
-/* 1 when id is the id of code as it is now (the same object, not another one at its address since). */
+/* 1 when id is the id of code as it is now (the same object, not another one at its address since). code
+ * must be a code object (a captured frame's). */
 int pf_codes_same(uint32_t id, const void *code);
+
+/* Field k (0-2) of a code object's identity, as identify() gives it (pf_pyframes.h), read in place: a load,
+ * not a call into the frame reader. */
+static inline const void *pf_code_identity(const void *code, int k)
+{
+    return *(const void *const *)((const char *)code + pf_cfg.py->identity_offset[k]);
+}
 
 /* In a fork child: forget every id (the child's file has none of the parent's CODE records). */
 void pf_codes_reset(void);

@@ -14,8 +14,11 @@
 
 #include <stdint.h>
 
+#include "pf_recorder.h"    /* the leaf geometry and pf_objdense_has, which the free hooks ask */
+
 /* An entry: 0 = no object starts in the granule; else (size + 1) | domain << 10 | flags << 12. */
 typedef uint16_t pf_dense_t;
+_Static_assert(sizeof(pf_dense_t) == sizeof(**pf_objdense_dir), "pf_objdense_has reads the entries");
 #define PF_DENSE_MAX_SIZE 512u              /* pymalloc's largest block */
 #define PF_DENSE_DOMAIN_SHIFT 10u
 #define PF_DENSE_FLAGS_SHIFT 12u

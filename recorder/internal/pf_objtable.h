@@ -23,10 +23,10 @@
  * every call below is a no-op that reports "not found"). Idempotent. */
 int pf_objtable_init(void);
 
-/* Starts loading the slot an insert of addr will probe first, so that a caller with other work to do
- * (an allocation hook capturing the stack) does not wait for that cache miss later. Reads the table
- * without its lock: a stale answer only prefetches the wrong line. */
-void pf_objtable_prefetch(uintptr_t addr);
+/* Starts loading the dense entry or the slot an insert of that object (size, domain) will touch first, so
+ * that a caller with other work to do (an allocation hook capturing the stack) does not wait for that cache
+ * miss later. Reads the table without its lock: a stale answer only prefetches the wrong line. */
+void pf_objtable_prefetch(uintptr_t addr, uint64_t size, uint32_t domain);
 
 /* Records a live object (obj->serial is ignored: serials are handed out below). An address already present is overwritten (its old object was freed without the
  * hooks seeing it). Returns 0, or -ENOMEM when the stripe could not grow (the object is then untracked). */

@@ -257,6 +257,46 @@ static void test_dense_threads(void **state)
     assert_int_equal(pf_objtable_count(), 0);
 }
 
+/* The filter counts the hashed objects only: a dense object is found by pf_objtable_maybe through its own
+ * entry, with its filter bucket untouched; moving it to a hashed slot (a lookup: a copy's end) counts it there
+ * first; a dense object inserted over a hashed one at its address uncounts that one; a hashed one over a
+ * dense one counts itself. Each removal leaves the address unknown again. */
+static void test_dense_objects_outside_the_filter(void **state)
+{
+    const uintptr_t a = 0x7f3000000000ull;
+    const uint8_t *bucket = &pf_objtable_filter[pf_objtable_bucket(a)];
+    pf_objinfo_t dense = {.addr = a, .size = 64, .domain = 2, .flags = 2};
+    pf_objinfo_t native = {.addr = a, .size = 64, .domain = 3, .flags = 2};
+    pf_objinfo_t got;
+    assert_int_equal(pf_objtable_insert(&dense), 0);
+    assert_int_equal(*bucket, 0);
+    assert_int_equal(pf_objtable_maybe((void *)a), 1);
+    assert_int_equal(pf_objtable_maybe((void *)(a + 16)), 0);
+    assert_int_equal(pf_objtable_remove(a, &got), 1);
+    assert_int_equal(*bucket, 0);
+    assert_int_equal(pf_objtable_maybe((void *)a), 0);
+
+    assert_int_equal(pf_objtable_insert(&dense), 0);
+    assert_int_equal(pf_objtable_lookup(a, &got), 1);   /* now wide, in a hashed slot */
+    assert_int_equal(*bucket, 1);
+    assert_int_equal(pf_objtable_maybe((void *)a), 1);
+    assert_int_equal(pf_objtable_remove(a, &got), 1);
+    assert_int_equal(*bucket, 0);
+    assert_int_equal(pf_objtable_maybe((void *)a), 0);
+
+    assert_int_equal(pf_objtable_insert(&native), 0);
+    assert_int_equal(*bucket, 1);
+    assert_int_equal(pf_objtable_insert(&dense), 0);    /* the native block's free was not seen */
+    assert_int_equal(*bucket, 0);
+    assert_int_equal(pf_objtable_insert(&native), 0);   /* nor the Python one's */
+    assert_int_equal(*bucket, 1);
+    assert_int_equal(pf_objtable_count(), 1);
+    assert_int_equal(pf_objtable_remove(a, &got), 1);
+    assert_int_equal(got.domain, 3);
+    assert_int_equal(*bucket, 0);
+    assert_int_equal(pf_objtable_maybe((void *)a), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -267,6 +307,7 @@ int main(void)
         cmocka_unit_test_setup(test_dense_small_python_objects, setup_dense),
         cmocka_unit_test_setup(test_dense_and_hashed_meet, setup_dense),
         cmocka_unit_test_setup(test_dense_threads, setup_dense),
+        cmocka_unit_test_setup(test_dense_objects_outside_the_filter, setup_dense),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
