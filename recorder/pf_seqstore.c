@@ -2,6 +2,7 @@
 #include "pf_rec_int.h"     /* first: binds memcpy to the recorder's */
 #include "pf_seqstore.h"
 
+#include <string.h>
 #include <sys/mman.h>
 
 #include "pf_sys.h"
@@ -53,10 +54,9 @@ static int grow_slots(pf_seqstore_t *s)
     return 0;
 }
 
-/* Room for a node of n words: its handle, or 0 when the blocks are full. */
-static uint32_t take_units(pf_seqstore_t *s, uint32_t n)
+/* Room for `units` contiguous units: the handle of the first, or 0 when the blocks are full. */
+static uint32_t take_units(pf_seqstore_t *s, uint32_t units)
 {
-    uint32_t units = 1 + n;     /* the header is one unit */
     if (!s->n_blocks || s->block_used + units > PF_SEQ_BLOCK_UNITS) {
         if (s->n_blocks == PF_SEQ_MAX_BLOCKS)
             return 0;
@@ -72,14 +72,13 @@ static uint32_t take_units(pf_seqstore_t *s, uint32_t n)
     return unit + 1;
 }
 
-/* The node (parent, words[0..n)), made when new; 0 when it cannot be. */
-static uint32_t node_for(pf_seqstore_t *s, uint32_t parent, const uint64_t *words, uint32_t n)
+/* The node (parent, words[0..n)) if there is one, else 0. */
+static uint32_t node_find(const pf_seqstore_t *s, uint64_t h, uint32_t parent, const uint64_t *words, uint32_t n)
 {
-    if ((!s->slots || (uint64_t)(s->n_nodes + 1) * 4 > (uint64_t)(s->slots_mask + 1) * 3) && grow_slots(s) != 0)
+    if (!s->slots)
         return 0;
-    uint64_t h = node_hash(parent, words, n), tag = h & ~(uint64_t)UINT32_MAX;
-    uint32_t i = (uint32_t)(h >> 32) & s->slots_mask;
-    for (; s->slots[i]; i = (i + 1) & s->slots_mask) {
+    uint64_t tag = h & ~(uint64_t)UINT32_MAX;
+    for (uint32_t i = (uint32_t)(h >> 32) & s->slots_mask; s->slots[i]; i = (i + 1) & s->slots_mask) {
         if ((s->slots[i] & ~(uint64_t)UINT32_MAX) != tag)
             continue;
         uint32_t have = (uint32_t)s->slots[i];
@@ -87,29 +86,61 @@ static uint32_t node_for(pf_seqstore_t *s, uint32_t parent, const uint64_t *word
         if (node->parent == parent && node->n == n && memcmp(node->words, words, (size_t)n * 8) == 0)
             return have;
     }
-    uint32_t handle = take_units(s, n);
-    if (!handle)
-        return 0;
-    pf_seq_node_t *node = (pf_seq_node_t *)(uintptr_t)pf_seq_node(s, handle);
-    node->parent = parent;
-    node->n = n;
-    memcpy(node->words, words, (size_t)n * 8);
-    s->slots[i] = tag | handle;
-    s->n_nodes++;
-    return handle;
+    return 0;
+}
+
+/* The words of the segment whose outer end is `to` (the words before it: the segments further in). */
+static inline uint32_t segment_len(uint32_t to)
+{
+    return to >= PF_SEQ_SEGMENT ? PF_SEQ_SEGMENT : to;
 }
 
 int pf_seq_add(pf_seqstore_t *s, const uint64_t *words, uint32_t n, uint32_t *handle)
 {
-    uint32_t node = 0;
-    for (uint32_t end = n; end > 0;) {
-        uint32_t len = end >= PF_SEQ_SEGMENT ? PF_SEQ_SEGMENT : end;
-        node = node_for(s, node, words + end - len, len);
-        if (!node)
-            return -1;
+    /* the outer segments there are nodes for already */
+    uint32_t parent = 0, end = n;
+    while (end > 0) {
+        uint32_t len = segment_len(end);
+        uint32_t found = node_find(s, node_hash(parent, words + end - len, len), parent, words + end - len, len);
+        if (!found)
+            break;
+        parent = found;
         end -= len;
     }
-    *handle = node;
+    if (!end) {
+        *handle = parent;
+        return 0;
+    }
+    /* The nodes of words[0..end), new, side by side: the innermost first, each followed by its parent, so
+     * that a compare, which walks inner to outer, reads forward through memory. */
+    uint32_t segs = (end + PF_SEQ_SEGMENT - 1) / PF_SEQ_SEGMENT;
+    while (!s->slots || (uint64_t)(s->n_nodes + segs) * 4 > (uint64_t)(s->slots_mask + 1) * 3)
+        if (grow_slots(s) != 0)
+            return -1;
+    uint32_t first = take_units(s, segs + end);     /* a header unit per node, a unit per word */
+    if (!first)
+        return -1;
+    uint32_t inner_len = end - (segs - 1) * PF_SEQ_SEGMENT, at = first;
+    for (uint32_t k = 0, from = 0; k < segs; k++) {
+        uint32_t len = k ? PF_SEQ_SEGMENT : inner_len;
+        pf_seq_node_t *node = (pf_seq_node_t *)(uintptr_t)pf_seq_node(s, at);
+        uint32_t next = at + 1 + len;
+        node->parent = k + 1 < segs ? next : parent;
+        node->n = len;
+        memcpy(node->words, words + from, (size_t)len * 8);
+        at = next;
+        from += len;
+    }
+    /* indexed once all are complete (only the writer reads the index, but a node's hash covers its parent) */
+    at = first;
+    for (uint32_t k = 0; k < segs; k++) {
+        const pf_seq_node_t *node = pf_seq_node(s, at);
+        uint64_t h = node_hash(node->parent, node->words, node->n);
+        slot_put(s->slots, s->slots_mask, (h & ~(uint64_t)UINT32_MAX) | at);
+        s->n_nodes++;
+        at += 1 + node->n;
+    }
+    *handle = first;
     return 0;
 }
 

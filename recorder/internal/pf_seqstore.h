@@ -14,7 +14,7 @@
  * node is made once for each distinct (parent, words): two sequences with the same outer 8k words share
  * their k outer nodes. A sequence is named by its innermost node (its handle). On the numpy import
  * above: ~100,000 nodes, 5.5 MB. Reading a sequence back walks from the handle outward, a segment at a
- * time (a memcmp of 64 bytes each), innermost first, so a compare stops at the first frame that
+ * time (8 words compared each), innermost first, so a compare stops at the first frame that
  * differs, usually in the first node.
  *
  * Adding takes the caller's lock (one writer at a time); reading is lock-free: a node is complete and
@@ -26,7 +26,6 @@
 #define PF_SEQSTORE_H
 
 #include <stdint.h>
-#include <string.h>
 
 #define PF_SEQ_SEGMENT 8u
 #define PF_SEQ_BLOCK_BYTES (1u << 20)
@@ -58,16 +57,51 @@ static inline const pf_seq_node_t *pf_seq_node(const pf_seqstore_t *s, uint32_t 
     return (const pf_seq_node_t *)(block + ((size_t)(unit % PF_SEQ_BLOCK_UNITS) << PF_SEQ_UNIT_SHIFT));
 }
 
-/* 1 when the sequence of `handle` is words[0..n) (handle 0: the empty sequence). Lock-free. */
+/* A word of a sequence given by the caller, which may hold it as another 8-byte type (a stack's frames). */
+static inline uint64_t pf_seq_word(const uint64_t *words, uint32_t i)
+{
+    uint64_t w;
+    __builtin_memcpy(&w, (const char *)words + (size_t)i * 8, 8);
+    return w;
+}
+
+/* The node after `node` (handle h) on its way outward. pf_seq_add lays a sequence's new nodes side by side,
+ * each followed by its parent: the guess that the parent is the next node in memory is mostly right, and
+ * taken as a predicted branch it lets the walk go on before the parent's handle is loaded (each step
+ * waited on the last one's loads: the thread stack cache's check of a 64-IP native part took twice as
+ * long). */
+static inline const pf_seq_node_t *pf_seq_outward(const pf_seqstore_t *s, const pf_seq_node_t *node, uint32_t *h)
+{
+    uint32_t next = *h + 1 + node->n;
+    uint32_t parent = node->parent;
+    *h = parent;
+    if (__builtin_expect(parent == next, 1))
+        return (const pf_seq_node_t *)(const void *)&node->words[node->n];
+    return parent ? pf_seq_node(s, parent) : NULL;
+}
+
+/* 1 when the sequence of `handle` is words[0..n) (handle 0: the empty sequence). Lock-free. Word by word,
+ * not memcmp: a node is at most 8 words, and a call per node doubled the thread stack cache's check. */
 static inline int pf_seq_same(const pf_seqstore_t *s, uint32_t handle, const uint64_t *words, uint32_t n)
 {
     uint32_t at = 0;
-    while (handle) {
-        const pf_seq_node_t *node = pf_seq_node(s, handle);
-        if (node->n > n - at || memcmp(node->words, words + at, (size_t)node->n * 8) != 0)
+    const pf_seq_node_t *node = handle ? pf_seq_node(s, handle) : NULL;
+    while (node) {
+        uint32_t k = node->n;
+        if (k > n - at)
             return 0;
-        at += node->n;
-        handle = node->parent;
+        uint64_t differ = 0;
+        if (__builtin_expect(k == PF_SEQ_SEGMENT, 1)) {     /* all but a sequence's innermost node */
+            for (uint32_t i = 0; i < PF_SEQ_SEGMENT; i++)
+                differ |= node->words[i] ^ pf_seq_word(words, at + i);
+        } else {
+            for (uint32_t i = 0; i < k; i++)
+                differ |= node->words[i] ^ pf_seq_word(words, at + i);
+        }
+        if (differ)
+            return 0;
+        at += k;
+        node = pf_seq_outward(s, node, &handle);
     }
     return at == n;
 }
@@ -75,11 +109,12 @@ static inline int pf_seq_same(const pf_seqstore_t *s, uint32_t handle, const uin
 /* Copies the n words of the sequence of `handle` into out (n: the count it was added with). Lock-free. */
 static inline void pf_seq_get(const pf_seqstore_t *s, uint32_t handle, uint64_t *out, uint32_t n)
 {
-    for (uint32_t at = 0; handle && at < n;) {
-        const pf_seq_node_t *node = pf_seq_node(s, handle);
-        memcpy(out + at, node->words, (size_t)node->n * 8);
+    const pf_seq_node_t *node = handle ? pf_seq_node(s, handle) : NULL;
+    for (uint32_t at = 0; node && at < n;) {
+        for (uint32_t i = 0; i < node->n; i++)
+            out[at + i] = node->words[i];
         at += node->n;
-        handle = node->parent;
+        node = pf_seq_outward(s, node, &handle);
     }
 }
 
