@@ -19,8 +19,11 @@ static inline uint64_t mix(uint64_t h, uint64_t w)
 static uint64_t node_hash(uint32_t parent, const uint64_t *words, uint32_t n)
 {
     uint64_t h = mix(0x165667B19E3779F9ull, (uint64_t)parent << 8 | n);
-    for (uint32_t i = 0; i < n; i++)
-        h = mix(h, words[i]);
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t w;     /* words may be a stack's frames, stored as another type */
+        memcpy(&w, &words[i], sizeof w);
+        h = mix(h, w);
+    }
     h ^= h >> 29;
     return h;
 }
