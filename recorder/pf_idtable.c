@@ -2,6 +2,7 @@
 #include "pf_idtable.h"
 
 #include <string.h>
+#include <sys/mman.h>
 
 #define PF_IDTABLE_FIRST_SLOTS 4096u
 
@@ -12,13 +13,12 @@ static pf_idslot_t *current(const pf_idtable_t *t, uint32_t *mask)
     return sm ? t->arrays[sm >> 32] : NULL;
 }
 
-static void put(pf_idslot_t *slots, uint32_t mask, uint64_t h, uint32_t id)
+static void put(pf_idslot_t *slots, uint32_t mask, pf_idslot_t slot)
 {
-    uint32_t i = (uint32_t)(h >> 32) & mask;
-    while (slots[i].hash)
+    uint32_t i = (uint32_t)(slot >> 32) & mask;
+    while (slots[i])
         i = (i + 1) & mask;
-    slots[i].id = id;
-    __atomic_store_n(&slots[i].hash, h, __ATOMIC_RELEASE);
+    __atomic_store_n(&slots[i], slot, __ATOMIC_RELEASE);
 }
 
 /* Maps the next, twice larger array (or the first) with every published id in it, and makes it current. */
@@ -33,11 +33,13 @@ static int grow(pf_idtable_t *t)
     if (!fresh)
         return -1;
     for (uint32_t i = 0; old && i <= old_mask; i++)
-        if (old[i].hash)
-            put(fresh, n - 1, old[i].hash, old[i].id);
+        if (old[i])
+            put(fresh, n - 1, old[i]);
     t->arrays[t->n_arrays] = fresh;
     __atomic_store_n(&t->slots_mask, (uint64_t)t->n_arrays << 32 | (n - 1), __ATOMIC_RELEASE);
     t->n_arrays++;
+    if (old)    /* readers still in it now meet empty slots: a miss, looked up again under the lock */
+        madvise(old, (size_t)(old_mask + 1) * sizeof *old, MADV_DONTNEED);
     return 0;
 }
 
@@ -68,7 +70,7 @@ int pf_idtable_publish(pf_idtable_t *t, uint64_t h, uint32_t id)
             return -1;
         slots = current(t, &mask);
     }
-    put(slots, mask, h, id);
+    put(slots, mask, pf_idslot_make(h, id));
     t->used++;
     return 0;
 }

@@ -1,16 +1,18 @@
 /* pf_stacks.c - interned call stacks. See pf_stacks.h.
  *
  * The table (pf_idtable.h) maps a 64-bit hash of the stack to its id and to pyflow's own copy of its words
- * (in an arena, not in the profile: finished chunks are dropped from memory and re-reading them would fault
- * them back). Memory is bounded: 4M ids and PF_STACKS_MAX_BLOCKS blocks of copies; past either, new stacks
- * are written inline, as before interning, and nothing is lost.
+ * (not the profile's: finished chunks are dropped from memory and re-reading them would fault them back),
+ * kept as sequences of shared segments (pf_seqstore.h: the stacks of a run differ mostly in their innermost
+ * frames; kept whole, one after the other, their copies were 50 MB of an --exact --native run importing
+ * numpy, in shared segments 5.5 MB). Memory is bounded: 4M ids and PF_SEQ_MAX_BLOCKS blocks of segments;
+ * past either, new stacks are written inline, as before interning, and nothing is lost.
  *
  * Native parts (--native) are interned apart, in a table of their own (PF_REC_NATIVE_STACK): a stack's
  * entry names its native part's entry, and its STACK record names it by id (PF_STACK_NATIVE_BY_ID). Importing
  * numpy made 95,792 stacks of up to 64 IPs with 33,756 native parts among them: written whole, their copies
  * filled the 64 MiB of blocks (every later new stack then went inline, 667 bytes an ALLOC) and their STACK
  * records were half of a 129 MB profile. A native part that cannot be interned (a table full) stays inline
- * in its stack, as before.
+ * in its stack, as before, and its IPs are then a sequence of the stack's own.
  */
 #include "pf_stacks.h"
 
@@ -19,33 +21,30 @@
 #include "pf_codes.h"
 #include "pf_idtable.h"
 #include "pf_modules.h"
+#include "pf_seqstore.h"
 #include "pf_sys.h"
 #include "pf_writer.h"
 
-#define PF_STACKS_BLOCK_BYTES (1u << 20)
-#define PF_STACKS_MAX_BLOCKS 64u            /* 64 MiB of stack copies at most */
-
-/* Each id's entry: pyflow's copy of the stack's words. */
+/* Each id's entry: pyflow's copy of the stack's words, as sequences in `seqs`. */
 typedef struct pf_stack_entry {
-    const uint64_t *words;          /* n_py Python frames, then (native_id 0) n_native IPs, 8 bytes each */
+    uint32_t py;                    /* the n_py Python frames, 8 bytes each */
+    uint32_t native;                /* native_id 0: the n_native IPs */
     uint16_t n_py;
     uint16_t n_native;
-    uint32_t native_id;             /* the native part's id in `natives`; 0: its IPs follow in words */
+    uint32_t native_id;             /* the native part's id in `natives`; 0: its IPs are `native` */
 } pf_stack_entry_t;
 
 /* Each native id's entry: pyflow's copy of its IPs. */
 typedef struct pf_native_entry {
-    const uint64_t *ips;
-    uint64_t n;
+    uint32_t ips;                   /* a sequence in `seqs` */
+    uint32_t n;
 } pf_native_entry_t;
 
 _Static_assert(sizeof(pf_rec_pyframe_t) == 8, "a Python frame is one word of a stack");
 
 static pf_idtable_t table = {.entry_bytes = sizeof(pf_stack_entry_t)};
 static pf_idtable_t natives = {.entry_bytes = sizeof(pf_native_entry_t)};  /* added to under table's lock */
-static char *blocks[PF_STACKS_MAX_BLOCKS];
-static uint32_t n_blocks;
-static uint32_t block_used;         /* bytes used in blocks[n_blocks - 1] */
+static pf_seqstore_t seqs;          /* added to under table's lock */
 
 static inline uint64_t mix(uint64_t h, uint64_t w)
 {
@@ -88,15 +87,16 @@ static int same_native(const void *entry, const void *key)
 {
     const pf_native_entry_t *e = entry;
     const pf_stack_t *st = key;
-    return e->n == st->n_native && memcmp(e->ips, st->native, (size_t)st->n_native * 8) == 0;
+    return e->n == st->n_native && pf_seq_same(&seqs, e->ips, st->native, st->n_native);
 }
 
-/* The IPs of an interned stack, wherever they are kept. */
-static inline const uint64_t *entry_native(const pf_stack_entry_t *e)
+/* 1 when an interned stack's IPs, wherever they are kept, are native[0..e->n_native). */
+static inline int entry_native_is(const pf_stack_entry_t *e, const uint64_t *native)
 {
     if (!e->native_id)
-        return e->words + e->n_py;
-    return ((const pf_native_entry_t *)pf_idtable_entry(&natives, e->native_id))->ips;
+        return pf_seq_same(&seqs, e->native, native, e->n_native);
+    return pf_seq_same(&seqs, ((const pf_native_entry_t *)pf_idtable_entry(&natives, e->native_id))->ips, native,
+                       e->n_native);
 }
 
 static uint64_t hash_stack(const pf_stack_t *st)
@@ -114,25 +114,7 @@ static int same_stack(const void *entry, const void *key)
     const pf_stack_entry_t *e = entry;
     const pf_stack_t *st = key;
     return e->n_py == st->n_py && e->n_native == st->n_native &&
-           memcmp(e->words, st->py, (size_t)st->n_py * 8) == 0 &&
-           memcmp(entry_native(e), st->native, (size_t)st->n_native * 8) == 0;
-}
-
-/* Room for `bytes` of stack words in the arena (caller holds the lock), or NULL when it is full. */
-static uint64_t *arena_take(uint32_t bytes)
-{
-    if (!n_blocks || block_used + bytes > PF_STACKS_BLOCK_BYTES) {
-        if (n_blocks == PF_STACKS_MAX_BLOCKS)
-            return NULL;
-        char *b = pf_sys_alloc_pages(PF_STACKS_BLOCK_BYTES);
-        if (!b)
-            return NULL;
-        blocks[n_blocks++] = b;
-        block_used = 0;
-    }
-    uint64_t *p = (uint64_t *)(blocks[n_blocks - 1] + block_used);
-    block_used += bytes;
-    return p;
+           pf_seq_same(&seqs, e->py, (const uint64_t *)st->py, st->n_py) && entry_native_is(e, st->native);
 }
 
 /* The STACK record of st under id; its native part by native_id when that is not 0. */
@@ -160,7 +142,7 @@ static int write_stack_record(pf_tls_t *t, const pf_stack_t *st, uint32_t id, ui
 }
 
 /* The id of st's native part, interned (its NATIVE_STACK record written, its modules noted) when new; 0
- * when it has none or cannot be interned. Caller holds table's lock, which also guards the arena. */
+ * when it has none or cannot be interned. Caller holds table's lock, which also guards seqs. */
 static uint32_t native_id_locked(pf_tls_t *t, const pf_stack_t *st)
 {
     if (!st->n_native)
@@ -170,9 +152,8 @@ static uint32_t native_id_locked(pf_tls_t *t, const pf_stack_t *st)
     if (id)
         return id;
     pf_idtable_lock(&natives);
-    uint32_t ip_bytes = (uint32_t)st->n_native * 8u;
-    uint64_t *ips = arena_take(ip_bytes);
-    pf_native_entry_t *e = ips ? pf_idtable_reserve(&natives, &id) : NULL;
+    uint32_t ip_bytes = (uint32_t)st->n_native * 8u, ips;
+    pf_native_entry_t *e = pf_seq_add(&seqs, st->native, st->n_native, &ips) == 0 ? pf_idtable_reserve(&natives, &id) : NULL;
     uint32_t bytes = (uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_native_stack_t)) + ip_bytes;
     char *rec = e ? pf_writer_reserve(t, bytes) : NULL;
     if (rec) {
@@ -183,14 +164,11 @@ static uint32_t native_id_locked(pf_tls_t *t, const pf_stack_t *st)
         memcpy(n + 1, st->native, ip_bytes);
         pf_writer_commit(t, rec, PF_REC_NATIVE_STACK, 0, bytes);
         pf_modules_note(t, st->native, st->n_native);  /* once a native part, not once a record */
-        memcpy(ips, st->native, ip_bytes);
         e->ips = ips;
         e->n = st->n_native;
         pf_idtable_publish(&natives, h, id);
     } else {
-        id = 0;
-        if (ips)
-            block_used -= ip_bytes;     /* nothing refers to it: give the room back */
+        id = 0;     /* segments added stay, for later sequences that share them */
     }
     pf_idtable_unlock(&natives);
     return id;
@@ -202,12 +180,14 @@ int pf_stacks_match(uint32_t id, const pf_pyframe_t *frames, uint16_t n_py, cons
     if (!id || id > pf_idtable_count(&table))
         return 0;
     const pf_stack_entry_t *e = pf_idtable_entry(&table, id);
-    if (!e->words || e->n_py != n_py || e->n_native != n_native ||
-        (n_native && memcmp(entry_native(e), native, (size_t)n_native * 8) != 0))
-        return 0;
+    if ((!e->n_py && !e->n_native) || e->n_py != n_py || e->n_native != n_native ||
+        (n_native && !entry_native_is(e, native)))
+        return 0;   /* (no stack is interned empty: such an entry was reserved and never filled) */
+    uint64_t words[PF_MAX_PY_FRAMES];
+    pf_seq_get(&seqs, e->py, words, n_py);
     for (uint16_t i = 0; i < n_py; i++) {
         pf_rec_pyframe_t f;
-        memcpy(&f, &e->words[i], sizeof f);
+        memcpy(&f, &words[i], sizeof f);
         if (f.lasti_bytes != frames[i].lasti_bytes || !pf_codes_same(f.code_id, frames[i].code))
             return 0;
         py[i] = f;
@@ -229,25 +209,21 @@ uint32_t pf_stacks_id(pf_tls_t *t, const pf_stack_t *st)
     pf_idtable_lock(&table);
     id = pf_idtable_find(&table, h, same_stack, st);   /* another thread may have added it meanwhile */
     if (!id) {
-        uint32_t native_id = native_id_locked(t, st);
-        uint32_t word_bytes = native_id ? (uint32_t)st->n_py * 8u : pf_stack_bytes(st);
-        uint64_t *words = arena_take(word_bytes);
-        pf_stack_entry_t *e = words ? pf_idtable_reserve(&table, &id) : NULL;
+        uint32_t native_id = native_id_locked(t, st), py = 0, native = 0;
+        int kept = pf_seq_add(&seqs, (const uint64_t *)st->py, st->n_py, &py) == 0 &&
+                   (native_id || pf_seq_add(&seqs, st->native, st->n_native, &native) == 0);
+        pf_stack_entry_t *e = kept ? pf_idtable_reserve(&table, &id) : NULL;
         if (e && write_stack_record(t, st, id, native_id) == 0) {
             if (!native_id)
                 pf_modules_note(t, st->native, st->n_native);  /* once a stack, not once a record */
-            memcpy(words, st->py, (size_t)st->n_py * 8);
-            if (!native_id)
-                memcpy(words + st->n_py, st->native, (size_t)st->n_native * 8);
-            e->words = words;
+            e->py = py;
+            e->native = native;
             e->n_py = st->n_py;
             e->n_native = st->n_native;
             e->native_id = native_id;
             pf_idtable_publish(&table, h, id);
         } else {
-            id = 0;
-            if (words)
-                block_used -= word_bytes;   /* the record was not written: give the room back */
+            id = 0;     /* the record was not written; segments added stay, for later stacks */
         }
     }
     pf_idtable_unlock(&table);
@@ -280,9 +256,7 @@ void pf_stacks_reset(void)
 {
     pf_idtable_reset(&table);
     pf_idtable_reset(&natives);
-    for (uint32_t i = 0; i < n_blocks; i++)
-        pf_sys_munmap(blocks[i], PF_STACKS_BLOCK_BYTES);
-    n_blocks = block_used = 0;
+    pf_seq_reset(&seqs);
 }
 
 void pf_stacks_fork_prepare(void)
