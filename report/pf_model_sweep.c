@@ -421,7 +421,7 @@ static inline __attribute__((always_inline)) void row_free(sweeper_t *S, pf_stat
         set_gpu_live(S, s, r->t, s->gpu_live - r->est);
 }
 
-/* Ends the life of the live object at address key k (its index in *slot, k's value slot in the live map)
+/* Ends the life of the live object at address key k (its index in slot->idx, k's slot in the live map)
  * at time t: it stops counting in its rows (unless the process was already finalizing: then it stays live
  * at exit; or ended is set: the process ended, and it stays what the process held at its exit). */
 void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, pf_live_slot_t *slot, uint64_t t, int ended)
