@@ -29,16 +29,7 @@ FAKE_TYPE(PyLong_Type);
 FAKE_TYPE(PyFloat_Type);
 FAKE_TYPE(PyType_Type);
 
-/* pf_objkind.c's memcpy is the recorder's (pf_rec_int.h): here, the C library's. */
-__attribute__((visibility("hidden"))) void *pf_rec_memcpy(void *dst, const void *src, size_t n);
-void *pf_rec_memcpy(void *dst, const void *src, size_t n)
-{
-    unsigned char *d = dst;
-    const unsigned char *s = src;
-    while (n--)
-        *d++ = *s++;
-    return dst;
-}
+#include "test_rec_memcpy.h"  /* the recorder's memcpy, here a plain loop */
 
 static void set_types(void)
 {

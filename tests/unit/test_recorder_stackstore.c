@@ -15,16 +15,7 @@
 #include "pf_idtable.h"
 #include "pf_seqstore.h"
 
-/* pf_seqstore.c's memcpy is the recorder's (pf_rec_int.h): here, a plain loop. */
-__attribute__((visibility("hidden"))) void *pf_rec_memcpy(void *dst, const void *src, size_t n);
-void *pf_rec_memcpy(void *dst, const void *src, size_t n)
-{
-    unsigned char *d = dst;
-    const unsigned char *s = src;
-    while (n--)
-        *d++ = *s++;
-    return dst;
-}
+#include "test_rec_memcpy.h"  /* the recorder's memcpy, here a plain loop */
 
 typedef struct { uint64_t key; } entry_t;
 
