@@ -49,6 +49,51 @@ static inline int pf_sys_munmap(void *addr, size_t len)
     return (int)syscall(SYS_munmap, addr, len);
 }
 
+#ifdef PF_MAP_LOG
+/* Build option PYFLOW_MAP_LOG (off in every shipped build; bench/rss_breakdown.py): every mapping pyflow
+ * makes for itself and every unmap is appended to /tmp/pyflow-maps.PID as "M|U address bytes file:line",
+ * so that its resident pages can be counted by structure from /proc/PID/pagemap. */
+static inline void *pf_sys_map_log(char op, void *p, size_t bytes, const char *file, int line)
+{
+    if (!p || p == MAP_FAILED)
+        return p;
+    char path[48] = "/tmp/pyflow-maps.", buf[256];
+    size_t n = 17, k = 0;
+    char digits[24];
+    long pid = syscall(SYS_getpid), nd = 0;
+    do digits[nd++] = (char)('0' + pid % 10); while ((pid /= 10));
+    while (nd)
+        path[n++] = digits[--nd];
+    path[n] = 0;
+    uint64_t v[2] = {(uint64_t)(uintptr_t)p, bytes};
+    buf[k++] = op;
+    for (int i = 0; i < 2; i++) {
+        buf[k++] = ' ';
+        for (int sh = 60; sh >= 0; sh -= 4)
+            buf[k++] = "0123456789abcdef"[(v[i] >> sh) & 15];
+    }
+    buf[k++] = ' ';
+    for (const char *f = file; *f && k < sizeof buf - 16; f++)
+        buf[k++] = *f;
+    buf[k++] = ':';
+    nd = 0;
+    do digits[nd++] = (char)('0' + line % 10); while ((line /= 10));
+    while (nd)
+        buf[k++] = digits[--nd];
+    buf[k++] = '\n';
+    long fd = syscall(SYS_open, path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+        syscall(SYS_write, fd, buf, k);
+        syscall(SYS_close, fd);
+    }
+    return p;
+}
+#define pf_sys_alloc_pages(b) pf_sys_map_log('M', (pf_sys_alloc_pages)(b), (b), __FILE__, __LINE__)
+#define pf_sys_alloc_huge(b) pf_sys_map_log('M', (pf_sys_alloc_huge)(b), (b), __FILE__, __LINE__)
+#define pf_sys_mmap(a, l, p, f, fd, o) pf_sys_map_log('M', (pf_sys_mmap)(a, l, p, f, fd, o), (l), __FILE__, __LINE__)
+#define pf_sys_munmap(a, l) ((pf_sys_map_log)('U', (void *)(a), (l), __FILE__, __LINE__), (pf_sys_munmap)(a, l))
+#endif
+
 /* Copies n bytes at p of this process into out without faulting where p is unmapped: 0, or -1 (errno
  * EFAULT: not all readable; another errno: the read was refused, e.g. by a seccomp filter).
  * Async-signal-safe. */

@@ -101,6 +101,8 @@ static void *arena_alloc(void *ctx, size_t size)
 
 static void arena_free(void *ctx, void *p, size_t size)
 {
+    /* its blocks are all freed, their dense entries cleared: the entries' pages need not stay resident */
+    pf_dense_release((uintptr_t)p, size);
     pf_guard_enter(&pf_tls);
     wrapped_arena.free(wrapped_arena.ctx, p, size);
     pf_guard_leave(&pf_tls);

@@ -6,6 +6,7 @@
 #include "pf_objdense.h"
 
 #include <errno.h>
+#include <sys/mman.h>
 
 #include "pf_sys.h"
 
@@ -86,6 +87,41 @@ void pf_dense_each_leaf(void (*fn)(uint64_t lo, uint64_t hi, void *arg), void *a
     for (uint64_t i = 0; d && i < PF_DENSE_DIR_ENTRIES; i++)
         if (__atomic_load_n(&d[i], __ATOMIC_ACQUIRE))
             fn(i << PF_DENSE_LEAF_SHIFT, (i + 1) << PF_DENSE_LEAF_SHIFT, arg);
+}
+
+/* The entries of a 16-byte-aligned span of address space are the same span >> 3: a page of entries covers
+ * PF_DENSE_PAGE_SPAN bytes of it. */
+#define PF_DENSE_PAGE_BYTES 4096ull
+#define PF_DENSE_PAGE_SPAN (PF_DENSE_PAGE_BYTES / sizeof(pf_dense_t) * 16)
+
+static int page_is_zero(const pf_dense_t *page)
+{
+    const uint64_t *w = (const uint64_t *)(const void *)page;
+    uint64_t any = 0;
+    for (size_t i = 0; i < PF_DENSE_PAGE_BYTES / sizeof *w; i++)
+        any |= __atomic_load_n(&w[i], __ATOMIC_RELAXED);
+    return any == 0;
+}
+
+uint32_t pf_dense_release(uint64_t addr, uint64_t bytes)
+{
+    pf_dense_t **d = __atomic_load_n(&dir, __ATOMIC_ACQUIRE);
+    uint64_t lo = (addr + PF_DENSE_PAGE_SPAN - 1) & ~(PF_DENSE_PAGE_SPAN - 1);
+    uint64_t hi = (addr + bytes) & ~(PF_DENSE_PAGE_SPAN - 1);
+    uint32_t dropped = 0;
+    for (uint64_t a = lo; d && a < hi && !(a >> 48); a += PF_DENSE_PAGE_SPAN) {
+        const pf_dense_t *leaf = __atomic_load_n(&d[a >> PF_DENSE_LEAF_SHIFT], __ATOMIC_ACQUIRE);
+        if (!leaf) {    /* no leaf: skip to the next one */
+            a = (((a >> PF_DENSE_LEAF_SHIFT) + 1) << PF_DENSE_LEAF_SHIFT) - PF_DENSE_PAGE_SPAN;
+            continue;
+        }
+        pf_dense_t *page = (pf_dense_t *)&leaf[(a >> 4) & (PF_DENSE_LEAF_ENTRIES - 1)];
+        /* mincore would tell an untouched page apart, at a system call a page: reading it costs a fault
+         * of the shared zero page at most, and dropping that is free */
+        if (page_is_zero(page) && madvise(page, PF_DENSE_PAGE_BYTES, MADV_DONTNEED) == 0)
+            dropped++;
+    }
+    return dropped;
 }
 
 uint32_t pf_dense_leaves(void)

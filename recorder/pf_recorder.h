@@ -195,6 +195,9 @@ static inline int pf_objdense_has(uintptr_t addr)
     return leaf && __atomic_load_n(&leaf[(addr >> 4) & (PF_DENSE_LEAF_ENTRIES - 1)], __ATOMIC_RELAXED) != 0;
 }
 
+/* Gives back the dense map's all-zero entry pages of a span the program is about to unmap (pf_objdense.h). */
+uint32_t pf_dense_release(uint64_t addr, uint64_t bytes) PF_HIDDEN;
+
 /* 1 when addr may be tracked (the caller must then ask pf_objtable_remove/lookup), 0 when it surely is not.
  * The filter counts the objects of the hashed slots; one in the dense map is its own entry, which costs
  * its insert and its removal no atomic filter update (under --exact, most of a program's objects). */
