@@ -370,8 +370,11 @@ static void thread_exiting(void *arg)
 
 /* Done with a chunk: its bytes are in the file, and it leaves this process's resident set, with the
  * thread's earlier filled chunks when they lie next to it, PF_DROP_BATCH bytes at a time (each madvise
- * flushes the TLB on every CPU the process ran on: 6% of an --exact run when each chunk went alone). */
-#define PF_DROP_BATCH (512u * 1024u)
+ * flushes the TLB on every CPU the process's threads run on: 6% of an --exact run when each chunk went
+ * alone, measured when a chunk's pages still faulted in one by one). What waits for the drop is resident
+ * at the program's peak: at 512 KiB that was 3% of a 16 MiB program's (bench/workloads/indexing.py); at
+ * 128 KiB the recording's CPU time stayed within the noise of 512 KiB's (2026-11-26, docs/overhead.md). */
+#define PF_DROP_BATCH (128u * 1024u)
 
 /* The thread's filled chunks not dropped yet leave the resident set. */
 static void drop_pending(pf_tls_t *t)
