@@ -103,25 +103,40 @@ static int page_is_zero(const pf_dense_t *page)
     return any == 0;
 }
 
+/* Gives back the run of n zero pages from page, in one call (each madvise flushes the TLB). */
+static uint32_t drop_run(pf_dense_t *page, uint32_t n)
+{
+    return n && madvise(page, n * PF_DENSE_PAGE_BYTES, MADV_DONTNEED) == 0 ? n : 0;
+}
+
 uint32_t pf_dense_release(uint64_t addr, uint64_t bytes)
 {
     pf_dense_t **d = __atomic_load_n(&dir, __ATOMIC_ACQUIRE);
     uint64_t lo = (addr + PF_DENSE_PAGE_SPAN - 1) & ~(PF_DENSE_PAGE_SPAN - 1);
     uint64_t hi = (addr + bytes) & ~(PF_DENSE_PAGE_SPAN - 1);
-    uint32_t dropped = 0;
+    uint32_t dropped = 0, run = 0;
+    pf_dense_t *run_start = NULL;
     for (uint64_t a = lo; d && a < hi && !(a >> 48); a += PF_DENSE_PAGE_SPAN) {
-        const pf_dense_t *leaf = __atomic_load_n(&d[a >> PF_DENSE_LEAF_SHIFT], __ATOMIC_ACQUIRE);
-        if (!leaf) {    /* no leaf: skip to the next one */
+        pf_dense_t *leaf = __atomic_load_n(&d[a >> PF_DENSE_LEAF_SHIFT], __ATOMIC_ACQUIRE);
+        pf_dense_t *page = leaf ? &leaf[(a >> 4) & (PF_DENSE_LEAF_ENTRIES - 1)] : NULL;
+        /* a run ends at a page that holds an entry, at a leaf's end (the next leaf lies elsewhere) */
+        if (run && (!page || page != run_start + run * (PF_DENSE_PAGE_BYTES / sizeof *page))) {
+            dropped += drop_run(run_start, run);
+            run = 0;
+        }
+        if (!page) {    /* no leaf: on to the next one */
             a = (((a >> PF_DENSE_LEAF_SHIFT) + 1) << PF_DENSE_LEAF_SHIFT) - PF_DENSE_PAGE_SPAN;
             continue;
         }
-        pf_dense_t *page = (pf_dense_t *)&leaf[(a >> 4) & (PF_DENSE_LEAF_ENTRIES - 1)];
-        /* mincore would tell an untouched page apart, at a system call a page: reading it costs a fault
-         * of the shared zero page at most, and dropping that is free */
-        if (page_is_zero(page) && madvise(page, PF_DENSE_PAGE_BYTES, MADV_DONTNEED) == 0)
-            dropped++;
+        /* reading a page never touched maps the shared zero page at most, which the drop unmaps again */
+        if (!page_is_zero(page)) {
+            dropped += drop_run(run_start, run);
+            run = 0;
+        } else if (!run++) {
+            run_start = page;
+        }
     }
-    return dropped;
+    return dropped + drop_run(run_start, run);
 }
 
 uint32_t pf_dense_leaves(void)
