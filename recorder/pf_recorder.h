@@ -169,16 +169,13 @@ static inline uint64_t pf_objtable_hash(uintptr_t addr)
     return (uint64_t)addr * 0x9E3779B97F4A7C15ull;
 }
 
-/* The filter bucket of an address: 64-byte granules in 64 MiB windows; each window starts at a scrambled,
- * cache-line aligned offset, so regions that are 64 MiB multiples apart (glibc's thread arenas are 64 MiB
- * aligned) do not share buckets. The objects it counts are the hashed ones (under --exact: those the dense
- * map does not take, 512 bytes and more), so a granule of 64 bytes tells them apart as well as one of 16
- * did, and a page of the filter covers 256 KiB of the heap: the filter's resident pages, a page per 64 KiB
- * of heap those objects were spread over, were 0.6 to 1 MiB of every run. */
+/* The filter bucket of an address: 16-byte granules (malloc's alignment) in 16 MiB windows; each window
+ * starts at a scrambled, cache-line aligned offset, so regions that are 16 MiB multiples apart (glibc's
+ * thread arenas are 64 MiB aligned) do not share buckets. */
 static inline uint32_t pf_objtable_bucket(uintptr_t addr)
 {
-    uint64_t window = (uint64_t)(addr >> 26) * 0x9E3779B97F4A7C15ull;
-    return (uint32_t)((addr >> 6) + (window >> 20)) & ((1u << PF_OBJTABLE_FILTER_BITS) - 1);
+    uint64_t window = (uint64_t)(addr >> 24) * 0x9E3779B97F4A7C15ull;
+    return (uint32_t)((addr >> 4) + (window >> 20)) & ((1u << PF_OBJTABLE_FILTER_BITS) - 1);
 }
 
 /* The dense map of small Python objects (--exact; recorder/internal/pf_objdense.h): a 16-bit entry per
