@@ -2,11 +2,12 @@
 """Where pyflow's resident memory goes at the profiled program's peak, by structure.
 
 Needs a build configured with -DPYFLOW_MAP_LOG=ON: its runtime appends every mapping it makes for itself
-(and every unmap) to /tmp/pyflow-maps.PID with the source line that made it. This script runs one
+(and every unmap) to /tmp/pyflow-maps.PID with the source file and function that made it. This script runs one
 `pyflow run --no-report` of a program, samples the Python process's RSS every few milliseconds and, each
 time it reaches a new high, counts the resident pages of every live runtime mapping from
-/proc/PID/pagemap and reads /proc/PID/smaps for pyflow's own files (libpyflow.so and its .bss, libZydis).
-It prints the breakdown at the highest sample and the run's ru_maxrss.
+/proc/PID/pagemap (leaving out the kernel's shared zero page, which a read of a never-written page maps
+and RSS does not count) and reads /proc/PID/smaps for pyflow's own files (libpyflow.so and its .bss,
+libZydis). It prints the breakdown at the highest sample taken and the highest RSS seen.
 
     bench/rss_breakdown.py --pyflow MAPLOG_BUILD/bin/pyflow [--python /usr/bin/python3] [MODE FLAGS...] -- PROGRAM
     e.g. bench/rss_breakdown.py --pyflow /tmp/maplog/bin/pyflow --exact --native -- bench/workloads/churn.py
@@ -25,15 +26,15 @@ import time
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
-# The structure a mapping belongs to, by the source file and line that made it (longest match first).
+# The structure a mapping belongs to, by the source file and function that made it (first match).
 LABELS = [
     ("pf_objdense.c", "object table: dense map (directory and leaves)"),
-    ("pf_objtable.c:140", "object table: filter"),
+    ("pf_objtable.c:pf_objtable_init", "object table: filter"),
     ("pf_objtable.c", "object table: hashed slots and pools"),
     ("pf_writer.c", "profile: writer's mapped chunks"),
-    ("pf_seqstore.c:46", "stack store: index"),
+    ("pf_seqstore.c:grow_slots", "stack store: index"),
     ("pf_seqstore.c", "stack store: segments"),
-    ("pf_idtable.c:32", "id tables: slot arrays"),
+    ("pf_idtable.c:grow", "id tables: slot arrays"),
     ("pf_idtable.c", "id tables: entries"),
     ("pf_cfi.c", "native walk: CFI table"),
     ("pf_aggregate", "aggregate tables"),
@@ -136,9 +137,9 @@ def smaps_files(pid):
 
 
 def snapshot(pid):
-    parts = {}
+    parts, maps = {}, live_maps(pid)
     with open(f"/proc/{pid}/pagemap", "rb") as pm:
-        for addr, (size, where) in live_maps(pid).items():
+        for addr, (size, where) in maps.items():
             try:
                 parts[label_of(where)] = parts.get(label_of(where), 0) + resident(pm, addr, size)
             except OSError:
@@ -146,7 +147,7 @@ def snapshot(pid):
     parts.update(smaps_files(pid))
     with open(f"/proc/{pid}/smaps_rollup") as f:
         roll = {l.split(":")[0]: int(l.split()[1]) * 1024 for l in f if l.split(":")[0] in ("Rss", "Anonymous")}
-    return roll, parts
+    return roll, parts, bool(maps)
 
 
 def main():
@@ -182,7 +183,9 @@ def main():
             time.sleep(a.every)
     if not best:
         sys.exit("no sample of the Python process (is the build configured with -DPYFLOW_MAP_LOG=ON?)")
-    roll, parts = best
+    roll, parts, logged = best
+    if not logged:
+        print("no mapping of the runtime logged at the peak: is the build configured with -DPYFLOW_MAP_LOG=ON?")
     mib = 1 << 20
     print(f"peak sample: Rss {roll['Rss'] / mib:.1f} MiB (anonymous {roll['Anonymous'] / mib:.1f}); "
           f"highest RSS seen {best_rss / mib:.1f} MiB")

@@ -51,9 +51,9 @@ static inline int pf_sys_munmap(void *addr, size_t len)
 
 #ifdef PF_MAP_LOG
 /* Build option PYFLOW_MAP_LOG (off in every shipped build; bench/rss_breakdown.py): every mapping pyflow
- * makes for itself and every unmap is appended to /tmp/pyflow-maps.PID as "M|U address bytes file:line",
+ * makes for itself and every unmap is appended to /tmp/pyflow-maps.PID as "M|U address bytes file:function",
  * so that its resident pages can be counted by structure from /proc/PID/pagemap. */
-static inline void *pf_sys_map_log(char op, void *p, size_t bytes, const char *file, int line)
+static inline void *pf_sys_map_log(char op, void *p, size_t bytes, const char *file, const char *func)
 {
     if (!p || p == MAP_FAILED)
         return p;
@@ -76,10 +76,8 @@ static inline void *pf_sys_map_log(char op, void *p, size_t bytes, const char *f
     for (const char *f = file; *f && k < sizeof buf - 16; f++)
         buf[k++] = *f;
     buf[k++] = ':';
-    nd = 0;
-    do digits[nd++] = (char)('0' + line % 10); while ((line /= 10));
-    while (nd)
-        buf[k++] = digits[--nd];
+    for (const char *f = func; *f && k < sizeof buf - 2; f++)
+        buf[k++] = *f;
     buf[k++] = '\n';
     long fd = syscall(SYS_open, path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (fd >= 0) {
@@ -88,10 +86,10 @@ static inline void *pf_sys_map_log(char op, void *p, size_t bytes, const char *f
     }
     return p;
 }
-#define pf_sys_alloc_pages(b) pf_sys_map_log('M', (pf_sys_alloc_pages)(b), (b), __FILE__, __LINE__)
-#define pf_sys_alloc_huge(b) pf_sys_map_log('M', (pf_sys_alloc_huge)(b), (b), __FILE__, __LINE__)
-#define pf_sys_mmap(a, l, p, f, fd, o) pf_sys_map_log('M', (pf_sys_mmap)(a, l, p, f, fd, o), (l), __FILE__, __LINE__)
-#define pf_sys_munmap(a, l) ((pf_sys_map_log)('U', (void *)(a), (l), __FILE__, __LINE__), (pf_sys_munmap)(a, l))
+#define pf_sys_alloc_pages(b) pf_sys_map_log('M', (pf_sys_alloc_pages)(b), (b), __FILE__, __func__)
+#define pf_sys_alloc_huge(b) pf_sys_map_log('M', (pf_sys_alloc_huge)(b), (b), __FILE__, __func__)
+#define pf_sys_mmap(a, l, p, f, fd, o) pf_sys_map_log('M', (pf_sys_mmap)(a, l, p, f, fd, o), (l), __FILE__, __func__)
+#define pf_sys_munmap(a, l) ((pf_sys_map_log)('U', (void *)(a), (l), __FILE__, __func__), (pf_sys_munmap)(a, l))
 #endif
 
 /* Copies n bytes at p of this process into out without faulting where p is unmapped: 0, or -1 (errno
