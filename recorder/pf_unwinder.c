@@ -263,6 +263,14 @@ static void memo_tag(walk_memos_t *all, const walk_memo_t *M)
     }
 }
 
+/* 1 when M's walk began with the frame a walk from (sp, ip, bp) begins with (its tag says the same: the
+ * tag only spares the walks of other ways a look at their memos, and the memo has the last word). */
+static inline int memo_starts_at(const walk_memo_t *M, uint64_t sp, uint64_t ip, uint64_t bp)
+{
+    const walk_frame_t *f0 = &M->f[M->first];
+    return M->first != WALK_FRAMES && f0->sp == sp && f0->ip == ip && (!f0->bp_needed || f0->bp == bp);
+}
+
 /* 1 when a walk from (sp, ip, bp) may be g's: the same first frame, and the word g's walk read its first
  * IP of the program's from still holds it (a way whose every word holds passes). lo: the walk's sp. */
 static inline int tag_may_hold(const walk_tag_t *g, uint64_t sp, uint64_t ip, uint64_t bp, uint64_t lo)
@@ -323,9 +331,10 @@ __attribute__((noinline)) static int fast_walk(const pf_tls_t *t, uint64_t *out,
     walk_memo_t *M = NULL;
     int held = -2;     /* M's memo_changed_at from its first frame; -2: not computed */
     for (int w = 0; !M && w < MEMO_WAYS; w++) {
-        /* a way that holds passes its tag: only those are checked word by word, first */
+        /* a way that holds passes its tag: only those are checked, first frame and words */
         walk_memo_t *C = &all->way[set][w];
-        if (tag_may_hold(&tags[w], sp, ip, bp, lo) && memo_changed_at(C, C->first, lo) < 0) {
+        if (tag_may_hold(&tags[w], sp, ip, bp, lo) && memo_starts_at(C, sp, ip, bp) &&
+            memo_changed_at(C, C->first, lo) < 0) {
             M = C;
             held = -1;
         }
@@ -334,8 +343,7 @@ __attribute__((noinline)) static int fast_walk(const pf_tls_t *t, uint64_t *out,
     if (!M) {
         for (int w = 0; w < MEMO_WAYS; w++) {
             walk_memo_t *C = &all->way[set][w];
-            const walk_tag_t *g = &tags[w];
-            if (g->sp != sp || g->ip != ip || (g->bp_needed && g->bp != bp))
+            if (!memo_starts_at(C, sp, ip, bp))
                 continue;
             int c = memo_changed_at(C, C->first, lo);
             if (!M || c > held) {
