@@ -20,6 +20,7 @@
 #include "pf_objtable.h"
 #include "pf_labels.h"
 #include "pf_rec_int.h"
+#include "pf_recent_stacks.h"
 #include "pf_record_packed.h"
 #include "pf_stacks.h"
 #include "pf_sys.h"
@@ -27,8 +28,6 @@
 #include "pf_unwinder.h"
 #include "pf_watch_glue.h"
 #include "pf_writer.h"
-
-static void last_forget(void);
 
 static int finalizing_marked;
 static uint32_t marked_gen;
@@ -92,7 +91,7 @@ static void thread_start(pf_tls_t *t)
 void pf_record_thread_reset(pf_tls_t *t)
 {
     memset(t->stack_cache, 0, sizeof t->stack_cache);  /* a fork child's stack ids start again */
-    last_forget();
+    pf_recent_forget();
     pf_packed_forget(t);
     t->chunk_pos = t->chunk_end = NULL;
     t->chunk_gen = 0;
@@ -206,101 +205,16 @@ static void cache_file(pf_tls_t *t, const pf_stack_t *st, uint32_t id)
     set[0] = (pf_stack_cache_slot_t){.key = st->cache_key, .id = id, .flags = st->flags};
 }
 
-/* The thread's last stack. Most allocations come from the line the one before came from, so before the
- * hash, the cache and the frame-by-frame check against the interned stack, a raw capture is compared with
- * the last one whose id is known: the same frames (code object and instruction offset, innermost first,
- * the whole chain, so a line changed anywhere, another caller or a generator resumed elsewhere is a
- * miss), the same native IPs and flags, and each code object still the one its code id was given to (its
- * identity fields, pf_pyframes.h, read where identify() reads them: a code object freed and another made
- * at its address between two allocations). A hit then has the last stack's id and code ids, as the cache's
- * check would have found. Stacks of more than PF_LAST_MAX_PY Python frames, and those with a frame that has
- * no code id, skip it. */
-#define PF_LAST_MAX_PY 32u
-
-typedef struct pf_last_frame {
-    const void *code;
-    uint32_t lasti_bytes;
-    uint32_t code_id;
-    const void *identity[3];
-} pf_last_frame_t;
-
-static __thread struct {
-    uint32_t id;                    /* the stack's id; 0: none known (no hit possible) */
-    uint16_t n_py, n_native;
-    uint8_t flags;
-    const pf_stack_t *pending;      /* the capture whose id is still to be found (pf_record_stack_id), or NULL */
-    uint64_t key;                   /* its cache key */
-    pf_last_frame_t py[PF_LAST_MAX_PY];
-    uint64_t native[PF_MAX_NATIVE_FRAMES];
-} last __attribute__((tls_model("initial-exec")));
-
-static void last_forget(void)
-{
-    last.id = 0;
-    last.pending = NULL;
-}
-
-static int last_is(const pf_stack_t *st, const pf_pyframe_t *frames, int n_py)
-{
-    if (!last.id || last.n_py != n_py || last.n_native != st->n_native || last.flags != st->flags)
-        return 0;
-    for (int i = 0; i < n_py; i++)
-        if (frames[i].code != last.py[i].code || frames[i].lasti_bytes != last.py[i].lasti_bytes)
-            return 0;
-    for (int i = 0; i < n_py; i++)
-        for (int k = 0; k < 3; k++)
-            if (pf_code_identity(frames[i].code, k) != last.py[i].identity[k])
-                return 0;
-    return !st->n_native || memcmp(st->native, last.native, (size_t)st->n_native * 8) == 0;
-}
-
-/* st (its code ids set, its id if known) and the raw frames it came from become the last stack. */
-static void last_remember(const pf_stack_t *st, const pf_pyframe_t *frames, int n_py)
-{
-    last_forget();
-    if ((unsigned)n_py > PF_LAST_MAX_PY)
-        return;
-    for (int i = 0; i < n_py; i++) {
-        if (!st->py[i].code_id)
-            return;     /* looked up again each time, as the cache's check would */
-        pf_last_frame_t *f = &last.py[i];
-        f->code = frames[i].code;
-        f->lasti_bytes = frames[i].lasti_bytes;
-        f->code_id = st->py[i].code_id;
-        for (int k = 0; k < 3; k++)
-            f->identity[k] = pf_code_identity(frames[i].code, k);
-    }
-    last.n_py = (uint16_t)n_py;
-    last.n_native = st->n_native;
-    last.flags = st->flags;
-    last.key = st->cache_key;
-    memcpy(last.native, st->native, (size_t)st->n_native * 8);
-    last.id = st->id;
-    last.pending = st->id ? NULL : st;
-}
-
-/* st, the last capture, was given id. */
-static inline void last_resolved(const pf_stack_t *st, uint32_t id)
-{
-    if (last.pending == st && last.key == st->cache_key) {
-        last.id = id;
-        last.pending = NULL;
-    }
-}
-
-/* Fills st from a raw capture: the last stack's id and code ids when it is the same stack, else the cached
- * id and its frames when the cache guessed right, else the code id of every frame. */
+/* Fills st from a raw capture: the id and code ids of a recent stack of the thread's when it is one of them
+ * (pf_recent_stacks.h), else the cached id and its frames when the cache guessed right, else the code id of
+ * every frame. */
 static void stack_from_raw(pf_tls_t *t, pf_stack_t *st, const pf_pyframe_t *frames, int n_py)
 {
     st->n_py = (uint16_t)n_py;
     st->hash = 0;
-    if (last_is(st, frames, n_py)) {
-        st->id = last.id;
-        st->cache_key = last.key;
-        for (int i = 0; i < n_py; i++)
-            st->py[i] = (pf_rec_pyframe_t){.code_id = last.py[i].code_id, .lasti_bytes = last.py[i].lasti_bytes};
+    uint64_t recent_key = pf_recent_key(st, frames, n_py);
+    if (pf_recent_find(recent_key, st, frames, n_py))
         return;
-    }
     st->cache_key = raw_key(frames, n_py, st->native, st->n_native, st->flags);
     const pf_stack_cache_slot_t *c = cache_find(t, st->cache_key);
     st->id = 0;
@@ -314,7 +228,7 @@ static void stack_from_raw(pf_tls_t *t, pf_stack_t *st, const pf_pyframe_t *fram
             st->py[i].lasti_bytes = frames[i].lasti_bytes;
         }
     }
-    last_remember(st, frames, n_py);
+    pf_recent_file(recent_key, st, frames, n_py);
 }
 
 /* The raw Python frames of this thread into frames; sets st->flags. Returns their number. */
@@ -359,7 +273,7 @@ static void check_fast_walk(pf_tls_t *t, pf_stack_t *st, const pf_pyframe_t *fra
     uint32_t known = pf_stacks_known(st);
     if (known) {
         st->id = known;
-        last_resolved(st, known);
+        pf_recent_resolved(st, known);
         cache_file(t, st, known);
         return;
     }
@@ -400,7 +314,7 @@ uint32_t pf_record_stack_id(pf_tls_t *t, const pf_stack_t *st)
     uint32_t sid = pf_stacks_id(t, st);
     if (sid) {
         cache_file(t, st, sid);
-        last_resolved(st, sid);
+        pf_recent_resolved(st, sid);
     } else if (st->n_native)
         pf_modules_note(t, st->native, st->n_native);   /* inline: the record needs them (else noted once) */
     return sid;

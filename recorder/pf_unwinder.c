@@ -155,8 +155,22 @@ typedef struct walk_memo {
  * TLS, which a small thread stack must also hold) and unmapped as it ends. */
 #define MEMO_SETS 8
 #define MEMO_WAYS 4
+
+/* What a walk checks of each way of its set before the way's words, side by side (one or two cache lines
+ * a set, not a line or two of each way's 7 KiB): the way's first frame's registers, and the word the step
+ * to its first IP of the program's read (below it, pyflow's own frames: a loop's allocations from a few
+ * C call sites in turn start alike and differ there first). sp 0: no walk kept. */
+typedef struct walk_tag {
+    uint64_t sp, ip;
+    uint64_t bp;            /* checked where the way's first frame has bp_needed */
+    uint64_t key_slot;      /* 0: no such word (no IP of the program's in the walk) */
+    uint64_t key_held;
+    uint8_t bp_needed;
+} walk_tag_t;
+
 typedef struct walk_memos {
     walk_memo_t way[MEMO_SETS][MEMO_WAYS];
+    walk_tag_t tag[MEMO_SETS][MEMO_WAYS];
     uint8_t victim[MEMO_SETS];  /* the way the next walk that is none of the set's replaces */
 } walk_memos_t;
 
@@ -227,6 +241,56 @@ static int memo_changed_at(const walk_memo_t *M, int j, uint64_t lo)
     return -1;
 }
 
+/* M's tag (above), from its frames as they are now. */
+static void memo_tag(walk_memos_t *all, const walk_memo_t *M)
+{
+    size_t at = (size_t)(M - &all->way[0][0]);
+    walk_tag_t *g = &all->tag[at / MEMO_WAYS][at % MEMO_WAYS];
+    *g = (walk_tag_t){0};
+    if (M->first == WALK_FRAMES)
+        return;
+    const walk_frame_t *f = &M->f[M->first];
+    g->sp = f->sp;
+    g->ip = f->ip;
+    g->bp = f->bp;
+    g->bp_needed = f->bp_needed;
+    for (int i = M->first; i + 1 < WALK_FRAMES && M->f[i].ra_slot; i++) {
+        if (M->f[i + 1].emits) {
+            g->key_slot = M->f[i].ra_slot;
+            g->key_held = M->f[i + 1].ip + 1;
+            break;
+        }
+    }
+}
+
+/* 1 when M's walk began with the frame a walk from (sp, ip, bp) begins with (its tag says the same: the
+ * tag only spares the walks of other ways a look at their memos, and the memo has the last word). */
+static inline int memo_starts_at(const walk_memo_t *M, uint64_t sp, uint64_t ip, uint64_t bp)
+{
+    const walk_frame_t *f0 = &M->f[M->first];
+    return M->first != WALK_FRAMES && f0->sp == sp && f0->ip == ip && (!f0->bp_needed || f0->bp == bp);
+}
+
+/* 1 when a walk from (sp, ip, bp) may be g's: the same first frame, and the word g's walk read its first
+ * IP of the program's from still holds it (a way whose every word holds passes). lo: the walk's sp. */
+static inline int tag_may_hold(const walk_tag_t *g, uint64_t sp, uint64_t ip, uint64_t bp, uint64_t lo)
+{
+    if (g->sp != sp || g->ip != ip || (g->bp_needed && g->bp != bp))
+        return 0;
+    return !g->key_slot || (g->key_slot >= lo && *(const uint64_t *)(uintptr_t)g->key_slot == g->key_held);
+}
+
+/* The n IPs at src into dst: constant-size copies the compiler inlines (a call to memcpy for the dozen IPs
+ * of a walk that holds was a tenth of the walk's time). */
+static inline void copy_ips(uint64_t *dst, const uint64_t *src, int n)
+{
+    int i = 0;
+    for (; i + 4 <= n; i += 4)
+        __builtin_memcpy(dst + i, src + i, 32);
+    for (; i < n; i++)
+        dst[i] = src[i];
+}
+
 /* bp_needed and emits_after of frames [from, to), from the frame at `to` (none when to == WALK_FRAMES). */
 static void finish_frames(walk_frame_t *f, int from, int to)
 {
@@ -255,26 +319,38 @@ __attribute__((noinline)) static int fast_walk(const pf_tls_t *t, uint64_t *out,
     walk_memos_t *all = thread_memos();
     if (!all)
         return -1;
-    if (PF_UNLIKELY(pf_cfi_renewed()))  /* code was unloaded: remembered frames may name its addresses */
+    if (PF_UNLIKELY(pf_cfi_renewed())) { /* code was unloaded: remembered frames may name its addresses */
         for (int i = 0; i < MEMO_SETS; i++)
             for (int w = 0; w < MEMO_WAYS; w++)
                 all->way[i][w].first = WALK_FRAMES;
-    /* the way whose walk from this very frame still holds, or holds longest */
+        memset(all->tag, 0, sizeof all->tag);
+    }
+    /* the way whose walk from this very frame still holds (the first such), or holds longest */
     size_t set = (size_t)((sp * 0x9E3779B97F4A7C15ull) >> 61);
+    const walk_tag_t *tags = all->tag[set];
     walk_memo_t *M = NULL;
     int held = -2;     /* M's memo_changed_at from its first frame; -2: not computed */
-    for (int w = 0; w < MEMO_WAYS; w++) {
+    for (int w = 0; !M && w < MEMO_WAYS; w++) {
+        /* a way that holds passes its tag: only those are checked, first frame and words */
         walk_memo_t *C = &all->way[set][w];
-        const walk_frame_t *f0 = &C->f[C->first];
-        if (C->first == WALK_FRAMES || f0->sp != sp || f0->ip != ip || (f0->bp_needed && f0->bp != bp))
-            continue;
-        int c = memo_changed_at(C, C->first, lo);
-        if (!M || c < 0 || (held >= 0 && c > held)) {
+        if (tag_may_hold(&tags[w], sp, ip, bp, lo) && memo_starts_at(C, sp, ip, bp) &&
+            memo_changed_at(C, C->first, lo) < 0) {
             M = C;
-            held = c;
+            held = -1;
         }
-        if (c < 0)
-            break;
+    }
+    /* none holds: the one that holds longest (the first such), from which the walk takes what it can */
+    if (!M) {
+        for (int w = 0; w < MEMO_WAYS; w++) {
+            walk_memo_t *C = &all->way[set][w];
+            if (!memo_starts_at(C, sp, ip, bp))
+                continue;
+            int c = memo_changed_at(C, C->first, lo);
+            if (!M || c > held) {
+                M = C;
+                held = c;
+            }
+        }
     }
     /* where this walk is remembered: M itself, unless M's stack is another one that starts alike */
     walk_memo_t *dst = M;
@@ -302,7 +378,7 @@ __attribute__((noinline)) static int fast_walk(const pf_tls_t *t, uint64_t *out,
             } else if ((changed = (m == M->first && held != -2) ? held : memo_changed_at(M, m, lo)) < 0) {
                 int take = M->ip_from[WALK_FRAMES] - M->ip_from[m];
                 take = take < max - n ? take : max - n;
-                memcpy(out + n, &M->ips[M->ip_from[m]], (size_t)take * sizeof *out);
+                copy_ips(out + n, &M->ips[M->ip_from[m]], take);
                 n += take;
                 if (nf) {
                     if (dst != M) {
@@ -314,8 +390,10 @@ __attribute__((noinline)) static int fast_walk(const pf_tls_t *t, uint64_t *out,
                     finish_frames(dst->f, m - nf, m);
                     dst->first = m - nf;
                     memo_words(dst);
-                } else {
+                    memo_tag(all, dst);
+                } else if (M->first != m) {
                     M->first = m;
+                    memo_tag(all, M);
                 }
                 return n;
             } else {
@@ -390,6 +468,7 @@ __attribute__((noinline)) static int fast_walk(const pf_tls_t *t, uint64_t *out,
     dst->truncated = n == max;
     dst->last_ra = last_ra;
     memo_words(dst);
+    memo_tag(all, dst);
     return n;
 #endif
 }

@@ -1,7 +1,7 @@
-"""Integration cases: the recorder's fast path for a stack that repeats the thread's last one
-(recorder/pf_record.c). A capture equal to the last one (every frame's code object and instruction offset,
-the code objects still the same objects, the same native IPs) takes the last one's stack id without the
-hash, the cache and the check against the interned stack. Each case makes consecutive allocations whose
+"""Integration cases: the recorder's fast path for a stack that repeats one of the thread's recent ones
+(recorder/pf_recent_stacks.c). A capture equal to one of them (every frame's code object and instruction
+offset, the code objects still the same objects, the same native IPs) takes its stack id without the hash,
+the cache and the check against the interned stack. Each case makes consecutive allocations whose
 stacks differ from the one before in one place only, and checks that each is charged to its own stack."""
 from .common import marked_lines, once, per_version, prog, row
 
@@ -73,3 +73,109 @@ def case_code_object_at_reused_address(c):
         if r["file"].endswith("_file.py"):
             files[r["file"]] = files.get(r["file"], 0) + r["alloc_count"]
     assert files.get("first_file.py") == rounds and files.get("second_file.py") == rounds, files
+
+
+# --- Under --native: the thread's recent stacks (recorder/pf_recent_stacks.c) and last native walks
+# (recorder/pf_unwinder.c) reused only for the very same stack. Each case makes allocations in turn that
+# differ deep inside their stacks only, each way with a size of its own (native_repeats.SIZES), and reads
+# the profile's stacks straight from the format (bench/stack_sequence.py): no two ways may share a stack,
+# and each way has its allocations.
+
+NATIVE_ROUNDS = 4000
+
+
+def _native_ways(c, mode, sizes, rounds, child=False):
+    """{size: {stack: count}} of the allocations of each size (a bytearray's size + 1) of a run of
+    native_repeats.py `mode` under --exact --native (child: in the profile of the process it forked)."""
+    import glob
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "bench"))
+    from stack_sequence import allocations
+    from .common import run
+    pfl = os.path.join(c.tmp, f"native_{mode}.pflow")
+    cp = run([c.pyflow, "run", "--python", c.python, "--exact", "--native", "--no-report", "-o", pfl,
+              prog("native_repeats.py"), mode, str(rounds)])
+    assert cp.returncode == 0 and cp.stdout == "done\n", cp.stderr[-2000:]
+    assert "disagreed" not in cp.stderr, cp.stderr[-2000:]
+    if child:
+        (pfl,) = glob.glob(glob.escape(pfl) + ".*")
+    ways = {size: {} for size in sizes}
+    for (stack, size, _domain, _flags), n in allocations(pfl).items():
+        if size - 1 in ways:
+            ways[size - 1][stack] = ways[size - 1].get(stack, 0) + n
+    return ways
+
+
+def _assert_ways_apart(ways, expected, apart):
+    """Each size has its expected count (a stray one allowed), and the sizes in each group of `apart` share
+    no stack with those of another group."""
+    for size, stacks in ways.items():
+        got = sum(stacks.values())
+        assert expected[size] <= got <= expected[size] + 2, (size, got, expected[size])
+    for i, group in enumerate(apart):
+        mine = set().union(*(ways[s] for s in group))
+        for other in apart[i + 1:]:
+            theirs = set().union(*(ways[s] for s in other))
+            shared = mine & theirs
+            assert not shared, f"sizes {group} and {other} share {len(shared)} stacks: {sorted(shared)[:1]}"
+
+
+@per_version
+def case_native_same_line_two_chains(c):
+    """One line drives make() through list() and through deque() in turn: the same Python frames, the same
+    innermost native frames (and as many native frames on 3.11), the constructors' frames apart. No stack of
+    list's allocations is deque's."""
+    sizes = (5000, 5100)
+    ways = _native_ways(c, "chains", sizes, NATIVE_ROUNDS)
+    _assert_ways_apart(ways, {s: NATIVE_ROUNDS // 2 for s in sizes}, ((5000,), (5100,)))
+
+
+@per_version
+def case_native_third_frame_differs(c):
+    """make() under inner() under two lines of one caller in turn: stacks alike in their two innermost Python
+    frames, in their code objects and (3.11 on) in every native frame. The two lines' stacks stay apart."""
+    sizes = (5500, 5600)
+    ways = _native_ways(c, "callers", sizes, NATIVE_ROUNDS)
+    _assert_ways_apart(ways, {s: NATIVE_ROUNDS // 2 for s in sizes}, ((5500,), (5600,)))
+
+
+@per_version
+def case_native_depth_changes(c):
+    """A leaf line reached 3 and 4 levels deep in turn, each level through map(): the stacks of the two
+    depths stay apart."""
+    sizes = (6000, 6100)
+    ways = _native_ways(c, "depth", sizes, NATIVE_ROUNDS)
+    _assert_ways_apart(ways, {s: NATIVE_ROUNDS // 2 for s in sizes}, ((6000,), (6100,)))
+
+
+@per_version
+def case_native_ctypes_callback(c):
+    """One line calls a ctypes callback that allocates, through libc's qsort and directly in turn: the same
+    Python frames, the native ones with and without qsort's. The two ways share no stack."""
+    from .common import Skip, run
+    if run([c.python, "-c", "import ctypes"]).returncode != 0:
+        raise Skip(f"{c.python} has no ctypes")
+    sizes = (7000, 7100)
+    ways = _native_ways(c, "callback", sizes, NATIVE_ROUNDS)
+    _assert_ways_apart(ways, {s: NATIVE_ROUNDS // 2 for s in sizes}, ((7000,), (7100,)))
+
+
+@per_version
+def case_native_threads_apart(c):
+    """Three threads allocate on one line at once (each its own size): the main thread's stacks are never a
+    worker's, and every allocation is there."""
+    sizes = (8000, 8100, 8200)
+    rounds = NATIVE_ROUNDS // 2
+    ways = _native_ways(c, "threads", sizes, rounds)
+    _assert_ways_apart(ways, {s: rounds for s in sizes}, ((8000,), (8100, 8200)))
+
+
+@per_version
+def case_native_fork_child_stacks(c):
+    """A loop's stack before a fork and again in the child, whose file starts its stack ids again: every
+    allocation of the child's is charged to that loop's line, none to a stack id of the parent's file."""
+    rounds = NATIVE_ROUNDS // 2
+    ways = _native_ways(c, "fork", (9100,), rounds, child=True)
+    got = {stack[0][0][0][1]: n for stack, n in ways[9100].items()}     # innermost Python frame's function
+    assert got == {"fill": rounds}, got
