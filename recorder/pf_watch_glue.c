@@ -48,6 +48,9 @@ _Static_assert(offsetof(pf_watch_pyframe_t, lasti_bytes) == offsetof(pf_pyframe_
 
 static int watch_on;
 static pthread_key_t watch_key;
+/* 1 once this thread asked for a copy watch: only such a thread has copy watches to expire (a copy's
+ * watches are the calling thread's own, pf_watch.h), and the others skip the call on every event. */
+static __thread int copies_watched __attribute__((tls_model("initial-exec")));
 static const void *type_type;       /* &PyType_Type: object headers point at types */
 
 /* ---- callbacks from signal handlers (async-signal-safe) ---- */
@@ -345,13 +348,16 @@ void pf_watch_glue_slow(pf_tls_t *t)
         pf_watch_sink_t sink = sink_of(t);
         pf_watch_drain(&sink);
     }
-    pf_watch_copies_expire();
+    if (copies_watched)
+        pf_watch_copies_expire();
 }
 
 void pf_watch_glue_copy(uint64_t copy_id, const void *dst, const void *src, size_t n)
 {
-    if (watch_on)
+    if (watch_on) {
+        copies_watched = 1;
         pf_watch_copy(copy_id, dst, src, n);
+    }
 }
 
 void pf_watch_glue_fork_child(pf_tls_t *t)
