@@ -620,7 +620,8 @@ static pf_objwide_t *found_widen(pf_stripe_t *s, pf_found_t *f)
             *f = (pf_found_t){f->addr, NULL, -1, 0};
             return NULL;
         }
-        stripe_put(s, w, 0);   /* the address has no hashed slot: dense_put dropped any */
+        if (stripe_put(s, w, f->addr) >= 0)
+            filter_dec(f->addr);   /* it took a stale slot's place (see the top of this file): counted once */
         *f = (pf_found_t){f->addr, NULL, stripe_find(s, f->addr), 0};
     }
     pf_objslot_t w = s->slots[f->slot];
