@@ -167,8 +167,11 @@ void pf_pymem_recheck(void)
             wrap_domains();
         errno = saved_errno;
     }
-    if (is_initialized && is_initialized())
+    if (is_initialized && is_initialized()) {
         verified = 1;
+        /* nothing left to check: the slow paths stop calling (an indirect call on every recorded event) */
+        __atomic_store_n(&pf_host.pymem_recheck, NULL, __ATOMIC_RELAXED);
+    }
 }
 
 int pf_pymem_install(void)

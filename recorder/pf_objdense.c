@@ -73,7 +73,7 @@ void pf_dense_each_in(uint64_t lo, uint64_t hi, void (*fn)(uint64_t addr, pf_den
         uint64_t leaf_end = ((a >> PF_DENSE_LEAF_SHIFT) + 1) << PF_DENSE_LEAF_SHIFT;
         uint64_t end = leaf_end < hi ? leaf_end : hi;
         for (; leaf && a < end; a += 16) {
-            pf_dense_t e = leaf[(a >> 4) & (PF_DENSE_LEAF_ENTRIES - 1)];
+            pf_dense_t e = __atomic_load_n(&leaf[(a >> 4) & (PF_DENSE_LEAF_ENTRIES - 1)], __ATOMIC_RELAXED);
             if (e)
                 fn(a, e, arg);
         }

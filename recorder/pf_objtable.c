@@ -16,6 +16,34 @@
  * size, the serial, the site), whose copy links (few objects get any) live in a further pool of link
  * blocks. Serials are handed out when first asked for (a lookup, for a copy's ends), not at insert: an
  * object nobody asks about never needs one.
+ *
+ * Dense entries without the stripe lock (issue #29: the lock, taken per allocation and per free, was a
+ * locked exchange and a cache line of its own on every event of a --exact run). The hashed slots, the pools
+ * and moving an object between the two kinds stay under the lock; a dense entry is read and written with
+ * atomics, and the common cases take no lock:
+ *  - an insert of a dense object whose filter bucket is zero stores its entry (release). A zero bucket
+ *    means no hashed slot holds the address, so there is no stale slot to drop: the filter is counted
+ *    under the lock by the insert that made such a slot, and that insert happened before the program could
+ *    use, free and so let the allocator hand out the address again; the allocator's own synchronization
+ *    (the hooks insert after the real malloc returns and remove before the real free) orders that count
+ *    before this read. Any other insert takes the lock as before (dense_put drops the stale slot).
+ *  - a remove claims a nonzero entry with an exchange to 0: whoever gets the nonzero value owns the
+ *    object's end, so a free racing with a move to the hashed slots is told once. Only an entry found 0
+ *    (a hashed object, or one just moved) takes the lock to search the slots.
+ *  - the only writer of a live object's entry other than its own allocation and free is found_widen (a
+ *    lookup, from a copy on any thread, moves it to a hashed slot). Under the lock it counts the filter
+ *    first, then claims the entry with a compare-exchange from the value it read: if a free claimed it
+ *    first, the widen undoes its count and says the object is gone; if the widen claimed it, the free
+ *    finds 0, takes the lock (waiting for the widen to end) and finds the hashed slot. pf_objtable_maybe
+ *    reads the entry before the filter (acquire), so a free that sees the cleared entry also sees the
+ *    count made before it.
+ *  - an insert at an address whose old object's free was never seen (a stale entry) may race with a
+ *    widen of that stale entry: at worst a stale hashed slot is left, which the next locked insert at the
+ *    address drops (as stale slots always were), and which a lookup never prefers over a dense entry.
+ *  - fork: the fork handlers hold every stripe lock; a lock-free update is one atomic store or exchange,
+ *    done or not done in the child.
+ * The stripes no longer count their dense objects (a shared counter was the cost the lock was): the
+ * count and the scans read the map itself.
  */
 #include "pf_objtable.h"
 
@@ -63,7 +91,6 @@ typedef struct pf_stripe {
     pf_spinlock_t lock;
     uint32_t mask;          /* slots - 1; 0 when not allocated yet */
     uint64_t used;          /* hashed slots in use */
-    uint64_t dense;         /* objects in the dense map (pf_objdense.h) whose 1 MiB region is this stripe's */
     pf_objslot_t *slots;
     pf_pool_t wide;         /* of pf_objwide_t */
     pf_pool_t links;        /* of pf_linkblock_t */
@@ -113,6 +140,29 @@ static inline uint32_t slot_of(uint64_t key, uint32_t mask)
 {
     uint64_t addr = pf_slot_key_addr(key);
     return (uint32_t)pf_home_in_window(mix_of(pf_objtable_hash(pf_home_block(addr))) >> 8, addr) & mask;
+}
+
+/* addr's dense entry when its leaf is mapped (and addr could have one), else NULL: inline, as the free
+ * hooks' pf_objdense_has reads it (pf_dense_at maps leaves). */
+static inline pf_dense_t *dense_slot(uintptr_t addr)
+{
+    pf_dense_t **d = __atomic_load_n(&pf_objdense_dir, __ATOMIC_ACQUIRE);
+    if (!d || (addr & 15) || (addr >> 48))
+        return NULL;
+    pf_dense_t *leaf = __atomic_load_n(&d[addr >> PF_DENSE_LEAF_SHIFT], __ATOMIC_ACQUIRE);
+    return leaf ? &leaf[(addr >> 4) & (PF_DENSE_LEAF_ENTRIES - 1)] : NULL;
+}
+
+static inline pf_dense_t dense_load(const pf_dense_t *e)
+{
+    return __atomic_load_n(e, __ATOMIC_ACQUIRE);
+}
+
+/* addr's dense entry when it has an object there (whether or not the map is still on), else NULL. */
+static pf_dense_t *dense_of(uintptr_t addr)
+{
+    pf_dense_t *e = dense_slot(addr);
+    return e && dense_load(e) ? e : NULL;
 }
 
 static void filter_inc(uintptr_t addr)
@@ -335,7 +385,7 @@ static int stripe_grow(pf_stripe_t *s)
 void pf_objtable_prefetch(uintptr_t addr, uint64_t size, uint32_t domain)
 {
     if (pf_dense_on() && pf_dense_fits(addr, size, domain, 0)) {
-        const pf_dense_t *e = pf_dense_at(addr, 0);
+        const pf_dense_t *e = dense_slot(addr);
         if (e)
             __builtin_prefetch(e, 1);
         return;     /* where it will go (its stripe's lock aside); a stale hashed slot is rare */
@@ -424,25 +474,19 @@ static void stripe_erase(pf_stripe_t *s, uint32_t hole)
     s->used--;
 }
 
-/* addr's dense entry when it has an object there (whether or not the map is still on), else NULL. */
-static pf_dense_t *dense_of(uintptr_t addr)
-{
-    if (!pf_dense_fits(addr, 0, 0, 0))
-        return NULL;
-    pf_dense_t *e = pf_dense_at(addr, 0);
-    return e && *e ? e : NULL;
-}
-
 /* Where an object is in its locked stripe: its dense entry, else its hashed slot (-1: not tracked). */
 typedef struct pf_found {
     uintptr_t addr;
     pf_dense_t *dense;
     int64_t slot;
+    pf_dense_t value;   /* the dense entry as it was read: a free may clear it meanwhile (no lock) */
 } pf_found_t;
 
 static pf_found_t stripe_locate(const pf_stripe_t *s, uintptr_t addr)
 {
-    pf_found_t f = {addr, dense_of(addr), -1};
+    pf_found_t f = {addr, dense_slot(addr), -1, 0};
+    if (f.dense && !(f.value = dense_load(f.dense)))
+        f.dense = NULL;
     if (!f.dense)
         f.slot = stripe_find(s, addr);
     return f;
@@ -459,7 +503,7 @@ static void found_info(const pf_stripe_t *s, const pf_found_t *f, pf_objinfo_t *
         slot_info(s, s->slots[f->slot], out, with_links);
         return;
     }
-    pf_dense_t e = *f->dense;
+    pf_dense_t e = f->value;
     out->addr = f->addr;
     out->size = pf_dense_size(e);
     out->serial = 0;
@@ -470,28 +514,14 @@ static void found_info(const pf_stripe_t *s, const pf_found_t *f, pf_objinfo_t *
         out->link[k].copy_id = 0;
 }
 
-/* Drops the object at f from its locked stripe (a hashed one's filter count is the caller's). */
-static void found_drop(pf_stripe_t *s, const pf_found_t *f)
-{
-    if (f->dense) {
-        *f->dense = 0;
-        s->dense--;
-    } else {
-        slot_release(s, s->slots[f->slot]);
-        stripe_erase(s, (uint32_t)f->slot);
-    }
-}
-
 /* A dense entry for obj (the stripe locked), over a stale hashed slot of its address if any. Returns 0, or
  * -1 when its leaf could not be mapped. */
 static int dense_put(pf_stripe_t *s, const pf_objinfo_t *obj)
 {
-    pf_dense_t *e = pf_dense_at(obj->addr, 1);
-    if (!e)
+    pf_dense_t *e = dense_slot(obj->addr);
+    if (!e && !(e = pf_dense_at(obj->addr, 1)))
         return -1;
-    if (!*e)
-        s->dense++;
-    *e = pf_dense_entry(obj->size, obj->domain, obj->flags);
+    __atomic_store_n(e, pf_dense_entry(obj->size, obj->domain, obj->flags), __ATOMIC_RELEASE);
     int64_t old = s->used ? stripe_find(s, obj->addr) : -1;
     if (old >= 0) {
         slot_release(s, s->slots[old]);
@@ -517,25 +547,40 @@ static int hash_put(pf_stripe_t *s, const pf_objinfo_t *obj)
         if (store_links(s, o, obj->link) < 0)
             o->links = 0;
     }
-    pf_found_t stale = {obj->addr, dense_of(obj->addr), -1};
+    pf_dense_t *stale = dense_of(obj->addr);
     if (stripe_put(s, w, obj->addr) < 0)
         filter_inc(obj->addr);
-    if (stale.dense)
-        found_drop(s, &stale);
+    if (stale)     /* an entry whose free was not seen: no free can claim it meanwhile */
+        __atomic_store_n(stale, 0, __ATOMIC_RELEASE);
     return 0;
+}
+
+/* The lock-free insert of a dense object (see the top of this file): 1 when its entry was stored, 0 when
+ * the locked path must do it (a hashed slot may hold the address, or the leaf is not mapped yet). */
+static int dense_put_unlocked(const pf_objinfo_t *obj)
+{
+    if (__atomic_load_n(&pf_objtable_filter[pf_objtable_bucket(obj->addr)], __ATOMIC_ACQUIRE))
+        return 0;
+    pf_dense_t *e = dense_slot(obj->addr);
+    if (!e)
+        return 0;
+    __atomic_store_n(e, pf_dense_entry(obj->size, obj->domain, obj->flags), __ATOMIC_RELEASE);
+    return 1;
 }
 
 int pf_objtable_insert(const pf_objinfo_t *obj)
 {
     if (!pf_objtable_filter || obj->addr < 16)
         return -ENOMEM;
+    int dense = pf_dense_fits(obj->addr, obj->size, obj->domain, obj->flags) && obj->site == 0 &&
+                pf_dense_on() && links_empty(obj->link);
+    if (dense && dense_put_unlocked(obj))
+        return 0;
     pf_stripe_t *s = stripe_of(obj->addr);
     pf_spin_lock(&s->lock);
     /* Count in the filter (or write the dense entry, which pf_objtable_maybe reads) before the lock is
      * released, so a concurrent free of this address that misses both can only be a free of an older block
      * (which the hooks already saw). */
-    int dense = pf_dense_on() && obj->site == 0 && links_empty(obj->link) &&
-                pf_dense_fits(obj->addr, obj->size, obj->domain, obj->flags);
     int rc = dense && dense_put(s, obj) == 0 ? 0 : hash_put(s, obj);
     pf_spin_unlock(&s->lock);
     return rc;
@@ -555,19 +600,29 @@ static pf_stripe_t *lock_and_find(uintptr_t addr, pf_found_t *f)
 
 /* Makes the object at f wide, with a serial (the stripe locked): a copy link names its peer by address and
  * serial. A dense one moves to a hashed slot (f then says which). Returns its record, or NULL when no
- * room or record could be had (the object then stays as it was). */
+ * room or record could be had (the object then stays as it was), or when a dense object was freed (its
+ * entry claimed by pf_objtable_remove without the lock) while it was being moved: f then finds nothing. */
 static pf_objwide_t *found_widen(pf_stripe_t *s, pf_found_t *f)
 {
     pf_objinfo_t obj;
     if (f->dense) {
+        pf_dense_t seen = f->value;
         found_info(s, f, &obj, 0);
         pf_objslot_t w;
         if (stripe_room(s) < 0 || !(w = wide_word(s, &obj, take_serial())))
             return NULL;
-        stripe_put(s, w, 0);   /* the address has no hashed slot: dense_put dropped any */
-        filter_inc(f->addr);   /* counted before its dense entry goes: a free meanwhile sees one or the other */
-        found_drop(s, f);
-        *f = (pf_found_t){f->addr, NULL, stripe_find(s, f->addr)};
+        /* Counted before its dense entry goes: a free meanwhile sees one or the other. The entry is then
+         * claimed from the value read: a free that claimed it first ended the object. */
+        filter_inc(f->addr);
+        if (!__atomic_compare_exchange_n(f->dense, &seen, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            filter_dec(f->addr);
+            pool_free(&s->wide, pf_slot_index(w) + 1, sizeof(pf_objwide_t), PF_WIDE_CHUNK_RECORDS);
+            *f = (pf_found_t){f->addr, NULL, -1, 0};
+            return NULL;
+        }
+        if (stripe_put(s, w, f->addr) >= 0)
+            filter_dec(f->addr);   /* it took a stale slot's place (see the top of this file): counted once */
+        *f = (pf_found_t){f->addr, NULL, stripe_find(s, f->addr), 0};
     }
     pf_objslot_t w = s->slots[f->slot];
     if (!pf_slot_is_wide(w)) {
@@ -583,19 +638,50 @@ static pf_objwide_t *found_widen(pf_stripe_t *s, pf_found_t *f)
     return o;
 }
 
+/* The lock-free end of a dense object (see the top of this file): 1 when addr's entry was claimed (out,
+ * when not NULL, filled from it), 0 when it held none (a hashed object, or none). */
+static int dense_remove_unlocked(uintptr_t addr, pf_objinfo_t *out)
+{
+    pf_dense_t *e = dense_slot(addr);
+    if (!e || !dense_load(e))
+        return 0;
+    pf_dense_t was = __atomic_exchange_n(e, 0, __ATOMIC_ACQ_REL);
+    if (!was)
+        return 0;
+    if (out) {
+        /* field by field: a compound literal zeroed the links' 144 bytes too (a `rep stos` that was half of
+         * this function's time); a link's other fields are read only when its copy id is set */
+        out->addr = addr;
+        out->size = pf_dense_size(was);
+        out->serial = 0;
+        out->domain = pf_dense_domain(was);
+        out->flags = pf_dense_flags(was);
+        out->site = 0;
+        for (int k = 0; k < PF_OBJ_LINKS; k++)
+            out->link[k].copy_id = 0;
+    }
+    return 1;
+}
+
 int pf_objtable_remove(uintptr_t addr, pf_objinfo_t *out)
 {
-    pf_found_t f;
-    pf_stripe_t *s = lock_and_find(addr, &f);
-    if (!s)
+    if (!pf_objtable_filter || addr < 16)
         return 0;
-    int found = found_any(&f);
+    if (dense_remove_unlocked(addr, out))
+        return 1;
+    if (!pf_objtable_filter || addr < 16)
+        return 0;
+    pf_stripe_t *s = stripe_of(addr);
+    pf_spin_lock(&s->lock);
+    /* its entry was 0: a hashed object, or a dense one a widen moved to a hashed slot (under this lock) */
+    pf_found_t f = {addr, NULL, stripe_find(s, addr), 0};
+    int found = f.slot >= 0;
     if (found) {
         if (out)
             found_info(s, &f, out, 1);
-        found_drop(s, &f);
-        if (!f.dense)
-            filter_dec(addr);
+        slot_release(s, s->slots[f.slot]);
+        stripe_erase(s, (uint32_t)f.slot);
+        filter_dec(addr);
     }
     pf_spin_unlock(&s->lock);
     return found;
@@ -610,7 +696,9 @@ int pf_objtable_lookup(uintptr_t addr, pf_objinfo_t *out)
     int found = found_any(&f);
     if (found && out) {
         found_widen(s, &f);
-        found_info(s, &f, out, 1);
+        found = found_any(&f);     /* not when freed meanwhile */
+        if (found)
+            found_info(s, &f, out, 1);
     }
     pf_spin_unlock(&s->lock);
     return found;
@@ -662,8 +750,8 @@ int pf_objtable_with_object(uintptr_t addr, int (*fn)(pf_objinfo_t *obj, void *a
     if (!s)
         return -1;
     int rc = -1;
+    pf_objwide_t *o = found_any(&f) ? found_widen(s, &f) : NULL;
     if (found_any(&f)) {
-        pf_objwide_t *o = found_widen(s, &f);
         pf_objinfo_t obj;
         found_info(s, &f, &obj, 1);
         rc = fn(&obj, arg);
@@ -689,16 +777,12 @@ static void each_dense_one(uint64_t addr, pf_dense_t e, void *arg)
         c->fn(&info, c->arg);
 }
 
-/* A leaf's span of the dense map, 1 MiB region by region, each under its stripe's lock. */
+/* A leaf's span of the dense map. Its entries change without the lock (see the top of this file): each
+ * object reported was live when its entry was read. Only the tests ask for objects this small (the
+ * exit-time scan asks for a page or more), so the whole leaf is read, untouched pages as zeros. */
 static void each_dense_leaf(uint64_t lo, uint64_t hi, void *arg)
 {
-    for (uint64_t region = lo; region < hi; region += (uint64_t)1 << 20) {
-        pf_stripe_t *s = stripe_of(region);
-        pf_spin_lock(&s->lock);
-        if (s->dense)
-            pf_dense_each_in(region, region + ((uint64_t)1 << 20), each_dense_one, arg);
-        pf_spin_unlock(&s->lock);
-    }
+    pf_dense_each_in(lo, hi, each_dense_one, arg);
 }
 
 void pf_objtable_each(uint64_t min_size, void (*fn)(const pf_objinfo_t *obj, void *arg), void *arg)
@@ -723,12 +807,20 @@ void pf_objtable_each(uint64_t min_size, void (*fn)(const pf_objinfo_t *obj, voi
         pf_dense_each_leaf(each_dense_leaf, &c);
 }
 
+static void count_one(const pf_objinfo_t *obj, void *arg)
+{
+    (void)obj;
+    (*(uint64_t *)arg)++;
+}
+
+/* For tests: the dense objects are counted by reading the map (no counter is kept per event). */
 uint64_t pf_objtable_count(void)
 {
     uint64_t n = 0;
     for (unsigned k = 0; k < PF_OBJTABLE_STRIPES; k++)
-        n += __atomic_load_n(&pf_stripes[k].used, __ATOMIC_RELAXED) +
-             __atomic_load_n(&pf_stripes[k].dense, __ATOMIC_RELAXED);
+        n += __atomic_load_n(&pf_stripes[k].used, __ATOMIC_RELAXED);
+    each_ctx_t c = {0, count_one, &n};
+    pf_dense_each_leaf(each_dense_leaf, &c);
     return n;
 }
 

@@ -121,8 +121,9 @@ void pf_record_mark(pf_tls_t *t, int kind, uint64_t value, const char *note)
 
 void pf_enter_recording(pf_tls_t *t)
 {
-    if (pf_host.pymem_recheck)
-        pf_host.pymem_recheck();
+    void (*recheck)(void) = __atomic_load_n(&pf_host.pymem_recheck, __ATOMIC_RELAXED);
+    if (PF_UNLIKELY(recheck != NULL))
+        recheck();     /* until the wrappers are seen in place: it then clears itself */
     uint32_t gen = pf_writer_generation();
     if (PF_UNLIKELY(t->chunk_gen != gen || !t->ready)) {
         t->chunk_gen = gen;     /* so the THREAD record below lands in this generation's chunk */
@@ -147,7 +148,7 @@ void pf_enter_recording(pf_tls_t *t)
         announced_level = level;   /* racing threads may both write it: the reader keeps the largest */
         pf_record_mark(t, PF_MARK_SAMPLING, level_factor(level), NULL);
     }
-    pf_watch_glue_slow(t);
+    pf_watch_glue_visit(t);
 }
 
 /* The thread's stack cache. Most allocations repeat one of a few stacks (a loop's lines), and turning a raw

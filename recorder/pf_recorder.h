@@ -192,7 +192,7 @@ static inline int pf_objdense_has(uintptr_t addr)
     if (PF_LIKELY(!d) || (addr & 15) || (addr >> 48))
         return 0;
     const uint16_t *leaf = __atomic_load_n(&d[addr >> PF_DENSE_LEAF_SHIFT], __ATOMIC_ACQUIRE);
-    return leaf && __atomic_load_n(&leaf[(addr >> 4) & (PF_DENSE_LEAF_ENTRIES - 1)], __ATOMIC_RELAXED) != 0;
+    return leaf && __atomic_load_n(&leaf[(addr >> 4) & (PF_DENSE_LEAF_ENTRIES - 1)], __ATOMIC_ACQUIRE) != 0;
 }
 
 /* Gives back the dense map's all-zero entry pages of a span the program is about to unmap (pf_objdense.h). */
@@ -206,8 +206,10 @@ static inline int pf_objtable_maybe(const void *addr)
     const uint8_t *f = pf_objtable_filter;
     if (!f)
         return 0;
-    return __atomic_load_n(&f[pf_objtable_bucket((uintptr_t)addr)], __ATOMIC_RELAXED) != 0 ||
-           pf_objdense_has((uintptr_t)addr);
+    /* The entry first: a dense object moved to a hashed slot is counted in the filter before its entry is
+     * cleared (pf_objtable.c), so a free that reads the cleared entry then reads the count. */
+    return pf_objdense_has((uintptr_t)addr) ||
+           __atomic_load_n(&f[pf_objtable_bucket((uintptr_t)addr)], __ATOMIC_RELAXED) != 0;
 }
 
 

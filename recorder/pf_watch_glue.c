@@ -47,7 +47,11 @@ _Static_assert(offsetof(pf_watch_pyframe_t, lasti_bytes) == offsetof(pf_pyframe_
 #define PF_RATE_HZ 250
 
 static int watch_on;
+int pf_watch_glue_wanted;
 static pthread_key_t watch_key;
+/* 1 once this thread asked for a copy watch: only such a thread has copy watches to expire (a copy's
+ * watches are the calling thread's own, pf_watch.h), and the others skip the call on every event. */
+static __thread int copies_watched __attribute__((tls_model("initial-exec")));
 static const void *type_type;       /* &PyType_Type: object headers point at types */
 
 /* ---- callbacks from signal handlers (async-signal-safe) ---- */
@@ -217,6 +221,7 @@ static int said_no_fds;
 static void note_later(const char *text)
 {
     snprintf(pending_note, sizeof pending_note, "%s", text);
+    __atomic_store_n(&pf_watch_glue_wanted, 1, __ATOMIC_RELAXED);
 }
 
 static void say_off(const char *why)
@@ -310,6 +315,7 @@ int pf_watch_glue_init(pf_tls_t *t)
     pf_unwinder_start();
     pthread_key_create(&watch_key, thread_gone);
     watch_on = 1;
+    __atomic_store_n(&pf_watch_glue_wanted, 1, __ATOMIC_RELAXED);
     return 0;
 }
 
@@ -318,6 +324,8 @@ void pf_watch_glue_slow(pf_tls_t *t)
     if (PF_UNLIKELY(pending_note[0])) {
         pf_record_mark(t, PF_MARK_NOTE, 0, pending_note);
         pending_note[0] = '\0';
+        if (!watch_on)
+            __atomic_store_n(&pf_watch_glue_wanted, 0, __ATOMIC_RELAXED);
     }
     if (PF_LIKELY(!watch_on))
         return;
@@ -345,13 +353,16 @@ void pf_watch_glue_slow(pf_tls_t *t)
         pf_watch_sink_t sink = sink_of(t);
         pf_watch_drain(&sink);
     }
-    pf_watch_copies_expire();
+    if (copies_watched)
+        pf_watch_copies_expire();
 }
 
 void pf_watch_glue_copy(uint64_t copy_id, const void *dst, const void *src, size_t n)
 {
-    if (watch_on)
+    if (watch_on) {
+        copies_watched = 1;
         pf_watch_copy(copy_id, dst, src, n);
+    }
 }
 
 void pf_watch_glue_fork_child(pf_tls_t *t)

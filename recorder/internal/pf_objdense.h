@@ -5,8 +5,8 @@
  * their entries are packed too: 2 bytes per 16 of the program's memory, where a hashed slot cost 8 at a
  * load of 3/8 to 3/4. An entry needs no key and no probe: an insert or a free is two dependent loads.
  *
- * Entries are read and written under the lock of the address's stripe (pf_objtable.c), which every
- * granule of a 1 MiB region shares. Only the sampled (default) mode leaves it off: its few tracked
+ * Entries are read and written with atomics, most without a lock (pf_objtable.c says when the lock of the
+ * address's stripe is taken, and why that is safe). Only the sampled (default) mode leaves it off: its few tracked
  * objects lie scattered, each touching a page of entries of its own.
  */
 #ifndef PF_OBJDENSE_H

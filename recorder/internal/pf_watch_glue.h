@@ -18,6 +18,16 @@ int pf_watch_glue_init(pf_tls_t *t) PF_HIDDEN;
 /* From every slow-path visit: starts watching this thread once, drains what its handlers found. */
 void pf_watch_glue_slow(pf_tls_t *t) PF_HIDDEN;
 
+/* 1 while pf_watch_glue_slow has anything to do (watch is on, or a note for the profile waits). */
+extern int pf_watch_glue_wanted PF_HIDDEN;
+
+/* pf_watch_glue_slow, without the call where watch is off (every recorded event comes here). */
+static inline void pf_watch_glue_visit(pf_tls_t *t)
+{
+    if (PF_UNLIKELY(__atomic_load_n(&pf_watch_glue_wanted, __ATOMIC_RELAXED)))
+        pf_watch_glue_slow(t);
+}
+
 /* In a fork child, after the runtime's own reset. */
 void pf_watch_glue_fork_child(pf_tls_t *t) PF_HIDDEN;
 
