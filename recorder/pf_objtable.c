@@ -497,14 +497,12 @@ static int found_any(const pf_found_t *f)
     return f->dense || f->slot >= 0;
 }
 
-static void found_info(const pf_stripe_t *s, const pf_found_t *f, pf_objinfo_t *out, int with_links)
+/* A dense object's details from its entry e. Field by field: a compound literal would zero the links' 144
+ * bytes too (a `rep stos` that was half of a free's table time); a link's other fields are read only when
+ * its copy id is set. */
+static void dense_info(uintptr_t addr, pf_dense_t e, pf_objinfo_t *out, int with_links)
 {
-    if (!f->dense) {
-        slot_info(s, s->slots[f->slot], out, with_links);
-        return;
-    }
-    pf_dense_t e = f->value;
-    out->addr = f->addr;
+    out->addr = addr;
     out->size = pf_dense_size(e);
     out->serial = 0;
     out->domain = pf_dense_domain(e);
@@ -512,6 +510,15 @@ static void found_info(const pf_stripe_t *s, const pf_found_t *f, pf_objinfo_t *
     out->site = 0;
     for (int k = 0; with_links && k < PF_OBJ_LINKS; k++)
         out->link[k].copy_id = 0;
+}
+
+static void found_info(const pf_stripe_t *s, const pf_found_t *f, pf_objinfo_t *out, int with_links)
+{
+    if (!f->dense) {
+        slot_info(s, s->slots[f->slot], out, with_links);
+        return;
+    }
+    dense_info(f->addr, f->value, out, with_links);
 }
 
 /* A dense entry for obj (the stripe locked), over a stale hashed slot of its address if any. Returns 0, or
@@ -648,18 +655,8 @@ static int dense_remove_unlocked(uintptr_t addr, pf_objinfo_t *out)
     pf_dense_t was = __atomic_exchange_n(e, 0, __ATOMIC_ACQ_REL);
     if (!was)
         return 0;
-    if (out) {
-        /* field by field: a compound literal zeroed the links' 144 bytes too (a `rep stos` that was half of
-         * this function's time); a link's other fields are read only when its copy id is set */
-        out->addr = addr;
-        out->size = pf_dense_size(was);
-        out->serial = 0;
-        out->domain = pf_dense_domain(was);
-        out->flags = pf_dense_flags(was);
-        out->site = 0;
-        for (int k = 0; k < PF_OBJ_LINKS; k++)
-            out->link[k].copy_id = 0;
-    }
+    if (out)
+        dense_info(addr, was, out, 1);
     return 1;
 }
 
@@ -669,8 +666,6 @@ int pf_objtable_remove(uintptr_t addr, pf_objinfo_t *out)
         return 0;
     if (dense_remove_unlocked(addr, out))
         return 1;
-    if (!pf_objtable_filter || addr < 16)
-        return 0;
     pf_stripe_t *s = stripe_of(addr);
     pf_spin_lock(&s->lock);
     /* its entry was 0: a hashed object, or a dense one a widen moved to a hashed slot (under this lock) */
