@@ -213,6 +213,12 @@ int pf_command_runs_python(const char *command, char *const envp[])
             continue;
         }
         size_t len = strcspn(p, " \t\"';&|()`\n");
+        if (len == 0) {     /* ')': a subshell's end, no word. Step over it: this runs in a vfork child,
+                             * whose parent waits for its exec, so a loop that stood still here hung both */
+            command_position = 0;
+            p++;
+            continue;
+        }
         char word[64];
         size_t n = len < sizeof word - 1 ? len : sizeof word - 1;
         memcpy(word, p, n);

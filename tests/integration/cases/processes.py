@@ -272,3 +272,15 @@ def case_children_over_time(c):
         assert held["leaked_bytes"] == 0 and held["peak_bytes"] >= 95 * mb, held
         assert d["totals"]["leaked_bytes"] <= 20 * mb and d["totals"]["peak_bytes"] >= 95 * mb, d["totals"]
         assert not d["leaks"], d["leaks"]
+
+
+@per_version
+def case_shell_scripts_read(c):
+    """Shell scripts started without pyflow's variables are read to tell whether they run Python; scripts
+    with subshells, case patterns and a parenthesis inside quotes (Ubuntu's ldconfig, run by
+    ctypes.util.find_library) run as without pyflow, instead of hanging the program in its subprocess call."""
+    script = prog("shell_scripts.py")
+    plain = run([c.python, script], timeout=60)
+    cp = run([c.pyflow, "run", "--no-report", "--python", c.python, script], timeout=60)
+    assert plain.returncode == cp.returncode == 0, (plain.returncode, cp.returncode, cp.stderr[-800:])
+    assert cp.stdout == plain.stdout and "ldconfig_like [] 0 wrapper" in cp.stdout, (cp.stdout, plain.stdout)
