@@ -12,16 +12,23 @@
 
 #define PF_WASTE_FINDINGS 5
 
+/* Findings are what the user can change: an import statement runs the module's code once, so what it
+ * builds or leaves untouched there (`import torch` reserves about 1 GiB it never touches) is the library's
+ * doing, as leaks and redundant copies at imports are (pf_report_is_import). The line keeps its figures. */
+static int at_import(const pf_model_t *m, int32_t row)
+{
+    return pf_report_is_import(m, &m->lines[row]);
+}
+
 int pf_waste_recompute_shown(const pf_model_t *m, const pf_recomputation_t *r)
 {
-    (void)m;
-    return r->matches >= PF_RECOMPUTE_MIN_MATCHES && r->bytes > 0 && r->row >= 0;
+    return r->matches >= PF_RECOMPUTE_MIN_MATCHES && r->bytes > 0 && r->row >= 0 && !at_import(m, r->row);
 }
 
 int pf_waste_untouched_shown(const pf_model_t *m, const pf_untouched_t *u)
 {
-    (void)m;
-    return u->bytes >= PF_UNTOUCHED_MIN_BYTES && u->bytes >= PF_UNTOUCHED_MIN_SHARE * u->checked_bytes;
+    return u->bytes >= PF_UNTOUCHED_MIN_BYTES && u->bytes >= PF_UNTOUCHED_MIN_SHARE * u->checked_bytes &&
+           !at_import(m, u->row);
 }
 
 const char *pf_waste_recompute_text(const pf_model_t *m, const pf_recomputation_t *r, char *buf, size_t size)

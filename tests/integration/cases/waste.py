@@ -70,3 +70,21 @@ def case_waste_recompute(c):
         assert "recomputed" in open(dot, encoding="utf-8").read(), "no recomputed node in the dot graph"
     cp, d = c.profile(prog("waste_recompute.py"), *numpy, env={"PYFLOW_NO_WASTE": "1"})
     assert cp.returncode == 0 and not d["recomputations"], d["recomputations"]
+
+
+@per_version
+def case_waste_not_at_imports(c):
+    """A library that builds the same value 100,000 times and reserves 80 MB it never touches while it is
+    imported: no finding at the user's import line, though the line keeps its figures; the same calls from
+    the user's own lines are findings (the twin)."""
+    cp, d = c.profile(prog("waste_imports.py"), extra=("--profile-only", "waste_imports.py"))
+    assert cp.returncode == 0 and cp.stdout == "True 80000000 80000000\n", (cp.stdout, cp.stderr[-800:])
+    recomputed = {r["line"] for r in d["recomputations"] if os.path.basename(r["file"]) == "waste_imports.py"}
+    untouched = {u["line"] for u in d["untouched"] if os.path.basename(u["file"]) == "waste_imports.py"
+                 and u["finding"]}
+    assert 6 in recomputed and 4 not in recomputed, d["recomputations"]
+    assert 7 in untouched and 4 not in untouched, d["untouched"]
+    imported = row(d, "waste_imports.py", 4)
+    assert imported["recomputed_bytes"] > 0 and imported["untouched_bytes"] >= 0.9 * 80_000_000, imported
+    findings = cp.stderr.split("recomputed values", 1)[-1]
+    assert "waste_imports.py:4" not in findings, findings
