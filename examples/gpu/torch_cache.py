@@ -9,7 +9,7 @@ and shows no GPU bytes; `torch.cuda.empty_cache()` gives the segment back (it is
 first x.cuda() makes the cache reserve a whole segment (requests between 1 and 10 MiB get a 20 MiB one);
 the second fits in it. With `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` the cache grows by mapping
 physical chunks (cuMemMap) instead: pyflow charges each mapping to the line that made it grow, the same way.
-Not yet run on a GPU by the test suite: see examples/gpu/README.md."""
+tests/gpu/check_real_gpu.py checks all this where a GPU is lent (examples/gpu/README.md)."""
 import torch
 
 a = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")    # reserves ~64 MiB
