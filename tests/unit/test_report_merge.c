@@ -83,8 +83,10 @@ static int cmp_want(const void *a, const void *b)
 /* One process's file: n_threads threads take turns, each turn in a new chunk or after a WRITER record in
  * the current one; a turn writes packed records (1 to 1200 events) and records of one event. Times move
  * in steps of 0 or 10 ns, so that threads and processes tie often; thread k's from (k - 1) * apart. The last
- * thread writes first. */
-static const char *build_process(const char *name, uint32_t pid, int n_threads, int turns, uint64_t apart)
+ * thread writes first. back_in_time: halfway, a thread's time goes back 5 us (the loader then sorts an
+ * array of every event instead of merging streams). */
+static const char *build_process(const char *name, uint32_t pid, int n_threads, int turns, uint64_t apart,
+                                 int back_in_time)
 {
     builder_t b;
     b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, pid);
@@ -99,6 +101,8 @@ static const char *build_process(const char *name, uint32_t pid, int n_threads, 
     for (int turn = 0; turn < turns; turn++) {
         uint32_t tid = turn ? 1 + next_rand((uint32_t)n_threads) : (uint32_t)n_threads;
         int records = 1 + (int)next_rand(4);
+        if (back_in_time && turn == turns / 2)
+            t[tid] -= t[tid] < 5000 ? t[tid] : 5000;    /* as watch's records are: after the fact */
         if (next_rand(2) || b.chunk_end - b.pos < 64)
             b_chunk(&b, tid);
         else
@@ -139,8 +143,37 @@ static const char *build_process(const char *name, uint32_t pid, int n_threads, 
     return b_save(&b, name, 0);
 }
 
-/* window_to: pf_load_opts_t's window (from 0), or 0 for none */
-static void merge_and_check(int n_procs, const int *threads, int turns, uint64_t apart, uint64_t window_to)
+static int collect_record(void *ctx, const pf_record_t *r)
+{
+    pf_events_collect(ctx, r);
+    return 0;
+}
+
+/* The event the batch has at index i (the seen'th of the merge) against the contract's x. */
+static void check_event(const loader_t *L, const event_t *e, size_t i, const want_t *x)
+{
+    assert_true(e->t == x->t);
+    assert_int_equal(e->proc, x->proc);
+    assert_int_equal(e->type, x->type);
+    assert_int_equal(e->aux, x->aux);
+    /* a packed event's seq numbers its payload: beside the batch when streams are merged, in the loader's
+     * array of every packed payload when it sorted every event; its offset is its record's */
+    int packed = ((const pf_rec_header_t *)(L->procs[e->proc].file.data + x->offset))->type == PF_REC_PACKED;
+    if (L->unordered)
+        assert_int_equal(e->seq != 0, packed);
+    else
+        assert_int_equal(e->seq, packed ? i + 1 : 0);
+    assert_true(((uint64_t)e->offset8 << 3) == x->offset + sizeof(pf_rec_header_t));
+    const pf_rec_alloc_short_t *a = pf_event_payload(L, e);
+    assert_true(a->addr == x->addr && a->t_ns + L->m->procs[e->proc].offset_ns == x->t);
+    if (e->type == PF_REC_ALLOC_SHORT)
+        assert_true(a->size == x->size && a->stack_id == x->stack_id);
+}
+
+/* window_to: pf_load_opts_t's window (from 0), or 0 for none; back_in_time: build_process's, in the last
+ * process */
+static void merge_and_check(int n_procs, const int *threads, int turns, uint64_t apart, uint64_t window_to,
+                            int back_in_time)
 {
     pf_model_t model = {0};
     model.procs = calloc((size_t)n_procs, sizeof *model.procs);
@@ -152,7 +185,8 @@ static void merge_and_check(int n_procs, const int *threads, int turns, uint64_t
         char name[32];
         snprintf(name, sizeof name, "merge%d.pflow", p);
         char err[256];
-        assert_int_equal(pf_file_open(build_process(name, 100 + (uint32_t)p, threads[p], turns, apart), &L.procs[p].file, err,
+        assert_int_equal(pf_file_open(build_process(name, 100 + (uint32_t)p, threads[p], turns, apart,
+                                                    back_in_time && p == n_procs - 1), &L.procs[p].file, err,
                                       sizeof err), 0);
         model.procs[p].offset_ns = 30 * (uint64_t)p;    /* a multiple of the steps: ties across processes */
         L.n_procs++;
@@ -161,7 +195,14 @@ static void merge_and_check(int n_procs, const int *threads, int turns, uint64_t
         L.run_chunk = L.walk_dropped = 0;
         assert_int_equal(pf_file_walk(&L.procs[p].file, on_record, &w, err, sizeof err), 0);
     }
-    assert_false(L.unordered);
+    assert_int_equal(L.unordered, back_in_time);
+    if (L.unordered) {  /* the loader's second walk */
+        pf_events_free_streams(&L);
+        for (L.cur = 0; L.cur < L.n_procs; L.cur++) {
+            char err[256];
+            assert_int_equal(pf_file_walk(&L.procs[L.cur].file, collect_record, &L, err, sizeof err), 0);
+        }
+    }
     size_t kept = 0;    /* the window's events: allocations in it, anything else up to its end */
     for (size_t i = 0; i < w.n_want; i++)
         if (pf_events_in_window(&L, w.want[i].type, w.want[i].t))
@@ -178,21 +219,8 @@ static void merge_and_check(int n_procs, const int *threads, int turns, uint64_t
         while ((n = pf_events_next_batch(&it, batch, sizes[s])) > 0) {
             assert_true(n <= sizes[s]);
             for (size_t i = 0; i < n; i++, seen++) {
-                const event_t *e = &batch[i];
                 assert_true(seen < w.n_want);
-                const want_t *x = &w.want[seen];
-                assert_true(e->t == x->t);
-                assert_int_equal(e->proc, x->proc);
-                assert_int_equal(e->type, x->type);
-                assert_int_equal(e->aux, x->aux);
-                /* a packed event's seq numbers its payload beside the batch; its offset is its record's */
-                int packed = ((const pf_rec_header_t *)(L.procs[e->proc].file.data + x->offset))->type == PF_REC_PACKED;
-                assert_int_equal(e->seq, packed ? i + 1 : 0);
-                assert_true(((uint64_t)e->offset8 << 3) == x->offset + sizeof(pf_rec_header_t));
-                const pf_rec_alloc_short_t *a = pf_event_payload(&L, e);
-                assert_true(a->addr == x->addr && a->t_ns + model.procs[e->proc].offset_ns == x->t);
-                if (e->type == PF_REC_ALLOC_SHORT)
-                    assert_true(a->size == x->size && a->stack_id == x->stack_id);
+                check_event(&L, &batch[i], i, &w.want[seen]);
             }
         }
         assert_int_equal(seen, w.n_want);
@@ -202,6 +230,8 @@ static void merge_and_check(int n_procs, const int *threads, int turns, uint64_t
     for (int p = 0; p < n_procs; p++)
         pf_file_close(&L.procs[p].file);
     pf_events_free_streams(&L);
+    pf_events_free_packed(&L);
+    free(L.events);
     free(L.procs);
     free(model.procs);
     free(w.want);
@@ -212,7 +242,7 @@ static void test_one_stream(void **state)
 {
     (void)state;
     const int threads[] = {1};
-    merge_and_check(1, threads, 60, 0, 0);
+    merge_and_check(1, threads, 60, 0, 0, 0);
 }
 
 /* Threads of one process taking turns, with ties between them. */
@@ -220,7 +250,7 @@ static void test_threads_taking_turns(void **state)
 {
     (void)state;
     const int threads[] = {5};
-    merge_and_check(1, threads, 200, 0, 0);
+    merge_and_check(1, threads, 200, 0, 0, 0);
 }
 
 /* Three processes of one, three and seven threads, on one clock with ties across them. */
@@ -228,7 +258,7 @@ static void test_several_processes(void **state)
 {
     (void)state;
     const int threads[] = {1, 3, 7};
-    merge_and_check(3, threads, 120, 0, 0);
+    merge_and_check(3, threads, 120, 0, 0, 0);
 }
 
 /* A window that leaves a thread without an event: the first stream, whose place in the heap the next
@@ -237,7 +267,16 @@ static void test_window_leaves_a_stream_empty(void **state)
 {
     (void)state;
     const int threads[] = {3, 2};
-    merge_and_check(2, threads, 200, 1000000000, 900000000);
+    merge_and_check(2, threads, 200, 1000000000, 900000000, 0);
+}
+
+/* A thread of the second process goes back in time: the loader's array of every event, sorted, each packed
+ * event's payload found by its seq among the loader's (a one-event record's seq must not be taken for one). */
+static void test_back_in_time(void **state)
+{
+    (void)state;
+    const int threads[] = {2, 4};
+    merge_and_check(2, threads, 150, 0, 0, 1);
 }
 
 int main(void)
@@ -247,6 +286,7 @@ int main(void)
         cmocka_unit_test(test_threads_taking_turns),
         cmocka_unit_test(test_several_processes),
         cmocka_unit_test(test_window_leaves_a_stream_empty),
+        cmocka_unit_test(test_back_in_time),
     };
     return cmocka_run_group_tests(tests, writer_setup, writer_teardown);
 }
