@@ -28,7 +28,8 @@ double pf_report_leaked_se(const pf_stats_t *s);
 int pf_report_few_samples(const pf_stats_t *s);
 
 /* A flow is reported redundant when most of its judged copies were, and they are enough to stand for it:
- * PF_COPY_MIN_JUDGED of them, or every copy it made (a single 80 MB np.array(a), judged). */
+ * PF_COPY_MIN_JUDGED of them, every copy it made (a single 80 MB np.array(a), judged), or at least 2 and
+ * three quarters of its copies. */
 int pf_report_flow_judged_enough(const pf_flow_t *f);
 int pf_report_flow_redundant(const pf_flow_t *f);
 

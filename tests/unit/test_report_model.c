@@ -209,9 +209,10 @@ static int dot_edge_red(const char *dot, const char *label_end)
     return red && (!eol || red < eol);
 }
 
-/* A verdict stands on PF_COPY_MIN_JUDGED judged copies or on all of its edge's: 3 judged of 40 copies is no
- * verdict (no redundant bytes extrapolated over the 37 others); 10 of 40 is. */
-static pf_model_t *copies_judged(int judged)
+/* A verdict stands on PF_COPY_MIN_JUDGED judged copies, on all of its edge's, or on three quarters of them:
+ * 3 judged of 40 copies is no verdict (no redundant bytes extrapolated over the 37 others); 10 of 40 is;
+ * 8 of 10 is, 7 of 10 is not. */
+static pf_model_t *copies_judged(int copies, int judged)
 {
     builder_t b;
     b_init(&b, PF_HDR_ROOT, 1);
@@ -220,7 +221,7 @@ static pf_model_t *copies_judged(int judged)
     b_code(&b, 2, "/j.py", "<module>", 2);
     uint32_t src = 1, dst = 2;
     b_alloc(&b, 1, 0x10000, 4096, 4096, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &src);
-    for (int i = 0; i < 40; i++) {
+    for (int i = 0; i < copies; i++) {
         b_alloc(&b, 2 + (uint64_t)i, 0x100000 + (uint64_t)i * 0x2000, 4096, 4096, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &dst);
         b_copy(&b, 2 + (uint64_t)i, 100 + (uint64_t)i, 0x100000 + (uint64_t)i * 0x2000, 0x10000, 4096, 2);
     }
@@ -232,14 +233,22 @@ static pf_model_t *copies_judged(int judged)
 static void test_verdict_needs_enough_judged(void **state)
 {
     (void)state;
-    pf_model_t *m = copies_judged(3);
+    pf_model_t *m = copies_judged(40, 3);
     assert_int_equal((int)m->n_flows, 1);
     assert_false(pf_report_flow_redundant(&m->flows[0]));
     assert_int_equal((int)m->total.redundant_copy_bytes, 0);
     pf_model_free(m);
-    m = copies_judged(PF_COPY_MIN_JUDGED);
+    m = copies_judged(40, PF_COPY_MIN_JUDGED);
     assert_true(pf_report_flow_redundant(&m->flows[0]));
     assert_int_equal((int)(m->total.redundant_copy_bytes + 0.5), 40 * 4096);
+    pf_model_free(m);
+    m = copies_judged(10, 8);
+    assert_true(pf_report_flow_redundant(&m->flows[0]));
+    assert_int_equal((int)(m->total.redundant_copy_bytes + 0.5), 10 * 4096);
+    pf_model_free(m);
+    m = copies_judged(10, 7);
+    assert_false(pf_report_flow_redundant(&m->flows[0]));
+    assert_int_equal((int)m->total.redundant_copy_bytes, 0);
     pf_model_free(m);
 }
 
