@@ -203,6 +203,8 @@ typedef struct pf_file_set {
 
 /* Interns s[0..n) in the model's string table. Returns its id (never fails: allocation failure aborts). */
 uint32_t pf_model_intern(pf_model_t *m, const char *s, size_t n);
+/* Interns "function (base name of file:line)": the library function a finding names as its maker. */
+uint32_t pf_model_intern_maker(pf_model_t *m, const char *function, const char *file, int line);
 
 /* pf_model_watch.c: sums each thread's last WATCH_STATS record into m->watch (after loading). */
 void pf_model_watch_totals(loader_t *L);

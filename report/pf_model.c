@@ -39,6 +39,14 @@ uint32_t pf_model_intern(pf_model_t *m, const char *s, size_t n)
     }
 }
 
+uint32_t pf_model_intern_maker(pf_model_t *m, const char *function, const char *file, int line)
+{
+    const char *base = strrchr(file, '/');
+    char name[600];
+    int len = snprintf(name, sizeof name, "%s (%s:%d)", function, base ? base + 1 : file, line);
+    return pf_model_intern(m, name, len > 0 && (size_t)len < sizeof name ? (size_t)len : strlen(name));
+}
+
 int pf_model_is_user_file(const pf_model_t *m, const char *file)
 {
     if (!file[0] || file[0] == '[')

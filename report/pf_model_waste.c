@@ -22,7 +22,7 @@
 #include "pf_waste_int.h"
 
 typedef struct value_group {
-    int32_t row, node;
+    int32_t row, node, full;    /* full: its first object's node of the unfolded tree */
     uint64_t size;
     uint8_t domain;
     uint32_t matches;
@@ -102,7 +102,7 @@ static void note_value(const pf_model_t *m, waste_sweep_t *W, const live_obj_t *
                                                        o->size, fingerprint), &created);
     if (created) {
         value_group_t *g = PF_VEC_PUSH(W->g, W->n_g, W->cap_g);
-        *g = (value_group_t){o->line, node, o->size, o->domain, 0, 0, 0};
+        *g = (value_group_t){o->line, node, o->node, o->size, o->domain, 0, 0, 0};
         *v = W->n_g;
         return;     /* a value's first object is no recomputation */
     }
@@ -145,6 +145,23 @@ static int by_untouched_bytes(const void *a, const void *b)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
+/* The library function that made an object of the unfolded tree's node full, under the user's line, as
+ * "function (file:line)"; 0 when the user's line made it (native code it called directly, as np.sqrt(w),
+ * included). Generated code (a file named "<...>") is passed over: whoever called it. */
+static uint32_t library_maker(pf_model_t *m, int32_t full)
+{
+    for (int32_t n = full; n >= 0; n = m->full[n].parent) {
+        const pf_callnode_t *c = &m->full[n];
+        if (c->kind == PF_NODE_USER)
+            return 0;
+        const char *file = m->strings[c->file];
+        if (c->kind == PF_NODE_NATIVE || file[0] == '<')
+            continue;
+        return pf_model_intern_maker(m, m->strings[c->function], file, c->line);
+    }
+    return 0;
+}
+
 /* The groups with enough matches, summed per (path, size): one entry however many values it repeated. */
 static void collect_recomputations(pf_model_t *m, waste_sweep_t *W)
 {
@@ -160,7 +177,8 @@ static void collect_recomputations(pf_model_t *m, waste_sweep_t *W)
             pf_recomputation_t *r =
                 PF_VEC_PUSH(m->waste.recomputations, m->waste.n_recomputations, m->waste.cap_recomputations);
             *r = (pf_recomputation_t){.row = g->row, .node = g->node, .size = g->size, .domain = g->domain,
-                                      .native = pf_domain_is_native(g->domain)};
+                                      .native = pf_domain_is_native(g->domain),
+                                      .made_in = g->full >= 0 ? library_maker(m, g->full) : 0};
             *v = m->waste.n_recomputations;
         }
         pf_recomputation_t *r = &m->waste.recomputations[*v - 1];
@@ -178,8 +196,11 @@ static void collect_recomputations(pf_model_t *m, waste_sweep_t *W)
     for (size_t i = 0; i < m->waste.n_recomputations; i++) {
         pf_recomputation_t *r = &m->waste.recomputations[i];
         r->category = r->native ? "repeated native call with the same arguments" : "loop-invariant computation";
-        r->fix = r->native ? "compute it once outside the loop, or cache it (the call got the same inputs each time)"
-                           : "compute it once outside the loop, or cache it";
+        if (r->made_in)     /* the library repeats it: within one call of the line's, or on each of several */
+            r->fix = "call it once and keep the result, or give it data it need not convert (dtype, layout)";
+        else
+            r->fix = r->native ? "compute it once outside the loop, or cache it (the call got the same inputs each time)"
+                               : "compute it once outside the loop, or cache it";
     }
     if (m->waste.n_recomputations)
         qsort(m->waste.recomputations, m->waste.n_recomputations, sizeof *m->waste.recomputations,

@@ -127,6 +127,11 @@ void pf_json_waste(pf_json_t *j, const pf_model_t *m)
         pf_json_string(j, r->native ? "native" : "python");
         pf_json_key(j, "category");
         pf_json_string(j, r->category);
+        pf_json_key(j, "made_in");     /* the library function that made the values, under the line */
+        if (r->made_in)
+            pf_json_string(j, pf_model_str(m, r->made_in));
+        else
+            pf_json_null(j);
         pf_json_key(j, "fix");
         pf_json_string(j, r->fix);
         pf_json_key(j, "via");
@@ -206,6 +211,10 @@ void pf_text_waste(FILE *f, const pf_model_t *m, int width, int color)
         snprintf(row, sizeof row, "  %s%s:%d%s  %s: %s", red, pf_report_basename(pf_model_str(m, l->file)), l->line,
                  reset, r->category, pf_report_source_line(pf_model_str(m, l->file), l->line));
         put_line(f, width + (int)(strlen(red) + strlen(reset)), row);
+        if (r->made_in) {
+            snprintf(row, sizeof row, "      made inside %s", pf_model_str(m, r->made_in));
+            put_line(f, width, row);
+        }
         snprintf(row, sizeof row, "      %s", pf_waste_recompute_text(m, r, text, sizeof text));
         put_line(f, width, row);
         if (r->node >= 0 && m->nodes[r->node].parent >= 0) {
@@ -260,6 +269,10 @@ int pf_html_waste_findings(FILE *f, const pf_model_t *m)
         pf_html_esc(f, r->category);
         fputs(" at ", f);
         html_where(f, m, r->row);
+        if (r->made_in) {
+            fputs(", made inside ", f);
+            pf_html_esc(f, pf_model_str(m, r->made_in));
+        }
         fputs(": ", f);
         pf_html_esc(f, pf_waste_recompute_text(m, r, text, sizeof text));
         fputs("</div>\n", f);

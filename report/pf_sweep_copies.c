@@ -30,11 +30,8 @@ static uint32_t library_maker(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_
             return 0;
         if (pc->is_user || file[0] == '<')
             continue;   /* generated code (numpy's dispatch, dataclasses): whoever called it */
-        const char *base = strrchr(file, '/');
-        char name[600];
-        int len = snprintf(name, sizeof name, "%s (%s:%d)", S->m->strings[pc->function], base ? base + 1 : file,
-                           pf_sweep_frame_line(S, proc, &frames[i], pc));
-        return pf_model_intern(S->m, name, len > 0 && (size_t)len < sizeof name ? (size_t)len : strlen(name));
+        return pf_model_intern_maker(S->m, S->m->strings[pc->function], file,
+                                     pf_sweep_frame_line(S, proc, &frames[i], pc));
     }
     return 0;
 }

@@ -18,6 +18,8 @@ typedef struct pf_recomputation {
     double bytes, count;    /* estimated recomputations (sampling undone), not counting each value's first */
     uint32_t matches;       /* recorded objects that matched an earlier one */
     uint32_t values;        /* distinct values recomputed */
+    uint32_t made_in;       /* interned "function (file:line)": the library function that made the values,
+                               under the user's line; 0 when the line itself made them */
     const char *category;   /* the PieProf category it suggests (a display heuristic), and what to do about
                                it: static strings, set when the sweep is done */
     const char *fix;

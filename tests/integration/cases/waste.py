@@ -55,6 +55,7 @@ def case_waste_recompute(c):
     same = found.get(("waste_recompute.py", 9))
     assert same, d["recomputations"]
     assert 360 < same["object_size"] < 500 and same["category"] == "loop-invariant computation", same
+    assert same["made_in"] is None and "outside the loop" in same["fix"], same   # the user's own code made it
     near(same["count"], 100_000, 0.35, "recomputed str count (sampled)")
     assert [(v["function"], v["line"]) for v in same["via"]] == [("<module>", 28)], same["via"]
     for line in (10, 11):
@@ -65,6 +66,7 @@ def case_waste_recompute(c):
         assert inv and inv["object_size"] == 32768, d["recomputations"]
         near(inv["count"], 30_000, 0.25, "recomputed array count")
         assert inv["category"] == "repeated native call with the same arguments", inv
+        assert inv["made_in"] is None, inv     # np.sqrt, called by the line itself
         for line in (22, 23):
             assert row(d, "waste_recompute.py", line)["recomputed_bytes"] == 0, f"line {line} flagged"
         assert "recomputed" in open(dot, encoding="utf-8").read(), "no recomputed node in the dot graph"
@@ -76,13 +78,17 @@ def case_waste_recompute(c):
 def case_waste_not_at_imports(c):
     """A library that builds the same value 100,000 times and reserves 80 MB it never touches while it is
     imported: no finding at the user's import line, though the line keeps its figures; the same calls from
-    the user's own lines are findings (the twin)."""
+    the user's own lines are findings (the twin), the recomputation named as made inside the library's
+    function, with advice for a call rather than a loop of the user's."""
     cp, d = c.profile(prog("waste_imports.py"), extra=("--profile-only", "waste_imports.py"))
     assert cp.returncode == 0 and cp.stdout == "True 80000000 80000000\n", (cp.stdout, cp.stderr[-800:])
     recomputed = {r["line"] for r in d["recomputations"] if os.path.basename(r["file"]) == "waste_imports.py"}
     untouched = {u["line"] for u in d["untouched"] if os.path.basename(u["file"]) == "waste_imports.py"
                  and u["finding"]}
     assert 6 in recomputed and 4 not in recomputed, d["recomputations"]
+    library = [r for r in d["recomputations"] if os.path.basename(r["file"]) == "waste_imports.py"][0]
+    assert (library["made_in"] or "").startswith("build (waste_import_lib.py:"), library   # a library's loop
+    assert "outside the loop" not in library["fix"] and "made inside build" in cp.stderr, library
     assert 7 in untouched and 4 not in untouched, d["untouched"]
     imported = row(d, "waste_imports.py", 4)
     assert imported["recomputed_bytes"] > 0 and imported["untouched_bytes"] >= 0.9 * 80_000_000, imported
