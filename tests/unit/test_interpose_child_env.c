@@ -176,6 +176,29 @@ static void test_command_runs_python(void **state)
     alarm(0);
 }
 
+/* Every command line ends its parse: random text of the characters the parse treats apart (quotes,
+ * separators, parentheses, variables, assignments), 200,000 lines, under an alarm. It runs in a vfork
+ * child, whose parent waits for it: a parse that stood still hung the profiled program. */
+static void test_command_parse_ends(void **state)
+{
+    (void)state;
+    static const char alphabet[] = " \t\"';&|()`\n${}=/\\#python3-cx.";
+    char *env[] = {"PYTHON=python3", "P=(", NULL};
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    char line[48];
+    alarm(20);
+    for (int i = 0; i < 200000; i++) {
+        size_t n = (size_t)(i % (int)(sizeof line - 1));
+        for (size_t k = 0; k < n; k++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            line[k] = alphabet[x % (sizeof alphabet - 1)];
+        }
+        line[n] = '\0';
+        (void)pf_command_runs_python(line, i & 1 ? env : NULL);
+    }
+    alarm(0);
+}
+
 /* A program named by a variable: set earlier in the command line, else in the shell's environment. */
 static void test_command_variables(void **state)
 {
@@ -248,6 +271,7 @@ int main(void)
         cmocka_unit_test(test_launchers),
         cmocka_unit_test(test_command_runs_python),
         cmocka_unit_test(test_command_variables),
+        cmocka_unit_test(test_command_parse_ends),
         cmocka_unit_test(test_path_lookup),
         cmocka_unit_test(test_command_line),
     };
