@@ -4,7 +4,7 @@ allocator, expandable segments, --gpu-per-tensor) and CuPy. Needs a CUDA driver 
 this is run by hand where one is lent (it is not a ctest case).
 
 Usage: check_real_gpu.py --pyflow BUILD/bin/pyflow [--python PYTHON] [--out DIR] [CASE ...]
-Cases: info ctypes torch torch_expandable torch_per_tensor cupy (default: all). Each case runs its program
+Cases: info ctypes cupy torch torch_expandable torch_per_tensor torch_exact torch_watch (default: all). Each case runs its program
 plainly and under pyflow, requires the same output and exit status, and checks the GPU rows and copy edges.
 DIR keeps each case's text report (CASE.txt) and JSON (CASE.json). Exit 0 = all passed, 1 = a case failed,
 77 = no GPU here.
@@ -79,10 +79,10 @@ class Case:
     def run(self):
         """Runs the program plainly and under pyflow; returns the JSON document."""
         plain = subprocess.run([self.a.python, self.program], capture_output=True, text=True, env=self.env,
-                               timeout=600)
+                               timeout=self.a.timeout)
         js = os.path.join(self.a.out, self.name + ".json")
         cp = subprocess.run([self.a.pyflow, "run", "--python", self.a.python, "--json", js, *self.options,
-                             self.program], capture_output=True, text=True, env=self.env, timeout=600)
+                             self.program], capture_output=True, text=True, env=self.env, timeout=self.a.timeout)
         with open(os.path.join(self.a.out, self.name + ".txt"), "w") as f:
             f.write(cp.stderr)
         assert plain.returncode == 0, f"plain run failed:\n{plain.stderr[-1500:]}"
@@ -149,6 +149,15 @@ def case_torch_expandable(a):
                       {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}), True)
 
 
+def case_torch_exact(a):
+    torch_common(Case(a, "torch_exact", "torch_cache.py", options=["--exact"]), True)
+
+
+def case_torch_watch(a):
+    """--watch=all where debug registers fire: the GPU rows and verdicts as without it."""
+    torch_common(Case(a, "torch_watch", "torch_cache.py", options=["--watch=all"]), True)
+
+
 def case_torch_per_tensor(a):
     c = Case(a, "torch_per_tensor", "torch_cache.py", options=["--gpu-per-tensor"])
     c.run()
@@ -173,9 +182,9 @@ def case_cupy(a):
     assert down and down[0]["bytes"] == 16 * MiB, down
 
 
-CASES = {"info": case_info, "ctypes": case_ctypes, "torch": case_torch,
+CASES = {"info": case_info, "ctypes": case_ctypes, "cupy": case_cupy, "torch": case_torch,
          "torch_expandable": case_torch_expandable, "torch_per_tensor": case_torch_per_tensor,
-         "cupy": case_cupy}
+         "torch_exact": case_torch_exact, "torch_watch": case_torch_watch}
 
 
 def main():
@@ -183,6 +192,7 @@ def main():
     p.add_argument("--pyflow", required=True)
     p.add_argument("--python", default=sys.executable)
     p.add_argument("--out", default=".")
+    p.add_argument("--timeout", type=float, default=120, help="seconds for each run (a hang fails its case)")
     p.add_argument("cases", nargs="*", default=list(CASES))
     a = p.parse_args()
     if not gpu_count():
