@@ -77,6 +77,7 @@ static void note_untouched(pf_model_t *m, waste_sweep_t *W, const live_obj_t *o,
         memset(u, 0, sizeof *u);
         u->row = o->line;
         u->node = folded_node(m, o->node);
+        u->full = o->node;
         *v = m->waste.n_untouched;
     }
     pf_untouched_t *u = &m->waste.untouched[*v - 1];
@@ -87,6 +88,7 @@ static void note_untouched(pf_model_t *m, waste_sweep_t *W, const live_obj_t *o,
         u->largest_size = o->size;
         u->largest_untouched = untouched_one;
         u->node = folded_node(m, o->node);
+        u->full = o->node;
     }
     if (untouched > 0) {
         untouched_fact_t *f = PF_VEC_PUSH(W->facts, W->n_facts, W->cap_facts);
@@ -226,8 +228,11 @@ void pf_waste_finish(sweeper_t *S)
     if (!W)
         return;
     collect_recomputations(m, W);
-    for (size_t i = 0; i < m->waste.n_untouched; i++)
-        m->waste.untouched[i].fix = untouched_fix(&m->waste.untouched[i]);
+    for (size_t i = 0; i < m->waste.n_untouched; i++) {
+        pf_untouched_t *u = &m->waste.untouched[i];
+        u->fix = untouched_fix(u);
+        u->made_in = u->full >= 0 ? library_maker(m, u->full) : 0;
+    }
     if (m->waste.n_untouched)
         qsort(m->waste.untouched, m->waste.n_untouched, sizeof *m->waste.untouched, by_untouched_bytes);
     if (m->total.peak_bytes > 0) {

@@ -158,6 +158,11 @@ void pf_json_waste(pf_json_t *j, const pf_model_t *m)
         pf_json_number(j, (double)u->largest_untouched);
         pf_json_key(j, "finding");
         pf_json_bool(j, pf_waste_untouched_shown(m, u));
+        pf_json_key(j, "made_in");     /* the library function that allocated its largest block */
+        if (u->made_in)
+            pf_json_string(j, pf_model_str(m, u->made_in));
+        else
+            pf_json_null(j);
         pf_json_key(j, "fix");
         pf_json_string(j, u->fix);
         pf_json_key(j, "via");
@@ -236,6 +241,10 @@ void pf_text_waste(FILE *f, const pf_model_t *m, int width, int color)
                  reset, pf_waste_untouched_text(u, text, sizeof text),
                  pf_report_source_line(pf_model_str(m, l->file), l->line));
         put_line(f, width + (int)(strlen(red) + strlen(reset)), row);
+        if (u->made_in) {
+            snprintf(row, sizeof row, "      made inside %s", pf_model_str(m, u->made_in));
+            put_line(f, width, row);
+        }
         if (u->node >= 0 && m->nodes[u->node].parent >= 0) {
             snprintf(row, sizeof row, "      via %s", pf_report_callers(m, u->node, callers, sizeof callers));
             put_line(f, width, row);
@@ -284,6 +293,10 @@ int pf_html_waste_findings(FILE *f, const pf_model_t *m)
             continue;
         fputs("<div class=\"finding\"><span class=\"bad\">untouched memory</span> at ", f);
         html_where(f, m, u->row);
+        if (u->made_in) {
+            fputs(", made inside ", f);
+            pf_html_esc(f, pf_model_str(m, u->made_in));
+        }
         fputs(": ", f);
         pf_html_esc(f, pf_waste_untouched_text(u, text, sizeof text));
         fputs("; ", f);

@@ -29,6 +29,9 @@ typedef struct pf_recomputation {
 typedef struct pf_untouched {
     int32_t row;
     int32_t node;           /* call path of its largest block */
+    int32_t full;           /* the same in the unfolded tree (pf_callnode_t of m->full) */
+    uint32_t made_in;       /* interned "function (file:line)": the library function that allocated the
+                               largest block under the user's line; 0 when the line itself did */
     double bytes;           /* estimated untouched bytes */
     double checked_bytes;   /* estimated bytes of the whole pages looked at */
     double blocks;          /* estimated blocks */

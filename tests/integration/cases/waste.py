@@ -26,6 +26,8 @@ def case_waste_untouched(c):
         expect_untouched += 80_000_000 + 72_000_000
     found = {(os.path.basename(u["file"]), u["line"]) for u in d["untouched"] if u["finding"]}
     assert ("waste_untouched.py", 6) in found and ("waste_untouched.py", 7) not in found, d["untouched"]
+    assert all(u["made_in"] is None for u in d["untouched"] if u["file"].endswith("waste_untouched.py")
+               and u["line"] in (6, 10, 12)), d["untouched"]   # bytes(n), np.zeros/empty called by the line
     assert not numpy or {("waste_untouched.py", 10), ("waste_untouched.py", 12)} <= found, found
     assert not numpy or ("waste_untouched.py", 11) not in found, found
     # all of them are live at the peak: the resident peak lacks about their untouched bytes
@@ -90,6 +92,8 @@ def case_waste_not_at_imports(c):
     assert (library["made_in"] or "").startswith("build (waste_import_lib.py:"), library   # a library's loop
     assert "outside the loop" not in library["fix"] and "made inside build" in cp.stderr, library
     assert 7 in untouched and 4 not in untouched, d["untouched"]
+    reserved = [u for u in d["untouched"] if os.path.basename(u["file"]) == "waste_imports.py" and u["line"] == 7]
+    assert (reserved[0]["made_in"] or "").startswith("reserve (waste_import_lib.py:"), reserved
     imported = row(d, "waste_imports.py", 4)
     assert imported["recomputed_bytes"] > 0 and imported["untouched_bytes"] >= 0.9 * 80_000_000, imported
     findings = cp.stderr.split("recomputed values", 1)[-1]
