@@ -43,7 +43,7 @@ def case_waste_untouched(c):
 @per_version
 def case_waste_recompute(c):
     """A loop that builds the same str (and, with numpy, the same array) every iteration is flagged with
-    its count; the same loops making a new value each time, a list of new floats (whose item array holds
+    its count; a line making 50 values of 50 sizes again and again is one finding ("repeated values"); the same loops making a new value each time, a list of new floats (whose item array holds
     the same pointers each time: the allocator hands the freed addresses back), and np.zeros never written,
     are not."""
     numpy = ("numpy",) if has_numpy(c.python) else ()
@@ -63,6 +63,13 @@ def case_waste_recompute(c):
     for line in (10, 11):
         assert row(d, "waste_recompute.py", line)["recomputed_bytes"] == 0, f"line {line}: new values flagged"
     assert re.search(r"recomputed the same \d+ B value \d+ times", cp.stderr), cp.stderr
+    # values that repeat (50 strings of 50 sizes): entries per size in the JSON, one finding in the text
+    cycling = [r for r in d["recomputations"] if os.path.basename(r["file"]) == "waste_recompute.py"
+               and r["line"] == 34]
+    assert len(cycling) > 1 and all(r["category"] == "repeated values" for r in cycling), cycling
+    findings = cp.stderr.split("recomputed values (", 1)[1].split("\n\n", 1)[0]
+    assert findings.count("waste_recompute.py:34") == 1, findings
+    assert re.search(r"recomputed \d+ values of \d+ sizes", cp.stderr), cp.stderr
     if numpy:
         inv = found.get(("waste_recompute.py", 21))
         assert inv and inv["object_size"] == 32768, d["recomputations"]

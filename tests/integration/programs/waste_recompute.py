@@ -28,3 +28,10 @@ def arrays(n):
 print(strings(100_000))
 if sys.argv[1:] == ["numpy"]:
     print(arrays(30_000))
+
+
+def cycling(n):
+    return sum(len("y" * (i % 50 + 400)) for i in range(n))    # line 34: 50 values, each again: one finding
+
+
+print(cycling(200_000))
