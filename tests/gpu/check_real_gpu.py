@@ -17,6 +17,8 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
+from cases.common import flows_at, line_of  # noqa: E402  (the integration cases' helpers)
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(HERE)), "examples", "gpu")
 MiB = 1 << 20
 
@@ -30,14 +32,6 @@ def gpu_count():
     if cuda.cuInit(0) != 0 or cuda.cuDeviceGetCount(ctypes.byref(n)) != 0:
         return 0
     return n.value
-
-
-def line_of(path, text):
-    with open(path) as f:
-        for n, l in enumerate(f, 1):
-            if text in l:
-                return n
-    raise AssertionError(f"{text!r} not in {path}")
 
 
 def row(doc, script, line):
@@ -62,8 +56,7 @@ def assert_given_back(doc, freed):
 
 
 def flows(doc, script, line, kind):
-    return [f for f in doc["flows"]
-            if os.path.basename(f["at"]["file"]) == script and f["at"]["line"] == line and f["kind"] == kind]
+    return [f for f in flows_at(doc, script, line) if f["kind"] == kind]
 
 
 class Case:
