@@ -11,7 +11,8 @@
  *    is slowed by recording each one, and its burst then filled half the run; and it stretched a burst
  *    the scheduler preempted. Bytes allocated are the same sampled and exact (the estimates are
  *    unbiased), and an import (loading numpy) does not count. The spread is read on the rest of the
- *    program's clock, the line's own bytes taken out (live_obj_t.at): a burst of the line's own (data
+ *    program's clock, the line's own bytes taken out (live_obj_t.at; a process's bytes are also the own
+ *    bytes of the user's line that started it): a burst of the line's own (data
  *    built by the program's last statement) spreads over nothing else the program did, however much of
  *    the run it takes. A block re-allocated as it grew (bytearray +=) is followed through its reallocs
  *    (pf_sweep_leak_grew): each piece it gained is a survivor of its own, at its time. A growing cache, a
@@ -35,6 +36,7 @@
 #include <stdlib.h>
 
 #include "pf_loader_int.h"
+#include "pf_origin_int.h"
 #include "pf_report_int.h"
 #include "pf_aggregate_int.h"
 #include "pf_sweep_int.h"
@@ -130,8 +132,16 @@ void pf_sweep_leak_clock_slow(sweeper_t *S, int32_t row, uint32_t proc, uint64_t
     if (S->clock_start < 0 && pf_model_is_user_file(m, pf_model_str(m, l->file)))
         S->clock_start = S->leak_clock;
     S->leak_clock += est;
-    if (S->clock_start >= 0 && S->clock_end < 0)
+    if (S->clock_origin[proc] == -2)
+        S->clock_origin[proc] = pf_origin_process_row(S, proc);
+    if (S->clock_start >= 0 && S->clock_end < 0) {
         l->leak_own += est;
+        /* A process's bytes are its starter's own too: a line that starts workers and keeps what they send
+         * back (a pool's map) is one burst with the work it started, not spread over that work. */
+        int32_t origin = S->clock_origin[proc];
+        if (origin >= 0 && origin != row)
+            m->lines[origin].leak_own += est;
+    }
 }
 
 static uint32_t grow_slot(uint64_t key)

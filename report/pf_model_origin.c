@@ -221,6 +221,13 @@ int32_t pf_origin_row(sweeper_t *S, uint32_t proc, uint32_t tid, int32_t *func, 
     return o.row;
 }
 
+int32_t pf_origin_process_row(sweeper_t *S, uint32_t proc)
+{
+    if (S->m->procs[proc].root)
+        return -1;
+    return S->origins[origin(S, proc, S->m->procs[proc].pid, 0)].row;
+}
+
 static int cmp_unprofiled(const void *a, const void *b)
 {
     const pf_unprofiled_t *x = a, *y = b;

@@ -672,8 +672,11 @@ void pf_model_sweep(loader_t *L)
     double peak = -1, gpu_peak = 0;
     S.proc_objs = pf_xcalloc(m->n_procs + 1, sizeof *S.proc_objs);
     S.clock_end_at = pf_xmalloc((m->n_procs + 1) * sizeof *S.clock_end_at);
-    for (size_t i = 0; i <= m->n_procs; i++)
+    S.clock_origin = pf_xmalloc((m->n_procs + 1) * sizeof *S.clock_origin);
+    for (size_t i = 0; i <= m->n_procs; i++) {
         S.clock_end_at[i] = i < m->n_procs && m->procs[i].root ? L->procs[i].fin_ns : UINT64_MAX;
+        S.clock_origin[i] = i < m->n_procs ? -2 : -1;
+    }
     S.memo_at = pf_xcalloc(L->n_procs + 1, sizeof *S.memo_at);
     S.peak.off = m->exact || m->aggregated;     /* --aggregate: the recorder's peak picture */
     /* An exact profile's live objects are many: their map grows at half full, where its probe runs stay
@@ -822,4 +825,5 @@ void pf_model_sweep(loader_t *L)
     free(S.pieces);
     free(S.proc_objs);
     free(S.clock_end_at);
+    free(S.clock_origin);
 }

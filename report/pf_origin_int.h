@@ -36,6 +36,10 @@ uint32_t pf_origin_event_tid(const loader_t *L, const event_t *e);
  * none is known (the root's main thread, a start pyflow did not see). Memoized in the sweeper. */
 int32_t pf_origin_row(struct sweeper *S, uint32_t proc, uint32_t tid, int32_t *func, int32_t *node);
 
+/* The user's line that started process proc (its first thread's origin), or -1 (the root, or a start
+ * pyflow did not see); nothing is counted as started by it (pf_origin_row counts). */
+int32_t pf_origin_process_row(struct sweeper *S, uint32_t proc);
+
 /* After the sweep: the model's list of Python processes started unprofiled (pf_unprofiled_t), each with
  * the user's line that started it, in time order. */
 void pf_origin_unprofiled(struct sweeper *S);

@@ -128,6 +128,8 @@ typedef struct sweeper {
     double leak_clock, clock_start, clock_end;
     uint64_t *clock_end_at; /* per process: when its events end the clock (the root's finalization), else
                                UINT64_MAX */
+    int32_t *clock_origin;  /* per process: the user's line that started it (pf_origin_process_row), whose
+                               own bytes on the clock its allocations are too; -1 none, -2 not looked up */
     leak_piece_t *pieces;   /* realloc chains (pf_model_leak.c) */
     size_t n_pieces, cap_pieces;
     live_obj_t *objs;       /* the live objects; a released one's slot is reused (free_objs) */
@@ -233,13 +235,17 @@ void pf_sweep_leak_clock_slow(sweeper_t *S, int32_t row, uint32_t proc, uint64_t
 static inline void pf_sweep_leak_clock(sweeper_t *S, int32_t row, uint32_t proc, uint64_t t, double est)
 {
     pf_line_t *l = &S->m->lines[row];
-    if (l->import_state != 2 || S->clock_start < 0 || t >= S->clock_end_at[proc]) {
+    int32_t origin = S->clock_origin[proc];
+    if (l->import_state != 2 || S->clock_start < 0 || t >= S->clock_end_at[proc] || origin == -2) {
         pf_sweep_leak_clock_slow(S, row, proc, t, est);
         return;
     }
     S->leak_clock += est;
-    if (S->clock_end < 0)
+    if (S->clock_end < 0) {
         l->leak_own += est;
+        if (origin >= 0 && origin != row)
+            S->m->lines[origin].leak_own += est;
+    }
 }
 
 /* The rest of the program's clock for an object of row allocated now (live_obj_t.at). */

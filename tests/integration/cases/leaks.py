@@ -114,3 +114,11 @@ def case_leak_realloc(c):
     each piece it gained counts at its time); the same bytearray grown to its size once, at the start, and
     then reused in place does not."""
     check_leak_shape(c, "leak_realloc.py", flavors=("python",))
+
+
+@per_version
+def case_leak_pool(c):
+    """A pool's results appended all along the run while the parent works on leak (at the Pool line, which
+    started the thread that unpickles them); the same results built by one map and then used do not: the
+    workers' bytes are the Pool line's own burst, not a clock its results spread over."""
+    check_leak_shape(c, "leak_pool.py", flavors=("python",))
