@@ -225,7 +225,8 @@ int32_t pf_origin_process_row(sweeper_t *S, uint32_t proc)
 {
     if (S->m->procs[proc].root)
         return -1;
-    return S->origins[origin(S, proc, S->m->procs[proc].pid, 0)].row;
+    size_t i = origin(S, proc, S->m->procs[proc].pid, 0);    /* may move S->origins */
+    return S->origins[i].row;
 }
 
 static int cmp_unprofiled(const void *a, const void *b)
