@@ -12,23 +12,20 @@
 
 #define PF_WASTE_FINDINGS 5
 
-/* Findings are what the user can change: an import statement runs the module's code once, so what it
- * builds or leaves untouched there (`import torch` reserves about 1 GiB it never touches) is the library's
- * doing, as leaks and redundant copies at imports are (pf_report_is_import). The line keeps its figures. */
-static int at_import(const pf_model_t *m, int32_t row)
-{
-    return pf_report_is_import(m, &m->lines[row]);
-}
-
+/* Findings are what the user can change (pf_report_finding_line): not the interpreter's start-up, not a
+ * library's line, and not an import statement, which runs the module's code once, so what it builds or
+ * leaves untouched there (`import torch` reserves about 1 GiB it never touches) is the library's doing, as
+ * leaks and redundant copies there are. The line keeps its figures. */
 int pf_waste_recompute_shown(const pf_model_t *m, const pf_recomputation_t *r)
 {
-    return r->matches >= PF_RECOMPUTE_MIN_MATCHES && r->bytes > 0 && r->row >= 0 && !at_import(m, r->row);
+    return r->matches >= PF_RECOMPUTE_MIN_MATCHES && r->bytes > 0 && r->row >= 0 &&
+           pf_report_finding_line(m, &m->lines[r->row]);
 }
 
 int pf_waste_untouched_shown(const pf_model_t *m, const pf_untouched_t *u)
 {
     return u->bytes >= PF_UNTOUCHED_MIN_BYTES && u->bytes >= PF_UNTOUCHED_MIN_SHARE * u->checked_bytes &&
-           !at_import(m, u->row);
+           pf_report_finding_line(m, &m->lines[u->row]);
 }
 
 /* The text and HTML findings name a line (call path) once: its entries of other object sizes (the JSON's

@@ -104,18 +104,21 @@ int pf_report_is_import(const pf_model_t *m, const pf_line_t *l)
     return strncmp(src, "import ", 7) == 0 || (strncmp(src, "from ", 5) == 0 && strstr(src, " import "));
 }
 
+int pf_report_finding_line(const pf_model_t *m, const pf_line_t *l)
+{
+    return pf_model_is_user_file(m, pf_model_str(m, l->file)) && !pf_report_is_import(m, l);
+}
+
 int pf_report_leak_found(const pf_model_t *m, const pf_line_t *l)
 {
-    return pf_model_is_user_file(m, pf_model_str(m, l->file)) &&
-           pf_report_leak_likelihood(&l->s) >= PF_LEAK_REPORT_THRESHOLD && !pf_report_is_import(m, l);
+    return pf_report_leak_likelihood(&l->s) >= PF_LEAK_REPORT_THRESHOLD && pf_report_finding_line(m, l);
 }
 
 int pf_report_copy_found(const pf_model_t *m, const pf_flow_t *f)
 {
     /* not one a worker the line started made in library code: "share one buffer" is not the line's to do */
     return pf_report_flow_redundant(f) && f->at_line >= 0 && !f->started &&
-           pf_model_is_user_file(m, pf_model_str(m, m->lines[f->at_line].file)) &&
-           !pf_report_is_import(m, &m->lines[f->at_line]);
+           pf_report_finding_line(m, &m->lines[f->at_line]);
 }
 
 /* The advice for a copy the user's line did not ask for by name: made by a library, or by a call that
@@ -358,7 +361,7 @@ size_t pf_report_needed_copies(const pf_model_t *m, const pf_flow_t **top, size_
     size_t n = 0;
     for (size_t i = 0; i < m->n_flows; i++) {
         const pf_flow_t *f = &m->flows[i];
-        if (!f->watch_judged || f->at_line < 0)
+        if (!f->watch_judged || f->at_line < 0 || !pf_report_finding_line(m, &m->lines[f->at_line]))
             continue;
         size_t k = 0;
         while (k < n && top[k]->bytes >= f->bytes)

@@ -36,6 +36,9 @@ int pf_report_flow_redundant(const pf_flow_t *f);
 /* Findings are about the user's code, which the user can change: a line's probable leak (the likelihood
  * at PF_LEAK_REPORT_THRESHOLD or more) and a redundant copy flow made at a line of the user's files (by
  * that line, not by a thread or process it started). */
+/* A line a finding may name: in one of the user's files (not a library's, not "[python startup]"), and not
+ * an import statement. */
+int pf_report_finding_line(const pf_model_t *m, const pf_line_t *l);
 int pf_report_leak_found(const pf_model_t *m, const pf_line_t *l);
 
 /* 1 when the line is an import statement (its source: "import ..." or "from ... import ..."): what a module

@@ -88,7 +88,8 @@ def case_waste_not_at_imports(c):
     """A library that builds the same value 100,000 times and reserves 80 MB it never touches while it is
     imported: no finding at the user's import line, though the line keeps its figures; the same calls from
     the user's own lines are findings (the twin), the recomputation named as made inside the library's
-    function, with advice for a call rather than a loop of the user's."""
+    function, with advice for a call rather than a loop of the user's. Under --exact the interpreter's
+    start-up repeats values too: no finding there either."""
     cp, d = c.profile(prog("waste_imports.py"), extra=("--profile-only", "waste_imports.py"))
     assert cp.returncode == 0 and cp.stdout == "True 80000000 80000000\n", (cp.stdout, cp.stderr[-800:])
     recomputed = {r["line"] for r in d["recomputations"] if os.path.basename(r["file"]) == "waste_imports.py"}
@@ -105,3 +106,11 @@ def case_waste_not_at_imports(c):
     assert imported["recomputed_bytes"] > 0 and imported["untouched_bytes"] >= 0.9 * 80_000_000, imported
     findings = cp.stderr.split("recomputed values", 1)[-1]
     assert "waste_imports.py:4" not in findings, findings
+    # every recorded start-up allocation (--exact) makes repeated values there too: no finding, nor in
+    # the library's own lines, and none in the text
+    cp, d = c.profile(prog("waste_imports.py"), extra=("--exact", "--profile-only", "waste_imports.py"))
+    assert cp.returncode == 0, cp.stderr[-800:]
+    where = {os.path.basename(r["file"]) for r in d["recomputations"]} | \
+        {os.path.basename(u["file"]) for u in d["untouched"] if u["finding"]}
+    assert where == {"waste_imports.py"}, (d["recomputations"], d["untouched"])
+    assert "[python startup]:0  repeated values" not in cp.stderr, cp.stderr
