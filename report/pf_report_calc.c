@@ -125,19 +125,26 @@ int pf_report_copy_found(const pf_model_t *m, const pf_flow_t *f)
  * converts its input. */
 #define PF_FIX_CALL "give it data it need not convert (dtype, layout), copy=False if offered, or call once"
 
-/* 1 when the source line of the flow's copying line has one of the calls, NULL-terminated. */
-static int line_has(const pf_model_t *m, const pf_flow_t *f, const char *const *calls)
+/* 1 when the source line of the flow's copying line has one of the calls, NULL-terminated; unread when
+ * there is no line to read. */
+static int line_calls(const pf_model_t *m, const pf_flow_t *f, const char *const *calls, int unread)
 {
     if (!m || f->at_line < 0)
-        return 1;   /* no line to read: the advice by the objects' kinds stands */
+        return unread;
     const pf_line_t *l = &m->lines[f->at_line];
     const char *src = pf_report_source_line(pf_model_str(m, l->file), l->line);
     if (!src[0])
-        return 1;
+        return unread;
     for (; *calls; calls++)
         if (strstr(src, *calls))
             return 1;
     return 0;
+}
+
+/* No line to read: the advice by the objects' kinds stands. */
+static int line_has(const pf_model_t *m, const pf_flow_t *f, const char *const *calls)
+{
+    return line_calls(m, f, calls, 1);
 }
 
 const char *pf_report_copy_fix(const pf_model_t *m, const pf_flow_t *f)
@@ -156,6 +163,12 @@ const char *pf_report_copy_fix(const pf_model_t *m, const pf_flow_t *f)
         return "the text was copied whole into a new str: build it once (''.join(parts), io.StringIO)";
     if (f->dst_ends == str)
         return "decoding copied the bytes as is: work on the bytes (re takes bytes too) or decode once";
+    /* a copy the line asked for by name (df.copy(), copy.copy(x)) that a library function made: the call
+     * to drop is the user's, not a conversion to avoid */
+    static const char *const named_copies[] = {".copy(", NULL};
+    if (f->made_in && line_calls(m, f, named_copies, 0))
+        return "drop the .copy() on this line: neither the copy nor its source was changed, so the object "
+               "itself would do";
     if (f->made_in)
         return PF_FIX_CALL;
     if (f->dst_domains && !(f->dst_domains & ~python))

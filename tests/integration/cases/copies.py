@@ -116,3 +116,8 @@ def case_copy_verdicts(c):
         said = cp.stderr.split("redundant copies (", 1)[1]
         assert f"copies_in_library.py:{line}" in said and "judged 12" in said, said
         assert "\n      made inside nan_to_num (" in said, said
+        # the line asks for the copy by name (copy.copy(a)): the advice is to drop it, not a conversion
+        named = [f for f in flows_at(d, "copies_in_library.py", min(marked_lines("copies_in_library.py", "NAMED")))
+                 if f["redundant"]]
+        assert len(named) == 1 and named[0]["made_in"].startswith("copy ("), named
+        assert named[0]["fix"].startswith("drop the .copy()"), named[0]["fix"]

@@ -8,3 +8,7 @@ total = 0.0
 for i in range(12):
     total += np.nan_to_num(a)[i]  # LIBRARY COPY
 print(total)
+import copy
+for i in range(12):
+    total += copy.copy(a)[i + 1]  # NAMED COPY (made inside copy.copy: the line's own .copy( to drop)
+print(total)
