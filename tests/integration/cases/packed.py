@@ -135,7 +135,8 @@ def case_packed_reports_identical(c):
     and pprof reports are the same byte for byte. Then a packed recording of the same deterministic program:
     at most 24 bytes per allocation-and-free (56 one record each; 15.7 measured on this program, whose two
     threads take turns), and the program's lines
-    allocate the same bytes and objects as in the unpacked recording."""
+    allocate the same bytes and objects as in the unpacked recording, within 0.02% (the two threads'
+    interleaving decides which objects come from the interpreter's free lists)."""
     a, b = os.path.join(c.tmp, "unpacked"), os.path.join(c.tmp, "repacked")
     os.makedirs(a, exist_ok=True)
     os.makedirs(b, exist_ok=True)
@@ -162,11 +163,14 @@ def case_packed_reports_identical(c):
     assert rep_a.returncode == 0 and rep_b.returncode == 0, rep_a.stderr + rep_b.stderr
     import json
     doc_a, doc_b = json.loads(rep_a.stdout), json.loads(rep_b.stdout)
+    # Two runs, two threads taking turns: where the GIL switches decides whether a dict or list object comes
+    # from the interpreter's free list or from the allocator, so a line may allocate an object more or
+    # less (64 bytes in one CI run out of 42.9 MB). A lost or doubled packed record is hundreds of events.
     for marker in ("CHURN", "DICTS", "KEPT", "GROWN"):
         line = line_of(prog(PROGRAM), "# " + marker)
         ra_, rb_ = row(doc_a, PROGRAM, line), row(doc_b, PROGRAM, line)
         for key in ("alloc_bytes", "alloc_count"):
-            assert ra_[key] == rb_[key], f"{marker}: {key} {ra_[key]} unpacked, {rb_[key]} packed"
+            assert abs(ra_[key] - rb_[key]) <= 0.0002 * ra_[key], f"{marker}: {key} {ra_[key]} unpacked, {rb_[key]} packed"
 
 
 @per_version
