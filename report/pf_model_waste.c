@@ -195,37 +195,46 @@ static void collect_recomputations(pf_model_t *m, waste_sweep_t *W)
         m->waste.recomputed_count += g->count;
     }
     pf_map_free(&entries);
-    /* Per path, over its entries of every size: sizes << 32 | distinct values. A str made again may count
-     * as two values (its cached hash set in one, not yet in the other), so a path with one size repeats
-     * several values only from 3 on. */
-    pf_map_t site_values = {0};
-    for (size_t i = 0; i < m->waste.n_recomputations; i++) {
-        const pf_recomputation_t *r = &m->waste.recomputations[i];
-        if (r->matches < PF_RECOMPUTE_MIN_MATCHES)
-            continue;
-        int created;
-        *pf_map_put(&site_values, pf_sweep_key3((uint64_t)(r->node >= 0 ? r->node : -2 - r->row) & 0xffffffffull,
-                                                 0, 0x5173), &created) += (1ull << 32) | r->values;
-    }
+    if (m->waste.n_recomputations)
+        qsort(m->waste.recomputations, m->waste.n_recomputations, sizeof *m->waste.recomputations,
+              by_recomputed_bytes);
+    /* A path's entries of every size summed on its largest (the one the findings show, site_first its own
+     * index). A str made again may count as two values (its cached hash set in one, not yet in the other),
+     * so a path with one size repeats several values only from 3 on. */
+    pf_map_t sites = {0};
     for (size_t i = 0; i < m->waste.n_recomputations; i++) {
         pf_recomputation_t *r = &m->waste.recomputations[i];
-        const uint64_t *site = pf_map_get(&site_values, pf_sweep_key3((uint64_t)(r->node >= 0 ? r->node : -2 - r->row) &
-                                                                          0xffffffffull, 0, 0x5173));
-        int several = site && ((*site >> 32) > 1 || (uint32_t)*site >= 3);
+        int created;
+        uint64_t *v = pf_map_put(&sites, pf_sweep_key3((uint64_t)(r->node >= 0 ? r->node : -2 - r->row) & 0xffffffffull,
+                                                       0, 0x5173), &created);
+        if (created) {
+            *v = i;
+            r->site = (pf_recomputation_site_t){.smallest = r->size, .largest = r->size};
+        }
+        r->site_first = (int32_t)*v;
+        pf_recomputation_site_t *site = &m->waste.recomputations[*v].site;
+        site->sizes++;
+        site->values += r->values;
+        site->bytes += r->bytes;
+        site->count += r->count;
+        site->smallest = r->size < site->smallest ? r->size : site->smallest;
+        site->largest = r->size > site->largest ? r->size : site->largest;
+    }
+    pf_map_free(&sites);
+    for (size_t i = 0; i < m->waste.n_recomputations; i++) {
+        pf_recomputation_t *r = &m->waste.recomputations[i];
+        const pf_recomputation_site_t *site = &m->waste.recomputations[r->site_first].site;
         r->category = r->native ? "repeated native call with the same arguments" : "loop-invariant computation";
         if (r->made_in)     /* the library repeats it: within one call of the line's, or on each of several */
             r->fix = "call it once and keep the result, or give it data it need not convert (dtype, layout)";
-        else if (several) {     /* the line makes several values, each again: what is invariant is the set */
+        else if (site->sizes > 1 || site->values >= 3) {
+            /* the line makes several values, each again: what is invariant is the set */
             r->category = "repeated values";
             r->fix = "keep the values made (a cache keyed by what makes them) instead of making them again";
         } else
             r->fix = r->native ? "compute it once outside the loop, or cache it (the call got the same inputs each time)"
                                : "compute it once outside the loop, or cache it";
     }
-    pf_map_free(&site_values);
-    if (m->waste.n_recomputations)
-        qsort(m->waste.recomputations, m->waste.n_recomputations, sizeof *m->waste.recomputations,
-              by_recomputed_bytes);
 }
 
 /* What to do about untouched memory: none of it used, or only part. */

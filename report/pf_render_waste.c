@@ -28,44 +28,23 @@ int pf_waste_untouched_shown(const pf_model_t *m, const pf_untouched_t *u)
            pf_report_finding_line(m, &m->lines[u->row]);
 }
 
-/* The text and HTML findings name a line (call path) once: its entries of other object sizes (the JSON's
- * one entry per size) are summed into its first, the largest. A line making "x" * (i % 1000) has a
- * thousand sizes; each its own finding filled the list with one line. */
-static int same_site(const pf_recomputation_t *a, const pf_recomputation_t *b)
-{
-    return a->row == b->row && a->node == b->node;
-}
-
-/* 1 when an entry before r (larger) names the same line: r was summed into it. */
+/* The text and HTML findings name a line (call path) once, by its largest entry, which holds the sums of
+ * the others (the JSON's one entry per size): a line making "x" * (i % 1000) has a thousand sizes, and
+ * each its own finding filled the list with one line. */
 static int site_shown_before(const pf_model_t *m, const pf_recomputation_t *r)
 {
-    for (const pf_recomputation_t *p = m->waste.recomputations; p < r; p++)
-        if (same_site(p, r) && pf_waste_recompute_shown(m, p))
-            return 1;
-    return 0;
+    return r != &m->waste.recomputations[r->site_first];
 }
 
 const char *pf_waste_recompute_text(const pf_model_t *m, const pf_recomputation_t *r, char *buf, size_t size)
 {
     char a[24], b[24], c[24];
-    double bytes = 0, count = 0;
-    uint64_t smallest = r->size, largest = r->size;
-    unsigned values = 0, sizes = 0;
-    for (size_t i = 0; i < m->waste.n_recomputations; i++) {
-        const pf_recomputation_t *p = &m->waste.recomputations[i];
-        if (!same_site(p, r) || !pf_waste_recompute_shown(m, p))
-            continue;
-        bytes += p->bytes;
-        count += p->count;
-        values += p->values;
-        sizes++;
-        smallest = p->size < smallest ? p->size : smallest;
-        largest = p->size > largest ? p->size : largest;
-    }
-    if (sizes > 1) {    /* many values, each made again: what helps is a cache of them */
-        snprintf(buf, size, "recomputed %u values of %u sizes (%s to %s) %.0f times in all (%s): %s", values, sizes,
-                 pf_report_human_bytes((double)smallest, a), pf_report_human_bytes((double)largest, b), count,
-                 pf_report_human_bytes(bytes, c), r->fix);
+    const pf_recomputation_site_t *site = &m->waste.recomputations[r->site_first].site;
+    if (site->sizes > 1) {  /* many values, each made again: what helps is a cache of them */
+        snprintf(buf, size, "recomputed %u values of %u sizes (%s to %s) %.0f times in all (%s): %s", site->values,
+                 site->sizes, pf_report_human_bytes((double)site->smallest, a),
+                 pf_report_human_bytes((double)site->largest, b), site->count, pf_report_human_bytes(site->bytes, c),
+                 r->fix);
         return buf;
     }
     snprintf(buf, size, "recomputed the same %s value %.0f time%s (%s): %s", pf_report_human_bytes((double)r->size, a),

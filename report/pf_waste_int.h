@@ -7,6 +7,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A path's recomputations of every size, summed on its largest entry. */
+typedef struct pf_recomputation_site {
+    uint32_t sizes, values;
+    double bytes, count;
+    uint64_t smallest, largest;
+} pf_recomputation_site_t;
+
 /* A line (call path) that made the same value again: its objects of one size whose fingerprints matched
  * one made before on the same path. */
 typedef struct pf_recomputation {
@@ -20,6 +27,8 @@ typedef struct pf_recomputation {
     uint32_t values;        /* distinct values recomputed */
     uint32_t made_in;       /* interned "function (file:line)": the library function that made the values,
                                under the user's line; 0 when the line itself made them */
+    int32_t site_first;     /* the index of its path's largest entry (its own when it is that one)... */
+    pf_recomputation_site_t site;   /* ... which holds the path's sums (zero in the others) */
     const char *category;   /* the PieProf category it suggests (a display heuristic), and what to do about
                                it: static strings, set when the sweep is done */
     const char *fix;
