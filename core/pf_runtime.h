@@ -60,6 +60,9 @@
 #define PF_ENV_QUIET "PYFLOW_QUIET"
 #define PF_ENV_PACKED "PYFLOW_PACKED"              /* "0": one record per exact allocation and free, not packed
                                                       events (PF_REC_PACKED); for comparisons and tests */
+#define PF_ENV_WHOLE_STACKS "PYFLOW_WHOLE_STACKS"  /* "1": every frame kept, the import machinery's and the native
+                                                      ones past the native site (the report is the same;
+                                                      for comparisons and tests) */
 #define PF_ENV_OUTPUT_DIR "PYFLOW_OUTPUT_DIR"      /* without PYFLOW_OUTPUT: each process writes DIR/<host>.<pid>
                                                       (pyflow env; processes not started by pyflow run) */
 #define PF_ENV_HOST "PYFLOW_HOST"                  /* the host name recorded and used in file names (unset:

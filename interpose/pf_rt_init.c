@@ -233,6 +233,7 @@ __attribute__((constructor)) static void pf_rt_init(void)
     pf_cfg.waste = !env_flag(PF_ENV_NO_WASTE);
     const char *packed = getenv(PF_ENV_PACKED);
     pf_cfg.packed = !packed || strcmp(packed, "0") != 0;
+    pf_cfg.whole_stacks = env_flag(PF_ENV_WHOLE_STACKS);
 
     int is_root = pf_cfg.is_root;
     pf_writer_info_t info = {

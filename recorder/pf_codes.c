@@ -19,6 +19,31 @@ typedef struct pf_code_entry {
 
 static pf_idtable_t table = {.entry_bytes = sizeof(pf_code_entry_t)};
 
+/* The file name objects of the import machinery's code (importlib._bootstrap, _bootstrap_external), as
+ * their code objects are first described: a frame is the machinery's when its code's co_filename is one of
+ * these (one load and a compare or two). Those modules live as long as the interpreter, so no other string
+ * takes their names' addresses. */
+#define PF_MACHINERY_FILES 8u
+static const void *machinery_files[PF_MACHINERY_FILES];
+static uint32_t n_machinery_files;      /* published with release after the entry; written under the lock */
+
+static int is_machinery_name(const char *filename)
+{
+    return strncmp(filename, "<frozen importlib._bootstrap", 28) == 0;
+}
+
+static void note_machinery_file(const void *file)
+{
+    uint32_t n = n_machinery_files;
+    for (uint32_t i = 0; i < n; i++)
+        if (machinery_files[i] == file)
+            return;
+    if (n < PF_MACHINERY_FILES) {
+        machinery_files[n] = file;
+        __atomic_store_n(&n_machinery_files, n + 1, __ATOMIC_RELEASE);
+    }
+}
+
 /* The key is the address and the identity: a code object's address is reused once it dies (a program that
  * compiles and drops functions gets one address again and again), and keyed on the address alone all those
  * code objects shared one home and one ever longer probe run. */
@@ -37,14 +62,16 @@ static int same_code(const void *entry, const void *key)
            a->identity[2] == b->identity[2];
 }
 
-/* Writes the CODE record for a new id. Returns 0, or -1 when the object is not a code object. */
-static int emit_code_record(pf_tls_t *t, const void *code, uint32_t id)
+/* Writes the CODE record for a new id; *machinery: the code is the import machinery's. Returns 0, or -1 when
+ * the object is not a code object. */
+static int emit_code_record(pf_tls_t *t, const void *code, uint32_t id, int *machinery)
 {
     static char filename[PF_CODE_FILENAME_MAX];     /* callers hold the table lock */
     static char name[PF_CODE_NAME_MAX];
     pf_pycode_info_t info;
     if (pf_cfg.py->describe(code, &info, filename, sizeof filename, name, sizeof name) != 0)
         return -1;
+    *machinery = is_machinery_name(filename);
     uint32_t fixed = (uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_code_t));
     uint32_t room = PF_CHUNK_PAYLOAD_MAX - fixed - info.filename_len - info.name_len - 8;
     uint32_t lt_len = info.linetable_len < room ? info.linetable_len : room;  /* huge tables: cut */
@@ -90,15 +117,36 @@ uint32_t pf_codes_id(pf_tls_t *t, const void *code)
     id = pf_idtable_find(&table, h, same_code, &k);     /* another thread may have added it meanwhile */
     if (!id) {
         pf_code_entry_t *e = pf_idtable_reserve(&table, &id);
-        if (e && emit_code_record(t, code, id) == 0) {
+        int machinery = 0;
+        if (e && emit_code_record(t, code, id, &machinery) == 0) {
             *e = k;
             pf_idtable_publish(&table, h, id);
+            if (machinery)
+                note_machinery_file(k.identity[0]);
         } else {
             id = 0;
         }
     }
     pf_idtable_unlock(&table);
     return id;
+}
+
+int pf_codes_drop_machinery(pf_pyframe_t *frames, int n)
+{
+    uint32_t nm = __atomic_load_n(&n_machinery_files, __ATOMIC_ACQUIRE);
+    if (!nm || n <= 2)
+        return n;
+    int kept = 1;
+    for (int i = 1; i < n - 1; i++) {
+        const void *file = pf_code_identity(frames[i].code, 0);
+        int machinery = 0;
+        for (uint32_t j = 0; j < nm; j++)
+            machinery |= file == machinery_files[j];
+        if (!machinery)
+            frames[kept++] = frames[i];
+    }
+    frames[kept++] = frames[n - 1];
+    return kept;
 }
 
 int pf_codes_same(uint32_t id, const void *code)
@@ -120,7 +168,7 @@ uint32_t pf_codes_lookup(const void *code)
 
 void pf_codes_reset(void)
 {
-    pf_idtable_reset(&table);
+    pf_idtable_reset(&table);   /* the machinery's file names stay what they are in the child */
 }
 
 void pf_codes_fork_prepare(void)

@@ -5,26 +5,39 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "pf_runtime_libs.h"
 #include "pf_sys.h"
 #include "pf_writer.h"
 
 #define PF_MAX_MODULE_SEGMENTS 2048u
+#define PF_MAX_RUNTIME_SEGMENTS 16u
 
 typedef struct pf_segment {
     uint64_t start, end;
+    int runtime;                    /* pf_path_is_runtime_library */
 } pf_segment_t;
 
 static pf_segment_t known[PF_MAX_MODULE_SEGMENTS];
 static uint32_t n_known;            /* published with release after the entry is filled */
 static pf_spinlock_t lock;
+/* The runtime's segments again, apart: nearly every frame of a native stack is in one of these few */
+static pf_segment_t runtime[PF_MAX_RUNTIME_SEGMENTS];
+static uint32_t n_runtime;          /* published as n_known */
+static unsigned long long scanned_adds = ~0ull;    /* the loader's count of objects added, at the last scan */
 
-static int is_known(uint64_t ip)
+/* The known segment holding ip, or NULL. */
+static const pf_segment_t *segment_of(uint64_t ip)
 {
     uint32_t n = __atomic_load_n(&n_known, __ATOMIC_ACQUIRE);
     for (uint32_t i = 0; i < n; i++)
         if (ip >= known[i].start && ip < known[i].end)
-            return 1;
-    return 0;
+            return &known[i];
+    return NULL;
+}
+
+static int is_known(uint64_t ip)
+{
+    return segment_of(ip) != NULL;
 }
 
 static void write_module(pf_tls_t *t, uint64_t start, uint64_t end, uint64_t bias, const char *path)
@@ -59,6 +72,9 @@ static int add_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
     pf_tls_t *t = arg;
     const char *path = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : exe_path();
+    if (size >= offsetof(struct dl_phdr_info, dlpi_adds) + sizeof info->dlpi_adds)
+        scanned_adds = info->dlpi_adds;
+    int is_runtime = pf_path_is_runtime_library(path);
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
@@ -67,9 +83,12 @@ static int add_object(struct dl_phdr_info *info, size_t size, void *arg)
         uint64_t end = start + ph->p_memsz;
         if (is_known(start) || n_known >= PF_MAX_MODULE_SEGMENTS)
             continue;
-        known[n_known].start = start;
-        known[n_known].end = end;
+        known[n_known] = (pf_segment_t){start, end, is_runtime};
         __atomic_store_n(&n_known, n_known + 1, __ATOMIC_RELEASE);
+        if (is_runtime && n_runtime < PF_MAX_RUNTIME_SEGMENTS) {
+            runtime[n_runtime] = known[n_known - 1];
+            __atomic_store_n(&n_runtime, n_runtime + 1, __ATOMIC_RELEASE);
+        }
         write_module(t, start, end, info->dlpi_addr, path);
     }
     return 0;
@@ -88,6 +107,56 @@ void pf_modules_note(pf_tls_t *t, const uint64_t *ips, int n)
         if (!is_known(ips[i]))
             break;
     }
+}
+
+static int read_adds(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    if (size >= offsetof(struct dl_phdr_info, dlpi_adds) + sizeof info->dlpi_adds)
+        *(unsigned long long *)arg = info->dlpi_adds;
+    return 1;       /* the count is the same in every object's entry */
+}
+
+/* The segment of ip, scanning the loaded objects again first when ip is in none known and objects were
+ * added since the last scan (JIT code stays in none; it must not cost a scan at every stack). */
+static const pf_segment_t *segment_after_scan(pf_tls_t *t, uint64_t ip)
+{
+    unsigned long long adds = ~0ull - 1;
+    dl_iterate_phdr(read_adds, &adds);
+    pf_spin_lock(&lock);
+    if (!is_known(ip) && adds != __atomic_load_n(&scanned_adds, __ATOMIC_RELAXED))
+        dl_iterate_phdr(add_object, t);
+    pf_spin_unlock(&lock);
+    return segment_of(ip);
+}
+
+/* 1 when ip lies in one of the first nr runtime segments: the interpreter's first (dl_iterate_phdr gives the
+ * main program first), where nearly every frame of a stack of interpreter frames is, so most IPs take one
+ * subtraction and one compare. */
+static inline int in_runtime(uint64_t ip, uint32_t nr)
+{
+    for (uint32_t k = 0; k < nr; k++)
+        if (ip - runtime[k].start < runtime[k].end - runtime[k].start)
+            return 1;
+    return 0;
+}
+
+int pf_modules_native_cut(pf_tls_t *t, const uint64_t *ips, int n)
+{
+    int scanned = 0;
+    uint32_t nr = __atomic_load_n(&n_runtime, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n; i++) {
+        if (PF_LIKELY(in_runtime(ips[i], nr)))
+            continue;
+        const pf_segment_t *seg = segment_of(ips[i]);
+        if (!seg && !scanned) {
+            seg = segment_after_scan(t, ips[i]);
+            scanned = 1;
+            nr = __atomic_load_n(&n_runtime, __ATOMIC_ACQUIRE);
+        }
+        if (seg && !seg->runtime)
+            return i + 1;
+    }
+    return 0;
 }
 
 static uint64_t self_lo, self_hi;
@@ -131,5 +200,7 @@ int pf_modules_is_self(uint64_t ip)
 void pf_modules_reset(void)
 {
     n_known = 0;
+    n_runtime = 0;
+    scanned_adds = ~0ull;
     lock.locked = 0;
 }

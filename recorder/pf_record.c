@@ -247,7 +247,7 @@ static int capture_python_raw(pf_tls_t *t, pf_stack_t *st, pf_pyframe_t *frames)
     }
     if (truncated)
         st->flags |= PF_ALLOC_TRUNCATED;
-    return n_py;
+    return pf_cfg.whole_stacks ? n_py : pf_codes_drop_machinery(frames, n_py);
 }
 
 void pf_stack_capture_python(pf_tls_t *t, pf_stack_t *st)
@@ -283,6 +283,8 @@ static void check_fast_walk(pf_tls_t *t, pf_stack_t *st, const pf_pyframe_t *fra
         return;
     uint64_t check[PF_MAX_NATIVE_FRAMES];
     int n = pf_unwinder_libunwind(check, PF_MAX_NATIVE_FRAMES);
+    if (!pf_cfg.whole_stacks)
+        n = pf_modules_native_cut(t, check, n);
     if (n != st->n_native || memcmp(check, st->native, (size_t)n * 8) != 0) {
         pf_unwinder_disagreed();
         st->n_native = (uint16_t)n;
@@ -296,7 +298,12 @@ void pf_stack_capture(pf_tls_t *t, pf_stack_t *st)
     pf_pyframe_t frames[PF_MAX_PY_FRAMES];
     int n_py = capture_python_raw(t, st, frames);
     int fast = 0;
-    st->n_native = pf_cfg.native ? (uint16_t)pf_unwinder_capture(t, st->native, PF_MAX_NATIVE_FRAMES, &fast) : 0;
+    if (pf_cfg.native) {
+        int n = pf_unwinder_capture(t, st->native, PF_MAX_NATIVE_FRAMES, &fast);
+        st->n_native = (uint16_t)(pf_cfg.whole_stacks ? n : pf_modules_native_cut(t, st->native, n));
+    } else {
+        st->n_native = 0;
+    }
     stack_from_raw(t, st, frames, n_py);   /* modules: noted as the stack is written */
     if (fast && !st->id)
         check_fast_walk(t, st, frames, n_py);

@@ -127,6 +127,8 @@ typedef struct pf_config {
     int aggregate_by_size;      /* the switch above happened (snapshots say so: PF_AGG_BY_SIZE) */
     int packed;                 /* exact allocations and frees go into PF_REC_PACKED records (PYFLOW_PACKED=0:
                                    one ALLOC_SHORT or FREE record each, as before format 6) */
+    int whole_stacks;           /* PYFLOW_WHOLE_STACKS=1: keep the import machinery's frames and the native
+                                   frames past the native site (pf_codes_drop_machinery, pf_modules_native_cut) */
 } pf_config_t;
 
 extern pf_config_t pf_cfg PF_HIDDEN;

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "pf_runtime_libs.h"
 #include "pf_util_int.h"
 
 typedef struct sym {
@@ -167,9 +168,5 @@ size_t pf_symbols_stack(pf_symbols_t *s, const pf_symbols_module_t *mods, size_t
 
 int pf_symbols_is_runtime_library(const char *path)
 {
-    const char *slash = strrchr(path, '/');
-    const char *b = slash ? slash + 1 : path;
-    return strncmp(b, "libc.so", 7) == 0 || strncmp(b, "libc-", 5) == 0 || strncmp(b, "ld-linux", 8) == 0 ||
-           strncmp(b, "libpython", 9) == 0 || strncmp(b, "python3", 7) == 0 || strncmp(b, "libpyflow", 9) == 0 ||
-           strncmp(b, "libm.so", 7) == 0 || strncmp(b, "libunwind", 9) == 0;
+    return pf_path_is_runtime_library(path);
 }

@@ -31,7 +31,7 @@ size_t pf_symbols_stack(pf_symbols_t *s, const pf_symbols_module_t *mods, size_t
                         size_t n, char **out);
 
 /* 1 when a library path is the interpreter, libc, the loader or pyflow itself: frames there are not the
- * "native site" of an allocation. */
+ * "native site" of an allocation (the rule: core/pf_runtime_libs.h). */
 int pf_symbols_is_runtime_library(const char *path);
 
 #endif /* PF_SYMBOLS_INT_H */

@@ -112,9 +112,11 @@ def case_native_parts_interned(c):
     is on those lines but only a few native parts a level, each written once (a NATIVE_STACK record) and named
     by id from its stacks' STACK records; no allocation carries its frames inline; the report attributes
     every allocation to its line with no stack left unresolved. (Written whole, numpy's import filled the
-    recorder's 64 MiB of stack copies and every later new stack went inline.)"""
+    recorder's 64 MiB of stack copies and every later new stack went inline.) Whole stacks
+    (PYFLOW_WHOLE_STACKS=1): a plain run cuts these, all interpreter frames, to no native part at all."""
     pfl = os.path.join(c.tmp, "parts.pflow")
-    cp, d = c.profile(prog("native_parts.py"), "30", "40", extra=("--exact", "--native", "-o", pfl))
+    cp, d = c.profile(prog("native_parts.py"), "30", "40", extra=("--exact", "--native", "-o", pfl),
+                      env={"PYFLOW_WHOLE_STACKS": "1"})
     assert cp.returncode == 0 and cp.stdout == "done\n", cp.stderr[-2000:]
     assert d["sampling"]["stacks_unresolved"] == 0, d["sampling"]
     leaf = sum(r["alloc_bytes"] for r in d["lines"] if r["file"] == "native_parts_leaf")
@@ -128,3 +130,71 @@ def case_native_parts_interned(c):
     assert len(named) <= 150 and len(stacks) >= 10 * len(named), f"{len(named)} native parts for 30 levels"
     assert inline == 0, f"{inline} allocations with inline frames"
     print(f"{len(stacks)} stacks in leaf over {len(named)} native parts; {len(natives)} native parts in all")
+
+
+RUNTIME_PREFIXES = ("libc.so", "libc-", "ld-linux", "libpython", "python3", "libpyflow", "libm.so", "libunwind")
+
+
+def native_part_ends(path):
+    """(ends in a library of the program's, ends in the runtime's, in no module) over the native parts of a
+    profile's STACK records (inline or a NATIVE_STACK's): where each part's outermost kept IP lies, by the
+    MODULE records and core/pf_runtime_libs.h's rule."""
+    import struct
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "bench"))
+    from profile_stats import walk
+    data = open(path, "rb").read()
+    modules, natives, parts = [], {}, []
+    for rtype, p, _size in walk(data):
+        aux = struct.unpack_from("<H", data, p + 2)[0]
+        if rtype == 4:      # MODULE: start, end, bias, path length, then the path
+            start, end, _bias, plen = struct.unpack_from("<QQQI", data, p + 8)
+            name = data[p + 8 + 32:p + 8 + 32 + plen].decode(errors="replace").rsplit("/", 1)[-1]
+            modules.append((start, end, name.startswith(RUNTIME_PREFIXES)))
+        elif rtype == 24:   # NATIVE_STACK: id, n_native, then the IPs
+            nid, n = struct.unpack_from("<IH", data, p + 8)
+            natives[nid] = struct.unpack_from(f"<{n}Q", data, p + 16)
+        elif rtype == 13:   # STACK: id, n_py, n_native, the Python frames, then the IPs or (aux 1) a native id
+            _sid, n_py, n_native = struct.unpack_from("<IHH", data, p + 8)
+            if not n_native:
+                continue
+            at = p + 16 + 8 * n_py
+            parts.append(("id", struct.unpack_from("<I", data, at)[0]) if aux & 1
+                         else ("ips", struct.unpack_from(f"<{n_native}Q", data, at)))
+    ends = [0, 0, 0]
+    for kind, v in parts:
+        ips = natives.get(v, ()) if kind == "id" else v
+        if not ips:
+            continue
+        home = [rt for start, end, rt in modules if start <= ips[-1] < end]
+        ends[2 if not home else 1 if home[0] else 0] += 1
+    return tuple(ends)
+
+
+@per_version
+def case_native_cut_at_site(c):
+    """A native stack is kept down to its native site (the innermost frame in a library of the program's,
+    not the interpreter's, libc's or pyflow's: the one frame the report names) and no further: a stack of
+    interpreter frames alone keeps none (recorder/pf_modules.c). native_paths.py (a ctypes callback under
+    qsort, numpy's C where installed, four threads) under --exact --native: every native part the profile
+    holds ends in a library of the program's, where the same run with whole stacks (PYFLOW_WHOLE_STACKS=1)
+    has parts ending in the runtime; and the report's native nodes are those of the whole stacks, on the
+    same paths, with their bytes (within 3%: the threads interleave differently from run to run)."""
+    got = {}
+    for whole in (False, True):
+        pfl = os.path.join(c.tmp, f"cut_{whole}.pflow")
+        cp, d = c.profile(prog("native_paths.py"), extra=("--exact", "--native", "-o", pfl),
+                          env={"PYTHONHASHSEED": "0", **({"PYFLOW_WHOLE_STACKS": "1"} if whole else {})})
+        assert cp.returncode == 0, cp.stderr[-2000:]
+        got[whole] = (native_paths(d, 64 * 1024), native_part_ends(pfl), os.path.getsize(pfl))
+    (cut, cut_ends, cut_size), (whole, whole_ends, whole_size) = got[False], got[True]
+    assert cut_ends[0] > 0 and cut_ends[1] == 0, f"cut parts ending in a library / the runtime / nowhere: {cut_ends}"
+    assert whole_ends[1] > 0, f"whole parts: {whole_ends}"
+    assert cut, "no native node of 64 KiB or more"
+    for path in set(cut) | set(whole):
+        a, b = cut.get(path, 0), whole.get(path, 0)
+        small = max(a, b) < 64 * 1024 * 1.5   # near the cut in both
+        assert small or abs(a - b) <= 0.03 * max(a, b), (path, a, b)
+    print(f"{len(cut)} native nodes as with whole stacks; parts ending in a library {cut_ends[0]} "
+          f"(whole: {whole_ends[0]} in a library, {whole_ends[1]} in the runtime); profile {cut_size} "
+          f"bytes against {whole_size}")

@@ -79,7 +79,8 @@ def case_code_object_at_reused_address(c):
 # (recorder/pf_unwinder.c) reused only for the very same stack. Each case makes allocations in turn that
 # differ deep inside their stacks only, each way with a size of its own (native_repeats.SIZES), and reads
 # the profile's stacks straight from the format (bench/stack_sequence.py): no two ways may share a stack,
-# and each way has its allocations.
+# and each way has its allocations. The stacks are kept whole (PYFLOW_WHOLE_STACKS=1): cut at their native
+# site, as a plain run keeps them, most of these ways differ only past it, where the report never looks.
 
 NATIVE_ROUNDS = 4000
 
@@ -95,7 +96,7 @@ def _native_ways(c, mode, sizes, rounds, child=False):
     from .common import run
     pfl = os.path.join(c.tmp, f"native_{mode}.pflow")
     cp = run([c.pyflow, "run", "--python", c.python, "--exact", "--native", "--no-report", "-o", pfl,
-              prog("native_repeats.py"), mode, str(rounds)])
+              prog("native_repeats.py"), mode, str(rounds)], env={**os.environ, "PYFLOW_WHOLE_STACKS": "1"})
     assert cp.returncode == 0 and cp.stdout == "done\n", cp.stderr[-2000:]
     assert "disagreed" not in cp.stderr, cp.stderr[-2000:]
     if child:
@@ -179,3 +180,87 @@ def case_native_fork_child_stacks(c):
     ways = _native_ways(c, "fork", (9100,), rounds, child=True)
     got = {stack[0][0][0][1]: n for stack, n in ways[9100].items()}     # innermost Python frame's function
     assert got == {"fill": rounds}, got
+
+
+MACHINERY = "<frozen importlib._bootstrap"
+
+
+def _machinery_frames(path):
+    """(frames of the import machinery between a stack's innermost and outermost, such frames at either
+    end) over a profile's STACK records, read straight from the format (bench/profile_stats.py)."""
+    import os
+    import struct
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "bench"))
+    from profile_stats import walk
+    data = open(path, "rb").read()
+    files, stacks = {}, []
+    for rtype, p, _size in walk(data):
+        if rtype == 3:      # CODE: id, first line, file and name lengths, ..., then the file name
+            cid, _first, flen = struct.unpack_from("<IiI", data, p + 8)
+            files[cid] = data[p + 8 + 24:p + 8 + 24 + flen].decode(errors="replace")
+        elif rtype == 13:   # STACK: id, n_py, n_native, then the Python frames (code id, offset)
+            _sid, n_py = struct.unpack_from("<IH", data, p + 8)
+            stacks.append(struct.unpack_from(f"<{2 * n_py}I", data, p + 16)[0::2])
+    middle = ends = 0
+    for codes in stacks:
+        for i, cid in enumerate(codes):
+            if files.get(cid, "").startswith(MACHINERY):
+                if 0 < i < len(codes) - 1:
+                    middle += 1
+                else:
+                    ends += 1
+    return middle, ends
+
+
+def _tree_paths(doc, key):
+    nodes, out = doc[key], {}
+    for n in nodes:
+        path, x = [], n
+        while x is not None:
+            path.append((x.get("kind"), x["function"], x["file"], x["line"]))
+            x = nodes[x["parent"]] if x["parent"] >= 0 else None
+        out[tuple(path[::-1])] = n["alloc_bytes"]
+    return out
+
+
+def _close(a, b, rel=0.005, slack=1024):
+    return abs(a - b) <= rel * max(a, b) + slack
+
+
+@per_version
+def case_import_machinery_dropped(c):
+    """The import machinery's frames between a stack's innermost and outermost frame are not kept
+    (recorder/pf_codes.c: the report never shows or charges them): import_stacks.py's imports under --exact
+    leave no such frame in any STACK record, where the same run with whole stacks (PYFLOW_WHOLE_STACKS=1)
+    has thousands; and the report is the whole stacks' one: every line's allocations (count and bytes),
+    every function's, the folded and unfolded call trees' paths with their bytes, the start-up's row (its
+    stacks begin in the machinery), within 0.5% + 1 KiB (the variable itself is in the environment; a
+    line with under 1 KiB in both runs may come and go between two runs of one build)."""
+    import os
+    runs = {}
+    for whole in (False, True):
+        pfl = os.path.join(c.tmp, f"imports_{whole}.pflow")
+        cp, d = c.profile(prog("import_stacks.py"), extra=("--exact", "-o", pfl),
+                          env={"PYTHONHASHSEED": "0", **({"PYFLOW_WHOLE_STACKS": "1"} if whole else {})})
+        assert cp.returncode == 0, cp.stderr[-2000:]
+        runs[whole] = (d, _machinery_frames(pfl), cp.stdout)
+    (cut, (cut_middle, cut_ends), out), (whole, (whole_middle, _), whole_out) = runs[False], runs[True]
+    assert out == whole_out, (out, whole_out)
+    assert cut_middle == 0 and cut_ends > 0, (cut_middle, cut_ends)
+    assert whole_middle > 1000, whole_middle
+    lines = [{(r["file"], r["line"]): (r["alloc_count"], r["alloc_bytes"]) for r in d["lines"]} for d in (cut, whole)]
+    for k in set(lines[0]) | set(lines[1]):
+        (n, b), (n2, b2) = lines[0].get(k, (0, 0)), lines[1].get(k, (0, 0))
+        assert _close(n, n2, slack=8) and _close(b, b2), (k, (n, b), (n2, b2))
+    assert any(f == "[python startup]" and b > 0 for (f, _l), (_n, b) in lines[0].items()), sorted(lines[0])[:5]
+    funcs = [{(f["file"], f["function"]): f["alloc_bytes"] for f in d["functions"]} for d in (cut, whole)]
+    for k in set(funcs[0]) | set(funcs[1]):
+        assert _close(funcs[0].get(k, 0), funcs[1].get(k, 0)), (k, funcs[0].get(k), funcs[1].get(k))
+    for key in ("call_tree", "call_tree_unfolded"):
+        a, b = _tree_paths(cut, key), _tree_paths(whole, key)
+        for path in set(a) | set(b):
+            x, y = a.get(path, 0), b.get(path, 0)
+            assert max(x, y) < 64 * 1024 or _close(x, y), (key, path, x, y)
+    print(f"no machinery frame inside a stack (whole stacks: {whole_middle}); {len(lines[0])} lines, "
+          f"{len(funcs[0])} functions and both call trees as with whole stacks")
