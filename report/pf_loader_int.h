@@ -26,6 +26,8 @@ typedef struct pcode {
     uint32_t table_len;
     int is_user;
     int is_import_root; /* importlib, getpath, encodings: outermost only when C code calls them (start-up) */
+    uint8_t generated;  /* a file name in <...>: no file a user can open (<string>, <frozen ...>) */
+    uint8_t thread_run; /* threading's Thread.run: what it calls is the target the program gave the thread */
 } pcode_t;
 
 /* One record that changes memory, on the root's clock. 24 bytes, not 32 with a pointer: a profile holds

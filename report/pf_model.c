@@ -132,6 +132,10 @@ static int on_record(void *ctx, const pf_record_t *r)
         pc->table_len = c->linetable_len;
         pc->is_user = pf_model_is_user_file(m, m->strings[pc->file]);
         pc->is_import_root = is_import_root(m->strings[pc->file], pc->is_user);
+        pc->generated = m->strings[pc->file][0] == '<';
+        const char *slash = strrchr(m->strings[pc->file], '/');
+        pc->thread_run = strcmp(m->strings[pc->function], "run") == 0 &&
+                         strcmp(slash ? slash + 1 : m->strings[pc->file], "threading.py") == 0;
         pf_workers_code(&m->procs[L->cur], m->strings[pc->file], m->strings[pc->function]);
         *pf_map_put(&P->codes, c->code_id, NULL) = P->n_pcodes;
         return 0;

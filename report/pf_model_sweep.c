@@ -94,16 +94,12 @@ static int32_t bracket_row(sweeper_t *S, const char *where, int32_t *func)
     return line_row(S, file, fn, 0);
 }
 
-/* 1 when frame f is threading's Thread.run: what it calls is the target the program gave the thread. */
+/* 1 when frame f is threading's Thread.run (pcode_t.thread_run). */
 static int thread_run(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *f)
 {
     proc_state_t *P = &S->L->procs[proc];
     uint64_t *ci = pf_map_get(&P->codes, f->code_id);
-    if (!ci)
-        return 0;
-    const pcode_t *pc = &P->pcodes[*ci - 1];
-    const char *file = S->m->strings[pc->file], *slash = strrchr(file, '/');
-    return strcmp(S->m->strings[pc->function], "run") == 0 && strcmp(slash ? slash + 1 : file, "threading.py") == 0;
+    return ci && P->pcodes[*ci - 1].thread_run;
 }
 
 /* The frame a stack is charged to (its index), or -1 with *bracket naming the bracketed row; *user = 1
@@ -139,7 +135,7 @@ static int choose_frame(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *fra
         const pcode_t *pc = &P->pcodes[*ci - 1];
         if (!outermost)
             outermost = pc;
-        int generated = m->strings[pc->file][0] == '<';
+        int generated = pc->generated;
         if (generated && m->procs[proc].root && i + 1 < n && thread_run(S, proc, &frames[i + 1]))
             chain = 1;  /* a thread's target, defined in the program's -c or stdin code: the user's again */
         if (!pc->is_user) {
