@@ -21,10 +21,7 @@ static int import_row(const pf_model_t *m, int32_t row, uint8_t *memo)
     if (row < 0)
         return 0;
     if (!memo[row]) {
-        const pf_line_t *l = &m->lines[row];
-        const char *src = l->line > 0 ? pf_report_source_line(pf_model_str(m, l->file), l->line) : "";
-        int imp = strncmp(src, "import ", 7) == 0 || (strncmp(src, "from ", 5) == 0 && strstr(src, " import "));
-        memo[row] = (uint8_t)(1 + imp);
+        memo[row] = (uint8_t)(1 + pf_report_is_import(m, &m->lines[row]));
     }
     return memo[row] == 2;
 }

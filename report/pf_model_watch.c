@@ -201,7 +201,7 @@ static const char *redundancy_category(const pf_model_t *m, const pf_redundancy_
     if (r->repeat_line < 0 || (first_known && r->first_line != r->repeat_line))
         return "repeated native call with the same arguments";
     const pf_line_t *l = &m->lines[r->repeat_line];
-    const char *src = pf_report_source_line(pf_model_str(m, l->file), l->line);
+    const char *src = pf_report_source_line(m, pf_model_str(m, l->file), l->line);
     const char *native = pf_model_str(m, r->repeat_native);
     int indexes = strchr(src, '[') != NULL || strstr(native, "subscript") || strstr(native, "index");
     int accumulates = strstr(src, "+=") || strstr(src, "-=") || strstr(src, "*=");

@@ -102,7 +102,7 @@ static void table(FILE *f, const pf_model_t *m, const char *id, int lines)
         chart(f, m, s->timeline, 90, 18, 0);
         fputs("</td>", f);
         if (lines) {
-            const char *src = pf_report_source_line(pf_model_str(m, file), line);
+            const char *src = pf_report_source_line(m, pf_model_str(m, file), line);
             fputs("<td class=\"src\" title=\"", f);
             pf_html_esc(f, src);
             fputs("\">", f);
@@ -325,7 +325,7 @@ int pf_render_html(const pf_model_t *m, FILE *f, const pf_html_opts_t *opts)
         fprintf(f, ":%d", at->line);
         pf_html_esc(f, pf_report_copy_source(m, fl, from, sizeof from));
         fputs(" <code>", f);
-        pf_html_esc(f, pf_report_source_line(pf_model_str(m, at->file), at->line));
+        pf_html_esc(f, pf_report_source_line(m, pf_model_str(m, at->file), at->line));
         fputs("</code>", f);
         const char *via = pf_report_flow_via(m, fl, callers, sizeof callers);
         if (via) {
@@ -354,7 +354,7 @@ int pf_render_html(const pf_model_t *m, FILE *f, const pf_html_opts_t *opts)
                 pf_report_human_bytes(l->s.leaked_bytes, a), 100 * p);
         pf_html_esc(f, pf_report_basename(pf_model_str(m, l->file)));
         fprintf(f, ":%d <code>", l->line);
-        pf_html_esc(f, pf_report_source_line(pf_model_str(m, l->file), l->line));
+        pf_html_esc(f, pf_report_source_line(m, pf_model_str(m, l->file), l->line));
         fputs("</code>", f);
         char callers[1024];
         size_t paths;

@@ -48,7 +48,7 @@ static void flame_data(FILE *f, const pf_model_t *m, const pf_callnode_t *nodes,
             fputc(',', f);
             pf_html_script_string(f, where);
             fputc(',', f);
-            pf_html_script_string(f, c->kind == PF_NODE_NATIVE ? "" : pf_report_source_line(file, c->line));
+            pf_html_script_string(f, c->kind == PF_NODE_NATIVE ? "" : pf_report_source_line(m, file, c->line));
             fprintf(f, ",%.0f,%d]", c->gpu_peak, c->kind);
         }
         n = pf_calltree_next(nodes, n, keep);

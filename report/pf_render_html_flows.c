@@ -90,7 +90,7 @@ void pf_html_flow_graph(FILE *f, const pf_model_t *m, const char *svg)
         fputs(":[", f);
         pf_html_script_string(f, where);
         fputc(',', f);
-        pf_html_script_string(f, pf_report_source_line(pf_model_str(m, l->file), l->line));
+        pf_html_script_string(f, pf_report_source_line(m, pf_model_str(m, l->file), l->line));
         fputc(',', f);
         pf_html_script_string(f, what);
         fputc(',', f);

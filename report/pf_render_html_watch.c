@@ -37,7 +37,7 @@ static void source_of(FILE *f, const pf_model_t *m, int32_t row)
         return;
     const pf_line_t *l = &m->lines[row];
     fputs(" <code>", f);
-    pf_html_esc(f, pf_report_source_line(pf_model_str(m, l->file), l->line));
+    pf_html_esc(f, pf_report_source_line(m, pf_model_str(m, l->file), l->line));
     fputs("</code>", f);
 }
 

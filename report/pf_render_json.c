@@ -96,7 +96,7 @@ static void source_text(pf_json_t *j, const pf_model_t *m, uint32_t file, int li
     const char *name = pf_model_str(m, file);
     if (!pf_report_file_listed(m, name))
         return;
-    const char *text = pf_report_source_line(name, line);
+    const char *text = pf_report_source_line(m, name, line);
     if (!text[0])
         return;
     pf_json_key(j, "source");

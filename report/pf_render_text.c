@@ -391,7 +391,7 @@ static void lines_table(out_t *o, const pf_model_t *m, int rows, int reduced)
             cat(row, sizeof row, " %9s", pf_text_human(pf_report_copy_rate(&l->s), b));
         if (trend)
             cat(row, sizeof row, " %s", sparkline(l->s.timeline, PF_TIMELINE_POINTS, 10, spark, sizeof spark));
-        cat(row, sizeof row, " %s", pf_report_source_line(file, l->line));
+        cat(row, sizeof row, " %s", pf_report_source_line(m, file, l->line));
         pf_text_line(o, "%s", row);
         shown++;
     }
@@ -447,7 +447,7 @@ static void started_lines(out_t *o, const pf_model_t *m)
     for (size_t k = 0; k < n; k++) {
         const pf_line_t *l = &m->lines[top[k]];
         char a[16], what[64];
-        const char *src = pf_report_source_line(pf_model_str(m, l->file), l->line);
+        const char *src = pf_report_source_line(m, pf_model_str(m, l->file), l->line);
         pf_text_line(o, "  %9s  %s:%d in %s%s%s", pf_text_human(l->started_bytes, a),
                      pf_text_path(pf_model_str(m, l->file)), l->line, pf_report_started_what(l, what),
                      src[0] ? ": " : "", src);
@@ -540,7 +540,7 @@ static void call_path_row(out_t *o, const pf_model_t *m, const pf_callnode_t *c)
     snprintf(head, sizeof head, "  %5.1f%% %9s %9s  %*s", pf_text_share(c->peak, m->total.peak_bytes),
              pf_text_human(c->peak, a), pf_text_human(c->alloc, b), indent, "");
     char what[1200];
-    const char *src = pf_report_source_line(file, c->line);
+    const char *src = pf_report_source_line(m, file, c->line);
     snprintf(what, sizeof what, "%s%s%s:%d%s%s", function, function[0] ? " " : "", pf_text_path(file), c->line,
              src[0] ? "  " : "", src);
     fputs(head, o->f);

@@ -50,7 +50,7 @@ void pf_text_peak_contributors(out_t *o, const pf_model_t *m)
             snprintf(when, sizeof when, "%.2f s", (double)m->peak_ns / 1e9);
             pf_text_heading(o, "largest at the peak", when);
         }
-        const char *source = pf_report_source_line(pf_model_str(m, best->file), best->line);
+        const char *source = pf_report_source_line(m, pf_model_str(m, best->file), best->line);
         const char *function = pf_model_str(m, best->function);
         pf_text_line(o, "  %s:%d  %s (%.0f%% of the peak)%s%s", pf_text_path(pf_model_str(m, best->file)), best->line,
              pf_text_human(best->s.peak_bytes, a), 100 * best->s.peak_bytes / m->total.peak_bytes,
@@ -72,10 +72,9 @@ void pf_text_leaks(out_t *o, const pf_model_t *m)
         if (!any++) {
             pf_text_heading(o, "probable leaks", "live at exit and still growing");
         }
-        pf_text_line(o, "  %s%s:%d%s  %s live at exit, likelihood %.0f%%, growing %s/s: %s", pf_text_red(o),
+        pf_text_line(o, "  %s%s:%d%s  %s live at exit, likelihood %.0f%%, growing %s/s%s", pf_text_red(o),
              pf_text_path(pf_model_str(m, l->file)), l->line, pf_text_reset(o), pf_text_human(l->s.leaked_bytes, a),
-             floor(1000 * p) / 10, pf_text_human(l->s.leak.rate, b),
-             pf_report_source_line(pf_model_str(m, l->file), l->line));
+             floor(1000 * p) / 10, pf_text_human(l->s.leak.rate, b), pf_report_source_tail(m, l->file, l->line));
         via(o, m, l, 1);
     }
     free(order);
@@ -96,11 +95,11 @@ void pf_text_access_findings(out_t *o, const pf_model_t *m)
         }
         const pf_line_t *at = &m->lines[r->repeat_line];
         double kind_total = r->kind == PF_ACCESS_STORE ? m->total.store_bytes : m->total.load_bytes;
-        pf_text_line(o, "  %s%s:%d%s  %s%s %s, %.0f%% of watched %ss (%.0f pairs), %s: %s", pf_text_red(o),
+        pf_text_line(o, "  %s%s:%d%s  %s%s %s, %.0f%% of watched %ss (%.0f pairs), %s%s", pf_text_red(o),
              pf_text_path(pf_model_str(m, at->file)), at->line, pf_text_reset(o), r->approx ? "\u2248" : "",
              pf_text_human(r->bytes, a), r->kind == PF_ACCESS_STORE ? "silent stores" : "redundant loads",
              pf_text_share(r->bytes, kind_total), r->kind == PF_ACCESS_STORE ? "store" : "load", r->count, r->category,
-             pf_report_source_line(pf_model_str(m, at->file), at->line));
+             pf_report_source_tail(m, at->file, at->line));
         if (r->first_line >= 0 && r->first_line != r->repeat_line) {
             const pf_line_t *first = &m->lines[r->first_line];
             pf_text_line(o, "      first at %s:%d", pf_text_path(pf_model_str(m, first->file)), first->line);
@@ -124,15 +123,13 @@ static void needed_copies(out_t *o, const pf_model_t *m)
         if (!k) {
             pf_text_heading(o, "copies proved needed", "a watched write changed the copy or its source");
         }
-        pf_text_line(o, "  %s:%d  %s in %.0f cop%s: %s", pf_text_path(pf_model_str(m, at->file)), at->line,
-             pf_text_human(f->bytes, a), f->count, f->count < 1.5 ? "y" : "ies",
-             pf_report_source_line(pf_model_str(m, at->file), at->line));
+        pf_text_line(o, "  %s:%d  %s in %.0f cop%s%s", pf_text_path(pf_model_str(m, at->file)), at->line,
+             pf_text_human(f->bytes, a), f->count, f->count < 1.5 ? "y" : "ies", pf_report_source_tail(m, at->file, at->line));
         if (f->write_line >= 0) {
             const pf_line_t *w = &m->lines[f->write_line];
-            pf_text_line(o, "      %s written at %s:%d%s%s: %s", f->write_to_dst ? "copy" : "source",
+            pf_text_line(o, "      %s written at %s:%d%s%s%s", f->write_to_dst ? "copy" : "source",
                  pf_text_path(pf_model_str(m, w->file)), w->line, f->write_native ? " in " : "",
-                 f->write_native ? pf_model_str(m, f->write_native) : "",
-                 pf_report_source_line(pf_model_str(m, w->file), w->line));
+                 f->write_native ? pf_model_str(m, f->write_native) : "", pf_report_source_tail(m, w->file, w->line));
         } else {
             pf_text_line(o, "      %s written%s%s (no Python frame)", f->write_to_dst ? "copy" : "source",
                  f->write_native ? " in " : "", f->write_native ? pf_model_str(m, f->write_native) : "");
@@ -180,11 +177,11 @@ void pf_text_findings(out_t *o, const pf_model_t *m)
         char rate[16];
         double n = f->redundant_count < 1 ? 1 : f->redundant_count;
         char from[600], callers[1024];
-        pf_text_line(o, "  %s%s:%d%s  %s in %.0f cop%s%s (%s/s, judged %u): %s", pf_text_red(o),
+        pf_text_line(o, "  %s%s:%d%s  %s in %.0f cop%s%s (%s/s, judged %u)%s", pf_text_red(o),
                      pf_text_path(pf_model_str(m, at->file)), at->line, pf_text_reset(o),
                      pf_text_human(f->redundant_bytes, a), n, n < 1.5 ? "y" : "ies",
                      pf_report_copy_source(m, f, from, sizeof from), pf_text_human(pf_report_copy_rate(&at->s), rate),
-                     f->judged, pf_report_source_line(pf_model_str(m, at->file), at->line));
+                     f->judged, pf_report_source_tail(m, at->file, at->line));
         const char *via = pf_report_flow_via(m, f, callers, sizeof callers);
         if (via)    /* a helper's copy: who called it */
             pf_text_line(o, "      via %s", via);

@@ -226,8 +226,8 @@ void pf_text_waste(FILE *f, const pf_model_t *m, int width, int color)
             put_line(f, width + (int)(strlen(bold) + strlen(reset)), row);
         }
         const pf_line_t *l = &m->lines[r->row];
-        snprintf(row, sizeof row, "  %s%s:%d%s  %s: %s", red, pf_report_basename(pf_model_str(m, l->file)), l->line,
-                 reset, r->category, pf_report_source_line(pf_model_str(m, l->file), l->line));
+        snprintf(row, sizeof row, "  %s%s:%d%s  %s%s", red, pf_report_basename(pf_model_str(m, l->file)), l->line,
+                 reset, r->category, pf_report_source_tail(m, l->file, l->line));
         put_line(f, width + (int)(strlen(red) + strlen(reset)), row);
         if (r->made_in) {
             snprintf(row, sizeof row, "      made inside %s", pf_model_str(m, r->made_in));
@@ -250,9 +250,8 @@ void pf_text_waste(FILE *f, const pf_model_t *m, int width, int color)
             put_line(f, width + (int)(strlen(bold) + strlen(reset)), row);
         }
         const pf_line_t *l = &m->lines[u->row];
-        snprintf(row, sizeof row, "  %s%s:%d%s  %s: %s", red, pf_report_basename(pf_model_str(m, l->file)), l->line,
-                 reset, pf_waste_untouched_text(u, text, sizeof text),
-                 pf_report_source_line(pf_model_str(m, l->file), l->line));
+        snprintf(row, sizeof row, "  %s%s:%d%s  %s%s", red, pf_report_basename(pf_model_str(m, l->file)), l->line,
+                 reset, pf_waste_untouched_text(u, text, sizeof text), pf_report_source_tail(m, l->file, l->line));
         put_line(f, width + (int)(strlen(red) + strlen(reset)), row);
         if (u->made_in) {
             snprintf(row, sizeof row, "      made inside %s", pf_model_str(m, u->made_in));
@@ -275,7 +274,7 @@ static void html_where(FILE *f, const pf_model_t *m, int32_t row)
     fputs("<code>", f);
     pf_html_esc(f, pf_report_basename(pf_model_str(m, l->file)));
     fprintf(f, ":%d</code> <code>", l->line);
-    pf_html_esc(f, pf_report_source_line(pf_model_str(m, l->file), l->line));
+    pf_html_esc(f, pf_report_source_line(m, pf_model_str(m, l->file), l->line));
     fputs("</code>", f);
 }
 

@@ -100,7 +100,7 @@ int pf_report_flow_redundant(const pf_flow_t *f)
 
 int pf_report_is_import(const pf_model_t *m, const pf_line_t *l)
 {
-    const char *src = pf_report_source_line(pf_model_str(m, l->file), l->line);
+    const char *src = pf_report_source_line(m, pf_model_str(m, l->file), l->line);
     return strncmp(src, "import ", 7) == 0 || (strncmp(src, "from ", 5) == 0 && strstr(src, " import "));
 }
 
@@ -132,7 +132,7 @@ static int line_calls(const pf_model_t *m, const pf_flow_t *f, const char *const
     if (!m || f->at_line < 0)
         return unread;
     const pf_line_t *l = &m->lines[f->at_line];
-    const char *src = pf_report_source_line(pf_model_str(m, l->file), l->line);
+    const char *src = pf_report_source_line(m, pf_model_str(m, l->file), l->line);
     if (!src[0])
         return unread;
     for (; *calls; calls++)
@@ -235,15 +235,63 @@ static const char *bracket_meaning(const char *file)
     return "";
 }
 
-const char *pf_report_source_line(const char *file, int lineno)
+/* The code of the program's `python -c CODE`, from the root's arguments (interpreter options before it:
+ * -X and -W take a value, attached or next; -c may end a cluster, -Bc), or NULL when it ran a file or a
+ * module. */
+static const char *inline_code(const pf_model_t *m)
+{
+    for (size_t i = 0; i < m->argc; i++) {
+        const char *a = m->argv[i];
+        if (a[0] != '-' || strcmp(a, "-") == 0 || strcmp(a, "--") == 0)
+            return NULL;    /* a script, stdin, or the end of the options */
+        if (a[1] == 'X' || a[1] == 'W' || strcmp(a, "--check-hash-based-pycs") == 0) {
+            i += a[1] == '-' || !a[2];     /* the value, unless attached (-Xdev) */
+            continue;
+        }
+        if (a[1] != '-' && strchr(a + 1, 'm'))
+            return NULL;    /* -m module */
+        if (a[1] != '-' && a[strlen(a) - 1] == 'c')
+            return i + 1 < m->argc ? m->argv[i + 1] : NULL;
+    }
+    return NULL;
+}
+
+/* Line lineno of text (leading blanks dropped) into result, or "" when text has fewer lines. */
+static const char *line_of_text(const char *text, int lineno, char result[512])
+{
+    const char *p = text;
+    for (int i = 1; i < lineno && p; i++) {
+        p = strchr(p, '\n');
+        if (p)
+            p++;
+    }
+    if (!p)
+        return result;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    size_t n = strcspn(p, "\r\n");
+    if (n >= 512)
+        n = 511;
+    memcpy(result, p, n);
+    result[n] = '\0';
+    return result;
+}
+
+const char *pf_report_source_line(const pf_model_t *m, const char *file, int lineno)
 {
     static char *cached_name, *cached_text;
     static char result[512];
     result[0] = '\0';
     if (file[0] == '[')
         return bracket_meaning(file);
-    if (lineno <= 0 || file[0] == '<')
+    if (lineno <= 0)
         return result;
+    if (file[0] == '<') {
+        /* python -c: its code is the root's argument (code that exec() runs is "<string>" too: a program
+           started with -c that also execs strings reads its own code for theirs) */
+        const char *code = strcmp(file, "<string>") == 0 && m ? inline_code(m) : NULL;
+        return code ? line_of_text(code, lineno, result) : result;
+    }
     if (!cached_name || strcmp(cached_name, file) != 0) {
         free(cached_name);
         free(cached_text);
@@ -265,26 +313,19 @@ const char *pf_report_source_line(const char *file, int lineno)
             fclose(f);
         }
     }
-    if (!cached_text)
-        return result;
-    const char *p = cached_text;
-    for (int i = 1; i < lineno && p; i++) {
-        p = strchr(p, '\n');
-        if (p)
-            p++;
-    }
-    if (!p)
-        return result;
-    while (*p == ' ' || *p == '\t')
-        p++;
-    size_t n = strcspn(p, "\r\n");
-    if (n >= sizeof result)
-        n = sizeof result - 1;
-    memcpy(result, p, n);
-    result[n] = '\0';
-    return result;
+    return cached_text ? line_of_text(cached_text, lineno, result) : result;
 }
 
+
+const char *pf_report_source_tail(const pf_model_t *m, uint32_t file, int lineno)
+{
+    static char tail[520];
+    const char *src = pf_report_source_line(m, pf_model_str(m, file), lineno);
+    if (!src[0])
+        return "";
+    snprintf(tail, sizeof tail, ": %s", src);
+    return tail;
+}
 
 const char *pf_report_address_source(uint32_t source)
 {

@@ -69,9 +69,14 @@ void pf_report_unlisted_redundancy(const pf_model_t *m, pf_unlisted_redundancy_t
 int pf_report_unlisted_shown(const pf_model_t *m, double bytes);
 
 /* The text of a source line, trimmed (at most 511 bytes; "" when the file cannot be read), or for a
- * bracketed row ("[python startup]", "[native thread]") what it holds, in parentheses. The result is
- * overwritten by the next call. */
-const char *pf_report_source_line(const char *file, int lineno);
+ * bracketed row ("[python startup]", "[native thread]") what it holds, in parentheses; "<string>" lines
+ * are read from the code of m's `python -c CODE` (m may be NULL: none). The result is overwritten by the
+ * next call. */
+const char *pf_report_source_line(const pf_model_t *m, const char *file, int lineno);
+
+/* ": " and the source line of file:lineno, for a finding's line; "" when there is none (a file that cannot
+ * be read, code without one). Overwritten by the next call. */
+const char *pf_report_source_tail(const pf_model_t *m, uint32_t file, int lineno);
 
 /* The JSON / Graphviz name of a pf_copy_kind_t: "copy", "realloc", "h2d", "d2h", "d2d", "h2h". */
 const char *pf_report_copy_kind_name(unsigned kind);

@@ -114,3 +114,28 @@ def case_waste_not_at_imports(c):
         {os.path.basename(u["file"]) for u in d["untouched"] if u["finding"]}
     assert where == {"waste_imports.py"}, (d["recomputations"], d["untouched"])
     assert "[python startup]:0  repeated values" not in cp.stderr, cp.stderr
+
+
+@per_version
+def case_waste_not_at_inline_imports(c):
+    """`python -c CODE`: its lines are read from CODE (the report shows their source, and `pyflow diff`
+    matches them by it), so an import there is an import line like a file's: the standard library modules
+    it imports under --exact repeat values and have their copies proved needed by writes, and none of that
+    is a finding at `<string>:1`; the twin line after it, which builds the same 1 KB value 2000 times, is
+    one."""
+    code = ("import json, email.mime.text, xml.dom.minidom, http.client, argparse, decimal, asyncio, unittest\n"
+            "x = [bytes(1000) for _ in range(2000)]\n"
+            "print(len(x))")
+    cp, d = c.profile("-c", code, extra=("--exact",))
+    assert cp.returncode == 0 and cp.stdout == "2000\n", (cp.stdout, cp.stderr[-800:])
+    first = row(d, "<string>", 1)
+    assert first["source"].startswith("import json, email"), first
+    assert first["alloc_bytes"] > 1_000_000, first
+    recomputed = {r["line"] for r in d["recomputations"] if r["file"] == "<string>"}
+    assert recomputed == {2}, d["recomputations"]
+    assert not [u for u in d["untouched"] if u["file"] == "<string>" and u["finding"]], d["untouched"]
+    findings = "\n\n".join(sec for sec in cp.stderr.split("\n\n")
+                           if sec.startswith(("recomputed values", "untouched", "copies proved needed",
+                                              "redundant copies", "probable leak")))
+    assert "<string>:1 " not in findings, findings
+    assert "<string>:2  loop-invariant computation: x = [bytes(1000)" in findings, findings
