@@ -41,10 +41,15 @@ const char *pf_waste_recompute_text(const pf_model_t *m, const pf_recomputation_
     char a[24], b[24], c[24];
     const pf_recomputation_site_t *site = &m->waste.recomputations[r->site_first].site;
     if (site->sizes > 1) {  /* many values, each made again: what helps is a cache of them */
-        snprintf(buf, size, "recomputed %u values of %u sizes (%s to %s) %.0f times in all (%s): %s", site->values,
-                 site->sizes, pf_report_human_bytes((double)site->smallest, a),
-                 pf_report_human_bytes((double)site->largest, b), site->count, pf_report_human_bytes(site->bytes, c),
-                 r->fix);
+        char range[64];
+        pf_report_human_bytes((double)site->smallest, a);
+        pf_report_human_bytes((double)site->largest, b);
+        if (strcmp(a, b) == 0)  /* sizes a few bytes apart read alike: not "20.8 KiB to 20.8 KiB" */
+            snprintf(range, sizeof range, "each about %s", a);
+        else
+            snprintf(range, sizeof range, "%s to %s", a, b);
+        snprintf(buf, size, "recomputed %u values of %u sizes (%s) %.0f times in all (%s): %s", site->values,
+                 site->sizes, range, site->count, pf_report_human_bytes(site->bytes, c), r->fix);
         return buf;
     }
     snprintf(buf, size, "recomputed the same %s value %.0f time%s (%s): %s", pf_report_human_bytes((double)r->size, a),

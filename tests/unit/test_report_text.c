@@ -7,6 +7,8 @@
 #include <locale.h>
 #include <wchar.h>
 
+#include "pf_render_waste.h"
+
 /* Display columns of one output line by glibc; control characters count as failures. */
 static int display_width(const char *line, int color)
 {
@@ -92,6 +94,26 @@ static void test_width_never_exceeded(void **state)
 }
 
 /* The line table keeps "…name.py:1239" for a file name far wider than its column. */
+/* A line's recomputed values of several sizes a few bytes apart: the range would read "20.8 KiB to
+ * 20.8 KiB"; it says "each about 20.8 KiB" instead, and a true range stays a range. */
+static void test_recompute_sizes_that_read_alike(void **state)
+{
+    (void)state;
+    pf_recomputation_t r = {.row = 0, .node = -1, .size = 21336, .bytes = 17.7 * 1024 * 1024, .count = 870,
+                            .values = 15, .site_first = 0, .fix = "call it once and keep the result"};
+    r.site = (pf_recomputation_site_t){.sizes = 2, .values = 15, .bytes = r.bytes, .count = 870,
+                                       .smallest = 21320, .largest = 21336};
+    pf_model_t m = {0};
+    m.waste.recomputations = &r;
+    m.waste.n_recomputations = 1;
+    char buf[512];
+    const char *text = pf_waste_recompute_text(&m, &r, buf, sizeof buf);
+    assert_non_null(strstr(text, "15 values of 2 sizes (each about 20.8 KiB) 870 times"));
+    r.site.smallest = 128;
+    text = pf_waste_recompute_text(&m, &r, buf, sizeof buf);
+    assert_non_null(strstr(text, "(128 B to 20.8 KiB)"));
+}
+
 static void test_long_file_keeps_line_number(void **state)
 {
     (void)state;
@@ -272,6 +294,7 @@ int main(void)
         cmocka_unit_test(test_bidi_controls_escaped),
         cmocka_unit_test(test_incomplete_profile_said),
         cmocka_unit_test(test_outside_code_said),
+        cmocka_unit_test(test_recompute_sizes_that_read_alike),
     };
     return cmocka_run_group_tests(tests, writer_setup, writer_teardown);
 }
