@@ -140,6 +140,18 @@ static inline int in_runtime(uint64_t ip, uint32_t nr)
     return 0;
 }
 
+/* 1 when ip (not in the first nr runtime segments) is a native site: in a known object of the program's.
+ * An ip in none known scans the loaded objects again (once: *scanned), then counts as the runtime's. */
+static int is_site(pf_tls_t *t, uint64_t ip, int *scanned)
+{
+    const pf_segment_t *seg = segment_of(ip);
+    if (!seg && !*scanned) {
+        seg = segment_after_scan(t, ip);
+        *scanned = 1;
+    }
+    return seg && !seg->runtime;
+}
+
 int pf_modules_native_cut(pf_tls_t *t, const uint64_t *ips, int n)
 {
     int scanned = 0;
@@ -147,16 +159,23 @@ int pf_modules_native_cut(pf_tls_t *t, const uint64_t *ips, int n)
     for (int i = 0; i < n; i++) {
         if (PF_LIKELY(in_runtime(ips[i], nr)))
             continue;
-        const pf_segment_t *seg = segment_of(ips[i]);
-        if (!seg && !scanned) {
-            seg = segment_after_scan(t, ips[i]);
-            scanned = 1;
-            nr = __atomic_load_n(&n_runtime, __ATOMIC_ACQUIRE);
-        }
-        if (seg && !seg->runtime)
+        if (is_site(t, ips[i], &scanned))
             return i + 1;
+        nr = __atomic_load_n(&n_runtime, __ATOMIC_ACQUIRE);     /* a scan may have added some */
     }
     return 0;
+}
+
+void pf_modules_sites(pf_tls_t *t, const uint64_t *ips, int n, uint8_t *site_at)
+{
+    int scanned = 0;
+    uint32_t nr = __atomic_load_n(&n_runtime, __ATOMIC_ACQUIRE);
+    site_at[n] = PF_NO_SITE;
+    for (int i = n - 1; i >= 0; i--) {
+        int site = !in_runtime(ips[i], nr) && is_site(t, ips[i], &scanned);
+        nr = __atomic_load_n(&n_runtime, __ATOMIC_ACQUIRE);
+        site_at[i] = site ? (uint8_t)i : site_at[i + 1];
+    }
 }
 
 static uint64_t self_lo, self_hi;

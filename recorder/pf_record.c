@@ -299,8 +299,8 @@ void pf_stack_capture(pf_tls_t *t, pf_stack_t *st)
     int n_py = capture_python_raw(t, st, frames);
     int fast = 0;
     if (pf_cfg.native) {
-        int n = pf_unwinder_capture(t, st->native, PF_MAX_NATIVE_FRAMES, &fast);
-        st->n_native = (uint16_t)(pf_cfg.whole_stacks ? n : pf_modules_native_cut(t, st->native, n));
+        int cut, n = pf_unwinder_capture(t, st->native, PF_MAX_NATIVE_FRAMES, &fast, &cut);
+        st->n_native = (uint16_t)(pf_cfg.whole_stacks ? n : cut);
     } else {
         st->n_native = 0;
     }

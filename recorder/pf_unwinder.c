@@ -147,6 +147,9 @@ typedef struct walk_memo {
      * ips[ip_from[i]] on. */
     uint8_t ip_from[WALK_FRAMES + 1];
     uint64_t ips[WALK_FRAMES];
+    /* site_at[k]: the index in ips of the first native site at or after k (pf_modules_sites), so that a
+     * walk that holds knows where its stack is cut without looking at its IPs again */
+    uint8_t site_at[WALK_FRAMES + 1];
 } walk_memo_t;
 
 /* A thread's last walks, four for each of eight sets of starting stack pointers: allocations from
@@ -205,8 +208,8 @@ static walk_memos_t *thread_memos(void)
 
 /* M's words and IPs (above) from its frames [first, WALK_FRAMES), once they are final: each step's
  * return address, and the rbp it read where a later step computes a CFA from it, up to the first frame
- * with no step (the walk's last); the IP of each frame that gives one. */
-static void memo_words(walk_memo_t *M)
+ * with no step (the walk's last); the IP of each frame that gives one; where its native sites are. */
+static void memo_words(pf_tls_t *t, walk_memo_t *M)
 {
     int n = 0, ended = 0, n_ips = 0;
     for (int i = M->first; i < WALK_FRAMES; i++) {
@@ -227,6 +230,14 @@ static void memo_words(walk_memo_t *M)
     }
     M->word_from[WALK_FRAMES] = (uint8_t)n;
     M->ip_from[WALK_FRAMES] = (uint8_t)n_ips;
+    pf_modules_sites(t, M->ips, n_ips, M->site_at);
+}
+
+/* How many of the n IPs a walk gave, M's from its ips[from] on, to keep: pf_modules_native_cut's count. */
+static int memo_cut(const walk_memo_t *M, int from, int n)
+{
+    int k = M->site_at[from];
+    return k != PF_NO_SITE && k - from < n ? k - from + 1 : 0;
 }
 
 /* -1 when every word M's steps read from frame j on still holds what they read; else the first frame
@@ -304,8 +315,9 @@ static void finish_frames(walk_frame_t *f, int from, int to)
     }
 }
 
-/* The walk itself; -1 where libunwind must do it. */
-__attribute__((noinline)) static int fast_walk(const pf_tls_t *t, uint64_t *out, int max)
+/* The walk itself; -1 where libunwind must do it. *cut: how many of the IPs to keep (pf_modules_native_cut's
+ * count), from the memo the walk is remembered in. */
+__attribute__((noinline)) static int fast_walk(pf_tls_t *t, uint64_t *out, int max, int *cut)
 {
 #if !defined(__x86_64__)
     (void)t, (void)out, (void)max;
@@ -389,11 +401,15 @@ __attribute__((noinline)) static int fast_walk(const pf_tls_t *t, uint64_t *out,
                     memcpy(&dst->f[m - nf], fresh, (size_t)nf * sizeof *fresh);
                     finish_frames(dst->f, m - nf, m);
                     dst->first = m - nf;
-                    memo_words(dst);
+                    memo_words(t, dst);
                     memo_tag(all, dst);
-                } else if (M->first != m) {
-                    M->first = m;
-                    memo_tag(all, M);
+                    *cut = memo_cut(dst, 0, n);    /* its IPs are the walk's, fresh ones first */
+                } else {
+                    *cut = memo_cut(M, M->ip_from[m], n);
+                    if (M->first != m) {
+                        M->first = m;
+                        memo_tag(all, M);
+                    }
                 }
                 return n;
             } else {
@@ -467,21 +483,24 @@ __attribute__((noinline)) static int fast_walk(const pf_tls_t *t, uint64_t *out,
     dst->first = first;
     dst->truncated = n == max;
     dst->last_ra = last_ra;
-    memo_words(dst);
+    memo_words(t, dst);
     memo_tag(all, dst);
+    *cut = memo_cut(dst, 0, n);
     return n;
 #endif
 }
 
-int pf_unwinder_capture(const pf_tls_t *t, uint64_t *out, int max, int *fast)
+int pf_unwinder_capture(pf_tls_t *t, uint64_t *out, int max, int *fast, int *cut)
 {
     if (!__atomic_load_n(&fast_off, __ATOMIC_RELAXED)) {
-        int n = fast_walk(t, out, max);
+        int n = fast_walk(t, out, max, cut);
         if (n >= 0) {
             *fast = 1;
             return n;
         }
     }
     *fast = 0;
-    return pf_unwinder_libunwind(out, max);
+    int n = pf_unwinder_libunwind(out, max);
+    *cut = pf_modules_native_cut(t, out, n);
+    return n;
 }

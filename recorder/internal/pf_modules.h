@@ -19,6 +19,12 @@ void pf_modules_note(pf_tls_t *t, const uint64_t *ips, int n);
  * in no known object scans the loaded objects again if any were added since the last scan. */
 int pf_modules_native_cut(pf_tls_t *t, const uint64_t *ips, int n);
 
+/* For the walk's remembered stacks (pf_unwinder.c), which give the same IPs again and again: site_at[i]
+ * (i <= n, n < 255) is the index of the first native site at or after ips[i], or PF_NO_SITE; so the cut of
+ * the IPs from i on is site_at[i] - i + 1 (0 with none) without looking at each IP again. */
+#define PF_NO_SITE 0xFFu
+void pf_modules_sites(pf_tls_t *t, const uint64_t *ips, int n, uint8_t *site_at);
+
 /* 1 when ip lies in libpyflow.so itself (its frames are dropped from native stacks). */
 int pf_modules_is_self(uint64_t ip);
 

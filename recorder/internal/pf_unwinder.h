@@ -13,8 +13,9 @@ void pf_unwinder_start(void);
 
 /* The calling thread's native stack, innermost first, pyflow's own frames left out, at most max IPs (each
  * a return address, as unw_backtrace gives them) into out. Returns how many; *fast is 1 when the
- * fast walk gave them, 0 when libunwind did. */
-int pf_unwinder_capture(const pf_tls_t *t, uint64_t *out, int max, int *fast);
+ * fast walk gave them, 0 when libunwind did; *cut is pf_modules_native_cut's count of them, which the fast
+ * walk keeps with the walks it remembers. */
+int pf_unwinder_capture(pf_tls_t *t, uint64_t *out, int max, int *fast, int *cut);
 
 /* The same stack from libunwind's unw_backtrace (from unw_step once code was unloaded), whatever the walk
  * in effect. */

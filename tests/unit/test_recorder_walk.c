@@ -41,15 +41,19 @@ static void print_stacks(const walk_result_t *r)
                 i < r->nlu ? (unsigned long long)r->lu[i] : 0ull);
 }
 
-/* The walk's stack is libunwind's, and came from the fast walk (want_fast 1) or from libunwind (0). */
+/* The walk's stack is libunwind's, and came from the fast walk (want_fast 1) or from libunwind (0); the
+ * count of its IPs to keep, down to the native site (this test's own code, or the plugin's), that a walk
+ * remembers with its frames is the one a look at each IP gives. */
 static void assert_agrees(const walk_result_t *r, int want_fast, int min_frames)
 {
     int same = r->nfast == r->nlu && !memcmp(r->fast, r->lu, (size_t)r->nlu * sizeof r->lu[0]);
-    if (!same || r->used_fast != want_fast || r->nlu < min_frames)
+    if (!same || r->used_fast != want_fast || r->nlu < min_frames || r->cut != r->cut_scanned)
         print_stacks(r);
     assert_true(same);
     assert_int_equal(r->used_fast, want_fast);
     assert_true(r->nlu >= min_frames);
+    assert_int_equal(r->cut, r->cut_scanned);
+    assert_true(r->cut > 0);
 }
 
 /* Walks the chain twice (the second from the frames the first remembered) and checks both. */

@@ -11,6 +11,7 @@ typedef struct walk_result {
     uint64_t fast[WALK_MAX], lu[WALK_MAX];
     int nfast, nlu;
     int used_fast;          /* pf_unwinder_capture's *fast */
+    int cut, cut_scanned;   /* its *cut, and pf_modules_native_cut's count of the same IPs */
     uintptr_t probe_sp;     /* where the probe's frame was: two walks from the same stack pointer */
 } walk_result_t;
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "pf_thread_stack.h"
+#include "pf_modules.h"
 #include "pf_unwinder.h"
 #include "walk_chain.h"
 
@@ -28,12 +29,13 @@ void *pf_rec_memcpy(void *dst, const void *src, size_t n)
     return memmove(dst, src, n);
 }
 
-/* pf_modules_note's record (not reached: the walk only asks pf_modules_is_self / _text_range). */
+/* The MODULE records the walk's look for native sites writes as it learns the loaded objects
+ * (pf_modules.c): no profile here, so none (write_module takes NULL as no room). */
 void *pf_writer_reserve(pf_tls_t *t, uint32_t bytes);
 void *pf_writer_reserve(pf_tls_t *t, uint32_t bytes)
 {
     (void)t, (void)bytes;
-    abort();
+    return NULL;
 }
 
 void walk_probe_unloaded(void)
@@ -49,7 +51,8 @@ __attribute__((noinline)) int walk_probe(walk_result_t *r)
     pf_unwinder_start();
     volatile int here = 0;
     r->probe_sp = (uintptr_t)&here;
-    r->nfast = pf_unwinder_capture(&t, r->fast, WALK_MAX, &r->used_fast);
+    r->nfast = pf_unwinder_capture(&t, r->fast, WALK_MAX, &r->used_fast, &r->cut);
+    r->cut_scanned = pf_modules_native_cut(&t, r->fast, r->nfast);
     r->nlu = pf_unwinder_libunwind(r->lu, WALK_MAX);
     return here + r->nfast;
 }
