@@ -28,12 +28,23 @@ typedef struct pf_callsite {
     int32_t folded;
 } pf_callsite_t;
 
-/* The node whose path is path[0..n) (n >= 1), made with its ancestors on first use. index maps (parent,
- * file, line) to node+1. */
-int32_t pf_calltree_node(pf_model_t *m, pf_map_t *index, const pf_callsite_t *path, size_t n);
+/* The last path a tree was asked for and its nodes, step by step: the next path shares most of its steps
+ * from the root (stacks differ in their innermost frames), whose nodes are then taken from here instead of
+ * hashing each step again. Zeroed: none. */
+typedef struct pf_path_memo {
+    size_t n;
+    pf_callsite_t steps[PF_MAX_PY_FRAMES + 1];
+    int32_t nodes[PF_MAX_PY_FRAMES + 1];
+} pf_path_memo_t;
 
-/* The same in the unfolded tree (m->full), whose steps carry their kind and folded node; index is its own. */
-int32_t pf_calltree_full_node(pf_model_t *m, pf_map_t *index, const pf_callsite_t *path, size_t n);
+/* The node whose path is path[0..n) (n >= 1, n <= PF_MAX_PY_FRAMES + 1), made with its ancestors on first
+ * use. index maps (parent, file, line) to node+1; memo is the tree's last path (above). */
+int32_t pf_calltree_node(pf_model_t *m, pf_map_t *index, pf_path_memo_t *memo, const pf_callsite_t *path, size_t n);
+
+/* The same in the unfolded tree (m->full), whose steps carry their kind and folded node; index and memo are
+ * its own. */
+int32_t pf_calltree_full_node(pf_model_t *m, pf_map_t *index, pf_path_memo_t *memo, const pf_callsite_t *path,
+                              size_t n);
 
 /* The child of unfolded node `node` that is native function `native` (an interned "symbol (library)"; 0:
  * node itself), made on first use: where --native saw the allocation made, below the Python frames. */

@@ -3,14 +3,23 @@
 
 #include "pf_calltree_int.h"
 
+static int same_step(const pf_callsite_t *a, const pf_callsite_t *b, int full)
+{
+    return a->file == b->file && a->line == b->line &&
+           (!full || (a->function == b->function && a->kind == b->kind && a->folded == b->folded));
+}
+
 /* The node of path[0..n) in a tree (nodes, *n_nodes, *cap), made with its ancestors on first use; full: the
  * unfolded tree, whose steps also differ by function (native steps share a library and line 0) and carry
- * their kind and folded node. */
-static int32_t tree_node(pf_callnode_t **nodes, size_t *n_nodes, size_t *cap, pf_map_t *index, const pf_callsite_t *path,
-                         size_t n, int full)
+ * their kind and folded node. The steps it shares with memo's path from the root have memo's nodes. */
+static int32_t tree_node(pf_callnode_t **nodes, size_t *n_nodes, size_t *cap, pf_map_t *index, pf_path_memo_t *memo,
+                         const pf_callsite_t *path, size_t n, int full)
 {
     int32_t node = -1;
-    for (size_t i = 0; i < n; i++) {
+    size_t shared = 0;
+    while (shared < n && shared < memo->n && same_step(&path[shared], &memo->steps[shared], full))
+        node = memo->nodes[shared++];
+    for (size_t i = shared; i < n; i++) {
         /* unfolded: a step's folded node is part of its name, so a library line that is a row of its own
            (no user line below it) is never the same node as that line on the way to a user line */
         uint64_t words[5] = {(uint64_t)node, (uint64_t)path[i].file, (uint64_t)path[i].line, path[i].function,
@@ -25,18 +34,22 @@ static int32_t tree_node(pf_callnode_t **nodes, size_t *n_nodes, size_t *cap, pf
             *v = *n_nodes;
         }
         node = (int32_t)(*v - 1);
+        memo->steps[i] = path[i];
+        memo->nodes[i] = node;
     }
+    memo->n = n;
     return node;
 }
 
-int32_t pf_calltree_node(pf_model_t *m, pf_map_t *index, const pf_callsite_t *path, size_t n)
+int32_t pf_calltree_node(pf_model_t *m, pf_map_t *index, pf_path_memo_t *memo, const pf_callsite_t *path, size_t n)
 {
-    return tree_node(&m->nodes, &m->n_nodes, &m->cap_nodes, index, path, n, 0);
+    return tree_node(&m->nodes, &m->n_nodes, &m->cap_nodes, index, memo, path, n, 0);
 }
 
-int32_t pf_calltree_full_node(pf_model_t *m, pf_map_t *index, const pf_callsite_t *path, size_t n)
+int32_t pf_calltree_full_node(pf_model_t *m, pf_map_t *index, pf_path_memo_t *memo, const pf_callsite_t *path,
+                              size_t n)
 {
-    return tree_node(&m->full, &m->n_full, &m->cap_full, index, path, n, 1);
+    return tree_node(&m->full, &m->n_full, &m->cap_full, index, memo, path, n, 1);
 }
 
 int32_t pf_calltree_native_child(pf_model_t *m, pf_map_t *index, int32_t node, uint32_t native)

@@ -21,34 +21,60 @@ static pf_callsite_t step_of(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t
 
 static int same_line(const pf_callsite_t *a, const pf_callsite_t *b) { return a->file == b->file && a->line == b->line; }
 
+/* One frame of a walk from the outermost (pf_sweep_stack_node): its steps appended to path (k) and full (nf),
+ * if it makes any. */
+static void walk_frame(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *f, callpath_memo_t *W, size_t *k,
+                       size_t *nf)
+{
+    const pcode_t *pc = pf_sweep_frame_code(S, proc, f);
+    if (!pc)
+        return;
+    const char *file = S->m->strings[pc->file];
+    int dispatch = pf_callpath_numpy_dispatch(file);
+    if (file[0] == '<' && !dispatch)
+        return;
+    pf_callsite_t step = step_of(S, proc, f, pc);
+    if (!pc->is_user || dispatch) {
+        step.kind = PF_NODE_LIBRARY;
+        if (!*nf || !same_line(&W->full[*nf - 1], &step))
+            W->full[(*nf)++] = step;
+        return;
+    }
+    /* a comprehension's frame on its caller's line is the caller's step: one step, not two */
+    if (*k && same_line(&W->path[*k - 1], &step))
+        return;
+    W->user_at[*k] = *nf;
+    W->path[(*k)++] = step;
+    W->full[(*nf)++] = step;
+}
+
 int32_t pf_sweep_stack_node(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *frames, uint16_t n, int32_t row)
 {
     /* the callers' lines are not rows (a row is made only for what is charged to it) */
+    callpath_memo_t *W = &S->callpath;
+    size_t k = 0, nf = 0;
+    uint32_t o = 0;     /* frames walked, outermost first: those the last walk shares are taken as they were */
+    if (W->proc == proc)
+        while (o < n && o < W->n && frames[n - 1 - o].code_id == W->frames[o].code_id &&
+               frames[n - 1 - o].lasti_bytes == W->frames[o].lasti_bytes) {
+            k = W->k_after[o];
+            nf = W->nf_after[o];
+            o++;
+        }
+    W->proc = proc;
+    for (; o < n && k < PF_MAX_PY_FRAMES && nf < PF_MAX_PY_FRAMES; o++) {
+        W->frames[o] = frames[n - 1 - o];
+        walk_frame(S, proc, &frames[n - 1 - o], W, &k, &nf);
+        W->k_after[o] = (uint8_t)k;
+        W->nf_after[o] = (uint8_t)nf;
+    }
+    W->n = o;
+    /* what follows changes the last steps: on copies, the memo keeps the walk's own */
     pf_callsite_t path[PF_MAX_PY_FRAMES + 1], full[PF_MAX_PY_FRAMES + 1];
     size_t user_at[PF_MAX_PY_FRAMES + 1];   /* where each folded step sits in full */
-    size_t k = 0, nf = 0;
-    for (int i = n - 1; i >= 0 && k < PF_MAX_PY_FRAMES && nf < PF_MAX_PY_FRAMES; i--) {
-        const pcode_t *pc = pf_sweep_frame_code(S, proc, &frames[i]);
-        if (!pc)
-            continue;
-        const char *file = S->m->strings[pc->file];
-        int dispatch = pf_callpath_numpy_dispatch(file);
-        if (file[0] == '<' && !dispatch)
-            continue;
-        pf_callsite_t step = step_of(S, proc, &frames[i], pc);
-        if (!pc->is_user || dispatch) {
-            step.kind = PF_NODE_LIBRARY;
-            if (!nf || !same_line(&full[nf - 1], &step))
-                full[nf++] = step;
-            continue;
-        }
-        /* a comprehension's frame on its caller's line is the caller's step: one step, not two */
-        if (k && same_line(&path[k - 1], &step))
-            continue;
-        user_at[k] = nf;
-        path[k++] = step;
-        full[nf++] = step;
-    }
+    memcpy(path, W->path, k * sizeof *path);
+    memcpy(full, W->full, nf * sizeof *full);
+    memcpy(user_at, W->user_at, k * sizeof *user_at);
     const pf_line_t *l = &S->m->lines[row];
     pf_callsite_t last = {l->file, l->function, l->line, PF_NODE_USER, -1};
     if (k && same_line(&path[k - 1], &last)) {
@@ -67,7 +93,7 @@ int32_t pf_sweep_stack_node(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t 
         user_at[0] = nf - 1;
         path[k++] = last;
     }
-    int32_t folded = pf_calltree_node(S->m, &S->node_index, path, k);
+    int32_t folded = pf_calltree_node(S->m, &S->node_index, &S->node_memo, path, k);
     /* each folded step's node, innermost first up the folded path; each library step below one counts in it */
     for (size_t j = k; j-- > 0; folded = S->m->nodes[folded].parent)
         full[user_at[j]].folded = folded;
@@ -78,5 +104,5 @@ int32_t pf_sweep_stack_node(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t 
         else
             full[i].folded = cur;
     }
-    return pf_calltree_full_node(S->m, &S->full_index, full, nf);
+    return pf_calltree_full_node(S->m, &S->full_index, &S->full_memo, full, nf);
 }

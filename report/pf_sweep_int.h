@@ -3,6 +3,7 @@
 #ifndef PF_SWEEP_INT_H
 #define PF_SWEEP_INT_H
 
+#include "pf_calltree_int.h"
 #include "pf_live_map.h"
 #include "pf_loader_int.h"
 #include "pf_symbols_int.h"
@@ -97,6 +98,19 @@ typedef struct origin {
     uint32_t proc;      /* the process whose stack had the user's line */
 } origin_t;
 
+/* The last stack pf_sweep_stack_node walked, outermost frame first, and where its walk stood after each
+ * frame (steps of the folded and unfolded paths so far): a stack that shares its outer frames (most do:
+ * stacks differ in their innermost) takes those steps as they were and walks on from the first frame that
+ * differs. */
+typedef struct callpath_memo {
+    uint32_t proc;
+    uint32_t n;                                     /* frames walked */
+    pf_rec_pyframe_t frames[PF_MAX_PY_FRAMES];
+    uint8_t k_after[PF_MAX_PY_FRAMES], nf_after[PF_MAX_PY_FRAMES];
+    pf_callsite_t path[PF_MAX_PY_FRAMES + 1], full[PF_MAX_PY_FRAMES + 1];
+    size_t user_at[PF_MAX_PY_FRAMES + 1];
+} callpath_memo_t;
+
 typedef struct sweeper {
     pf_model_t *m;
     loader_t *L;
@@ -106,6 +120,8 @@ typedef struct sweeper {
     pf_map_t line_cache;    /* (proc, code id, lasti) -> line+1, of frames that call nested code */
     pf_map_t node_index;    /* (parent node, file, line) -> call-tree node+1 */
     pf_map_t full_index;    /* the same for the unfolded call tree (library frames kept) */
+    pf_path_memo_t node_memo, full_memo;    /* each tree's last path (pf_calltree_int.h) */
+    callpath_memo_t callpath;               /* pf_sweep_stack_node's last walk */
     pf_map_t stack_memo;    /* (proc, interned stack, flags) -> charges index+1, or ~0: no user frame */
     stack_memo_slot_t **memo_at;    /* per process with stack_at: the same by stack id (NULL until used) */
     /* the timeline bucket of times in [bucket_from, bucket_to): every row changed by one event (and

@@ -144,6 +144,68 @@ static void test_attribution(void **state)
     pf_model_free(m);
 }
 
+/* The folded tree's path of node c, outermost first, as "file:line/..." into out. */
+static void node_path(const pf_model_t *m, int32_t c, char *out, size_t size)
+{
+    char tail[512] = "";
+    out[0] = '\0';
+    for (; c >= 0; c = m->nodes[c].parent) {
+        snprintf(tail, sizeof tail, "%s", out);
+        const char *file = pf_model_str(m, m->nodes[c].file);
+        snprintf(out, size, "%s:%d%s%s", strrchr(file, '/') + 1, m->nodes[c].line, tail[0] ? "/" : "", tail);
+    }
+}
+
+/* Stacks in turn that share their outer frames with the stack before them, or only some, or none, or
+ * differ only outermost: the sweep reuses the last walk's steps and the trees' last paths for the frames
+ * two stacks share (pf_sweep_callpath.c, pf_model_calltree.c), and every allocation must still be on its
+ * own path, with the bytes of exactly the allocations made there. */
+static void test_call_paths_sharing_outer_frames(void **state)
+{
+    (void)state;
+    builder_t b;
+    b_init(&b, PF_HDR_ROOT | PF_HDR_EXACT, 1);
+    b_chunk(&b, 7);
+    static const char *files[] = {"/app/a.py", "/app/b.py", "/app/c.py", "/app/d.py", "/app/e.py", "/app/x.py"};
+    for (uint32_t i = 0; i < 6; i++)
+        b_code(&b, i + 1, files[i], "f", 10 * (int)(i + 1));
+    /* innermost first; A=1 B=2 C=3 D=4 E=5 X=6 */
+    static const struct {
+        int n;
+        uint32_t codes[4];
+        const char *path;
+    } stacks[] = {
+        {3, {3, 2, 1}, "a.py:10/b.py:20/c.py:30"}, {3, {4, 2, 1}, "a.py:10/b.py:20/d.py:40"},
+        {3, {3, 5, 1}, "a.py:10/e.py:50/c.py:30"}, {3, {3, 2, 1}, "a.py:10/b.py:20/c.py:30"},
+        {3, {3, 2, 6}, "x.py:60/b.py:20/c.py:30"}, {2, {2, 1}, "a.py:10/b.py:20"},
+        {4, {4, 3, 2, 1}, "a.py:10/b.py:20/c.py:30/d.py:40"}, {1, {1}, "a.py:10"},
+        {4, {4, 3, 2, 1}, "a.py:10/b.py:20/c.py:30/d.py:40"}, {3, {3, 2, 6}, "x.py:60/b.py:20/c.py:30"},
+    };
+    enum { N = sizeof stacks / sizeof stacks[0] };
+    for (int i = 0; i < N; i++)
+        b_alloc(&b, (uint64_t)i + 1, 0x1000 + 0x100 * (uint64_t)i, 1u << i, 1u << i, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT,
+                stacks[i].n, stacks[i].codes);
+    pf_model_t *m = load_ok(b_save(&b, "sharedpaths.pflow", 0));
+    for (int i = 0; i < N; i++) {
+        unsigned want = 0;
+        for (int j = 0; j < N; j++)
+            want += strcmp(stacks[j].path, stacks[i].path) == 0 ? 1u << j : 0;
+        int found = 0;
+        for (size_t c = 0; c < m->n_nodes; c++) {
+            char path[512];
+            node_path(m, (int32_t)c, path, sizeof path);
+            if (strcmp(path, stacks[i].path) != 0)
+                continue;
+            found++;
+            if ((unsigned)m->nodes[c].self_alloc != want)
+                fail_msg("%s holds %.0f bytes, %u expected", path, m->nodes[c].self_alloc, want);
+        }
+        if (found != 1)
+            fail_msg("%d nodes with the path %s", found, stacks[i].path);
+    }
+    pf_model_free(m);
+}
+
 static void test_sampled_estimates_and_counts(void **state)
 {
     builder_t b;
@@ -684,6 +746,7 @@ int main(void)
         cmocka_unit_test(test_frees_peak_and_live_at_exit),
         cmocka_unit_test(test_finalization_keeps_objects_live),
         cmocka_unit_test(test_attribution),
+        cmocka_unit_test(test_call_paths_sharing_outer_frames),
         cmocka_unit_test(test_sampled_estimates_and_counts),
         cmocka_unit_test(test_copies_and_verdicts),
         cmocka_unit_test(test_verdict_needs_enough_judged),
