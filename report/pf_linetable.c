@@ -10,6 +10,9 @@
 #include "pf_format.h"
 
 #include <limits.h>
+#include <stdlib.h>
+
+#include "pf_util_int.h"
 
 /* line + delta, saturated: a corrupt profile's first line number can sit next to INT_MAX (signed overflow
  * is undefined behaviour; found by tests/fuzz). */
@@ -122,4 +125,119 @@ int pf_linetable_line(uint32_t format, const uint8_t *table, size_t len, int fir
     default:
         return firstlineno;
     }
+}
+
+/* ---- the index: each format's walk above, once, keeping the line of each range it passes ---- */
+
+static void index_range(pf_linetable_index_t *ix, size_t *cap, uint32_t end, int line)
+{
+    if (ix->n == *cap) {
+        *cap = *cap ? *cap * 2 : 16;
+        ix->ends = pf_xrealloc(ix->ends, *cap * sizeof *ix->ends);
+        ix->lines = pf_xrealloc(ix->lines, *cap * sizeof *ix->lines);
+    }
+    ix->ends[ix->n] = end;
+    ix->lines[ix->n++] = line;
+}
+
+/* lnotab_line: offsets below an entry's address have the line before its increment */
+static void lnotab_index(pf_linetable_index_t *ix, size_t *cap, const uint8_t *t, size_t len, int first)
+{
+    int line = first;
+    uint32_t addr = 0;
+    for (size_t i = 0; i + 1 < len; i += 2) {
+        uint32_t next = addr + t[i];
+        if (next > addr)
+            index_range(ix, cap, next, line);
+        addr = next;
+        line = line_add(line, (int8_t)t[i + 1]);
+    }
+    ix->tail = line;
+}
+
+static void linetable310_index(pf_linetable_index_t *ix, size_t *cap, const uint8_t *t, size_t len, int first)
+{
+    int computed = first, last_valid = first;
+    uint32_t start, end = 0;
+    for (size_t i = 0; i + 1 < len; i += 2) {
+        start = end;
+        end += t[i];
+        int8_t ldelta = (int8_t)t[i + 1];
+        int line = -1;
+        if (ldelta != -128) {
+            computed = line_add(computed, ldelta);
+            line = computed;
+        }
+        if (start == end)
+            continue;
+        index_range(ix, cap, end, line >= 0 ? line : last_valid);
+        if (line >= 0)
+            last_valid = line;
+    }
+    ix->tail = last_valid;
+}
+
+static void locations_index(pf_linetable_index_t *ix, size_t *cap, const uint8_t *t, size_t len, int first)
+{
+    int computed = first, last_valid = first;
+    uint32_t end = 0;
+    size_t i = 0;
+    while (i < len) {
+        uint8_t head = t[i];
+        if (!(head & 128))
+            break;
+        int code = (head >> 3) & 15;
+        end += (uint32_t)((head & 7) + 1) * 2;
+        size_t j = i + 1;
+        int delta = 0;
+        if (code == 13 || code == 14)
+            delta = read_svarint(t, len, &j);
+        else if (code >= 10 && code <= 12)
+            delta = code - 10;
+        computed = line_add(computed, delta);
+        int line = code == 15 ? -1 : computed;
+        index_range(ix, cap, end, line >= 0 ? line : last_valid);
+        if (line >= 0)
+            last_valid = line;
+        i++;
+        while (i < len && !(t[i] & 128))
+            i++;
+    }
+    ix->tail = last_valid;
+}
+
+pf_linetable_index_t *pf_linetable_index_new(uint32_t format, const uint8_t *table, size_t len, int firstlineno)
+{
+    pf_linetable_index_t *ix = pf_xcalloc(1, sizeof *ix);
+    size_t cap = 0;
+    ix->tail = firstlineno;
+    if (table && format == PF_LT_LNOTAB)
+        lnotab_index(ix, &cap, table, len, firstlineno);
+    else if (table && format == PF_LT_LINETABLE)
+        linetable310_index(ix, &cap, table, len, firstlineno);
+    else if (table && format == PF_LT_LOCATIONS)
+        locations_index(ix, &cap, table, len, firstlineno);
+    return ix;
+}
+
+int pf_linetable_index_line(const pf_linetable_index_t *ix, uint32_t lasti_bytes)
+{
+    uint32_t lo = 0, hi = ix->n;    /* the first range ending past lasti_bytes */
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (ix->ends[mid] <= lasti_bytes)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < ix->n ? ix->lines[lo] : ix->tail;
+}
+
+void pf_linetable_index_free(pf_linetable_index_t *ix)
+{
+    if (!ix)
+        return;
+    free(ix->ends);
+    free(ix->lines);
+    free(ix);
 }

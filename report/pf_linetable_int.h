@@ -11,4 +11,19 @@
  * past len. */
 int pf_linetable_line(uint32_t format, const uint8_t *table, size_t len, int firstlineno, uint32_t lasti_bytes);
 
+/* A table decoded once, for a code object asked about at many offsets (a module's body, a large
+ * function: each pf_linetable_line walks the table from its start): the line of every range of offsets
+ * the table names, in order, and the line past them. pf_linetable_index_line gives what pf_linetable_line
+ * gives, for every offset, by a binary search. */
+typedef struct pf_linetable_index {
+    uint32_t n;
+    uint32_t *ends;     /* range i is [ends[i - 1] (0 for i = 0), ends[i]) */
+    int *lines;
+    int tail;           /* the line of offsets from ends[n - 1] on */
+} pf_linetable_index_t;
+
+pf_linetable_index_t *pf_linetable_index_new(uint32_t format, const uint8_t *table, size_t len, int firstlineno);
+int pf_linetable_index_line(const pf_linetable_index_t *ix, uint32_t lasti_bytes);
+void pf_linetable_index_free(pf_linetable_index_t *ix);
+
 #endif /* PF_LINETABLE_INT_H */

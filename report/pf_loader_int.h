@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "pf_linetable_int.h"
 #include "pf_model_int.h"
 #include "pf_packed.h"
 #include "pf_reader_int.h"
@@ -28,6 +29,8 @@ typedef struct pcode {
     int is_import_root; /* importlib, getpath, encodings: outermost only when C code calls them (start-up) */
     uint8_t generated;  /* a file name in <...>: no file a user can open (<string>, <frozen ...>) */
     uint8_t thread_run; /* threading's Thread.run: what it calls is the target the program gave the thread */
+    uint32_t line_lookups;              /* offsets decoded by walking the table so far */
+    pf_linetable_index_t *line_index;   /* then the table decoded once (pf_sweep_code_line) */
 } pcode_t;
 
 /* One record that changes memory, on the root's clock. 24 bytes, not 32 with a pointer: a profile holds

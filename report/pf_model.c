@@ -582,6 +582,8 @@ int pf_model_load(const char *path, const pf_load_opts_t *opts, pf_model_t **out
         pf_map_free(&L.procs[i].natives);
         free(L.procs[i].native_at);
         free(L.procs[i].ips_at);
+        for (size_t k = 0; k < L.procs[i].n_pcodes; k++)
+            pf_linetable_index_free(L.procs[i].pcodes[k].line_index);
         free(L.procs[i].pcodes);
         free(L.procs[i].modules);
         free(L.procs[i].watch_last);

@@ -168,6 +168,20 @@ static const pcode_t *frame_code(sweeper_t *S, uint32_t proc, const pf_rec_pyfra
     return ci ? &P->pcodes[*ci - 1] : NULL;
 }
 
+/* Walks of a code object's line table before it is decoded once into an index: most code objects are asked
+ * about at a few offsets; a module's body or a large function at thousands (each walk starts over). */
+#define PF_LINE_WALKS 8u
+
+/* The line of offset lasti_bytes in code pc (the loader's: its index is a cache there). */
+static int code_line(const pcode_t *pc, uint32_t lasti_bytes)
+{
+    pcode_t *c = (pcode_t *)(uintptr_t)pc;
+    if (!c->line_index && ++c->line_lookups > PF_LINE_WALKS)
+        c->line_index = pf_linetable_index_new(c->format, c->table, c->table_len, c->firstlineno);
+    return c->line_index ? pf_linetable_index_line(c->line_index, lasti_bytes)
+                         : pf_linetable_line(c->format, c->table, c->table_len, c->firstlineno, lasti_bytes);
+}
+
 /* The row of frame f, of code pc (and *func unless func is NULL), decoding its line once per (code, offset). */
 static int32_t frame_row(sweeper_t *S, uint32_t proc, const pcode_t *pc, const pf_rec_pyframe_t *f, int32_t *func)
 {
@@ -177,8 +191,7 @@ static int32_t frame_row(sweeper_t *S, uint32_t proc, const pcode_t *pc, const p
     int created;
     uint64_t *v = pf_map_put(&S->frame_cache, ck, &created);
     if (created) {
-        int line = pf_linetable_line(pc->format, pc->table, pc->table_len, pc->firstlineno, f->lasti_bytes);
-        *v = (uint64_t)line_row(S, pc->file, pc->function, line) + 1;
+        *v = (uint64_t)line_row(S, pc->file, pc->function, code_line(pc, f->lasti_bytes)) + 1;
     }
     return (int32_t)(*v - 1);
 }
@@ -189,8 +202,7 @@ static int frame_line(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t *f, co
     int created;
     uint64_t *v = pf_map_put(&S->line_cache, pf_sweep_key3(proc, f->code_id, f->lasti_bytes), &created);
     if (created)
-        *v = (uint64_t)(int64_t)pf_linetable_line(pc->format, pc->table, pc->table_len, pc->firstlineno,
-                                                  f->lasti_bytes) + 1;
+        *v = (uint64_t)(int64_t)code_line(pc, f->lasti_bytes) + 1;
     return (int)((int64_t)*v - 1);
 }
 

@@ -51,6 +51,32 @@ static void check_format(uint32_t format, size_t min_codes)
         fail_msg("format %u: only %zu code objects / %zu instructions in the vectors", format, codes, checked);
 }
 
+/* The index gives every offset the line a walk of the table gives: the vectors' tables, whole and cut at
+ * every length, every offset (odd ones too) up to past their last instruction. */
+static void test_index_is_the_walk(void **state)
+{
+    (void)state;
+    size_t compared = 0;
+    for (size_t i = 0; i < sizeof pf_lt_vectors / sizeof *pf_lt_vectors; i++) {
+        const pf_lt_vector_t *v = &pf_lt_vectors[i];
+        uint32_t last = 0;
+        for (size_t k = 0; k < v->n_checks; k++)
+            last = v->checks[k].offset > last ? v->checks[k].offset : last;
+        for (size_t cut = 0; cut <= v->table_len; cut += cut < 8 || cut + 7 >= v->table_len ? 1 : 7) {
+            pf_linetable_index_t *ix = pf_linetable_index_new(v->format, v->table, cut, v->firstlineno);
+            for (uint32_t off = 0; off <= last + 64; off++) {
+                int want = pf_linetable_line(v->format, v->table, cut, v->firstlineno, off);
+                int got = pf_linetable_index_line(ix, off);
+                if (got != want)
+                    fail_msg("%s cut at %zu: offset %u: index %d, walk %d", v->name, cut, off, got, want);
+                compared++;
+            }
+            pf_linetable_index_free(ix);
+        }
+    }
+    assert_true(compared > 100000);
+}
+
 static void test_lnotab_39(void **state)
 {
     (void)state;
@@ -96,6 +122,7 @@ int main(void)
         cmocka_unit_test(test_linetable_310),
         cmocka_unit_test(test_locations_311_plus),
         cmocka_unit_test(test_cut_tables),
+        cmocka_unit_test(test_index_is_the_walk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
