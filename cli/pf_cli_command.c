@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "pf_cli_int.h"
+#include "pf_python_args.h"
 #include "pf_shebang.h"
 
 /* python, python3, python3.12: the names interpreters are installed under. */
@@ -54,58 +55,35 @@ static int no_program(const pf_run_opts_t *o)
     return -1;
 }
 
-/* Python's own options, as CPython's getopt reads them: flags cluster (-uB), -W and -X take the rest of
- * their cluster or the next argument, --check-hash-based-pycs the next one, and -c/-m (the rest of the
- * cluster or the next argument), `-`, `--` or the first other argument end them. Options Python rejects
- * are passed on for Python to reject. */
+/* Python's own options (core/pf_python_args.h: as CPython's getopt reads them) into o->python_opts, and
+ * what they end with into o->kind and o->target. Options Python rejects are passed on for Python to
+ * reject. */
 int pf_cli_take_python_options(pf_run_opts_t *o, int argc, char **argv, int i)
 {
     o->python_opts = calloc((size_t)argc + 1, sizeof *o->python_opts);
     if (!o->python_opts)
         return -1;
-    for (; i < argc; i++) {
-        char *a = argv[i];
-        if (strcmp(a, "--") == 0 && i + 1 < argc) {
-            o->kind = PF_TARGET_SCRIPT;
-            o->target = argv[i + 1];
-            return i + 2;
-        }
-        if (a[0] != '-' || strcmp(a, "-") == 0) {
-            o->kind = PF_TARGET_SCRIPT;
-            o->target = a;
-            return i + 1;
-        }
-        if (a[1] == '-') {
-            if (push(o, a) != 0 || (strcmp(a, "--check-hash-based-pycs") == 0 && i + 1 < argc && push(o, argv[++i])))
-                return -1;
-            continue;
-        }
-        int takes_next = 0;
-        for (size_t k = 1; a[k]; k++) {
-            if (a[k] == 'c' || a[k] == 'm') {
-                if (k > 1 && push(o, strndup(a, k)) != 0)
-                    return -1;
-                o->kind = a[k] == 'c' ? PF_TARGET_CODE : PF_TARGET_MODULE;
-                if (a[k + 1]) {
-                    o->target = a + k + 1;
-                    return i + 1;
-                }
-                if (i + 1 >= argc) {
-                    fprintf(stderr, "pyflow: %s's -%c needs an argument\n", o->python, a[k]);
-                    return -1;
-                }
-                o->target = argv[i + 1];
-                return i + 2;
-            }
-            if (a[k] == 'W' || a[k] == 'X') {
-                takes_next = a[k + 1] == '\0';
-                break;
-            }
-        }
-        if (push(o, a) != 0 || (takes_next && i + 1 < argc && push(o, argv[++i]) != 0))
+    pf_python_target_t t;
+    pf_python_target(argc, argv, i, &t);
+    for (; i < t.word; i++)
+        if (push(o, argv[i]) != 0)
             return -1;
+    if (t.kind == PF_PYTHON_NONE) {
+        for (; i < argc; i++)      /* a "--" at the end */
+            if (push(o, argv[i]) != 0)
+                return -1;
+        return no_program(o);
     }
-    return no_program(o);
+    if (t.kind != PF_PYTHON_SCRIPT && !t.target) {
+        fprintf(stderr, "pyflow: %s's -%c needs an argument\n", o->python, argv[t.word][t.cluster]);
+        return -1;
+    }
+    if (t.cluster > 1 && push(o, strndup(argv[t.word], t.cluster)) != 0)
+        return -1;
+    o->kind = t.kind == PF_PYTHON_SCRIPT ? PF_TARGET_SCRIPT : t.kind == PF_PYTHON_CODE ? PF_TARGET_CODE
+                                                                                        : PF_TARGET_MODULE;
+    o->target = t.target;
+    return t.next;
 }
 
 /* The interpreter a `#!` line names: its path, or the name `env` looks up. Returns 0 and fills out when

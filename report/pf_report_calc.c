@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pf_python_args.h"
 #include "pf_report_int.h"
 #include "pf_util_int.h"
 
@@ -235,25 +236,13 @@ static const char *bracket_meaning(const char *file)
     return "";
 }
 
-/* The code of the program's `python -c CODE`, from the root's arguments (interpreter options before it:
- * -X and -W take a value, attached or next; -c may end a cluster, -Bc), or NULL when it ran a file or a
- * module. */
+/* The code of the program's `python -c CODE` (its root's arguments past the interpreter's options), or NULL
+ * when it ran a file or a module. */
 static const char *inline_code(const pf_model_t *m)
 {
-    for (size_t i = 0; i < m->argc; i++) {
-        const char *a = m->argv[i];
-        if (a[0] != '-' || strcmp(a, "-") == 0 || strcmp(a, "--") == 0)
-            return NULL;    /* a script, stdin, or the end of the options */
-        if (a[1] == 'X' || a[1] == 'W' || strcmp(a, "--check-hash-based-pycs") == 0) {
-            i += a[1] == '-' || !a[2];     /* the value, unless attached (-Xdev) */
-            continue;
-        }
-        if (a[1] != '-' && strchr(a + 1, 'm'))
-            return NULL;    /* -m module */
-        if (a[1] != '-' && a[strlen(a) - 1] == 'c')
-            return i + 1 < m->argc ? m->argv[i + 1] : NULL;
-    }
-    return NULL;
+    pf_python_target_t t;
+    pf_python_target((int)m->argc, m->argv, 0, &t);
+    return t.kind == PF_PYTHON_CODE ? t.target : NULL;
 }
 
 /* Line lineno of text (leading blanks dropped) into result, or "" when text has fewer lines. */
