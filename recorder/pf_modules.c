@@ -94,21 +94,6 @@ static int add_object(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
-void pf_modules_note(pf_tls_t *t, const uint64_t *ips, int n)
-{
-    for (int i = 0; i < n; i++) {
-        if (PF_LIKELY(is_known(ips[i])))
-            continue;
-        pf_spin_lock(&lock);
-        if (!is_known(ips[i]))
-            dl_iterate_phdr(add_object, t);
-        pf_spin_unlock(&lock);
-        /* an ip in no object at all (JIT code) stays unknown; do not rescan for the rest of this stack */
-        if (!is_known(ips[i]))
-            break;
-    }
-}
-
 static int read_adds(struct dl_phdr_info *info, size_t size, void *arg)
 {
     if (size >= offsetof(struct dl_phdr_info, dlpi_adds) + sizeof info->dlpi_adds)
@@ -129,6 +114,15 @@ static const pf_segment_t *segment_after_scan(pf_tls_t *t, uint64_t ip)
     return segment_of(ip);
 }
 
+void pf_modules_note(pf_tls_t *t, const uint64_t *ips, int n)
+{
+    for (int i = 0; i < n; i++) {
+        /* an ip in no object at all (JIT code) stays unknown; do not rescan for the rest of this stack */
+        if (PF_UNLIKELY(!is_known(ips[i])) && !segment_after_scan(t, ips[i]))
+            break;
+    }
+}
+
 /* 1 when ip lies in one of the first nr runtime segments: the interpreter's first (dl_iterate_phdr gives the
  * main program first), where nearly every frame of a stack of interpreter frames is, so most IPs take one
  * subtraction and one compare. */
@@ -140,14 +134,18 @@ static inline int in_runtime(uint64_t ip, uint32_t nr)
     return 0;
 }
 
-/* 1 when ip (not in the first nr runtime segments) is a native site: in a known object of the program's.
- * An ip in none known scans the loaded objects again (once: *scanned), then counts as the runtime's. */
-static int is_site(pf_tls_t *t, uint64_t ip, int *scanned)
+/* 1 when ip is a native site: in a known object of the program's. An ip in none known scans the loaded
+ * objects again (once a stack: *scanned; *nr then counts the runtime segments it may have added), and
+ * else counts as the runtime's. */
+static int is_site(pf_tls_t *t, uint64_t ip, uint32_t *nr, int *scanned)
 {
+    if (PF_LIKELY(in_runtime(ip, *nr)))
+        return 0;
     const pf_segment_t *seg = segment_of(ip);
     if (!seg && !*scanned) {
         seg = segment_after_scan(t, ip);
         *scanned = 1;
+        *nr = __atomic_load_n(&n_runtime, __ATOMIC_ACQUIRE);
     }
     return seg && !seg->runtime;
 }
@@ -156,13 +154,9 @@ int pf_modules_native_cut(pf_tls_t *t, const uint64_t *ips, int n)
 {
     int scanned = 0;
     uint32_t nr = __atomic_load_n(&n_runtime, __ATOMIC_ACQUIRE);
-    for (int i = 0; i < n; i++) {
-        if (PF_LIKELY(in_runtime(ips[i], nr)))
-            continue;
-        if (is_site(t, ips[i], &scanned))
+    for (int i = 0; i < n; i++)
+        if (is_site(t, ips[i], &nr, &scanned))
             return i + 1;
-        nr = __atomic_load_n(&n_runtime, __ATOMIC_ACQUIRE);     /* a scan may have added some */
-    }
     return 0;
 }
 
@@ -171,11 +165,8 @@ void pf_modules_sites(pf_tls_t *t, const uint64_t *ips, int n, uint8_t *site_at)
     int scanned = 0;
     uint32_t nr = __atomic_load_n(&n_runtime, __ATOMIC_ACQUIRE);
     site_at[n] = PF_NO_SITE;
-    for (int i = n - 1; i >= 0; i--) {
-        int site = !in_runtime(ips[i], nr) && is_site(t, ips[i], &scanned);
-        nr = __atomic_load_n(&n_runtime, __ATOMIC_ACQUIRE);
-        site_at[i] = site ? (uint8_t)i : site_at[i + 1];
-    }
+    for (int i = n - 1; i >= 0; i--)
+        site_at[i] = is_site(t, ips[i], &nr, &scanned) ? (uint8_t)i : site_at[i + 1];
 }
 
 static uint64_t self_lo, self_hi;

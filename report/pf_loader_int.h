@@ -30,7 +30,7 @@ typedef struct pcode {
     uint8_t generated;  /* a file name in <...>: no file a user can open (<string>, <frozen ...>) */
     uint8_t thread_run; /* threading's Thread.run: what it calls is the target the program gave the thread */
     uint32_t line_lookups;              /* offsets decoded by walking the table so far */
-    pf_linetable_index_t *line_index;   /* then the table decoded once (pf_sweep_code_line) */
+    pf_linetable_index_t *line_index;   /* then the table decoded once (code_line, pf_model_sweep.c) */
 } pcode_t;
 
 /* One record that changes memory, on the root's clock. 24 bytes, not 32 with a pointer: a profile holds
