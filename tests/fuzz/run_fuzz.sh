@@ -20,7 +20,7 @@ echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' 
   { echo "SKIP: clang has no libFuzzer/ASan runtime (Debian: libclang-rt-14-dev)"; exit 77; }
 "$CC" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
   -D_GNU_SOURCE -I"$src/report" -I"$src/report/include" -I"$src/flowgraph" -I"$src/core" "$src/tests/fuzz/fuzz_profile.c" "$src"/report/*.c \
-  "$src"/flowgraph/*.c -lm -lz \
+  "$src"/flowgraph/*.c "$src"/core/pf_python_args.c -lm -lz \
   -o "$work/fuzz_profile" || { echo "FAIL: the fuzz target does not build"; exit 1; }
 # seeds: real profiles, made now by this build
 rm -f "$work"/profiles/*
