@@ -4,7 +4,8 @@ allocator, expandable segments, --gpu-per-tensor) and CuPy. Needs a CUDA driver 
 this is run by hand where one is lent (it is not a ctest case).
 
 Usage: check_real_gpu.py --pyflow BUILD/bin/pyflow [--python PYTHON] [--out DIR] [CASE ...]
-Cases: info ctypes cupy torch torch_expandable torch_per_tensor torch_exact torch_watch (default: all). Each case runs its program
+Cases: info ctypes cupy torch torch_expandable torch_per_tensor torch_exact torch_native
+torch_watch (default: all). Each case runs its program
 plainly and under pyflow, requires the same output and exit status, and checks the GPU rows and copy edges.
 DIR keeps each case's text report (CASE.txt) and JSON (CASE.json). Exit 0 = all passed, 1 = a case failed,
 77 = no GPU here.
@@ -119,7 +120,7 @@ def case_ctypes(a):
     assert d["totals"]["gpu_peak_bytes"] == 80 * MiB, d["totals"]
 
 
-def torch_common(c, segment_rows):
+def torch_common(c, expandable=False):
     d = c.run()
     a_, b_ = c.gpu("reserves ~64 MiB"), c.gpu("served from the cache")
     assert a_["gpu_bytes"] >= 64 * MiB, a_
@@ -127,28 +128,42 @@ def torch_common(c, segment_rows):
     first, second = c.h2d("y1 = x.cuda()"), c.h2d("the same bytes again")
     assert first and not first[0]["redundant"], first
     assert second and second[0]["redundant"], second
-    if segment_rows:
-        assert c.gpu("y1 = x.cuda()")["gpu_bytes"] >= 8 * MiB, c.rows()
-        assert c.gpu("the same bytes again")["gpu_bytes"] == 0, c.rows()
-    assert_given_back(d, a_)    # empty_cache gave the segment back
+    assert c.gpu("the same bytes again")["gpu_bytes"] == 0, c.rows()
+    if not expandable:
+        # a request of 1-10 MiB gets a 20 MiB segment of its own, which y2 then fits in
+        assert c.gpu("y1 = x.cuda()")["gpu_bytes"] == 20 * MiB, c.rows()
+        assert_given_back(d, a_)    # empty_cache gave the whole segment back
+        return
+    # Expandable segments: `a`'s segment is mapped in 20 MiB chunks (64 MiB: 4 of them), y1 and y2 fit in
+    # its last chunk, and empty_cache unmaps only the chunks no block lies in: some of `a`'s bytes go back,
+    # not all (the H100 run of 2026-11-26: 80 MiB mapped, 60 given back).
+    assert a_["gpu_bytes"] % (20 * MiB) == 0, c.rows()
+    assert c.gpu("y1 = x.cuda()")["gpu_bytes"] == 0, c.rows()
+    total = d["totals"]["gpu_bytes"]
+    assert total - a_["gpu_bytes"] < gpu_live_at_exit(d) < total, (gpu_live_at_exit(d), total, c.rows())
 
 
 def case_torch(a):
-    torch_common(Case(a, "torch", "torch_cache.py"), True)
+    torch_common(Case(a, "torch", "torch_cache.py"))
 
 
 def case_torch_expandable(a):
     torch_common(Case(a, "torch_expandable", "torch_cache.py",
-                      {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}), True)
+                      {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}), expandable=True)
 
 
 def case_torch_exact(a):
-    torch_common(Case(a, "torch_exact", "torch_cache.py", options=["--exact"]), True)
+    torch_common(Case(a, "torch_exact", "torch_cache.py", options=["--exact"]))
+
+
+def case_torch_native(a):
+    """--native: the same rows; the JSON's call paths then name the native code that asked for GPU bytes."""
+    torch_common(Case(a, "torch_native", "torch_cache.py", options=["--native"]))
 
 
 def case_torch_watch(a):
     """--watch=all where debug registers fire: the GPU rows and verdicts as without it."""
-    torch_common(Case(a, "torch_watch", "torch_cache.py", options=["--watch=all"]), True)
+    torch_common(Case(a, "torch_watch", "torch_cache.py", options=["--watch=all"]))
 
 
 def case_torch_per_tensor(a):
@@ -171,13 +186,18 @@ def case_cupy(a):
     first, second = c.h2d("upload: 16 MiB"), c.h2d("the same bytes again")
     assert first and not first[0]["redundant"], first
     assert second and second[0]["redundant"], second
-    down = flows(d, c.script, c.line("download"), "d2h")
+    down = flows(d, c.script, c.line("cp.asnumpy(up1)"), "d2h")
     assert down and down[0]["bytes"] == 16 * MiB, down
+    # asarray stages each upload through a pinned buffer (a host copy): the upload's verdict is the copy's
+    staged1 = [f for f in flows(d, c.script, c.line("upload: 16 MiB"), "copy") if f.get("stages_upload")]
+    staged2 = [f for f in flows(d, c.script, c.line("the same bytes again"), "copy") if f.get("stages_upload")]
+    assert staged1 and not any(f["redundant"] for f in staged1), staged1
+    assert staged2 and all(f["redundant"] for f in staged2), staged2
 
 
 CASES = {"info": case_info, "ctypes": case_ctypes, "cupy": case_cupy, "torch": case_torch,
          "torch_expandable": case_torch_expandable, "torch_per_tensor": case_torch_per_tensor,
-         "torch_exact": case_torch_exact, "torch_watch": case_torch_watch}
+         "torch_exact": case_torch_exact, "torch_native": case_torch_native, "torch_watch": case_torch_watch}
 
 
 def main():
