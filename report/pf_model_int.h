@@ -165,6 +165,8 @@ typedef struct pf_flow {
      * program's peak, and whether any destination was tracked at all */
     double dst_life_s;
     int dst_at_peak, dst_known;
+    int stages_upload;                      /* a host copy into the buffer an upload on its line then sent
+                                               (pf_sweep_copies_finish): it takes the upload's verdict */
 } pf_flow_t;
 
 /* A redundant-copy verdict stands on at least this many judged copies, or on every copy of its edge. */

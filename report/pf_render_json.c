@@ -532,6 +532,8 @@ int pf_render_json(const pf_model_t *m, FILE *out)
         pf_json_int(&j, fl->judged);
         pf_json_key(&j, "candidates");  /* copies a verdict may concern (they filled their destination) */
         pf_json_number(&j, floor(fl->candidate_count + 0.5));
+        pf_json_key(&j, "stages_upload");   /* a host copy an upload on its line then sent: its verdict */
+        pf_json_bool(&j, fl->stages_upload);
         pf_json_key(&j, "made_in");     /* the library function that made it, under the `at` line */
         if (fl->made_in)
             pf_json_string(&j, pf_model_str(m, fl->made_in));

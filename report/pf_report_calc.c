@@ -156,6 +156,8 @@ const char *pf_report_copy_fix(const pf_model_t *m, const pf_flow_t *f)
     uint32_t native = 1u << PF_DOMAIN_MALLOC | 1u << PF_DOMAIN_MMAP;
     if (f->kind == PF_COPY_H2D)
         return "upload it once and keep it on the device (the same host bytes were sent again)";
+    if (f->stages_upload)
+        return "upload it once and keep it on the device (the same host bytes were staged and sent again)";
     /* the runtime saw what the ends were: text converted or joined without a change of its bytes */
     uint8_t str = 1u << PF_COPY_END_STR, bytes = 1u << PF_COPY_END_BYTES;
     if (f->src_ends == str && f->dst_ends == bytes)

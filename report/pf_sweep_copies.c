@@ -192,8 +192,56 @@ void pf_sweep_copy_write(sweeper_t *S, const event_t *e)
 
 /* The runtime judges only the copies its compare budget allows: each edge's redundant bytes are the bytes
  * of its candidates (copies that filled their destination) times the redundant share of those judged. */
+/* The upload on the copy's line that sent the host buffer the copy filled, or NULL. */
+static const pf_flow_t *upload_sending(const pf_model_t *m, const pf_flow_t *copy, const uint32_t *uploads,
+                                       size_t n_uploads)
+{
+    for (size_t k = 0; k < n_uploads; k++) {
+        const pf_flow_t *up = &m->flows[uploads[k]];
+        if (up->at_line == copy->at_line && up->src_line == copy->dst_line)
+            return up;
+    }
+    return NULL;
+}
+
+/* A host copy into a buffer that an upload on the same line then sends to the GPU is that upload's staging
+ * (CuPy's asarray copies the host array into pinned memory and uploads from there): the user asked for one
+ * upload, and the staging copy is wasted only when the upload is. Left alone, its verdict would be the
+ * host rule's (neither end changed while both lived), which a staging buffer kept in a pool always meets.
+ * So it takes the upload's verdict: cleared where the upload is not redundant. */
+static void staging_takes_upload_verdict(pf_model_t *m)
+{
+    size_t n_uploads = 0;
+    for (size_t i = 0; i < m->n_flows; i++)
+        n_uploads += m->flows[i].kind == PF_COPY_H2D && m->flows[i].at_line >= 0;
+    if (!n_uploads)
+        return;
+    uint32_t *uploads = malloc(n_uploads * sizeof *uploads);
+    if (!uploads)
+        return;
+    n_uploads = 0;
+    for (size_t i = 0; i < m->n_flows; i++)
+        if (m->flows[i].kind == PF_COPY_H2D && m->flows[i].at_line >= 0)
+            uploads[n_uploads++] = (uint32_t)i;
+    for (size_t i = 0; i < m->n_flows; i++) {
+        pf_flow_t *fl = &m->flows[i];
+        if ((fl->kind != PF_COPY_MEMCPY && fl->kind != PF_COPY_MEMMOVE) || fl->at_line < 0 || fl->dst_line < 0)
+            continue;
+        const pf_flow_t *up = upload_sending(m, fl, uploads, n_uploads);
+        if (!up)
+            continue;
+        fl->stages_upload = 1;
+        if (!pf_report_flow_redundant(up)) {
+            fl->redundant = 0;
+            fl->redundant_judged_bytes = 0;
+        }
+    }
+    free(uploads);
+}
+
 void pf_sweep_copies_finish(pf_model_t *m)
 {
+    staging_takes_upload_verdict(m);
     for (size_t i = 0; i < m->n_flows; i++) {
         pf_flow_t *fl = &m->flows[i];
         if (fl->judged_bytes <= 0 || !pf_report_flow_judged_enough(fl))

@@ -52,6 +52,29 @@ def case_gpu_ctypes(c):
 
 
 @once
+def case_gpu_staged_uploads(c):
+    """A host copy into the pinned buffer an upload on its line sends takes the upload's verdict (CuPy's
+    asarray): not redundant for the first upload of the bytes, redundant for the second; a host copy nothing
+    sends keeps its own."""
+    script = "gpu_staged.py"
+    cp, d = profile_on_mock_cuda(c, script, "staged ok\n")
+
+    def edge(line, kind):
+        es = [f for f in flows_at(d, script, line) if f["kind"] == kind and f["bytes"] == 4 << 20]
+        assert len(es) == 1, (line, kind, flows_at(d, script, line))
+        return es[0]
+    once_, again, spare = edge(20, "copy"), edge(21, "copy"), edge(22, "copy")
+    assert once_["stages_upload"] and not once_["redundant"], once_
+    assert not edge(20, "h2d")["redundant"], edge(20, "h2d")
+    assert again["stages_upload"] and again["redundant"] and "staged and sent again" in again["fix"], again
+    assert edge(21, "h2d")["redundant"], edge(21, "h2d")
+    assert not spare["stages_upload"] and spare["redundant"], spare
+    assert d["totals"]["redundant_copy_bytes"] == 3 * (4 << 20), d["totals"]
+    text = cp.stderr.split("redundant copies", 1)[1]
+    assert "gpu_staged.py:20" not in text and "gpu_staged.py:21" in text and "gpu_staged.py:22" in text, text
+
+
+@once
 def case_gpu_procaddress(c):
     """Driver functions fetched with cuGetProcAddress are hooked too."""
     cp, d = profile_on_mock_cuda(c, "gpu_procaddress.py", "procaddress ok\n")
