@@ -240,6 +240,9 @@ static void collect_recomputations(pf_model_t *m, waste_sweep_t *W)
 /* What to do about untouched memory: none of it used, or only part. */
 static const char *untouched_fix(const pf_untouched_t *u)
 {
+    if (u->made_in)     /* the library sized it (CUDA's start, a pool): the line can only ask for less */
+        return "a library call on this line allocated it: ask it for less where it takes a size (a buffer, "
+               "cache or pool setting); while untouched it holds address space, not RAM";
     if (u->checked_bytes > 0 && u->bytes >= 0.98 * u->checked_bytes)
         return "never used: do not allocate it, or allocate it lazily when it is first needed";
     return "allocate the size needed (or grow it as it fills); np.empty instead of np.zeros only where every "
@@ -258,8 +261,8 @@ void pf_waste_finish(sweeper_t *S)
     collect_recomputations(m, W);
     for (size_t i = 0; i < m->waste.n_untouched; i++) {
         pf_untouched_t *u = &m->waste.untouched[i];
-        u->fix = untouched_fix(u);
         u->made_in = u->full >= 0 ? library_maker(m, u->full) : 0;
+        u->fix = untouched_fix(u);
     }
     if (m->waste.n_untouched)
         qsort(m->waste.untouched, m->waste.n_untouched, sizeof *m->waste.untouched, by_untouched_bytes);

@@ -28,6 +28,8 @@ def case_waste_untouched(c):
     assert ("waste_untouched.py", 6) in found and ("waste_untouched.py", 7) not in found, d["untouched"]
     assert all(u["made_in"] is None for u in d["untouched"] if u["file"].endswith("waste_untouched.py")
                and u["line"] in (6, 10, 12)), d["untouched"]   # bytes(n), np.zeros/empty called by the line
+    assert all(not (u["fix"] or "").startswith("a library call") for u in d["untouched"]
+               if u["file"].endswith("waste_untouched.py")), d["untouched"]   # the line's own to size
     assert not numpy or {("waste_untouched.py", 10), ("waste_untouched.py", 12)} <= found, found
     assert not numpy or ("waste_untouched.py", 11) not in found, found
     # all of them are live at the peak: the resident peak lacks about their untouched bytes
@@ -102,6 +104,7 @@ def case_waste_not_at_imports(c):
     assert 7 in untouched and 4 not in untouched, d["untouched"]
     reserved = [u for u in d["untouched"] if os.path.basename(u["file"]) == "waste_imports.py" and u["line"] == 7]
     assert (reserved[0]["made_in"] or "").startswith("reserve (waste_import_lib.py:"), reserved
+    assert reserved[0]["fix"].startswith("a library call on this line allocated it"), reserved  # not np.empty
     imported = row(d, "waste_imports.py", 4)
     assert imported["recomputed_bytes"] > 0 and imported["untouched_bytes"] >= 0.9 * 80_000_000, imported
     findings = cp.stderr.split("recomputed values", 1)[-1]
