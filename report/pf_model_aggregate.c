@@ -124,6 +124,8 @@ static void apply_site(sweeper_t *S, const event_t *e, const pf_rec_agg_site_t *
     pf_model_t *m = S->m;
     agg_site_t *s = site_of(S, e, r->stack_id, r->kind, r->stack_flags);
     double da = (double)(r->alloc_bytes - s->alloc_bytes), dn = (double)(r->alloc_count - s->alloc_count);
+    if (r->free_bytes > s->free_bytes && s->kind != PF_AGG_COPIES)
+        pf_sweep_leak_free(S, s->row, e->proc, e->t, (double)(r->free_bytes - s->free_bytes));
     s->alloc_bytes = r->alloc_bytes;
     s->alloc_count = r->alloc_count;
     s->free_bytes = r->free_bytes;
@@ -140,7 +142,7 @@ static void apply_site(sweeper_t *S, const event_t *e, const pf_rec_agg_site_t *
     if (da > 0) {
         if (s->started)
             m->lines[s->row].started_bytes += da;
-        pf_sweep_leak_clock(S, s->row, e->proc, e->t, da);
+        pf_sweep_leak_clock(S, s->row, e->proc, e->t);
         const pf_peak_epochs_t ep = epochs(S);
         pf_calltree_alloc(m, s->node, da, s->kind == PF_DOMAIN_GPU, &ep);
         pf_calltree_free(m, s->node, da, s->kind == PF_DOMAIN_GPU, &ep);     /* live moves below */

@@ -85,7 +85,7 @@ typedef struct pf_line {
     double kind_bytes[PF_OBJ_KINDS];
 
     uint8_t import_state;       /* during the sweep: 0 not yet known, 1 an import line, 2 not (pf_model_leak.c) */
-    double leak_own;            /* during the sweep: its own bytes on the leak clock so far (pf_model_leak.c) */
+    double leak_own;            /* during the sweep: its own freed bytes on the leak clock so far (pf_model_leak.c) */
 } pf_line_t;
 
 typedef struct pf_func {

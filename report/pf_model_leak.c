@@ -5,23 +5,27 @@
  *
  * 1. Spread of the survivors. The recorded allocations of the line still live at exit (its survivors) were
  *    allocated at some times; weighted by their bytes, the 10th to 90th percentile of those times, as a
- *    share of the run, is the spread. Time here is the program's allocation clock: the bytes allocated so
- *    far outside import lines, from the first allocation of the user's code to the root's finalization.
- *    Wall time was not the same in both modes: with --exact a comprehension making 300,000 small objects
- *    is slowed by recording each one, and its burst then filled half the run; and it stretched a burst
- *    the scheduler preempted. Bytes allocated are the same sampled and exact (the estimates are
- *    unbiased), and an import (loading numpy) does not count. The spread is read on the rest of the
- *    program's clock, the line's own bytes taken out (live_obj_t.at; a process's bytes are also the own
- *    bytes of the user's line that started it): a burst of the line's own (data
- *    built by the program's last statement) spreads over nothing else the program did, however much of
- *    the run it takes. A block re-allocated as it grew (bytearray +=) is followed through its reallocs
- *    (pf_sweep_leak_grew): each piece it gained is a survivor of its own, at its time. A growing cache, a
- *    per-request log, a slow leak: survivors all along the run, spread ~0.8 of
- *    the part of the run the growth spans. Data built once (a comprehension, a table loaded at start), a
- *    bounded cache (its survivors are its last entries), an interpreter or library cache filled on import:
- *    one burst, spread ~0. A line needs PF_LEAK_MIN_SURVIVORS survivors holding as many sampling means'
- *    worth of bytes (so that a leak too small to be seen sampled is not one with --exact), and
- *    PF_LEAK_MIN_SPREAD. Import lines are no leak (pf_report_is_import).
+ *    share of the run, is the spread. Time here is the program's free clock: the bytes freed so far of
+ *    objects allocated outside import lines, from the first allocation of the user's code to the root's
+ *    finalization, read on the rest of the program (the line's own frees taken out: live_obj_t.at; a
+ *    process's frees are also the own of the user's line that started it). A leak accumulates while the
+ *    program does work that comes and goes: a growing cache, a per-request log, a slow leak keep
+ *    survivors all along the frees of that work, spread ~0.8 of the part of the run the growth spans.
+ *    Data built once keeps what it makes while little else is freed, however many lines build it
+ *    together (a table of tuples whose keys, strings and lists are made on two lines of one loop), and
+ *    however long it takes: one burst, spread ~0. So do a bounded cache (its survivors are its last
+ *    entries), an interpreter or library cache filled on import, and a burst of the line's own temporaries
+ *    (a comprehension that makes a temporary for each value it keeps).
+ *    Wall time was not the same in both modes (with --exact a comprehension making 300,000 small objects
+ *    is slowed by recording each one, and its burst then filled half the run; the scheduler stretched a
+ *    preempted burst); bytes freed are the same sampled and exact (the estimates are unbiased), and what an
+ *    import drops (loading numpy) does not count. The clock was once bytes allocated: there, the kept bytes
+ *    of one line of a loop that builds a table counted as the program's work for the other line, and its
+ *    survivors spread a quarter of the run. A block re-allocated as it grew (bytearray +=) is followed
+ *    through its reallocs (pf_sweep_leak_grew): each piece it gained is a survivor of its own, at its
+ *    time. A line needs PF_LEAK_MIN_SURVIVORS survivors holding as many sampling means' worth of bytes (so
+ *    that a leak too small to be seen sampled is not one with --exact), and PF_LEAK_MIN_SPREAD. Import
+ *    lines are no leak (pf_report_is_import).
  *
  * 2. Growth of what the line keeps. Its live bytes, each timeline bucket's *minimum* (a temporary on the
  *    same line is freed within the bucket, so the minimum is what stays between temporaries), from the
@@ -43,7 +47,7 @@
 
 typedef struct survivor {
     int32_t line;
-    double t;           /* on the allocation clock */
+    double t;           /* on the free clock */
     double bytes;
 } survivor_t;
 
@@ -119,29 +123,43 @@ static double theil_sen(const double *v, int n, double dt)
     return med;
 }
 
-void pf_sweep_leak_clock_slow(sweeper_t *S, int32_t row, uint32_t proc, uint64_t t, double est)
+static void learn_import_state(pf_model_t *m, pf_line_t *l)
+{
+    if (!l->import_state)   /* the user's lines only: a library's own lines are not read from their files */
+        l->import_state = pf_model_is_user_file(m, pf_model_str(m, l->file)) && pf_report_is_import(m, l) ? 1 : 2;
+}
+
+void pf_sweep_leak_clock_slow(sweeper_t *S, int32_t row, uint32_t proc, uint64_t t)
 {
     pf_model_t *m = S->m;
     pf_line_t *l = &m->lines[row];
-    if (!l->import_state)   /* the user's lines only: a library's own lines are not read from their files */
-        l->import_state = pf_model_is_user_file(m, pf_model_str(m, l->file)) && pf_report_is_import(m, l) ? 1 : 2;
+    learn_import_state(m, l);
     if (S->clock_end < 0 && m->procs[proc].root && t >= S->L->procs[proc].fin_ns)
         S->clock_end = S->leak_clock;   /* the root's interpreter began its shutdown */
     if (l->import_state == 1)
         return;
     if (S->clock_start < 0 && pf_model_is_user_file(m, pf_model_str(m, l->file)))
         S->clock_start = S->leak_clock;
-    S->leak_clock += est;
     if (S->clock_origin[proc] == -2)
         S->clock_origin[proc] = pf_origin_process_row(S, proc);
-    if (S->clock_start >= 0 && S->clock_end < 0) {
-        l->leak_own += est;
-        /* A process's bytes are its starter's own too: a line that starts workers and keeps what they send
-         * back (a pool's map) is one burst with the work it started, not spread over that work. */
-        int32_t origin = S->clock_origin[proc];
-        if (origin >= 0 && origin != row)
-            m->lines[origin].leak_own += est;
-    }
+}
+
+void pf_sweep_leak_free_slow(sweeper_t *S, int32_t row, uint32_t proc, double est)
+{
+    pf_model_t *m = S->m;
+    pf_line_t *l = &m->lines[row];
+    learn_import_state(m, l);
+    if (l->import_state == 1)
+        return;     /* what an import made and dropped (loading numpy) is not the program's work */
+    S->leak_clock += est;
+    l->leak_own += est;
+    /* A process's bytes are its starter's own too: a line that starts workers and keeps what they send
+     * back (a pool's map) is one burst with the work it started, not spread over that work. */
+    if (S->clock_origin[proc] == -2)    /* a forked child freeing what it inherited before it allocated */
+        S->clock_origin[proc] = pf_origin_process_row(S, proc);
+    int32_t origin = S->clock_origin[proc];
+    if (origin >= 0 && origin != row)
+        m->lines[origin].leak_own += est;
 }
 
 static uint32_t grow_slot(uint64_t key)

@@ -441,6 +441,8 @@ void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, pf_live_slot_t *s
         pf_sweep_leak_freed(S, k, o, t);
     if (t >= S->L->procs[proc].fin_ns && !ended)
         return;     /* interpreter shutdown: the object stays counted as live at exit */
+    if (!ended)
+        pf_sweep_leak_free(S, o->line, proc, t, o->est);
     if (!ended && o->dst_copy >= 0)
         pf_sweep_dst_freed(S, o, t);
     pf_live_del_at(&S->live, slot);
@@ -582,7 +584,7 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     pf_calltree_alloc(m, node, est, a->domain == PF_DOMAIN_GPU, &epochs);
     /* an exact record's estimate is its size: one object, no division */
     double count = !a->size ? 1.0 : est == (double)a->size ? 1.0 : est / (double)a->size;
-    pf_sweep_leak_clock(S, row, e->proc, e->t, est);
+    pf_sweep_leak_clock(S, row, e->proc, e->t);
     double sample_var = (a->flags & PF_ALLOC_SAMPLED) && est > (double)a->size ? est * (est - (double)a->size) : 0;
     pf_peak_total_add(&S->peak, half, est, (double)a->size);
     const row_alloc_t r = {e->t, est, count, sample_var, a->domain, half};

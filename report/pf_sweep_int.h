@@ -26,8 +26,8 @@ typedef struct live_obj {
     double est;
     uint64_t size;
     uint64_t t_alloc;
-    double at;          /* the program's allocation clock when it was allocated (pf_sweep_leak_clock), less
-                           its line's own bytes so far: the rest of the program's clock */
+    double at;          /* the leak test's clock when it was allocated (bytes freed so far), less its line's
+                           own freed bytes: the rest of the program's clock */
 } live_obj_t;
 #define PF_LIVE_OBJ_ALIGN 64
 _Static_assert(sizeof(live_obj_t) == PF_LIVE_OBJ_ALIGN, "a live object is one cache line");
@@ -139,13 +139,13 @@ typedef struct sweeper {
     size_t n_cinfo, cap_cinfo;
     uint64_t *proc_objs;    /* per process: how many of its objects are live */
     uint64_t parked;        /* live-at-exit objects whose address was reused, moved to keys of their own */
-    /* the leak test's clock: bytes allocated outside import lines so far; its value at the first allocation
-     * of the user's code and at the root's finalization (-1: not yet) */
+    /* the leak test's clock: bytes freed so far of objects allocated outside import lines, counted from the
+     * first allocation of the user's code; its value then and at the root's finalization (-1: not yet) */
     double leak_clock, clock_start, clock_end;
     uint64_t *clock_end_at; /* per process: when its events end the clock (the root's finalization), else
                                UINT64_MAX */
     int32_t *clock_origin;  /* per process: the user's line that started it (pf_origin_process_row), whose
-                               own bytes on the clock its allocations are too; -1 none, -2 not looked up */
+                               own bytes on the clock its frees are too; -1 none, -2 not looked up */
     leak_piece_t *pieces;   /* realloc chains (pf_model_leak.c) */
     size_t n_pieces, cap_pieces;
     live_obj_t *objs;       /* the live objects; a released one's slot is reused (free_objs) */
@@ -243,25 +243,35 @@ typedef struct proc_end {
 proc_end_t *pf_sweep_process_ends(const sweeper_t *S);
 void pf_sweep_end_process(sweeper_t *S, uint32_t proc, uint64_t t);
 
-/* pf_model_leak.c: moves the leak test's clock on by an allocation of est bytes charged to row at time t
- * (in process proc), before the object is made (its clock is S->leak_clock after). */
-void pf_sweep_leak_clock_slow(sweeper_t *S, int32_t row, uint32_t proc, uint64_t t, double est);
+/* pf_model_leak.c: an allocation charged to row at time t (in process proc) may start or end the leak
+ * test's clock (the first of the user's code, the root's finalization) and learns what its line and
+ * process are to the clock. */
+void pf_sweep_leak_clock_slow(sweeper_t *S, int32_t row, uint32_t proc, uint64_t t);
 /* The same, inline for what nearly every allocation is: a line known not to be an import's, the clock
- * started and not about to end. */
-static inline void pf_sweep_leak_clock(sweeper_t *S, int32_t row, uint32_t proc, uint64_t t, double est)
+ * started and not about to end: nothing to do. */
+static inline void pf_sweep_leak_clock(sweeper_t *S, int32_t row, uint32_t proc, uint64_t t)
 {
+    if (S->m->lines[row].import_state != 2 || S->clock_start < 0 || t >= S->clock_end_at[proc] ||
+        S->clock_origin[proc] == -2)
+        pf_sweep_leak_clock_slow(S, row, proc, t);
+}
+
+/* Moves the leak test's clock on by a free of est bytes of an object of row (in process proc) at time t. */
+void pf_sweep_leak_free_slow(sweeper_t *S, int32_t row, uint32_t proc, double est);
+static inline void pf_sweep_leak_free(sweeper_t *S, int32_t row, uint32_t proc, uint64_t t, double est)
+{
+    if (S->clock_start < 0 || S->clock_end >= 0 || t >= S->clock_end_at[proc])
+        return;
     pf_line_t *l = &S->m->lines[row];
     int32_t origin = S->clock_origin[proc];
-    if (l->import_state != 2 || S->clock_start < 0 || t >= S->clock_end_at[proc] || origin == -2) {
-        pf_sweep_leak_clock_slow(S, row, proc, t, est);
+    if (l->import_state != 2 || origin == -2) {
+        pf_sweep_leak_free_slow(S, row, proc, est);
         return;
     }
-    S->leak_clock += est;
-    if (S->clock_end < 0) {
-        l->leak_own += est;
-        if (origin >= 0 && origin != row)
-            S->m->lines[origin].leak_own += est;
-    }
+    S->leak_clock += est;   /* what nearly every free is: a line known not to be an import's */
+    l->leak_own += est;
+    if (origin >= 0 && origin != row)
+        S->m->lines[origin].leak_own += est;
 }
 
 /* The rest of the program's clock for an object of row allocated now (live_obj_t.at). */

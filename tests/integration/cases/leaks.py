@@ -59,6 +59,21 @@ def case_leaks(c):
 
 
 @per_version
+def case_leak_table(c):
+    """A table whose keys and values two lines of one loop make and keep: built once and then worked with, no
+    leak (on a clock of bytes allocated, the values kept beside the keys were the program's work, and the
+    keys' line was called a leak); grown while the program works, both lines leak. Sampled and --exact."""
+    program = "leak_table.py"
+    for mode in ("twin", "leak"):
+        for extra in ((), ("--exact",)):
+            cp, d = c.profile(prog(program), mode, extra=extra)
+            assert cp.returncode == 0 and cp.stdout == "150000\n", cp.stderr[-1500:]
+            found = {l["line"] for l in d["leaks"] if os.path.basename(l["file"]) == program}
+            expected = marked_lines(program, "LEAK") if mode == "leak" else set()
+            assert found == expected, (mode, extra, d["leaks"])
+
+
+@per_version
 def case_leak_temporaries(c):
     """hist.append(np.exp(np.random.rand(4000) * 2)) in a 3000-iteration loop (and bytes(8000)[:4000]): the
     temporaries on the line do not hide what it keeps; data built once and then used (a list of tuples, a

@@ -1,0 +1,29 @@
+# Leak shape: a table whose keys (the loop's ints) and values (bytearrays) are made on two lines of one loop
+# and kept. Mode "twin": the table is built once, then the program works with temporaries: no leak. (The
+# keys' line was once called one: on a clock of bytes allocated, the values kept beside the keys counted as
+# the program's work, and the keys spread over a third of it.) Mode "leak": the same two lines grow the table
+# while the program works: both leak. Usage: leak_table.py leak|twin
+import sys
+
+mode = sys.argv[1]
+N = 150_000
+
+
+def work(i):
+    return sum(len("x" * (k % 1000)) for k in range(i % 7, 60, 7))  # temporaries only
+
+
+def build(table, then=None):
+    for i in range(N):  # LEAK KEPT
+        table[i] = bytearray(400)  # LEAK KEPT
+        if then:
+            then(i)
+
+
+table = {}
+if mode == "twin":
+    build(table)
+    done = sum(work(i) for i in range(52_000))
+else:
+    build(table, work)
+print(len(table))
