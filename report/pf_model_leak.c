@@ -8,7 +8,9 @@
  *    share of the run, is the spread. Time here is the program's free clock: the bytes freed so far of
  *    objects allocated outside import lines, from the first allocation of the user's code to the root's
  *    finalization, read on the rest of the program (the line's own frees taken out: live_obj_t.at; a
- *    process's frees are also the own of the user's line that started it). A leak accumulates while the
+ *    process's frees are also the own of the user's line that started it). A block freed because realloc
+ *    moved it is taken off again when its new block is matched (pf_sweep_leak_grew): a list growing is
+ *    not work that came and went. A leak accumulates while the
  *    program does work that comes and goes: a growing cache, a per-request log, a slow leak keep
  *    survivors all along the frees of that work, spread ~0.8 of the part of the run the growth spans.
  *    Data built once keeps what it makes while little else is freed, however many lines build it
@@ -144,13 +146,13 @@ void pf_sweep_leak_clock_slow(sweeper_t *S, int32_t row, uint32_t proc, uint64_t
         S->clock_origin[proc] = pf_origin_process_row(S, proc);
 }
 
-void pf_sweep_leak_free_slow(sweeper_t *S, int32_t row, uint32_t proc, double est)
+double pf_sweep_leak_free_slow(sweeper_t *S, int32_t row, uint32_t proc, double est)
 {
     pf_model_t *m = S->m;
     pf_line_t *l = &m->lines[row];
     learn_import_state(m, l);
     if (l->import_state == 1)
-        return;     /* what an import made and dropped (loading numpy) is not the program's work */
+        return 0;   /* what an import made and dropped (loading numpy) is not the program's work */
     S->leak_clock += est;
     l->leak_own += est;
     /* A process's bytes are its starter's own too: a line that starts workers and keeps what they send
@@ -160,6 +162,7 @@ void pf_sweep_leak_free_slow(sweeper_t *S, int32_t row, uint32_t proc, double es
     int32_t origin = S->clock_origin[proc];
     if (origin >= 0 && origin != row)
         m->lines[origin].leak_own += est;
+    return est;
 }
 
 static uint32_t grow_slot(uint64_t key)
@@ -167,10 +170,14 @@ static uint32_t grow_slot(uint64_t key)
     return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 40) & (PF_RECENT_GROWS - 1);
 }
 
-void pf_sweep_leak_freed(sweeper_t *S, uint64_t key, const live_obj_t *o, uint64_t t)
+void pf_sweep_leak_freed(sweeper_t *S, uint64_t key, const live_obj_t *o, uint32_t proc, uint64_t t,
+                         double counted)
 {
+    int32_t origin = counted > 0 ? S->clock_origin[proc] : -1;
     if (o->size >= PF_GROW_MIN_BYTES)
-        S->recent_grows[grow_slot(key)] = (recent_grow_t){key + 1, o->line, o->size, t, o->est, o->at, o->chain};
+        S->recent_grows[grow_slot(key)] = (recent_grow_t){
+            .key1 = key + 1, .line = o->line, .size = o->size, .t = t, .est = o->est, .at = o->at,
+            .chain = o->chain, .counted = counted, .origin = origin == o->line ? -1 : origin};
 }
 
 static int64_t push_piece(sweeper_t *S, double at, double bytes, int64_t prev)
@@ -185,6 +192,13 @@ void pf_sweep_leak_grew(sweeper_t *S, uint64_t old_key, live_obj_t *o, uint64_t 
     if (r->key1 != old_key + 1 || r->line != o->line || r->t > t || t - r->t > max_gap)
         return;
     r->key1 = 0;    /* continued once */
+    /* The old block's free was a move of what the line keeps, not work that came and went: off the clock.
+     * (The line's own objects' places on the rest of the clock do not move; the objects of others made
+     * between the free and this allocation, microseconds on one thread, keep theirs.) */
+    S->leak_clock -= r->counted;
+    S->m->lines[r->line].leak_own -= r->counted;
+    if (r->origin >= 0)
+        S->m->lines[r->origin].leak_own -= r->counted;
     int64_t prev = r->chain >= 0 ? r->chain : push_piece(S, r->at, r->est, -1);
     /* what it gained, in its own estimate's units (a sampled estimate stands for more than its size) */
     double gained = o->size > r->size && o->size ? o->est * (double)(o->size - r->size) / (double)o->size : 0;

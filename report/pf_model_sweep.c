@@ -437,12 +437,12 @@ void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, pf_live_slot_t *s
     const uint64_t idx = slot->idx;
     const live_obj_t *o = &S->objs[idx];
     pf_recent_freed(&S->recent, k, (alloc_site_t){o->line, o->native}, o->dst_copy);
+    int finalizing = t >= S->L->procs[proc].fin_ns && !ended;
+    double counted = finalizing || ended ? 0 : pf_sweep_leak_free(S, o->line, proc, t, o->est);
     if (o->size >= PF_GROW_MIN_BYTES)
-        pf_sweep_leak_freed(S, k, o, t);
-    if (t >= S->L->procs[proc].fin_ns && !ended)
+        pf_sweep_leak_freed(S, k, o, proc, t, counted);
+    if (finalizing)
         return;     /* interpreter shutdown: the object stays counted as live at exit */
-    if (!ended)
-        pf_sweep_leak_free(S, o->line, proc, t, o->est);
     if (!ended && o->dst_copy >= 0)
         pf_sweep_dst_freed(S, o, t);
     pf_live_del_at(&S->live, slot);

@@ -54,6 +54,8 @@ typedef struct recent_grow {
     uint64_t size, t;   /* the freed block's size and the time of its free */
     double est, at;     /* its estimate and place on the rest of the program's clock (live_obj_t.at) */
     int64_t chain;
+    double counted;     /* what its free moved the leak clock on by (pf_sweep_leak_free), and the row */
+    int32_t origin;     /* of its process's starter credited with it too (-1: none) */
 } recent_grow_t;
 
 /* A live object copies may point into (GPU blocks: tensors are views into cached segments; large host
@@ -256,22 +258,22 @@ static inline void pf_sweep_leak_clock(sweeper_t *S, int32_t row, uint32_t proc,
         pf_sweep_leak_clock_slow(S, row, proc, t);
 }
 
-/* Moves the leak test's clock on by a free of est bytes of an object of row (in process proc) at time t. */
-void pf_sweep_leak_free_slow(sweeper_t *S, int32_t row, uint32_t proc, double est);
-static inline void pf_sweep_leak_free(sweeper_t *S, int32_t row, uint32_t proc, uint64_t t, double est)
+/* Moves the leak test's clock on by a free of est bytes of an object of row (in process proc) at time t;
+ * returns by how much (0: not on the clock). */
+double pf_sweep_leak_free_slow(sweeper_t *S, int32_t row, uint32_t proc, double est);
+static inline double pf_sweep_leak_free(sweeper_t *S, int32_t row, uint32_t proc, uint64_t t, double est)
 {
     if (S->clock_start < 0 || S->clock_end >= 0 || t >= S->clock_end_at[proc])
-        return;
+        return 0;
     pf_line_t *l = &S->m->lines[row];
     int32_t origin = S->clock_origin[proc];
-    if (l->import_state != 2 || origin == -2) {
-        pf_sweep_leak_free_slow(S, row, proc, est);
-        return;
-    }
+    if (l->import_state != 2 || origin == -2)
+        return pf_sweep_leak_free_slow(S, row, proc, est);
     S->leak_clock += est;   /* what nearly every free is: a line known not to be an import's */
     l->leak_own += est;
     if (origin >= 0 && origin != row)
         S->m->lines[origin].leak_own += est;
+    return est;
 }
 
 /* The rest of the program's clock for an object of row allocated now (live_obj_t.at). */
@@ -281,7 +283,8 @@ static inline double pf_sweep_leak_at(const sweeper_t *S, int32_t row)
 }
 
 /* Object o with (proc, address) key `key` is freed at time t: a realloc's new block may continue it. */
-void pf_sweep_leak_freed(sweeper_t *S, uint64_t key, const live_obj_t *o, uint64_t t);
+void pf_sweep_leak_freed(sweeper_t *S, uint64_t key, const live_obj_t *o, uint32_t proc, uint64_t t,
+                         double counted);
 
 /* Object o was made at time t by a realloc of the block whose key is old_key, freed at most max_gap ns
  * before (by the same line): o continues that block's chain, with the bytes it gained as a piece of its
