@@ -7,7 +7,8 @@ cuGetProcAddress: pyflow sees those allocations and copies all the same. CuPy ke
 memory pool, so a line's GPU bytes are what the pool asked the driver for: `big` allocates 64 MiB; `again`
 (the same size, after `big` is dropped) is served from the pool and costs nothing new; `free_all_blocks()`
 gives that block back. `cp.asarray` of the same host array twice uploads the same bytes twice (the second is
-redundant); `cp.asnumpy` downloads.
+redundant); `cp.asnumpy` downloads. asarray stages each upload through CuPy's pinned memory pool (a host
+copy, then the upload from it): that copy takes its upload's verdict, so only the second one is redundant.
 """
 import cupy as cp
 import numpy as np
