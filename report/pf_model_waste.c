@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "pf_loader_int.h"
+#include "pf_report_int.h"
 #include "pf_sweep_int.h"
 #include "pf_waste_int.h"
 
@@ -237,16 +238,21 @@ static void collect_recomputations(pf_model_t *m, waste_sweep_t *W)
     }
 }
 
-/* What to do about untouched memory: none of it used, or only part. */
-static const char *untouched_fix(const pf_untouched_t *u)
+/* What to do about untouched memory: none of it used, or only part. The np.empty advice only where the
+ * line zero-fills by name: at `int(t.sum())` the memory is what the call made for itself (PyTorch's kernels
+ * loaded at their first launch), and numpy's advice there misleads. */
+static const char *untouched_fix(const pf_model_t *m, const pf_untouched_t *u)
 {
     if (u->made_in)     /* the library sized it (CUDA's start, a pool): the line can only ask for less */
         return "a library call on this line allocated it: ask it for less where it takes a size (a buffer, "
                "cache or pool setting); while untouched it holds address space, not RAM";
     if (u->checked_bytes > 0 && u->bytes >= 0.98 * u->checked_bytes)
         return "never used: do not allocate it, or allocate it lazily when it is first needed";
-    return "allocate the size needed (or grow it as it fills); np.empty instead of np.zeros only where every "
-           "element is written before it is read";
+    const pf_line_t *l = &m->lines[u->row];
+    if (strstr(pf_report_source_line(m, pf_model_str(m, l->file), l->line), "zeros"))
+        return "allocate the size needed (or grow it as it fills); np.empty instead of np.zeros only where "
+               "every element is written before it is read";
+    return "allocate the size needed (or grow it as it fills)";
 }
 
 void pf_waste_finish(sweeper_t *S)
@@ -262,7 +268,7 @@ void pf_waste_finish(sweeper_t *S)
     for (size_t i = 0; i < m->waste.n_untouched; i++) {
         pf_untouched_t *u = &m->waste.untouched[i];
         u->made_in = u->full >= 0 ? library_maker(m, u->full) : 0;
-        u->fix = untouched_fix(u);
+        u->fix = untouched_fix(m, u);
     }
     if (m->waste.n_untouched)
         qsort(m->waste.untouched, m->waste.n_untouched, sizeof *m->waste.untouched, by_untouched_bytes);

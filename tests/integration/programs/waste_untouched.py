@@ -11,5 +11,7 @@ if sys.argv[1:] == ["numpy"]:
     full = np.empty(N // 8); full[:] = 1.0   # line 11: written in full: 0
     tenth = np.empty(N // 8)                 # line 12: one tenth written: ~90%
     tenth[: N // 80] = 2.0
+    part = np.zeros(N // 8)                  # line 14: zero-filled by name, one tenth written: ~90%
+    part[: N // 80] = 3.0
     print(float(full[-1] + tenth[0]))
 print(len(never) + len(filled))
