@@ -142,8 +142,6 @@ void pf_sweep_leak_clock_slow(sweeper_t *S, int32_t row, uint32_t proc, uint64_t
         return;
     if (S->clock_start < 0 && pf_model_is_user_file(m, pf_model_str(m, l->file)))
         S->clock_start = S->leak_clock;
-    if (S->clock_origin[proc] == -2)
-        S->clock_origin[proc] = pf_origin_process_row(S, proc);
 }
 
 double pf_sweep_leak_free_slow(sweeper_t *S, int32_t row, uint32_t proc, double est)
@@ -157,7 +155,7 @@ double pf_sweep_leak_free_slow(sweeper_t *S, int32_t row, uint32_t proc, double 
     l->leak_own += est;
     /* A process's bytes are its starter's own too: a line that starts workers and keeps what they send
      * back (a pool's map) is one burst with the work it started, not spread over that work. */
-    if (S->clock_origin[proc] == -2)    /* a forked child freeing what it inherited before it allocated */
+    if (S->clock_origin[proc] == -2)    /* the process's first free on the clock */
         S->clock_origin[proc] = pf_origin_process_row(S, proc);
     int32_t origin = S->clock_origin[proc];
     if (origin >= 0 && origin != row)

@@ -246,15 +246,13 @@ proc_end_t *pf_sweep_process_ends(const sweeper_t *S);
 void pf_sweep_end_process(sweeper_t *S, uint32_t proc, uint64_t t);
 
 /* pf_model_leak.c: an allocation charged to row at time t (in process proc) may start or end the leak
- * test's clock (the first of the user's code, the root's finalization) and learns what its line and
- * process are to the clock. */
+ * test's clock (the first of the user's code, the root's finalization). */
 void pf_sweep_leak_clock_slow(sweeper_t *S, int32_t row, uint32_t proc, uint64_t t);
-/* The same, inline for what nearly every allocation is: a line known not to be an import's, the clock
- * started and not about to end: nothing to do. */
+/* The same, inline for what nearly every allocation is: the clock started and not about to end: nothing
+ * to do (what a line and a process are to the clock is learnt at their frees). */
 static inline void pf_sweep_leak_clock(sweeper_t *S, int32_t row, uint32_t proc, uint64_t t)
 {
-    if (S->m->lines[row].import_state != 2 || S->clock_start < 0 || t >= S->clock_end_at[proc] ||
-        S->clock_origin[proc] == -2)
+    if (S->clock_start < 0 || t >= S->clock_end_at[proc])
         pf_sweep_leak_clock_slow(S, row, proc, t);
 }
 
