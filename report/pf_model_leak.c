@@ -10,8 +10,8 @@
  *    finalization, read on the rest of the program (the line's own frees taken out: live_obj_t.at; a
  *    process's frees are also the own of the user's line that started it). A block freed because realloc
  *    moved it is taken off again when its new block is matched (pf_sweep_leak_grew): a list growing is
- *    not work that came and went. A leak accumulates while the
- *    program does work that comes and goes: a growing cache, a per-request log, a slow leak keep
+ *    not work that came and went. A leak accumulates while the program does work that comes and goes: a
+ *    growing cache, a per-request log, a slow leak keep
  *    survivors all along the frees of that work, spread ~0.8 of the part of the run the growth spans.
  *    Data built once keeps what it makes while little else is freed, however many lines build it
  *    together (a table of tuples whose keys, strings and lists are made on two lines of one loop), and
@@ -151,15 +151,9 @@ double pf_sweep_leak_free_slow(sweeper_t *S, int32_t row, uint32_t proc, double 
     learn_import_state(m, l);
     if (l->import_state == 1)
         return 0;   /* what an import made and dropped (loading numpy) is not the program's work */
-    S->leak_clock += est;
-    l->leak_own += est;
-    /* A process's bytes are its starter's own too: a line that starts workers and keeps what they send
-     * back (a pool's map) is one burst with the work it started, not spread over that work. */
     if (S->clock_origin[proc] == -2)    /* the process's first free on the clock */
         S->clock_origin[proc] = pf_origin_process_row(S, proc);
-    int32_t origin = S->clock_origin[proc];
-    if (origin >= 0 && origin != row)
-        m->lines[origin].leak_own += est;
+    pf_sweep_leak_step(S, row, S->clock_origin[proc], est);
     return est;
 }
 
@@ -171,11 +165,9 @@ static uint32_t grow_slot(uint64_t key)
 void pf_sweep_leak_freed(sweeper_t *S, uint64_t key, const live_obj_t *o, uint32_t proc, uint64_t t,
                          double counted)
 {
-    int32_t origin = counted > 0 ? S->clock_origin[proc] : -1;
-    if (o->size >= PF_GROW_MIN_BYTES)
-        S->recent_grows[grow_slot(key)] = (recent_grow_t){
-            .key1 = key + 1, .line = o->line, .size = o->size, .t = t, .est = o->est, .at = o->at,
-            .chain = o->chain, .counted = counted, .origin = origin == o->line ? -1 : origin};
+    S->recent_grows[grow_slot(key)] = (recent_grow_t){
+        .key1 = key + 1, .line = o->line, .size = o->size, .t = t, .est = o->est, .at = o->at, .chain = o->chain,
+        .counted = counted, .origin = counted > 0 ? S->clock_origin[proc] : -1};
 }
 
 static int64_t push_piece(sweeper_t *S, double at, double bytes, int64_t prev)
@@ -193,10 +185,7 @@ void pf_sweep_leak_grew(sweeper_t *S, uint64_t old_key, live_obj_t *o, uint64_t 
     /* The old block's free was a move of what the line keeps, not work that came and went: off the clock.
      * (The line's own objects' places on the rest of the clock do not move; the objects of others made
      * between the free and this allocation, microseconds on one thread, keep theirs.) */
-    S->leak_clock -= r->counted;
-    S->m->lines[r->line].leak_own -= r->counted;
-    if (r->origin >= 0)
-        S->m->lines[r->origin].leak_own -= r->counted;
+    pf_sweep_leak_step(S, r->line, r->origin, -r->counted);
     int64_t prev = r->chain >= 0 ? r->chain : push_piece(S, r->at, r->est, -1);
     /* what it gained, in its own estimate's units (a sampled estimate stands for more than its size) */
     double gained = o->size > r->size && o->size ? o->est * (double)(o->size - r->size) / (double)o->size : 0;

@@ -190,8 +190,6 @@ void pf_sweep_copy_write(sweeper_t *S, const event_t *e)
     fl->write_to_dst = (w->flags & PF_COPY_WRITE_DST) != 0;
 }
 
-/* The runtime judges only the copies its compare budget allows: each edge's redundant bytes are the bytes
- * of its candidates (copies that filled their destination) times the redundant share of those judged. */
 /* The upload on the copy's line that sent the host buffer the copy filled, or NULL. */
 static const pf_flow_t *upload_sending(const pf_model_t *m, const pf_flow_t *copy, const uint32_t *uploads,
                                        size_t n_uploads)
@@ -211,19 +209,12 @@ static const pf_flow_t *upload_sending(const pf_model_t *m, const pf_flow_t *cop
  * So it takes the upload's verdict: cleared where the upload is not redundant. */
 static void staging_takes_upload_verdict(pf_model_t *m)
 {
-    size_t n_uploads = 0;
-    for (size_t i = 0; i < m->n_flows; i++)
-        n_uploads += m->flows[i].kind == PF_COPY_H2D && m->flows[i].at_line >= 0;
-    if (!n_uploads)
-        return;
-    uint32_t *uploads = malloc(n_uploads * sizeof *uploads);
-    if (!uploads)
-        return;
-    n_uploads = 0;
+    uint32_t *uploads = NULL;
+    size_t n_uploads = 0, cap = 0;
     for (size_t i = 0; i < m->n_flows; i++)
         if (m->flows[i].kind == PF_COPY_H2D && m->flows[i].at_line >= 0)
-            uploads[n_uploads++] = (uint32_t)i;
-    for (size_t i = 0; i < m->n_flows; i++) {
+            *PF_VEC_PUSH(uploads, n_uploads, cap) = (uint32_t)i;
+    for (size_t i = 0; n_uploads && i < m->n_flows; i++) {
         pf_flow_t *fl = &m->flows[i];
         if ((fl->kind != PF_COPY_MEMCPY && fl->kind != PF_COPY_MEMMOVE) || fl->at_line < 0 || fl->dst_line < 0)
             continue;
@@ -239,6 +230,8 @@ static void staging_takes_upload_verdict(pf_model_t *m)
     free(uploads);
 }
 
+/* The runtime judges only the copies its compare budget allows: each edge's redundant bytes are the bytes
+ * of its candidates (copies that filled their destination) times the redundant share of those judged. */
 void pf_sweep_copies_finish(pf_model_t *m)
 {
     staging_takes_upload_verdict(m);

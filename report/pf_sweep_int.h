@@ -54,8 +54,8 @@ typedef struct recent_grow {
     uint64_t size, t;   /* the freed block's size and the time of its free */
     double est, at;     /* its estimate and place on the rest of the program's clock (live_obj_t.at) */
     int64_t chain;
-    double counted;     /* what its free moved the leak clock on by (pf_sweep_leak_free), and the row */
-    int32_t origin;     /* of its process's starter credited with it too (-1: none) */
+    double counted;     /* what its free moved the leak clock on by (pf_sweep_leak_free), and the starter */
+    int32_t origin;     /* line of its process credited with it too (pf_sweep_leak_step; -1: none) */
 } recent_grow_t;
 
 /* A live object copies may point into (GPU blocks: tensors are views into cached segments; large host
@@ -256,21 +256,29 @@ static inline void pf_sweep_leak_clock(sweeper_t *S, int32_t row, uint32_t proc,
         pf_sweep_leak_clock_slow(S, row, proc, t);
 }
 
-/* Moves the leak test's clock on by a free of est bytes of an object of row (in process proc) at time t;
- * returns by how much (0: not on the clock). */
+/* Moves the leak test's clock on by est bytes freed of row's (negative: takes them off again), row's own
+ * and those of origin, the user's line that started the process (-1: none). A process's frees are its
+ * starter's own too: a line that starts workers and keeps what they send back (a pool's map) is one burst
+ * with the work it started, not spread over that work. */
+static inline void pf_sweep_leak_step(sweeper_t *S, int32_t row, int32_t origin, double est)
+{
+    S->leak_clock += est;
+    S->m->lines[row].leak_own += est;
+    if (origin >= 0 && origin != row)
+        S->m->lines[origin].leak_own += est;
+}
+
+/* A free of est bytes of an object of row (in process proc) at time t on the leak test's clock; returns
+ * how much it moved the clock (0: not on it). */
 double pf_sweep_leak_free_slow(sweeper_t *S, int32_t row, uint32_t proc, double est);
 static inline double pf_sweep_leak_free(sweeper_t *S, int32_t row, uint32_t proc, uint64_t t, double est)
 {
     if (S->clock_start < 0 || S->clock_end >= 0 || t >= S->clock_end_at[proc])
         return 0;
-    pf_line_t *l = &S->m->lines[row];
     int32_t origin = S->clock_origin[proc];
-    if (l->import_state != 2 || origin == -2)
+    if (S->m->lines[row].import_state != 2 || origin == -2)
         return pf_sweep_leak_free_slow(S, row, proc, est);
-    S->leak_clock += est;   /* what nearly every free is: a line known not to be an import's */
-    l->leak_own += est;
-    if (origin >= 0 && origin != row)
-        S->m->lines[origin].leak_own += est;
+    pf_sweep_leak_step(S, row, origin, est);   /* what nearly every free is: a line known not an import's */
     return est;
 }
 
@@ -280,7 +288,8 @@ static inline double pf_sweep_leak_at(const sweeper_t *S, int32_t row)
     return S->leak_clock - S->m->lines[row].leak_own;
 }
 
-/* Object o with (proc, address) key `key` is freed at time t: a realloc's new block may continue it. */
+/* Object o (PF_GROW_MIN_BYTES or more) with (proc, address) key `key` is freed at time t, its free having
+ * moved the leak clock on by counted: a realloc's new block may continue it (and take that back). */
 void pf_sweep_leak_freed(sweeper_t *S, uint64_t key, const live_obj_t *o, uint32_t proc, uint64_t t,
                          double counted);
 
