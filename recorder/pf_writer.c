@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -395,6 +396,23 @@ static void drop_written(pf_tls_t *t, char *chunk)
         drop_pending(t);
 }
 
+/* Writes the (still zero) chunk idx through the descriptor, so that its pages are in the page cache before
+ * they are mapped. Reserved blocks read as zeros, but a fault on them takes the file system's read path
+ * (readahead over unwritten extents, then a page_mkwrite each): on ext4 in this project's VMs 87 us a
+ * chunk, against 24 us written first and mapped after (5% of an --exact run of small objects, 2,000
+ * chunks in 2.4 s). The chunk is this thread's alone and nothing is in it yet. A failed write changes
+ * nothing: the pages fault in as before. */
+static void fill_page_cache(uint64_t idx)
+{
+    static char zeros[PF_PAGE_BYTES];   /* .bss: reading it maps the zero page, no memory of its own */
+    struct iovec iov[PF_CHUNK_BYTES / PF_PAGE_BYTES];
+    for (size_t i = 0; i < sizeof iov / sizeof *iov; i++)
+        iov[i] = (struct iovec){zeros, sizeof zeros};
+    ssize_t done = pwritev(W.fd, iov, (int)(sizeof iov / sizeof *iov),
+                           (off_t)PF_HEADER_BYTES + (off_t)(idx * PF_CHUNK_BYTES));
+    (void)done;
+}
+
 #ifdef MADV_POPULATE_WRITE
 #define PF_MADV_POPULATE_WRITE MADV_POPULATE_WRITE
 #else
@@ -446,8 +464,10 @@ static int take_chunk(pf_tls_t *t, uint32_t bytes)
      * a page fault for each as records fill it (dear in a VM: 20% of an --exact run's time). A thread's
      * first chunk is left to fault in, so a thread that records little dirties only what it wrote.
      * Kernels before 5.14 lack the call and the pages fault in as before. */
-    if (!first && !t->in_vfork_child)
+    if (!first && !t->in_vfork_child) {
+        fill_page_cache(idx);
         madvise(chunk, PF_CHUNK_BYTES, PF_MADV_POPULATE_WRITE);
+    }
     pf_chunk_header_t *ch = (pf_chunk_header_t *)chunk;
     ch->tid = t->tid;
     ch->reserved = 0;
