@@ -4,9 +4,12 @@
  * processes, are walked and merged as the reporter does, in batches of every size. The order must be the
  * iterator's contract, computed here apart: time, then the lower process, then the lower file offset, then
  * the order inside a packed record; each event's payload must be its own (a packed one's, beside the
- * batch, numbered by seq). */
+ * batch, numbered by seq). Both ways the sweep takes them (pf_events_pipe.c): merged between batches on
+ * the sweep's thread, and merged on a thread of its own through the ring of batches, which must hand over
+ * every batch whole, in order, with its payloads, and end when the sweep stops early. */
 #include "test_report_writer.h"
 
+#include "pf_events_pipe.h"
 #include "pf_loader_int.h"
 #include "pf_packed.h"
 
@@ -139,6 +142,24 @@ static const char *build_process(const char *name, uint32_t pid, int n_threads, 
     return b_save(&b, name, 0);
 }
 
+/* The event the batch has at index i (the seen'th of the merge) against the contract's x. */
+static void check_event(const loader_t *L, const event_t *e, size_t i, const want_t *x, int expected)
+{
+    assert_true(expected);
+    assert_true(e->t == x->t);
+    assert_int_equal(e->proc, x->proc);
+    assert_int_equal(e->type, x->type);
+    assert_int_equal(e->aux, x->aux);
+    /* a packed event's seq numbers its payload beside the batch; its offset is its record's */
+    int packed = ((const pf_rec_header_t *)(L->procs[e->proc].file.data + x->offset))->type == PF_REC_PACKED;
+    assert_int_equal(e->seq, packed ? i + 1 : 0);
+    assert_true(((uint64_t)e->offset8 << 3) == x->offset + sizeof(pf_rec_header_t));
+    const pf_rec_alloc_short_t *a = pf_event_payload(L, e);
+    assert_true(a->addr == x->addr && a->t_ns + L->m->procs[e->proc].offset_ns == x->t);
+    if (e->type == PF_REC_ALLOC_SHORT)
+        assert_true(a->size == x->size && a->stack_id == x->stack_id);
+}
+
 /* window_to: pf_load_opts_t's window (from 0), or 0 for none */
 static void merge_and_check(int n_procs, const int *threads, int turns, uint64_t apart, uint64_t window_to)
 {
@@ -170,34 +191,31 @@ static void merge_and_check(int n_procs, const int *threads, int turns, uint64_t
     qsort(w.want, w.n_want, sizeof *w.want, cmp_want);
     assert_true(w.n_want > 1000);
     const size_t sizes[] = {1, 2, 7, 256, 5000};
-    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
-        pf_event_iter_t it;
-        pf_events_begin(&L, &it);
-        event_t *batch = calloc(sizes[s], sizeof *batch);
-        size_t seen = 0, n;
-        while ((n = pf_events_next_batch(&it, batch, sizes[s])) > 0) {
-            assert_true(n <= sizes[s]);
-            for (size_t i = 0; i < n; i++, seen++) {
-                const event_t *e = &batch[i];
-                assert_true(seen < w.n_want);
-                const want_t *x = &w.want[seen];
-                assert_true(e->t == x->t);
-                assert_int_equal(e->proc, x->proc);
-                assert_int_equal(e->type, x->type);
-                assert_int_equal(e->aux, x->aux);
-                /* a packed event's seq numbers its payload beside the batch; its offset is its record's */
-                int packed = ((const pf_rec_header_t *)(L.procs[e->proc].file.data + x->offset))->type == PF_REC_PACKED;
-                assert_int_equal(e->seq, packed ? i + 1 : 0);
-                assert_true(((uint64_t)e->offset8 << 3) == x->offset + sizeof(pf_rec_header_t));
-                const pf_rec_alloc_short_t *a = pf_event_payload(&L, e);
-                assert_true(a->addr == x->addr && a->t_ns + model.procs[e->proc].offset_ns == x->t);
-                if (e->type == PF_REC_ALLOC_SHORT)
-                    assert_true(a->size == x->size && a->stack_id == x->stack_id);
+    const pf_pipe_mode_t modes[] = {PF_PIPE_INLINE, PF_PIPE_THREAD};
+    for (size_t m = 0; m < sizeof modes / sizeof *modes; m++)
+        for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+            pf_events_pipe_t *pipe = pf_events_pipe_open(&L, modes[m], sizes[s]);
+            assert_int_equal(pf_events_pipe_threaded(pipe), modes[m] == PF_PIPE_THREAD);
+            const event_t *batch;
+            size_t seen = 0, n;
+            while ((n = pf_events_pipe_next(pipe, &batch)) > 0) {
+                assert_true(n <= sizes[s]);
+                for (size_t i = 0; i < n; i++, seen++)
+                    check_event(&L, &batch[i], i, &w.want[seen < w.n_want ? seen : 0], seen < w.n_want);
             }
+            assert_int_equal(seen, w.n_want);
+            assert_int_equal(pf_events_pipe_next(pipe, &batch), 0);     /* the end stays the end */
+            pf_events_pipe_close(pipe);
         }
-        assert_int_equal(seen, w.n_want);
-        pf_events_end(&it);
-        free(batch);
+    /* the sweep may stop anywhere: the merge thread then ends, whether it waits for room or not */
+    for (size_t taken = 0; taken < 40; taken += 13) {
+        pf_events_pipe_t *pipe = pf_events_pipe_open(&L, PF_PIPE_THREAD, 3);
+        const event_t *batch;
+        for (size_t k = 0; k < taken; k++)
+            assert_true(pf_events_pipe_next(pipe, &batch) > 0);
+        if (taken == 26)
+            usleep(20000);  /* long enough for the merge to fill the ring and sleep */
+        pf_events_pipe_close(pipe);
     }
     for (int p = 0; p < n_procs; p++)
         pf_file_close(&L.procs[p].file);
