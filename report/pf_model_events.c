@@ -79,8 +79,11 @@ void pf_events_collect_packed(loader_t *L, const pf_record_t *r)
         uint64_t t = ev.p.t_ns + L->m->procs[L->cur].offset_ns;
         if (!pf_events_in_window(L, ev.type, t))
             continue;
+        /* seq: 1 + its index, as pf_model.c's collect_event numbers an event of its own record (it was the
+         * index, which an event of its own record just before took too: a FREE there then read this
+         * one's payload) */
         event_t *e = PF_VEC_PUSH(L->events, L->n_events, L->cap_events);
-        *e = (event_t){.t = t, .seq = (uint32_t)(L->n_events - 1), .offset8 = offset8, .type = ev.type,
+        *e = (event_t){.t = t, .seq = (uint32_t)L->n_events, .offset8 = offset8, .type = ev.type,
                        .aux = ev.aux, .proc = L->cur};
         size_t cap = L->cap_packed;
         *PF_VEC_PUSH(L->packed_payloads, L->n_packed, L->cap_packed) = ev.p;

@@ -86,8 +86,10 @@ static int cmp_want(const void *a, const void *b)
 /* One process's file: n_threads threads take turns, each turn in a new chunk or after a WRITER record in
  * the current one; a turn writes packed records (1 to 1200 events) and records of one event. Times move
  * in steps of 0 or 10 ns, so that threads and processes tie often; thread k's from (k - 1) * apart. The last
- * thread writes first. */
-static const char *build_process(const char *name, uint32_t pid, int n_threads, int turns, uint64_t apart)
+ * thread writes first. back_in_time: halfway, a thread's time goes back 5 us (the loader then sorts an
+ * array of every event instead of merging streams). */
+static const char *build_process(const char *name, uint32_t pid, int n_threads, int turns, uint64_t apart,
+                                 int back_in_time)
 {
     builder_t b;
     b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, pid);
@@ -101,6 +103,8 @@ static const char *build_process(const char *name, uint32_t pid, int n_threads, 
     static uint8_t buf[1200 * PF_PK_EVENT_MAX];
     for (int turn = 0; turn < turns; turn++) {
         uint32_t tid = turn ? 1 + next_rand((uint32_t)n_threads) : (uint32_t)n_threads;
+        if (back_in_time && turn == turns / 2)
+            t[tid] -= t[tid] < 5000 ? t[tid] : 5000;    /* as watch's records are: after the fact */
         int records = 1 + (int)next_rand(4);
         if (next_rand(2) || b.chunk_end - b.pos < 64)
             b_chunk(&b, tid);
@@ -142,6 +146,25 @@ static const char *build_process(const char *name, uint32_t pid, int n_threads, 
     return b_save(&b, name, 0);
 }
 
+/* pf_model.c's collect_event: a stream went back in time, so every event goes into L->events. */
+static int collect_record(void *ctx, const pf_record_t *r)
+{
+    loader_t *L = ctx;
+    if (!pf_events_is_event(r->type))
+        return 0;
+    if (r->type == PF_REC_PACKED) {
+        pf_events_collect_packed(L, r);
+        return 0;
+    }
+    uint64_t t = pf_events_time(L, L->cur, r->payload);
+    if (!pf_events_in_window(L, r->type, t))
+        return 0;
+    event_t *e = PF_VEC_PUSH(L->events, L->n_events, L->cap_events);
+    *e = (event_t){.t = t, .seq = (uint32_t)L->n_events, .type = r->type, .aux = r->aux, .proc = L->cur,
+                   .offset8 = (uint32_t)(((const unsigned char *)r->payload - L->procs[L->cur].file.data) >> 3)};
+    return 0;
+}
+
 /* The event the batch has at index i (the seen'th of the merge) against the contract's x. */
 static void check_event(const loader_t *L, const event_t *e, size_t i, const want_t *x, int expected)
 {
@@ -160,8 +183,10 @@ static void check_event(const loader_t *L, const event_t *e, size_t i, const wan
         assert_true(a->size == x->size && a->stack_id == x->stack_id);
 }
 
-/* window_to: pf_load_opts_t's window (from 0), or 0 for none */
-static void merge_and_check(int n_procs, const int *threads, int turns, uint64_t apart, uint64_t window_to)
+/* window_to: pf_load_opts_t's window (from 0), or 0 for none; back_in_time: build_process's, in the last
+ * process */
+static void merge_and_check(int n_procs, const int *threads, int turns, uint64_t apart, uint64_t window_to,
+                            int back_in_time)
 {
     pf_model_t model = {0};
     model.procs = calloc((size_t)n_procs, sizeof *model.procs);
@@ -173,7 +198,8 @@ static void merge_and_check(int n_procs, const int *threads, int turns, uint64_t
         char name[32];
         snprintf(name, sizeof name, "merge%d.pflow", p);
         char err[256];
-        assert_int_equal(pf_file_open(build_process(name, 100 + (uint32_t)p, threads[p], turns, apart), &L.procs[p].file, err,
+        assert_int_equal(pf_file_open(build_process(name, 100 + (uint32_t)p, threads[p], turns, apart,
+                                                                  back_in_time && p == n_procs - 1), &L.procs[p].file, err,
                                       sizeof err), 0);
         model.procs[p].offset_ns = 30 * (uint64_t)p;    /* a multiple of the steps: ties across processes */
         L.n_procs++;
@@ -182,7 +208,14 @@ static void merge_and_check(int n_procs, const int *threads, int turns, uint64_t
         L.run_chunk = L.walk_dropped = 0;
         assert_int_equal(pf_file_walk(&L.procs[p].file, on_record, &w, err, sizeof err), 0);
     }
-    assert_false(L.unordered);
+    assert_int_equal(L.unordered, back_in_time);
+    if (L.unordered) {  /* the loader's second walk */
+        pf_events_free_streams(&L);
+        for (L.cur = 0; L.cur < L.n_procs; L.cur++) {
+            char err[256];
+            assert_int_equal(pf_file_walk(&L.procs[L.cur].file, collect_record, &L, err, sizeof err), 0);
+        }
+    }
     size_t kept = 0;    /* the window's events: allocations in it, anything else up to its end */
     for (size_t i = 0; i < w.n_want; i++)
         if (pf_events_in_window(&L, w.want[i].type, w.want[i].t))
@@ -220,6 +253,8 @@ static void merge_and_check(int n_procs, const int *threads, int turns, uint64_t
     for (int p = 0; p < n_procs; p++)
         pf_file_close(&L.procs[p].file);
     pf_events_free_streams(&L);
+    pf_events_free_packed(&L);
+    free(L.events);
     free(L.procs);
     free(model.procs);
     free(w.want);
@@ -230,7 +265,7 @@ static void test_one_stream(void **state)
 {
     (void)state;
     const int threads[] = {1};
-    merge_and_check(1, threads, 60, 0, 0);
+    merge_and_check(1, threads, 60, 0, 0, 0);
 }
 
 /* Threads of one process taking turns, with ties between them. */
@@ -238,7 +273,7 @@ static void test_threads_taking_turns(void **state)
 {
     (void)state;
     const int threads[] = {5};
-    merge_and_check(1, threads, 200, 0, 0);
+    merge_and_check(1, threads, 200, 0, 0, 0);
 }
 
 /* Three processes of one, three and seven threads, on one clock with ties across them. */
@@ -246,7 +281,7 @@ static void test_several_processes(void **state)
 {
     (void)state;
     const int threads[] = {1, 3, 7};
-    merge_and_check(3, threads, 120, 0, 0);
+    merge_and_check(3, threads, 120, 0, 0, 0);
 }
 
 /* A window that leaves a thread without an event: the first stream, whose place in the heap the next
@@ -255,7 +290,16 @@ static void test_window_leaves_a_stream_empty(void **state)
 {
     (void)state;
     const int threads[] = {3, 2};
-    merge_and_check(2, threads, 200, 1000000000, 900000000);
+    merge_and_check(2, threads, 200, 1000000000, 900000000, 0);
+}
+
+/* A thread of the second process goes back in time: the loader's array of every event, sorted, is taken
+ * both ways too, each packed event's payload copied beside its batch (the array's own are the loader's). */
+static void test_back_in_time(void **state)
+{
+    (void)state;
+    const int threads[] = {2, 4};
+    merge_and_check(2, threads, 150, 0, 0, 1);
 }
 
 int main(void)
@@ -265,6 +309,7 @@ int main(void)
         cmocka_unit_test(test_threads_taking_turns),
         cmocka_unit_test(test_several_processes),
         cmocka_unit_test(test_window_leaves_a_stream_empty),
+        cmocka_unit_test(test_back_in_time),
     };
     return cmocka_run_group_tests(tests, writer_setup, writer_teardown);
 }
