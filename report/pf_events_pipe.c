@@ -6,14 +6,19 @@
  * publishes it with a release store; the sweep reads it after an acquire load that saw it, and releases it
  * (its events and their payloads read) when it asks for the next one. A batch of 0 events is the end.
  *
+ * Batches are filled one at a time, in order, by whoever holds the lock `filling`: the merge thread, or the
+ * sweep itself when it finds the ring empty and the lock free (the merge thread asleep, or waiting for a
+ * CPU on a busy machine: the sweep then merges as it would without the thread, rather than wait). The
+ * events and their order are the same whoever fills a batch.
+ *
  * A side with nothing to do sleeps on the other's counter with a futex, and the other wakes it only when it
  * says it sleeps (a flag, ordered against the counter by sequentially consistent accesses on both sides,
  * so that a wake-up is never lost). The merge is the faster side (a tenth of the work): when the ring is
  * full it sleeps at once, until half of it is free, so that it is woken once every PF_PIPE_SLOTS / 2
  * batches, not once a batch (a wake-up is a system call on the sweep's path), and spends no CPU the sweep
- * or another program could have: spinning there while the ring drained cost a tenth more CPU and, on a
- * busy machine, the sweep's time. The sweep spins a little first (the merge is then microseconds from
- * handing it a batch), then sleeps, and is woken as soon as one batch is there.
+ * or another program could use (spinning there cost a tenth more CPU, and on a busy machine the sweep's
+ * time). It runs as SCHED_BATCH: woken, it takes a free CPU but does not preempt the sweep on its own.
+ * The sweep spins a little when the merge thread is filling the batch it waits for, then sleeps.
  */
 #include "pf_events_pipe.h"
 
@@ -63,6 +68,9 @@ struct pf_events_pipe {
     int held, done;     /* the sweep holds batch taken - 1; it saw the end */
     pthread_t thread;
     counter_t published, released;
+    /* who fills the next batch holds this: the merge thread, or the sweep when it finds the ring empty */
+    _Atomic int filling;
+    int ended;          /* under filling: the batch of 0 events, the end, is published */
     _Atomic int stop;   /* the sweep closed early: the merge ends */
 };
 
@@ -101,8 +109,7 @@ static uint32_t wait_for(counter_t *c, uint32_t target, uint32_t wake_at, int sp
         syscall(SYS_futex, &c->value, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
     }
     atomic_store_explicit(&c->sleeping, 0, memory_order_relaxed);
-    atomic_thread_fence(memory_order_acquire);
-    return v;
+    return v;   /* the value was loaded seq_cst: what it counts is published to this thread */
 }
 
 /* Sets c's value (the release that publishes what it counts) and wakes its waiter if it sleeps and the value
@@ -116,22 +123,58 @@ static void advance(counter_t *c, uint32_t value, int force)
         syscall(SYS_futex, &c->value, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
+/* Fills the next batch and publishes it; the caller holds p->filling, and the batch's slot is free. */
+static void fill_next(pf_events_pipe_t *p)
+{
+    uint32_t i = atomic_load_explicit(&p->published.value, memory_order_relaxed);  /* only the filler moves it */
+    slot_t *s = &p->slots[i % PF_PIPE_SLOTS];
+    s->n = pf_events_next_batch(&p->it, s->events, s->pay, p->batch);
+    p->ended = s->n == 0;
+    advance(&p->published, i + 1, 1);
+}
+
+static int try_lock(pf_events_pipe_t *p)
+{
+    return !atomic_load_explicit(&p->filling, memory_order_relaxed) &&
+           !atomic_exchange_explicit(&p->filling, 1, memory_order_acquire);
+}
+
+static void unlock(pf_events_pipe_t *p)
+{
+    atomic_store_explicit(&p->filling, 0, memory_order_release);
+}
+
+/* 1 when the slot of batch i is free: batch i - PF_PIPE_SLOTS was released. */
+static int room_for(pf_events_pipe_t *p, uint32_t i)
+{
+    return reached(atomic_load_explicit(&p->released.value, memory_order_acquire), i - PF_PIPE_SLOTS + 1);
+}
+
 static void *merge_thread(void *arg)
 {
     pf_events_pipe_t *p = arg;
-    for (uint32_t i = 0; !atomic_load_explicit(&p->stop, memory_order_relaxed); i++) {
-        /* slot i % PF_PIPE_SLOTS is free once batch i - PF_PIPE_SLOTS is released; asleep, wait for half
-         * the ring */
-        uint32_t need = i - PF_PIPE_SLOTS + 1;
-        if (i >= PF_PIPE_SLOTS) {
+    /* woken, it does not preempt the sweep (which fills batches itself when the ring runs dry): it runs on
+     * a free CPU, or waits its turn on a busy machine */
+    struct sched_param batch = {0};
+    pthread_setschedparam(pthread_self(), SCHED_BATCH, &batch);
+    while (!atomic_load_explicit(&p->stop, memory_order_relaxed)) {
+        uint32_t i = atomic_load_explicit(&p->published.value, memory_order_relaxed);
+        if (!room_for(p, i)) {  /* asleep, wait for half the ring */
+            uint32_t need = i - PF_PIPE_SLOTS + 1;
             wait_for(&p->released, need, need + PF_PIPE_SLOTS / 2 - 1, 0, &p->stop);
-            if (atomic_load_explicit(&p->stop, memory_order_relaxed))
-                return NULL;
+            continue;
         }
-        slot_t *s = &p->slots[i % PF_PIPE_SLOTS];
-        s->n = pf_events_next_batch(&p->it, s->events, s->pay, p->batch);
-        advance(&p->published, i + 1, 1);
-        if (!s->n)
+        if (!try_lock(p)) {     /* the sweep fills a batch itself: asleep until it is done with it */
+            uint32_t r = atomic_load_explicit(&p->released.value, memory_order_relaxed);
+            wait_for(&p->released, r + 1, r + 1, 0, &p->stop);
+            continue;
+        }
+        int ended = p->ended;
+        if (!ended && room_for(p, atomic_load_explicit(&p->published.value, memory_order_relaxed)))
+            fill_next(p);
+        ended = p->ended;
+        unlock(p);
+        if (ended)
             return NULL;
     }
     return NULL;
@@ -207,6 +250,14 @@ size_t pf_events_pipe_next(pf_events_pipe_t *p, const event_t **events)
     } else {
         if (p->held)    /* done with the last batch: its slot is the merge's again */
             advance(&p->released, p->taken, 0);
+        /* the ring is empty, and no one fills it: the merge thread sleeps, or waits for a CPU (a busy
+         * machine), so the sweep fills the batch itself rather than wait; else the merge thread is filling
+         * it, microseconds from publishing it */
+        if (!reached(atomic_load_explicit(&p->published.value, memory_order_acquire), p->taken + 1) && try_lock(p)) {
+            if (!p->ended && !reached(atomic_load_explicit(&p->published.value, memory_order_relaxed), p->taken + 1))
+                fill_next(p);
+            unlock(p);
+        }
         wait_for(&p->published, p->taken + 1, p->taken + 1, PF_PIPE_SPINS, NULL);
         s = &p->slots[p->taken % PF_PIPE_SLOTS];
         p->taken++;
