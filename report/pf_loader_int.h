@@ -249,8 +249,9 @@ void pf_events_new_run(loader_t *L, uint64_t chunk);
 /* A PF_REC_PACKED record's first and last events' times on the root's clock (pf_file_walk found them).
  * Returns 0 when it holds none. */
 int pf_events_packed_span(const loader_t *L, const pf_record_t *r, uint64_t *first, uint64_t *last);
-/* collect_event's part for a PF_REC_PACKED record: each of its events into L->events. */
-void pf_events_collect_packed(loader_t *L, const pf_record_t *r);
+/* A stream went back in time: the loader walks the files again, and each event of r goes into L->events,
+ * in walk order (a packed record's every event), numbered by seq 1 + its index. */
+void pf_events_collect(loader_t *L, const pf_record_t *r);
 
 static inline void pf_events_record(loader_t *L, const pf_record_t *r)
 {

@@ -239,23 +239,7 @@ static int on_record(void *ctx, const pf_record_t *r)
 /* A stream went back in time: every event into L->events, in walk order (pf_events_begin sorts them). */
 static int collect_event(void *ctx, const pf_record_t *r)
 {
-    loader_t *L = ctx;
-    if (!pf_events_is_event(r->type))
-        return 0;
-    if (r->type == PF_REC_PACKED) {
-        pf_events_collect_packed(L, r);
-        return 0;
-    }
-    uint64_t t = pf_events_time(L, L->cur, r->payload);
-    if (!pf_events_in_window(L, r->type, t))
-        return 0;
-    event_t *e = PF_VEC_PUSH(L->events, L->n_events, L->cap_events);
-    e->t = t;
-    e->seq = (uint32_t)L->n_events;
-    e->type = r->type;
-    e->aux = r->aux;
-    e->proc = L->cur;
-    e->offset8 = (uint32_t)(((const unsigned char *)r->payload - L->procs[L->cur].file.data) >> 3);  /* pf_file_open */
+    pf_events_collect(ctx, r);
     return 0;
 }
 

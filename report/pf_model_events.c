@@ -69,7 +69,7 @@ int pf_events_packed_span(const loader_t *L, const pf_record_t *r, uint64_t *fir
     return r->packed_events != 0;
 }
 
-void pf_events_collect_packed(loader_t *L, const pf_record_t *r)
+static void collect_packed(loader_t *L, const pf_record_t *r)
 {
     const uint8_t *at = r->payload, *end = at + r->payload_bytes;
     pf_pk_state_t st = {0};
@@ -79,9 +79,9 @@ void pf_events_collect_packed(loader_t *L, const pf_record_t *r)
         uint64_t t = ev.p.t_ns + L->m->procs[L->cur].offset_ns;
         if (!pf_events_in_window(L, ev.type, t))
             continue;
-        /* seq: 1 + its index, as pf_model.c's collect_event numbers an event of its own record (it was the
-         * index, which an event of its own record just before took too: a FREE there then read this
-         * one's payload) */
+        /* seq: 1 + its index, as pf_events_collect numbers an event of its own record (it was the index,
+         * which an event of its own record just before took too: a FREE there then read this one's
+         * payload) */
         event_t *e = PF_VEC_PUSH(L->events, L->n_events, L->cap_events);
         *e = (event_t){.t = t, .seq = (uint32_t)L->n_events, .offset8 = offset8, .type = ev.type,
                        .aux = ev.aux, .proc = L->cur};
@@ -91,6 +91,26 @@ void pf_events_collect_packed(loader_t *L, const pf_record_t *r)
             L->packed_seqs = pf_xrealloc(L->packed_seqs, L->cap_packed * sizeof *L->packed_seqs);
         L->packed_seqs[L->n_packed - 1] = e->seq;
     }
+}
+
+void pf_events_collect(loader_t *L, const pf_record_t *r)
+{
+    if (!pf_events_is_event(r->type))
+        return;
+    if (r->type == PF_REC_PACKED) {
+        collect_packed(L, r);
+        return;
+    }
+    uint64_t t = pf_events_time(L, L->cur, r->payload);
+    if (!pf_events_in_window(L, r->type, t))
+        return;
+    event_t *e = PF_VEC_PUSH(L->events, L->n_events, L->cap_events);
+    e->t = t;
+    e->seq = (uint32_t)L->n_events;
+    e->type = r->type;
+    e->aux = r->aux;
+    e->proc = L->cur;
+    e->offset8 = (uint32_t)(((const unsigned char *)r->payload - L->procs[L->cur].file.data) >> 3);  /* pf_file_open */
 }
 
 /* The index + 1 of the packed event numbered seq in the walk's array, or 0 for an event of its own record. */

@@ -146,22 +146,9 @@ static const char *build_process(const char *name, uint32_t pid, int n_threads, 
     return b_save(&b, name, 0);
 }
 
-/* pf_model.c's collect_event: a stream went back in time, so every event goes into L->events. */
 static int collect_record(void *ctx, const pf_record_t *r)
 {
-    loader_t *L = ctx;
-    if (!pf_events_is_event(r->type))
-        return 0;
-    if (r->type == PF_REC_PACKED) {
-        pf_events_collect_packed(L, r);
-        return 0;
-    }
-    uint64_t t = pf_events_time(L, L->cur, r->payload);
-    if (!pf_events_in_window(L, r->type, t))
-        return 0;
-    event_t *e = PF_VEC_PUSH(L->events, L->n_events, L->cap_events);
-    *e = (event_t){.t = t, .seq = (uint32_t)L->n_events, .type = r->type, .aux = r->aux, .proc = L->cur,
-                   .offset8 = (uint32_t)(((const unsigned char *)r->payload - L->procs[L->cur].file.data) >> 3)};
+    pf_events_collect(ctx, r);
     return 0;
 }
 
