@@ -101,7 +101,7 @@ static uint32_t wait_for(counter_t *c, uint32_t target, uint32_t wake_at, int sp
     }
     atomic_store_explicit(&c->wake_at, wake_at, memory_order_relaxed);
     for (;;) {
-        atomic_store(&c->sleeping, 1);  /* seq_cst: ordered before the load below (see wake_if_asleep) */
+        atomic_store(&c->sleeping, 1);  /* seq_cst: ordered before the load below (see advance) */
         v = atomic_load(&c->value);
         if (reached(v, target) || (stop && atomic_load(stop)))
             break;

@@ -18,7 +18,8 @@ typedef enum pf_pipe_mode {
     PF_PIPE_AUTO,       /* a thread when this process may run on 2 CPUs or more and the profile is big
                            enough (PF_PIPE_MIN_BYTES); PYFLOW_REPORT_THREADS=1 or 2 picks for it */
     PF_PIPE_INLINE,     /* merged on the sweep's thread, between batches */
-    PF_PIPE_THREAD,     /* merged on a thread of its own (the inline way if the thread cannot start) */
+    PF_PIPE_THREAD,     /* merged on a thread of its own, a ring of batches ahead (the sweep fills a batch
+                           itself when the ring runs dry; all inline if the thread cannot start) */
 } pf_pipe_mode_t;
 
 /* Below this many bytes of profile files, PF_PIPE_AUTO merges inline: the merge is then ~7 ms at most
