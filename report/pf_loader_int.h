@@ -136,8 +136,9 @@ typedef struct loader {
     int unordered;
     event_t *events;
     size_t n_events, cap_events;
-    /* the payloads of packed events (pf_model_events.c), as the records they stand for: the sweep's current
-     * batch's, or with the array above every packed event's (and its seq there, ascending) */
+    /* the payloads of packed events (pf_model_events.c), as the records they stand for: decoded, the
+     * sweep's current batch's (pf_events_next_batch); packed_*, with the array above, every packed event's
+     * (and its seq there, ascending) */
     const pf_rec_alloc_short_t *decoded;
     pf_rec_alloc_short_t *packed_payloads;
     uint32_t *packed_seqs;
@@ -314,18 +315,18 @@ typedef struct pf_event_cursor {
 
 typedef struct pf_event_iter {
     loader_t *L;
-    pf_rec_alloc_short_t *batch_payloads;   /* the packed events' payloads of the last batch */
-    size_t cap_batch_payloads;
     pf_event_cursor_t *heap;
     size_t n_heap;
     size_t next;
 } pf_event_iter_t;
 
-/* The events in time order (ties: the lower process index, then the lower file offset); seq numbers them
- * in that order. pf_events_next_batch fills out with the next ones, at most max, and returns how many
- * (0 at the end). */
+/* The events in time order (ties: the lower process index, then the lower file offset).
+ * pf_events_next_batch fills out with the next ones, at most max, and returns how many (0 at the end); a
+ * packed event's payload goes to pay[i] (pay holds max), and its seq is i + 1: the batch owns it, so
+ * L->decoded must be pay while the batch is swept (pf_events_pipe.c sets it). Reads L and its mapped files
+ * only, and writes nothing outside it and out and pay (so it may run on another thread than the sweep). */
 void pf_events_begin(loader_t *L, pf_event_iter_t *it);
-size_t pf_events_next_batch(pf_event_iter_t *it, event_t *out, size_t max);
+size_t pf_events_next_batch(pf_event_iter_t *it, event_t *out, pf_rec_alloc_short_t *pay, size_t max);
 void pf_events_end(pf_event_iter_t *it);
 
 /* Sweeps L's events, in time order, into m's lines, functions, flows, totals and timelines.

@@ -402,7 +402,7 @@ static inline __attribute__((always_inline)) int pack_run(const loader_t *L, pf_
     return 0;
 }
 
-size_t pf_events_next_batch(pf_event_iter_t *it, event_t *out, size_t max)
+size_t pf_events_next_batch(pf_event_iter_t *it, event_t *out, pf_rec_alloc_short_t *pay, size_t max)
 {
     size_t n = 0;
     loader_t *L = it->L;
@@ -410,17 +410,16 @@ size_t pf_events_next_batch(pf_event_iter_t *it, event_t *out, size_t max)
         n = L->n_events - it->next < max ? L->n_events - it->next : max;
         memcpy(out, L->events + it->next, n * sizeof *out);
         it->next += n;
-        L->decoded = L->packed_payloads;
-        for (size_t i = 0; i < n; i++)
-            out[i].seq = packed_index(L, &out[i]);
+        for (size_t i = 0; i < n; i++) {
+            uint32_t k = packed_index(L, &out[i]);
+            out[i].seq = 0;
+            if (k) {    /* copied beside the batch, like the merge's: the batch owns what it points to */
+                pay[i] = L->packed_payloads[k - 1];
+                out[i].seq = (uint32_t)i + 1;
+            }
+        }
         return n;
     }
-    if (it->cap_batch_payloads < max) {
-        free(it->batch_payloads);
-        it->batch_payloads = pf_xmalloc(max * sizeof *it->batch_payloads);
-        it->cap_batch_payloads = max;
-    }
-    L->decoded = it->batch_payloads;
     /* A run-level merge: the stream at the top of the heap goes on giving its events while they come
      * before the head of every other stream (the lesser of the root's two children); the heap is sifted
      * only when another stream's turn comes. An exact profile's threads take turns every few thousand
@@ -434,11 +433,11 @@ size_t pf_events_next_batch(pf_event_iter_t *it, event_t *out, size_t max)
         for (;;) {
             out[n] = top->ev;
             if (top->ev.seq) {  /* a packed event: its payload beside the batch */
-                it->batch_payloads[n] = top->packed_payload;
+                pay[n] = top->packed_payload;
                 out[n].seq = (uint32_t)n + 1;
             }
             n++;
-            if (top->packed_at && n < max && pack_run(L, top, rival, out, it->batch_payloads, &n, max)) {
+            if (top->packed_at && n < max && pack_run(L, top, rival, out, pay, &n, max)) {
                 more = 1;   /* its next event comes after the rival's */
                 break;
             }
@@ -457,6 +456,5 @@ size_t pf_events_next_batch(pf_event_iter_t *it, event_t *out, size_t max)
 void pf_events_end(pf_event_iter_t *it)
 {
     free(it->heap);
-    free(it->batch_payloads);
     memset(it, 0, sizeof *it);
 }

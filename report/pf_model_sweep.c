@@ -20,6 +20,7 @@
 
 #include "pf_calltree_int.h"
 #include "pf_copy_rule.h"
+#include "pf_events_pipe.h"
 #include "pf_linetable_int.h"
 #include "pf_loader_int.h"
 #include "pf_origin_int.h"
@@ -652,9 +653,6 @@ static void finish_stats(pf_stats_t *s, uint64_t t_end)
  * exact profile most allocations and frees find their address's slot out of cache, and each miss
  * otherwise stalls the sweep. */
 #define PF_SWEEP_LOOKAHEAD 16
-/* Events are taken from the merge this many at a time (pf_events_next_batch): their records, just read,
- * are still in cache when they are swept. */
-#define PF_SWEEP_BATCH 256
 
 static void prefetch_event(const sweeper_t *S, const event_t *e)
 {
@@ -696,13 +694,12 @@ void pf_model_sweep(loader_t *L)
      * same in any order. A sampled profile's map, and so its report to the last bit, stays as it was. */
     S.live.roomy = m->exact;
     proc_end_t *ends = pf_sweep_process_ends(&S), *next_end = ends;
-    pf_event_iter_t it;
-    pf_events_begin(L, &it);
-    event_t *batch = pf_xmalloc(PF_SWEEP_BATCH * sizeof *batch);
+    pf_events_pipe_t *events = pf_events_pipe_open(L, PF_PIPE_AUTO, 0);
+    const event_t *batch = NULL;
     size_t n_batch = 0, at = 0;
     for (;; at++) {
         if (at == n_batch) {
-            if (!(n_batch = pf_events_next_batch(&it, batch, PF_SWEEP_BATCH)))
+            if (!(n_batch = pf_events_pipe_next(events, &batch)))
                 break;
             at = 0;
             for (size_t i = 0; i < PF_SWEEP_LOOKAHEAD && i < n_batch; i++)
@@ -759,8 +756,7 @@ void pf_model_sweep(loader_t *L)
             S.gpu_peak_epoch++;
         }
     }
-    pf_events_end(&it);
-    free(batch);
+    pf_events_pipe_close(events);
     free(ends);
     m->total.peak_bytes = peak > 0 ? peak : 0;
     pf_sweep_copies_finish(m);

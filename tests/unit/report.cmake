@@ -104,8 +104,9 @@ pf_unit_test(test_report_packed
 target_include_directories(test_report_packed PRIVATE ${PROJECT_SOURCE_DIR}/report)
 
 # The merge of the events into time order (pf_model_events.c): several processes of several threads, packed
-# records and records of one event, chunks shared by writers, ties across threads and processes, every
-# batch size: the iterator's order and each event's payload against the contract computed apart.
+# records and records of one event, chunks shared by writers, ties across threads and processes, a stream
+# that goes back in time, every batch size, merged inline and on a thread of its own through the ring of
+# batches (pf_events_pipe.c): the order and each event's payload against the contract computed apart.
 pf_unit_test(test_report_merge
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report_merge.c
   LIBS pf_report)

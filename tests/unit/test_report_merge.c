@@ -4,9 +4,12 @@
  * processes, are walked and merged as the reporter does, in batches of every size. The order must be the
  * iterator's contract, computed here apart: time, then the lower process, then the lower file offset, then
  * the order inside a packed record; each event's payload must be its own (a packed one's, beside the
- * batch, numbered by seq). */
+ * batch, numbered by seq). Both ways the sweep takes them (pf_events_pipe.c): merged between batches on
+ * the sweep's thread, and merged on a thread of its own through the ring of batches, which must hand over
+ * every batch whole, in order, with its payloads, and end when the sweep stops early. */
 #include "test_report_writer.h"
 
+#include "pf_events_pipe.h"
 #include "pf_loader_int.h"
 #include "pf_packed.h"
 
@@ -100,9 +103,9 @@ static const char *build_process(const char *name, uint32_t pid, int n_threads, 
     static uint8_t buf[1200 * PF_PK_EVENT_MAX];
     for (int turn = 0; turn < turns; turn++) {
         uint32_t tid = turn ? 1 + next_rand((uint32_t)n_threads) : (uint32_t)n_threads;
-        int records = 1 + (int)next_rand(4);
         if (back_in_time && turn == turns / 2)
             t[tid] -= t[tid] < 5000 ? t[tid] : 5000;    /* as watch's records are: after the fact */
+        int records = 1 + (int)next_rand(4);
         if (next_rand(2) || b.chunk_end - b.pos < 64)
             b_chunk(&b, tid);
         else
@@ -150,19 +153,16 @@ static int collect_record(void *ctx, const pf_record_t *r)
 }
 
 /* The event the batch has at index i (the seen'th of the merge) against the contract's x. */
-static void check_event(const loader_t *L, const event_t *e, size_t i, const want_t *x)
+static void check_event(const loader_t *L, const event_t *e, size_t i, const want_t *x, int expected)
 {
+    assert_true(expected);
     assert_true(e->t == x->t);
     assert_int_equal(e->proc, x->proc);
     assert_int_equal(e->type, x->type);
     assert_int_equal(e->aux, x->aux);
-    /* a packed event's seq numbers its payload: beside the batch when streams are merged, in the loader's
-     * array of every packed payload when it sorted every event; its offset is its record's */
+    /* a packed event's seq numbers its payload beside the batch; its offset is its record's */
     int packed = ((const pf_rec_header_t *)(L->procs[e->proc].file.data + x->offset))->type == PF_REC_PACKED;
-    if (L->unordered)
-        assert_int_equal(e->seq != 0, packed);
-    else
-        assert_int_equal(e->seq, packed ? i + 1 : 0);
+    assert_int_equal(e->seq, packed ? i + 1 : 0);
     assert_true(((uint64_t)e->offset8 << 3) == x->offset + sizeof(pf_rec_header_t));
     const pf_rec_alloc_short_t *a = pf_event_payload(L, e);
     assert_true(a->addr == x->addr && a->t_ns + L->m->procs[e->proc].offset_ns == x->t);
@@ -186,7 +186,7 @@ static void merge_and_check(int n_procs, const int *threads, int turns, uint64_t
         snprintf(name, sizeof name, "merge%d.pflow", p);
         char err[256];
         assert_int_equal(pf_file_open(build_process(name, 100 + (uint32_t)p, threads[p], turns, apart,
-                                                    back_in_time && p == n_procs - 1), &L.procs[p].file, err,
+                                                                  back_in_time && p == n_procs - 1), &L.procs[p].file, err,
                                       sizeof err), 0);
         model.procs[p].offset_ns = 30 * (uint64_t)p;    /* a multiple of the steps: ties across processes */
         L.n_procs++;
@@ -211,21 +211,31 @@ static void merge_and_check(int n_procs, const int *threads, int turns, uint64_t
     qsort(w.want, w.n_want, sizeof *w.want, cmp_want);
     assert_true(w.n_want > 1000);
     const size_t sizes[] = {1, 2, 7, 256, 5000};
-    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
-        pf_event_iter_t it;
-        pf_events_begin(&L, &it);
-        event_t *batch = calloc(sizes[s], sizeof *batch);
-        size_t seen = 0, n;
-        while ((n = pf_events_next_batch(&it, batch, sizes[s])) > 0) {
-            assert_true(n <= sizes[s]);
-            for (size_t i = 0; i < n; i++, seen++) {
-                assert_true(seen < w.n_want);
-                check_event(&L, &batch[i], i, &w.want[seen]);
+    const pf_pipe_mode_t modes[] = {PF_PIPE_INLINE, PF_PIPE_THREAD};
+    for (size_t m = 0; m < sizeof modes / sizeof *modes; m++)
+        for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+            pf_events_pipe_t *pipe = pf_events_pipe_open(&L, modes[m], sizes[s]);
+            assert_int_equal(pf_events_pipe_threaded(pipe), modes[m] == PF_PIPE_THREAD);
+            const event_t *batch;
+            size_t seen = 0, n;
+            while ((n = pf_events_pipe_next(pipe, &batch)) > 0) {
+                assert_true(n <= sizes[s]);
+                for (size_t i = 0; i < n; i++, seen++)
+                    check_event(&L, &batch[i], i, &w.want[seen < w.n_want ? seen : 0], seen < w.n_want);
             }
+            assert_int_equal(seen, w.n_want);
+            assert_int_equal(pf_events_pipe_next(pipe, &batch), 0);     /* the end stays the end */
+            pf_events_pipe_close(pipe);
         }
-        assert_int_equal(seen, w.n_want);
-        pf_events_end(&it);
-        free(batch);
+    /* the sweep may stop anywhere: the merge thread then ends, whether it waits for room or not */
+    for (size_t taken = 0; taken < 40; taken += 13) {
+        pf_events_pipe_t *pipe = pf_events_pipe_open(&L, PF_PIPE_THREAD, 3);
+        const event_t *batch;
+        for (size_t k = 0; k < taken; k++)
+            assert_true(pf_events_pipe_next(pipe, &batch) > 0);
+        if (taken == 26)
+            usleep(20000);  /* long enough for the merge to fill the ring and sleep */
+        pf_events_pipe_close(pipe);
     }
     for (int p = 0; p < n_procs; p++)
         pf_file_close(&L.procs[p].file);
@@ -270,8 +280,8 @@ static void test_window_leaves_a_stream_empty(void **state)
     merge_and_check(2, threads, 200, 1000000000, 900000000, 0);
 }
 
-/* A thread of the second process goes back in time: the loader's array of every event, sorted, each packed
- * event's payload found by its seq among the loader's (a one-event record's seq must not be taken for one). */
+/* A thread of the second process goes back in time: the loader's array of every event, sorted, is taken
+ * both ways too, each packed event's payload copied beside its batch (the array's own are the loader's). */
 static void test_back_in_time(void **state)
 {
     (void)state;
