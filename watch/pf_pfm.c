@@ -1,20 +1,23 @@
-/* pf_pfm.c - libpfm4 through dlopen (see pf_pfm.h). Loaded once, kept for the life of the process:
- * pfm_initialize is not meant to be undone while an encoding may still be asked for. */
+/* pf_pfm.c - libpfm4 through dlopen (see pf_pfm.h): loaded when an event is first named, unloaded once
+ * the watch engine has chosen its events (pf_pfm_release). */
 #include "pf_pfm.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 
 #define PF_PFM_SONAME "libpfm.so.4"     /* libpfm4's ABI: the name Debian's libpfm4 package installs */
 
 static pf_pfm_t pfm;
 static char failure[160];
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static void *lib;       /* the handle while loaded */
+static int tried;       /* load ran since the last release */
 
 static void load(void)
 {
-    void *lib = dlopen(PF_PFM_SONAME, RTLD_NOW | RTLD_LOCAL);
+    lib = dlopen(PF_PFM_SONAME, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         snprintf(failure, sizeof failure, "libpfm4 cannot be loaded (%s): install libpfm4", dlerror());
         return;
@@ -36,10 +39,31 @@ static void load(void)
 
 const pf_pfm_t *pf_pfm(char *why, size_t n)
 {
-    pthread_once(&once, load);
-    if (pfm.strerror)
+    pthread_mutex_lock(&lock);
+    if (!tried) {
+        tried = 1;
+        load();
+    }
+    int ok = pfm.strerror != NULL;
+    pthread_mutex_unlock(&lock);
+    if (ok)
         return &pfm;
     if (why && n)
         snprintf(why, n, "%s", failure);
     return NULL;
+}
+
+void pf_pfm_release(void)
+{
+    pthread_mutex_lock(&lock);
+    if (lib) {
+        void (*terminate)(void) = (void (*)(void))dlsym(lib, "pfm_terminate");
+        if (pfm.strerror && terminate)
+            terminate();
+        dlclose(lib);
+        lib = NULL;
+    }
+    memset(&pfm, 0, sizeof pfm);
+    tried = 0;
+    pthread_mutex_unlock(&lock);
 }

@@ -160,6 +160,14 @@ static int encode(const char *name, pf_watch_pmu_t *pmu, char *why, size_t n)
         pmu->software = 1;
         return 0;
     }
+    if (strcmp(name, "cycles") == 0 || strcmp(name, "cpu-cycles") == 0) {
+        /* the kernel's generic event, as libpfm4 encodes it too: naming it needs no library (loading
+         * libpfm4 keeps 2.3 MiB of its tables resident in the program, every run of --watch on a machine
+         * without PEBS or IBS tries cycles before task-clock) */
+        pmu->type = PERF_TYPE_HARDWARE;
+        pmu->config = PERF_COUNT_HW_CPU_CYCLES;
+        return 0;
+    }
     if (encode_faults(name, pmu))
         return 0;
     if (strcmp(name, "ibs_op") == 0) {
@@ -277,7 +285,7 @@ int pf_watch_pmu_precise(unsigned modes, pf_watch_pmu_t *pmu)
     return -1;
 }
 
-int pf_watch_pmu_setup(const pf_watch_config_t *cfg, pf_watch_pmu_t *pmu, char *why, size_t n)
+static int setup(const pf_watch_config_t *cfg, pf_watch_pmu_t *pmu, char *why, size_t n)
 {
     int rc;
     if (cfg->event && cfg->event[0]) {
@@ -320,6 +328,13 @@ int pf_watch_pmu_setup(const pf_watch_config_t *cfg, pf_watch_pmu_t *pmu, char *
         return 0;
 fail:
     explain(-rc, pmu->name[0] ? pmu->name : "sampling event", why, n);
+    return rc;
+}
+
+int pf_watch_pmu_setup(const pf_watch_config_t *cfg, pf_watch_pmu_t *pmu, char *why, size_t n)
+{
+    int rc = setup(cfg, pmu, why, n);
+    pf_pfm_release();   /* its events are encoded in *pmu: what the library's tables held is needed no more */
     return rc;
 }
 
