@@ -34,7 +34,12 @@
 
 typedef struct pf_map_range {
     uint64_t lo, hi;
-    int writable_private;
+    uint8_t writable_private;
+    uint8_t anonymous;  /* no file, and no name but [heap] */
+    uint8_t file;       /* a file's pages: a loaded object's data, whose .bss is the anonymous mapping after it */
+    uint8_t guard;      /* no access: a thread stack's guard below it, a malloc arena's unreserved part above */
+    uint8_t locks;      /* a file of the interpreter, libpython, libc or the loader: its data holds the GIL's
+                           and malloc's futex words (rw_allowed) */
 } pf_map_range_t;
 
 /* The page each armed slot (by its index in the global armed table) protects, 0: none; whether it watches
@@ -101,6 +106,74 @@ static uint64_t hex_field(const char **p)
     }
 }
 
+/* 1 when the no-access mapping m is a page of watch's own (its protection splits the mapping), not a guard. */
+static int own_page(const pf_map_range_t *m)
+{
+    if (m->hi - m->lo != PF_PAGE)
+        return 0;
+    for (int g = 0; g < PF_PAGES_MAX; g++)
+        if (slot_page[g] == m->lo)
+            return 1;
+    return 0;
+}
+
+/* 1 when a read-write watch protects page already (so rw_allowed let it). Lock held. */
+static int page_has_rw(uint64_t page)
+{
+    for (int g = 0; g < PF_PAGES_MAX; g++)
+        if (slot_page[g] == page && slot_rw[g])
+            return 1;
+    return 0;
+}
+
+/* A thread's stack lies above its guard: at most this far (8 MiB is glibc's default from RLIMIT_STACK). */
+#define PF_STACK_SPAN (16ull << 20)
+/* A thread's malloc arena: HEAP_MAX_SIZE-aligned, its reserved part no-access above its used part. */
+#define PF_MALLOC_HEAP (64ull << 20)
+
+/* 1 when a read-write watch may make page (in m, a mapping of pf_maps) no-access. The kernel reads a futex
+ * word itself (a lock's or a condition variable's wait): on a no-access page the wait fails with EFAULT,
+ * which glibc takes for a broken kernel and aborts the program ("The futex facility returned an unexpected
+ * error code": a thread waiting for the GIL while a load of _PyRuntime was watched). Left alone: the data
+ * and .bss of the interpreter, libpython, libc and the loader (the GIL, malloc's arena locks), thread stacks
+ * (a thread's descriptor, 3.13's parking lot) and threads' malloc arenas (the semaphores of locks made
+ * there). What remains: anonymous mappings (pymalloc's arenas, large numpy buffers), the main heap (numpy's
+ * arrays under malloc's mmap threshold) and other libraries' data; a futex word there (a lock's semaphore
+ * made by the main thread, a threading library's own) is still at risk: docs/limitations.md. Lock held. */
+static int rw_allowed(const pf_map_range_t *m, uint64_t page)
+{
+    if (!m->writable_private || m->locks || !(m->file || m->anonymous))
+        return 0;
+    if (m->file)
+        return 1;   /* another library's data (numpy's descriptors and type objects, loaded again and again) */
+    const pf_map_range_t *below = m > pf_maps && m[-1].hi == m->lo ? &m[-1] : NULL;
+    const pf_map_range_t *above = m + 1 < pf_maps + pf_n_maps && m[1].lo == m->hi ? &m[1] : NULL;
+    if (below && below->locks)
+        return 0;   /* the .bss of the interpreter, libpython, libc */
+    if (below && below->guard && !own_page(below) && page < m->lo + PF_STACK_SPAN)
+        return 0;   /* a thread's stack */
+    if (above && above->guard && !own_page(above) && above->hi % PF_MALLOC_HEAP == 0 &&
+        page >= above->hi - PF_MALLOC_HEAP)
+        return 0;   /* a thread's malloc arena */
+    return 1;
+}
+
+/* 1 when the file named by [path, end) is the interpreter's executable, libpython, libc or the loader. */
+static int holds_locks(const char *path, const char *end)
+{
+    const char *base = path;
+    for (const char *c = path; c < end; c++)
+        if (*c == '/')
+            base = c + 1;
+    static const char *const names[] = {"python", "libpython", "libc.so", "libc-", "ld-linux", "libpthread"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        size_t n = strlen(names[i]);
+        if ((size_t)(end - base) >= n && memcmp(base, names[i], n) == 0)
+            return 1;
+    }
+    return 0;
+}
+
 /* Reads /proc/self/maps into pf_maps (raw system calls, a stack buffer). Lock held. */
 static void read_maps(void)
 {
@@ -123,8 +196,26 @@ static void read_maps(void)
             p++;
             uint64_t hi = hex_field(&p);
             p++;    /* "rw-p" */
-            if (pf_n_maps < PF_MAPS_MAX && p + 4 <= nl)
-                pf_maps[pf_n_maps++] = (pf_map_range_t){lo, hi, p[0] == 'r' && p[1] == 'w' && p[3] == 'p'};
+            if (pf_n_maps < PF_MAPS_MAX && p + 4 <= nl) {
+                pf_map_range_t *m = &pf_maps[pf_n_maps++];
+                *m = (pf_map_range_t){lo, hi, p[0] == 'r' && p[1] == 'w' && p[3] == 'p', 0, 0,
+                                      p[0] == '-' && p[1] == '-' && p[2] == '-', 0};
+                /* " offset dev inode   path": an inode names a file, a path without one a [name] */
+                p += 4;
+                for (int field = 0; field < 3 && p < nl; field++) {
+                    while (p < nl && *p == ' ')
+                        p++;
+                    const char *start = p;
+                    while (p < nl && *p != ' ')
+                        p++;
+                    if (field == 2)
+                        m->file = !(p - start == 1 && *start == '0');
+                }
+                while (p < nl && *p == ' ')
+                    p++;
+                m->locks = m->file && holds_locks(p, nl);
+                m->anonymous = !m->file && (p == nl || (nl - p == 6 && memcmp(p, "[heap]", 6) == 0));
+            }
             line = nl + 1;
         }
         have = (size_t)(buf + have - line);
@@ -133,17 +224,24 @@ static void read_maps(void)
     syscall(SYS_close, fd);
 }
 
-/* 1 when addr lies in a private mapping that is readable and writable. Lock held. */
-static int writable_private(uint64_t addr)
+/* addr's mapping, reading the maps again when no mapping read before holds it; NULL: none. Lock held. */
+static const pf_map_range_t *mapping_of(uint64_t addr)
 {
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < pf_n_maps; i++)
             if (addr >= pf_maps[i].lo && addr < pf_maps[i].hi)
-                return pf_maps[i].writable_private;
+                return &pf_maps[i];
         if (pass == 0)
             read_maps();    /* a mapping made since the last read */
     }
-    return 0;
+    return NULL;
+}
+
+/* 1 when addr lies in a private mapping that is readable and writable. Lock held. */
+static int writable_private(uint64_t addr)
+{
+    const pf_map_range_t *m = mapping_of(addr);
+    return m && m->writable_private;
 }
 
 int pf_watch_pages_arm(int g, uint64_t addr, uint32_t len, int rw)
@@ -153,8 +251,11 @@ int pf_watch_pages_arm(int g, uint64_t addr, uint32_t len, int rw)
         return -EINVAL;     /* aligned words never cross a page */
     int rc = 0;
     lock();
-    if (prot_now(page) < 0 && !writable_private(addr)) {
+    const pf_map_range_t *m = prot_now(page) < 0 || rw ? mapping_of(addr) : NULL;
+    if (prot_now(page) < 0 && !(m && m->writable_private)) {
         rc = -EACCES;   /* a read-only or shared mapping: no protection of ours could be undone exactly */
+    } else if (rw && (prot_now(page) < 0 ? !rw_allowed(m, page) : !page_has_rw(page))) {
+        rc = -EACCES;   /* a page that may hold a futex word (rw_allowed; a page of ours: judged when first armed) */
     } else {
         if (!slot_page[g])
             __atomic_fetch_add(&pf_watch_pages_active, 1, __ATOMIC_RELAXED);
