@@ -269,6 +269,9 @@ void pf_watch_emu_chain_end(pf_watch_thread_t *t) PF_WATCH_HIDDEN;
 int pf_watch_pages_arm(int g, uint64_t addr, uint32_t len, int rw) PF_WATCH_HIDDEN;
 /* Ends global slot g's protection (idempotent); the page gets its protection back with its last watch. */
 void pf_watch_pages_disarm(int g) PF_WATCH_HIDDEN;
+/* For tests: 1 when a read-write watch may make addr's page no-access in a process whose /proc/self/maps
+ * reads maps (lines ending in newlines), 0 when not (a page that may hold a futex word), -1: no mapping. */
+int pf_watch_pages_rw_allowed_in(const char *maps, uint64_t addr) PF_WATCH_HIDDEN;
 /* 1 while the calling thread steps over a fault on a watched page; then _step_done re-protects it. */
 int pf_watch_pages_stepping(void) PF_WATCH_HIDDEN;
 void pf_watch_pages_step_done(pf_watch_thread_t *t) PF_WATCH_HIDDEN;

@@ -174,6 +174,35 @@ static int holds_locks(const char *path, const char *end)
     return 0;
 }
 
+/* One line of /proc/self/maps, [line, nl): "lo-hi perms offset dev inode   path". Returns 0 when it is not one. */
+static int parse_map_line(const char *line, const char *nl, pf_map_range_t *m)
+{
+    const char *p = line;
+    uint64_t lo = hex_field(&p);
+    p++;
+    uint64_t hi = hex_field(&p);
+    p++;    /* "rw-p" */
+    if (p + 4 > nl)
+        return 0;
+    *m = (pf_map_range_t){lo, hi, p[0] == 'r' && p[1] == 'w' && p[3] == 'p', 0, 0, p[0] == '-' && p[1] == '-' && p[2] == '-', 0};
+    /* an inode names a file, a path without one a [name] */
+    p += 4;
+    for (int field = 0; field < 3 && p < nl; field++) {
+        while (p < nl && *p == ' ')
+            p++;
+        const char *start = p;
+        while (p < nl && *p != ' ')
+            p++;
+        if (field == 2)
+            m->file = !(p - start == 1 && *start == '0');
+    }
+    while (p < nl && *p == ' ')
+        p++;
+    m->locks = m->file && holds_locks(p, nl);
+    m->anonymous = !m->file && (p == nl || (nl - p == 6 && memcmp(p, "[heap]", 6) == 0));
+    return 1;
+}
+
 /* Reads /proc/self/maps into pf_maps (raw system calls, a stack buffer). Lock held. */
 static void read_maps(void)
 {
@@ -191,31 +220,8 @@ static void read_maps(void)
         buf[have] = '\0';
         char *line = buf, *nl;
         while ((nl = strchr(line, '\n')) != NULL) {
-            const char *p = line;
-            uint64_t lo = hex_field(&p);
-            p++;
-            uint64_t hi = hex_field(&p);
-            p++;    /* "rw-p" */
-            if (pf_n_maps < PF_MAPS_MAX && p + 4 <= nl) {
-                pf_map_range_t *m = &pf_maps[pf_n_maps++];
-                *m = (pf_map_range_t){lo, hi, p[0] == 'r' && p[1] == 'w' && p[3] == 'p', 0, 0,
-                                      p[0] == '-' && p[1] == '-' && p[2] == '-', 0};
-                /* " offset dev inode   path": an inode names a file, a path without one a [name] */
-                p += 4;
-                for (int field = 0; field < 3 && p < nl; field++) {
-                    while (p < nl && *p == ' ')
-                        p++;
-                    const char *start = p;
-                    while (p < nl && *p != ' ')
-                        p++;
-                    if (field == 2)
-                        m->file = !(p - start == 1 && *start == '0');
-                }
-                while (p < nl && *p == ' ')
-                    p++;
-                m->locks = m->file && holds_locks(p, nl);
-                m->anonymous = !m->file && (p == nl || (nl - p == 6 && memcmp(p, "[heap]", 6) == 0));
-            }
+            if (pf_n_maps < PF_MAPS_MAX && parse_map_line(line, nl, &pf_maps[pf_n_maps]))
+                pf_n_maps++;
             line = nl + 1;
         }
         have = (size_t)(buf + have - line);
@@ -415,3 +421,20 @@ void pf_watch_pages_release_range_slow(const void *p, size_t n)
 }
 
 int pf_watch_pages_on(void) { return pf_watch_cfg.emulate_pages; }
+
+int pf_watch_pages_rw_allowed_in(const char *maps, uint64_t addr)
+{
+    lock();
+    pf_n_maps = 0;
+    for (const char *line = maps, *nl; (nl = strchr(line, '\n')) != NULL; line = nl + 1)
+        if (pf_n_maps < PF_MAPS_MAX && parse_map_line(line, nl, &pf_maps[pf_n_maps]))
+            pf_n_maps++;
+    const pf_map_range_t *m = NULL;
+    for (int i = 0; i < pf_n_maps && !m; i++)
+        if (addr >= pf_maps[i].lo && addr < pf_maps[i].hi)
+            m = &pf_maps[i];
+    int ok = m ? rw_allowed(m, addr & ~(PF_PAGE - 1)) : -1;
+    pf_n_maps = 0;      /* the next arm reads the process's own maps */
+    unlock();
+    return ok;
+}

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include <linux/perf_event.h>
 
@@ -357,7 +358,46 @@ static void test_ring_parse(void **state)
     assert_int_equal(pf_watch_ring_parse(data, sizeof data, head, bad, &ip, &addr, NULL), 0);
 }
 
-/* libpfm4 is not linked (pf_pfm.h): loaded on first use, it names events, once per process. */
+/* Which pages a load watch may make no-access (pf_watch_pages.c's rw_allowed), from a process's maps: not
+ * where a futex word can be (the kernel's read of it in a wait would fail with EFAULT, and glibc aborts). */
+static void test_pages_rw_allowed(void **state)
+{
+    (void)state;
+    static const char maps[] =
+        "555555554000-555555600000 r--p 00000000 fe:00 1234       /usr/bin/python3.11\n"
+        "555555a00000-555555a40000 rw-p 004ac000 fe:00 1234       /usr/bin/python3.11\n"   /* _PyRuntime */
+        "555555a40000-555555a80000 rw-p 00000000 00:00 0 \n"                                 /* its .bss */
+        "555556000000-555556400000 rw-p 00000000 00:00 0          [heap]\n"
+        "7f0000000000-7f0000021000 rw-p 00000000 00:00 0 \n"          /* a thread's malloc arena, */
+        "7f0000021000-7f0004000000 ---p 00000000 00:00 0 \n"          /* its reserved part: 64 MiB-aligned */
+        "7f0010000000-7f0010100000 rw-p 00000000 00:00 0 \n"          /* a pymalloc arena, */
+        "7f0010100000-7f0010101000 ---p 00000000 00:00 0 \n"          /* a thread stack's guard, */
+        "7f0010101000-7f0010901000 rw-p 00000000 00:00 0 \n"          /* the stack */
+        "7f0020000000-7f0020800000 rw-p 00000000 00:00 0 \n"          /* a numpy buffer */
+        "7f0030000000-7f0030100000 r-xp 00000000 fe:00 99         /usr/lib/python3/numpy/_multiarray_umath.so\n"
+        "7f0030100000-7f0030120000 rw-p 00100000 fe:00 99         /usr/lib/python3/numpy/_multiarray_umath.so\n"
+        "7f0030120000-7f0030130000 rw-p 00000000 00:00 0 \n"          /* numpy's .bss */
+        "7f0040000000-7f0040200000 rw-p 00000000 fe:00 77         /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+        "7f0040200000-7f0040210000 rw-p 00000000 00:00 0 \n"          /* libc's .bss */
+        "7ffffffde000-7ffffffff000 rw-p 00000000 00:00 0          [stack]\n";
+    assert_int_equal(pf_watch_pages_rw_allowed_in(maps, 0x555555a10008ull), 0);     /* the GIL is here */
+    assert_int_equal(pf_watch_pages_rw_allowed_in(maps, 0x555555a50000ull), 0);
+    assert_int_equal(pf_watch_pages_rw_allowed_in(maps, 0x555556001000ull), 1);     /* numpy's small arrays */
+    assert_int_equal(pf_watch_pages_rw_allowed_in(maps, 0x7f0000010000ull), 0);
+    assert_int_equal(pf_watch_pages_rw_allowed_in(maps, 0x7f0010000100ull), 1);
+    assert_int_equal(pf_watch_pages_rw_allowed_in(maps, 0x7f0010200000ull), 0);
+    assert_int_equal(pf_watch_pages_rw_allowed_in(maps, 0x7f0020400000ull), 1);
+    assert_int_equal(pf_watch_pages_rw_allowed_in(maps, 0x7f0030100040ull), 1);     /* numpy's descriptors */
+    assert_int_equal(pf_watch_pages_rw_allowed_in(maps, 0x7f0030121000ull), 1);
+    assert_int_equal(pf_watch_pages_rw_allowed_in(maps, 0x7f0040100000ull), 0);     /* malloc's main arena lock */
+    assert_int_equal(pf_watch_pages_rw_allowed_in(maps, 0x7f0040201000ull), 0);
+    assert_int_equal(pf_watch_pages_rw_allowed_in(maps, 0x7ffffffe0000ull), 0);
+    assert_int_equal(pf_watch_pages_rw_allowed_in(maps, 0x7f0030000100ull), 0);     /* not writable */
+    assert_int_equal(pf_watch_pages_rw_allowed_in(maps, 0x1000ull), -1);
+}
+
+/* libpfm4 is not linked (pf_pfm.h): loaded on first use, it names events until released; released, it is
+ * unmapped (its tables were 2.3 MiB of the program's memory), and the next use loads it again. */
 static void test_pfm_on_demand(void **state)
 {
     (void)state;
@@ -377,6 +417,16 @@ static void test_pfm_on_demand(void **state)
     assert_int_equal(pfm->get_os_event_encoding("no_such_event_xyz", PFM_PLM3, PFM_OS_PERF_EVENT_EXT, &arg),
                      PFM_ERR_NOTFOUND);
     assert_non_null(strstr(pfm->strerror(PFM_ERR_NOTFOUND), "not found"));
+    pf_pfm_release();
+    char maps[1 << 16] = "";
+    FILE *f = fopen("/proc/self/maps", "r");
+    assert_non_null(f);
+    size_t n = fread(maps, 1, sizeof maps - 1, f);
+    maps[n] = '\0';
+    fclose(f);
+    assert_null(strstr(maps, "libpfm"));
+    assert_non_null(pf_pfm(why, sizeof why));
+    pf_pfm_release();
 }
 
 int main(void)
@@ -388,7 +438,7 @@ int main(void)
         cmocka_unit_test(test_decode_prev), cmocka_unit_test(test_value_same),
         cmocka_unit_test(test_reservoir),
         cmocka_unit_test(test_copy_slots_oldest_first), cmocka_unit_test(test_copy_watch_lifetime), cmocka_unit_test(test_emu_budget), cmocka_unit_test(test_futile), cmocka_unit_test(test_pair_encoding), cmocka_unit_test(test_ring_parse),
-        cmocka_unit_test(test_pfm_on_demand),
+        cmocka_unit_test(test_pfm_on_demand), cmocka_unit_test(test_pages_rw_allowed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
