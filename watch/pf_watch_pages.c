@@ -106,24 +106,19 @@ static uint64_t hex_field(const char **p)
     }
 }
 
-/* 1 when the no-access mapping m is a page of watch's own (its protection splits the mapping), not a guard. */
-static int own_page(const pf_map_range_t *m)
+/* 1 when a slot protects page (rw: a read-write slot, so rw_allowed let it). Lock held. */
+static int slot_on(uint64_t page, int rw)
 {
-    if (m->hi - m->lo != PF_PAGE)
-        return 0;
     for (int g = 0; g < PF_PAGES_MAX; g++)
-        if (slot_page[g] == m->lo)
+        if (slot_page[g] == page && (!rw || slot_rw[g]))
             return 1;
     return 0;
 }
 
-/* 1 when a read-write watch protects page already (so rw_allowed let it). Lock held. */
-static int page_has_rw(uint64_t page)
+/* 1 when the no-access mapping m is a page of watch's own (its protection splits the mapping), not a guard. */
+static int own_page(const pf_map_range_t *m)
 {
-    for (int g = 0; g < PF_PAGES_MAX; g++)
-        if (slot_page[g] == page && slot_rw[g])
-            return 1;
-    return 0;
+    return m->hi - m->lo == PF_PAGE && slot_on(m->lo, 0);
 }
 
 /* A thread's stack lies above its guard: at most this far (8 MiB is glibc's default from RLIMIT_STACK). */
@@ -203,6 +198,16 @@ static int parse_map_line(const char *line, const char *nl, pf_map_range_t *m)
     return 1;
 }
 
+/* Adds the whole lines of text (NUL-terminated) to pf_maps; returns where the unfinished last one starts. */
+static const char *add_lines(const char *text)
+{
+    const char *line = text, *nl;
+    for (; (nl = strchr(line, '\n')) != NULL; line = nl + 1)
+        if (pf_n_maps < PF_MAPS_MAX && parse_map_line(line, nl, &pf_maps[pf_n_maps]))
+            pf_n_maps++;
+    return line;
+}
+
 /* Reads /proc/self/maps into pf_maps (raw system calls, a stack buffer). Lock held. */
 static void read_maps(void)
 {
@@ -218,29 +223,31 @@ static void read_maps(void)
             break;
         have += (size_t)got;
         buf[have] = '\0';
-        char *line = buf, *nl;
-        while ((nl = strchr(line, '\n')) != NULL) {
-            if (pf_n_maps < PF_MAPS_MAX && parse_map_line(line, nl, &pf_maps[pf_n_maps]))
-                pf_n_maps++;
-            line = nl + 1;
-        }
+        const char *line = add_lines(buf);
         have = (size_t)(buf + have - line);
         memmove(buf, line, have);
     }
     syscall(SYS_close, fd);
 }
 
+/* addr's mapping among those read; NULL: none. Lock held. */
+static const pf_map_range_t *find_mapping(uint64_t addr)
+{
+    for (int i = 0; i < pf_n_maps; i++)
+        if (addr >= pf_maps[i].lo && addr < pf_maps[i].hi)
+            return &pf_maps[i];
+    return NULL;
+}
+
 /* addr's mapping, reading the maps again when no mapping read before holds it; NULL: none. Lock held. */
 static const pf_map_range_t *mapping_of(uint64_t addr)
 {
-    for (int pass = 0; pass < 2; pass++) {
-        for (int i = 0; i < pf_n_maps; i++)
-            if (addr >= pf_maps[i].lo && addr < pf_maps[i].hi)
-                return &pf_maps[i];
-        if (pass == 0)
-            read_maps();    /* a mapping made since the last read */
+    const pf_map_range_t *m = find_mapping(addr);
+    if (!m) {
+        read_maps();    /* a mapping made since the last read */
+        m = find_mapping(addr);
     }
-    return NULL;
+    return m;
 }
 
 /* 1 when addr lies in a private mapping that is readable and writable. Lock held. */
@@ -257,10 +264,11 @@ int pf_watch_pages_arm(int g, uint64_t addr, uint32_t len, int rw)
         return -EINVAL;     /* aligned words never cross a page */
     int rc = 0;
     lock();
-    const pf_map_range_t *m = prot_now(page) < 0 || rw ? mapping_of(addr) : NULL;
-    if (prot_now(page) < 0 && !(m && m->writable_private)) {
+    int ours = prot_now(page) >= 0;
+    const pf_map_range_t *m = ours ? NULL : mapping_of(addr);
+    if (!ours && !(m && m->writable_private)) {
         rc = -EACCES;   /* a read-only or shared mapping: no protection of ours could be undone exactly */
-    } else if (rw && (prot_now(page) < 0 ? !rw_allowed(m, page) : !page_has_rw(page))) {
+    } else if (rw && (ours ? !slot_on(page, 1) : !rw_allowed(m, page))) {
         rc = -EACCES;   /* a page that may hold a futex word (rw_allowed; a page of ours: judged when first armed) */
     } else {
         if (!slot_page[g])
@@ -426,13 +434,8 @@ int pf_watch_pages_rw_allowed_in(const char *maps, uint64_t addr)
 {
     lock();
     pf_n_maps = 0;
-    for (const char *line = maps, *nl; (nl = strchr(line, '\n')) != NULL; line = nl + 1)
-        if (pf_n_maps < PF_MAPS_MAX && parse_map_line(line, nl, &pf_maps[pf_n_maps]))
-            pf_n_maps++;
-    const pf_map_range_t *m = NULL;
-    for (int i = 0; i < pf_n_maps && !m; i++)
-        if (addr >= pf_maps[i].lo && addr < pf_maps[i].hi)
-            m = &pf_maps[i];
+    add_lines(maps);
+    const pf_map_range_t *m = find_mapping(addr);
     int ok = m ? rw_allowed(m, addr & ~(PF_PAGE - 1)) : -1;
     pf_n_maps = 0;      /* the next arm reads the process's own maps */
     unlock();
