@@ -291,6 +291,23 @@ def case_threads_stress(c):
 
 
 @per_version
+def case_api_counters_threads(c):
+    """The in-process counters (pyflow.runtime) under --exact while 4 threads churn 64 KiB blocks and blocks
+    cross threads both ways: the counts each thread adds (the first thread's in cells of its own) sum to the
+    ground truth: nothing left live, every block allocated counted, the peak at least what was held."""
+    cp = run([c.pyflow, "run", "--python", c.python, "--exact", "--no-report", "-o", os.path.join(c.tmp, "p"),
+              prog("api_counters_threads.py")])
+    assert cp.returncode == 0, (cp.returncode, cp.stdout, cp.stderr[-800:])
+    got = {k: int(v) for k, v in (line.split() for line in cp.stdout.split("\n") if line.strip())}
+    MiB = 1 << 20
+    near(got["held"], 16 * MiB, 0.01, "the main thread's 16 MiB")
+    for k in ("live_after_churn", "live_after_handoff", "live_after_release"):
+        assert abs(got[k]) < MiB // 2, f"{k}: {got[k]} bytes left live by blocks all freed ({got})"
+    assert got["allocated_churn"] >= 4 * 3 * 200 * (64 << 10), got
+    assert 24 * MiB - MiB // 2 <= got["peak_over_start"] <= 80 * MiB, got
+
+
+@per_version
 def case_outside_code(c):
     """Memory no line of the program asked for: an exit handler's library code (json.loads, after the last
     line) is said once, below the line table, as outside the user's code, with its library line. A thread
