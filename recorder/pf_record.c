@@ -282,7 +282,7 @@ static void check_fast_walk(pf_tls_t *t, pf_stack_t *st, const pf_pyframe_t *fra
     if (seen >= CHECK_ALL_FIRST && seen % CHECK_ONE_IN)
         return;
     uint64_t check[PF_MAX_NATIVE_FRAMES];
-    int n = pf_unwinder_libunwind(check, PF_MAX_NATIVE_FRAMES);
+    int n = pf_unwinder_stepped(check, PF_MAX_NATIVE_FRAMES);  /* no trace cache (pf_unwinder.c) */
     if (!pf_cfg.whole_stacks)
         n = pf_modules_native_cut(t, check, n);
     if (n != st->n_native || memcmp(check, st->native, (size_t)n * 8) != 0) {

@@ -17,8 +17,9 @@
 #ifndef PF_SAMPLER_H
 #define PF_SAMPLER_H
 
-#include <math.h>
 #include <stdint.h>
+
+#include "pf_sampler_math.h"
 
 typedef struct pf_sampler {
     int64_t countdown;      /* bytes until the next visit; the hot path subtracts from it */
@@ -48,7 +49,7 @@ static inline uint64_t pf_sampler_rand(pf_sampler_t *s)
 static inline int64_t pf_sampler_gap(pf_sampler_t *s, uint64_t mean)
 {
     double u = ((double)(pf_sampler_rand(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0); /* (0,1) */
-    double gap = -log(u) * (double)mean;
+    double gap = -pf_ln(u) * (double)mean;
     if (gap < 1.0)
         return 1;
     return gap > 4e18 ? (int64_t)4e18 : (int64_t)gap;
@@ -73,7 +74,7 @@ static inline void pf_sampler_seed(pf_sampler_t *s, uint64_t seed, uint64_t mean
 /* The estimate an allocation of `size` stands for when a sample point fell in it. */
 static inline uint64_t pf_sampler_estimate(uint64_t size, uint64_t mean)
 {
-    double prob = -expm1(-(double)size / (double)mean);
+    double prob = pf_one_minus_exp_neg((double)size / (double)mean);
     if (!(prob > 0))
         return size;
     double est = (double)size / prob;

@@ -21,8 +21,13 @@
  * differs from a remembered one below some frame takes the frames up to there and walks from there.
  * Anything the walk does not follow (a signal frame, an expression rule, code without an FDE, an address
  * off the thread's stack) hands the whole stack to unw_backtrace; pf_record.c also compares stacks new
- * to the process (the first 4096, then one in 64) with unw_backtrace's, and one disagreement sends every
+ * to the process (the first 4096, then one in 64) with libunwind's, and one disagreement sends every
  * later stack there, said once (PYFLOW_NATIVE_WALK=libunwind does so from the start).
+ *
+ * Those checks, and the set-up, step with unw_step (pf_unwinder_step.c), not unw_backtrace: unw_backtrace
+ * gives each thread that calls it a trace cache of 256 KiB, every page of it written as it is made, which
+ * then counts in the program's RSS; a run whose fast walk holds needs libunwind only for the checks, and
+ * there a few microseconds more each (4096 stacks, then one in 64) cost less than 256 KiB a thread.
  */
 #include <libunwind.h>
 #include <pthread.h>
@@ -65,8 +70,7 @@ void pf_unwinder_start(void)
         fast_off = 1;
     if (!pf_modules_text_range((const void *)unw_backtrace, &unwinder_lo, &unwinder_hi))
         return;
-    void *ip;
-    unw_backtrace(&ip, 1);  /* libunwind's one-time set-up, which opens the pipe, happens now */
+    pf_unwinder_set_up();   /* libunwind's one-time set-up, which opens the pipe, happens now */
 }
 
 int pf_recorder_unwinder_caller(uint64_t ip)
@@ -134,7 +138,7 @@ typedef struct walk_word {
 /* A remembered walk: frames [first, WALK_FRAMES) of f, innermost first. */
 typedef struct walk_memo {
     walk_frame_t f[WALK_FRAMES];
-    int first;              /* WALK_FRAMES: none */
+    int kept;               /* frames kept: first is WALK_FRAMES - kept (memo_first); 0: none */
     int truncated;          /* it stopped at max IPs: the stack goes on past its last frame */
     uint64_t last_ra;       /* the return address below LOWEST_IP its last step read, if it ended so */
     /* The words memo_changed_at compares, in frame order, packed (memo_words): a walk that holds reads
@@ -151,6 +155,18 @@ typedef struct walk_memo {
      * walk that holds knows where its stack is cut without looking at its IPs again */
     uint8_t site_at[WALK_FRAMES + 1];
 } walk_memo_t;
+
+/* Where M's frames begin; WALK_FRAMES: no walk kept. Stored as a count so that a way never written reads
+ * as none: a thread's memos are fresh zero pages, and none of them is touched before it keeps a walk. */
+static inline int memo_first(const walk_memo_t *M)
+{
+    return WALK_FRAMES - M->kept;
+}
+
+static inline void memo_set_first(walk_memo_t *M, int first)
+{
+    M->kept = WALK_FRAMES - first;
+}
 
 /* A thread's last walks, four for each of eight sets of starting stack pointers: allocations from
  * different C functions start at different depths, and a loop makes a handful of them in turn. Mapped on
@@ -197,11 +213,8 @@ static walk_memos_t *thread_memos(void)
         memos = MEMOS_GONE;
         return NULL;
     }
-    memos = p;
+    memos = p;    /* every way's kept is 0 (none): its pages stay untouched until a walk is kept there */
     __atomic_store_n(&walked, 1, __ATOMIC_RELAXED);
-    for (int i = 0; i < MEMO_SETS; i++)
-        for (int w = 0; w < MEMO_WAYS; w++)
-            memos->way[i][w].first = WALK_FRAMES;
     return memos;
 }
 
@@ -212,7 +225,7 @@ static walk_memos_t *thread_memos(void)
 static void memo_words(pf_tls_t *t, walk_memo_t *M)
 {
     int n = 0, ended = 0, n_ips = 0;
-    for (int i = M->first; i < WALK_FRAMES; i++) {
+    for (int i = memo_first(M); i < WALK_FRAMES; i++) {
         M->word_from[i] = (uint8_t)n;
         M->ip_from[i] = (uint8_t)n_ips;
         const walk_frame_t *f = &M->f[i];
@@ -258,14 +271,14 @@ static void memo_tag(walk_memos_t *all, const walk_memo_t *M)
     size_t at = (size_t)(M - &all->way[0][0]);
     walk_tag_t *g = &all->tag[at / MEMO_WAYS][at % MEMO_WAYS];
     *g = (walk_tag_t){0};
-    if (M->first == WALK_FRAMES)
+    if (memo_first(M) == WALK_FRAMES)
         return;
-    const walk_frame_t *f = &M->f[M->first];
+    const walk_frame_t *f = &M->f[memo_first(M)];
     g->sp = f->sp;
     g->ip = f->ip;
     g->bp = f->bp;
     g->bp_needed = f->bp_needed;
-    for (int i = M->first; i + 1 < WALK_FRAMES && M->f[i].ra_slot; i++) {
+    for (int i = memo_first(M); i + 1 < WALK_FRAMES && M->f[i].ra_slot; i++) {
         if (M->f[i + 1].emits) {
             g->key_slot = M->f[i].ra_slot;
             g->key_held = M->f[i + 1].ip + 1;
@@ -278,8 +291,8 @@ static void memo_tag(walk_memos_t *all, const walk_memo_t *M)
  * tag only spares the walks of other ways a look at their memos, and the memo has the last word). */
 static inline int memo_starts_at(const walk_memo_t *M, uint64_t sp, uint64_t ip, uint64_t bp)
 {
-    const walk_frame_t *f0 = &M->f[M->first];
-    return M->first != WALK_FRAMES && f0->sp == sp && f0->ip == ip && (!f0->bp_needed || f0->bp == bp);
+    const walk_frame_t *f0 = &M->f[memo_first(M)];
+    return memo_first(M) != WALK_FRAMES && f0->sp == sp && f0->ip == ip && (!f0->bp_needed || f0->bp == bp);
 }
 
 /* 1 when a walk from (sp, ip, bp) may be g's: the same first frame, and the word g's walk read its first
@@ -334,7 +347,7 @@ __attribute__((noinline)) static int fast_walk(pf_tls_t *t, uint64_t *out, int m
     if (PF_UNLIKELY(pf_cfi_renewed())) { /* code was unloaded: remembered frames may name its addresses */
         for (int i = 0; i < MEMO_SETS; i++)
             for (int w = 0; w < MEMO_WAYS; w++)
-                all->way[i][w].first = WALK_FRAMES;
+                all->way[i][w].kept = 0;
         memset(all->tag, 0, sizeof all->tag);
     }
     /* the way whose walk from this very frame still holds (the first such), or holds longest */
@@ -346,7 +359,7 @@ __attribute__((noinline)) static int fast_walk(pf_tls_t *t, uint64_t *out, int m
         /* a way that holds passes its tag: only those are checked, first frame and words */
         walk_memo_t *C = &all->way[set][w];
         if (tag_may_hold(&tags[w], sp, ip, bp, lo) && memo_starts_at(C, sp, ip, bp) &&
-            memo_changed_at(C, C->first, lo) < 0) {
+            memo_changed_at(C, memo_first(C), lo) < 0) {
             M = C;
             held = -1;
         }
@@ -357,7 +370,7 @@ __attribute__((noinline)) static int fast_walk(pf_tls_t *t, uint64_t *out, int m
             walk_memo_t *C = &all->way[set][w];
             if (!memo_starts_at(C, sp, ip, bp))
                 continue;
-            int c = memo_changed_at(C, C->first, lo);
+            int c = memo_changed_at(C, memo_first(C), lo);
             if (!M || c > held) {
                 M = C;
                 held = c;
@@ -376,7 +389,7 @@ __attribute__((noinline)) static int fast_walk(pf_tls_t *t, uint64_t *out, int m
             M = dst;
     }
     walk_frame_t fresh[WALK_FRAMES];
-    int nf = 0, n = 0, lead = 1, m = M->first, tries = 4, changed = -1, ended_low = 0;
+    int nf = 0, n = 0, lead = 1, m = memo_first(M), tries = 4, changed = -1, ended_low = 0;
     uint64_t last_ra = 0;
     for (;;) {
         /* a frame the remembered walk also reached, with the same registers: maybe its frames from here */
@@ -387,7 +400,7 @@ __attribute__((noinline)) static int fast_walk(pf_tls_t *t, uint64_t *out, int m
             tries--;
             if ((M->truncated && n + (int)M->f[m].emits_after < max) || nf > m) {
                 tries = 0;  /* its frames end too soon for this stack, or this one has more inner frames */
-            } else if ((changed = (m == M->first && held != -2) ? held : memo_changed_at(M, m, lo)) < 0) {
+            } else if ((changed = (m == memo_first(M) && held != -2) ? held : memo_changed_at(M, m, lo)) < 0) {
                 int take = M->ip_from[WALK_FRAMES] - M->ip_from[m];
                 take = take < max - n ? take : max - n;
                 copy_ips(out + n, &M->ips[M->ip_from[m]], take);
@@ -400,14 +413,14 @@ __attribute__((noinline)) static int fast_walk(pf_tls_t *t, uint64_t *out, int m
                     }
                     memcpy(&dst->f[m - nf], fresh, (size_t)nf * sizeof *fresh);
                     finish_frames(dst->f, m - nf, m);
-                    dst->first = m - nf;
+                    memo_set_first(dst, m - nf);
                     memo_words(t, dst);
                     memo_tag(all, dst);
                     *cut = memo_cut(dst, 0, n);    /* its IPs are the walk's, fresh ones first */
                 } else {
                     *cut = memo_cut(M, M->ip_from[m], n);
-                    if (M->first != m) {
-                        M->first = m;
+                    if (memo_first(M) != m) {
+                        memo_set_first(M, m);
                         memo_tag(all, M);
                     }
                 }
@@ -480,7 +493,7 @@ __attribute__((noinline)) static int fast_walk(pf_tls_t *t, uint64_t *out, int m
     int first = WALK_FRAMES - nf;
     memcpy(&dst->f[first], fresh, (size_t)nf * sizeof *fresh);
     finish_frames(dst->f, first, WALK_FRAMES);
-    dst->first = first;
+    memo_set_first(dst, first);
     dst->truncated = n == max;
     dst->last_ra = last_ra;
     memo_words(t, dst);

@@ -28,3 +28,11 @@ int pf_unwinder_stepped(uint64_t *out, int max)
     } while (n < max && unw_step(&cur) > 0);
     return n;
 }
+
+void pf_unwinder_set_up(void)
+{
+    unw_context_t ctx;
+    unw_cursor_t cur;
+    if (unw_getcontext(&ctx) == 0)
+        (void)unw_init_local(&cur, &ctx);  /* its first call sets libunwind up (tdep_init) */
+}

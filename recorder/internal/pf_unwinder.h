@@ -21,8 +21,11 @@ int pf_unwinder_capture(pf_tls_t *t, uint64_t *out, int max, int *fast, int *cut
  * in effect. */
 int pf_unwinder_libunwind(uint64_t *out, int max);
 
-/* The same stack by unw_step, frame by frame (pf_unwinder_step.c). */
+/* The same stack by unw_step, frame by frame (pf_unwinder_step.c): what a fast walk is checked against. */
 int pf_unwinder_stepped(uint64_t *out, int max);
+
+/* libunwind's one-time set-up (its pipe opened), with no trace cache made (pf_unwinder_step.c). */
+void pf_unwinder_set_up(void);
 
 /* A fast walk gave another stack than libunwind (pf_record.c checks each stack new to a thread): from now on
  * every stack comes from libunwind. */

@@ -101,6 +101,50 @@ static void test_unbiased_across_mean_changes(void **state)
                  allowed * 100);
 }
 
+/* |got - want| in units of want's last place (want's spacing at its magnitude). */
+static double ulps(double got, double want)
+{
+    return fabs(got - want) / (nextafter(fabs(want), INFINITY) - fabs(want));
+}
+
+/* The sampler's own ln and 1 - e^-y (pf_sampler_math.h, there so that libm's tables stay out of the
+ * program's RSS) agree with libm's log and expm1 within a few ulps over their domains: the uniform draws'
+ * (2^-54 up to 1) and every size-to-mean ratio (tiny to past where the answer is 1). */
+static void test_math_matches_libm(void **state)
+{
+    uint64_t rng = 0x9E3779B97F4A7C15ull;
+    double worst_ln = 0, worst_p = 0;
+    for (int i = 0; i < 2000000; i++) {
+        rng ^= rng >> 12, rng ^= rng << 25, rng ^= rng >> 27;
+        uint64_t r = rng * 0x2545F4914F6CDD1Dull;
+        double u = ((double)(r >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+        if (i % 4 == 1)
+            u = ldexp(u, -(int)(r % 50));           /* small draws too */
+        double d = ulps(pf_ln(u), log(u));
+        worst_ln = d > worst_ln ? d : worst_ln;
+        double y = ldexp((double)(r >> 11) / 9007199254740992.0, (int)(r % 60) - 40);  /* 2^-40 .. 2^20 */
+        d = ulps(pf_one_minus_exp_neg(y), -expm1(-y));
+        worst_p = d > worst_p ? d : worst_p;
+    }
+    static const double edges[] = {5e-324, 1e-300, 1e-17, 1e-9, 0.49999999999, 0.5, 0.6931471805599453,
+                                   0.6931471805599454, 1.0, 1.3862943611198906, 39.999, 40.0, 745.2, 1e300};
+    for (size_t i = 0; i < sizeof edges / sizeof *edges; i++) {
+        double d = ulps(pf_one_minus_exp_neg(edges[i]), -expm1(-edges[i]));
+        worst_p = d > worst_p ? d : worst_p;
+    }
+    static const double draws[] = {0x1p-54, 0x1p-53, 0.5, 0.70710678118654746, 0.70710678118654757,
+                                   0.99999999999999989, 0.9999999};
+    for (size_t i = 0; i < sizeof draws / sizeof *draws; i++) {
+        double d = ulps(pf_ln(draws[i]), log(draws[i]));
+        worst_ln = d > worst_ln ? d : worst_ln;
+    }
+    print_message("worst: ln %.2f ulp, 1 - e^-y %.2f ulp\n", worst_ln, worst_p);
+    assert_true(worst_ln <= 4.0);
+    assert_true(worst_p <= 4.0);
+    assert_true(pf_one_minus_exp_neg(0.0) == 0.0 && pf_one_minus_exp_neg(-1.0) == 0.0);
+    assert_true(pf_one_minus_exp_neg(NAN) == 0.0);
+}
+
 static void test_estimate_bounds(void **state)
 {
     /* tiny allocations stand for about the mean; huge ones for themselves */
@@ -117,6 +161,7 @@ int main(void)
         cmocka_unit_test(test_unbiased_small),
         cmocka_unit_test(test_unbiased_mixed),
         cmocka_unit_test(test_estimate_bounds),
+        cmocka_unit_test(test_math_matches_libm),
         cmocka_unit_test(test_unbiased_across_mean_changes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
