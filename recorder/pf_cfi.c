@@ -32,12 +32,7 @@ struct dwarf_eh_bases {
 };
 extern const void *_Unwind_Find_FDE(void *pc, struct dwarf_eh_bases *bases);
 
-/* The shared table starts at CFI_FIRST_SLOTS and doubles (pf_cfi.c's grow) past half full or when an
- * address finds no free slot among its probes, up to CFI_MAX_SLOTS. A fixed 8192 slots (128 KiB, hashed:
- * a few hundred return addresses touch every page of it) cost 124 KiB of a 17 MiB program's RSS under
- * --native; a program's hot return addresses are a few hundred. */
-#define CFI_FIRST_SLOTS 512u
-#define CFI_MAX_SLOTS 65536u
+#define CFI_SLOTS 8192u             /* a power of two; a program's hot return addresses are a few hundred */
 #define CFI_PROBES 8
 #define CFI_STATES 8                /* DW_CFA_remember_state depth */
 
@@ -46,37 +41,12 @@ typedef struct cfi_slot {
     pf_cfi_rule_t rule;
 } cfi_slot_t;
 
-#define CFI_RENEWALS 64             /* empty tables made after unloads */
+#define CFI_RENEWALS 64             /* empty tables made after unloads: 8 MiB at most */
 
-typedef struct cfi_table {
-    uint32_t mask;                  /* slots - 1 */
-    uint32_t used;                  /* atomic: slots claimed */
-    cfi_slot_t *slot;
-} cfi_table_t;
-
-static cfi_slot_t first_slots[CFI_FIRST_SLOTS];
-static cfi_table_t first_table = {CFI_FIRST_SLOTS - 1, 0, first_slots};
-static cfi_table_t *table = &first_table;  /* the one in use, replaced (release) by grow and pf_cfi_forget */
+static cfi_slot_t first_table[CFI_SLOTS];
+static cfi_slot_t *table = first_table;    /* the one in use, replaced (release) by pf_cfi_forget */
 static uint32_t generation;                 /* pf_cfi_forget calls so far */
 static uint32_t renewals;
-
-/* An empty table of n slots (a power of two) in pages of its own (this runs inside malloc); NULL when none
- * could be mapped. */
-static cfi_table_t *new_table(uint32_t n)
-{
-    cfi_table_t *t = pf_sys_alloc_pages(sizeof(cfi_slot_t) * (n + 1));
-    if (!t)
-        return NULL;
-    t->mask = n - 1;
-    _Static_assert(sizeof(cfi_table_t) <= sizeof(cfi_slot_t), "the header fits in the first slot's room");
-    t->slot = (cfi_slot_t *)((char *)t + sizeof(cfi_slot_t));
-    return t;
-}
-
-static inline uint64_t slot_hash(uint64_t ip)
-{
-    return (ip * 0x9E3779B97F4A7C15ull) >> 40;
-}
 
 /* ---- reading the FDE ---- */
 
@@ -358,7 +328,7 @@ static pf_cfi_rule_t rule_from_fde(uint64_t ip)
     return out;
 }
 
-/* The shared table's slots are scattered over its pages: a thread's stack steps through the same few dozen
+/* The shared table's slots are scattered over 128 KiB: a thread's stack steps through the same few dozen
  * return addresses again and again, so it keeps them in a page of its own first. */
 #define NEAR_SLOTS 64u
 static __thread cfi_slot_t near[NEAR_SLOTS];
@@ -377,44 +347,12 @@ pf_cfi_rule_t pf_cfi_rule(uint64_t ip)
     return r;
 }
 
-/* Doubles the table `from` (while it is still the one in use): the rules it holds are copied over, those
- * claimed meanwhile are read again from their FDEs when next asked for. The old table stays mapped (a reader
- * may still be probing it); all of them together are less than twice the last. */
-static void grow(cfi_table_t *from)
-{
-    uint32_t n = (from->mask + 1) * 2;
-    if (n > CFI_MAX_SLOTS)
-        return;
-    cfi_table_t *to = new_table(n);
-    if (!to)
-        return;
-    uint32_t used = 0;
-    for (uint32_t i = 0; i <= from->mask; i++) {
-        uint64_t key = __atomic_load_n(&from->slot[i].key, __ATOMIC_ACQUIRE);
-        if (key <= 1)
-            continue;
-        for (int p = 0; p < CFI_PROBES; p++) {
-            cfi_slot_t *s = &to->slot[(slot_hash(key) + (uint64_t)p) & to->mask];
-            if (!s->key) {
-                s->rule = from->slot[i].rule;
-                s->key = key;
-                used++;
-                break;
-            }
-        }
-    }
-    to->used = used;
-    cfi_table_t *expected = from;
-    if (!__atomic_compare_exchange_n(&table, &expected, to, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-        pf_sys_munmap(to, sizeof(cfi_slot_t) * (n + 1));   /* another thread grew it, or code was unloaded */
-}
-
 static pf_cfi_rule_t shared_rule(uint64_t ip)
 {
-    uint64_t h = slot_hash(ip);
-    cfi_table_t *tab = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
+    uint64_t h = (ip * 0x9E3779B97F4A7C15ull) >> 51;     /* 13 bits: CFI_SLOTS */
+    cfi_slot_t *tab = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
     for (int i = 0; i < CFI_PROBES; i++) {
-        cfi_slot_t *s = &tab->slot[(h + (uint64_t)i) & tab->mask];
+        cfi_slot_t *s = &tab[(h + (uint64_t)i) & (CFI_SLOTS - 1)];
         uint64_t key = __atomic_load_n(&s->key, __ATOMIC_ACQUIRE);
         if (key == ip)
             return s->rule;
@@ -424,21 +362,18 @@ static pf_cfi_rule_t shared_rule(uint64_t ip)
             if (__atomic_compare_exchange_n(&s->key, &expect, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
                 s->rule = r;
                 __atomic_store_n(&s->key, ip, __ATOMIC_RELEASE);
-                if (__atomic_add_fetch(&tab->used, 1, __ATOMIC_RELAXED) * 2 > tab->mask + 1)
-                    grow(tab);
             }
             return r;
         }
     }
-    grow(tab);      /* a crowded neighbourhood: more room, and this once the FDE is read */
-    return rule_from_fde(ip);
+    return rule_from_fde(ip);   /* a crowded neighbourhood: read it each time */
 }
 
 int pf_cfi_forget(void)
 {
     if (__atomic_add_fetch(&renewals, 1, __ATOMIC_RELAXED) > CFI_RENEWALS)
         return 0;
-    cfi_table_t *fresh = new_table(CFI_FIRST_SLOTS);
+    cfi_slot_t *fresh = pf_sys_alloc_pages(sizeof first_table);
     if (!fresh)
         return 0;
     /* the table before the generation: a thread that sees the new generation looks rules up in it */

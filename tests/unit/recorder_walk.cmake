@@ -26,7 +26,7 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
   pf_unit_test(test_recorder_walk
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_recorder_walk.c ${PF_WALK_DIR}/walk_shapes.c ${PF_WALK_DIR}/walk_no_fde.c
     LIBS walk_probe ${CMAKE_DL_LIBS})
-  target_include_directories(test_recorder_walk PRIVATE ${PF_WALK_DIR} ${PROJECT_SOURCE_DIR}/recorder/internal)
+  target_include_directories(test_recorder_walk PRIVATE ${PF_WALK_DIR})
   target_compile_definitions(test_recorder_walk PRIVATE WALK_PLUGIN_PATH="$<TARGET_FILE:walk_plugin>"
                              WALK_PLUGIN_NARROW_PATH="$<TARGET_FILE:walk_plugin_narrow>")
   add_dependencies(test_recorder_walk walk_plugin walk_plugin_narrow)

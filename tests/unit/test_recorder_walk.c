@@ -2,8 +2,7 @@
  * (recorder/pf_cfi.c): from functions of different frame shapes (no frame pointer, frame pointer, alloca's
  * rbp-based CFA, deep recursion, a dlopen'ed object) its stack is unw_backtrace's, walked fresh and again
  * from its remembered frames; a changed return address below the same starting frame is walked again, not
- * taken as remembered; code without an FDE and a signal frame go to libunwind; the shared table of rules
- * keeps every rule it held as it grows. The walk runs in a shared
+ * taken as remembered; code without an FDE and a signal frame go to libunwind. The walk runs in a shared
  * object of its own (walk/walk_probe.c), as in libpyflow.so, whose frames both walks leave out. */
 #include <dlfcn.h>
 #include <setjmp.h>
@@ -17,7 +16,6 @@
 
 #include <cmocka.h>
 
-#include "pf_cfi.h"
 #include "walk_chain.h"
 
 int shape_no_fp(const walk_chain_t *c, int i);
@@ -155,35 +153,6 @@ static void test_rules_of_unloaded_code_dropped(void **state)
     dlclose(h);
 }
 
-/* The shared rule table starts small and doubles as rules come in (pf_cfi.c): rules for thousands of
- * addresses across libc's code, asked for again after every growth, are the ones the FDEs gave first. */
-static void test_rule_table_grows(void **state)
-{
-    (void)state;
-    enum { N = 6000 };
-    static uint64_t ip[N];
-    static pf_cfi_rule_t first[N];
-    Dl_info info;
-    assert_true(dladdr((void *)(uintptr_t)&fprintf, &info) != 0);
-    uint64_t base = (uint64_t)(uintptr_t)(void *)&fprintf;
-    for (int i = 0; i < N; i++) {
-        ip[i] = base + (uint64_t)i * 97;    /* spread over 580 KiB of libc's text, each a distinct address */
-        first[i] = pf_cfi_rule(ip[i]);
-    }
-    int standard = 0;
-    for (int round = 0; round < 2; round++) {
-        for (int i = 0; i < N; i++) {
-            pf_cfi_rule_t again = pf_cfi_rule(ip[i]);
-            if (memcmp(&again, &first[i], sizeof again) != 0)
-                fprintf(stderr, "rule of %#llx changed: kind %u -> %u, cfa %d -> %d\n", (unsigned long long)ip[i],
-                        first[i].kind, again.kind, first[i].cfa_off, again.cfa_off);
-            assert_memory_equal(&again, &first[i], sizeof again);
-            standard += again.kind == PF_CFI_STANDARD;
-        }
-    }
-    assert_true(standard > N);  /* most of them have rules the walk follows: the table held real rules */
-}
-
 static void test_no_fde_falls_back(void **state)
 {
     (void)state;
@@ -228,7 +197,6 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_dlopened_object),
         cmocka_unit_test(test_changed_word_is_rewalked),
         cmocka_unit_test(test_rules_of_unloaded_code_dropped),
-        cmocka_unit_test(test_rule_table_grows),
         cmocka_unit_test(test_no_fde_falls_back),
         cmocka_unit_test(test_signal_frame_falls_back),
     };
