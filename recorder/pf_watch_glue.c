@@ -48,6 +48,7 @@ _Static_assert(offsetof(pf_watch_pyframe_t, lasti_bytes) == offsetof(pf_pyframe_
 
 static int watch_on;
 int pf_watch_glue_wanted;
+int pf_watch_glue_note;
 static pthread_key_t watch_key;
 /* 1 once this thread asked for a copy watch: only such a thread has copy watches to expire (a copy's
  * watches are the calling thread's own, pf_watch.h), and the others skip the call on every event. */
@@ -221,6 +222,7 @@ static int said_no_fds;
 static void note_later(const char *text)
 {
     snprintf(pending_note, sizeof pending_note, "%s", text);
+    __atomic_store_n(&pf_watch_glue_note, 1, __ATOMIC_RELAXED);
     __atomic_store_n(&pf_watch_glue_wanted, 1, __ATOMIC_RELAXED);
 }
 
@@ -324,6 +326,7 @@ void pf_watch_glue_slow(pf_tls_t *t)
     if (PF_UNLIKELY(pending_note[0])) {
         pf_record_mark(t, PF_MARK_NOTE, 0, pending_note);
         pending_note[0] = '\0';
+        __atomic_store_n(&pf_watch_glue_note, 0, __ATOMIC_RELAXED);
         if (!watch_on)
             __atomic_store_n(&pf_watch_glue_wanted, 0, __ATOMIC_RELAXED);
     }
@@ -349,12 +352,17 @@ void pf_watch_glue_slow(pf_tls_t *t)
             pf_record_mark(t, PF_MARK_NOTE, 0, note);
         }
     }
+    /* down before the look, so that a pair a handler queues meanwhile raises it again */
+    pf_watch_attention = 0;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
     if (pf_watch_pending()) {
         pf_watch_sink_t sink = sink_of(t);
         pf_watch_drain(&sink);
     }
     if (copies_watched)
         pf_watch_copies_expire();
+    if (pf_watch_needs_visit())
+        pf_watch_attention = 1;     /* pairs the sink refused, copy watches still armed */
 }
 
 void pf_watch_glue_copy(uint64_t copy_id, const void *dst, const void *src, size_t n)
@@ -371,6 +379,7 @@ void pf_watch_glue_fork_child(pf_tls_t *t)
         return;
     t->watch_started = 1;   /* pf_watch_fork_child restarts the forking thread itself */
     pf_watch_fork_child();
+    pf_watch_attention = 1; /* the next visit looks at what the child's thread has */
 }
 
 void pf_watch_glue_stop(pf_tls_t *t)

@@ -143,6 +143,16 @@ int pf_watch_drain(const pf_watch_sink_t *sink);
 /* 1 when the calling thread has pairs waiting for pf_watch_drain (cheap: one TLS load and a compare). */
 int pf_watch_pending(void);
 
+/* Nonzero when the calling thread may have something for its next non-signal visit (the runtime's slow
+ * path): pairs its handlers queued, a copy watch armed (to expire), a copy left unwatched because SIGTRAP
+ * is blocked. Set by watch/ (in its handlers too); cleared by the caller before it drains and expires,
+ * then set again by pf_watch_needs_visit's answer. Lets the record path skip the visit with one TLS load
+ * (every event of an --exact run comes there). */
+extern __thread uint32_t pf_watch_attention __attribute__((visibility("hidden"), tls_model("initial-exec")));
+
+/* 1 while the calling thread has pairs pending or a copy watch armed. */
+int pf_watch_needs_visit(void);
+
 /* --watch=copies: puts write watches on the first words of dst and src of a copy just made (and on their
  * last words where slots are free), so that the first write that changes one is caught with its call
  * path and drained as a PF_REC_COPY_WRITE for copy_id. A watch lasts until that write, a free of the word,

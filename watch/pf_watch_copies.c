@@ -44,6 +44,7 @@ static void started(pf_watch_thread_t *t, pf_watch_slot_t *s)
     s->armed_ns = pf_watch_mono_ns();
     if (!t->copy_expiry_ns)
         t->copy_expiry_ns = s->armed_ns + PF_WATCH_COPY_LIFETIME_NS;
+    pf_watch_attention = 1;     /* the thread's visits expire it */
 }
 
 /* A word one copy watches that a newer copy starts from or writes to (bytes(src) of a buffer an earlier
@@ -123,8 +124,10 @@ int pf_watch_copy(uint64_t copy_id, const void *dst, const void *src, size_t n)
         return 0;
     sigset_t blocked;   /* a blocked SIGTRAP never reports the write: watching would only look like "no write" */
     if (pthread_sigmask(SIG_BLOCK, NULL, &blocked) == 0 && sigismember(&blocked, SIGTRAP)) {
-        if (!__atomic_load_n(&pf_watch_copies_blocked, __ATOMIC_RELAXED))
+        if (!__atomic_load_n(&pf_watch_copies_blocked, __ATOMIC_RELAXED)) {
             __atomic_store_n(&pf_watch_copies_blocked, 1, __ATOMIC_RELAXED);
+            pf_watch_attention = 1;     /* this thread's next visit says so */
+        }
         return 0;
     }
     t->busy = 1;        /* the handlers leave the slots alone meanwhile */

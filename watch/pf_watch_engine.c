@@ -250,6 +250,14 @@ int pf_watch_pending(void)
     return t && t->head != t->tail;
 }
 
+__thread uint32_t pf_watch_attention __attribute__((tls_model("initial-exec")));
+
+int pf_watch_needs_visit(void)
+{
+    pf_watch_thread_t *t = pf_watch_self;
+    return t && (t->head != t->tail || t->copy_expiry_ns);
+}
+
 static int write_stats(pf_watch_thread_t *t, const pf_watch_sink_t *sink, uint64_t now_rel)
 {
     uint32_t bytes = pf_align8(8 + sizeof(pf_rec_watch_stats_t));

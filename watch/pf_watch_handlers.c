@@ -205,6 +205,7 @@ static void push_pair(pf_watch_thread_t *t, pf_watch_slot_t *s, unsigned kind, u
     p->repeat = *repeat;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     t->head = h + 1;
+    pf_watch_attention = 1;    /* the thread's next visit drains it */
 }
 
 /* The watch mode an access is sampled for, or 0 when this run watches no such access. */
@@ -585,6 +586,7 @@ static void copy_trap(pf_watch_thread_t *t, int i, ucontext_t *uc, uint64_t pc)
         p->first_valid = 0;
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
         t->head = h + 1;
+        pf_watch_attention = 1;
         t->st.copy_writes++;
     }
     uint64_t id = s->copy_id;

@@ -15,16 +15,23 @@ void pf_watch_glue_copy(uint64_t copy_id, const void *dst, const void *src, size
 /* From the constructor, after the profile is open. Returns 0, or -errno after saying once why watch is off. */
 int pf_watch_glue_init(pf_tls_t *t) PF_HIDDEN;
 
-/* From every slow-path visit: starts watching this thread once, drains what its handlers found. */
+/* From a visit that has something to do: starts watching this thread once, drains what its handlers
+ * found, expires its copy watches, writes a waiting note. */
 void pf_watch_glue_slow(pf_tls_t *t) PF_HIDDEN;
 
-/* 1 while pf_watch_glue_slow has anything to do (watch is on, or a note for the profile waits). */
+/* 1 while pf_watch_glue_slow may have anything to do (watch is on, or a note for the profile waits). */
 extern int pf_watch_glue_wanted PF_HIDDEN;
+/* 1 while a note for the profile waits. */
+extern int pf_watch_glue_note PF_HIDDEN;
 
-/* pf_watch_glue_slow, without the call where watch is off (every recorded event comes here). */
+/* pf_watch_glue_slow, called only when there is something for it: watch on and this thread not started
+ * yet, pairs or armed copy watches of this thread (pf_watch_attention), a note. Every recorded event comes
+ * here: three calls on each (the visit, the pending test, the expiry test) were 2.8% of an --exact
+ * recording with copy watches on. */
 static inline void pf_watch_glue_visit(pf_tls_t *t)
 {
-    if (PF_UNLIKELY(__atomic_load_n(&pf_watch_glue_wanted, __ATOMIC_RELAXED)))
+    if (PF_UNLIKELY(__atomic_load_n(&pf_watch_glue_wanted, __ATOMIC_RELAXED)) &&
+        (!t->watch_started || pf_watch_attention || __atomic_load_n(&pf_watch_glue_note, __ATOMIC_RELAXED)))
         pf_watch_glue_slow(t);
 }
 
