@@ -49,10 +49,10 @@ extern __typeof__(dlvsym) pf_self_dlvsym __attribute__((alias("dlvsym"), visibil
  * reach our own wrappers. Leaves them NULL when absent (then every lookup fails). */
 static PF_NOINLINE void init_real_dlsym(void)
 {
-    pf_tls.guard++;
+    pf_guard_enter(&pf_tls);
     void *v = elf_find("dlvsym", (const void *)pf_self_dlvsym);
     void *f = elf_find("dlsym", (const void *)pf_self_dlsym);
-    pf_tls.guard--;
+    pf_guard_leave(&pf_tls);
     __atomic_store_n(&real_dlvsym, (void *(*)(void *, const char *, const char *))v, __ATOMIC_RELEASE);
     __atomic_store_n(&real_dlsym, (void *(*)(void *, const char *))f, __ATOMIC_RELEASE);
 }
@@ -181,9 +181,9 @@ static void *elf_find(const char *name, const void *skip)
  * object defines it. Never returns a hook. */
 static PF_NOINLINE void *real_slow(enum pf_cuda_fn fn)
 {
-    pf_tls.guard++;
+    pf_guard_enter(&pf_tls);
     void *found = elf_find(pf_cuda_fn_names[fn], pf_cuda_hooks[fn]);
-    pf_tls.guard--;
+    pf_guard_leave(&pf_tls);
     if (found) {
         void *expected = NULL;
         if (!__atomic_compare_exchange_n(&real_fn[fn], &expected, found, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))

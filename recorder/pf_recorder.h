@@ -79,14 +79,19 @@ typedef struct pf_tls {
 extern __thread pf_tls_t pf_tls __attribute__((tls_model("initial-exec"))) PF_HIDDEN;
 
 /* The re-entrancy guard (pf_tls_t.guard, above): raised around everything pyflow does on a thread, so the
- * allocations and copies it makes pass through every hook uncounted. Always in pairs; they nest. */
+ * allocations and copies it makes pass through every hook uncounted. Always in pairs; they nest. Signal
+ * handlers on the same thread read it (watch's, a program handler's allocations): the signal fences keep
+ * the compiler from moving the work it guards out from between the two, or from folding the pair away,
+ * once the work's code is visible to it (inlined, or with link-time optimization of libpyflow.so). */
 static inline void pf_guard_enter(pf_tls_t *t)
 {
     t->guard++;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
 
 static inline void pf_guard_leave(pf_tls_t *t)
 {
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
     t->guard--;
 }
 
