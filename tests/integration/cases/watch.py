@@ -3,6 +3,8 @@ import json
 import os
 import re
 import shutil
+import struct
+import sys
 
 from .common import EXAMPLES, Skip, example, has_numpy, line_of, once, prog, row, run
 
@@ -291,6 +293,38 @@ def case_watch_copies(c):
     for name in ("changed", "other"):
         assert f"watch_copies.py:{at[name]}</span>" in needed, needed[:800]
     assert f"watch_copies.py:{at['wrote_copy']}</span>" in needed and f"watch_copies.py:{at['kept']}</span>" not in needed
+
+
+@once
+def case_watch_pairs_drained_while_running(c):
+    """The access pairs watch's signal handlers queue are written while the program runs, not only when its
+    thread's watch stops at exit: some ACCESS_PAIR record of a run lies before its FINALIZING mark in the
+    profile (the record path visits watch only when the thread's attention word is up, and the handlers
+    raise it as they queue a pair; a ring of 64 holds what waits)."""
+    if not has_numpy(c.python):
+        raise Skip("numpy is not importable by " + c.python)
+    script = os.path.abspath(os.path.join(WATCH_DIR, "loop_invariant.py"))
+    profile = os.path.join(c.tmp, "drained.pflow")
+    r = run([c.pyflow, "run", "--python", c.python, "--watch=stores", "--period", "200000", "--watch-budget", "100",
+             "--no-report", "-o", profile, script], cwd=os.path.dirname(script), timeout=600)
+    assert r.returncode == 0, r.stderr[-800:]
+    if "watch is off" in r.stderr:
+        raise Skip("watch is off here: " + r.stderr.strip()[-300:])
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "bench"))
+    from profile_stats import walk
+    with open(profile, "rb") as f:
+        data = f.read()
+    pairs, finalizing = [], None
+    for rtype, p, _size in walk(data):
+        if rtype == 10:                     # PF_REC_ACCESS_PAIR
+            pairs.append(p)
+        elif rtype == 6 and finalizing is None and struct.unpack_from("<H", data, p + 2)[0] == 1:
+            finalizing = p                  # PF_REC_MARK, aux PF_MARK_FINALIZING
+    if not pairs:
+        raise Skip("no access pair was caught here: " + r.stderr.strip()[-300:])
+    assert finalizing is not None, "no FINALIZING mark in the profile"
+    early = sum(1 for p in pairs if p < finalizing)
+    assert early > 0, f"all {len(pairs)} access pairs were written after the FINALIZING mark (at exit)"
 
 
 @once
