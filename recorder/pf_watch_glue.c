@@ -48,7 +48,6 @@ _Static_assert(offsetof(pf_watch_pyframe_t, lasti_bytes) == offsetof(pf_pyframe_
 
 static int watch_on;
 int pf_watch_glue_wanted;
-int pf_watch_glue_note;
 static pthread_key_t watch_key;
 /* 1 once this thread asked for a copy watch: only such a thread has copy watches to expire (a copy's
  * watches are the calling thread's own, pf_watch.h), and the others skip the call on every event. */
@@ -216,13 +215,12 @@ static void ignore_object_of(pf_watch_config_t *c, int slot, const void *code)
 
 /* A note for the profile, written by the first slow path (the constructor runs before the thread's
  * chunk exists). */
-static char pending_note[320];
+char pf_watch_glue_note[320];
 static int said_no_fds;
 
 static void note_later(const char *text)
 {
-    snprintf(pending_note, sizeof pending_note, "%s", text);
-    __atomic_store_n(&pf_watch_glue_note, 1, __ATOMIC_RELAXED);
+    snprintf(pf_watch_glue_note, sizeof pf_watch_glue_note, "%s", text);
     __atomic_store_n(&pf_watch_glue_wanted, 1, __ATOMIC_RELAXED);
 }
 
@@ -323,10 +321,9 @@ int pf_watch_glue_init(pf_tls_t *t)
 
 void pf_watch_glue_slow(pf_tls_t *t)
 {
-    if (PF_UNLIKELY(pending_note[0])) {
-        pf_record_mark(t, PF_MARK_NOTE, 0, pending_note);
-        pending_note[0] = '\0';
-        __atomic_store_n(&pf_watch_glue_note, 0, __ATOMIC_RELAXED);
+    if (PF_UNLIKELY(pf_watch_glue_note[0])) {
+        pf_record_mark(t, PF_MARK_NOTE, 0, pf_watch_glue_note);
+        pf_watch_glue_note[0] = '\0';
         if (!watch_on)
             __atomic_store_n(&pf_watch_glue_wanted, 0, __ATOMIC_RELAXED);
     }

@@ -21,8 +21,8 @@ void pf_watch_glue_slow(pf_tls_t *t) PF_HIDDEN;
 
 /* 1 while pf_watch_glue_slow may have anything to do (watch is on, or a note for the profile waits). */
 extern int pf_watch_glue_wanted PF_HIDDEN;
-/* 1 while a note for the profile waits. */
-extern int pf_watch_glue_note PF_HIDDEN;
+/* A note for the profile (watch off, or emulated, and why) until the next visit writes it; "" when none. */
+extern char pf_watch_glue_note[320] PF_HIDDEN;
 
 /* pf_watch_glue_slow, called only when there is something for it: watch on and this thread not started
  * yet, pairs or armed copy watches of this thread (pf_watch_attention), a note. Every recorded event comes
@@ -31,7 +31,7 @@ extern int pf_watch_glue_note PF_HIDDEN;
 static inline void pf_watch_glue_visit(pf_tls_t *t)
 {
     if (PF_UNLIKELY(__atomic_load_n(&pf_watch_glue_wanted, __ATOMIC_RELAXED)) &&
-        (!t->watch_started || pf_watch_attention || __atomic_load_n(&pf_watch_glue_note, __ATOMIC_RELAXED)))
+        (!t->watch_started || pf_watch_attention || __atomic_load_n(&pf_watch_glue_note[0], __ATOMIC_RELAXED)))
         pf_watch_glue_slow(t);
 }
 
