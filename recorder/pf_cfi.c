@@ -24,13 +24,8 @@
 #include "pf_recorder.h"
 #include "pf_sys.h"
 
-/* libgcc_s: finds the FDE of pc through the loader's object list (glibc's lock-free _dl_find_object). */
-struct dwarf_eh_bases {
-    void *tbase;
-    void *dbase;
-    void *func;
-};
-extern const void *_Unwind_Find_FDE(void *pc, struct dwarf_eh_bases *bases);
+/* glibc's lock-free lookup of the loaded object holding an address, with its .eh_frame_hdr (2.35 and later). */
+#include <dlfcn.h>
 
 #define CFI_SLOTS 8192u             /* a power of two; a program's hot return addresses are a few hundred */
 #define CFI_PROBES 8
@@ -101,20 +96,64 @@ static uint64_t read_fixed(cursor_t *c, unsigned n)
     return v;
 }
 
-/* Steps over an encoded pointer (DW_EH_PE_*): only its size matters here, the FDE's start comes from
- * _Unwind_Find_FDE. */
+/* An encoded value (DW_EH_PE_*) as stored, without what it is relative to (the high nibble): its size and
+ * sign are all a pc_range or a count needs. */
+static uint64_t read_encoded(cursor_t *c, uint8_t enc)
+{
+    switch (enc & 0x0f) {
+    case 0x00: case 0x04: case 0x0c: return read_fixed(c, 8);
+    case 0x02: return read_fixed(c, 2);
+    case 0x0a: return (uint64_t)(int64_t)(int16_t)read_fixed(c, 2);
+    case 0x03: return read_fixed(c, 4);
+    case 0x0b: return (uint64_t)(int64_t)(int32_t)read_fixed(c, 4);
+    case 0x01: return read_uleb(c);
+    case 0x09: return (uint64_t)read_sleb(c);
+    default: c->bad = 1; return 0;
+    }
+}
+
+/* Steps over an encoded pointer: the FDE's start comes from the search table (find_fde). */
 static void skip_encoded(cursor_t *c, uint8_t enc)
 {
-    if (enc == 0xff)
-        return;
-    switch (enc & 0x0f) {
-    case 0x00: case 0x04: case 0x0c: read_fixed(c, 8); break;
-    case 0x02: case 0x0a: read_fixed(c, 2); break;
-    case 0x03: case 0x0b: read_fixed(c, 4); break;
-    case 0x01: read_uleb(c); break;
-    case 0x09: read_sleb(c); break;
-    default: c->bad = 1;
+    if (enc != 0xff)
+        read_encoded(c, enc);
+}
+
+#define DW_EH_PE_DATAREL_SDATA4 0x3b    /* the search table's entries: what every linker writes */
+
+/* The FDE of the function around ip, and that function's start (*func): a binary search of the search table
+ * in the .eh_frame_hdr of ip's object, which the loader finds without a lock (_dl_find_object), as libgcc's
+ * _Unwind_Find_FDE does. Done here because libgcc_s, loaded for that one function, was 92 KiB of the
+ * program's RSS in every mode (its constructor and its lookup each fault in 64 KiB of its code). NULL when
+ * the object has no table (or one not in the usual encoding), or ip lies past the last function before it;
+ * the caller checks that ip is inside that function. */
+static const uint8_t *find_fde(uint64_t ip, uint64_t *func)
+{
+    struct dl_find_object obj;
+    if (_dl_find_object((void *)(uintptr_t)ip, &obj) != 0 || !obj.dlfo_eh_frame)
+        return NULL;
+    const uint8_t *hdr = obj.dlfo_eh_frame;
+    if (hdr[0] != 1 || hdr[3] != DW_EH_PE_DATAREL_SDATA4 || (hdr[2] & 0x70) != 0 || hdr[2] == 0xff)
+        return NULL;
+    cursor_t c = {hdr + 4, hdr + 4 + 16, 0};
+    skip_encoded(&c, hdr[1]);                   /* eh_frame_ptr */
+    uint64_t count = read_encoded(&c, hdr[2]);
+    if (c.bad || !count || count > (1ull << 32))
+        return NULL;
+    const int32_t *table = (const int32_t *)(const void *)c.p;   /* (start, FDE) pairs, by start */
+    uint64_t lo = 0, hi = count;                /* the last entry whose start is at or below ip */
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if ((uint64_t)(uintptr_t)hdr + (uint64_t)(int64_t)table[2 * mid] <= ip)
+            lo = mid;
+        else
+            hi = mid;
     }
+    uint64_t start = (uint64_t)(uintptr_t)hdr + (uint64_t)(int64_t)table[2 * lo];
+    if (start > ip)
+        return NULL;
+    *func = start;
+    return hdr + table[2 * lo + 1];
 }
 
 /* A length-prefixed entry (CIE or FDE) at p: its contents after the length, in c. */
@@ -285,8 +324,8 @@ static int read_cie(const uint8_t *p, cie_info_t *cie)
 static pf_cfi_rule_t rule_from_fde(uint64_t ip)
 {
     pf_cfi_rule_t out = {0, 0, 0, PF_CFI_UNKNOWN};
-    struct dwarf_eh_bases bases;
-    const uint8_t *fde = _Unwind_Find_FDE((void *)(uintptr_t)ip, &bases);
+    uint64_t func;
+    const uint8_t *fde = find_fde(ip, &func);
     if (!fde)
         return out;
     cursor_t c;
@@ -298,19 +337,19 @@ static pf_cfi_rule_t rule_from_fde(uint64_t ip)
     cie_info_t cie;
     if (!cie_off || read_cie(id_at - cie_off, &cie) != 0 || cie.signal)
         return out;
-    skip_encoded(&c, cie.fde_enc);          /* pc_begin: bases.func */
-    skip_encoded(&c, cie.fde_enc & 0x0f);   /* pc_range */
+    skip_encoded(&c, cie.fde_enc);          /* pc_begin: func */
+    uint64_t range = read_encoded(&c, cie.fde_enc & 0x0f);
     if (cie.has_z)
         c.p += read_uleb(&c);
-    if (c.bad)
-        return out;
+    if (c.bad || ip - func >= range)
+        return out;     /* ip lies between functions: the nearest one below does not cover it */
     cfi_row_t row = {.cfa_reg = DW_RSP, .cfa_off = 8, .rbp = R_SAME, .ra = R_SAME, .rsp = R_SAME};
-    uint64_t loc = (uint64_t)(uintptr_t)bases.func;
+    uint64_t loc = func;
     cursor_t init = cie.init;
     if (run_program(&init, &cie, &row, &row, &loc, UINT64_MAX) != 0)
         return out;
     cfi_row_t init_row = row;
-    loc = (uint64_t)(uintptr_t)bases.func;
+    loc = func;
     if (run_program(&c, &cie, &row, &init_row, &loc, ip) != 0)
         return out;
     if (row.ra == R_UNDEF) {

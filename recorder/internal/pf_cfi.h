@@ -22,7 +22,8 @@ typedef struct pf_cfi_rule {
 } pf_cfi_rule_t;
 
 /* The rule at ip (an address inside the function: a return address less one). Lock-free; a miss reads the
- * FDE (libgcc's _Unwind_Find_FDE) and files the answer for every thread. */
+ * FDE (through the loader's _dl_find_object and the object's .eh_frame_hdr) and files the answer for every
+ * thread. */
 pf_cfi_rule_t pf_cfi_rule(uint64_t ip);
 
 /* Code was unloaded (dlclose): its addresses may hold another library's from now on, so every rule kept

@@ -10,7 +10,7 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
   target_include_directories(walk_probe PRIVATE ${PROJECT_SOURCE_DIR}/recorder ${PROJECT_SOURCE_DIR}/recorder/internal
                              ${PROJECT_SOURCE_DIR}/core ${PF_WALK_DIR})
   target_compile_options(walk_probe PRIVATE -fno-strict-aliasing)
-  target_link_libraries(walk_probe PRIVATE pf_core PkgConfig::WALK_LIBUNWIND gcc_s pthread)
+  target_link_libraries(walk_probe PRIVATE pf_core PkgConfig::WALK_LIBUNWIND pthread)
 
   add_library(walk_plugin MODULE ${PF_WALK_DIR}/walk_plugin.c)
   target_include_directories(walk_plugin PRIVATE ${PF_WALK_DIR})
