@@ -125,6 +125,12 @@ static inline void pf_spin_lock(pf_spinlock_t *l)
     }
 }
 
+/* 1 when the lock was free and is now held, 0 (at once) when another holds it. */
+static inline int pf_spin_trylock(pf_spinlock_t *l)
+{
+    return !__atomic_load_n(&l->locked, __ATOMIC_RELAXED) && !__atomic_exchange_n(&l->locked, 1, __ATOMIC_ACQUIRE);
+}
+
 static inline void pf_spin_unlock(pf_spinlock_t *l)
 {
     __atomic_store_n(&l->locked, 0, __ATOMIC_RELEASE);

@@ -1,6 +1,7 @@
 /* pf_hooks_dl.c - dlclose: when it really unloads an object (the loader's count of removals moved), the
  * fast native walk drops the unwind rules it keeps by address, which a library loaded later at the same
- * addresses would otherwise be walked with (recorder/pf_cfi.c). Everything else goes on to the next
+ * addresses would otherwise be walked with (recorder/pf_cfi.c), and the pages of call frame information
+ * are no longer given back (recorder/pf_eh_pages.c: the range may hold another mapping). Everything else goes on to the next
  * dlclose. dlopen is not hooked (glibc's searches the caller's RUNPATH, and a wrapper would be the caller);
  * nothing needs it: new code's rules are read as its addresses are first met. */
 #include <link.h>
@@ -28,11 +29,9 @@ static unsigned long long objects_removed(void)
 PF_EXPORT int dlclose(void *handle)
 {
     unsigned long long before = objects_removed();
+    pf_recorder_code_unloading();
     int rc = pf_real.dlclose(handle);
-    if (rc == 0) {
-        unsigned long long after = objects_removed();
-        if (after != before || after == ~0ull)
-            pf_recorder_code_unloaded();
-    }
+    unsigned long long after = objects_removed();
+    pf_recorder_code_unloaded(rc == 0 && (after != before || after == ~0ull));
     return rc;
 }

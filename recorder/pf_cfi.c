@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "pf_cfi.h"
+#include "pf_eh_pages.h"
 #include "pf_recorder.h"
 #include "pf_sys.h"
 
@@ -325,6 +326,7 @@ static pf_cfi_rule_t rule_from_fde(uint64_t ip)
 {
     pf_cfi_rule_t out = {0, 0, 0, PF_CFI_UNKNOWN};
     uint64_t func;
+    pf_eh_pages_read(ip);   /* the search and the FDE below fault its pages in */
     const uint8_t *fde = find_fde(ip, &func);
     if (!fde)
         return out;
@@ -397,6 +399,7 @@ static pf_cfi_rule_t shared_rule(uint64_t ip)
             return s->rule;
         if (key == 0) {
             pf_cfi_rule_t r = rule_from_fde(ip);
+            pf_eh_pages_read_done();
             uint64_t expect = 0;
             if (__atomic_compare_exchange_n(&s->key, &expect, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
                 s->rule = r;
@@ -405,7 +408,9 @@ static pf_cfi_rule_t shared_rule(uint64_t ip)
             return r;
         }
     }
-    return rule_from_fde(ip);   /* a crowded neighbourhood: read it each time */
+    pf_cfi_rule_t r = rule_from_fde(ip);   /* a crowded neighbourhood: read it each time */
+    pf_eh_pages_read_done();
+    return r;
 }
 
 int pf_cfi_forget(void)

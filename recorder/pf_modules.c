@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "pf_eh_pages.h"
 #include "pf_runtime_libs.h"
 #include "pf_sys.h"
 #include "pf_writer.h"
@@ -75,6 +76,7 @@ static int add_object(struct dl_phdr_info *info, size_t size, void *arg)
     if (size >= offsetof(struct dl_phdr_info, dlpi_adds) + sizeof info->dlpi_adds)
         scanned_adds = info->dlpi_adds;
     int is_runtime = pf_path_is_runtime_library(path);
+    pf_eh_pages_add(info, size);
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))

@@ -15,6 +15,7 @@
 
 #include "pf_aggregate.h"
 #include "pf_codes.h"
+#include "pf_eh_pages.h"
 #include "pf_modules.h"
 #include "pf_objkind.h"
 #include "pf_objtable.h"
@@ -135,6 +136,7 @@ void pf_enter_recording(pf_tls_t *t)
         finalizing_marked = 1;
         marked_gen = gen;
         pf_record_mark(t, PF_MARK_FINALIZING, 0, NULL);
+        pf_eh_pages_finalizing();
         if (pf_cfg.aggregate)     /* --aggregate: what is live now is live at exit */
             pf_aggregate_finalizing(t);
         pf_watch_glue_stop(t);
@@ -283,6 +285,7 @@ static void check_fast_walk(pf_tls_t *t, pf_stack_t *st, const pf_pyframe_t *fra
         return;
     uint64_t check[PF_MAX_NATIVE_FRAMES];
     int n = pf_unwinder_stepped(check, PF_MAX_NATIVE_FRAMES);  /* no trace cache (pf_unwinder.c) */
+    pf_unwinder_read_frames(check, n);
     if (!pf_cfg.whole_stacks)
         n = pf_modules_native_cut(t, check, n);
     if (n != st->n_native || memcmp(check, st->native, (size_t)n * 8) != 0) {
@@ -296,6 +299,7 @@ static void check_fast_walk(pf_tls_t *t, pf_stack_t *st, const pf_pyframe_t *fra
 void pf_stack_capture(pf_tls_t *t, pf_stack_t *st)
 {
     pf_pyframe_t frames[PF_MAX_PY_FRAMES];
+    pf_eh_pages_tick();
     int n_py = capture_python_raw(t, st, frames);
     int fast = 0;
     if (pf_cfg.native) {

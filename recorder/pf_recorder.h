@@ -251,8 +251,11 @@ void pf_recorder_fork_parent(void) PF_HIDDEN;
 void pf_recorder_fork_child(pf_tls_t *t) PF_HIDDEN;
 /* 1 when ip lies in the native unwinder's code (its pipe's descriptors are moved out of the way). */
 int pf_recorder_unwinder_caller(uint64_t ip) PF_HIDDEN;
-/* After a dlclose that unloaded an object: the fast native walk drops the unwind rules it keeps by address. */
-void pf_recorder_code_unloaded(void) PF_HIDDEN;
+/* Around a dlclose: before the real call (its pages of call frame information are not given back while it
+ * runs, recorder/internal/pf_eh_pages.h), and after it with whether it unloaded an object; then the fast
+ * native walk drops the unwind rules it keeps by address. */
+void pf_recorder_code_unloading(void) PF_HIDDEN;
+void pf_recorder_code_unloaded(int removed) PF_HIDDEN;
 /* 1 when thread t holds a chunk of the current profile file (a vfork child may then write for it). */
 int pf_recorder_thread_has_chunk(const pf_tls_t *t) PF_HIDDEN;
 /* A SPAWN record (pf_format.h) of the calling thread's start of a child, with its Python stack. */

@@ -37,6 +37,7 @@
 #include <sys/mman.h>
 
 #include "pf_cfi.h"
+#include "pf_eh_pages.h"
 #include "pf_modules.h"
 #include "pf_rec_int.h"
 #include "pf_runtime.h"
@@ -80,10 +81,16 @@ int pf_recorder_unwinder_caller(uint64_t ip)
 
 static int walked;          /* a fast walk was made: rules are kept (pf_cfi.c) */
 
-void pf_recorder_code_unloaded(void)
+void pf_recorder_code_unloading(void)
 {
-    if (!memos_key_made)
-        return;     /* libunwind was never started */
+    pf_eh_pages_unloading(1, 0);
+}
+
+void pf_recorder_code_unloaded(int removed)
+{
+    pf_eh_pages_unloading(0, removed);
+    if (!removed || !memos_key_made)
+        return;     /* nothing was unloaded, or libunwind was never started */
 #if defined(__x86_64__)
     /* libunwind keeps its own by address too (checked against its address space's generation): without
      * this it walked the next library with the unloaded one's rules */
@@ -114,6 +121,7 @@ int pf_unwinder_libunwind(uint64_t *out, int max)
     int n = got - first > max ? max : got - first;
     for (int i = 0; i < n; i++)
         out[i] = (uint64_t)(uintptr_t)ips[first + i];
+    pf_unwinder_read_frames((const uint64_t *)(const void *)ips, got);
     return n > 0 ? n : 0;
 }
 
@@ -501,6 +509,14 @@ __attribute__((noinline)) static int fast_walk(pf_tls_t *t, uint64_t *out, int m
     *cut = memo_cut(dst, 0, n);
     return n;
 #endif
+}
+
+void pf_unwinder_read_frames(const uint64_t *ips, int n)
+{
+    pf_eh_pages_read((uint64_t)(uintptr_t)pf_unwinder_read_frames);   /* its own frames were stepped too */
+    for (int i = 0; i < n; i++)
+        pf_eh_pages_read(ips[i]);
+    pf_eh_pages_read_done();
 }
 
 int pf_unwinder_capture(pf_tls_t *t, uint64_t *out, int max, int *fast, int *cut)

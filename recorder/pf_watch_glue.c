@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "pf_codes.h"
+#include "pf_eh_pages.h"
 #include "pf_modules.h"
 #include "pf_objtable.h"
 #include "pf_runtime.h"
@@ -107,6 +108,8 @@ static int g_native_unwind(const void *uc, uint64_t *ips, int max)
         if (ip >= eval_lo && ip < eval_hi)
             break;
     } while (n < max && unw_step(&cursor) > 0);
+    for (int i = 0; i < n; i++)
+        pf_eh_pages_read(ips[i]);  /* their call frame information was read (given back later, not here) */
     return n > 0 ? n : -1;
 }
 

@@ -1,5 +1,6 @@
 /* pf_writer.c - the profile file: header, segments, per-thread chunks. See pf_writer.h. */
 #include "pf_writer.h"
+#include "pf_eh_pages.h"
 #include "pf_fd.h"
 
 #include <errno.h>
@@ -424,6 +425,7 @@ static void fill_page_cache(uint64_t idx)
  * records out of time order along the file), else a fresh one. Returns 1, or 0 when none can be had. */
 static int take_chunk(pf_tls_t *t, uint32_t bytes)
 {
+    pf_eh_pages_tick();     /* a clock of every mode's records (pf_eh_pages.h) */
     uint32_t gen = pf_writer_generation();
     int first = t->chunk_gen != gen || !t->chunk_end;
     if (first)

@@ -24,6 +24,10 @@ int pf_unwinder_libunwind(uint64_t *out, int max);
 /* The same stack by unw_step, frame by frame (pf_unwinder_step.c): what a fast walk is checked against. */
 int pf_unwinder_stepped(uint64_t *out, int max);
 
+/* libunwind stepped through these frames (and pyflow's own): the call frame information of their objects
+ * was read, and its pages are given back after a quiet spell (pf_eh_pages.h). */
+void pf_unwinder_read_frames(const uint64_t *ips, int n);
+
 /* libunwind's one-time set-up (its pipe opened), with no trace cache made (pf_unwinder_step.c). */
 void pf_unwinder_set_up(void);
 

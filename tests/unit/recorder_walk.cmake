@@ -6,7 +6,8 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
   set(PF_WALK_DIR ${CMAKE_CURRENT_LIST_DIR}/walk)
   add_library(walk_probe SHARED ${PF_WALK_DIR}/walk_probe.c ${PROJECT_SOURCE_DIR}/recorder/pf_unwinder.c
               ${PROJECT_SOURCE_DIR}/recorder/pf_unwinder_step.c
-              ${PROJECT_SOURCE_DIR}/recorder/pf_cfi.c ${PROJECT_SOURCE_DIR}/recorder/pf_modules.c)
+              ${PROJECT_SOURCE_DIR}/recorder/pf_cfi.c ${PROJECT_SOURCE_DIR}/recorder/pf_modules.c
+              ${PROJECT_SOURCE_DIR}/recorder/pf_eh_pages.c)
   target_include_directories(walk_probe PRIVATE ${PROJECT_SOURCE_DIR}/recorder ${PROJECT_SOURCE_DIR}/recorder/internal
                              ${PROJECT_SOURCE_DIR}/core ${PF_WALK_DIR})
   target_compile_options(walk_probe PRIVATE -fno-strict-aliasing)

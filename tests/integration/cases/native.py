@@ -77,6 +77,50 @@ def case_native_unload_noticed(c):
     print("60 unloads kept the fast walk, the 65th gave it up, said once; nothing said without --native")
 
 
+def eh_pages_present(c, *args, pyflow_mode=None):
+    """(present, pages) of the spans eh_pages.py counts, run plain or under pyflow_mode."""
+    cmd = [c.python, prog("eh_pages.py"), *args]
+    if pyflow_mode:
+        cmd = [c.pyflow, "run", "--no-report", *pyflow_mode, "-o", os.path.join(c.tmp, "eh.pflow"), "--python",
+               c.python, prog("eh_pages.py"), *args]
+    cp = run(cmd)
+    assert cp.returncode == 0, cp.stderr[-2000:]
+    words = cp.stdout.split()
+    assert words[:2] == ["eh", "pages"], cp.stdout
+    return int(words[2]), int(words[4])
+
+
+@per_version
+def case_native_eh_pages_given_back(c):
+    """The pages of call frame information (.eh_frame_hdr, .eh_frame) that the fast walk's rule misses and
+    libunwind's checks fault in leave the program's RSS once no new stack comes (recorder/pf_eh_pages.c):
+    after new C paths and a quiet spell, no more of them are present under --exact --native than in the
+    plain run (where nothing reads them: only neighbours' fault-around maps a few). Before, 120 to 170
+    pages (0.5-0.7 MiB) stayed to the end."""
+    plain, pages = eh_pages_present(c)
+    assert pages > 50, f"only {pages} pages of call frame information found: the count cannot tell"
+    n, _ = eh_pages_present(c, pyflow_mode=("--exact", "--native"))
+    assert n <= plain + 4, f"{n} of {pages} pages present under --exact --native, {plain} plain"
+    print(f"{n} of {pages} pages of call frame information present after a quiet spell ({plain} plain)")
+
+
+@once
+def case_native_eh_pages_kept_after_unload(c):
+    """Once the loader has unloaded an object (dlclose), a range it freed may hold another mapping, which a
+    page given back would destroy: pyflow gives none back from then on. eh_pages.py unloads a library
+    first, then runs new C paths: their pages stay present (the twin of native_eh_pages_given_back)."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        raise Skip("no C compiler to build the library to unload")
+    lib = os.path.join(c.tmp, "libeh_unload.so")
+    built = run([cc, "-O2", "-shared", "-fPIC", "-o", lib, prog("native_unload.c")])
+    assert built.returncode == 0, built.stderr
+    plain, pages = eh_pages_present(c, lib)
+    n, _ = eh_pages_present(c, lib, pyflow_mode=("--exact", "--native"))
+    assert n >= plain + 16, f"{n} of {pages} pages present under --exact --native after an unload, {plain} plain"
+    print(f"{n} of {pages} pages of call frame information kept after an unload ({plain} plain)")
+
+
 def native_parts(path, code_name):
     """A profile read straight from the format (records walked by bench/profile_stats.py): ({stack id:
     native id} of the STACK records whose innermost Python frame is code_name's and that have native frames

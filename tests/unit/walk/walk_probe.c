@@ -40,7 +40,7 @@ void *pf_writer_reserve(pf_tls_t *t, uint32_t bytes)
 
 void walk_probe_unloaded(void)
 {
-    pf_recorder_code_unloaded();
+    pf_recorder_code_unloaded(1);
 }
 
 __attribute__((noinline)) int walk_probe(walk_result_t *r)
