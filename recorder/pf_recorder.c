@@ -5,6 +5,7 @@
 #include "pf_aggregate.h"
 #include "pf_clock.h"
 #include "pf_codes.h"
+#include "pf_lib_pages.h"
 #include "pf_modules.h"
 #include "pf_objkind.h"
 #include "pf_objtable.h"
@@ -62,6 +63,7 @@ void pf_recorder_prepare(void)
 void pf_recorder_started(pf_tls_t *t)
 {
     pf_watch_glue_init(t);
+    pf_lib_pages_give_back();   /* start-up is over: what only loading read leaves the program's RSS */
 }
 
 void pf_recorder_fork_prepare(void)

@@ -32,6 +32,19 @@ def case_lazy_libraries(c):
     assert cp.returncode == 0 and cp.stdout.strip() == "0", (cp.stdout, cp.stderr[-800:])
 
 
+@per_version
+def case_loading_pages_given_back(c):
+    """The code of the libraries pyflow brings that only its start-up runs (libZydis's init, liblzma's, a
+    dependency of libunwind never called) leaves the program's RSS before the program's first line: each
+    first run of it mapped 64 KiB of the file, 128 KiB in every profiled process (recorder/pf_lib_pages.c).
+    Read from /proc/self/pagemap at the first line; the decoder's code comes back if a watch traps."""
+    cp = run([c.pyflow, "run", "--python", c.python, "--no-report", prog("lib_pages.py")])
+    assert cp.returncode == 0, cp.stderr[-800:]
+    seen = {line.split()[0].split(".so")[0]: int(line.split()[1]) for line in cp.stdout.splitlines()}
+    assert "libZydis" in seen and "liblzma" in seen, cp.stdout
+    assert all(n == 0 for n in seen.values()), f"pages of start-up code still present: {cp.stdout}"
+
+
 @once
 def case_long_run_bounds(c):
     """A busy run keeps the profile and pyflow's own memory bounded by the sampling, not by the number of
