@@ -53,6 +53,17 @@ def case_native_walk_agrees(c):
     print(f"{len(fast)} native paths of 64 KiB or more, the same from the fast walk and from libunwind")
 
 
+def build_unload_library(c, name):
+    """native_unload.c built into c.tmp/name (a library that calls back into Python), or Skip."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        raise Skip("no C compiler to build the library to unload")
+    lib = os.path.join(c.tmp, name)
+    built = run([cc, "-O2", "-shared", "-fPIC", "-o", lib, prog("native_unload.c")])
+    assert built.returncode == 0, built.stderr
+    return lib
+
+
 @once
 def case_native_unload_noticed(c):
     """dlclose is hooked: each unload drops the fast walk's unwind rules (kept by address, a library loaded
@@ -60,12 +71,7 @@ def case_native_unload_noticed(c):
     The rules' tables are bounded, so the 65th unload gives the fast walk up and says so once; 60 unloads
     say nothing, nor do 70 without --native (no rule was kept). Each time the program's output is the plain run's and no stack came out different from
     libunwind's."""
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        raise Skip("no C compiler to build the library to unload")
-    lib = os.path.join(c.tmp, "libnative_unload.so")
-    built = run([cc, "-O2", "-shared", "-fPIC", "-o", lib, prog("native_unload.c")])
-    assert built.returncode == 0, built.stderr
+    lib = build_unload_library(c, "libnative_unload.so")
     for count, mode, said_once in ((60, "--native", False), (70, "--native", True), (70, "--exact", False)):
         plain = run([c.python, prog("native_unload.py"), lib, str(count)])
         assert plain.returncode == 0, plain.stderr
@@ -109,12 +115,7 @@ def case_native_eh_pages_kept_after_unload(c):
     """Once the loader has unloaded an object (dlclose), a range it freed may hold another mapping, which a
     page given back would destroy: pyflow gives none back from then on. eh_pages.py unloads a library
     first, then runs new C paths: their pages stay present (the twin of native_eh_pages_given_back)."""
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        raise Skip("no C compiler to build the library to unload")
-    lib = os.path.join(c.tmp, "libeh_unload.so")
-    built = run([cc, "-O2", "-shared", "-fPIC", "-o", lib, prog("native_unload.c")])
-    assert built.returncode == 0, built.stderr
+    lib = build_unload_library(c, "libeh_unload.so")
     plain, pages = eh_pages_present(c, lib)
     n, _ = eh_pages_present(c, lib, pyflow_mode=("--exact", "--native"))
     assert n >= plain + 16, f"{n} of {pages} pages present under --exact --native after an unload, {plain} plain"
