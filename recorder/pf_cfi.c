@@ -375,20 +375,31 @@ static pf_cfi_rule_t rule_from_fde(uint64_t ip)
 static __thread cfi_slot_t near[NEAR_SLOTS];
 static __thread uint32_t near_generation;   /* the generation near[] was filled in */
 
-static pf_cfi_rule_t shared_rule(uint64_t ip);
+static pf_cfi_rule_t shared_rule(uint64_t ip, int in_signal);
 
 pf_cfi_rule_t pf_cfi_rule(uint64_t ip)
 {
     cfi_slot_t *s = &near[(ip * 0x9E3779B97F4A7C15ull) >> 58];
     if (PF_LIKELY(s->key == ip))
         return s->rule;
-    pf_cfi_rule_t r = shared_rule(ip);
+    pf_cfi_rule_t r = shared_rule(ip, 0);
     s->key = ip;
     s->rule = r;
     return r;
 }
 
-static pf_cfi_rule_t shared_rule(uint64_t ip)
+pf_cfi_rule_t pf_cfi_rule_in_signal(uint64_t ip)
+{
+    return shared_rule(ip, 1);
+}
+
+static void read_done(int in_signal)
+{
+    if (!in_signal)
+        pf_eh_pages_read_done();    /* may give pages back: a dl_iterate_phdr, not for signal handlers */
+}
+
+static pf_cfi_rule_t shared_rule(uint64_t ip, int in_signal)
 {
     uint64_t h = (ip * 0x9E3779B97F4A7C15ull) >> 51;     /* 13 bits: CFI_SLOTS */
     cfi_slot_t *tab = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
@@ -399,7 +410,7 @@ static pf_cfi_rule_t shared_rule(uint64_t ip)
             return s->rule;
         if (key == 0) {
             pf_cfi_rule_t r = rule_from_fde(ip);
-            pf_eh_pages_read_done();
+            read_done(in_signal);
             uint64_t expect = 0;
             if (__atomic_compare_exchange_n(&s->key, &expect, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
                 s->rule = r;
@@ -409,7 +420,7 @@ static pf_cfi_rule_t shared_rule(uint64_t ip)
         }
     }
     pf_cfi_rule_t r = rule_from_fde(ip);   /* a crowded neighbourhood: read it each time */
-    pf_eh_pages_read_done();
+    read_done(in_signal);
     return r;
 }
 

@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <ucontext.h>
 
 #include "pf_cfi.h"
 #include "pf_eh_pages.h"
@@ -98,8 +99,9 @@ void pf_recorder_code_unloaded(int removed)
 #endif
     __atomic_store_n(&code_unloaded, 1, __ATOMIC_RELAXED);
     if (!__atomic_load_n(&walked, __ATOMIC_RELAXED) || pf_cfi_forget())
-        return;     /* no rule kept (not --native), or all of them dropped */
-    if (!__atomic_exchange_n(&fast_off, 1, __ATOMIC_RELAXED))
+        return;     /* no rule kept (no --native walk, no watch trap walked), or all of them dropped */
+    /* watch's walks in its handlers give up too (the engine's frame-pointer walk): said only for --native */
+    if (!__atomic_exchange_n(&fast_off, 1, __ATOMIC_RELAXED) && pf_cfg.native)
         pf_log("native stacks: libraries were unloaded too often to keep the fast walk's rules; libunwind walks every stack from now on");
 }
 
@@ -507,6 +509,49 @@ __attribute__((noinline)) static int fast_walk(pf_tls_t *t, uint64_t *out, int m
     memo_words(t, dst);
     memo_tag(all, dst);
     *cut = memo_cut(dst, 0, n);
+    return n;
+#endif
+}
+
+int pf_unwinder_signal_walk(const pf_tls_t *t, const void *uc, uint64_t *ips, int max, uint64_t stop_lo,
+                            uint64_t stop_hi)
+{
+#if !defined(__x86_64__)
+    (void)t, (void)uc, (void)ips, (void)max, (void)stop_lo, (void)stop_hi;
+    return -1;
+#else
+    const greg_t *g = ((const ucontext_t *)uc)->uc_mcontext.gregs;
+    uint64_t ip = (uint64_t)g[REG_RIP], sp = (uint64_t)g[REG_RSP], bp = (uint64_t)g[REG_RBP];
+    const uint64_t lo = sp, hi = t->stack_high;
+    if (!hi || sp < t->stack_low || sp >= hi || __atomic_load_n(&fast_off, __ATOMIC_RELAXED))
+        return -1;  /* another stack (a signal stack), or rules that may be stale after many unloads */
+    if (!__atomic_load_n(&walked, __ATOMIC_RELAXED))
+        __atomic_store_n(&walked, 1, __ATOMIC_RELAXED);    /* rules are kept: an unload must drop them */
+    uint64_t at = ip;   /* the interrupted instruction's own row; a caller's is its call's, ra - 1 */
+    int n = 0;
+    while (n < max) {
+        ips[n++] = ip;
+        if (ip >= stop_lo && ip < stop_hi)
+            break;
+        pf_cfi_rule_t r = pf_cfi_rule_in_signal(at);
+        if (r.kind != PF_CFI_STANDARD)
+            break;  /* the outermost frame, or a rule the walk does not follow: the frames so far */
+        uint64_t cfa = (r.cfa_is_rbp ? bp : sp) + (uint64_t)(int64_t)r.cfa_off;
+        if (cfa - 8 < lo || cfa > hi)
+            break;
+        uint64_t ra = *(const uint64_t *)(uintptr_t)(cfa - 8);
+        if (r.rbp_off != PF_CFI_RBP_KEPT) {
+            uint64_t slot = cfa + (uint64_t)(int64_t)r.rbp_off;
+            if (slot < lo || slot + 8 > hi)
+                break;
+            bp = *(const uint64_t *)(uintptr_t)slot;
+        }
+        sp = cfa;
+        if (ra < LOWEST_IP)
+            break;
+        ip = ra;
+        at = ra - 1;
+    }
     return n;
 #endif
 }

@@ -14,10 +14,9 @@
 
 #include <dlfcn.h>
 #include <errno.h>
-#define UNW_LOCAL_ONLY     /* the _UL entry points: this process only, no remote address spaces */
-#include <libunwind.h>
 #include <link.h>
 #include <pthread.h>
+#include <ucontext.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,12 +81,14 @@ static uint64_t loader_lo, loader_hi;
 static uint64_t eval_lo, eval_hi;
 
 /* The native frames of a watched access, walked from the signal context by the libraries' DWARF unwind
- * tables: numpy, BLAS and the interpreter are built without frame pointers, so following rbp gives junk past
- * the first frame, and the hybrid path never reaches the interpreter loop where the Python frames join.
- * libunwind's local unwinder is async-signal-safe (no malloc; its cache lock blocks signals; where unwind
- * info is missing it validates every read). Returns -1, for the engine's frame-pointer walk, inside pyflow
- * or an allocator (the trap may have interrupted the runtime's own unw_backtrace, whose state is not
- * reentrant) and inside the dynamic loader (its link map may be changing under dl_iterate_phdr). */
+ * tables (numpy, BLAS and the interpreter are built without frame pointers, so following rbp gives junk
+ * past the first frame, and the hybrid path never reaches the interpreter loop where the Python frames
+ * join), with the fast walk's rules (pf_unwinder_signal_walk), not libunwind: libunwind finds each
+ * frame's tables with dl_iterate_phdr, which takes the loader's lock, and a watch on a word of the
+ * loader's own (a store sampled there) trapped in the middle of the loader taking that lock: the handler
+ * then waited for it forever (seen as a numpy import hung under --watch=stores). The rules are found
+ * without a lock (_dl_find_object). Returns -1, for the engine's frame-pointer walk, inside pyflow (the
+ * trap may have interrupted a walk filling the rules) and inside the dynamic loader. */
 static int g_native_unwind(const void *uc, uint64_t *ips, int max)
 {
     if (pf_tls.guard != 0)
@@ -96,20 +97,7 @@ static int g_native_unwind(const void *uc, uint64_t *ips, int max)
     uint64_t pc = (uint64_t)ctx->uc_mcontext.gregs[REG_RIP];
     if (pc >= loader_lo && pc < loader_hi)
         return -1;
-    unw_cursor_t cursor;
-    if (unw_init_local2(&cursor, (unw_context_t *)(uintptr_t)uc, UNW_INIT_SIGNAL_FRAME) < 0)
-        return -1;
-    int n = 0;
-    do {
-        unw_word_t ip;
-        if (unw_get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip < 4096)
-            break;
-        ips[n++] = ip;
-        if (ip >= eval_lo && ip < eval_hi)
-            break;
-    } while (n < max && unw_step(&cursor) > 0);
-    for (int i = 0; i < n; i++)
-        pf_eh_pages_read(ips[i]);  /* their call frame information was read (given back later, not here) */
+    int n = pf_unwinder_signal_walk(&pf_tls, uc, ips, max, eval_lo, eval_hi);
     return n > 0 ? n : -1;
 }
 

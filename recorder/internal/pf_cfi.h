@@ -26,6 +26,11 @@ typedef struct pf_cfi_rule {
  * thread. */
 pf_cfi_rule_t pf_cfi_rule(uint64_t ip);
 
+/* The same from a signal handler, which may have interrupted this thread anywhere, the dynamic loader
+ * included: the shared table only (not the thread's own page, which the interrupted code may be filling),
+ * no lock, nothing given back (pf_eh_pages.h). */
+pf_cfi_rule_t pf_cfi_rule_in_signal(uint64_t ip);
+
 /* Code was unloaded (dlclose): its addresses may hold another library's from now on, so every rule kept
  * is dropped (an empty shared table; each thread's own on its next pf_cfi_renewed). Returns 0 when no more
  * tables can be made: rules may then be stale, and the caller must stop using them. */

@@ -24,6 +24,16 @@ int pf_unwinder_libunwind(uint64_t *out, int max);
 /* The same stack by unw_step, frame by frame (pf_unwinder_step.c): what a fast walk is checked against. */
 int pf_unwinder_stepped(uint64_t *out, int max);
 
+/* The interrupted thread's stack from a signal handler's context uc (a ucontext_t), with the fast walk's
+ * rules (pf_cfi_rule_in_signal) and none of libunwind: its lookups take the loader's lock through
+ * dl_iterate_phdr, which a handler that interrupted the loader taking that very lock waited for forever.
+ * ips[0] is the interrupted instruction, then each caller's return address, ending after the first in
+ * [stop_lo, stop_hi) (the interpreter's loop, where Python frames take over), at a frame whose rule the
+ * walk does not follow, or at max. Reads only the thread's own stack (t's bounds). Returns how many; -1
+ * when the context is on another stack or the rules cannot be trusted (code unloaded too often). */
+int pf_unwinder_signal_walk(const pf_tls_t *t, const void *uc, uint64_t *ips, int max, uint64_t stop_lo,
+                            uint64_t stop_hi);
+
 /* libunwind stepped through these frames (and pyflow's own): the call frame information of their objects
  * was read, and its pages are given back after a quiet spell (pf_eh_pages.h). */
 void pf_unwinder_read_frames(const uint64_t *ips, int n);

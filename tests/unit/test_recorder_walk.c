@@ -5,6 +5,8 @@
  * taken as remembered; code without an FDE and a signal frame go to libunwind. The walk runs in a shared
  * object of its own (walk/walk_probe.c), as in libpyflow.so, whose frames both walks leave out. */
 #include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -13,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -185,6 +189,75 @@ static void test_signal_frame_falls_back(void **state)
     sigaction(SIGUSR1, &old, NULL);
 }
 
+/* From a signal handler's context, as watch's traps walk (pf_unwinder_signal_walk, no libunwind: its lookups
+ * take the loader's lock): the interrupted instruction, then every caller, as libunwind gives them from the
+ * same context, through frames of every shape; the walk may stop early only at a rule it does not follow. */
+static void test_signal_context_walk(void **state)
+{
+    (void)state;
+    static walk_step_fn chains[][4] = {
+        {shape_no_fp, shape_alloca, shape_fp},
+        {shape_alloca, shape_recurse, shape_no_fp},
+    };
+    for (size_t k = 0; k < sizeof chains / sizeof chains[0]; k++) {
+        walk_result_t r;
+        walk_chain_t c = {.n = 3, .depth = 5, .r = &r, .in_signal = 1};
+        memcpy(c.steps, chains[k], 3 * sizeof chains[k][0]);
+        memset(&r, 0, sizeof r);
+        run_chain(&c);
+        int prefix = r.nfast > 0 && r.nfast <= r.nlu && !memcmp(r.fast, r.lu, (size_t)r.nfast * sizeof r.lu[0]);
+        if (!prefix || r.nfast < 7)
+            print_stacks(&r);
+        assert_true(prefix);
+        assert_true(r.nfast >= 7);  /* the handler's caller chain: raise's frames, the probe, the steps, the test */
+    }
+}
+
+/* Another thread holds the loader's lock (inside a dl_iterate_phdr callback) until the walk is done or five
+ * seconds pass: the walk from a signal context must not wait for it. libunwind's lookups take that lock,
+ * and a watch trap that interrupted the loader taking it waited forever. */
+static volatile int lock_held, walk_done;
+
+static int hold_loader_lock(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)info, (void)size, (void)arg;
+    __atomic_store_n(&lock_held, 1, __ATOMIC_RELEASE);
+    for (int ms = 0; ms < 5000 && !__atomic_load_n(&walk_done, __ATOMIC_ACQUIRE); ms++)
+        usleep(1000);
+    return 1;
+}
+
+static void *loader_lock_holder(void *arg)
+{
+    (void)arg;
+    dl_iterate_phdr(hold_loader_lock, NULL);
+    return NULL;
+}
+
+static void test_signal_context_walk_takes_no_loader_lock(void **state)
+{
+    (void)state;
+    walk_result_t r;
+    walk_chain_t c = {.steps = {shape_no_fp, shape_alloca}, .n = 2, .depth = 1, .r = &r, .in_signal = 1};
+    run_chain(&c);      /* the rules of these frames are known now, but not those of the holder's wait */
+    pthread_t holder;
+    lock_held = walk_done = 0;
+    assert_int_equal(pthread_create(&holder, NULL, loader_lock_holder, NULL), 0);
+    while (!__atomic_load_n(&lock_held, __ATOMIC_ACQUIRE))
+        usleep(100);
+    memset(&r, 0, sizeof r);
+    r.signal_only = 1;      /* libunwind's walk beside it would wait for the lock */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    run_chain(&c);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    __atomic_store_n(&walk_done, 1, __ATOMIC_RELEASE);
+    pthread_join(holder, NULL);
+    double waited = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    assert_true(waited < 2.5);  /* the holder lets go after 5 s: a walk that waited for it took that long */
+    assert_true(r.nfast >= 5);
+}
+
 /* argv[1]: run only the tests whose names match it (one test alone, without the others' remembered walks). */
 int main(int argc, char **argv)
 {
@@ -199,6 +272,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_rules_of_unloaded_code_dropped),
         cmocka_unit_test(test_no_fde_falls_back),
         cmocka_unit_test(test_signal_frame_falls_back),
+        cmocka_unit_test(test_signal_context_walk),
+        cmocka_unit_test(test_signal_context_walk_takes_no_loader_lock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

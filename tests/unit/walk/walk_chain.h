@@ -13,6 +13,7 @@ typedef struct walk_result {
     int used_fast;          /* pf_unwinder_capture's *fast */
     int cut, cut_scanned;   /* its *cut, and pf_modules_native_cut's count of the same IPs */
     uintptr_t probe_sp;     /* where the probe's frame was: two walks from the same stack pointer */
+    int signal_only;        /* walk_probe_signal: the signal walk alone, no libunwind beside it */
 } walk_result_t;
 
 struct walk_chain;
@@ -21,19 +22,25 @@ typedef struct walk_chain {
     walk_step_fn steps[8];  /* steps[i] calls steps[i + 1], the last one walk_probe */
     int n;
     int depth;              /* shape_recurse's recursion */
+    int in_signal;          /* the probe walks from a signal handler's context (walk_probe_signal) */
     walk_result_t *r;
 } walk_chain_t;
 
 /* walk_probe.c (in the shared object that stands for libpyflow.so): the fast walk's stack and
  * unw_backtrace's, both from the frame that called it. */
 int walk_probe(walk_result_t *r);
+/* The stack from inside a signal handler the probe raises: pf_unwinder_signal_walk's from the handler's
+ * context into fast, libunwind's from the same context into lu. */
+int walk_probe_signal(walk_result_t *r);
 /* What the dlclose hook tells the recorder once an object is unloaded (interpose/pf_hooks_dl.c). */
 void walk_probe_unloaded(void);
 
 /* Calls the chain's next step, or the probe after the last. */
 static inline int walk_next(const walk_chain_t *c, int i)
 {
-    return i + 1 < c->n ? c->steps[i + 1](c, i + 1) : walk_probe(c->r);
+    if (i + 1 < c->n)
+        return c->steps[i + 1](c, i + 1);
+    return c->in_signal ? walk_probe_signal(c->r) : walk_probe(c->r);
 }
 
 #endif
