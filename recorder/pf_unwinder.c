@@ -90,14 +90,16 @@ void pf_recorder_code_unloading(void)
 void pf_recorder_code_unloaded(int removed)
 {
     pf_eh_pages_unloading(0, removed);
-    if (!removed || !memos_key_made)
-        return;     /* nothing was unloaded, or libunwind was never started */
+    if (!removed)
+        return;
+    if (memos_key_made) {   /* libunwind was started (--native) */
 #if defined(__x86_64__)
-    /* libunwind keeps its own by address too (checked against its address space's generation): without
-     * this it walked the next library with the unloaded one's rules */
-    unw_flush_cache(_ULx86_64_local_addr_space, 0, 0);
+        /* libunwind keeps its own by address too (checked against its address space's generation): without
+         * this it walked the next library with the unloaded one's rules */
+        unw_flush_cache(_ULx86_64_local_addr_space, 0, 0);
 #endif
-    __atomic_store_n(&code_unloaded, 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&code_unloaded, 1, __ATOMIC_RELAXED);
+    }
     if (!__atomic_load_n(&walked, __ATOMIC_RELAXED) || pf_cfi_forget())
         return;     /* no rule kept (no --native walk, no watch trap walked), or all of them dropped */
     /* watch's walks in its handlers give up too (the engine's frame-pointer walk): said only for --native */

@@ -301,9 +301,8 @@ int pf_watch_glue_init(pf_tls_t *t)
         say_off(why);
         return rc;
     }
-    /* libunwind's one-time set-up opens a pipe: now, not in a handler, and not in a run where watch is off
-     * (the default on a machine whose debug registers do not fire: that run keeps no descriptor of watch's) */
-    pf_unwinder_start();
+    /* no libunwind here: the handlers walk with the rule table (g_native_unwind), so a run without --native
+     * never sets libunwind up (its pipe, its pages) */
     pthread_key_create(&watch_key, thread_gone);
     watch_on = 1;
     __atomic_store_n(&pf_watch_glue_wanted, 1, __ATOMIC_RELAXED);

@@ -1,12 +1,12 @@
 """Prints, for the libraries pyflow brings into the program whose code only start-up runs (libZydis, the
-watch engine's decoder until a watch traps; liblzma, libunwind's dependency), the pages of their
-executable segments present in this process's page tables, at the program's first line:
-"LIBRARY PRESENT OF PAGES" per library found."""
+watch engine's decoder until a watch traps; liblzma, libunwind's dependency) or that only --native runs
+(libunwind), the pages of their executable segments present in this process's page tables, at the
+program's first line: "LIBRARY PRESENT OF PAGES" per library found."""
 import os
 import struct
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
-WANTED = ("libZydis.so", "liblzma.so")
+WANTED = ("libZydis.so", "liblzma.so", "libunwind.so")
 
 segments = []
 with open("/proc/self/maps") as f:
