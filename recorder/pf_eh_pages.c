@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "pf_file_pages.h"
 #include "pf_recorder.h"
 #include "pf_sys.h"
 
@@ -41,28 +42,16 @@ static int off;                     /* an object was removed: spans may name oth
 static int at_once;                 /* finalizing: each read's span is given back as it ends */
 static unsigned long long filed_subs = ~0ull;  /* the loader's count of removals when spans were filed */
 
-static int has_text_relocations(const struct dl_phdr_info *obj, const ElfW(Phdr) *dynamic)
-{
-    if (!dynamic)
-        return 0;
-    for (const ElfW(Dyn) *d = (const ElfW(Dyn) *)(uintptr_t)(obj->dlpi_addr + dynamic->p_vaddr); d->d_tag != DT_NULL; d++)
-        if (d->d_tag == DT_TEXTREL || (d->d_tag == DT_FLAGS && (d->d_un.d_val & DF_TEXTREL)))
-            return 1;
-    return 0;
-}
-
 void pf_eh_pages_add(const struct dl_phdr_info *obj, size_t size)
 {
     if (size < offsetof(struct dl_phdr_info, dlpi_subs) + sizeof obj->dlpi_subs)
         return;     /* a loader that cannot say when objects are removed */
-    const ElfW(Phdr) *hdr = NULL, *dynamic = NULL;
+    const ElfW(Phdr) *hdr = NULL;
     uint64_t obj_lo = UINT64_MAX, obj_hi = 0;
     for (int i = 0; i < obj->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &obj->dlpi_phdr[i];
         if (ph->p_type == PT_GNU_EH_FRAME)
             hdr = ph;
-        else if (ph->p_type == PT_DYNAMIC)
-            dynamic = ph;
         else if (ph->p_type == PT_LOAD) {
             obj_lo = obj->dlpi_addr + ph->p_vaddr < obj_lo ? obj->dlpi_addr + ph->p_vaddr : obj_lo;
             obj_hi = obj->dlpi_addr + ph->p_vaddr + ph->p_memsz > obj_hi ? obj->dlpi_addr + ph->p_vaddr + ph->p_memsz : obj_hi;
@@ -81,13 +70,7 @@ void pf_eh_pages_add(const struct dl_phdr_info *obj, size_t size)
             hi = (start + ph->p_filesz) & ~(PF_EH_PAGE - 1);
         }
     }
-    for (int i = 0; i < obj->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &obj->dlpi_phdr[i];
-        uint64_t start = obj->dlpi_addr + ph->p_vaddr;
-        if (ph->p_type == PT_GNU_RELRO && start < hi && start + ph->p_memsz > lo)
-            return;
-    }
-    if (lo >= hi || has_text_relocations(obj, dynamic))
+    if (lo >= hi || !pf_file_pages_never_written(obj, lo, hi))
         return;
     pf_spin_lock(&add_lock);
     if (filed_subs == ~0ull)

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "pf_file_pages.h"
+
 #define PF_LIB_PAGE 4096ull
 
 typedef struct lib_rule {
@@ -35,21 +37,6 @@ static const lib_rule_t *rule_of(const char *path)
     return NULL;
 }
 
-static int written_by_loader(const struct dl_phdr_info *obj, uint64_t lo, uint64_t hi)
-{
-    for (int i = 0; i < obj->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &obj->dlpi_phdr[i];
-        uint64_t start = obj->dlpi_addr + ph->p_vaddr;
-        if (ph->p_type == PT_GNU_RELRO && start < hi && start + ph->p_memsz > lo)
-            return 1;
-        if (ph->p_type == PT_DYNAMIC)
-            for (const ElfW(Dyn) *d = (const ElfW(Dyn) *)(uintptr_t)start; d->d_tag != DT_NULL; d++)
-                if (d->d_tag == DT_TEXTREL || (d->d_tag == DT_FLAGS && (d->d_un.d_val & DF_TEXTREL)))
-                    return 1;
-    }
-    return 0;
-}
-
 static int give_back(struct dl_phdr_info *obj, size_t size, void *arg)
 {
     (void)size;
@@ -63,7 +50,7 @@ static int give_back(struct dl_phdr_info *obj, size_t size, void *arg)
         /* a segment's pages are its own: the loader maps each with its own protection */
         uint64_t lo = (obj->dlpi_addr + ph->p_vaddr) & ~(PF_LIB_PAGE - 1);
         uint64_t hi = (obj->dlpi_addr + ph->p_vaddr + ph->p_filesz) & ~(PF_LIB_PAGE - 1);
-        if (lo < hi && !written_by_loader(obj, lo, hi) &&
+        if (lo < hi && pf_file_pages_never_written(obj, lo, hi) &&
             madvise((void *)(uintptr_t)lo, (size_t)(hi - lo), MADV_DONTNEED) == 0)
             *(uint32_t *)arg += (uint32_t)((hi - lo) / PF_LIB_PAGE);
     }
