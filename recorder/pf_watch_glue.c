@@ -257,7 +257,7 @@ int pf_watch_glue_init(pf_tls_t *t)
     loader_lo = c.ignore[1].lo;
     loader_hi = c.ignore[1].hi;
     find_eval_loop();
-    c.native_unwind = g_native_unwind;     /* libunwind is set up below, once watch is on */
+    c.native_unwind = g_native_unwind;     /* the rule table's walk: no set-up, no lock */
     ignore_object_of(&c, 2, dlsym(RTLD_DEFAULT, "Py_GetVersion"));
     type_type = dlsym(RTLD_DEFAULT, "PyType_Type");
 
