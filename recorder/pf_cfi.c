@@ -326,7 +326,7 @@ static pf_cfi_rule_t rule_from_fde(uint64_t ip)
 {
     pf_cfi_rule_t out = {0, 0, 0, PF_CFI_UNKNOWN};
     uint64_t func;
-    pf_eh_pages_read(ip);   /* the search and the FDE below fault its pages in */
+    pf_eh_pages_read(&ip, 1);   /* the search and the FDE below fault its pages in */
     const uint8_t *fde = find_fde(ip, &func);
     if (!fde)
         return out;

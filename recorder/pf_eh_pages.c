@@ -20,7 +20,6 @@
 #include "pf_sys.h"
 
 #define PF_EH_MAX_SPANS 1024u
-#define PF_EH_PAGE 4096ull
 
 typedef struct eh_span {
     uint64_t obj_lo, obj_hi;    /* the object's mapped range: which reads are its */
@@ -66,8 +65,8 @@ void pf_eh_pages_add(const struct dl_phdr_info *obj, size_t size)
         if (ph->p_type == PT_LOAD && at >= start && at < start + ph->p_filesz) {
             if (ph->p_flags & PF_W)
                 return;
-            lo = (at + PF_EH_PAGE - 1) & ~(PF_EH_PAGE - 1);
-            hi = (start + ph->p_filesz) & ~(PF_EH_PAGE - 1);
+            lo = (at + PF_FILE_PAGE - 1) & ~(PF_FILE_PAGE - 1);
+            hi = (start + ph->p_filesz) & ~(PF_FILE_PAGE - 1);
         }
     }
     if (lo >= hi || !pf_file_pages_never_written(obj, lo, hi))
@@ -98,22 +97,33 @@ static uint64_t coarse_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-void pf_eh_pages_read(uint64_t ip)
+/* Marks the span ips[i] falls in (the latest one: a later scan's object at a reused range); 1 when one did. */
+static int mark(uint64_t ip, uint32_t n_filed)
 {
-    uint32_t n = __atomic_load_n(&n_spans, __ATOMIC_ACQUIRE);
-    /* the latest span an address falls in: a later scan's object at a reused range */
-    for (uint32_t i = n; i-- > 0;) {
+    for (uint32_t i = n_filed; i-- > 0;) {
         eh_span_t *s = &spans[i];
         if (ip >= s->obj_lo && ip < s->obj_hi) {
             if (!__atomic_load_n(&s->read, __ATOMIC_RELAXED))
                 __atomic_store_n(&s->read, 1, __ATOMIC_RELAXED);
-            __atomic_add_fetch(&reads, 1, __ATOMIC_RELAXED);
-            __atomic_store_n(&last_read_ns, coarse_ns(), __ATOMIC_RELAXED);
-            if (!__atomic_load_n(&pf_eh_pages_pending, __ATOMIC_RELAXED))
-                __atomic_store_n(&pf_eh_pages_pending, 1, __ATOMIC_RELEASE);
-            return;
+            return 1;
         }
     }
+    return 0;
+}
+
+void pf_eh_pages_read(const uint64_t *ips, int n)
+{
+    uint32_t filed = __atomic_load_n(&n_spans, __ATOMIC_ACQUIRE);
+    int any = 0;
+    for (int i = 0; i < n; i++)
+        any |= mark(ips[i], filed);
+    if (!any)
+        return;
+    /* once for the whole stack: the quiet spell starts again */
+    __atomic_add_fetch(&reads, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&last_read_ns, coarse_ns(), __ATOMIC_RELAXED);
+    if (!__atomic_load_n(&pf_eh_pages_pending, __ATOMIC_RELAXED))
+        __atomic_store_n(&pf_eh_pages_pending, 1, __ATOMIC_RELEASE);
 }
 
 /* Gives back every span read since the last time, from inside dl_iterate_phdr (the list lock held), while

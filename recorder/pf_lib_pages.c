@@ -14,8 +14,6 @@
 
 #include "pf_file_pages.h"
 
-#define PF_LIB_PAGE 4096ull
-
 typedef struct lib_rule {
     const char *prefix;     /* of the file's name */
     int code_too;           /* its executable segment as well */
@@ -48,11 +46,11 @@ static int give_back(struct dl_phdr_info *obj, size_t size, void *arg)
         if (ph->p_type != PT_LOAD || (ph->p_flags & PF_W) || ((ph->p_flags & PF_X) && !rule->code_too))
             continue;
         /* a segment's pages are its own: the loader maps each with its own protection */
-        uint64_t lo = (obj->dlpi_addr + ph->p_vaddr) & ~(PF_LIB_PAGE - 1);
-        uint64_t hi = (obj->dlpi_addr + ph->p_vaddr + ph->p_filesz) & ~(PF_LIB_PAGE - 1);
+        uint64_t lo = (obj->dlpi_addr + ph->p_vaddr) & ~(PF_FILE_PAGE - 1);
+        uint64_t hi = (obj->dlpi_addr + ph->p_vaddr + ph->p_filesz) & ~(PF_FILE_PAGE - 1);
         if (lo < hi && pf_file_pages_never_written(obj, lo, hi) &&
             madvise((void *)(uintptr_t)lo, (size_t)(hi - lo), MADV_DONTNEED) == 0)
-            *(uint32_t *)arg += (uint32_t)((hi - lo) / PF_LIB_PAGE);
+            *(uint32_t *)arg += (uint32_t)((hi - lo) / PF_FILE_PAGE);
     }
     return 0;
 }

@@ -560,9 +560,9 @@ int pf_unwinder_signal_walk(const pf_tls_t *t, const void *uc, uint64_t *ips, in
 
 void pf_unwinder_read_frames(const uint64_t *ips, int n)
 {
-    pf_eh_pages_read((uint64_t)(uintptr_t)pf_unwinder_read_frames);   /* its own frames were stepped too */
-    for (int i = 0; i < n; i++)
-        pf_eh_pages_read(ips[i]);
+    const uint64_t self = (uint64_t)(uintptr_t)pf_unwinder_read_frames;    /* its own frames were stepped too */
+    pf_eh_pages_read(&self, 1);
+    pf_eh_pages_read(ips, n);
     pf_eh_pages_read_done();
 }
 

@@ -20,9 +20,9 @@
  * written (a writable or RELRO segment over it, text relocations) is left out; size is dl_iterate_phdr's. */
 void pf_eh_pages_add(const struct dl_phdr_info *obj, size_t size);
 
-/* An unwinder read the call frame information of the object holding ip: its span is given back after the
- * next quiet spell. Async-signal-safe. */
-void pf_eh_pages_read(uint64_t ip);
+/* An unwinder read the call frame information of the objects holding ips[0..n): their spans are given back
+ * after the next quiet spell. Async-signal-safe. */
+void pf_eh_pages_read(const uint64_t *ips, int n);
 
 /* After a read: gives the spans back at once when the interpreter is finalizing (pf_eh_pages_finalizing),
  * else nothing. */

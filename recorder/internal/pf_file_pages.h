@@ -8,6 +8,8 @@
 #include <link.h>
 #include <stdint.h>
 
+#define PF_FILE_PAGE 4096ull    /* what a span is rounded to (on larger pages the madvise fails: harmless) */
+
 /* 1 when nothing can have written [lo, hi) of obj: no RELRO range over it (the loader writes those, then
  * makes them read-only) and no text relocations in obj (the loader writes read-only segments for them).
  * The caller has checked that the segment holding the range is not writable. */

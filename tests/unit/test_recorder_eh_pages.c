@@ -92,6 +92,12 @@ static void file_object(uint32_t load_flags, const ElfW(Phdr) *extra, unsigned l
     pf_eh_pages_add(&info, sizeof info);
 }
 
+/* One unwinder read at ip. */
+static void read_at(uint64_t ip)
+{
+    pf_eh_pages_read(&ip, 1);
+}
+
 static void quiet_spell(void)
 {
     for (uint32_t i = 0; i < PF_EH_PAGES_QUIET_TICKS + 1; i++)
@@ -104,7 +110,7 @@ static void test_span_given_back_after_quiet_spell(void **state)
     file_object(PF_R, NULL, loader_subs());
     assert_int_equal(pf_eh_pages_spans(), 1);
     touch_all();
-    pf_eh_pages_read((uint64_t)(uintptr_t)obj + 0x10);
+    read_at((uint64_t)(uintptr_t)obj + 0x10);
     quiet_spell();
     assert_int_equal(pf_eh_pages_released(), 1);
     assert_true(present(obj + 0x1000));             /* the page .eh_frame_hdr starts in is shared: kept */
@@ -112,12 +118,12 @@ static void test_span_given_back_after_quiet_spell(void **state)
         assert_false(present(obj + at));
     /* read again: the pages come back from the file, and go again after the next quiet spell */
     touch_all();
-    pf_eh_pages_read((uint64_t)(uintptr_t)obj + 0x10);
+    read_at((uint64_t)(uintptr_t)obj + 0x10);
     quiet_spell();
     assert_int_equal(pf_eh_pages_released(), 2);
     assert_false(present(obj + 0x8000));
     /* a read of an address in no filed object marks nothing */
-    pf_eh_pages_read(0x1000);
+    read_at(0x1000);
     quiet_spell();
     assert_int_equal(pf_eh_pages_released(), 2);
 }
@@ -158,7 +164,7 @@ static void test_nothing_given_back_while_or_after_unloading(void **state)
     pf_eh_pages_unloading(1, 0);
     pf_eh_pages_unloading(0, 1);                /* it removed an object: never again */
     touch_all();
-    pf_eh_pages_read((uint64_t)(uintptr_t)obj + 0x10);
+    read_at((uint64_t)(uintptr_t)obj + 0x10);
     quiet_spell();
     assert_int_equal(pf_eh_pages_released(), 1);
     assert_true(present(obj + 0x8000));
@@ -181,7 +187,7 @@ static void test_given_back_at_once_when_finalizing(void **state)
     quiet_spell();
     assert_int_equal(pf_eh_pages_released(), 1);
     touch_all();
-    pf_eh_pages_read((uint64_t)(uintptr_t)obj + 0x10);
+    read_at((uint64_t)(uintptr_t)obj + 0x10);
     pf_eh_pages_read_done();                    /* not finalizing: waits for a quiet spell */
     assert_int_equal(pf_eh_pages_released(), 1);
     pf_eh_pages_finalizing();
