@@ -43,7 +43,8 @@ typedef struct pf_stats {
     double gpu_live;            /* during the sweep: live GPU bytes now */
     double gpu_peak_bytes;      /* live GPU bytes at the instant GPU memory peaked */
     double max_live;            /* its own maximum */
-    double area;                /* integral of live over time (byte-seconds), for the average */
+    double area_ns;             /* integral of live over time in byte-nanoseconds, for the average (no
+                                 * division per event: a divide's latency was 2% of an exact sweep) */
     double leaked_bytes;        /* live at exit */
     double copy_bytes, copy_count, redundant_copy_bytes;
     /* watch (--watch): credited bytes of every resolved store/load pair charged here, and the redundant ones */

@@ -365,7 +365,7 @@ static inline __attribute__((always_inline)) void set_live_dir(sweeper_t *S, pf_
     keep_peak_value(S, s);
     if (live < 0 && live > -1.0)
         live = 0;   /* rounding of sampled estimates (so the old value, stored, was not in (-1, 0) either) */
-    s->area += s->live * (double)(t - s->live_since_ns) / 1e9;
+    s->area_ns += s->live * (double)(t - s->live_since_ns);
     s->live_since_ns = t;
     int b = bucket_of(S, t);
     /* The bucket's maximum and minimum so far include the old value, as the maximum of the row does: a
@@ -642,7 +642,7 @@ static void on_free(sweeper_t *S, const event_t *e)
 
 static void finish_stats(pf_stats_t *s, uint64_t t_end)
 {
-    s->area += s->live * (double)(t_end - s->live_since_ns) / 1e9;
+    s->area_ns += s->live * (double)(t_end - s->live_since_ns);
     s->live_since_ns = t_end;
     pf_timeline_finish(s->timeline, &s->timeline_filled, s->live);
     pf_timeline_finish(s->timeline_low, &s->timeline_low_filled, s->live);

@@ -73,7 +73,7 @@ static void stats_fields(pf_json_t *j, const pf_model_t *m, const pf_stats_t *s)
     bytes(j, "gpu_bytes", s->gpu_bytes);
     bytes(j, "peak_bytes", s->peak_bytes);
     bytes(j, "gpu_peak_bytes", s->gpu_peak_bytes);
-    bytes(j, "avg_bytes", m->timeline_end_s > 0 ? s->area / m->timeline_end_s : s->live);
+    bytes(j, "avg_bytes", m->timeline_end_s > 0 ? s->area_ns / (m->timeline_end_s * 1e9) : s->live);
     bytes(j, "leaked_bytes", s->leaked_bytes);
     bytes(j, "copy_bytes", s->copy_bytes);
     pf_json_key(j, "copy_count");

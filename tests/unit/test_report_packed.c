@@ -121,7 +121,7 @@ static void assert_same_model(const pf_model_t *a, const pf_model_t *b)
         assert_true(a->lines[i].s.leaked_bytes == b->lines[i].s.leaked_bytes);
         assert_true(a->lines[i].s.peak_bytes == b->lines[i].s.peak_bytes);
         assert_memory_equal(a->lines[i].s.timeline, b->lines[i].s.timeline, sizeof a->lines[i].s.timeline);
-        assert_true(a->lines[i].s.area == b->lines[i].s.area);
+        assert_true(a->lines[i].s.area_ns == b->lines[i].s.area_ns);
     }
 }
 

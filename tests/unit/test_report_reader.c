@@ -84,7 +84,7 @@ static void test_dense_and_sparse_stack_ids_agree(void **state)
         assert_memory_equal(a->lines[i].s.timeline, b->lines[i].s.timeline, sizeof a->lines[i].s.timeline);
         assert_memory_equal(a->lines[i].s.timeline_low, b->lines[i].s.timeline_low,
                             sizeof a->lines[i].s.timeline_low);
-        assert_true(a->lines[i].s.area == b->lines[i].s.area);
+        assert_true(a->lines[i].s.area_ns == b->lines[i].s.area_ns);
     }
     assert_int_equal(a->n_full, b->n_full);
     pf_model_free(a);
