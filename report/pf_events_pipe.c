@@ -274,10 +274,10 @@ int pf_events_pipe_threaded(const pf_events_pipe_t *p)
     return p->threaded;
 }
 
-void pf_events_pipe_close(pf_events_pipe_t *p)
+int pf_events_pipe_close(pf_events_pipe_t *p)
 {
     if (!p)
-        return;
+        return 0;
     if (p->threaded) {
         atomic_store(&p->stop, 1);
         advance(&p->released, p->taken + PF_PIPE_SLOTS, 1);   /* wakes the merge if it waits for room */
@@ -287,7 +287,9 @@ void pf_events_pipe_close(pf_events_pipe_t *p)
         free(p->slots[i].events);
         free(p->slots[i].pay);
     }
+    int broken = p->it.broken;     /* read after the merge thread's join, or its unlock of filling */
     pf_events_end(&p->it);
     p->L->decoded = NULL;
     free(p);
+    return broken;
 }

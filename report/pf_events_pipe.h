@@ -40,7 +40,8 @@ size_t pf_events_pipe_next(pf_events_pipe_t *p, const event_t **events);
 /* 1 when the merge runs on a thread of its own. */
 int pf_events_pipe_threaded(const pf_events_pipe_t *p);
 
-/* Stops the merge (at the end, or anywhere before it) and frees p. */
-void pf_events_pipe_close(pf_events_pipe_t *p);
+/* Stops the merge (at the end, or anywhere before it) and frees p. Returns 1 when the events ended early
+ * because a stream was found out of order or unreadable (pf_event_iter_t.broken), else 0. */
+int pf_events_pipe_close(pf_events_pipe_t *p);
 
 #endif /* PF_EVENTS_PIPE_H */

@@ -112,6 +112,9 @@ typedef struct proc_state {
 typedef struct stream {
     uint32_t proc;
     uint64_t last_t;        /* its latest event's time, to check the order */
+    /* the file offset of its latest record when that is a skimmed PF_REC_PACKED (pf_file_t.skim_packed):
+     * last_t is then that record's first event's time; 0 otherwise */
+    uint64_t open_packed;
     uint64_t last_run;      /* the loader's run its latest event was in */
     uint64_t *starts;       /* record offsets */
     size_t n_starts, cap_starts;
@@ -144,6 +147,11 @@ typedef struct loader {
     uint32_t *packed_seqs;
     size_t n_packed, cap_packed;
     uint64_t window_from_ns, window_to_ns;  /* pf_load_opts_t's; 0, 0: the whole run */
+    /* The walk checks every packed event (strict), or a packed record's first one only and the merge the
+     * rest as it reads them (pf_file_t.skim_packed: the loader's usual walk, which then decodes each
+     * packed event once, not twice). redo: what only a strict load can tell was found (a packed record
+     * holding bytes that are no event, or a stream going back in time inside one): load again, strict. */
+    int strict, redo;
 } loader_t;
 
 static inline const void *pf_event_payload(const loader_t *L, const event_t *e)
@@ -256,6 +264,11 @@ void pf_events_new_run(loader_t *L, uint64_t chunk);
 /* A PF_REC_PACKED record's first and last events' times on the root's clock (pf_file_walk found them).
  * Returns 0 when it holds none. */
 int pf_events_packed_span(const loader_t *L, const pf_record_t *r, uint64_t *first, uint64_t *last);
+/* Decodes s's open skimmed packed record (s->open_packed) for its last event's time: s's last_t, and the
+ * loader's and the process's latest times, move on to it. Bytes that are no event set L->redo. */
+void pf_events_settle(loader_t *L, stream_t *s);
+/* The same for every stream of process proc whose latest record is a skimmed packed one: after its walk. */
+void pf_events_settle_process(loader_t *L, uint32_t proc);
 /* A stream went back in time: the loader walks the files again, and each event of r goes into L->events,
  * in walk order (a packed record's every event), numbered by seq 1 + its index. */
 void pf_events_collect(loader_t *L, const pf_record_t *r);
@@ -285,11 +298,16 @@ static inline void pf_events_record(loader_t *L, const pf_record_t *r)
         return;
     }
     stream_t *s = &L->streams[L->last_stream];
+    /* After a skimmed packed record, the next one's first event is checked against its first: the merge
+     * checks the rest. A record of another type needs its real last time. */
+    if (s->open_packed && !r->packed_skimmed)
+        pf_events_settle(L, s);
     if (t < s->last_t) {
         L->unordered = 1;   /* the loader then collects every event into an array (pf_model.c) */
         return;
     }
     s->last_t = t_end;
+    s->open_packed = r->packed_skimmed ? r->offset : 0;
     if (s->last_run != L->run) {
         *PF_VEC_PUSH(s->starts, s->n_starts, s->cap_starts) = r->offset;
         s->last_run = L->run;
@@ -310,6 +328,7 @@ typedef struct pf_event_cursor {
     pf_rec_alloc_short_t packed_payload;    /* ... its payload, when it is a packed event (ev.seq 1) */
     const uint8_t *packed_at, *packed_end;  /* the rest of the packed record being read, or packed_at NULL */
     pf_pk_state_t packed_state;
+    uint64_t last_t;        /* the stream's latest event's time (its order is checked as it is read) */
     uint64_t drop_from, drop_to;    /* read file bytes not yet given back (see give_back_run) */
 } pf_event_cursor_t;
 
@@ -318,6 +337,9 @@ typedef struct pf_event_iter {
     pf_event_cursor_t *heap;
     size_t n_heap;
     size_t next;
+    /* a stream's events went back in time, or a packed record held bytes that are no event: the events
+     * end there (a skimmed walk let them through; the loader loads again, strict) */
+    int broken;
 } pf_event_iter_t;
 
 /* The events in time order (ties: the lower process index, then the lower file offset).
@@ -329,8 +351,9 @@ void pf_events_begin(loader_t *L, pf_event_iter_t *it);
 size_t pf_events_next_batch(pf_event_iter_t *it, event_t *out, pf_rec_alloc_short_t *pay, size_t max);
 void pf_events_end(pf_event_iter_t *it);
 
-/* Sweeps L's events, in time order, into m's lines, functions, flows, totals and timelines.
- * Cannot fail (the records were validated by the reader). */
+/* Sweeps L's events, in time order, into m's lines, functions, flows, totals and timelines. Sets L->redo
+ * when the merge found what a strict load refuses or orders otherwise (see loader_t.strict); otherwise
+ * cannot fail (the records were validated by the reader). */
 void pf_model_sweep(loader_t *L);
 
 #endif /* PF_LOADER_INT_H */

@@ -525,13 +525,18 @@ static int add_process(loader_t *L, const char *path, int root, uint64_t start_n
     L->n_procs++;
     L->run++;
     L->run_chunk = L->walk_dropped = 0;
+    P->file.skim_packed = !L->strict;
     rc = pf_file_walk(&P->file, on_record, L, err, errlen);
+    pf_events_settle_process(L, L->cur);
     pf_loader_index_stacks(P);
     pf_workers_ended(&m->procs[L->cur], P->fin_ns != UINT64_MAX, root && m->has_exit);
     return rc;
 }
 
-int pf_model_load(const char *path, const pf_load_opts_t *opts, pf_model_t **out, char *err, size_t errlen)
+/* load's result when a strict load must tell (loader_t.redo): not an errno */
+#define LOAD_AGAIN 1
+
+static int load(const char *path, const pf_load_opts_t *opts, int strict, pf_model_t **out, char *err, size_t errlen)
 {
     pf_model_t *m = pf_xcalloc(1, sizeof *m);
     m->string_index = pf_xcalloc(1, sizeof(pf_map_t));
@@ -541,7 +546,7 @@ int pf_model_load(const char *path, const pf_load_opts_t *opts, pf_model_t **out
     if (opts && opts->profile_only && *opts->profile_only)
         m->profile_only = pf_xstrndup(opts->profile_only, strlen(opts->profile_only));
     m->profile_all = opts && opts->profile_all;
-    loader_t L = {.m = m};
+    loader_t L = {.m = m, .strict = strict};
     if (opts && opts->window_to_ns) {
         L.window_from_ns = opts->window_from_ns;
         L.window_to_ns = opts->window_to_ns;
@@ -564,12 +569,16 @@ int pf_model_load(const char *path, const pf_load_opts_t *opts, pf_model_t **out
         }
         pf_profile_children_free(kids, n);
     }
+    if (rc == 0 && (L.redo || (L.unordered && !strict)))
+        rc = LOAD_AGAIN;    /* the array of an unordered profile is collected from a strict walk */
     if (rc == 0 && L.unordered)
         collect_events(&L);
     if (rc == 0) {
         pf_model_watch_totals(&L);
         pf_origin_index(&L);
         pf_model_sweep(&L);
+        if (L.redo)
+            rc = LOAD_AGAIN;
         for (size_t i = 0; i < L.n_procs; i++)
             m->unresolved_stacks += L.procs[i].missing_stacks;
         if (m->n_sampling_steps)
@@ -602,6 +611,12 @@ int pf_model_load(const char *path, const pf_load_opts_t *opts, pf_model_t **out
         m->elapsed_s = (double)m->end_ns / 1e9;
     *out = m;
     return 0;
+}
+
+int pf_model_load(const char *path, const pf_load_opts_t *opts, pf_model_t **out, char *err, size_t errlen)
+{
+    int rc = load(path, opts, 0, out, err, errlen);
+    return rc == LOAD_AGAIN ? load(path, opts, 1, out, err, errlen) : rc;
 }
 
 void pf_model_free(pf_model_t *m)

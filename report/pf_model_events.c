@@ -16,6 +16,13 @@
  * A stream whose times go back (watch's records are written after the fact, with the time they happened)
  * makes the loader collect every event into an array instead, in that same walk order, which is sorted
  * here: the same order either way.
+ *
+ * The loader's walk skims packed records (pf_file_t.skim_packed): it decodes a record's first event, for
+ * the order of the streams, and a stream's last packed record whole (pf_events_settle), for the run's end;
+ * the rest of their events are decoded once, by the merge, which checks them as it goes (decoding every
+ * event twice was a tenth of an exact profile's report). What only a whole decode can find, bytes that are
+ * no event or a time going back inside a record, ends the merge (pf_event_iter_t.broken), and the loader
+ * loads again with a walk that decodes them all (loader_t.strict).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -48,11 +55,14 @@ void pf_events_new_stream(loader_t *L, const pf_record_t *r, uint64_t t, uint64_
     L->last_stream_key = key;
     L->last_stream = *v;
     stream_t *s = &L->streams[L->last_stream];
+    if (!created && s->open_packed && !r->packed_skimmed)
+        pf_events_settle(L, s);
     if (!created && t < s->last_t) {
         L->unordered = 1;   /* the loader then collects every event into an array (pf_model.c) */
         return;
     }
     s->last_t = t_end;
+    s->open_packed = r->packed_skimmed ? r->offset : 0;
     if (created || s->last_run != L->run) {
         *PF_VEC_PUSH(s->starts, s->n_starts, s->cap_starts) = r->offset;
         s->last_run = L->run;
@@ -60,6 +70,36 @@ void pf_events_new_stream(loader_t *L, const pf_record_t *r, uint64_t t, uint64_
 }
 
 /* ---- packed events (PF_REC_PACKED): many ALLOC_SHORT and FREE events in one record ---- */
+
+void pf_events_settle(loader_t *L, stream_t *s)
+{
+    const pf_file_t *f = &L->procs[s->proc].file;
+    pf_rec_header_t h;
+    memcpy(&h, f->data + s->open_packed, sizeof h);
+    const uint8_t *at = f->data + s->open_packed + sizeof h, *end = f->data + s->open_packed + h.bytes;
+    pf_pk_state_t st = {0};
+    pf_pk_event_t ev;
+    int rc;
+    while ((rc = pf_pk_decode(&at, end, &st, &ev)) > 0)
+        ;
+    if (rc < 0)
+        L->redo = 1;    /* the strict walk says what is wrong, and where */
+    s->open_packed = 0;
+    uint64_t last = st.t_ns + L->m->procs[s->proc].offset_ns;
+    if (last > s->last_t)
+        s->last_t = last;
+    if (last > L->t_last)
+        L->t_last = last;
+    if (last > L->procs[s->proc].last_t)
+        L->procs[s->proc].last_t = last;
+}
+
+void pf_events_settle_process(loader_t *L, uint32_t proc)
+{
+    for (size_t i = 0; i < L->n_streams; i++)
+        if (L->streams[i].proc == proc && L->streams[i].open_packed)
+            pf_events_settle(L, &L->streams[i]);
+}
 
 int pf_events_packed_span(const loader_t *L, const pf_record_t *r, uint64_t *first, uint64_t *last)
 {
@@ -236,21 +276,36 @@ static void give_back_run(const pf_file_t *f, pf_event_cursor_t *c, uint64_t fro
     }
 }
 
+/* A stream's next event comes before its last, or is no event: the iteration ends (see
+ * pf_event_iter_t.broken). Returns 0, as at a stream's end. */
+static int stream_broken(pf_event_iter_t *it)
+{
+    it->broken = 1;
+    return 0;
+}
+
 /* Moves c to its stream's next event; 0 when the stream is done. Inline: it runs once a record of every
  * stream, in pf_events_next_batch's loop. */
-static inline __attribute__((always_inline)) int cursor_next(const loader_t *L, pf_event_cursor_t *c)
+static inline __attribute__((always_inline)) int cursor_next(pf_event_iter_t *it, pf_event_cursor_t *c)
 {
+    const loader_t *L = it->L;
     const stream_t *s = &L->streams[c->stream];
     const pf_file_t *f = &L->procs[s->proc].file;
     const uint64_t last = L->procs[s->proc].last_offset;
     for (;;) {
         if (c->packed_at) {     /* inside a packed record */
             pf_pk_event_t ev;
-            if (pf_pk_decode(&c->packed_at, c->packed_end, &c->packed_state, &ev) <= 0) {
+            int rc = pf_pk_decode(&c->packed_at, c->packed_end, &c->packed_state, &ev);
+            if (rc <= 0) {
                 c->packed_at = NULL;
+                if (rc < 0)
+                    return stream_broken(it);
                 continue;
             }
             c->ev.t = ev.p.t_ns + L->m->procs[s->proc].offset_ns;
+            if (c->ev.t < c->last_t)
+                return stream_broken(it);
+            c->last_t = c->ev.t;
             if (!pf_events_in_window(L, ev.type, c->ev.t))
                 continue;
             c->ev.seq = 1;
@@ -294,6 +349,9 @@ static inline __attribute__((always_inline)) int cursor_next(const loader_t *L, 
             continue;
         }
         c->ev.t = pf_events_time(L, s->proc, f->data + at + sizeof h);
+        if (c->ev.t < c->last_t)
+            return stream_broken(it);
+        c->last_t = c->ev.t;
         if (!pf_events_in_window(L, h.type, c->ev.t))
             continue;
         c->ev.seq = 0;
@@ -347,9 +405,11 @@ void pf_events_begin(loader_t *L, pf_event_iter_t *it)
         pf_event_cursor_t *c = &it->heap[it->n_heap];
         /* afresh: the place may be the last stream's, which had no event (a window left it none) */
         *c = (pf_event_cursor_t){.stream = (uint32_t)i};
-        if (cursor_next(L, c))
+        if (cursor_next(it, c))
             it->n_heap++;
     }
+    if (it->broken)
+        it->n_heap = 0;
     for (size_t i = it->n_heap / 2; i-- > 0;)
         sift_down(it, i);
 }
@@ -362,12 +422,14 @@ void pf_events_begin(loader_t *L, pf_event_iter_t *it)
  * an exact profile's events pass here, not through cursor_next: each is written once, where the sweep
  * reads it, not into the cursor and then copied (which read back as whole structures what was stored
  * field by field, stalling on each). */
-static inline __attribute__((always_inline)) int pack_run(const loader_t *L, pf_event_cursor_t *c,
+static inline __attribute__((always_inline)) int pack_run(pf_event_iter_t *it, pf_event_cursor_t *c,
                                                           const pf_event_cursor_t *rival, event_t *out,
                                                           pf_rec_alloc_short_t *pay, size_t *n, size_t max)
 {
+    const loader_t *L = it->L;
     const uint32_t proc = c->ev.proc, offset8 = c->ev.offset8;
     const uint64_t clock = L->m->procs[proc].offset_ns;
+    uint64_t last_t = c->last_t;
     uint64_t rival_t = UINT64_MAX;
     int ties_mine = 1;  /* with no rival, every time is before it */
     if (rival) {
@@ -377,14 +439,24 @@ static inline __attribute__((always_inline)) int pack_run(const loader_t *L, pf_
     size_t k = *n;
     while (k < max) {
         pf_pk_event_t ev;
-        if (pf_pk_decode(&c->packed_at, c->packed_end, &c->packed_state, &ev) <= 0) {
+        int rc = pf_pk_decode(&c->packed_at, c->packed_end, &c->packed_state, &ev);
+        if (rc <= 0) {
             c->packed_at = NULL;
+            if (rc < 0)
+                stream_broken(it);
             break;
         }
         uint64_t t = ev.p.t_ns + clock;
+        if (t < last_t) {   /* a wrapped delta: times only grow along a record */
+            c->packed_at = NULL;
+            stream_broken(it);
+            break;
+        }
+        last_t = t;
         if (!pf_events_in_window(L, ev.type, t))
             continue;
         if (t > rival_t || (t == rival_t && !ties_mine)) {
+            c->last_t = last_t;
             c->ev.t = t;
             c->ev.seq = 1;
             c->ev.type = ev.type;
@@ -398,6 +470,7 @@ static inline __attribute__((always_inline)) int pack_run(const loader_t *L, pf_
         pay[k] = ev.p;
         k++;
     }
+    c->last_t = last_t;
     *n = k;
     return 0;
 }
@@ -437,13 +510,17 @@ size_t pf_events_next_batch(pf_event_iter_t *it, event_t *out, pf_rec_alloc_shor
                 out[n].seq = (uint32_t)n + 1;
             }
             n++;
-            if (top->packed_at && n < max && pack_run(L, top, rival, out, pay, &n, max)) {
+            if (top->packed_at && n < max && pack_run(it, top, rival, out, pay, &n, max)) {
                 more = 1;   /* its next event comes after the rival's */
                 break;
             }
-            more = cursor_next(L, top);
+            more = !it->broken && cursor_next(it, top);
             if (!more || n == max || (rival && !cursor_before(top, rival)))
                 break;
+        }
+        if (__builtin_expect(it->broken, 0)) {
+            it->n_heap = 0;     /* what came before is the batch; nothing after it */
+            break;
         }
         if (!more)
             it->heap[0] = it->heap[--it->n_heap];

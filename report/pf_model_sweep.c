@@ -756,7 +756,8 @@ void pf_model_sweep(loader_t *L)
             S.gpu_peak_epoch++;
         }
     }
-    pf_events_pipe_close(events);
+    if (pf_events_pipe_close(events))
+        L->redo = 1;    /* what was swept stands for nothing: the loader loads again, strict */
     free(ends);
     m->total.peak_bytes = peak > 0 ? peak : 0;
     pf_sweep_copies_finish(m);

@@ -151,7 +151,7 @@ static int check_stack_tail(size_t fixed, uint8_t flags, uint16_t n_py, uint16_t
 }
 
 /* Checks a record's type-specific lengths. Returns NULL when consistent, else what is wrong. */
-static const char *check_payload(pf_record_t *r)
+static const char *check_payload(pf_record_t *r, int skim)
 {
     const unsigned char *p = r->payload;
     uint32_t n = r->payload_bytes;
@@ -180,9 +180,14 @@ static const char *check_payload(pf_record_t *r)
         pf_pk_event_t ev;
         const uint8_t *at = p, *end = p + n;
         int rc;
-        while ((rc = pf_pk_decode(&at, end, &st, &ev)) > 0)
+        while ((rc = pf_pk_decode(&at, end, &st, &ev)) > 0) {
             if (r->packed_events++ == 0)
                 r->packed_first_ns = ev.p.t_ns;
+            if (skim) {
+                r->packed_skimmed = 1;
+                break;
+            }
+        }
         r->packed_last_ns = st.t_ns;    /* times only grow along a packed record */
         return rc < 0 ? "packed record holds bytes that are no event" : NULL;
     }
@@ -326,8 +331,8 @@ int pf_file_walk(const pf_file_t *f, int (*fn)(void *ctx, const pf_record_t *r),
                 if (cut)
                     break;  /* truncated file: the rest never made it to disk */
             }
-            pf_record_t r = {h.type, h.aux, h.bytes - (uint32_t)sizeof h, f->data + p + sizeof h, ch.tid, p, off, 0, 0, 0};
-            why = check_payload(&r);
+            pf_record_t r = {h.type, h.aux, h.bytes - (uint32_t)sizeof h, f->data + p + sizeof h, ch.tid, p, off, 0, 0, 0, 0};
+            why = check_payload(&r, f->skim_packed);
             if (why) {
                 snprintf(err, errlen, "%s is corrupt: record at offset %llu: %s", f->path, (unsigned long long)p,
                          why);

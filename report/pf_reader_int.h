@@ -18,6 +18,9 @@ typedef struct pf_file {
     const unsigned char *data;
     size_t size;
     pf_file_header_t header;    /* copied out, argv NUL-terminated */
+    /* Set by the caller before a walk: a PF_REC_PACKED record's first event is checked, not every one (the
+     * report's loader: its merge decodes and checks them all as it reads them, pf_model_events.c) */
+    int skim_packed;
 } pf_file_t;
 
 /* The loader keeps a record's place as a 32-bit count of 8-byte units: 32 GiB, eight times the size cap
@@ -38,8 +41,10 @@ typedef struct pf_record {
     uint64_t offset;    /* of the record header in the file */
     uint64_t chunk;     /* of its chunk's header (the walk knows it: no division per record to find it) */
     /* PF_REC_PACKED: its events (checked, one by one, as the walk checks every record) and the first and
-     * last one's t_ns; 0 otherwise */
+     * last one's t_ns; 0 otherwise. Skimmed (pf_file_t.skim_packed): 1 when it holds an event, and the
+     * first one's t_ns in both, packed_skimmed set. */
     uint32_t packed_events;
+    uint8_t packed_skimmed;
     uint64_t packed_first_ns, packed_last_ns;
 } pf_record_t;
 

@@ -236,6 +236,70 @@ static void test_truncated_and_corrupt_packed_records(void **state)
     }
 }
 
+/* A walk that skims packed records (pf_file_t.skim_packed, the loader's first try) checks each one's first
+ * event only; the merge sees the rest. Two packed records of one thread: when an event of the first is
+ * dated after the second's first event, the model is the one of the same events one record each (whose
+ * walk sees the stream go back and sorts); when the first holds bytes that are no event past its first
+ * event, the profile is refused in the strict walk's sentence. */
+static void test_what_only_the_merge_sees(void **state)
+{
+    (void)state;
+    typedef struct { int alloc; uint64_t t, addr; uint32_t size; } ev_t;
+    const ev_t first[] = {{1, 100, 0x1000, 1000000}, {1, 200, 0x2000, 10}, {0, 900, 0x1000, 0}};
+    const ev_t second[] = {{1, 300, 0x3000, 2000000}, {0, 400, 0x3000, 0}};
+    const ev_t *recs[2] = {first, second};
+    const int lens[2] = {3, 2};
+    pf_model_t *models[2] = {NULL, NULL};
+    for (int how = 0; how < 3; how++) {  /* one record each, packed, packed with a bad tag */
+        builder_t b;
+        b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, 1);
+        b_chunk(&b, 1);
+        b_code(&b, 1, "/s/app.py", "main", 20);
+        uint32_t one = 1;
+        b_stack(&b, 1, 1, &one);
+        for (int r = 0; r < 2; r++) {
+            uint8_t buf[8 * PF_PK_EVENT_MAX];
+            pf_pk_state_t st = {0};
+            size_t n = 0, last_tag = 0;
+            for (int i = 0; i < lens[r]; i++) {
+                const ev_t *e = &recs[r][i];
+                uint16_t aux = PF_ALLOC_SHORT_AUX(PF_DOMAIN_MALLOC, PF_ALLOC_EXACT | PF_ALLOC_STACK_REF);
+                if (how == 0 && e->alloc) {
+                    pf_rec_alloc_short_t a = {e->t, e->addr, e->size, 1};
+                    b_rec(&b, PF_REC_ALLOC_SHORT, aux, &a, sizeof a);
+                } else if (how == 0) {
+                    pf_rec_free_t f = {e->t, e->addr};
+                    b_rec(&b, PF_REC_FREE, PF_FREE_AUX(PF_DOMAIN_MALLOC, 0), &f, sizeof f);
+                }
+                last_tag = n;
+                n += e->alloc ? pf_pk_encode_alloc(buf + n, &st, e->t, e->addr, e->size, 1, PF_DOMAIN_MALLOC,
+                                                   PF_ALLOC_EXACT)
+                              : pf_pk_encode_free(buf + n, &st, e->t, e->addr, PF_FREE_AUX(PF_DOMAIN_MALLOC, 0));
+            }
+            if (how == 2 && r == 0)
+                buf[last_tag] |= 0x80;  /* a FREE's reserved bit: no event */
+            if (how)
+                b_packed(&b, buf, n);
+        }
+        char name[32];
+        snprintf(name, sizeof name, "merge_sees%d.pflow", how);
+        const char *path = b_save(&b, name, 0);
+        if (how == 2) {
+            pf_model_t *m = NULL;
+            pf_load_opts_t o = {0};
+            char err[512];
+            assert_int_not_equal(pf_model_load(path, &o, &m, err, sizeof err), 0);
+            assert_non_null(strstr(err, "packed record holds bytes that are no event"));
+            continue;
+        }
+        models[how] = load_ok(path);
+        assert_true(models[how]->total.peak_bytes == 3000010.0);   /* in time order: all three at 300 */
+    }
+    assert_same_model(models[0], models[1]);
+    pf_model_free(models[0]);
+    pf_model_free(models[1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -243,6 +307,7 @@ int main(void)
         cmocka_unit_test(test_events_decode_as_encoded),
         cmocka_unit_test(test_packed_and_unpacked_give_one_model),
         cmocka_unit_test(test_truncated_and_corrupt_packed_records),
+        cmocka_unit_test(test_what_only_the_merge_sees),
     };
     return cmocka_run_group_tests(tests, writer_setup, writer_teardown);
 }
