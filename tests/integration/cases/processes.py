@@ -124,7 +124,9 @@ def case_started_by(c):
     assert pool["started_bytes"] >= 50_000_000, pool
     # each child interpreter's own start-up (a few MB) and its json.loads (8 MB and more)
     assert sub["started_processes"] == 1 and sub["started_bytes"] >= 10_000_000, sub
-    assert spawn["started_processes"] == 1 and spawn["started_bytes"] >= 3_000_000, spawn
+    # an interpreter's start-up alone (its code ends in "if False"): ~3 MB, sampled from few samples (seen
+    # 2.91 MB, its standard error 0.87 MB, on 3.12)
+    assert spawn["started_processes"] == 1 and spawn["started_bytes"] >= 1_500_000, spawn
     assert d["outside_code"]["alloc_bytes"] < 0.01 * d["totals"]["alloc_bytes"], d["outside_code"]
     assert not [r for r in d["lines"] if r["file"] == "<string>"], "a child's -c charged as the user's line"
     text = cp.stderr.split("started by your lines", 1)
