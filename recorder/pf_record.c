@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "pf_aggregate.h"
+#include "pf_clock.h"
 #include "pf_codes.h"
 #include "pf_eh_pages.h"
 #include "pf_modules.h"
@@ -84,6 +85,7 @@ static void thread_start(pf_tls_t *t)
         t->ready = 1;
     }
     t->tid = pf_sys_gettid();
+    pf_clock_thread_recording(t->tid);
     t->stack_low = t->stack_high = 0;
     pf_thread_stack(&t->stack_low, &t->stack_high);     /* the guard is up (pf_enter_recording's callers) */
     write_thread_record(t);
@@ -91,6 +93,7 @@ static void thread_start(pf_tls_t *t)
 
 void pf_record_thread_reset(pf_tls_t *t)
 {
+    pf_clock_fork_child();      /* the child's one thread (its only caller) */
     memset(t->stack_cache, 0, sizeof t->stack_cache);  /* a fork child's stack ids start again */
     pf_recent_forget();
     pf_packed_forget(t);
@@ -479,7 +482,7 @@ static int free_slow(pf_tls_t *t, void *p, int domain, pf_objinfo_t *obj, int co
         obj->flags |= (uint32_t)kind << PF_OBJ_KIND_FLAGS_SHIFT;
         uint16_t aux = (uint16_t)(PF_FREE_AUX(domain, kind) | (content ? 0 : PF_FREE_BY_REALLOC));
         uint32_t bytes = (uint32_t)(sizeof(pf_rec_header_t) + sizeof(pf_rec_free_t));
-        char *rec = pf_packed_free(t, p, aux) > 0 ? pf_writer_reserve(t, bytes) : NULL;
+        char *rec = pf_packed_free(t, p, obj->size, aux) > 0 ? pf_writer_reserve(t, bytes) : NULL;
         if (rec) {
             pf_rec_free_t *f = (pf_rec_free_t *)(rec + sizeof(pf_rec_header_t));
             f->t_ns = pf_now_ns();

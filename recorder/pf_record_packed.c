@@ -47,10 +47,10 @@ static inline void publish_tag(uint8_t *dst, uint8_t tag)
     __atomic_store_n(dst, tag, __ATOMIC_RELEASE);   /* after the bytes it heads */
 }
 
-/* Room for an event happening now (its time in *t_ns): event_room's. */
-static uint8_t *event_now(pf_tls_t *t, uint64_t *t_ns)
+/* Room for an event happening now (its time in *t_ns): event_room's. size: the block's bytes. */
+static uint8_t *event_now(pf_tls_t *t, uint64_t size, uint64_t *t_ns)
 {
-    *t_ns = pf_now_ns();
+    *t_ns = size <= PF_CLOCK_SMALL_BYTES ? pf_now_ns_small(t) : pf_now_ns();
     return event_room(t, *t_ns);
 }
 
@@ -60,7 +60,7 @@ int pf_packed_alloc(pf_tls_t *t, void *p, uint32_t size, int domain, uint8_t fla
         !(flags & PF_ALLOC_EXACT) || domain < 0 || domain >= PF_DOMAIN_COUNT)
         return 1;
     uint64_t t_ns, addr = (uint64_t)(uintptr_t)p;
-    uint8_t *dst = event_now(t, &t_ns);
+    uint8_t *dst = event_now(t, size, &t_ns);
     if (!dst)
         return -1;
     publish_len(t, pf_pk_alloc_len(&t->packed_last, t_ns, addr, size, stack_id));
@@ -68,12 +68,12 @@ int pf_packed_alloc(pf_tls_t *t, void *p, uint32_t size, int domain, uint8_t fla
     return 0;
 }
 
-int pf_packed_free(pf_tls_t *t, void *p, uint16_t aux)
+int pf_packed_free(pf_tls_t *t, void *p, uint64_t size, uint16_t aux)
 {
     if (!pf_cfg.packed || !pf_pk_free_packable(aux))
         return 1;
     uint64_t t_ns, addr = (uint64_t)(uintptr_t)p;
-    uint8_t *dst = event_now(t, &t_ns);
+    uint8_t *dst = event_now(t, size, &t_ns);
     if (!dst)
         return -1;
     publish_len(t, pf_pk_free_len(&t->packed_last, t_ns, addr, aux));

@@ -68,6 +68,8 @@ typedef struct pf_tls {
     uint64_t clk_mult;          /* ns per tick, 32.32 fixed point */
     uint64_t clk_span;          /* ticks the anchor is used for */
     uint64_t clk_last;          /* the last time given (CLOCK_MONOTONIC ns): times never go back */
+    uint32_t clk_reuses;        /* small packed events that may still take clk_last again (pf_clock.h) */
+    uint64_t clk_read;          /* the time pf_now_ns_small last read */
     pf_stack_cache_slot_t stack_cache[PF_STACK_CACHE_SLOTS];
     /* the open PF_REC_PACKED record in the thread's chunk (pf_record_packed.c), or packed_rec NULL */
     char *packed_rec;

@@ -17,8 +17,9 @@
  * that packs (write the ALLOC_SHORT instead), or -1 when no room could be had (the drop is counted). */
 int pf_packed_alloc(pf_tls_t *t, void *p, uint32_t size, int domain, uint8_t flags, uint32_t stack_id);
 
-/* The FREE of p with that aux (PF_FREE_AUX, PF_FREE_BY_REALLOC), as a packed event. Returns as above. */
-int pf_packed_free(pf_tls_t *t, void *p, uint16_t aux);
+/* The FREE of p (a block of size bytes) with that aux (PF_FREE_AUX, PF_FREE_BY_REALLOC), as a packed event.
+ * Returns as above. */
+int pf_packed_free(pf_tls_t *t, void *p, uint64_t size, uint16_t aux);
 
 /* Forgets the thread's open record (a fork child: the parent's file). */
 static inline void pf_packed_forget(pf_tls_t *t)

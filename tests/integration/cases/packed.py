@@ -202,3 +202,21 @@ def case_packed_sigkill_keeps_events(c):
     import json
     killed = row(json.loads(rep.stdout), PROGRAM, line_of(prog(PROGRAM), "# KILLED"))
     assert killed["alloc_count"] >= n, f"the report counts {killed['alloc_count']} allocations of {n}"
+
+
+@per_version
+def case_exact_times_after_idle(c):
+    """--exact's clock may give a small event (512 bytes or less) its thread's latest time again while events
+    come densely, at most three in a row, in a process with one recording thread: the first small events
+    after an idle spell may carry the time before it, never more than three of them, and a large block
+    never. The 30 MB block made after a 0.4 s sleep (one block: the first event after the sleep) is the peak,
+    at its time; before the sleep ended, the two lines after it show at most those three small events."""
+    script = prog("exact_after_idle.py")
+    cp, d = c.profile(script, extra=("--exact",))
+    assert cp.returncode == 0, cp.stderr[-800:]
+    big, small = row(d, "exact_after_idle.py", 7), row(d, "exact_after_idle.py", 8)
+    assert big["alloc_bytes"] >= 30_000_000 and small["alloc_bytes"] >= 2000 * 49, (big, small)
+    assert d["totals"]["peak_at_s"] >= 0.4, d["totals"]
+    for t, _ in big["timeline"]:
+        early = sum(b for (u, b) in big["timeline"] if u == t) + sum(b for (u, b) in small["timeline"] if u == t)
+        assert t >= 0.38 or early <= 3 * 512, (t, early, big["timeline"], small["timeline"])
