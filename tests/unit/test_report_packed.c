@@ -194,6 +194,26 @@ static void test_packed_and_unpacked_give_one_model(void **state)
     }
 }
 
+/* One process, thread 1, in its chunk: main() of /s/app.py and stack 1, that one frame. */
+static void b_one_stack(builder_t *b)
+{
+    b_init(b, PF_HDR_EXACT | PF_HDR_ROOT, 1);
+    b_chunk(b, 1);
+    b_code(b, 1, "/s/app.py", "main", 20);
+    uint32_t one = 1;
+    b_stack(b, 1, 1, &one);
+}
+
+/* The profile at path is refused, in the strict walk's sentence for a packed record's bad bytes. */
+static void assert_refused_as_no_event(const char *path)
+{
+    pf_model_t *m = NULL;
+    pf_load_opts_t o = {0};
+    char err[512];
+    assert_int_not_equal(pf_model_load(path, &o, &m, err, sizeof err), 0);
+    assert_non_null(strstr(err, "packed record holds bytes that are no event"));
+}
+
 /* A chunk whose packed record ends in an event the writer began but did not finish: the length covers
  * it, its tag is still 0. The events before it count, that one does not, and nothing is said. Then the
  * same record with a field running past its length: refused, naming the offset. */
@@ -208,11 +228,7 @@ static void test_truncated_and_corrupt_packed_records(void **state)
     n += pf_pk_encode_alloc(buf + n, &st, 300, 0x3000, 70, 1, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT);
     for (int corrupt = 0; corrupt < 2; corrupt++) {
         builder_t b;
-        b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, 1);
-        b_chunk(&b, 1);
-        b_code(&b, 1, "/s/app.py", "main", 20);
-        uint32_t one = 1;
-        b_stack(&b, 1, 1, &one);
+        b_one_stack(&b);
         uint8_t cut[sizeof buf];
         memcpy(cut, buf, n);
         if (corrupt)
@@ -228,11 +244,7 @@ static void test_truncated_and_corrupt_packed_records(void **state)
             pf_model_free(m);
             continue;
         }
-        pf_model_t *m = NULL;
-        pf_load_opts_t o = {0};
-        char err[512];
-        assert_int_not_equal(pf_model_load(path, &o, &m, err, sizeof err), 0);
-        assert_non_null(strstr(err, "packed record holds bytes that are no event"));
+        assert_refused_as_no_event(path);
     }
 }
 
@@ -252,11 +264,7 @@ static void test_what_only_the_merge_sees(void **state)
     pf_model_t *models[2] = {NULL, NULL};
     for (int how = 0; how < 3; how++) {  /* one record each, packed, packed with a bad tag */
         builder_t b;
-        b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, 1);
-        b_chunk(&b, 1);
-        b_code(&b, 1, "/s/app.py", "main", 20);
-        uint32_t one = 1;
-        b_stack(&b, 1, 1, &one);
+        b_one_stack(&b);
         for (int r = 0; r < 2; r++) {
             uint8_t buf[8 * PF_PK_EVENT_MAX];
             pf_pk_state_t st = {0};
@@ -285,11 +293,7 @@ static void test_what_only_the_merge_sees(void **state)
         snprintf(name, sizeof name, "merge_sees%d.pflow", how);
         const char *path = b_save(&b, name, 0);
         if (how == 2) {
-            pf_model_t *m = NULL;
-            pf_load_opts_t o = {0};
-            char err[512];
-            assert_int_not_equal(pf_model_load(path, &o, &m, err, sizeof err), 0);
-            assert_non_null(strstr(err, "packed record holds bytes that are no event"));
+            assert_refused_as_no_event(path);
             continue;
         }
         models[how] = load_ok(path);
