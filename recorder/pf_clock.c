@@ -98,7 +98,7 @@ uint64_t pf_now_ns(void)
 
 uint64_t pf_now_ns_small(pf_tls_t *t)
 {
-    if (t->clk_reuses && !__atomic_load_n(&many_recorders, __ATOMIC_RELAXED)) {
+    if (t->clk_reuses && pf_cfg.exact && !__atomic_load_n(&many_recorders, __ATOMIC_RELAXED)) {
         t->clk_reuses--;
         /* pf_now_ns's last answer on this thread, whatever record it was for: times never go back */
         return t->clk_last > pf_cfg.start_mono_ns ? t->clk_last - pf_cfg.start_mono_ns : 0;

@@ -28,7 +28,9 @@
  *    second thread's free and this one's new block at the same address; a fork child has one thread);
  *  - at most PF_CLOCK_REUSES events in a row, and only while the thread's events come densely: the last
  *    reading was less than PF_CLOCK_DENSE_NS after the one before it (those events were that close);
- *  - never for larger blocks, whose times the timeline and the realloc test (1 ms, in the report) read.
+ *  - never for larger blocks, whose times the timeline and the realloc test (1 ms, in the report) read;
+ *  - only under --exact, where each of the thread's allocations and frees is an event: sampled, the
+ *    events between two records are not recorded, and three records may span any time.
  * What it costs in truth: a small event just after an idle spell (a sleep) may carry the time before it,
  * for up to PF_CLOCK_REUSES such events (1.5 KB) a spell: below anything the timeline's hundred buckets
  * or the leak test can show. On any other clock source than the TSC, every event reads the clock. */

@@ -1,6 +1,6 @@
 /* Unit tests for the record clock's reuse of a thread's latest time (recorder/pf_clock.c,
- * pf_now_ns_small). Where the kernel's clocksource is not the TSC, no time is ever reused, and the cases
- * check that instead. */
+ * pf_now_ns_small). Where the kernel's clocksource is not the TSC, or the run is sampled, no time is
+ * reused, and the cases check that instead. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,6 +24,7 @@ static int setup(void **state)
 {
     (void)state;
     memset(&pf_tls, 0, sizeof pf_tls);
+    pf_cfg.exact = 1;
     pf_clock_fork_child();          /* no recording thread yet */
     pf_clock_thread_recording(100);
     return 0;
@@ -128,6 +129,14 @@ static void test_second_thread_stops_reuse_until_fork(void **state)
         assert_true(ties_in(1000, 0) < 100);
 }
 
+/* Sampled (not --exact), a small event's time is always read: three records may be far apart. */
+static void test_sampled_never_reuses(void **state)
+{
+    (void)state;
+    pf_cfg.exact = 0;
+    assert_true(ties_in(1000, 0) < 100);
+}
+
 int main(void)
 {
     pf_clock_init();
@@ -143,6 +152,7 @@ int main(void)
         cmocka_unit_test_setup(test_sparse_events_read_the_clock, setup),
         cmocka_unit_test_setup(test_reuse_follows_the_latest_time, setup),
         cmocka_unit_test_setup(test_second_thread_stops_reuse_until_fork, setup),
+        cmocka_unit_test_setup(test_sampled_never_reuses, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
