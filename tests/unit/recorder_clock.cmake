@@ -1,6 +1,6 @@
-# The times records carry (recorder/pf_clock.c): a small packed event takes the thread's latest time again
-# only while events come densely, at most three in a row, never once a second thread records, and again in
-# a fork child; times never go back.
+# The times records carry (recorder/pf_clock.c): under --exact a small packed event takes the thread's
+# latest time again only while events come densely, at most three in a row, never once a second thread
+# records, and again in a fork child; never when sampled; times never go back.
 pf_unit_test(test_recorder_clock
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_recorder_clock.c ${PROJECT_SOURCE_DIR}/recorder/pf_clock.c
   LIBS pf_core)
