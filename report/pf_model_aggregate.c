@@ -193,26 +193,28 @@ static void apply_flow(sweeper_t *S, const event_t *e, const pf_rec_agg_flow_t *
     agg_flow_t *f = &A->flows[*v - 1];
     const uint64_t now[8] = {r->bytes, r->count, r->candidate_bytes, r->candidate_count,
                              r->judged_bytes, r->judged_count, r->redundant_bytes, r->redundant_count};
+    uint64_t delta[8];  /* the totals since the last snapshot (a damaged file's wrap around, defined) */
     double d[8];
     for (int i = 0; i < 8; i++)
-        d[i] = (double)(now[i] - f->last[i]);
+        d[i] = (double)(delta[i] = now[i] - f->last[i]);
     memcpy(f->last, now, sizeof now);
-    const agg_site_t *at = site_of(S, e, r->stack_id, PF_AGG_COPIES, r->stack_flags);
+    /* copied out: the ends' sites, made next, may move the array of sites it lies in */
+    const agg_site_t at = *site_of(S, e, r->stack_id, PF_AGG_COPIES, r->stack_flags);
     pf_flow_ends_t ends = {end_line(S, e, r->src_stack_id, r->src_domain, r->src_stack_flags),
                            end_line(S, e, r->dst_stack_id, r->dst_domain, r->dst_stack_flags), 0, 0};
     pf_rec_stack_ref_t ref = {r->stack_id, 0};
     pf_stack_view_t st = {0};
     if (r->stack_id)
         st = pf_loader_stack(S->L, e->proc, &ref, PF_ALLOC_STACK_REF | r->stack_flags, 0, 0);
-    pf_flow_t *fl = pf_sweep_flow(S, e->proc, ends, at->row, at->func, r->kind, at->started, &st, at->node, d[0]);
+    pf_flow_t *fl = pf_sweep_flow(S, e->proc, ends, at.row, at.func, r->kind, at.started, &st, at.node, d[0]);
     fl->bytes += d[0];
     fl->count += d[1];
     fl->candidate_bytes += d[2];
     fl->candidate_count += d[3];
     fl->judged_bytes += d[4];
-    fl->judged += (uint32_t)d[5];
+    fl->judged += (uint32_t)delta[5];  /* a double past 2^32 converted to uint32_t is undefined */
     fl->redundant_judged_bytes += d[6];
-    fl->redundant += (uint32_t)d[7];
+    fl->redundant += (uint32_t)delta[7];
     if (d[5] > 0)
         fl->evidence = PF_EVIDENCE_COMPARE_AT_FREE;
     if (d[2] > 0 && r->dst_domain < PF_DOMAIN_COUNT)

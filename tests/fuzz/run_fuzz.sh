@@ -7,6 +7,7 @@
 #   run_fuzz.sh SOURCE_DIR WORK_DIR PYFLOW [SECONDS]
 # Exit 0: no crash; 1: a crash, a hang (> 30 s on one input) or no seeds (the reproducer is WORK_DIR/crash-*,
 # replay it with WORK_DIR/fuzz_profile FILE); 77: clang or libFuzzer missing (skip).
+# tests/fuzz/regressions/ holds inputs that once crashed it (each named for its bug): every run replays them.
 # The corpus (WORK_DIR/corpus) is kept between runs, so coverage accumulates. A run's reproducers are moved to
 # WORK_DIR/found/ before the next run starts (a retried test keeps the first run's evidence), and the crashing
 # ones go into the corpus too: every later run replays them first and fails again until the bug is fixed.
@@ -62,7 +63,7 @@ for f in crash-* timeout-* oom-* leak-*; do
 done
 ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 nice -n 5 ./fuzz_profile \
   -max_total_time="$secs" -timeout=30 -rss_limit_mb=2048 -max_len=400000 -print_final_stats=1 \
-  -artifact_prefix="$work/" corpus seeds > fuzz.log 2>&1
+  -artifact_prefix="$work/" corpus seeds "$src/tests/fuzz/regressions" > fuzz.log 2>&1
 rc=$?
 grep -E '^#[0-9]+ +(INITED|DONE|pulse)' fuzz.log | tail -3
 grep -A30 -E 'ERROR|runtime error|SUMMARY|deadly signal|Test unit written' fuzz.log | head -60
