@@ -143,6 +143,28 @@ static inline __attribute__((always_inline)) int pf_pk_decode(const uint8_t **p,
     return 1;
 }
 
+/* Decodes a packed record's events, [p, p + n), to the end or (first_only) the first one: *events how many
+ * were decoded, *first_ns and *last_ns the first's and the last one's t_ns (0, 0 with none). Returns 0, or -1
+ * at bytes that are no event. */
+static inline int pf_pk_span(const uint8_t *p, size_t n, int first_only, uint32_t *events, uint64_t *first_ns,
+                             uint64_t *last_ns)
+{
+    pf_pk_state_t st = {0};
+    pf_pk_event_t ev;
+    const uint8_t *end = p + n;
+    int rc;
+    *events = 0;
+    *first_ns = 0;
+    while ((rc = pf_pk_decode(&p, end, &st, &ev)) > 0) {
+        if ((*events)++ == 0)
+            *first_ns = ev.p.t_ns;
+        if (first_only)
+            break;
+    }
+    *last_ns = st.t_ns;     /* times only grow along a record */
+    return rc < 0 ? -1 : 0;
+}
+
 /* The bytes pf_varint_put takes for v. */
 static inline unsigned pf_varint_len(uint64_t v)
 {

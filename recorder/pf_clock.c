@@ -120,8 +120,9 @@ void pf_clock_thread_recording(uint32_t tid)
         __atomic_store_n(&many_recorders, 1, __ATOMIC_RELAXED);
 }
 
-void pf_clock_fork_child(void)
+void pf_clock_fork_child(pf_tls_t *t)
 {
     first_recorder = 0;
     many_recorders = 0;
+    t->clk_reuses = 0;
 }

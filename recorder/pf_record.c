@@ -93,8 +93,7 @@ static void thread_start(pf_tls_t *t)
 
 void pf_record_thread_reset(pf_tls_t *t)
 {
-    pf_clock_fork_child();      /* the child's one thread (its only caller) */
-    t->clk_reuses = 0;          /* its first small events read the clock of its own file */
+    pf_clock_fork_child(t);     /* the child's one thread (its only caller) */
     memset(t->stack_cache, 0, sizeof t->stack_cache);  /* a fork child's stack ids start again */
     pf_recent_forget();
     pf_packed_forget(t);

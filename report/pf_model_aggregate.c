@@ -198,15 +198,17 @@ static void apply_flow(sweeper_t *S, const event_t *e, const pf_rec_agg_flow_t *
     for (int i = 0; i < 8; i++)
         d[i] = (double)(delta[i] = now[i] - f->last[i]);
     memcpy(f->last, now, sizeof now);
-    /* copied out: the ends' sites, made next, may move the array of sites it lies in */
-    const agg_site_t at = *site_of(S, e, r->stack_id, PF_AGG_COPIES, r->stack_flags);
+    /* read out first: the ends' sites, made next, may move the array of sites it lies in */
+    const agg_site_t *copier = site_of(S, e, r->stack_id, PF_AGG_COPIES, r->stack_flags);
+    const int32_t row = copier->row, func = copier->func, node = copier->node;
+    const int started = copier->started;
     pf_flow_ends_t ends = {end_line(S, e, r->src_stack_id, r->src_domain, r->src_stack_flags),
                            end_line(S, e, r->dst_stack_id, r->dst_domain, r->dst_stack_flags), 0, 0};
     pf_rec_stack_ref_t ref = {r->stack_id, 0};
     pf_stack_view_t st = {0};
     if (r->stack_id)
         st = pf_loader_stack(S->L, e->proc, &ref, PF_ALLOC_STACK_REF | r->stack_flags, 0, 0);
-    pf_flow_t *fl = pf_sweep_flow(S, e->proc, ends, at.row, at.func, r->kind, at.started, &st, at.node, d[0]);
+    pf_flow_t *fl = pf_sweep_flow(S, e->proc, ends, row, func, r->kind, started, &st, node, d[0]);
     fl->bytes += d[0];
     fl->count += d[1];
     fl->candidate_bytes += d[2];

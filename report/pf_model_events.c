@@ -76,16 +76,12 @@ void pf_events_settle(loader_t *L, stream_t *s)
     const pf_file_t *f = &L->procs[s->proc].file;
     pf_rec_header_t h;
     memcpy(&h, f->data + s->open_packed, sizeof h);
-    const uint8_t *at = f->data + s->open_packed + sizeof h, *end = f->data + s->open_packed + h.bytes;
-    pf_pk_state_t st = {0};
-    pf_pk_event_t ev;
-    int rc;
-    while ((rc = pf_pk_decode(&at, end, &st, &ev)) > 0)
-        ;
-    if (rc < 0)
+    uint32_t events;
+    uint64_t first, last;
+    if (pf_pk_span(f->data + s->open_packed + sizeof h, h.bytes - sizeof h, 0, &events, &first, &last) < 0)
         L->redo = 1;    /* the strict walk says what is wrong, and where */
     s->open_packed = 0;
-    uint64_t last = st.t_ns + L->m->procs[s->proc].offset_ns;
+    last += L->m->procs[s->proc].offset_ns;
     if (last > s->last_t)
         s->last_t = last;
     if (last > L->t_last)

@@ -176,19 +176,8 @@ static const char *check_payload(pf_record_t *r, int skim)
     case PF_REC_FREE:
         return n < sizeof(pf_rec_free_t) ? "free record too short" : NULL;
     case PF_REC_PACKED: {
-        pf_pk_state_t st = {0};
-        pf_pk_event_t ev;
-        const uint8_t *at = p, *end = p + n;
-        int rc;
-        while ((rc = pf_pk_decode(&at, end, &st, &ev)) > 0) {
-            if (r->packed_events++ == 0)
-                r->packed_first_ns = ev.p.t_ns;
-            if (skim) {
-                r->packed_skimmed = 1;
-                break;
-            }
-        }
-        r->packed_last_ns = st.t_ns;    /* times only grow along a packed record */
+        int rc = pf_pk_span(p, n, skim, &r->packed_events, &r->packed_first_ns, &r->packed_last_ns);
+        r->packed_skimmed = (uint8_t)(skim && r->packed_events);
         return rc < 0 ? "packed record holds bytes that are no event" : NULL;
     }
     case PF_REC_CONTENT:

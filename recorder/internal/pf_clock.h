@@ -41,8 +41,9 @@ uint64_t pf_now_ns_small(pf_tls_t *t);
 
 /* This thread (tid) records: the first to, or another (then no time is reused from now on). */
 void pf_clock_thread_recording(uint32_t tid);
-/* A fork child has one thread: it records as the process's first. */
-void pf_clock_fork_child(void);
+/* A fork child has one thread, t: it records as the process's first, and its first small events read the
+ * clock of its own file. */
+void pf_clock_fork_child(pf_tls_t *t);
 
 /* Decides between the TSC and clock_gettime (reads the kernel's clocksource) and takes the process's
  * first pair. Start-up, once; a fork child keeps the parent's (the TSC goes on). */

@@ -25,7 +25,7 @@ static int setup(void **state)
     (void)state;
     memset(&pf_tls, 0, sizeof pf_tls);
     pf_cfg.exact = 1;
-    pf_clock_fork_child();          /* no recording thread yet */
+    pf_clock_fork_child(&pf_tls);          /* no recording thread yet */
     pf_clock_thread_recording(100);
     return 0;
 }
@@ -121,7 +121,12 @@ static void test_second_thread_stops_reuse_until_fork(void **state)
         assert_true(ties_in(1000, 0) > 500);
     pf_clock_thread_recording(101);
     assert_true(ties_in(1000, 0) < 100);     /* readings back to back may tie now and then */
-    pf_clock_fork_child();
+    pf_clock_thread_recording(100);
+    uint64_t before_fork = pf_now_ns_small(&pf_tls);
+    pf_tls.clk_reuses = PF_CLOCK_REUSES;    /* the parent's thread had reuses left */
+    pf_clock_fork_child(&pf_tls);
+    spin_ns(1000);
+    assert_true(pf_now_ns_small(&pf_tls) > before_fork);     /* the child's first small event reads */
     pf_clock_thread_recording(200);
     if (tsc)
         assert_true(ties_in(1000, 0) > 500);
