@@ -54,19 +54,33 @@ def unzigzag(u):
 
 def packed_events(data, p, size):
     """Yields the events of the packed record at p (valid bytes size; core/pf_packed.h) as the records they
-    stand for: (21, aux, t_ns, addr, size, stack_id) for an ALLOC_SHORT, (2, aux, t_ns, addr) for a FREE."""
-    q, end, t, addr, sid = p + 8, p + size, 0, 0, 0
-    while q < end and data[q]:
+    stand for: (21, aux, t_ns, addr, size, stack_id) for an ALLOC_SHORT, (2, aux, t_ns, addr) for a FREE (a
+    young allocation's free among them, handed out after the events its life byte says, at the time of the
+    last of them)."""
+    q, end, t, addr, sid, read, young = p + 8, p + size, 0, 0, 0, 0, []
+    while True:
+        due = [y for y in young if y[0] <= read]
+        if due:
+            young.remove(due[-1])   # the latest allocation's first
+            yield 2, due[-1][2], t, due[-1][1]
+            continue
+        if q >= end or not data[q]:
+            return
         tag = data[q]
         domain = tag >> 2 & 7
         dt, q = varint(data, q + 1)
         da, q = varint(data, q)
         t, addr = t + dt, (addr + unzigzag(da)) & (2**64 - 1)
-        if tag & 3 == 1:
+        read += 1
+        if tag & 3 != 2:
             n, q = varint(data, q)
             if not tag & 0x80:
                 d, q = varint(data, q)
                 sid += unzigzag(d)
+            if tag & 3 == 3:
+                life, q = data[q], q + 1
+                if life:
+                    young.append((read + (life & 15) - 1, addr, domain | (life >> 4) << 8))
             flags = 0x12 | (0x4 if tag & 0x20 else 0) | (0x8 if tag & 0x40 else 0)
             yield 21, domain | flags << 8, t, addr, n, sid
         else:

@@ -40,14 +40,16 @@
 #include <stdint.h>
 
 #define PF_FILE_MAGIC "PYFLOWPF"          /* 8 bytes, no terminator stored */
-#define PF_FORMAT_VERSION 6u         /* 6: native stacks interned apart (PF_REC_NATIVE_STACK,
+#define PF_FORMAT_VERSION 7u         /* 7: young allocations in packed records (PF_PK_YOUNG, core/pf_packed.h),
+                                        whose frees a life byte holds, which an older reader would take for
+                                        corruption; 6: native stacks interned apart (PF_REC_NATIVE_STACK,
                                         PF_STACK_NATIVE_BY_ID), which an older reader would misread, and packed
                                         events (PF_REC_PACKED), whose length is not a multiple of 8, which an
                                         older reader would take for corruption; 5: short copy records
                                         (PF_REC_COPY_SHORT), which an older reader would
                                         skip (losing their copies); 4: short allocation records
                                         (PF_REC_ALLOC_SHORT), likewise; 3: chunks change writer (PF_REC_WRITER);
-                                        2: interned stacks (PF_REC_STACK, PF_ALLOC_STACK_REF); 1 to 5 still read */
+                                        2: interned stacks (PF_REC_STACK, PF_ALLOC_STACK_REF); 1 to 6 still read */
 #define PF_HEADER_BYTES 4096u
 #define PF_CHUNK_BYTES (64u * 1024u)
 #define PF_CHUNK_MAGIC 0x4b434650u        /* "PFCK" little-endian */

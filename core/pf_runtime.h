@@ -60,6 +60,8 @@
 #define PF_ENV_QUIET "PYFLOW_QUIET"
 #define PF_ENV_PACKED "PYFLOW_PACKED"              /* "0": one record per exact allocation and free, not packed
                                                       events (PF_REC_PACKED); for comparisons and tests */
+#define PF_ENV_YOUNG_FREES "PYFLOW_YOUNG_FREES"    /* "0": a FREE event for every packed free, no life bytes
+                                                      (core/pf_packed.h); for comparisons and tests */
 #define PF_ENV_WHOLE_STACKS "PYFLOW_WHOLE_STACKS"  /* "1": every frame kept, the import machinery's and the native
                                                       ones past the native site (the report is the same;
                                                       for comparisons and tests) */

@@ -167,7 +167,7 @@ static void leave_environment_clean(void)
                                        PF_ENV_EXACT, PF_ENV_NATIVE, PF_ENV_AGGREGATE, PF_ENV_AGGREGATE_MS,
                                        PF_ENV_AGGREGATE_AFTER_MS, PF_ENV_AGGREGATE_AFTER_BYTES,
                                        PF_ENV_QUIET, PF_ENV_WATCH, PF_ENV_WATCH_PERIOD, PF_ENV_WATCH_BUDGET, PF_ENV_WATCH_EVENT,
-                                       PF_ENV_WATCH_SEED, PF_ENV_VIA, PF_ENV_PACKED, NULL};
+                                       PF_ENV_WATCH_SEED, PF_ENV_VIA, PF_ENV_PACKED, PF_ENV_YOUNG_FREES, NULL};
     for (int i = 0; vars[i]; i++)
         unsetenv(vars[i]);
     unsetenv(PF_ENV_OUTPUT_DIR);    /* pyflow env's (pf_labels.h) */
@@ -233,6 +233,8 @@ __attribute__((constructor)) static void pf_rt_init(void)
     pf_cfg.waste = !env_flag(PF_ENV_NO_WASTE);
     const char *packed = getenv(PF_ENV_PACKED);
     pf_cfg.packed = !packed || strcmp(packed, "0") != 0;
+    const char *young = getenv(PF_ENV_YOUNG_FREES);
+    pf_cfg.young_frees = !young || strcmp(young, "0") != 0;
     pf_cfg.whole_stacks = env_flag(PF_ENV_WHOLE_STACKS);
 
     int is_root = pf_cfg.is_root;

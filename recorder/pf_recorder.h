@@ -39,6 +39,17 @@ typedef struct pf_stack_cache_slot {
     uint32_t flags;
 } pf_stack_cache_slot_t;
 
+/* A small allocation of the thread's open packed record whose free may still set its life byte
+ * (pf_record_packed.c): a direct-mapped slot by address, overwritten by the next allocation that maps there. */
+#define PF_PK_YOUNG_SLOTS 64u      /* 32 lost a fifth of the pairs of an indexing loop to collisions */
+typedef struct pf_pk_young_slot {
+    uint64_t addr;              /* 0: empty */
+    uint32_t serial;            /* the record's (pf_tls_t.packed_serial) */
+    uint32_t life_at;           /* its life byte's offset in the record */
+    uint32_t event;             /* its number among the record's events */
+    uint32_t domain;
+} pf_pk_young_slot_t;
+
 typedef struct pf_tls {
     /* hot: sampler.countdown and guard are touched by every hook */
     pf_sampler_t sampler;       /* countdown first; see pf_sampler.h */
@@ -76,6 +87,11 @@ typedef struct pf_tls {
     uint32_t packed_len;        /* its valid bytes, header included */
     uint32_t packed_gen;        /* the writer generation it was opened in */
     pf_pk_state_t packed_last;  /* what its next event is a delta against */
+    uint32_t packed_events;     /* the events written in it */
+    uint32_t packed_serial;     /* the records the thread opened: a young slot's record is the open one if equal */
+    uint32_t packed_due_at;     /* the events written before the last young free (as packed_events then) */
+    uint32_t packed_due_alloc;  /* and the number of its allocation's event */
+    pf_pk_young_slot_t packed_young[PF_PK_YOUNG_SLOTS];
 } pf_tls_t;
 
 extern __thread pf_tls_t pf_tls __attribute__((tls_model("initial-exec"))) PF_HIDDEN;
@@ -134,6 +150,8 @@ typedef struct pf_config {
     int aggregate_by_size;      /* the switch above happened (snapshots say so: PF_AGG_BY_SIZE) */
     int packed;                 /* exact allocations and frees go into PF_REC_PACKED records (PYFLOW_PACKED=0:
                                    one ALLOC_SHORT or FREE record each, as before format 6) */
+    int young_frees;            /* a small block freed soon after its packed allocation sets its life byte
+                                   instead of a FREE event (PYFLOW_YOUNG_FREES=0: a FREE, as before format 7) */
     int whole_stacks;           /* PYFLOW_WHOLE_STACKS=1: keep the import machinery's frames and the native
                                    frames past the native site (pf_codes_drop_machinery, pf_modules_native_cut) */
 } pf_config_t;

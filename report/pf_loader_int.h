@@ -327,7 +327,7 @@ typedef struct pf_event_cursor {
     event_t ev;             /* the stream's current event */
     pf_rec_alloc_short_t packed_payload;    /* ... its payload, when it is a packed event (ev.seq 1) */
     const uint8_t *packed_at, *packed_end;  /* the rest of the packed record being read, or packed_at NULL */
-    pf_pk_state_t packed_state;
+    pf_pk_reader_t packed_state;
     uint64_t last_t;        /* the stream's latest event's time (its order is checked as it is read) */
     uint64_t drop_from, drop_to;    /* read file bytes not yet given back (see give_back_run) */
 } pf_event_cursor_t;

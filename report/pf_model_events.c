@@ -108,8 +108,9 @@ int pf_events_packed_span(const loader_t *L, const pf_record_t *r, uint64_t *fir
 static void collect_packed(loader_t *L, const pf_record_t *r)
 {
     const uint8_t *at = r->payload, *end = at + r->payload_bytes;
-    pf_pk_state_t st = {0};
+    pf_pk_reader_t st;
     pf_pk_event_t ev;
+    pf_pk_reader_start(&st);
     uint32_t offset8 = (uint32_t)(((const unsigned char *)r->payload - L->procs[L->cur].file.data) >> 3);
     while (pf_pk_decode(&at, end, &st, &ev) > 0) {
         uint64_t t = ev.p.t_ns + L->m->procs[L->cur].offset_ns;
@@ -339,7 +340,7 @@ static inline __attribute__((always_inline)) int cursor_next(pf_event_iter_t *it
         if (h.type == PF_REC_PACKED) {  /* its events come from the top of the loop */
             c->packed_at = f->data + at + sizeof h;
             c->packed_end = f->data + at + h.bytes;
-            memset(&c->packed_state, 0, sizeof c->packed_state);
+            pf_pk_reader_start(&c->packed_state);
             c->ev.offset8 = (uint32_t)((at + sizeof h) >> 3);
             c->ev.proc = s->proc;
             continue;

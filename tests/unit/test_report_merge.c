@@ -48,7 +48,7 @@ static int on_record(void *ctx, const pf_record_t *r)
     pf_events_record(w->L, r);
     if (r->type == PF_REC_PACKED) {
         const uint8_t *at = r->payload, *end = at + r->payload_bytes;
-        pf_pk_state_t st = {0};
+        pf_pk_reader_t st = {0};
         pf_pk_event_t ev;
         for (uint32_t i = 0; pf_pk_decode(&at, end, &st, &ev) > 0; i++) {
             want_t *x = add_want(w, r, i, ev.p.t_ns);
@@ -131,7 +131,7 @@ static const char *build_process(const char *name, uint32_t pid, int n_threads, 
                 uint64_t addr = 0x10000 + 64 * (uint64_t)next_rand(5000);
                 if (next_rand(2))
                     n += pf_pk_encode_alloc(buf + n, &st, t[tid], addr, 16 + next_rand(100), 1, PF_DOMAIN_MALLOC,
-                                            PF_ALLOC_EXACT);
+                                            PF_ALLOC_EXACT, 0);
                 else
                     n += pf_pk_encode_free(buf + n, &st, t[tid], addr, PF_FREE_AUX(PF_DOMAIN_PYOBJ, 0));
             }

@@ -2,7 +2,8 @@
  * edges; events encoded and decoded back; a profile holding the same events packed and one record each
  * gives the same model (also when a stream goes back in time and the loader sorts an array of events); a
  * packed record whose last event the writer's death cut off (its tag still 0) loses only that event; one
- * holding bytes that are no event is refused in a sentence. */
+ * holding bytes that are no event is refused in a sentence; young allocations' frees come out of their life
+ * bytes where the FREE events would have been. */
 #include "test_report_writer.h"
 #include "pf_packed.h"
 
@@ -79,7 +80,7 @@ static size_t encode(const test_event_t *ev, int from, int to, uint8_t *out)
     for (int i = from; i < to; i++) {
         const test_event_t *e = &ev[i];
         if (e->is_alloc)
-            n += pf_pk_encode_alloc(out + n, &st, e->t, e->addr, e->size, e->stack_id, e->aux & 0xff, e->aux >> 8);
+            n += pf_pk_encode_alloc(out + n, &st, e->t, e->addr, e->size, e->stack_id, e->aux & 0xff, e->aux >> 8, 0);
         else
             n += pf_pk_encode_free(out + n, &st, e->t, e->addr, e->aux);
     }
@@ -95,7 +96,7 @@ static void test_events_decode_as_encoded(void **state)
     size_t n = encode(ev, 0, N_EVENTS, buf);
     assert_true(n < (size_t)N_EVENTS * 12);     /* 56 bytes an allocation-and-free one record each */
     const uint8_t *p = buf;
-    pf_pk_state_t st = {0};
+    pf_pk_reader_t st = {0};
     pf_pk_event_t d = {0};
     for (int i = 0; i < N_EVENTS; i++) {
         assert_int_equal(pf_pk_decode(&p, buf + n, &st, &d), 1);
@@ -106,6 +107,63 @@ static void test_events_decode_as_encoded(void **state)
             assert_true(d.p.size == ev[i].size && d.p.stack_id == ev[i].stack_id);
     }
     assert_int_equal(pf_pk_decode(&p, buf + n, &st, &d), 0);
+}
+
+/* Young allocations (core/pf_packed.h): a life byte hands out its free right after the events it names,
+ * at the last one's time, in its allocation's domain with its kind; two due after one event, the later
+ * allocation's first; an allocation left 0 stays live. A life byte with no distance, one naming events the
+ * record does not have, and a YOUNG event cut before its life byte are no events. */
+static void test_young_frees_come_where_their_life_bytes_say(void **state)
+{
+    (void)state;
+    uint8_t buf[8 * PF_PK_EVENT_MAX];
+    pf_pk_state_t st = {0};
+    size_t life[4], n = 0;
+    const uint32_t sizes[4] = {32, 48, 64, 80};
+    for (int i = 0; i < 4; i++) {   /* A B C D at 100 110 120 130, D in the Python object domain */
+        n += pf_pk_encode_alloc(buf + n, &st, 100 + 10 * (uint64_t)i, 0x1000 + 0x100 * (uint64_t)i, sizes[i], 1,
+                                i == 3 ? PF_DOMAIN_PYOBJ : PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1);
+        life[i] = n - 1;
+    }
+    n += pf_pk_encode_free(buf + n, &st, 140, 0x1300, PF_FREE_AUX(PF_DOMAIN_PYOBJ, 0));     /* D, a FREE */
+    buf[life[0]] = pf_pk_life(1, PF_OBJ_TUPLE);    /* A after B */
+    buf[life[1]] = pf_pk_life(0, PF_OBJ_STR);      /* B right after itself: before A */
+    buf[life[3]] = 0;                               /* D: its own FREE */
+    /* C stays live */
+    const struct { uint16_t type; uint64_t t, addr; uint16_t aux; } want[] = {
+        {PF_REC_ALLOC_SHORT, 100, 0x1000, 0},
+        {PF_REC_ALLOC_SHORT, 110, 0x1100, 0},
+        {PF_REC_FREE, 110, 0x1100, PF_FREE_AUX(PF_DOMAIN_MALLOC, PF_OBJ_STR)},
+        {PF_REC_FREE, 110, 0x1000, PF_FREE_AUX(PF_DOMAIN_MALLOC, PF_OBJ_TUPLE)},
+        {PF_REC_ALLOC_SHORT, 120, 0x1200, 0},
+        {PF_REC_ALLOC_SHORT, 130, 0x1300, 0},
+        {PF_REC_FREE, 140, 0x1300, PF_FREE_AUX(PF_DOMAIN_PYOBJ, 0)},
+    };
+    pf_pk_reader_t r;
+    pf_pk_reader_start(&r);
+    const uint8_t *p = buf;
+    pf_pk_event_t d = {0};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        assert_int_equal(pf_pk_decode(&p, buf + n, &r, &d), 1);
+        assert_int_equal(d.type, want[i].type);
+        assert_true(d.p.t_ns == want[i].t && d.p.addr == want[i].addr);
+        if (d.type == PF_REC_FREE)
+            assert_int_equal(d.aux, want[i].aux);
+    }
+    assert_int_equal(pf_pk_decode(&p, buf + n, &r, &d), 0);
+
+    uint32_t events;
+    uint64_t first, last;
+    assert_int_equal(pf_pk_span(buf, n, 0, &events, &first, &last), 0);
+    assert_true(events == 7 && first == 100 && last == 140);
+    const uint8_t bad_life[3] = {(uint8_t)(PF_OBJ_STR << 4), pf_pk_life(5, 0), 0};
+    for (int how = 0; how < 3; how++) {
+        uint8_t cut[sizeof buf];
+        memcpy(cut, buf, n);
+        cut[life[2]] = bad_life[how];   /* no distance; five events after C: the record has two */
+        size_t len = how == 2 ? life[0] : n;    /* A cut before its life byte */
+        assert_int_equal(pf_pk_span(cut, len, 0, &events, &first, &last), -1);
+    }
 }
 
 /* The model's whole sweep alike: totals, rows and their timelines. */
@@ -222,10 +280,10 @@ static void test_truncated_and_corrupt_packed_records(void **state)
     (void)state;
     uint8_t buf[4 * PF_PK_EVENT_MAX];
     pf_pk_state_t st = {0};
-    size_t n = pf_pk_encode_alloc(buf, &st, 100, 0x1000, 1000, 1, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT);
-    n += pf_pk_encode_alloc(buf + n, &st, 200, 0x2000, 500, 1, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT);
+    size_t n = pf_pk_encode_alloc(buf, &st, 100, 0x1000, 1000, 1, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 0);
+    n += pf_pk_encode_alloc(buf + n, &st, 200, 0x2000, 500, 1, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 0);
     size_t whole = n;
-    n += pf_pk_encode_alloc(buf + n, &st, 300, 0x3000, 70, 1, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT);
+    n += pf_pk_encode_alloc(buf + n, &st, 300, 0x3000, 70, 1, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 0);
     for (int corrupt = 0; corrupt < 2; corrupt++) {
         builder_t b;
         b_one_stack(&b);
@@ -281,7 +339,7 @@ static void test_what_only_the_merge_sees(void **state)
                 }
                 last_tag = n;
                 n += e->alloc ? pf_pk_encode_alloc(buf + n, &st, e->t, e->addr, e->size, 1, PF_DOMAIN_MALLOC,
-                                                   PF_ALLOC_EXACT)
+                                                   PF_ALLOC_EXACT, 0)
                               : pf_pk_encode_free(buf + n, &st, e->t, e->addr, PF_FREE_AUX(PF_DOMAIN_MALLOC, 0));
             }
             if (how == 2 && r == 0)
@@ -309,6 +367,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_varint_and_zigzag),
         cmocka_unit_test(test_events_decode_as_encoded),
+        cmocka_unit_test(test_young_frees_come_where_their_life_bytes_say),
         cmocka_unit_test(test_packed_and_unpacked_give_one_model),
         cmocka_unit_test(test_truncated_and_corrupt_packed_records),
         cmocka_unit_test(test_what_only_the_merge_sees),

@@ -1,7 +1,7 @@
 """Deterministic allocations and frees for the packed-event cases (tests/integration/cases/packed.py): small
 objects freed at once (pymalloc neighbours), kept objects, bytearrays grown by realloc, dicts and lists of
-known sizes, and a second thread doing the same; with "kill N", the process SIGKILLs itself after N
-allocations of distinct sizes (70000 + i bytes of buffer each), its profile open."""
+known sizes, and a second thread doing the same (with "alone", no second thread); with "kill N", the process
+SIGKILLs itself after N allocations of distinct sizes (70000 + i bytes of buffer each), its profile open."""
 import os
 import signal
 import sys
@@ -31,10 +31,13 @@ def main():
             if i % 2:
                 held[i - 1] = None
         os.kill(os.getpid(), signal.SIGKILL)
+    alone = sys.argv[1:] == ["alone"]
     worker = threading.Thread(target=churn, args=(20000,))
-    worker.start()
+    if not alone:
+        worker.start()
     kept, buf = churn(30000)
-    worker.join()
+    if not alone:
+        worker.join()
     print(len(kept), len(buf))
 
 
