@@ -7,9 +7,6 @@
 #include "pf_clock.h"
 #include "pf_writer.h"
 
-/* Where the next event goes: the end of the thread's open packed record when it is still the last thing in
- * the chunk and has room for any event, else a new packed record (its header not yet stored). NULL when
- * no room could be had. */
 /* 1 while the thread's open packed record is the last thing in its chunk: the next event may go on it. */
 static int record_open(const pf_tls_t *t)
 {
@@ -18,6 +15,9 @@ static int record_open(const pf_tls_t *t)
            t->chunk_pos == rec + pf_align8(t->packed_len);
 }
 
+/* Where the next event goes: the end of the thread's open packed record when it is still the last thing in
+ * the chunk and has room for any event, else a new packed record (its header not yet stored). NULL when
+ * no room could be had. */
 static uint8_t *event_room(pf_tls_t *t, uint64_t t_ns)
 {
     char *rec = t->packed_rec;
