@@ -18,7 +18,7 @@ static inline uint64_t tsc_now(void) { return 0; }
 static int use_tsc;
 static uint64_t first_tsc, first_ns;    /* the process's first pair */
 static uint32_t first_recorder;         /* the tid of the process's first recording thread */
-static int many_recorders;              /* another thread has recorded since: no time is reused */
+int pf_clock_many_recorders;            /* pf_clock.h */
 
 static uint64_t mono_ns(void)
 {
@@ -96,13 +96,8 @@ uint64_t pf_now_ns(void)
     return ns > pf_cfg.start_mono_ns ? ns - pf_cfg.start_mono_ns : 0;
 }
 
-uint64_t pf_now_ns_small(pf_tls_t *t)
+uint64_t pf_now_ns_small_read(pf_tls_t *t)
 {
-    if (t->clk_reuses && pf_cfg.exact && !__atomic_load_n(&many_recorders, __ATOMIC_RELAXED)) {
-        t->clk_reuses--;
-        /* pf_now_ns's last answer on this thread, whatever record it was for: times never go back */
-        return t->clk_last > pf_cfg.start_mono_ns ? t->clk_last - pf_cfg.start_mono_ns : 0;
-    }
     uint64_t ns = pf_now_ns();
     t->clk_reuses = use_tsc && ns - t->clk_read < PF_CLOCK_DENSE_NS ? PF_CLOCK_REUSES : 0;
     t->clk_read = ns;
@@ -117,12 +112,12 @@ void pf_clock_thread_recording(uint32_t tid)
     uint32_t none = 0;
     if (!__atomic_compare_exchange_n(&first_recorder, &none, tid, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED) &&
         none != tid)
-        __atomic_store_n(&many_recorders, 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&pf_clock_many_recorders, 1, __ATOMIC_RELAXED);
 }
 
 void pf_clock_fork_child(pf_tls_t *t)
 {
     first_recorder = 0;
-    many_recorders = 0;
+    pf_clock_many_recorders = 0;
     t->clk_reuses = 0;
 }

@@ -8,7 +8,7 @@
 #include "pf_writer.h"
 
 /* 1 while the thread's open packed record is the last thing in its chunk: the next event may go on it. */
-static int record_open(const pf_tls_t *t)
+static inline __attribute__((always_inline)) int record_open(const pf_tls_t *t)
 {
     char *rec = t->packed_rec;
     return rec && t->packed_gen == t->chunk_gen && t->chunk_gen == pf_writer_generation() &&

@@ -37,7 +37,19 @@
 #define PF_CLOCK_SMALL_BYTES 512u
 #define PF_CLOCK_REUSES 3u
 #define PF_CLOCK_DENSE_NS 2000u
-uint64_t pf_now_ns_small(pf_tls_t *t);
+extern int pf_clock_many_recorders PF_HIDDEN;   /* another thread has recorded since: no time is reused */
+uint64_t pf_now_ns_small_read(pf_tls_t *t);     /* the reading, when no time is reused */
+
+/* Inline: most small events take the latest time again, and a call for that was 2% of an --exact run. */
+static inline uint64_t pf_now_ns_small(pf_tls_t *t)
+{
+    if (t->clk_reuses && pf_cfg.exact && !__atomic_load_n(&pf_clock_many_recorders, __ATOMIC_RELAXED)) {
+        t->clk_reuses--;
+        /* pf_now_ns's last answer on this thread, whatever record it was for: times never go back */
+        return t->clk_last > pf_cfg.start_mono_ns ? t->clk_last - pf_cfg.start_mono_ns : 0;
+    }
+    return pf_now_ns_small_read(t);
+}
 
 /* This thread (tid) records: the first to, or another (then no time is reused from now on). */
 void pf_clock_thread_recording(uint32_t tid);
