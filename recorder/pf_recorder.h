@@ -41,7 +41,7 @@ typedef struct pf_stack_cache_slot {
 
 /* A small allocation of the thread's open packed record whose free may still set its life byte
  * (pf_record_packed.c): a direct-mapped slot by address, overwritten by the next allocation that maps there. */
-#define PF_PK_YOUNG_SLOTS 64u      /* 32 lost a fifth of the pairs of an indexing loop to collisions */
+#define PF_PK_YOUNG_SLOTS 64u      /* 32 lost 15% of the pairs of an indexing loop to collisions */
 typedef struct pf_pk_young_slot {
     uint64_t addr;              /* 0: empty */
     uint32_t serial;            /* the record's (pf_tls_t.packed_serial) */
