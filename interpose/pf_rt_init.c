@@ -218,6 +218,9 @@ __attribute__((constructor)) static void pf_rt_init(void)
                minor);
         goto passive;
     }
+    pf_cfg.py_finalizing = pf_pyframes_finalizing_word(pf_cfg.py);
+    if (pf_cfg.py_finalizing)
+        pf_cfg.py->use_finalizing_word(pf_cfg.py_finalizing);
     pf_cfg.exact = env_flag(PF_ENV_EXACT);
     pf_cfg.native = env_flag(PF_ENV_NATIVE);
     pf_cfg.aggregate = env_flag(PF_ENV_AGGREGATE);

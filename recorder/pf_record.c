@@ -123,6 +123,13 @@ void pf_record_mark(pf_tls_t *t, int kind, uint64_t value, const char *note)
     pf_writer_commit(t, rec, PF_REC_MARK, (uint16_t)kind, bytes);
 }
 
+/* 1 once the interpreter has begun to finalize: a load of its word where the runtime found it, else a call. */
+static inline int py_finalizing(void)
+{
+    const uintptr_t *w = pf_cfg.py_finalizing;
+    return w ? __atomic_load_n(w, __ATOMIC_RELAXED) != 0 : pf_cfg.py->is_finalizing();
+}
+
 void pf_enter_recording(pf_tls_t *t)
 {
     void (*recheck)(void) = __atomic_load_n(&pf_host.pymem_recheck, __ATOMIC_RELAXED);
@@ -135,7 +142,7 @@ void pf_enter_recording(pf_tls_t *t)
         thread_start(t);
         pf_labels_write(t, gen);   /* once per file: what the engine calls this process */
     }
-    if (PF_UNLIKELY((!finalizing_marked || marked_gen != gen) && pf_cfg.py && pf_cfg.py->is_finalizing())) {
+    if (PF_UNLIKELY((!finalizing_marked || marked_gen != gen) && pf_cfg.py && py_finalizing())) {
         finalizing_marked = 1;
         marked_gen = gen;
         pf_record_mark(t, PF_MARK_FINALIZING, 0, NULL);

@@ -136,6 +136,7 @@ typedef struct pf_config {
     uint64_t copy_sample_bytes; /* sampling mean for copy volume */
     uint64_t copy_threshold;    /* copies this large are always recorded */
     const pf_pyframes_api_t *py;/* the interpreter's frame reader; NULL until loaded */
+    const uintptr_t *py_finalizing; /* its finalizing word (pf_pyframes.h), or NULL: then py->is_finalizing */
     uint64_t start_mono_ns;
     uint32_t pid;               /* getpid(), kept (also by the fork handler): it is a system call each time */
     int is_root;                /* the process the launcher started (its stderr is the user's terminal) */

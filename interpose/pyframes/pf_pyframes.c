@@ -22,7 +22,8 @@
  *    key pointing at them. Once finalization has begun only the finalizing thread may run Python, and it
  *    is the one holding the GIL, so capture() then trusts a state only if it is also the GIL holder's
  *    (_PyThreadState_UncheckedGet: the GIL holder on 3.8-3.11, this thread's attached state on 3.12+);
- *    anyone else is reported as having no Python state. Cost: one extra call (a global read) per capture.
+ *    anyone else is reported as having no Python state. Cost: one load per capture (the runtime's
+ *    finalizing word, pf_pyruntime.c, once the runtime has checked _PyRuntime's layout; a call until then).
  *  - _PyThreadState_UncheckedGet is NOT the main source: on 3.8-3.11 it is the GIL holder, i.e. another
  *    thread's state after Py_BEGIN_ALLOW_THREADS; on 3.12+ it is NULL once the GIL is released.
  *  - Frames on the chain are alive: the interpreter unlinks a frame (tstate->frame / current_frame moves
@@ -262,12 +263,31 @@ static inline int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, 
 #endif
 
 #if PY_MINOR_VERSION >= 13
-#define PF_IS_FINALIZING() Py_IsFinalizing()
+#define PF_IS_FINALIZING_CALL() Py_IsFinalizing()
 #define PF_GIL_HOLDER_STATE() PyThreadState_GetUnchecked()
 #else
-#define PF_IS_FINALIZING() _Py_IsFinalizing()
+#define PF_IS_FINALIZING_CALL() _Py_IsFinalizing()
 #define PF_GIL_HOLDER_STATE() _PyThreadState_UncheckedGet()
 #endif
+
+/* pf_pyruntime.c: where _PyRuntime keeps its finalizing word, as these headers lay it out. */
+extern const uint32_t pf_pyruntime_finalizing_offset, pf_pyruntime_size;
+
+/* The runtime's finalizing word, once the runtime has checked this interpreter's _PyRuntime has the
+ * headers' layout (use_finalizing_word); until then the call. */
+static const uintptr_t *finalizing_word;
+
+static inline int finalizing_now(void)
+{
+    const uintptr_t *w = __atomic_load_n(&finalizing_word, __ATOMIC_RELAXED);
+    return w ? __atomic_load_n(w, __ATOMIC_RELAXED) != 0 : PF_IS_FINALIZING_CALL() != 0;
+}
+#define PF_IS_FINALIZING() finalizing_now()
+
+static void use_finalizing_word(const uintptr_t *word)
+{
+    __atomic_store_n(&finalizing_word, word, __ATOMIC_RELAXED);
+}
 
 /* Returns the number of frames, or -1 when this thread has no (trustworthy) Python thread state. */
 static inline int capture_common(pf_pyframe_t *out, int max, int *truncated, const int async, long pid)
@@ -426,7 +446,7 @@ static int is_finalizing(void)
     return PF_IS_FINALIZING() ? 1 : 0;
 }
 
-static const pf_pyframes_api_t api = {
+static pf_pyframes_api_t api = {   /* const but for the two fields pf_pyframes_get fills in */
     .abi = PF_PYFRAMES_ABI,
     .py_minor = PY_MINOR_VERSION,
     .capture = capture,
@@ -434,6 +454,7 @@ static const pf_pyframes_api_t api = {
     .describe = describe,
     .identify = identify,
     .is_finalizing = is_finalizing,
+    .use_finalizing_word = use_finalizing_word,
     /* identify()'s fields, in its order */
     .identity_offset = {offsetof(PyCodeObject, co_filename), offsetof(PyCodeObject, co_name),
                         offsetof(PyCodeObject, PF_LINETABLE_FIELD)},
@@ -450,5 +471,9 @@ PF_API const pf_pyframes_api_t *pf_pyframes_get(void)
     int minor = 0, i = 2;
     while (v[i] >= '0' && v[i] <= '9' && minor < 1000)
         minor = minor * 10 + (v[i++] - '0');
-    return i > 2 && minor == PY_MINOR_VERSION ? &api : NULL;
+    if (i <= 2 || minor != PY_MINOR_VERSION)
+        return NULL;
+    api.finalizing_offset = pf_pyruntime_finalizing_offset;     /* another unit's constants */
+    api.runtime_size = pf_pyruntime_size;
+    return &api;
 }

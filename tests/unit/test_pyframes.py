@@ -240,7 +240,7 @@ FINALIZE_CHILD = r"""
 import sys, threading, time
 sys.path.insert(0, %(dir)r)
 import pf_probe
-pf_probe.load(%(reader)r)
+pf_probe.load(%(reader)r, %(word)d)
 class Late:
     def __del__(self, report=pf_probe.report):
         report("pf-del")
@@ -254,20 +254,51 @@ pf_probe.report("pf-main")
 """
 
 
-def test_finalization(reader, probe_dir):
-    """Daemon threads capturing without the GIL while the main thread finalizes; a __del__ at shutdown."""
+def test_finalization(reader, probe_dir, word):
+    """Daemon threads capturing without the GIL while the main thread finalizes; a __del__ at shutdown. With
+    word, the reader reads the interpreter's finalizing word (as under the runtime), which must be 0 while
+    the program runs and set at shutdown: its offset is this version's."""
     for attempt in range(5):
-        r = subprocess.run([sys.executable, "-c", FINALIZE_CHILD % {"dir": probe_dir, "reader": reader}],
+        r = subprocess.run([sys.executable, "-c", FINALIZE_CHILD % {"dir": probe_dir, "reader": reader,
+                                                                    "word": word}],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
         err = r.stderr.decode(errors="replace")
         check(r.returncode == 0, "finalization child exited %d: %s" % (r.returncode, err[-500:]))
         check("pf-main finalizing=0 rc=" in err and "pf-main finalizing=0 rc=-1" not in err,
               "main thread report: %r" % err)
+        check(("word=0" if word else "word=-1") in [l for l in err.splitlines() if l.startswith("pf-main")][0],
+              "main thread's word: %r" % err)
         if "pf-del" in err:
             line = [l for l in err.splitlines() if l.startswith("pf-del")][0]
             check("finalizing=1" in line and "rc=-1" not in line, "__del__ at shutdown: %r" % line)
+            check(("word=1" if word else "word=-1") in line, "the word at shutdown: %r" % line)
         if r.returncode != 0:
             break
+
+
+WORD_CHILD = r"""
+import sys
+sys.path.insert(0, %(dir)r)
+import pf_probe
+pf_probe.load(%(reader)r, 1)
+class Late:
+    def __del__(self, report=pf_probe.report):
+        report("pf-del")
+keep = Late()
+pf_probe.report("pf-main")
+"""
+
+
+def test_finalizing_word(reader, probe_dir):
+    """The interpreter's finalizing word, where the runtime reads it instead of calling is_finalizing: 0
+    while the program runs, set when a __del__ runs at shutdown (so its offset is this version's), and
+    what the reader's own check says then."""
+    r = subprocess.run([sys.executable, "-c", WORD_CHILD % {"dir": probe_dir, "reader": reader}],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    err = r.stderr.decode(errors="replace")
+    check(r.returncode == 0, "word child exited %d: %s" % (r.returncode, err[-500:]))
+    check("pf-main finalizing=0 rc=1 word=0" in err, "while running: %r" % err)
+    check("pf-del finalizing=1 rc=1 word=1" in err, "at shutdown: %r" % err)
 
 
 def test_lifecycle(reader, lifecycle):
@@ -333,7 +364,9 @@ def main():
               test_gil_released_other_thread_busy, test_native_thread, test_is_finalizing):
         t()
     test_symbols(a.reader)
-    test_finalization(a.reader, a.probe_dir)
+    test_finalization(a.reader, a.probe_dir, 0)
+    test_finalization(a.reader, a.probe_dir, 1)
+    test_finalizing_word(a.reader, a.probe_dir)
     test_lifecycle(a.reader, a.lifecycle)
     bench()
     if FAILURES:

@@ -29,11 +29,17 @@ static PyObject *need_api(void)
     return api ? Py_None : NULL;
 }
 
-/* load(path) -> py_minor of the reader. Raises on dlopen failure or an entry returning NULL. */
+static const uintptr_t *finalizing_word;
+
+/* load(path, word=0) -> py_minor of the reader. Raises on dlopen failure or an entry returning NULL. With
+ * word, the reader reads the interpreter's finalizing word from then on, as the runtime has it do
+ * (pf_pyframes_finalizing_word); raises when this interpreter's _PyRuntime does not have the headers'
+ * size. */
 static PyObject *probe_load(PyObject *self, PyObject *args)
 {
     const char *path;
-    if (!PyArg_ParseTuple(args, "s", &path))
+    int word = 0;
+    if (!PyArg_ParseTuple(args, "s|i", &path, &word))
         return NULL;
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h)
@@ -46,6 +52,11 @@ static PyObject *probe_load(PyObject *self, PyObject *args)
         return PyErr_Format(PyExc_RuntimeError, "%s refused this interpreter", path);
     if (api->abi != PF_PYFRAMES_ABI)
         return PyErr_Format(PyExc_RuntimeError, "abi %u", api->abi);
+    if (word) {
+        if (!(finalizing_word = pf_pyframes_finalizing_word(api)))
+            return PyErr_Format(PyExc_RuntimeError, "_PyRuntime is not %u bytes here", api->runtime_size);
+        api->use_finalizing_word(finalizing_word);
+    }
     return PyLong_FromUnsignedLong(api->py_minor);
 }
 
@@ -241,7 +252,8 @@ static PyObject *probe_report(PyObject *self, PyObject *args)
     int truncated;
     int rc = api->capture(frames, 64, &truncated);
     char line[256];
-    int len = snprintf(line, sizeof line, "%s finalizing=%d rc=%d\n", tag, api->is_finalizing(), rc);
+    int len = snprintf(line, sizeof line, "%s finalizing=%d rc=%d word=%d\n", tag, api->is_finalizing(), rc,
+                       finalizing_word ? *finalizing_word != 0 : -1);
     if (write(2, line, (size_t)len) < 0)
         return PyErr_SetFromErrno(PyExc_OSError);
     Py_RETURN_NONE;
