@@ -5,13 +5,16 @@
  * ahead of it: so where a second CPU is free (the profiled program has exited), the merge runs on a thread
  * of its own, a few batches ahead of the sweep, through a ring of batches (pf_events_pipe.c). Each batch
  * owns its events and its packed events' payloads; the ones the sweep reads from the mapped files stay
- * mapped until the sweep ends. Either way the sweep sees the same events in the same order.
+ * mapped until the sweep ends. Either way the sweep sees the same events in the same order. For an exact
+ * profile, whoever merges a batch also finds its events' live objects (pf_live_ahead.h), annotations the
+ * batch owns too.
  */
 #ifndef PF_EVENTS_PIPE_H
 #define PF_EVENTS_PIPE_H
 
 #include <stddef.h>
 
+#include "pf_live_ahead.h"
 #include "pf_loader_int.h"
 
 typedef enum pf_pipe_mode {
@@ -30,12 +33,14 @@ typedef enum pf_pipe_mode {
 
 typedef struct pf_events_pipe pf_events_pipe_t;
 
-/* Starts taking L's events (pf_events_begin). batch: events a batch, at most; 0 for the mode's own. */
-pf_events_pipe_t *pf_events_pipe_open(loader_t *L, pf_pipe_mode_t mode, size_t batch);
+/* Starts taking L's events (pf_events_begin). batch: events a batch, at most; 0 for the mode's own. ahead
+ * (or NULL): each batch, once merged, is annotated by it (pf_live_ahead.h), on the thread that merged it. */
+pf_events_pipe_t *pf_events_pipe_open(loader_t *L, pf_pipe_mode_t mode, size_t batch, pf_live_ahead_t *ahead);
 
 /* The next batch in *events (0 at the end, and from then on), with L->decoded set to its packed events'
- * payloads. The previous batch is given back: its events and payloads may be overwritten from then on. */
-size_t pf_events_pipe_next(pf_events_pipe_t *p, const event_t **events);
+ * payloads, and with ahead, *ann (unless NULL) to its annotations. The previous batch is given back: its
+ * events, payloads and annotations may be overwritten from then on. */
+size_t pf_events_pipe_next(pf_events_pipe_t *p, const event_t **events, const pf_ahead_batch_t **ann);
 
 /* 1 when the merge runs on a thread of its own. */
 int pf_events_pipe_threaded(const pf_events_pipe_t *p);

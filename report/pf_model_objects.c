@@ -1,5 +1,6 @@
 /* pf_model_objects.c - the sweep's live objects: found by an address inside them, and ended with their
  * process (see pf_sweep_int.h). */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,12 +10,12 @@
 #include "pf_sweep_int.h"
 
 /* The index of the first range whose key is above key. */
-static size_t range_upper(const sweeper_t *S, uint64_t key)
+static size_t range_upper(const pf_ranges_t *r, uint64_t key)
 {
-    size_t lo = 0, hi = S->n_ranges;
+    size_t lo = 0, hi = r->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (S->ranges[mid].key <= key)
+        if (r->v[mid].key <= key)
             lo = mid + 1;
         else
             hi = mid;
@@ -22,44 +23,77 @@ static size_t range_upper(const sweeper_t *S, uint64_t key)
     return lo;
 }
 
-void pf_sweep_range_add(sweeper_t *S, uint64_t key, uint64_t idx)
+void pf_ranges_add(pf_ranges_t *r, uint64_t key, uint64_t idx)
 {
-    size_t at = range_upper(S, key);
-    PF_VEC_PUSH(S->ranges, S->n_ranges, S->cap_ranges);
-    memmove(&S->ranges[at + 1], &S->ranges[at], (S->n_ranges - 1 - at) * sizeof S->ranges[0]);
-    S->ranges[at] = (range_ent_t){key, idx};
+    size_t at = range_upper(r, key);
+    PF_VEC_PUSH(r->v, r->n, r->cap);
+    memmove(&r->v[at + 1], &r->v[at], (r->n - 1 - at) * sizeof r->v[0]);
+    r->v[at] = (range_ent_t){key, idx};
 }
 
-void pf_sweep_range_del(sweeper_t *S, uint64_t key)
+void pf_ranges_del(pf_ranges_t *r, uint64_t key)
 {
-    size_t at = range_upper(S, key);
-    if (at == 0 || S->ranges[at - 1].key != key)
+    size_t at = range_upper(r, key);
+    if (at == 0 || r->v[at - 1].key != key)
         return;
-    memmove(&S->ranges[at - 1], &S->ranges[at], (S->n_ranges - at) * sizeof S->ranges[0]);
-    S->n_ranges--;
+    memmove(&r->v[at - 1], &r->v[at], (r->n - at) * sizeof r->v[0]);
+    r->n--;
 }
 
-/* The live object containing addr: addr itself, a small header before it (CPython objects), or, for GPU
- * blocks and large buffers, any address inside; *offset (unless NULL) = addr's offset in it. */
-int64_t pf_sweep_object_at(sweeper_t *S, uint32_t proc, uint64_t addr, uint64_t *offset)
+/* addr itself, a small header before it (CPython objects), or, for GPU blocks and large buffers, any
+ * address inside. */
+int64_t pf_live_object_at(const pf_live_map_t *live, const pf_ranges_t *r, const char *size0, size_t stride,
+                          uint64_t size_mask, uint32_t proc, uint64_t addr, uint64_t *offset)
 {
+#define SIZE_OF(idx) (*(const uint64_t *)(const void *)(size0 + (size_t)(idx) * stride) & size_mask)
     uint64_t found = 0;
     int64_t idx = -1;
     for (uint64_t back = 0; idx < 0 && back <= PF_COPY_MAX_HEADER && back <= addr; back += 8) {
-        const pf_live_slot_t *v = pf_live_get(&S->live, pf_sweep_addr_key(proc, addr - back));
-        if (v && addr < addr - back + S->objs[v->idx].size)
+        const pf_live_slot_t *v = pf_live_get(live, pf_sweep_addr_key(proc, addr - back));
+        if (v && addr < addr - back + SIZE_OF(v->idx))
             idx = (int64_t)v->idx, found = back;
     }
     uint64_t key = pf_sweep_addr_key(proc, addr);
-    size_t at = idx < 0 ? range_upper(S, key) : 0;
+    size_t at = idx < 0 ? range_upper(r, key) : 0;
     if (at > 0) {
-        const range_ent_t *r = &S->ranges[at - 1];
-        if (key - r->key < S->objs[r->idx].size)    /* keys of one process differ by the address */
-            idx = (int64_t)r->idx, found = key - r->key;
+        const range_ent_t *e = &r->v[at - 1];
+        if (key - e->key < SIZE_OF(e->idx))    /* keys of one process differ by the address */
+            idx = (int64_t)e->idx, found = key - e->key;
     }
+#undef SIZE_OF
     if (idx >= 0 && offset)
         *offset = found;
     return idx;
+}
+
+int64_t pf_sweep_object_at(sweeper_t *S, uint32_t proc, uint64_t addr, uint64_t *offset)
+{
+    return pf_live_object_at(&S->live, &S->ranges, (const char *)S->objs + offsetof(live_obj_t, size),
+                             sizeof *S->objs, ~0ull, proc, addr, offset);
+}
+
+void pf_live_each_of_process(pf_live_map_t *live, uint32_t proc, const uint64_t *left,
+                             void (*release)(void *arg, uint64_t key, pf_live_slot_t *slot), void *arg)
+{
+    for (size_t i = 0; i < live->cap && *left; i++) {
+        uint64_t k = live->slots[i].key1;
+        if (k && ((k - 1) >> 48) == (proc & 0x7fff)) {
+            release(arg, k - 1, &live->slots[i]);
+            i--;    /* a deletion may move a later entry into this slot */
+        }
+    }
+}
+
+typedef struct end_arg {
+    sweeper_t *S;
+    uint32_t proc;
+    uint64_t t;
+} end_arg_t;
+
+static void end_one(void *arg, uint64_t key, pf_live_slot_t *slot)
+{
+    end_arg_t *a = arg;
+    pf_sweep_release(a->S, a->proc, key, slot, a->t, 1);
 }
 
 /* A process other than the root ended at t (its last event; an image replaced by exec ends there too): what
@@ -69,15 +103,8 @@ int64_t pf_sweep_object_at(sweeper_t *S, uint32_t proc, uint64_t addr, uint64_t 
  * anything. The root's objects stay: they are the program's live at exit. */
 void pf_sweep_end_process(sweeper_t *S, uint32_t proc, uint64_t t)
 {
-    if (!S->proc_objs[proc])
-        return;
-    for (size_t i = 0; i < S->live.cap && S->proc_objs[proc]; i++) {
-        uint64_t k = S->live.slots[i].key1;
-        if (k && ((k - 1) >> 48) == (proc & 0x7fff)) {
-            pf_sweep_release(S, proc, k - 1, &S->live.slots[i], t, 1);
-            i--;    /* a deletion may move a later entry into this slot */
-        }
-    }
+    end_arg_t a = {S, proc, t};
+    pf_live_each_of_process(&S->live, proc, &S->proc_objs[proc], end_one, &a);
 }
 
 static int cmp_proc_end(const void *x, const void *y)

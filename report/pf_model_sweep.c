@@ -430,12 +430,12 @@ static inline __attribute__((always_inline)) void row_free(sweeper_t *S, pf_stat
         set_gpu_live(S, s, r->t, s->gpu_live - r->est);
 }
 
-/* Ends the life of the live object at address key k (its index in slot->idx, k's slot in the live map)
- * at time t: it stops counting in its rows (unless the process was already finalizing: then it stays live
- * at exit; or ended is set: the process ended, and it stays what the process held at its exit). */
-void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, pf_live_slot_t *slot, uint64_t t, int ended)
+/* Ends the life of live object idx, at address key k, at time t: it stops counting in its rows (unless the
+ * process was already finalizing: then it stays live at exit; or ended is set: the process ended, and it
+ * stays what the process held at its exit). Returns 1 when its life ended (the caller takes it out of the
+ * live map, and its index is free again), 0 when it stays live. */
+static int release_object(sweeper_t *S, uint32_t proc, uint64_t k, uint32_t idx, uint64_t t, int ended)
 {
-    const uint64_t idx = slot->idx;
     const live_obj_t *o = &S->objs[idx];
     pf_recent_freed(&S->recent, k, (alloc_site_t){o->line, o->native}, o->dst_copy);
     int finalizing = t >= S->L->procs[proc].fin_ns && !ended;
@@ -443,14 +443,10 @@ void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, pf_live_slot_t *s
     if (o->size >= PF_GROW_MIN_BYTES)
         pf_sweep_leak_freed(S, k, o, proc, t, counted);
     if (finalizing)
-        return;     /* interpreter shutdown: the object stays counted as live at exit */
+        return 0;   /* interpreter shutdown: the object stays counted as live at exit */
     if (!ended && o->dst_copy >= 0)
         pf_sweep_dst_freed(S, o, t);
-    pf_live_del_at(&S->live, slot);
     S->proc_objs[proc]--;
-    S->free_objs[S->n_free_objs++] = (uint32_t)idx;     /* its slot is free again (free_objs has room) */
-    if (pf_sweep_wants_range(o))
-        pf_sweep_range_del(S, k);
     pf_model_t *m = S->m;
     if (!ended) {
         m->procs[proc].live -= o->est;
@@ -471,6 +467,20 @@ void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, pf_live_slot_t *s
     row_free(S, &m->total, &r);
     const pf_peak_epochs_t epochs = {S->peak_epoch, S->gpu_peak_epoch, S->peak.off ? NULL : &S->peak, o->half};
     pf_calltree_free(m, o->node, r.est, r.gpu, &epochs);
+    return 1;
+}
+
+/* release_object for the object in slot (key k) of the sweep's own map, taken out of it when its life ended
+ * (its index free again: free_objs has room). */
+void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, pf_live_slot_t *slot, uint64_t t, int ended)
+{
+    const uint32_t idx = slot->idx;
+    if (!release_object(S, proc, k, idx, t, ended))
+        return;
+    pf_live_del_at(&S->live, slot);
+    S->free_objs[S->n_free_objs++] = idx;
+    if (pf_sweep_wants_range(&S->objs[idx]))
+        pf_sweep_range_del(S, k);
 }
 
 static void release(sweeper_t *S, uint32_t proc, uint64_t k, pf_live_slot_t *slot, uint64_t t)
@@ -513,25 +523,40 @@ static inline __attribute__((always_inline)) void row_alloc(sweeper_t *S, pf_sta
 
 /* A slot for a new live object: the last one freed (still in cache, likely), else a new one. free_objs
  * grows with objs, so that every slot can be free at once. */
+static void grow_objects(sweeper_t *S)
+{
+    size_t cap = S->cap_objs ? S->cap_objs * 2 : 1024;
+    if (cap > UINT32_MAX)     /* the live map keeps 32-bit indices (pf_live_slot_t) */
+        pf_sweep_index32(INT64_MAX, "live objects at once");
+    live_obj_t *objs = pf_xaligned_alloc(PF_LIVE_OBJ_ALIGN, cap * sizeof *objs);
+    if (S->n_objs)
+        memcpy(objs, S->objs, S->n_objs * sizeof *objs);
+    free(S->objs);
+    S->objs = objs;
+    if (!S->ahead)  /* else indices are handed out by the merge thread */
+        S->free_objs = pf_xrealloc(S->free_objs, cap * sizeof *S->free_objs);
+    if (!S->peak.off)
+        S->obj_peak = pf_xrealloc(S->obj_peak, cap * sizeof *S->obj_peak);
+    S->cap_objs = cap;
+}
+
 static uint32_t new_object(sweeper_t *S)
 {
     if (S->n_free_objs)
         return S->free_objs[--S->n_free_objs];
-    if (S->n_objs == S->cap_objs) {
-        size_t cap = S->cap_objs ? S->cap_objs * 2 : 1024;
-        if (cap > UINT32_MAX)     /* the live map keeps 32-bit indices (pf_live_slot_t) */
-            pf_sweep_index32(INT64_MAX, "live objects at once");
-        live_obj_t *objs = pf_xaligned_alloc(PF_LIVE_OBJ_ALIGN, cap * sizeof *objs);
-        if (S->n_objs)
-            memcpy(objs, S->objs, S->n_objs * sizeof *objs);
-        free(S->objs);
-        S->objs = objs;
-        S->free_objs = pf_xrealloc(S->free_objs, cap * sizeof *S->free_objs);
-        if (!S->peak.off)
-            S->obj_peak = pf_xrealloc(S->obj_peak, cap * sizeof *S->obj_peak);
-        S->cap_objs = cap;
-    }
+    if (S->n_objs == S->cap_objs)
+        grow_objects(S);
     return (uint32_t)S->n_objs++;
+}
+
+/* Object idx, handed out by pf_live_ahead.c (which hands indices out as new_object would). */
+static uint32_t ahead_object(sweeper_t *S, uint32_t idx)
+{
+    while (idx >= S->cap_objs)
+        grow_objects(S);
+    if (idx >= S->n_objs)
+        S->n_objs = idx + 1;
+    return idx;
 }
 
 static void on_alloc(sweeper_t *S, const event_t *e)
@@ -545,11 +570,15 @@ static void on_alloc(sweeper_t *S, const event_t *e)
      * touches the live map when the address was not live) */
     uint64_t key = pf_sweep_addr_key(e->proc, a->addr);
     int created = 0;
-    pf_live_slot_t *slot = pf_live_put_if_room(&S->live, key, &created), *prev = NULL;
-    if (!slot)
+    pf_live_slot_t *slot = NULL, *prev = NULL;
+    if (S->ahead) {     /* the merge thread found the address's object; a parked one needs nothing here */
+        if (S->ann->prev != PF_AHEAD_NONE && e->t < S->L->procs[e->proc].fin_ns)
+            release_object(S, e->proc, key, S->ann->prev, e->t, 0);
+    } else if (!(slot = pf_live_put_if_room(&S->live, key, &created))) {
         prev = pf_live_get(&S->live, key);
-    else if (!created)
+    } else if (!created) {
         prev = slot;
+    }
     if (!created)
         slot = NULL;
     if (prev && e->t >= S->L->procs[e->proc].fin_ns) {
@@ -601,7 +630,7 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     if (new_peak)
         pr->peak_bytes = pr->live;
     pf_workers_alloc(m, e->proc, row, est, new_peak);
-    uint32_t idx = new_object(S);
+    uint32_t idx = S->ahead ? ahead_object(S, S->ann->obj) : new_object(S);
     live_obj_t *o = &S->objs[idx];
     *o = (live_obj_t){.line = row, .func = fn, .node = node, .native = native, .gpu = a->domain == PF_DOMAIN_GPU,
                       .domain = a->domain, .half = (uint8_t)half, .dst_copy = -1, .est = est, .size = a->size,
@@ -612,14 +641,18 @@ static void on_alloc(sweeper_t *S, const event_t *e)
         pf_peak_obj_start(&S->peak, &S->obj_peak[idx]);
     if (a->size >= PF_GROW_MIN_BYTES)  /* a realloc in place: its block freed just before, at this address */
         pf_sweep_leak_grew(S, key, o, e->t, PF_REALLOC_GAP_NS);
-    (slot ? slot : pf_live_put(&S->live, key, NULL))->idx = (uint32_t)idx;
     S->proc_objs[e->proc]++;
+    if (S->ahead)
+        return;     /* the map and the ranges are the merge thread's */
+    (slot ? slot : pf_live_put(&S->live, key, NULL))->idx = (uint32_t)idx;
     if (pf_sweep_wants_range(o))
         pf_sweep_range_add(S, pf_sweep_addr_key(e->proc, a->addr), idx);
 }
 
 int64_t pf_sweep_live_object(const sweeper_t *S, uint32_t proc, uint64_t addr)
 {
+    if (S->ahead)
+        return S->ann->obj == PF_AHEAD_NONE ? -1 : (int64_t)S->ann->obj;
     const pf_live_slot_t *v = pf_live_get(&S->live, pf_sweep_addr_key(proc, addr));
     return v ? (int64_t)v->idx : -1;
 }
@@ -629,13 +662,17 @@ static void on_free(sweeper_t *S, const event_t *e)
 {
     const pf_rec_free_t *f = pf_event_payload(S->L, e);
     uint64_t k = pf_sweep_addr_key(e->proc, f->addr);
-    pf_live_slot_t *v = pf_live_get(&S->live, k);
-    if (!v)
+    pf_live_slot_t *v = S->ahead ? NULL : pf_live_get(&S->live, k);
+    uint32_t idx = S->ahead ? S->ann->obj : v ? v->idx : PF_AHEAD_NONE;
+    if (idx == PF_AHEAD_NONE)
         return;
-    pf_sweep_kind_seen(S, &S->objs[v->idx], PF_FREE_KIND(e->aux));
+    pf_sweep_kind_seen(S, &S->objs[idx], PF_FREE_KIND(e->aux));
     if (e->aux != PF_FREE_DOMAIN(e->aux))
         S->m->frees_marked = 1;
-    pf_sweep_release(S, e->proc, k, v, e->t, 0);
+    if (v)
+        pf_sweep_release(S, e->proc, k, v, e->t, 0);
+    else
+        release_object(S, e->proc, k, idx, e->t, 0);
     if (e->aux & PF_FREE_BY_REALLOC)
         pf_recent_by_realloc(&S->recent, k);
 }
@@ -654,16 +691,30 @@ static void finish_stats(pf_stats_t *s, uint64_t t_end)
  * otherwise stalls the sweep. */
 #define PF_SWEEP_LOOKAHEAD 16
 
-static void prefetch_event(const sweeper_t *S, const event_t *e)
+static void prefetch_event(const sweeper_t *S, const event_t *batch, size_t i, const pf_ahead_batch_t *ann)
 {
+    const event_t *e = &batch[i];
     if (e->type != PF_REC_ALLOC && e->type != PF_REC_ALLOC_SHORT && e->type != PF_REC_FREE)
         return;
+    if (S->ahead) {     /* no map here: the object the event ends, or the one it begins */
+        uint32_t idx = ann->ann[i].obj;
+        if (idx < S->cap_objs)
+            __builtin_prefetch(&S->objs[idx]);
+        return;
+    }
     /* the address is the same field of the three records */
     _Static_assert(offsetof(pf_rec_alloc_t, addr) == offsetof(pf_rec_free_t, addr), "ALLOC and FREE addr");
     _Static_assert(offsetof(pf_rec_alloc_short_t, addr) == offsetof(pf_rec_free_t, addr), "short ALLOC addr");
     const pf_rec_free_t *f = pf_event_payload(S->L, e);
     uint64_t k = pf_sweep_addr_key(e->proc, f->addr);
     pf_live_prefetch(&S->live, k);
+}
+
+/* A process's objects when it ended, as pf_sweep_end_process releases them, found by the merge thread. */
+static void end_released(sweeper_t *S, uint32_t proc, uint64_t t, const pf_ahead_released_t *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        release_object(S, proc, r->keys[i], r->objs[i], t, 1);
 }
 
 void pf_model_sweep(loader_t *L)
@@ -694,23 +745,34 @@ void pf_model_sweep(loader_t *L)
      * same in any order. A sampled profile's map, and so its report to the last bit, stays as it was. */
     S.live.roomy = m->exact;
     proc_end_t *ends = pf_sweep_process_ends(&S), *next_end = ends;
-    pf_events_pipe_t *events = pf_events_pipe_open(L, PF_PIPE_AUTO, 0);
+    const char *ahead_env = getenv("PYFLOW_REPORT_AHEAD");
+    if (m->exact && !(ahead_env && !strcmp(ahead_env, "0")))
+        S.ahead = pf_live_ahead_new(L, ends);
+    pf_events_pipe_t *events = pf_events_pipe_open(L, PF_PIPE_AUTO, 0, S.ahead);
     const event_t *batch = NULL;
+    const pf_ahead_batch_t *ann = NULL;
     size_t n_batch = 0, at = 0;
     for (;; at++) {
         if (at == n_batch) {
-            if (!(n_batch = pf_events_pipe_next(events, &batch)))
+            if (!(n_batch = pf_events_pipe_next(events, &batch, &ann)))
                 break;
             at = 0;
+            S.ahead_copies = ann->copies;
             for (size_t i = 0; i < PF_SWEEP_LOOKAHEAD && i < n_batch; i++)
-                prefetch_event(&S, &batch[i]);
+                prefetch_event(&S, batch, i, ann);
         }
         if (at + PF_SWEEP_LOOKAHEAD < n_batch)
-            prefetch_event(&S, &batch[at + PF_SWEEP_LOOKAHEAD]);
+            prefetch_event(&S, batch, at + PF_SWEEP_LOOKAHEAD, ann);
         const event_t *e = &batch[at];
+        if (S.ahead)
+            S.ann = &ann->ann[at];
         for (; next_end->t < e->t; next_end++) {
             pf_peak_advance(&S.peak, next_end->t);
-            pf_sweep_end_process(&S, next_end->proc, next_end->t);
+            if (S.ahead)
+                end_released(&S, next_end->proc, next_end->t,
+                             pf_live_ahead_released(S.ahead, (size_t)(next_end - ends)));
+            else
+                pf_sweep_end_process(&S, next_end->proc, next_end->t);
             pf_peak_after_event(&S.peak, &m->total.peak_est);
         }
         pf_peak_advance(&S.peak, e->t);
@@ -758,6 +820,10 @@ void pf_model_sweep(loader_t *L)
     }
     if (pf_events_pipe_close(events))
         L->redo = 1;    /* what was swept stands for nothing: the loader loads again, strict */
+    if (S.ahead) {      /* the live objects at the end, for what walks them below */
+        pf_live_ahead_finish(S.ahead, &S.live);
+        S.ahead = NULL;
+    }
     free(ends);
     m->total.peak_bytes = peak > 0 ? peak : 0;
     pf_sweep_copies_finish(m);
@@ -823,7 +889,7 @@ void pf_model_sweep(loader_t *L)
     pf_symbols_free(S.symbols);
     pf_sweep_aggregate_free(&S);
     free(S.cinfo);
-    free(S.ranges);
+    free(S.ranges.v);
     free(S.objs);
     free(S.free_objs);
     free(S.obj_peak);

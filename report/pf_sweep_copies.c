@@ -84,8 +84,12 @@ void pf_sweep_copy(sweeper_t *S, const event_t *e)
     int started;
     int32_t node;
     int32_t at = pf_sweep_attribute(S, e->proc, e, st.py, st.n_py, st.attribute_flags, &fn, &started, &node);
+    /* the ends' objects: found by the merge thread in an exact profile (pf_live_ahead.h) */
+    const pf_ahead_copy_t *ahead = S->ahead ? &S->ahead_copies[S->ann->obj] : NULL;
     uint64_t dst_offset = 0;
-    int64_t dst = pf_sweep_object_at(S, e->proc, c->dst, &dst_offset);
+    int64_t dst = ahead ? ahead->dst : pf_sweep_object_at(S, e->proc, c->dst, &dst_offset);
+    if (ahead)
+        dst_offset = ahead->dst_offset;
     alloc_site_t src = {-1, 0};     /* where the source was allocated */
     int64_t src_obj = -1;
     uint64_t src_offset = 0;
@@ -99,7 +103,9 @@ void pf_sweep_copy(sweeper_t *S, const event_t *e)
         if (dst >= 0 && dst_offset == 0)
             pf_sweep_dst_continues(S, k, &S->objs[dst], 1);
     } else {
-        src_obj = pf_sweep_object_at(S, e->proc, c->src, &src_offset);
+        src_obj = ahead ? ahead->src : pf_sweep_object_at(S, e->proc, c->src, &src_offset);
+        if (ahead)
+            src_offset = ahead->src_offset;
         if (src_obj >= 0)
             src = (alloc_site_t){S->objs[src_obj].line, S->objs[src_obj].native};
     }

@@ -4,6 +4,7 @@
 #define PF_SWEEP_INT_H
 
 #include "pf_calltree_int.h"
+#include "pf_live_ahead.h"
 #include "pf_live_map.h"
 #include "pf_loader_int.h"
 #include "pf_symbols_int.h"
@@ -64,6 +65,12 @@ typedef struct range_ent {
     uint64_t key;
     uint64_t idx;       /* live_obj index */
 } range_ent_t;
+
+/* Those objects, sorted by key (pf_model_objects.c). */
+typedef struct pf_ranges {
+    range_ent_t *v;
+    size_t n, cap;
+} pf_ranges_t;
 
 typedef struct copy_info {
     int32_t flow;
@@ -132,7 +139,11 @@ typedef struct sweeper {
     int bucket;
     stack_charge_t *charges;
     size_t n_charges, cap_charges;
-    pf_live_map_t live;     /* (proc, addr) -> live_obj index */
+    pf_live_map_t live;     /* (proc, addr) -> live_obj index; an exact profile's is the merge thread's
+                               until the end (ahead) */
+    pf_live_ahead_t *ahead; /* an exact profile's live objects, found by the merge thread (else NULL) */
+    const pf_ahead_ann_t *ann;          /* with ahead: what the event being swept concerns */
+    const pf_ahead_copy_t *ahead_copies;    /* with ahead: its batch's copies' ends */
     pf_recent_frees_t recent;       /* blocks freed lately (pf_sweep_recent_int.h) */
     recent_grow_t *recent_grows;    /* PF_RECENT_GROWS slots: large blocks freed lately (pf_model_leak.c) */
     pf_map_t flow_index;    /* edge key -> flow+1 */
@@ -156,8 +167,7 @@ typedef struct sweeper {
                                    (its variance's share); NULL when the peak's windows are off (peak.off) */
     uint32_t *free_objs;
     size_t n_free_objs;     /* free_objs has room for cap_objs */
-    range_ent_t *ranges;    /* sorted by key: the live objects looked up by interior address */
-    size_t n_ranges, cap_ranges;
+    pf_ranges_t ranges;     /* the live objects looked up by interior address */
     uint64_t t_end;
     pf_symbols_t *symbols;
     pf_map_t native_cache;  /* (proc, ip) -> native site string id + 1 (0 stored as 1: none) */
@@ -229,12 +239,23 @@ void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, pf_live_slot_t *s
  * a big array, or into a tensor inside a caching allocator's segment, still has its end. Few are live at
  * once, so a sorted array serves. (Inline: asked at each allocation and free.) */
 #define PF_RANGE_MIN_BYTES (64u << 10)
-static inline int pf_sweep_wants_range(const live_obj_t *o) { return o->gpu || o->size >= PF_RANGE_MIN_BYTES; }
-void pf_sweep_range_add(sweeper_t *S, uint64_t key, uint64_t idx);
-void pf_sweep_range_del(sweeper_t *S, uint64_t key);
-/* The live object containing addr (a small header before it, or inside a range object); *offset (unless
- * NULL) = addr's offset in it; -1 when none. */
+static inline int pf_ranged(int gpu, uint64_t size) { return gpu || size >= PF_RANGE_MIN_BYTES; }
+static inline int pf_sweep_wants_range(const live_obj_t *o) { return pf_ranged(o->gpu, o->size); }
+void pf_ranges_add(pf_ranges_t *r, uint64_t key, uint64_t idx);
+void pf_ranges_del(pf_ranges_t *r, uint64_t key);
+static inline void pf_sweep_range_add(sweeper_t *S, uint64_t key, uint64_t idx) { pf_ranges_add(&S->ranges, key, idx); }
+static inline void pf_sweep_range_del(sweeper_t *S, uint64_t key) { pf_ranges_del(&S->ranges, key); }
+/* The live object containing addr in a map of live objects and its ranges, whose sizes are the bits
+ * size_mask keeps of the word at size0 + index * stride (a small header before addr, or inside a range
+ * object); *offset (unless NULL) = addr's offset in it; -1 when none. */
+int64_t pf_live_object_at(const pf_live_map_t *live, const pf_ranges_t *r, const char *size0, size_t stride,
+                          uint64_t size_mask, uint32_t proc, uint64_t addr, uint64_t *offset);
+/* The same in the sweep's own map. */
 int64_t pf_sweep_object_at(sweeper_t *S, uint32_t proc, uint64_t addr, uint64_t *offset);
+/* Calls release(arg, key, slot) for each live object of process proc in live, in the map's order, while
+ * *left (the process's live objects, which release counts down) is not 0; release removes the slot's entry. */
+void pf_live_each_of_process(pf_live_map_t *live, uint32_t proc, const uint64_t *left,
+                             void (*release)(void *arg, uint64_t key, pf_live_slot_t *slot), void *arg);
 
 /* pf_model_objects.c: processes that end before the program (and images replaced by exec), by when, a
  * sentinel at UINT64_MAX last (caller frees); and the end of one: its objects stop counting. */

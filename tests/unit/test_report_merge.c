@@ -214,25 +214,25 @@ static void merge_and_check(int n_procs, const int *threads, int turns, uint64_t
     const pf_pipe_mode_t modes[] = {PF_PIPE_INLINE, PF_PIPE_THREAD};
     for (size_t m = 0; m < sizeof modes / sizeof *modes; m++)
         for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
-            pf_events_pipe_t *pipe = pf_events_pipe_open(&L, modes[m], sizes[s]);
+            pf_events_pipe_t *pipe = pf_events_pipe_open(&L, modes[m], sizes[s], NULL);
             assert_int_equal(pf_events_pipe_threaded(pipe), modes[m] == PF_PIPE_THREAD);
             const event_t *batch;
             size_t seen = 0, n;
-            while ((n = pf_events_pipe_next(pipe, &batch)) > 0) {
+            while ((n = pf_events_pipe_next(pipe, &batch, NULL)) > 0) {
                 assert_true(n <= sizes[s]);
                 for (size_t i = 0; i < n; i++, seen++)
                     check_event(&L, &batch[i], i, &w.want[seen < w.n_want ? seen : 0], seen < w.n_want);
             }
             assert_int_equal(seen, w.n_want);
-            assert_int_equal(pf_events_pipe_next(pipe, &batch), 0);     /* the end stays the end */
+            assert_int_equal(pf_events_pipe_next(pipe, &batch, NULL), 0);     /* the end stays the end */
             pf_events_pipe_close(pipe);
         }
     /* the sweep may stop anywhere: the merge thread then ends, whether it waits for room or not */
     for (size_t taken = 0; taken < 40; taken += 13) {
-        pf_events_pipe_t *pipe = pf_events_pipe_open(&L, PF_PIPE_THREAD, 3);
+        pf_events_pipe_t *pipe = pf_events_pipe_open(&L, PF_PIPE_THREAD, 3, NULL);
         const event_t *batch;
         for (size_t k = 0; k < taken; k++)
-            assert_true(pf_events_pipe_next(pipe, &batch) > 0);
+            assert_true(pf_events_pipe_next(pipe, &batch, NULL) > 0);
         if (taken == 26)
             usleep(20000);  /* long enough for the merge to fill the ring and sleep */
         pf_events_pipe_close(pipe);
