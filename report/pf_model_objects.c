@@ -68,8 +68,9 @@ int64_t pf_live_object_at(const pf_live_map_t *live, const pf_ranges_t *r, const
 
 int64_t pf_sweep_object_at(sweeper_t *S, uint32_t proc, uint64_t addr, uint64_t *offset)
 {
-    return pf_live_object_at(&S->live, &S->ranges, (const char *)S->objs + offsetof(live_obj_t, size),
-                             sizeof *S->objs, ~0ull, proc, addr, offset);
+    /* no objects yet: no size is read (and no offset applied to a null array) */
+    const char *size0 = S->objs ? (const char *)S->objs + offsetof(live_obj_t, size) : NULL;
+    return pf_live_object_at(&S->live, &S->ranges, size0, sizeof *S->objs, ~0ull, proc, addr, offset);
 }
 
 void pf_live_each_of_process(pf_live_map_t *live, uint32_t proc, const uint64_t *left,
