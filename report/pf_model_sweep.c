@@ -521,8 +521,7 @@ static inline __attribute__((always_inline)) void row_alloc(sweeper_t *S, pf_sta
         set_gpu_live(S, s, r->t, s->gpu_live + r->est);
 }
 
-/* A slot for a new live object: the last one freed (still in cache, likely), else a new one. free_objs
- * grows with objs, so that every slot can be free at once. */
+/* Room for twice the live objects (free_objs grows with objs, so that every slot can be free at once). */
 static void grow_objects(sweeper_t *S)
 {
     size_t cap = S->cap_objs ? S->cap_objs * 2 : 1024;
@@ -540,6 +539,7 @@ static void grow_objects(sweeper_t *S)
     S->cap_objs = cap;
 }
 
+/* A slot for a new live object: the last one freed (still in cache, likely), else a new one. */
 static uint32_t new_object(sweeper_t *S)
 {
     if (S->n_free_objs)
