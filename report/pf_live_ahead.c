@@ -108,34 +108,17 @@ static void release(pf_live_ahead_t *A, uint32_t proc, uint64_t k, pf_live_slot_
         pf_ranges_del(&A->ranges, k);
 }
 
-static const void *payload(const loader_t *L, const pf_rec_alloc_short_t *pay, const event_t *e)
-{
-    if (e->seq)
-        return &pay[e->seq - 1];
-    return L->procs[e->proc].file.data + ((size_t)e->offset8 << 3);
-}
-
 static void on_alloc(pf_live_ahead_t *A, const event_t *e, const void *p, pf_ahead_ann_t *ann)
 {
     pf_alloc_expanded_t expanded;
     const pf_rec_alloc_t *a = e->type == PF_REC_ALLOC_SHORT ? pf_alloc_short_expand(p, e->aux, &expanded) : p;
     uint64_t key = pf_sweep_addr_key(e->proc, a->addr);
-    int created = 0;
-    pf_live_slot_t *slot = pf_live_put_if_room(&A->live, key, &created), *prev = NULL;
-    if (!slot)
-        prev = pf_live_get(&A->live, key);
-    else if (!created)
-        prev = slot;
-    if (!created)
-        slot = NULL;
+    pf_live_slot_t *prev, *slot = pf_live_alloc_slot(&A->live, key, &prev);
     ann->prev = prev ? prev->idx : PF_AHEAD_NONE;
     if (prev && e->t >= A->L->procs[e->proc].fin_ns) {
-        /* parked under a key no address has, where the end of its process still finds it */
-        uint32_t idx = prev->idx;
-        pf_live_del_at(&A->live, prev);
+        uint32_t idx = pf_live_park(&A->live, prev, e->proc, &A->parked);
         if (A->size[idx] & PF_AHEAD_RANGED)
             pf_ranges_del(&A->ranges, key);
-        pf_live_put(&A->live, pf_sweep_addr_key(e->proc, (1ull << 47) | A->parked++), NULL)->idx = idx;
     } else if (prev) {
         release(A, e->proc, key, prev);
     }
@@ -194,49 +177,41 @@ static void end_one(void *arg, uint64_t key, pf_live_slot_t *slot)
     release(a->A, a->proc, key, slot);
 }
 
-/* Events this far ahead have their address's map slot prefetched (as the sweep did: most of an exact
- * profile's allocations and frees find theirs out of cache). */
+/* Events this far ahead have their address's map slot prefetched (as the sweep did with its map). */
 #define PF_AHEAD_LOOKAHEAD 16
-
-static void prefetch_event(const pf_live_ahead_t *A, const event_t *e, const pf_rec_alloc_short_t *pay)
-{
-    if (e->type != PF_REC_ALLOC && e->type != PF_REC_ALLOC_SHORT && e->type != PF_REC_FREE)
-        return;
-    /* the address is the same field of the three records (pf_model_sweep.c) */
-    const pf_rec_free_t *f = payload(A->L, pay, e);
-    pf_live_prefetch(&A->live, pf_sweep_addr_key(e->proc, f->addr));
-}
 
 void pf_live_ahead_batch(pf_live_ahead_t *A, const event_t *events, size_t n, const pf_rec_alloc_short_t *pay,
                          pf_ahead_batch_t *out)
 {
     out->n_copies = 0;
     for (size_t i = 0; i < n && i < PF_AHEAD_LOOKAHEAD; i++)
-        prefetch_event(A, &events[i], pay);
+        pf_live_prefetch_event(&A->live, &events[i], pf_event_payload_in(A->L, pay, &events[i]));
     for (size_t i = 0; i < n; i++) {
         const event_t *e = &events[i];
         if (i + PF_AHEAD_LOOKAHEAD < n)
-            prefetch_event(A, &events[i + PF_AHEAD_LOOKAHEAD], pay);
+            pf_live_prefetch_event(&A->live, &events[i + PF_AHEAD_LOOKAHEAD],
+                                   pf_event_payload_in(A->L, pay, &events[i + PF_AHEAD_LOOKAHEAD]));
         for (; A->next_end->t < e->t; A->next_end++) {    /* the sweep ends them before this event */
             end_arg_t a = {A, A->next_end->proc, &A->released[A->next_end - A->ends], 0};
             pf_live_each_of_process(&A->live, a.proc, &A->proc_objs[a.proc], end_one, &a);
         }
         pf_ahead_ann_t *ann = &out->ann[i];
         *ann = (pf_ahead_ann_t){PF_AHEAD_NONE, PF_AHEAD_NONE};
+        const void *p = pf_event_payload_in(A->L, pay, e);
         switch (e->type) {
         case PF_REC_ALLOC:
         case PF_REC_ALLOC_SHORT:
-            on_alloc(A, e, payload(A->L, pay, e), ann);
+            on_alloc(A, e, p, ann);
             break;
         case PF_REC_FREE:
-            on_free(A, e, payload(A->L, pay, e), ann);
+            on_free(A, e, p, ann);
             break;
         case PF_REC_COPY:
         case PF_REC_COPY_SHORT:
-            on_copy(A, e, payload(A->L, pay, e), ann, out);
+            on_copy(A, e, p, ann, out);
             break;
         case PF_REC_CONTENT: {
-            const pf_rec_content_t *c = payload(A->L, pay, e);
+            const pf_rec_content_t *c = p;
             const pf_live_slot_t *v = pf_live_get(&A->live, pf_sweep_addr_key(e->proc, c->addr));
             ann->obj = v ? v->idx : PF_AHEAD_NONE;
             break;

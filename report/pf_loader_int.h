@@ -154,11 +154,19 @@ typedef struct loader {
     int strict, redo;
 } loader_t;
 
-static inline const void *pf_event_payload(const loader_t *L, const event_t *e)
+/* e's payload, a packed one's among decoded (its batch's: pf_events_next_batch). */
+static inline const void *pf_event_payload_in(const loader_t *L, const pf_rec_alloc_short_t *decoded,
+                                              const event_t *e)
 {
     if (e->seq)     /* a packed event */
-        return &L->decoded[e->seq - 1];
+        return &decoded[e->seq - 1];
     return L->procs[e->proc].file.data + ((size_t)e->offset8 << 3);
+}
+
+/* The same in the batch the sweep holds. */
+static inline const void *pf_event_payload(const loader_t *L, const event_t *e)
+{
+    return pf_event_payload_in(L, L->decoded, e);
 }
 
 /* A recorded stack, inline in its ALLOC/COPY record or interned in a STACK record. */

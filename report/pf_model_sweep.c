@@ -566,32 +566,21 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     const pf_rec_alloc_t *a = e->type == PF_REC_ALLOC_SHORT
                                   ? pf_alloc_short_expand(pf_event_payload(S->L, e), e->aux, &expanded)
                                   : pf_event_payload(S->L, e);
-    /* one probe for the usual new address: its slot is taken now and filled at the end (nothing between
-     * touches the live map when the address was not live) */
     uint64_t key = pf_sweep_addr_key(e->proc, a->addr);
-    int created = 0;
     pf_live_slot_t *slot = NULL, *prev = NULL;
+    int finalizing = e->t >= S->L->procs[e->proc].fin_ns;
     if (S->ahead) {     /* the merge thread found the address's object; a parked one needs nothing here */
-        if (S->ann->prev != PF_AHEAD_NONE && e->t < S->L->procs[e->proc].fin_ns)
+        if (S->ann->prev != PF_AHEAD_NONE && !finalizing)
             release_object(S, e->proc, key, S->ann->prev, e->t, 0);
-    } else if (!(slot = pf_live_put_if_room(&S->live, key, &created))) {
-        prev = pf_live_get(&S->live, key);
-    } else if (!created) {
-        prev = slot;
-    }
-    if (!created)
-        slot = NULL;
-    if (prev && e->t >= S->L->procs[e->proc].fin_ns) {
-        /* freed while the interpreter finalized, so live at exit, and its address handed out again: it
-         * stays live under a key no address has (bit 47: user addresses are below it), where the end of
-         * its process still finds it */
-        uint32_t idx = prev->idx;
-        pf_live_del_at(&S->live, prev);
-        if (pf_sweep_wants_range(&S->objs[idx]))
-            pf_sweep_range_del(S, pf_sweep_addr_key(e->proc, a->addr));
-        pf_live_put(&S->live, pf_sweep_addr_key(e->proc, (1ull << 47) | S->parked++), NULL)->idx = idx;
-    } else if (prev) {  /* the allocator handed the address out again: the block there was freed unseen */
-        release(S, e->proc, pf_sweep_addr_key(e->proc, a->addr), prev, e->t);
+    } else {
+        slot = pf_live_alloc_slot(&S->live, key, &prev);
+        if (prev && finalizing) {
+            uint32_t idx = pf_live_park(&S->live, prev, e->proc, &S->parked);
+            if (pf_sweep_wants_range(&S->objs[idx]))
+                pf_sweep_range_del(S, key);
+        } else if (prev) {  /* the allocator handed the address out again: the block there was freed unseen */
+            release(S, e->proc, key, prev, e->t);
+        }
     }
     int32_t fn, node;
     int started;
@@ -646,7 +635,7 @@ static void on_alloc(sweeper_t *S, const event_t *e)
         return;     /* the map and the ranges are the merge thread's */
     (slot ? slot : pf_live_put(&S->live, key, NULL))->idx = (uint32_t)idx;
     if (pf_sweep_wants_range(o))
-        pf_sweep_range_add(S, pf_sweep_addr_key(e->proc, a->addr), idx);
+        pf_sweep_range_add(S, key, idx);
 }
 
 int64_t pf_sweep_live_object(const sweeper_t *S, uint32_t proc, uint64_t addr)
@@ -702,12 +691,7 @@ static void prefetch_event(const sweeper_t *S, const event_t *batch, size_t i, c
             __builtin_prefetch(&S->objs[idx]);
         return;
     }
-    /* the address is the same field of the three records */
-    _Static_assert(offsetof(pf_rec_alloc_t, addr) == offsetof(pf_rec_free_t, addr), "ALLOC and FREE addr");
-    _Static_assert(offsetof(pf_rec_alloc_short_t, addr) == offsetof(pf_rec_free_t, addr), "short ALLOC addr");
-    const pf_rec_free_t *f = pf_event_payload(S->L, e);
-    uint64_t k = pf_sweep_addr_key(e->proc, f->addr);
-    pf_live_prefetch(&S->live, k);
+    pf_live_prefetch_event(&S->live, e, pf_event_payload(S->L, e));
 }
 
 /* A process's objects when it ended, as pf_sweep_end_process releases them, found by the merge thread. */

@@ -230,6 +230,42 @@ static inline uint64_t pf_sweep_addr_key(uint32_t proc, uint64_t addr)
     return (addr & ((1ull << 48) - 1)) | ((uint64_t)(proc & 0x7fff) << 48);  /* user addresses: 47 bits */
 }
 
+/* Starts loading the live map's slot of an allocation's or a free's address (payload: e's), for a lookup
+ * soon: in an exact profile most of them find theirs out of cache. */
+static inline void pf_live_prefetch_event(const pf_live_map_t *live, const event_t *e, const void *payload)
+{
+    if (e->type != PF_REC_ALLOC && e->type != PF_REC_ALLOC_SHORT && e->type != PF_REC_FREE)
+        return;
+    /* the address is the same field of the three records */
+    _Static_assert(offsetof(pf_rec_alloc_t, addr) == offsetof(pf_rec_free_t, addr), "ALLOC and FREE addr");
+    _Static_assert(offsetof(pf_rec_alloc_short_t, addr) == offsetof(pf_rec_free_t, addr), "short ALLOC addr");
+    pf_live_prefetch(live, pf_sweep_addr_key(e->proc, ((const pf_rec_free_t *)payload)->addr));
+}
+
+/* The live map's first step at an allocation at key, shared by the sweep's map and the merge thread's
+ * (pf_live_ahead.c): one probe for the usual new address, whose slot is reserved now and returned, to be
+ * filled once the allocation is handled (nothing between touches the map when the address was not live);
+ * NULL when the key was live or the map full (the caller puts the key after). *prev: the slot of the
+ * object still live at key, or NULL. */
+static inline pf_live_slot_t *pf_live_alloc_slot(pf_live_map_t *live, uint64_t key, pf_live_slot_t **prev)
+{
+    int created = 0;
+    pf_live_slot_t *slot = pf_live_put_if_room(live, key, &created);
+    *prev = !slot ? pf_live_get(live, key) : created ? NULL : slot;
+    return created ? slot : NULL;
+}
+
+/* An object freed while its process's interpreter finalized (so live at exit) whose address was handed out
+ * again: it stays live under a key no address has (bit 47: user addresses are below it), where the end of
+ * its process still finds it. Moves it there from slot prev; returns its index. */
+static inline uint32_t pf_live_park(pf_live_map_t *live, pf_live_slot_t *prev, uint32_t proc, uint64_t *parked)
+{
+    uint32_t idx = prev->idx;
+    pf_live_del_at(live, prev);
+    pf_live_put(live, pf_sweep_addr_key(proc, (1ull << 47) | (*parked)++), NULL)->idx = idx;
+    return idx;
+}
+
 /* pf_model_sweep.c: ends the life of the live object at key k at time t (pf_model_sweep.c's release); slot
  * is k's slot in S->live (the object's index), where it was just found. */
 void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, pf_live_slot_t *slot, uint64_t t, int ended);
