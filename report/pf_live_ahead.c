@@ -68,8 +68,8 @@ void pf_live_ahead_finish(pf_live_ahead_t *A, pf_live_map_t *live)
         free(A->released[e - A->ends].objs);
     }
     free(A->released);
-    free(A->free_objs);
-    free(A->size);
+    pf_grow_free(A->free_objs, A->cap_objs * sizeof *A->free_objs);
+    pf_grow_free(A->size, A->cap_objs * sizeof *A->size);
     free(A->ranges.v);
     free(A->proc_objs);
     free(A);
@@ -86,8 +86,9 @@ static uint32_t new_object(pf_live_ahead_t *A, uint64_t size, int ranged)
             size_t cap = A->cap_objs ? A->cap_objs * 2 : 1024;
             if (cap > UINT32_MAX)
                 pf_sweep_index32(INT64_MAX, "live objects at once");
-            A->size = pf_xrealloc(A->size, cap * sizeof *A->size);
-            A->free_objs = pf_xrealloc(A->free_objs, cap * sizeof *A->free_objs);
+            A->size = pf_xgrow(A->size, A->cap_objs * sizeof *A->size, cap * sizeof *A->size, sizeof *A->size);
+            A->free_objs = pf_xgrow(A->free_objs, A->cap_objs * sizeof *A->free_objs, cap * sizeof *A->free_objs,
+                                    sizeof *A->free_objs);
             A->cap_objs = cap;
         }
         idx = A->n_objs++;

@@ -527,15 +527,13 @@ static void grow_objects(sweeper_t *S)
     size_t cap = S->cap_objs ? S->cap_objs * 2 : 1024;
     if (cap > UINT32_MAX)     /* the live map keeps 32-bit indices (pf_live_slot_t) */
         pf_sweep_index32(INT64_MAX, "live objects at once");
-    live_obj_t *objs = pf_xaligned_alloc(PF_LIVE_OBJ_ALIGN, cap * sizeof *objs);
-    if (S->n_objs)
-        memcpy(objs, S->objs, S->n_objs * sizeof *objs);
-    free(S->objs);
-    S->objs = objs;
+    S->objs = pf_xgrow(S->objs, S->cap_objs * sizeof *S->objs, cap * sizeof *S->objs, PF_LIVE_OBJ_ALIGN);
     if (!S->ahead)  /* else indices are handed out by the merge thread */
-        S->free_objs = pf_xrealloc(S->free_objs, cap * sizeof *S->free_objs);
+        S->free_objs = pf_xgrow(S->free_objs, S->cap_objs * sizeof *S->free_objs, cap * sizeof *S->free_objs,
+                                sizeof *S->free_objs);
     if (!S->peak.off)
-        S->obj_peak = pf_xrealloc(S->obj_peak, cap * sizeof *S->obj_peak);
+        S->obj_peak = pf_xgrow(S->obj_peak, S->cap_objs * sizeof *S->obj_peak, cap * sizeof *S->obj_peak,
+                               _Alignof(pf_peak_obj_t));
     S->cap_objs = cap;
 }
 
@@ -874,9 +872,9 @@ void pf_model_sweep(loader_t *L)
     pf_sweep_aggregate_free(&S);
     free(S.cinfo);
     free(S.ranges.v);
-    free(S.objs);
-    free(S.free_objs);
-    free(S.obj_peak);
+    pf_grow_free(S.objs, S.cap_objs * sizeof *S.objs);
+    pf_grow_free(S.free_objs, S.free_objs ? S.cap_objs * sizeof *S.free_objs : 0);
+    pf_grow_free(S.obj_peak, S.obj_peak ? S.cap_objs * sizeof *S.obj_peak : 0);
     pf_recent_free_table(&S.recent);
     free(S.recent_grows);
     free(S.pieces);

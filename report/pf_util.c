@@ -145,14 +145,11 @@ static int huge_sized(size_t bytes)
     return bytes >= PF_HUGE_PAGE && bytes % PF_HUGE_PAGE == 0;
 }
 
-void *pf_xcalloc_huge(size_t bytes)
+/* Anonymous memory starting on a 2 MiB boundary, with prot: mapped with a huge page to spare, its unaligned
+ * ends given back, so that every 2 MiB of it can be a huge page. */
+static char *map_aligned(size_t bytes, int prot, int flags)
 {
-    if (!huge_sized(bytes))
-        return pf_xcalloc(bytes, 1);
-    /* Fresh anonymous pages are zero already: no memset (it faulted each page in, for the kernel to clear,
-     * then wrote it again; the live map of an exact profile grows through tens of megabytes). Mapped with
-     * a huge page to spare, its unaligned ends given back, so that every 2 MiB of it can be a huge page. */
-    char *p = mmap(NULL, bytes + PF_HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *p = mmap(NULL, bytes + PF_HUGE_PAGE, prot, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
     if (p == MAP_FAILED)
         oom(bytes);
     size_t head = (PF_HUGE_PAGE - (uintptr_t)p % PF_HUGE_PAGE) % PF_HUGE_PAGE;
@@ -160,8 +157,62 @@ void *pf_xcalloc_huge(size_t bytes)
         munmap(p, head);
     if (PF_HUGE_PAGE - head)
         munmap(p + head + bytes, PF_HUGE_PAGE - head);
-    madvise(p + head, bytes, MADV_HUGEPAGE);
     return p + head;
+}
+
+void *pf_xcalloc_huge(size_t bytes)
+{
+    if (!huge_sized(bytes))
+        return pf_xcalloc(bytes, 1);
+    /* Fresh anonymous pages are zero already: no memset (it faulted each page in, for the kernel to clear,
+     * then wrote it again; the live map of an exact profile grows through tens of megabytes). */
+    char *p = map_aligned(bytes, PROT_READ | PROT_WRITE, 0);
+    madvise(p, bytes, MADV_HUGEPAGE);
+    return p;
+}
+
+/* What pf_xgrow maps for an array of bytes: whole huge pages from the first one on, else 0 (the allocator's). */
+static size_t grow_mapped(size_t bytes)
+{
+    return bytes >= PF_HUGE_PAGE ? (bytes + PF_HUGE_PAGE - 1) / PF_HUGE_PAGE * PF_HUGE_PAGE : 0;
+}
+
+void *pf_xgrow(void *p, size_t old_bytes, size_t new_bytes, size_t align)
+{
+    size_t old_map = p ? grow_mapped(old_bytes) : 0, new_map = grow_mapped(new_bytes);
+    if (!new_map) {     /* small: the allocator's, aligned */
+        void *q = pf_xaligned_alloc(align, new_bytes);
+        if (p)
+            memcpy(q, p, old_bytes < new_bytes ? old_bytes : new_bytes);
+        free(p);
+        return q;
+    }
+    if (old_map == new_map)
+        return p;
+    if (!old_map) {     /* the first mapped size: the bytes so far copied once */
+        char *q = map_aligned(new_map, PROT_READ | PROT_WRITE, 0);
+        madvise(q, new_map, MADV_HUGEPAGE);
+        if (p)
+            memcpy(q, p, old_bytes);
+        free(p);
+        return q;
+    }
+    /* The kernel moves the pages (whole 2 MiB ones stay whole: both ends are aligned) to an aligned place
+     * with room for the new size; the rest is fresh, zero pages of the same mapping. */
+    char *dst = map_aligned(new_map, PROT_NONE, MAP_NORESERVE);
+    void *q = mremap(p, old_map, new_map, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
+    if (q == MAP_FAILED)
+        oom(new_bytes);
+    return q;
+}
+
+void pf_grow_free(void *p, size_t bytes)
+{
+    size_t mapped = grow_mapped(bytes);
+    if (p && mapped)
+        munmap(p, mapped);
+    else
+        free(p);
 }
 
 void pf_free_huge(void *p, size_t bytes)

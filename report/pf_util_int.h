@@ -18,6 +18,12 @@ char *pf_xstrndup(const char *s, size_t n);
  * scattered places then costs no TLB miss per lookup. Freed with pf_free_huge, given the same bytes. */
 void *pf_xcalloc_huge(size_t bytes);
 void pf_free_huge(void *p, size_t bytes);
+/* An array that only grows, from old_bytes (p NULL: none yet) to new_bytes, aligned to align (<= 4096), as
+ * realloc keeps contents. From 2 MiB on it is whole 2 MiB pages of its own that the kernel moves as it
+ * grows (mremap: no byte copied, and only the new pages are fresh), where realloc's copy faulted in and
+ * wrote a new block twice the size of the old. Freed with pf_grow_free, given the bytes it last grew to. */
+void *pf_xgrow(void *p, size_t old_bytes, size_t new_bytes, size_t align);
+void pf_grow_free(void *p, size_t bytes);
 
 /* Appends one element slot to a growable array (*items, *len, *cap) and returns it (zeroed). */
 void *pf_vec_push(void **items, size_t *len, size_t *cap, size_t elem_size);

@@ -1,10 +1,12 @@
 /* Unit tests for the reporter's map (report/pf_util.c): hashed homes, growth, backward-shift deletion, and
- * the word hash its tuple keys are made with. (The sweep's map keyed by address: test_report_live_map.c.) */
+ * the word hash its tuple keys are made with (the sweep's map keyed by address: test_report_live_map.c);
+ * and the arrays that grow by moving pages (pf_xgrow). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -83,11 +85,41 @@ static void test_hash_words(void **state)
     assert_int_equal(pf_hash_words(base, 3, 0x77), h);
 }
 
+/* An array grown from nothing through the allocator's sizes, its first mapped size and mapped sizes that
+ * the kernel moves keeps every byte written before each step, at the alignment asked for, and is on 2 MiB
+ * boundaries once mapped (so its pages can be huge ones); a mapped array's new pages read as zero. */
+static void test_grow_keeps_contents(void **state)
+{
+    (void)state;
+    const size_t sizes[] = {64, 4096, 1u << 20, 3u << 20, 8u << 20, 8u << 20, 21u << 20};
+    unsigned char *p = NULL;
+    size_t have = 0;
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        size_t want = sizes[k];
+        p = pf_xgrow(p, have, want, 64);
+        assert_non_null(p);
+        assert_int_equal((uintptr_t)p % 64, 0);
+        if (want >= (2u << 20))
+            assert_int_equal((uintptr_t)p % (2u << 20), 0);
+        for (size_t i = 0; i < have; i += 4093)
+            assert_int_equal(p[i], (unsigned char)(i * 7 + 1));
+        if (have >= (2u << 20))
+            for (size_t i = have; i < want; i += 4096)
+                assert_int_equal(p[i], 0);
+        for (size_t i = 0; i < want; i += 4093)
+            p[i] = (unsigned char)(i * 7 + 1);
+        have = want;
+    }
+    pf_grow_free(p, have);
+    pf_grow_free(NULL, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hashed_map),
         cmocka_unit_test(test_hash_words),
+        cmocka_unit_test(test_grow_keeps_contents),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
