@@ -55,11 +55,14 @@ typedef struct pf_stats {
     /* during the sweep: live and gpu_live as they were at the program's (GPU) peak numbered *_epoch */
     double live_at_peak, gpu_live_at_peak;
     uint32_t peak_epoch, gpu_peak_epoch;
-    double timeline[PF_TIMELINE_POINTS];
+    /* live over time (pf_timeline_int.h): during the sweep PF_TIMELINE_FINE buckets of 2^timeline_level
+     * ns, after it PF_TIMELINE_POINTS points */
+    double timeline[PF_TIMELINE_FINE];
     int timeline_filled;        /* buckets [0, timeline_filled) hold final values */
     /* each bucket's minimum of live: what the row keeps between its temporaries (the leak test's series) */
-    double timeline_low[PF_TIMELINE_POINTS];
+    double timeline_low[PF_TIMELINE_FINE];
     int timeline_low_filled;
+    uint8_t timeline_level;     /* of both series */
     pf_leak_test_t leak;        /* lines only (pf_model_leak.c) */
     pf_peak_row_t peak_est;     /* during the sweep: its share of the peak, unbiased (pf_model_peak.c) */
     /* sampling error: sampled records, and the variance of alloc_bytes and of live (live at exit after the
@@ -268,8 +271,9 @@ struct pf_model {
     pf_waste_t waste;           /* recomputed values and untouched memory (pf_waste_int.h) */
 
     pf_stats_t total;
-    double gpu_timeline[PF_TIMELINE_POINTS];    /* the program's live GPU bytes, each bucket's maximum */
+    double gpu_timeline[PF_TIMELINE_FINE];      /* the program's live GPU bytes, each bucket's maximum */
     int gpu_timeline_filled;
+    uint8_t gpu_timeline_level;
     double timeline_end_s;
     uint64_t end_ns;            /* last event (or exit) */
     uint64_t peak_ns;

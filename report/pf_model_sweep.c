@@ -342,12 +342,16 @@ static double share_of_peak(const sweeper_t *S, const pf_stats_t *s, int gpu)
     return v < 0.5 ? 0 : v;
 }
 
-/* pf_timeline_bucket(t, S->t_end), dividing only when t leaves the bucket of the last one asked for. */
+/* The timeline bucket of time t (at level S->bucket_level, pf_timeline_int.h), working the level out only
+ * when t leaves the bucket of the last one asked for. */
 static int bucket_of(sweeper_t *S, uint64_t t)
 {
     if (t < S->bucket_from || t >= S->bucket_to) {
-        S->bucket = pf_timeline_bucket(t, S->t_end);
-        pf_timeline_bucket_span(S->bucket, S->t_end, &S->bucket_from, &S->bucket_to);
+        int k = pf_timeline_level(t);
+        S->bucket_level = (uint8_t)k;
+        S->bucket = (int)(t >> k);
+        S->bucket_from = (uint64_t)S->bucket << k;
+        S->bucket_to = S->bucket_from + ((uint64_t)1 << k);
     }
     return S->bucket;
 }
@@ -368,6 +372,11 @@ static inline __attribute__((always_inline)) void set_live_dir(sweeper_t *S, pf_
     s->area_ns += s->live * (double)(t - s->live_since_ns);
     s->live_since_ns = t;
     int b = bucket_of(S, t);
+    if (__builtin_expect(s->timeline_level != S->bucket_level, 0)) {  /* a row last changed before time moved on */
+        pf_timeline_coarsen(s->timeline, &s->timeline_filled, s->timeline_level, S->bucket_level, 1);
+        pf_timeline_coarsen(s->timeline_low, &s->timeline_low_filled, s->timeline_level, S->bucket_level, 0);
+        s->timeline_level = S->bucket_level;
+    }
     /* The bucket's maximum and minimum so far include the old value, as the maximum of the row does: a
      * value above it cannot lower a minimum, one below it cannot raise a maximum. */
     if (dir != PF_LIVE_DOWN)
@@ -394,7 +403,7 @@ static void set_gpu_live(sweeper_t *S, pf_stats_t *s, uint64_t t, double live)
 {
     pf_model_t *m = S->m;
     if (s == &m->total)
-        pf_timeline_set(m->gpu_timeline, &m->gpu_timeline_filled, t, S->t_end, s->gpu_live, live);
+        pf_timeline_set(m->gpu_timeline, &m->gpu_timeline_filled, &m->gpu_timeline_level, t, s->gpu_live, live);
     keep_gpu_peak_value(S, s);
     s->gpu_live = live;
 }
@@ -668,8 +677,8 @@ static void finish_stats(pf_stats_t *s, uint64_t t_end)
 {
     s->area_ns += s->live * (double)(t_end - s->live_since_ns);
     s->live_since_ns = t_end;
-    pf_timeline_finish(s->timeline, &s->timeline_filled, s->live);
-    pf_timeline_finish(s->timeline_low, &s->timeline_low_filled, s->live);
+    pf_timeline_finish(s->timeline, &s->timeline_filled, s->timeline_level, t_end, s->live, 1);
+    pf_timeline_finish(s->timeline_low, &s->timeline_low_filled, s->timeline_level, t_end, s->live, 0);
     s->leaked_bytes = s->live > 0.5 ? s->live : 0;
 }
 
@@ -819,7 +828,8 @@ void pf_model_sweep(loader_t *L)
         finish_stats(&m->funcs[i].s, S.t_end);
     finish_stats(&m->total, S.t_end);
     pf_sweep_leaks(&S);
-    pf_timeline_finish(m->gpu_timeline, &m->gpu_timeline_filled, m->total.gpu_live);
+    pf_timeline_finish(m->gpu_timeline, &m->gpu_timeline_filled, m->gpu_timeline_level, S.t_end, m->total.gpu_live,
+                       1);
     pf_peak_advance(&S.peak, S.t_end);
     for (size_t i = 0; S.obj_peak && i < S.live.cap; i++) {    /* what is live at the end adds its variance too */
         if (!S.live.slots[i].key1)

@@ -137,6 +137,7 @@ typedef struct sweeper {
      * by the events near it) is in the same bucket, found without a division */
     uint64_t bucket_from, bucket_to;
     int bucket;
+    uint8_t bucket_level;
     stack_charge_t *charges;
     size_t n_charges, cap_charges;
     pf_live_map_t live;     /* (proc, addr) -> live_obj index; an exact profile's is the merge thread's

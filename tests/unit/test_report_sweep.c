@@ -65,48 +65,113 @@ static void test_timeline_bucket_edges(void **state)
     assert_int_equal(pf_timeline_bucket(UINT64_MAX / 2, UINT64_MAX - 1), PF_TIMELINE_POINTS / 2 - 1);
 }
 
-/* A million steps with one-nanosecond spikes: every bucket must hold the true maximum of its slice, which
- * a brute-force pass computes independently. */
+/* The points of a finished series, brute force: each point's value is the maximum (hi; else the minimum),
+ * over the times of the buckets (at the end's level) that begin in its slice, of the value then in force. */
+static void brute_points(const double *at, uint64_t end, int hi, double *want)
+{
+    int k = pf_timeline_level(end);
+    uint64_t w = (uint64_t)1 << k;
+    for (int b = 0; b < PF_TIMELINE_POINTS; b++) {
+        uint64_t from, to;
+        pf_timeline_bucket_span(b, end, &from, &to);
+        uint64_t lo = (from + w - 1) / w * w, top = b == PF_TIMELINE_POINTS - 1 ? end + 1 : (to + w - 1) / w * w;
+        if (top > end + 1)
+            top = end + 1;
+        double v = at[lo];
+        for (uint64_t t = lo; t < top; t++)
+            v = hi ? (at[t] > v ? at[t] : v) : (at[t] < v ? at[t] : v);
+        want[b] = v;
+    }
+}
+
+/* A million steps with one-nanosecond spikes (and dips): built as the sweep builds them (each change at
+ * its time, the buckets coarsened as time goes on), every point must hold the maximum (minimum) of the
+ * buckets that begin in its slice, which a brute-force pass over every nanosecond computes independently;
+ * and every spike is in the point of its own time, or the one before (its bucket began there). */
 static void test_timeline_keeps_every_peak(void **state)
 {
     (void)state;
     const uint64_t end = 1000000;
-    double tl[PF_TIMELINE_POINTS], want[PF_TIMELINE_POINTS];
-    int filled = 0;
-    for (int i = 0; i < PF_TIMELINE_POINTS; i++)
-        want[i] = 0;
+    double *at = malloc((end + 1) * sizeof *at);
+    double hi[PF_TIMELINE_FINE], lo[PF_TIMELINE_FINE], want[PF_TIMELINE_POINTS];
+    int hi_filled = 0, lo_filled = 0, level = 0;
     double v = 0;
+    at[0] = 0;
     srand(7);
     for (uint64_t t = 1; t <= end; t++) {
-        double next = (t % 9973 == 0) ? 1e6 + (double)t : (double)(rand() % 1000);  /* rare spikes */
-        if (t % 9973 == 1)
-            next = 0;   /* the spike ends at once */
-        pf_timeline_set(tl, &filled, t, end, v, next);
-        int b = pf_timeline_bucket(t, end);
-        if (next > want[b])
-            want[b] = next;
-        v = next;
+        double next = (t % 9973 == 0) ? 1e6 + (double)t : (t % 7919 == 0) ? -1.0 : (double)(rand() % 1000);
+        if (t % 9973 == 1 || t % 7919 == 1)
+            next = 500;   /* the spike, or the dip, ends at once */
+        int k = pf_timeline_level(t);
+        if (k > level) {
+            pf_timeline_coarsen(hi, &hi_filled, level, k, 1);
+            pf_timeline_coarsen(lo, &lo_filled, level, k, 0);
+            level = k;
+        }
+        pf_timeline_set_bucket(hi, &hi_filled, (int)(t >> level), v, next);
+        pf_timeline_set_low(lo, &lo_filled, (int)(t >> level), v, next);
+        at[t] = v = next;
     }
-    pf_timeline_finish(tl, &filled, v);
-    assert_int_equal(filled, PF_TIMELINE_POINTS);
+    pf_timeline_finish(hi, &hi_filled, level, end, v, 1);
+    pf_timeline_finish(lo, &lo_filled, level, end, v, 0);
+    assert_int_equal(hi_filled, PF_TIMELINE_POINTS);
+    brute_points(at, end, 1, want);
     for (int i = 0; i < PF_TIMELINE_POINTS; i++)
-        if (tl[i] != want[i])
-            fail_msg("bucket %d holds %.0f, its slice's maximum is %.0f", i, tl[i], want[i]);
+        if (hi[i] != want[i])
+            fail_msg("point %d holds %.0f, its buckets' maximum is %.0f", i, hi[i], want[i]);
+    brute_points(at, end, 0, want);
+    for (int i = 0; i < PF_TIMELINE_POINTS; i++)
+        if (lo[i] != want[i])
+            fail_msg("point %d's minimum is %.0f, its buckets' minimum is %.0f", i, lo[i], want[i]);
+    for (uint64_t t = 9973; t <= end; t += 9973) {
+        int b = pf_timeline_bucket(t, end);
+        assert_true(hi[b] >= 1e6 + (double)t || (b > 0 && hi[b - 1] >= 1e6 + (double)t));
+    }
+    free(at);
 }
 
-/* Buckets with no event hold the value carried in; the one holding a short peak shows it. */
+/* Points with no event hold the value carried in; the one holding a short peak shows it (8 ns buckets on a
+ * 1000 ns run: the spike's, [504, 512), begins in point 50's slice [501, 511)). */
 static void test_timeline_carries_values(void **state)
 {
     (void)state;
-    double tl[PF_TIMELINE_POINTS];
+    double tl[PF_TIMELINE_FINE];
     int filled = 0;
-    pf_timeline_set(tl, &filled, 10, 1000, 0, 500);     /* bucket 0 */
-    pf_timeline_set(tl, &filled, 505, 1000, 500, 9000); /* bucket 50: a spike */
-    pf_timeline_set(tl, &filled, 506, 1000, 9000, 100); /* gone at once */
-    pf_timeline_finish(tl, &filled, 100);
+    uint8_t level = 0;
+    pf_timeline_set(tl, &filled, &level, 10, 0, 500);      /* point 0 */
+    pf_timeline_set(tl, &filled, &level, 505, 500, 9000);  /* point 50: a spike */
+    pf_timeline_set(tl, &filled, &level, 506, 9000, 100);  /* gone at once */
+    pf_timeline_finish(tl, &filled, level, 1000, 100, 1);
     assert_true(tl[0] == 500 && tl[1] == 500 && tl[49] == 500);
     assert_true(tl[50] == 9000);
     assert_true(tl[51] == 100 && tl[99] == 100);
+}
+
+/* A series built while the end is unknown is the one a sweep knowing it would build: coarsening as time
+ * goes on gives, at any end, the buckets of the end's level set directly. */
+static void test_timeline_independent_of_end(void **state)
+{
+    (void)state;
+    const uint64_t end = 777777;
+    int k_end = pf_timeline_level(end);
+    double built[PF_TIMELINE_FINE], direct[PF_TIMELINE_FINE];
+    int built_filled = 0, direct_filled = 0, level = 0;
+    double v = 0;
+    srand(11);
+    for (uint64_t t = 3; t <= end; t += 1 + (uint64_t)(rand() % 50)) {
+        double next = (double)(rand() % 100000);
+        int k = pf_timeline_level(t);
+        if (k > level) {
+            pf_timeline_coarsen(built, &built_filled, level, k, 1);
+            level = k;
+        }
+        pf_timeline_set_bucket(built, &built_filled, (int)(t >> level), v, next);
+        pf_timeline_set_bucket(direct, &direct_filled, (int)(t >> k_end), v, next);
+        v = next;
+    }
+    pf_timeline_coarsen(built, &built_filled, level, k_end, 1);
+    assert_int_equal(built_filled, direct_filled);
+    assert_memory_equal(built, direct, (size_t)direct_filled * sizeof *built);
 }
 
 /* ---- liveness ---- */
@@ -755,6 +820,7 @@ int main(void)
         cmocka_unit_test(test_timeline_bucket_edges),
         cmocka_unit_test(test_timeline_keeps_every_peak),
         cmocka_unit_test(test_timeline_carries_values),
+        cmocka_unit_test(test_timeline_independent_of_end),
         cmocka_unit_test(test_reused_address_releases_the_unseen_block),
         cmocka_unit_test(test_child_finalization_on_root_clock),
         cmocka_unit_test(test_peak_share_at_the_programs_peak),
