@@ -20,7 +20,8 @@ are emulated by single steps and those figures measure the emulation, not the te
 beside every peer installed (tracemalloc; Scalene; heaptrack and heaptrack with PYTHONMALLOC=malloc; memray
 when on PATH), in one interleaved run. A pyflow row (`*`) is what a user waits for: `pyflow run --no-report
 -o PROFILE` (the program, recording) and then `pyflow report PROFILE` (the report `pyflow run` prints at
-exit), their times added. Its peak RSS is the program's own (pyflow's pages in it included); the reader's
+exit), their times added; with `--exact`, whose report `pyflow run` reads while the program runs, the time
+of `pyflow run` itself, and the report's the time it adds to the recording's. Its peak RSS is the program's own (pyflow's pages in it included); the reader's
 peak is given apart ("report MiB"), because it runs after the program has ended. For each pyflow row the
 profile's size is given per minute of the recording run (MB/min, children's files included) and the
 report's share of the whole (report %). The peers' rows include no report.
@@ -64,10 +65,13 @@ def profile_files(path):
     return [os.path.join(d, n) for n in os.listdir(d) if n == base or n.startswith(base + ".")]
 
 
-def measure_pyflow(args, cmd, profile):
+def measure_pyflow(args, cmd, profile, whole=None):
     """Runs a pyflow command writing profile without its report at exit, then `pyflow report` on what it
     wrote: together what `pyflow run` costs a user. Returns (wall, program's peak RSS, CPU, profile bytes,
-    report wall, report peak RSS, report CPU), the times being the sums of both steps, or None on failure."""
+    report wall, report peak RSS, report CPU), the times being the sums of both steps, or None on failure.
+    whole: the same `pyflow run` with its report at exit, which under --exact reads the profile while the
+    program runs: the wall and CPU times are then its own, and the report's time what it adds to the
+    recording's."""
     for f in profile_files(profile):
         os.unlink(f)
     r = measure(cmd)
@@ -77,6 +81,11 @@ def measure_pyflow(args, cmd, profile):
     read = measure([args.pyflow, "report", profile])
     if not read:
         return None
+    if whole:
+        w = measure(whole)
+        if not w:
+            return None
+        return w[0], r[1], w[2], size, max(0.0, w[0] - r[0]), read[1], read[2]
     return r[0] + read[0], r[1], r[2] + read[2], size, read[0], read[1], read[2]
 
 
@@ -121,10 +130,13 @@ def tools(args, script, scratch):
     if shutil.which("scalene") or subprocess.run([py, "-c", "import scalene"], capture_output=True).returncode == 0:
         out["scalene"] = [py, "-m", "scalene", "--cli", "--memory",
                           "--outfile", os.devnull, script]
+    whole = {}
     for name, cmd in out.items():   # every pyflow run keeps its profile: its size and reading it after
         if name.startswith("pyflow") or name.startswith("watch-"):
+            if "--exact" in cmd:    # its report is read while the program runs: timed as a user runs it
+                whole[name] = list(cmd)
             cmd[2:2] = ["-o", os.path.join(scratch, name + ".pflow"), "--no-report"]
-    return out
+    return out, whole
 
 
 def geomean(xs):
@@ -187,14 +199,14 @@ def main():
           f"{'peak MiB':>9} {'x plain':>8} {'MB/min':>8} {'report s':>8} {'report %':>8} {'rep MiB':>8}")
     for w in args.workloads:
         script = os.path.join(HERE, "workloads", w + ".py")
-        cmds = tools(args, script, scratch)
+        cmds, whole = tools(args, script, scratch)
         if args.no_peers:
             cmds = {k: v for k, v in cmds.items()
                     if k.split("-")[0] not in ("tracemalloc", "scalene", "heaptrack", "memray")}
         results = {name: [] for name in cmds}
         for _ in range(args.runs):          # interleaved, so drift hits every tool alike
             for name, cmd in cmds.items():
-                r = measure_pyflow(args, cmd, cmd[3]) if cmd[2:3] == ["-o"] else measure(cmd)
+                r = measure_pyflow(args, cmd, cmd[3], whole.get(name)) if cmd[2:3] == ["-o"] else measure(cmd)
                 if r:
                     results[name].append(r)
         if not results["plain"]:
@@ -223,8 +235,10 @@ def main():
             summary.setdefault(name, []).append((w, t / base_t, cpu / base_c, mem / base_m))
     shutil.rmtree(scratch, ignore_errors=True)
     print("\n* a pyflow row: `pyflow run --no-report -o PROFILE` then `pyflow report PROFILE`, times added "
-          "(what `pyflow run` costs with its report at exit); peak MiB: the program's; MB/min: the profile per "
-          "minute of the recording; report %: the report's share of the whole time; rep MiB: the reader's peak\n")
+          "(what `pyflow run` costs with its report at exit), but with --exact `pyflow run` itself, whose "
+          "report is read while the program runs (report s: what it adds to the recording's time); peak MiB: "
+          "the program's; MB/min: the profile per minute of the recording; report %: the report's share of the "
+          "whole time; rep MiB: the reader's peak\n")
     lines = summary_table(summary, args.runs, [w for w in args.workloads])
     print("\n".join(lines))
     if "pyflow" in summary:

@@ -131,6 +131,7 @@ typedef struct pf_outputs {
     int dot_all;                    /* every flow (--dot-all) */
     pf_target_t export_to;          /* an export for another tool (csv, speedscope, pprof) */
     pf_rendering_t export_kind;
+    pf_follow_t *follow;            /* the profile's model, built while the program ran (NULL: load it) */
 } pf_outputs_t;
 
 /* Checks a rendering's destination before anything runs (path NULL: not wanted; "-": stdout; keep: a file

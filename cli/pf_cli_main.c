@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -200,6 +201,24 @@ static int make_workdir(pf_workdir_t *wd, const pf_out_t *saved)
     return -1;
 }
 
+/* With --exact and a report at exit, the profile's model is built while the program runs, on a thread of
+ * the launcher (pf_follow_start), where the program leaves a CPU to it: the report then has only the
+ * profile's last chunks to read. PYFLOW_REPORT_FOLLOW=0 in pyflow's environment loads the profile after
+ * the run, as without --exact (comparisons, tests); =1 follows on one CPU too. */
+static pf_follow_t *follow_profile(const pf_run_opts_t *o, const pf_outputs_t *out, const char *profile)
+{
+    const char *env = getenv("PYFLOW_REPORT_FOLLOW");
+    int wanted = out->text || out->json.wanted || out->dot.wanted || out->html.wanted;
+    if (!o->exact || !wanted || (env && strcmp(env, "0") == 0))
+        return NULL;
+    cpu_set_t set;
+    if (!(env && strcmp(env, "1") == 0) && sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) < 2)
+        return NULL;
+    pf_load_opts_t lo = out->load;
+    lo.merge_children = 1;
+    return pf_follow_start(profile, &lo);
+}
+
 static int cmd_run(int argc, char **argv)
 {
     if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
@@ -263,11 +282,13 @@ static int cmd_run(int argc, char **argv)
     setenv(PF_ENV_RUN_ID, run_id, 1);
     int notes_fd = pf_notes_open(id);
     pf_jobs_also_watch(pf_workdir_watch(&wd), pf_workdir_hold_new, &wd);
+    pf_follow_t *follow = follow_profile(&o, &out, wd.profile);
     int launched = pf_launch_run(&o, &py, libdir, wd.profile, &st);
     unsetenv(PF_ENV_RUN_ID);
     pf_notes_t notes;
     pf_notes_collect(notes_fd, &notes);
     if (launched != 0) {
+        pf_follow_free(follow);
         pf_notes_print(&notes, stderr);
         pf_notes_free(&notes);
         pf_workdir_remove(&wd);
@@ -276,7 +297,10 @@ static int cmd_run(int argc, char **argv)
     /* From here pyflow only writes: a reader of its stderr that went away (`| head`) must not cost the
      * files, nor leave the work directory behind. */
     signal(SIGPIPE, SIG_IGN);
+    char followed[sizeof wd.profile];
+    snprintf(followed, sizeof followed, "%s", wd.profile);
     if (pf_workdir_recover(&wd) != 0) {
+        pf_follow_free(follow);
         pf_notes_print(&notes, stderr);
         pf_notes_free(&notes);
         pf_workdir_remove(&wd);
@@ -297,6 +321,10 @@ static int cmd_run(int argc, char **argv)
         /* --no-report and no other rendering: the profile is all that was asked for, and loading a big one
          * costs seconds and about twice its size in memory */
         int wanted = out.text || out.json.wanted || out.dot.wanted || out.html.wanted;
+        if (wanted && strcmp(followed, wd.profile) == 0) {
+            out.follow = follow;    /* the profile is the one it followed (not a copy the launcher made) */
+            follow = NULL;
+        }
         int rendered = wanted && pf_cli_render(wd.profile, &out) == 0;
         if (wanted && !rendered && !o.no_report)
             fprintf(stderr, "pyflow: the report could not be produced (see above)\n");
@@ -304,6 +332,8 @@ static int cmd_run(int argc, char **argv)
         if (o.profile && pf_workdir_publish(&wd, &saved) != 0)
             keep = 1;   /* what could not be moved stays where the message said */
     }
+    pf_follow_free(follow);
+    pf_follow_free(out.follow);
     if (!notes_shown)
         pf_notes_print(&notes, stderr);
     pf_notes_free(&notes);

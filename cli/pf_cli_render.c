@@ -146,8 +146,12 @@ int pf_cli_render_set(const char *const *profiles, size_t n_profiles, pf_outputs
     pf_model_t *model;
     pf_load_opts_t lo = o->load;
     lo.merge_children = 1;
-    /* several profiles, or a directory of them (pyflow env's), load as one job */
-    int loaded = n_profiles > 1 || is_directory(profiles[0])
+    pf_follow_t *follow = o->follow;
+    o->follow = NULL;
+    /* several profiles, or a directory of them (pyflow env's), load as one job; a profile followed while
+     * its program ran is read to its end, unless the follower gave up on it */
+    int loaded = follow && n_profiles == 1 && pf_follow_finish(follow, &model) == 0 ? 0
+                 : n_profiles > 1 || is_directory(profiles[0])
                      ? pf_model_load_set(profiles, n_profiles, &lo, &model, err, sizeof err)
                      : pf_model_load(profiles[0], &lo, &model, err, sizeof err);
     if (loaded < 0) {

@@ -213,6 +213,25 @@ static inline pf_stack_view_t pf_loader_stack(loader_t *L, uint32_t proc, const 
 _Static_assert(!(PF_STACK_MISSING & (PF_ALLOC_SAMPLED | PF_ALLOC_EXACT | PF_ALLOC_NO_PYSTATE | PF_ALLOC_TRUNCATED |
                                      PF_ALLOC_STACK_REF)), "PF_STACK_MISSING must not be a format flag");
 
+/* ---- the loader's steps (pf_model.c), for pf_model_load and for a load in steps (pf_model_follow.c) ---- */
+
+/* A new model, before any file (the load's options kept). */
+struct pf_load_opts;
+pf_model_t *pf_model_new(const struct pf_load_opts *opts);
+/* L's next process, zeroed: its file is to be opened into P->file. */
+proc_state_t *pf_loader_new_process(loader_t *L);
+/* That process, its file open: takes its header (the root's, or a child's on start_ns, 0: its header's).
+ * Returns 0, or -ESRCH for another run's file (closed). */
+int pf_loader_process_opened(loader_t *L, int root, uint64_t start_ns);
+/* The walk's callback (pf_file_walk): one record of the process being walked. */
+int pf_loader_on_record(void *ctx, const pf_record_t *r);
+/* The process being walked has no more records: its streams settled, its stacks indexed. */
+void pf_loader_process_walked(loader_t *L, int root);
+/* After the sweep: the model's totals that come from the loader. */
+void pf_loader_swept(loader_t *L);
+/* Frees what L holds (not its model), the files unmapped. */
+void pf_loader_free(loader_t *L);
+
 /* Fills P->stack_at from P->stacks once P's file is walked (when the ids are dense enough). */
 void pf_loader_index_stacks(proc_state_t *P);
 
@@ -348,6 +367,9 @@ typedef struct pf_event_iter {
     /* a stream's events went back in time, or a packed record held bytes that are no event: the events
      * end there (a skimmed walk let them through; the loader loads again, strict) */
     int broken;
+    /* following a file still written (pf_events_follow_begin): one stream, whose cursor waits, out of
+     * events (n_heap 0), until the walk brings it more */
+    int follow, follow_started;
 } pf_event_iter_t;
 
 /* The events in time order (ties: the lower process index, then the lower file offset).
@@ -356,6 +378,9 @@ typedef struct pf_event_iter {
  * L->decoded must be pay while the batch is swept (pf_events_pipe.c sets it). Reads L and its mapped files
  * only, and writes nothing outside it and out and pay (so it may run on another thread than the sweep). */
 void pf_events_begin(loader_t *L, pf_event_iter_t *it);
+/* The same for a profile still being walked (pf_model_follow.c), of one stream: pf_events_next_batch
+ * returns 0 when it has no more events yet, and the ones the walk brings later after. */
+void pf_events_follow_begin(loader_t *L, pf_event_iter_t *it);
 size_t pf_events_next_batch(pf_event_iter_t *it, event_t *out, pf_rec_alloc_short_t *pay, size_t max);
 void pf_events_end(pf_event_iter_t *it);
 
@@ -363,5 +388,18 @@ void pf_events_end(pf_event_iter_t *it);
  * when the merge found what a strict load refuses or orders otherwise (see loader_t.strict); otherwise
  * cannot fail (the records were validated by the reader). */
 void pf_model_sweep(loader_t *L);
+
+/* The same in steps, for events that come in batches (pf_model_follow.c): begun once L's processes are
+ * open, the events swept batch after batch in time order (ann: the merge thread's annotations, with
+ * pf_live_ahead; NULL with follow, which keeps the sweep's own map of live objects), ended once every
+ * event is in and L knows the run's end (its last event, its EXIT record). pf_sweep_end frees the run. */
+typedef struct pf_sweep_run pf_sweep_run_t;
+pf_sweep_run_t *pf_sweep_begin(loader_t *L, int follow);
+struct pf_ahead_batch;
+void pf_sweep_events(pf_sweep_run_t *R, const event_t *batch, size_t n, const struct pf_ahead_batch *ann);
+void pf_sweep_end(pf_sweep_run_t *R);
+/* The walk of a followed file brought more records: what the sweep took from L when it began (a process's
+ * finalizing time) taken again. */
+void pf_sweep_walked(pf_sweep_run_t *R);
 
 #endif /* PF_LOADER_INT_H */

@@ -483,18 +483,20 @@ void pf_profile_children_free(char **list, size_t n)
 
 /* ---- public ---- */
 
-/* start_ns: the file's start on the set's common clock (pf_model_dir.c), or 0 to take its header's */
-static int add_process(loader_t *L, const char *path, int root, uint64_t start_ns, char *err, size_t errlen)
+proc_state_t *pf_loader_new_process(loader_t *L)
 {
-    pf_model_t *m = L->m;
     L->procs = pf_xrealloc(L->procs, (L->n_procs + 1) * sizeof *L->procs);
     proc_state_t *P = &L->procs[L->n_procs];
     memset(P, 0, sizeof *P);
     P->fin_ns = UINT64_MAX;
     P->first_t = UINT64_MAX;
-    int rc = pf_file_open(path, &P->file, err, errlen);
-    if (rc < 0)
-        return rc;
+    return P;
+}
+
+int pf_loader_process_opened(loader_t *L, int root, uint64_t start_ns)
+{
+    pf_model_t *m = L->m;
+    proc_state_t *P = &L->procs[L->n_procs];
     if (start_ns)
         P->file.header.start_mono_ns = start_ns;
     const pf_file_header_t *h = &P->file.header;
@@ -526,10 +528,33 @@ static int add_process(loader_t *L, const char *path, int root, uint64_t start_n
     L->run++;
     L->run_chunk = L->walk_dropped = 0;
     P->file.skim_packed = !L->strict;
-    rc = pf_file_walk(&P->file, on_record, L, err, errlen);
+    return 0;
+}
+
+int pf_loader_on_record(void *ctx, const pf_record_t *r)
+{
+    return on_record(ctx, r);
+}
+
+void pf_loader_process_walked(loader_t *L, int root)
+{
+    proc_state_t *P = &L->procs[L->cur];
     pf_events_settle_process(L, L->cur);
     pf_loader_index_stacks(P);
-    pf_workers_ended(&m->procs[L->cur], P->fin_ns != UINT64_MAX, root && m->has_exit);
+    pf_workers_ended(&L->m->procs[L->cur], P->fin_ns != UINT64_MAX, root && L->m->has_exit);
+}
+
+/* start_ns: the file's start on the set's common clock (pf_model_dir.c), or 0 to take its header's */
+static int add_process(loader_t *L, const char *path, int root, uint64_t start_ns, char *err, size_t errlen)
+{
+    proc_state_t *P = pf_loader_new_process(L);
+    int rc = pf_file_open(path, &P->file, err, errlen);
+    if (rc < 0)
+        return rc;
+    if ((rc = pf_loader_process_opened(L, root, start_ns)) < 0)
+        return rc;
+    rc = pf_file_walk(&P->file, on_record, L, err, errlen);
+    pf_loader_process_walked(L, root);
     return rc;
 }
 
@@ -538,14 +563,7 @@ static int add_process(loader_t *L, const char *path, int root, uint64_t start_n
 
 static int load(const char *path, const pf_load_opts_t *opts, int strict, pf_model_t **out, char *err, size_t errlen)
 {
-    pf_model_t *m = pf_xcalloc(1, sizeof *m);
-    m->string_index = pf_xcalloc(1, sizeof(pf_map_t));
-    m->first_root = -1;
-    m->first_full_root = -1;
-    pf_model_intern(m, "", 0);
-    if (opts && opts->profile_only && *opts->profile_only)
-        m->profile_only = pf_xstrndup(opts->profile_only, strlen(opts->profile_only));
-    m->profile_all = opts && opts->profile_all;
+    pf_model_t *m = pf_model_new(opts);
     loader_t L = {.m = m, .strict = strict};
     if (opts && opts->window_to_ns) {
         L.window_from_ns = opts->window_from_ns;
@@ -579,30 +597,9 @@ static int load(const char *path, const pf_load_opts_t *opts, int strict, pf_mod
         pf_model_sweep(&L);
         if (L.redo)
             rc = LOAD_AGAIN;
-        for (size_t i = 0; i < L.n_procs; i++)
-            m->unresolved_stacks += L.procs[i].missing_stacks;
-        if (m->n_sampling_steps)
-            qsort(m->sampling_steps, m->n_sampling_steps, sizeof *m->sampling_steps, cmp_sampling_step);
+        pf_loader_swept(&L);
     }
-    for (size_t i = 0; i < L.n_procs; i++) {
-        pf_map_free(&L.procs[i].codes);
-        pf_map_free(&L.procs[i].stacks);
-        free(L.procs[i].stack_at);
-        pf_map_free(&L.procs[i].natives);
-        free(L.procs[i].native_at);
-        free(L.procs[i].ips_at);
-        for (size_t k = 0; k < L.procs[i].n_pcodes; k++)
-            pf_linetable_index_free(L.procs[i].pcodes[k].line_index);
-        free(L.procs[i].pcodes);
-        free(L.procs[i].modules);
-        free(L.procs[i].watch_last);
-        pf_origin_free(&L.procs[i]);
-        pf_file_close(&L.procs[i].file);
-    }
-    free(L.procs);
-    free(L.events);
-    pf_events_free_packed(&L);
-    pf_events_free_streams(&L);
+    pf_loader_free(&L);
     if (rc != 0) {
         pf_model_free(m);
         return rc;
@@ -611,6 +608,51 @@ static int load(const char *path, const pf_load_opts_t *opts, int strict, pf_mod
         m->elapsed_s = (double)m->end_ns / 1e9;
     *out = m;
     return 0;
+}
+
+pf_model_t *pf_model_new(const struct pf_load_opts *opts)
+{
+    pf_model_t *m = pf_xcalloc(1, sizeof *m);
+    m->string_index = pf_xcalloc(1, sizeof(pf_map_t));
+    m->first_root = -1;
+    m->first_full_root = -1;
+    pf_model_intern(m, "", 0);
+    if (opts && opts->profile_only && *opts->profile_only)
+        m->profile_only = pf_xstrndup(opts->profile_only, strlen(opts->profile_only));
+    m->profile_all = opts && opts->profile_all;
+    return m;
+}
+
+void pf_loader_swept(loader_t *L)
+{
+    pf_model_t *m = L->m;
+    for (size_t i = 0; i < L->n_procs; i++)
+        m->unresolved_stacks += L->procs[i].missing_stacks;
+    if (m->n_sampling_steps)
+        qsort(m->sampling_steps, m->n_sampling_steps, sizeof *m->sampling_steps, cmp_sampling_step);
+}
+
+void pf_loader_free(loader_t *L)
+{
+    for (size_t i = 0; i < L->n_procs; i++) {
+        pf_map_free(&L->procs[i].codes);
+        pf_map_free(&L->procs[i].stacks);
+        free(L->procs[i].stack_at);
+        pf_map_free(&L->procs[i].natives);
+        free(L->procs[i].native_at);
+        free(L->procs[i].ips_at);
+        for (size_t k = 0; k < L->procs[i].n_pcodes; k++)
+            pf_linetable_index_free(L->procs[i].pcodes[k].line_index);
+        free(L->procs[i].pcodes);
+        free(L->procs[i].modules);
+        free(L->procs[i].watch_last);
+        pf_origin_free(&L->procs[i]);
+        pf_file_close(&L->procs[i].file);
+    }
+    free(L->procs);
+    free(L->events);
+    pf_events_free_packed(L);
+    pf_events_free_streams(L);
 }
 
 int pf_model_load(const char *path, const pf_load_opts_t *opts, pf_model_t **out, char *err, size_t errlen)

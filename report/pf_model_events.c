@@ -472,10 +472,36 @@ static inline __attribute__((always_inline)) int pack_run(pf_event_iter_t *it, p
     return 0;
 }
 
+void pf_events_follow_begin(loader_t *L, pf_event_iter_t *it)
+{
+    memset(it, 0, sizeof *it);
+    it->L = L;
+    it->follow = 1;
+    it->heap = pf_xcalloc(1, sizeof *it->heap);
+}
+
+/* A followed stream's cursor, out of events when it last ran, takes the next one if the walk has brought
+ * it since (its place in its runs is kept: see cursor_next). Returns 0 when there is none yet. */
+static int follow_resume(pf_event_iter_t *it)
+{
+    if (it->L->n_streams != 1 || it->broken)
+        return 0;
+    if (!it->follow_started) {
+        it->heap[0] = (pf_event_cursor_t){.stream = 0};
+        it->follow_started = 1;
+    }
+    if (!cursor_next(it, &it->heap[0]))
+        return 0;
+    it->n_heap = 1;
+    return 1;
+}
+
 size_t pf_events_next_batch(pf_event_iter_t *it, event_t *out, pf_rec_alloc_short_t *pay, size_t max)
 {
     size_t n = 0;
     loader_t *L = it->L;
+    if (it->follow && !it->n_heap && !follow_resume(it))
+        return 0;
     if (L->unordered) {
         n = L->n_events - it->next < max ? L->n_events - it->next : max;
         memcpy(out, L->events + it->next, n * sizeof *out);

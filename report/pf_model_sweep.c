@@ -708,109 +708,155 @@ static void end_released(sweeper_t *S, uint32_t proc, uint64_t t, const pf_ahead
         release_object(S, proc, r->keys[i], r->objs[i], t, 1);
 }
 
-void pf_model_sweep(loader_t *L)
+/* A sweep under way: the sweeper, and what its loop kept between events. */
+struct pf_sweep_run {
+    sweeper_t S;
+    double peak, gpu_peak;      /* the program's (GPU) live bytes at its peak so far */
+    proc_end_t *ends;           /* the processes' ends, in time order (pf_sweep_process_ends) */
+    const proc_end_t *next_end; /* the first not yet swept */
+};
+
+pf_sweep_run_t *pf_sweep_begin(loader_t *L, int follow)
 {
     pf_model_t *m = L->m;
-    sweeper_t S = {.m = m, .L = L, .symbols = pf_symbols_new(), .clock_start = -1,
-                   .clock_end = -1};
-    pf_recent_init(&S.recent);
-    S.recent_grows = pf_xcalloc(PF_RECENT_GROWS, sizeof *S.recent_grows);
-    S.t_end = L->t_last;
-    if (m->has_exit && (uint64_t)(m->elapsed_s * 1e9) > S.t_end)
-        S.t_end = (uint64_t)(m->elapsed_s * 1e9);
-    m->end_ns = S.t_end;
-    double peak = -1, gpu_peak = 0;
-    S.proc_objs = pf_xcalloc(m->n_procs + 1, sizeof *S.proc_objs);
-    S.clock_end_at = pf_xmalloc((m->n_procs + 1) * sizeof *S.clock_end_at);
-    S.clock_origin = pf_xmalloc((m->n_procs + 1) * sizeof *S.clock_origin);
+    pf_sweep_run_t *R = pf_xaligned_alloc(64, sizeof *R);
+    memset(R, 0, sizeof *R);
+    sweeper_t *S = &R->S;
+    *S = (sweeper_t){.m = m, .L = L, .symbols = pf_symbols_new(), .clock_start = -1, .clock_end = -1};
+    pf_recent_init(&S->recent);
+    S->recent_grows = pf_xcalloc(PF_RECENT_GROWS, sizeof *S->recent_grows);
+    R->peak = -1;
+    S->proc_objs = pf_xcalloc(m->n_procs + 1, sizeof *S->proc_objs);
+    S->clock_end_at = pf_xmalloc((m->n_procs + 1) * sizeof *S->clock_end_at);
+    S->clock_origin = pf_xmalloc((m->n_procs + 1) * sizeof *S->clock_origin);
     for (size_t i = 0; i <= m->n_procs; i++) {
-        S.clock_end_at[i] = i < m->n_procs && m->procs[i].root ? L->procs[i].fin_ns : UINT64_MAX;
-        S.clock_origin[i] = i < m->n_procs ? -2 : -1;
+        S->clock_end_at[i] = i < m->n_procs && m->procs[i].root ? L->procs[i].fin_ns : UINT64_MAX;
+        S->clock_origin[i] = i < m->n_procs ? -2 : -1;
     }
-    S.memo_at = pf_xcalloc(L->n_procs + 1, sizeof *S.memo_at);
-    S.peak.off = m->exact || m->aggregated;     /* --aggregate: the recorder's peak picture */
+    S->memo_at = pf_xcalloc(L->n_procs + 1, sizeof *S->memo_at);
+    S->memo_n = pf_xcalloc(L->n_procs + 1, sizeof *S->memo_n);
+    S->peak.off = m->exact || m->aggregated;     /* --aggregate: the recorder's peak picture */
     /* An exact profile's live objects are many: their map grows at half full, where its probe runs stay
      * short (at three quarters, neighbouring blocks' windows ran into runs of hundreds of slots: a third of
      * the sweep's instructions). Where keys sit decides the order the walks of the map see; in an exact
      * profile what they add up is whole bytes (the peak's variance, below, is a sampled object's only), the
      * same in any order. A sampled profile's map, and so its report to the last bit, stays as it was. */
-    S.live.roomy = m->exact;
-    proc_end_t *ends = pf_sweep_process_ends(&S), *next_end = ends;
+    S->live.roomy = m->exact;
+    R->ends = pf_sweep_process_ends(S);
+    R->next_end = R->ends;
     const char *ahead_env = getenv("PYFLOW_REPORT_AHEAD");
-    if (m->exact && !(ahead_env && !strcmp(ahead_env, "0")))
-        S.ahead = pf_live_ahead_new(L, ends);
-    pf_events_pipe_t *events = pf_events_pipe_open(L, PF_PIPE_AUTO, 0, S.ahead);
-    const event_t *batch = NULL;
-    const pf_ahead_batch_t *ann = NULL;
-    size_t n_batch = 0, at = 0;
-    for (;; at++) {
-        if (at == n_batch) {
-            if (!(n_batch = pf_events_pipe_next(events, &batch, &ann)))
-                break;
-            at = 0;
-            S.ahead_copies = ann->copies;
-            for (size_t i = 0; i < PF_SWEEP_LOOKAHEAD && i < n_batch; i++)
-                prefetch_event(&S, batch, i, ann);
-        }
+    if (m->exact && !follow && !(ahead_env && !strcmp(ahead_env, "0")))
+        S->ahead = pf_live_ahead_new(L, R->ends);
+    return R;
+}
+
+void pf_sweep_events(pf_sweep_run_t *R, const event_t *batch, size_t n_batch, const pf_ahead_batch_t *ann)
+{
+    sweeper_t *S = &R->S;
+    pf_model_t *m = S->m;
+    const proc_end_t *next_end = R->next_end;
+    double peak = R->peak, gpu_peak = R->gpu_peak;
+    if (ann)
+        S->ahead_copies = ann->copies;
+    for (size_t i = 0; i < PF_SWEEP_LOOKAHEAD && i < n_batch; i++)
+        prefetch_event(S, batch, i, ann);
+    for (size_t at = 0; at < n_batch; at++) {
         if (at + PF_SWEEP_LOOKAHEAD < n_batch)
-            prefetch_event(&S, batch, at + PF_SWEEP_LOOKAHEAD, ann);
+            prefetch_event(S, batch, at + PF_SWEEP_LOOKAHEAD, ann);
         const event_t *e = &batch[at];
-        if (S.ahead)
-            S.ann = &ann->ann[at];
+        if (S->ahead)
+            S->ann = &ann->ann[at];
         for (; next_end->t < e->t; next_end++) {
-            pf_peak_advance(&S.peak, next_end->t);
-            if (S.ahead)
-                end_released(&S, next_end->proc, next_end->t,
-                             pf_live_ahead_released(S.ahead, (size_t)(next_end - ends)));
+            pf_peak_advance(&S->peak, next_end->t);
+            if (S->ahead)
+                end_released(S, next_end->proc, next_end->t,
+                             pf_live_ahead_released(S->ahead, (size_t)(next_end - R->ends)));
             else
-                pf_sweep_end_process(&S, next_end->proc, next_end->t);
-            pf_peak_after_event(&S.peak, &m->total.peak_est);
+                pf_sweep_end_process(S, next_end->proc, next_end->t);
+            pf_peak_after_event(&S->peak, &m->total.peak_est);
         }
-        pf_peak_advance(&S.peak, e->t);
+        pf_peak_advance(&S->peak, e->t);
         switch (e->type) {
         case PF_REC_ALLOC:
         case PF_REC_ALLOC_SHORT:
-            on_alloc(&S, e);
+            on_alloc(S, e);
             break;
         case PF_REC_FREE:
-            on_free(&S, e);
+            on_free(S, e);
             break;
         case PF_REC_COPY:
         case PF_REC_COPY_SHORT:
-            pf_sweep_copy(&S, e);
+            pf_sweep_copy(S, e);
             break;
         case PF_REC_VERDICT:
-            pf_sweep_verdict(&S, e);
+            pf_sweep_verdict(S, e);
             break;
         case PF_REC_COPY_WRITE:
-            pf_sweep_copy_write(&S, e);
+            pf_sweep_copy_write(S, e);
             break;
         case PF_REC_ACCESS_PAIR:
-            pf_sweep_access(&S, e);
+            pf_sweep_access(S, e);
             break;
         case PF_REC_CONTENT:
-            pf_sweep_content(&S, e);
+            pf_sweep_content(S, e);
             break;
         case PF_REC_AGG_SITES:     /* --aggregate */
         case PF_REC_AGG_PEAK:
         case PF_REC_AGG_FLOWS:
-            pf_sweep_aggregate(&S, e);
+            pf_sweep_aggregate(S, e);
             break;
         }
-        pf_peak_after_event(&S.peak, &m->total.peak_est);
+        pf_peak_after_event(&S->peak, &m->total.peak_est);
         if (m->total.live > peak) {
             peak = m->total.live;
             m->peak_ns = e->t;
-            S.peak_epoch++;
+            S->peak_epoch++;
         }
         if (m->total.gpu_live > gpu_peak) {
             gpu_peak = m->total.gpu_live;
             m->gpu_peak_ns = e->t;
-            S.gpu_peak_epoch++;
+            S->gpu_peak_epoch++;
         }
     }
+    R->next_end = next_end;
+    R->peak = peak;
+    R->gpu_peak = gpu_peak;
+}
+
+void pf_sweep_walked(pf_sweep_run_t *R)
+{
+    sweeper_t *S = &R->S;
+    for (size_t i = 0; i < S->m->n_procs; i++)
+        if (S->m->procs[i].root)
+            S->clock_end_at[i] = S->L->procs[i].fin_ns;
+}
+
+void pf_model_sweep(loader_t *L)
+{
+    pf_sweep_run_t *R = pf_sweep_begin(L, 0);
+    pf_events_pipe_t *events = pf_events_pipe_open(L, PF_PIPE_AUTO, 0, R->S.ahead);
+    const event_t *batch;
+    const pf_ahead_batch_t *ann;
+    size_t n;
+    while ((n = pf_events_pipe_next(events, &batch, &ann)))
+        pf_sweep_events(R, batch, n, R->S.ahead ? ann : NULL);
     if (pf_events_pipe_close(events))
         L->redo = 1;    /* what was swept stands for nothing: the loader loads again, strict */
+    pf_sweep_end(R);
+}
+
+void pf_sweep_end(pf_sweep_run_t *R)
+{
+    sweeper_t S = R->S;     /* the sweep's last steps, as they were written with a sweeper of their own */
+    loader_t *L = S.L;
+    pf_model_t *m = L->m;
+    double peak = R->peak, gpu_peak = R->gpu_peak;
+    proc_end_t *ends = R->ends;
+    free(R);
+    S.t_end = L->t_last;
+    if (m->has_exit && (uint64_t)(m->elapsed_s * 1e9) > S.t_end)
+        S.t_end = (uint64_t)(m->elapsed_s * 1e9);
+    m->end_ns = S.t_end;
     if (S.ahead) {      /* the live objects at the end, for what walks them below */
         pf_live_ahead_finish(S.ahead, &S.live);
         S.ahead = NULL;
@@ -870,6 +916,7 @@ void pf_model_sweep(loader_t *L)
     for (size_t i = 0; i < L->n_procs; i++)
         free(S.memo_at[i]);
     free(S.memo_at);
+    free(S.memo_n);
     free(S.charges);
     pf_live_free(&S.live);
     pf_map_free(&S.flow_index);

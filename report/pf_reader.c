@@ -48,6 +48,8 @@ static int stream_to_memfd(int fd)
     return mem;
 }
 
+static int check_header(const char *path, pf_file_t *f, char *err, size_t errlen);
+
 int pf_file_open(const char *path, pf_file_t *f, char *err, size_t errlen)
 {
     memset(f, 0, sizeof *f);
@@ -99,6 +101,12 @@ int pf_file_open(const char *path, pf_file_t *f, char *err, size_t errlen)
     }
     f->data = m;
     f->size = (size_t)st.st_size;
+    return check_header(path, f, err, errlen);
+}
+
+/* The header of the mapped f: copied out and checked. Returns 0, or -EINVAL (f closed). */
+static int check_header(const char *path, pf_file_t *f, char *err, size_t errlen)
+{
     f->path = pf_xstrndup(path, strlen(path));
     memcpy(&f->header, f->data, sizeof f->header);
     const pf_file_header_t *h = &f->header;
@@ -127,10 +135,69 @@ int pf_file_open(const char *path, pf_file_t *f, char *err, size_t errlen)
     return 0;
 }
 
+static size_t page_up(size_t n)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    return (n + page - 1) / page * page;
+}
+
+int pf_file_open_growing(const char *path, pf_file_t *f, char *err, size_t errlen)
+{
+    memset(f, 0, sizeof *f);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        snprintf(err, errlen, "%s: %s", path, strerror(e));
+        return -e;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size < PF_HEADER_BYTES) {
+        int e = fstat(fd, &st) != 0 || S_ISREG(st.st_mode) ? EAGAIN : EINVAL;
+        snprintf(err, errlen, "%s: %s", path, e == EAGAIN ? "no header yet" : "not a regular file");
+        close(fd);
+        return -e;
+    }
+    void *base = mmap(NULL, (size_t)PF_READER_MAX_BYTES, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (base == MAP_FAILED) {
+        int e = errno;
+        snprintf(err, errlen, "%s: cannot map it: %s", path, strerror(e));
+        close(fd);
+        return -e;
+    }
+    f->data = base;
+    f->reserved = (size_t)PF_READER_MAX_BYTES;
+    f->fd = fd;
+    int rc = pf_file_follow(f);
+    if (rc < 0) {
+        snprintf(err, errlen, "%s: cannot map it: %s", path, strerror(-rc));
+        pf_file_close(f);
+        return rc;
+    }
+    return check_header(path, f, err, errlen);
+}
+
+int pf_file_follow(pf_file_t *f)
+{
+    struct stat st;
+    if (fstat(f->fd, &st) != 0)
+        return -errno;
+    size_t size = (size_t)st.st_size < f->reserved ? (size_t)st.st_size : f->reserved;
+    size_t mapped = page_up(f->size), want = page_up(size);
+    if (want > mapped &&
+        mmap((void *)(f->data + mapped), want - mapped, PROT_READ, MAP_PRIVATE | MAP_FIXED, f->fd, (off_t)mapped) ==
+            MAP_FAILED)
+        return -errno;
+    if (size > f->size)
+        f->size = size;
+    return 0;
+}
+
 void pf_file_close(pf_file_t *f)
 {
     if (f->data)
-        munmap((void *)f->data, f->size);
+        munmap((void *)f->data, f->reserved ? f->reserved : f->size);
+    if (f->reserved)
+        close(f->fd);
     free(f->path);
     memset(f, 0, sizeof *f);
 }
@@ -286,8 +353,16 @@ static const char *check_payload(pf_record_t *r, int skim)
 int pf_file_walk(const pf_file_t *f, int (*fn)(void *ctx, const pf_record_t *r), void *ctx, char *err,
                  size_t errlen)
 {
+    return pf_file_walk_chunks(f, PF_HEADER_BYTES, f->size, fn, ctx, err, errlen);
+}
+
+int pf_file_walk_chunks(const pf_file_t *f, uint64_t from, uint64_t to, int (*fn)(void *ctx, const pf_record_t *r),
+                        void *ctx, char *err, size_t errlen)
+{
     const uint64_t cb = f->header.chunk_bytes;
-    for (uint64_t off = PF_HEADER_BYTES; off + PF_CHUNK_HEADER_BYTES <= f->size; off += cb) {
+    if (to > f->size)
+        to = f->size;
+    for (uint64_t off = from; off + PF_CHUNK_HEADER_BYTES <= to; off += cb) {
         pf_chunk_header_t ch;
         memcpy(&ch, f->data + off, sizeof ch);
         if (ch.magic == 0)

@@ -21,6 +21,10 @@ typedef struct pf_file {
     /* Set by the caller before a walk: a PF_REC_PACKED record's first event is checked, not every one (the
      * report's loader: its merge decodes and checks them all as it reads them, pf_model_events.c) */
     int skim_packed;
+    /* a file its program is still writing (pf_file_open_growing): the address space kept for it, and its
+     * descriptor; 0 for a file opened whole */
+    size_t reserved;
+    int fd;
 } pf_file_t;
 
 /* The loader keeps a record's place as a 32-bit count of 8-byte units: 32 GiB, eight times the size cap
@@ -30,6 +34,13 @@ typedef struct pf_file {
 /* Maps path and checks its header. Returns 0, or -errno / -EINVAL with a sentence in err. */
 int pf_file_open(const char *path, pf_file_t *f, char *err, size_t errlen);
 void pf_file_close(pf_file_t *f);
+
+/* Opens a profile its program is still writing: its header checked as pf_file_open checks it, and its bytes
+ * mapped in address space kept for the largest profile, where pf_file_follow maps what it gains. Returns as
+ * pf_file_open; -EAGAIN while the file is shorter than a header (it is being created). */
+int pf_file_open_growing(const char *path, pf_file_t *f, char *err, size_t errlen);
+/* Maps what a file opened growing has gained: f->size is then its size. Returns 0, or -errno. */
+int pf_file_follow(pf_file_t *f);
 
 /* One record: its header, payload (bytes after the header) and where it was found. */
 typedef struct pf_record {
@@ -53,6 +64,10 @@ typedef struct pf_record {
  * result, or -EINVAL with a sentence in err for a corrupt record. */
 int pf_file_walk(const pf_file_t *f, int (*fn)(void *ctx, const pf_record_t *r), void *ctx, char *err,
                  size_t errlen);
+
+/* pf_file_walk over the chunks that start in [from, to) (from a chunk's offset), bytes past to unread. */
+int pf_file_walk_chunks(const pf_file_t *f, uint64_t from, uint64_t to, int (*fn)(void *ctx, const pf_record_t *r),
+                        void *ctx, char *err, size_t errlen);
 
 /* Where a SPAWN record's command line (PF_SPAWN_UNPROFILED) starts: after its fixed part and its stack. */
 static inline const char *pf_spawn_command(const pf_rec_spawn_t *s)

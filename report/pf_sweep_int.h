@@ -133,6 +133,7 @@ typedef struct sweeper {
     callpath_memo_t callpath;               /* pf_sweep_stack_node's last walk */
     pf_map_t stack_memo;    /* (proc, interned stack, flags) -> charges index+1, or ~0: no user frame */
     stack_memo_slot_t **memo_at;    /* per process with stack_at: the same by stack id (NULL until used) */
+    size_t *memo_n;                 /* the ids each has room for */
     /* the timeline bucket of times in [bucket_from, bucket_to): every row changed by one event (and
      * by the events near it) is in the same bucket, found without a division */
     uint64_t bucket_from, bucket_to;

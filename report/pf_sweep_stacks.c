@@ -44,8 +44,11 @@ static stack_memo_slot_t *memo_slot(sweeper_t *S, uint32_t proc, const pf_stack_
     const proc_state_t *P = &S->L->procs[proc];
     if (!st->stack_id || st->stack_id >= P->n_stack_at)
         return NULL;
-    if (!S->memo_at[proc])
-        S->memo_at[proc] = pf_xcalloc(P->n_stack_at, sizeof **S->memo_at);
+    if (st->stack_id >= S->memo_n[proc]) {   /* first use, or a followed file's stacks indexed again */
+        S->memo_at[proc] = pf_xrealloc(S->memo_at[proc], P->n_stack_at * sizeof **S->memo_at);
+        memset(S->memo_at[proc] + S->memo_n[proc], 0, (P->n_stack_at - S->memo_n[proc]) * sizeof **S->memo_at);
+        S->memo_n[proc] = P->n_stack_at;
+    }
     return &S->memo_at[proc][st->stack_id];
 }
 

@@ -32,6 +32,21 @@ int pf_model_load(const char *path, const pf_load_opts_t *opts, pf_model_t **out
 
 void pf_model_free(pf_model_t *model);
 
+/* An exact profile's model built while its program runs (report/pf_model_follow.c): the report at exit of
+ * `pyflow run --exact` then has only the profile's last chunks left to read. pf_follow_start follows the
+ * profile at path (which may not exist yet) on a thread of its own; once the program has ended and the
+ * launcher has added its trailer, pf_follow_finish reads the rest and returns 0 with the model
+ * pf_model_load(path, opts) would build, or -1 when the profile is one the follower does not take (a second
+ * thread's records, a child's file, ...): load it then. It frees f either way. pf_follow_new and
+ * pf_follow_step do the same on the caller's thread, one look at the file a call (tests); pf_follow_free
+ * lets f go without a model. */
+typedef struct pf_follow pf_follow_t;
+pf_follow_t *pf_follow_start(const char *path, const pf_load_opts_t *opts);
+int pf_follow_finish(pf_follow_t *f, pf_model_t **out);
+pf_follow_t *pf_follow_new(const char *path, const pf_load_opts_t *opts);
+int pf_follow_step(pf_follow_t *f);
+void pf_follow_free(pf_follow_t *f);
+
 /* Loads the profiles of a job's processes into one model: each path a profile file (with its children's
  * PATH.<pid> files) or a directory of them (pyflow env's PYFLOW_OUTPUT_DIR: <host>.<pid> files), possibly
  * from several hosts. Each file's start is put on one clock: the monotonic clock between files of one

@@ -1,0 +1,56 @@
+"""The report `pyflow run --exact` prints, built while the program runs (report/pf_model_follow.c): it must be
+the one `pyflow report` builds from the same profile afterwards, byte for byte, whether the follower kept
+up with the program (one thread, one process) or gave up and left the profile to the loader (threads,
+children)."""
+import os
+
+from .common import Skip, per_version, prog, run
+
+# (program and arguments, run options, followed to the end: the follower must not give up on it)
+PROGRAMS = (
+    (("follow_steps.py",), (), True),
+    (("follow_steps.py", "20"), ("--native",), True),
+    (("leak_end.py", "leak", "python"), (), True),
+    (("copies_not_redundant.py", "python"), (), True),
+    (("waste_untouched.py",), (), True),
+    (("threads_and_fork.py",), (), False),     # threads and a forked child: the loader's
+)
+NUMPY = ((("copies_not_redundant.py", "numpy"), (), None), (("waste_untouched.py", "numpy"), (), None))
+
+
+def run_followed(c, path, args, opts):
+    """`pyflow run --exact` with its JSON and dot at exit; the line that says which way the model came."""
+    env = {**os.environ, "PYFLOW_REPORT_FOLLOW": "1", "PYFLOW_REPORT_FOLLOW_SAY": "1"}
+    cp = run([c.pyflow, "run", "--python", c.python, "--exact", *opts, "--json", path + ".json", "--dot",
+              path + ".dot", "-o", path, prog(args[0]), *args[1:]], env=env, timeout=240)
+    assert cp.returncode == 0, (args, opts, cp.stderr[-2000:])
+    said = [ln for ln in cp.stderr.splitlines() if ln.startswith("pyflow: report ")]
+    assert len(said) == 1, (args, opts, cp.stderr[-2000:])
+    return said[0][len("pyflow: report "):]
+
+
+def rendered(c, path, fmt):
+    cp = run([c.pyflow, "report", "--format", fmt, path], timeout=240)
+    assert cp.returncode == 0, (path, fmt, cp.stderr[-2000:])
+    return cp.stdout
+
+
+@per_version
+def case_report_followed_identical(c):
+    """Each program's JSON and dot from `pyflow run --exact` (the model built while it ran, where it has one
+    thread and one process; else loaded at the end) are those of `pyflow report` on its profile."""
+    programs = list(PROGRAMS)
+    try:
+        c.need_numpy()
+        programs += NUMPY
+    except Skip:
+        pass
+    for i, (args, opts, followed) in enumerate(programs):
+        path = os.path.join(c.tmp, f"{i}.pfp")
+        how = run_followed(c, path, args, opts)
+        if followed is not None:
+            assert (how == "followed") == followed, (args, opts, how)
+        for fmt, ext in (("json", ".json"), ("dot", ".dot")):
+            with open(path + ext, encoding="utf-8", errors="replace") as f:
+                at_exit = f.read()
+            assert at_exit == rendered(c, path, fmt), f"{args} {opts} ({how}): the {fmt} at exit differs"
