@@ -39,6 +39,7 @@ struct pf_follow {
     pf_load_opts_t opts;
     uint64_t next_chunk;    /* offset of the first chunk not walked */
     uint32_t tid;           /* the one thread whose chunks these are */
+    size_t indexed_stacks, indexed_natives;     /* how many the stacks' index was built with */
     int opened, gave_up, final;
     const char *why;        /* what it gave up on */
     pthread_t thread;
@@ -155,11 +156,15 @@ static int step(pf_follow_t *F)
         return 0;
     }
     F->next_chunk = to;
-    forget_stack_index(P);
-    if (F->final)
-        pf_loader_process_walked(L, 1);
-    else
-        pf_loader_index_stacks(P);
+    if (F->final || P->stacks.len != F->indexed_stacks || P->natives.len != F->indexed_natives) {
+        forget_stack_index(P);
+        if (F->final)
+            pf_loader_process_walked(L, 1);
+        else
+            pf_loader_index_stacks(P);
+        F->indexed_stacks = P->stacks.len;
+        F->indexed_natives = P->natives.len;
+    }
     pf_sweep_walked(F->R);
     size_t n;
     while ((n = pf_events_next_batch(&F->it, F->batch, F->pay, FOLLOW_BATCH))) {

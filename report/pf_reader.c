@@ -50,7 +50,8 @@ static int stream_to_memfd(int fd)
 
 static int check_header(const char *path, pf_file_t *f, char *err, size_t errlen);
 
-int pf_file_open(const char *path, pf_file_t *f, char *err, size_t errlen)
+/* f emptied and path opened for reading: the descriptor, or -errno with a sentence in err. */
+static int open_profile(const char *path, pf_file_t *f, char *err, size_t errlen)
 {
     memset(f, 0, sizeof *f);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -59,6 +60,14 @@ int pf_file_open(const char *path, pf_file_t *f, char *err, size_t errlen)
         snprintf(err, errlen, "%s: %s", path, strerror(e));
         return -e;
     }
+    return fd;
+}
+
+int pf_file_open(const char *path, pf_file_t *f, char *err, size_t errlen)
+{
+    int fd = open_profile(path, f, err, errlen);
+    if (fd < 0)
+        return fd;
     struct stat st;
     if (fstat(fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))) {
         /* a pipe (`pyflow report <(...)`, a FIFO): read once, to its end */
@@ -143,16 +152,14 @@ static size_t page_up(size_t n)
 
 int pf_file_open_growing(const char *path, pf_file_t *f, char *err, size_t errlen)
 {
-    memset(f, 0, sizeof *f);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        int e = errno;
-        snprintf(err, errlen, "%s: %s", path, strerror(e));
-        return -e;
-    }
+    int fd = open_profile(path, f, err, errlen);
+    if (fd < 0)
+        return fd;
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size < PF_HEADER_BYTES) {
-        int e = fstat(fd, &st) != 0 || S_ISREG(st.st_mode) ? EAGAIN : EINVAL;
+    int stated = fstat(fd, &st) == 0;
+    if (!stated || !S_ISREG(st.st_mode) || (size_t)st.st_size < PF_HEADER_BYTES) {
+        /* the runtime writes the whole header, then sets the size to a header's: shorter, it is coming */
+        int e = !stated || S_ISREG(st.st_mode) ? EAGAIN : EINVAL;
         snprintf(err, errlen, "%s: %s", path, e == EAGAIN ? "no header yet" : "not a regular file");
         close(fd);
         return -e;

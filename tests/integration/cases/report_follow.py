@@ -4,7 +4,9 @@ up with the program (one thread, one process) or gave up and left the profile to
 children)."""
 import os
 
-from .common import Skip, per_version, prog, run
+import shutil
+
+from .common import Skip, once, per_version, prog, run
 
 # (program and arguments, run options, followed to the end: the follower must not give up on it)
 PROGRAMS = (
@@ -54,3 +56,22 @@ def case_report_followed_identical(c):
             with open(path + ext, encoding="utf-8", errors="replace") as f:
                 at_exit = f.read()
             assert at_exit == rendered(c, path, fmt), f"{args} {opts} ({how}): the {fmt} at exit differs"
+
+
+@once
+def case_report_follow_off(c):
+    """No follower where it cannot pay or is turned off: on one CPU (taskset), or PYFLOW_REPORT_FOLLOW=0; the
+    report at exit is then loaded after the run, as always. On two CPUs it follows."""
+    if not shutil.which("taskset"):
+        raise Skip("no taskset")
+    path = os.path.join(c.tmp, "off.pfp")
+    base = [c.pyflow, "run", "--python", c.python, "--exact", "-o", path, prog("leak_end.py"), "leak", "python"]
+    say = {**os.environ, "PYFLOW_REPORT_FOLLOW_SAY": "1"}
+    say.pop("PYFLOW_REPORT_FOLLOW", None)
+    for cmd, env, followed in ((["taskset", "-c", "0", *base], say, False),
+                               (base, {**say, "PYFLOW_REPORT_FOLLOW": "0"}, False),
+                               (["taskset", "-c", "0,1", *base], say, True)):
+        cp = run(cmd, env=env, timeout=240)
+        assert cp.returncode == 0, (cmd, cp.stderr[-2000:])
+        said = [ln for ln in cp.stderr.splitlines() if ln.startswith("pyflow: report ")]
+        assert said == (["pyflow: report followed"] if followed else []), (cmd[:3], said)
