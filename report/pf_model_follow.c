@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -179,6 +180,9 @@ static int step(pf_follow_t *F)
 static void *follow_thread(void *arg)
 {
     pf_follow_t *F = arg;
+    /* woken, it does not preempt the program: it runs on a CPU the program leaves free, or waits its turn */
+    struct sched_param batch = {0};
+    pthread_setschedparam(pthread_self(), SCHED_BATCH, &batch);
     while (!atomic_load(&F->stop) && !F->gave_up) {
         if (!step(F)) {
             struct timespec idle = {0, FOLLOW_IDLE_NS};
