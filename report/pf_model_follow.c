@@ -138,9 +138,9 @@ static int step(pf_follow_t *F)
         while (to + cb + PF_CHUNK_HEADER_BYTES <= f->size && chunk_magic(f, to + cb))
             to += cb;
     }
-    if (to <= F->next_chunk)
+    if (to <= F->next_chunk && !F->final)
         return 0;
-    if (!F->tid) {
+    if (!F->tid && to > F->next_chunk) {
         uint32_t magic = chunk_magic(f, F->next_chunk);
         F->tid = ((const pf_chunk_header_t *)(const void *)(f->data + F->next_chunk))->tid;
         if (magic != PF_CHUNK_MAGIC || !F->tid) {
@@ -149,14 +149,15 @@ static int step(pf_follow_t *F)
         }
     }
     char err[512];
-    int walked = pf_file_walk_chunks(f, F->next_chunk, to, on_record, F, err, sizeof err);
+    int walked = to > F->next_chunk ? pf_file_walk_chunks(f, F->next_chunk, to, on_record, F, err, sizeof err) : 0;
     if (walked || L->unordered || L->redo || L->n_streams > 1 || P->n_spawns) {
         give_up(F, walked > 0 ? "a second thread's records" : walked < 0 ? "a record the walk refuses"
                    : L->n_streams > 1 ? "a second thread's events" : P->n_spawns ? "a thread or process started"
                    : "events out of order");
         return 0;
     }
-    F->next_chunk = to;
+    if (to > F->next_chunk)
+        F->next_chunk = to;
     if (F->final || P->stacks.len != F->indexed_stacks || P->natives.len != F->indexed_natives) {
         forget_stack_index(P);
         if (F->final)
