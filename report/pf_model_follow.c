@@ -9,8 +9,8 @@
  * end itself, the processes' fates) is taken at the end, so the model is the one pf_model_load builds.
  *
  * Anything that load would take otherwise makes the follower give up, and the caller loads the profile
- * as before: a second thread's records (their merge needs every stream), a file of a child process, a
- * process started (the thread origins' index), events out of order, a record the walk refuses.
+ * as before: a second thread's records (their merge needs every stream), a file of a child process, an
+ * exec'd image, events out of order, a record the walk or the merge refuses.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -41,6 +41,7 @@ struct pf_follow {
     uint64_t next_chunk;    /* offset of the first chunk not walked */
     uint32_t tid;           /* the one thread whose chunks these are */
     size_t indexed_stacks, indexed_natives;     /* how many the stacks' index was built with */
+    size_t sorted_spawns;   /* how many starts pf_origin_index sorted */
     int opened, gave_up, final;
     const char *why;        /* what it gave up on */
     pthread_t thread;
@@ -150,11 +151,16 @@ static int step(pf_follow_t *F)
     }
     char err[512];
     int walked = to > F->next_chunk ? pf_file_walk_chunks(f, F->next_chunk, to, on_record, F, err, sizeof err) : 0;
-    if (walked || L->unordered || L->redo || L->n_streams > 1 || P->n_spawns) {
+    if (walked || L->unordered || L->redo || L->n_streams > 1) {
         give_up(F, walked > 0 ? "a second thread's records" : walked < 0 ? "a record the walk refuses"
-                   : L->n_streams > 1 ? "a second thread's events" : P->n_spawns ? "a thread or process started"
-                   : "events out of order");
+                   : L->n_streams > 1 ? "a second thread's events" : "events out of order");
         return 0;
+    }
+    if (P->n_spawns != F->sorted_spawns) {
+        /* the threads and processes started, in the order the origins' lookups search (a start is in the
+         * one stream before every event after it: the lookups see all that pf_model_load's would) */
+        pf_origin_index(L);
+        F->sorted_spawns = P->n_spawns;
     }
     if (to > F->next_chunk)
         F->next_chunk = to;

@@ -15,6 +15,7 @@ PROGRAMS = (
     (("leak_end.py", "leak", "python"), (), True),
     (("copies_not_redundant.py", "python"), (), True),
     (("waste_untouched.py",), (), True),
+    (("shell_scripts.py",), (), True),         # processes started, none of them Python: followed still
     (("threads_and_fork.py",), (), False),     # threads and a forked child: the loader's
 )
 NUMPY = ((("copies_not_redundant.py", "numpy"), (), None), (("waste_untouched.py", "numpy"), (), None))
