@@ -32,6 +32,12 @@ pf_unit_test(test_report_sweep
   LIBS pf_report)
 target_include_directories(test_report_sweep PRIVATE ${PROJECT_SOURCE_DIR}/report)
 
+# The model built while the program runs: a file followed step by step as it grows.
+pf_unit_test(test_report_follow
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report_follow.c
+  LIBS pf_report)
+target_include_directories(test_report_follow PRIVATE ${PROJECT_SOURCE_DIR}/report)
+
 # The terminal report's layout with hostile names (width by glibc's wcwidth, control characters).
 pf_unit_test(test_report_text
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report_text.c
