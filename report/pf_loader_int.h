@@ -235,6 +235,15 @@ void pf_loader_free(loader_t *L);
 /* Fills P->stack_at from P->stacks once P's file is walked (when the ids are dense enough). */
 void pf_loader_index_stacks(proc_state_t *P);
 
+/* The same for a file walked in steps (pf_model_follow.c): the stacks and native parts the last step
+ * brought (their ids, walk order) added to the index the steps before built, which ends as the one
+ * pf_loader_index_stacks would build of the whole map (x: what the index has seen, zero at first). */
+typedef struct pf_stack_index {
+    uint64_t max_stack, max_native;
+} pf_stack_index_t;
+void pf_loader_index_more(proc_state_t *P, pf_stack_index_t *x, const uint32_t *stack_ids, size_t n_stacks,
+                          const uint32_t *native_ids, size_t n_natives);
+
 /* The files of pf_model_load_set, ordered by start; start_ns on one clock (pf_model_dir.c). */
 typedef struct pf_file_set {
     char **paths;

@@ -285,6 +285,14 @@ static const uint64_t *native_ips(const proc_state_t *P, const pf_rec_stack_t *s
     return ns && ns->n_native == st->n_native ? (const uint64_t *)(ns + 1) : NULL;
 }
 
+/* A stack's IPs, for ips_at. */
+static const uint64_t *stack_ips(const proc_state_t *P, const pf_rec_stack_t *st)
+{
+    if ((uintptr_t)st & PF_STACK_NATIVE_BY_ID)
+        return native_ips(P, (const pf_rec_stack_t *)((uintptr_t)st & ~(uintptr_t)PF_STACK_NATIVE_BY_ID));
+    return (const uint64_t *)((const pf_rec_pyframe_t *)(st + 1) + st->n_py);
+}
+
 pf_stack_view_t pf_loader_stack_lookup(loader_t *L, uint32_t proc, const void *tail, uint8_t flags, uint16_t n_py,
                                        uint16_t n_native)
 {
@@ -366,15 +374,65 @@ void pf_loader_index_stacks(proc_state_t *P)
     /* an exact profile reads a stack for each of tens of millions of records: its IPs are looked up
      * here once, not through the STACK's reference and the NATIVE_STACK each time */
     P->ips_at = pf_xcalloc(P->n_stack_at, sizeof *P->ips_at);
-    for (size_t id = 0; id < P->n_stack_at; id++) {
-        const pf_rec_stack_t *st = P->stack_at[id];
-        if (!st)
-            continue;
-        if ((uintptr_t)st & PF_STACK_NATIVE_BY_ID)
-            P->ips_at[id] = native_ips(P, (const pf_rec_stack_t *)((uintptr_t)st & ~(uintptr_t)PF_STACK_NATIVE_BY_ID));
-        else
-            P->ips_at[id] = (const uint64_t *)((const pf_rec_pyframe_t *)(st + 1) + st->n_py);
+    for (size_t id = 0; id < P->n_stack_at; id++)
+        if (P->stack_at[id])
+            P->ips_at[id] = stack_ips(P, P->stack_at[id]);
+}
+
+/* Puts ids[0..n) of map into *at (an index by id of *n_at entries, or NULL: the map alone), as index_by_id
+ * would build it from the whole map; *max_id is the largest id seen so far. Returns 1 when the index had to be
+ * built whole (it was none, or turns sparse or dense). */
+static int index_more(const pf_map_t *map, const void ***at, size_t *n_at, uint64_t *max_id, const uint32_t *ids,
+                      size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] > *max_id)
+            *max_id = ids[i];
+    int dense = map->len && *max_id <= 4 * (uint64_t)map->len + 4096;
+    if (!*at || !dense) {
+        free(*at);
+        *at = NULL;
+        *n_at = 0;
+        if (dense)
+            *at = index_by_id(map, n_at);
+        return 1;
     }
+    if (*max_id + 1 > *n_at) {
+        *at = pf_xrealloc(*at, (*max_id + 1) * sizeof **at);
+        memset(*at + *n_at, 0, (*max_id + 1 - *n_at) * sizeof **at);
+        *n_at = (size_t)*max_id + 1;
+    }
+    for (size_t i = 0; i < n; i++)
+        (*at)[ids[i]] = (const void *)(uintptr_t)*pf_map_get(map, ids[i]);
+    return 0;
+}
+
+void pf_loader_index_more(proc_state_t *P, pf_stack_index_t *x, const uint32_t *stack_ids, size_t n_stacks,
+                          const uint32_t *native_ids, size_t n_natives)
+{
+    if (!n_stacks && !n_natives)
+        return;
+    index_more(&P->natives, (const void ***)&P->native_at, &P->n_native_at, &x->max_native, native_ids, n_natives);
+    size_t had = P->n_stack_at;
+    int whole = index_more(&P->stacks, (const void ***)&P->stack_at, &P->n_stack_at, &x->max_stack, stack_ids,
+                           n_stacks);
+    if (!P->stack_at || !P->natives.len) {     /* as pf_loader_index_stacks: IPs only beside a dense index */
+        free(P->ips_at);
+        P->ips_at = NULL;
+        return;
+    }
+    if (whole || !P->ips_at) {
+        free(P->ips_at);
+        P->ips_at = pf_xcalloc(P->n_stack_at, sizeof *P->ips_at);
+        for (size_t id = 0; id < P->n_stack_at; id++)
+            if (P->stack_at[id])
+                P->ips_at[id] = stack_ips(P, P->stack_at[id]);
+        return;
+    }
+    P->ips_at = pf_xrealloc(P->ips_at, P->n_stack_at * sizeof *P->ips_at);
+    memset(P->ips_at + had, 0, (P->n_stack_at - had) * sizeof *P->ips_at);
+    for (size_t i = 0; i < n_stacks; i++)
+        P->ips_at[stack_ids[i]] = stack_ips(P, P->stack_at[stack_ids[i]]);
 }
 
 /* argv (n bytes, NUL separated) joined by spaces, without argv[0] (the interpreter). */

@@ -8,14 +8,16 @@ import shutil
 
 from .common import Skip, once, per_version, prog, run
 
-# (program and arguments, run options, followed to the end: the follower must not give up on it)
+# (program and arguments, run options, followed to the end: True, the follower must not give up on it; a
+# string, it may give up for that reason only; False, it must give up; None, either way)
 PROGRAMS = (
     (("follow_steps.py",), (), True),
     (("follow_steps.py", "20"), ("--native",), True),
     (("leak_end.py", "leak", "python"), (), True),
     (("copies_not_redundant.py", "python"), (), True),
     (("waste_untouched.py",), (), True),
-    (("shell_scripts.py",), (), True),         # processes started, none of them Python: followed still
+    # processes started: followed still, unless one is Python (ctypes' find_library before 3.10 runs one)
+    (("shell_scripts.py",), (), "children's profiles"),
     (("threads_and_fork.py",), (), False),     # threads and a forked child: the loader's
 )
 NUMPY = ((("copies_not_redundant.py", "numpy"), (), None), (("waste_untouched.py", "numpy"), (), None))
@@ -51,7 +53,9 @@ def case_report_followed_identical(c):
     for i, (args, opts, followed) in enumerate(programs):
         path = os.path.join(c.tmp, f"{i}.pfp")
         how = run_followed(c, path, args, opts)
-        if followed is not None:
+        if isinstance(followed, str):
+            assert how in ("followed", followed), (args, opts, how)
+        elif followed is not None:
             assert (how == "followed") == followed, (args, opts, how)
         for fmt, ext in (("json", ".json"), ("dot", ".dot")):
             with open(path + ext, encoding="utf-8", errors="replace") as f:
