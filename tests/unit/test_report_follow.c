@@ -3,6 +3,7 @@
  * pf_model_load gives of the whole file (its JSON byte for byte); a chunk is read only once the next one is
  * claimed; and a second thread's chunk makes the follower give up. */
 #include "test_report_writer.h"
+#include "test_report_render.h"
 
 #include <errno.h>
 
@@ -48,16 +49,6 @@ static void append(FILE *f, const unsigned char *from, size_t n)
     assert_int_equal(fflush(f), 0);
 }
 
-static char *json_of(pf_model_t *m)
-{
-    char *text = NULL;
-    size_t len = 0;
-    FILE *out = open_memstream(&text, &len);
-    assert_int_equal(pf_render_json(m, out), 0);
-    fclose(out);
-    return text;
-}
-
 static void test_followed_in_steps_is_the_load(void **state)
 {
     (void)state;
@@ -67,7 +58,7 @@ static void test_followed_in_steps_is_the_load(void **state)
     size_t size = b.size;
     const char *full = b_save(&b, "full.pflow", 0);
     pf_model_t *want = load_ok(full);
-    char *want_json = json_of(want);
+    char *want_json = render_json(want);
     pf_model_free(want);
 
     char path[256];
@@ -98,7 +89,7 @@ static void test_followed_in_steps_is_the_load(void **state)
     fclose(f);
     pf_model_t *got = NULL;
     assert_int_equal(pf_follow_finish(F, &got), 0);
-    char *got_json = json_of(got);
+    char *got_json = render_json(got);
     if (strcmp(got_json, want_json) != 0)
         fail_msg("followed in steps, the model differs from the load's:\n%.600s\n---\n%.600s", got_json, want_json);
     free(got_json);
