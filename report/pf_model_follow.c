@@ -29,6 +29,7 @@
 
 #define FOLLOW_BATCH 4096
 #define FOLLOW_IDLE_NS 2000000L     /* a look at the file every 2 ms when it had nothing new */
+#define FOLLOW_MEMORY_EVERY_NS 100000000ull     /* a look at the machine's free memory every 100 ms */
 
 struct pf_follow {
     loader_t L;
@@ -40,6 +41,8 @@ struct pf_follow {
     pf_load_opts_t opts;
     uint64_t next_chunk;    /* offset of the first chunk not walked */
     uint32_t tid;           /* the one thread whose chunks these are */
+    uint64_t memory_seen_ns;    /* when the machine's free memory was last looked at */
+    uint64_t min_available;     /* the least MemAvailable it follows with (bytes; 0 until known) */
     uint32_t *new_stacks, *new_natives;         /* the ids of the stacks the walk brought since the index */
     size_t n_new_stacks, cap_new_stacks, n_new_natives, cap_new_natives;
     pf_stack_index_t index;
@@ -110,6 +113,37 @@ static int open_profile(pf_follow_t *F)
     pf_events_follow_begin(L, &F->it);
     F->opened = 1;
     return 1;
+}
+
+/* 1 when the machine runs short of memory: what /proc/meminfo says is available is below min_available,
+ * an eighth of the machine's memory (PYFLOW_REPORT_FOLLOW_MIN_AVAILABLE bytes where set: tests). The
+ * follower's model then lets the program have it back, and the report waits for the program to end, as
+ * before: built after the program, the model never shared the machine's memory with it. */
+static int memory_short(pf_follow_t *F)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    if (F->memory_seen_ns && now - F->memory_seen_ns < FOLLOW_MEMORY_EVERY_NS)
+        return 0;
+    F->memory_seen_ns = now;
+    FILE *f = fopen("/proc/meminfo", "re");
+    if (!f)
+        return 0;
+    unsigned long long total = 0, available = 0, kb;
+    char key[64];
+    while (fscanf(f, "%63s %llu kB\n", key, &kb) == 2) {
+        if (!strcmp(key, "MemTotal:"))
+            total = kb << 10;
+        else if (!strcmp(key, "MemAvailable:"))
+            available = kb << 10;
+    }
+    fclose(f);
+    if (!F->min_available) {
+        const char *env = getenv("PYFLOW_REPORT_FOLLOW_MIN_AVAILABLE");
+        F->min_available = env && *env ? strtoull(env, NULL, 10) : total / 8;
+    }
+    return total && available && available < F->min_available;
 }
 
 /* The stacks' index let go, to be built again with those the walk brought (pf_loader_index_stacks builds
@@ -187,6 +221,8 @@ static int step(pf_follow_t *F)
     }
     if (F->it.broken)
         give_up(F, "events out of order");
+    else if (!F->final && memory_short(F))
+        give_up(F, "memory is short");
     return 1;
 }
 

@@ -80,3 +80,20 @@ def case_report_follow_off(c):
         assert cp.returncode == 0, (cmd, cp.stderr[-2000:])
         said = [ln for ln in cp.stderr.splitlines() if ln.startswith("pyflow: report ")]
         assert said == (["pyflow: report followed"] if followed else []), (cmd[:3], said)
+
+
+@once
+def case_report_follow_memory_short(c):
+    """Where the machine runs short of memory (here: less available than PYFLOW_REPORT_FOLLOW_MIN_AVAILABLE)
+    the follower lets its model go while the program runs, and the report at exit is loaded after it: the
+    same report."""
+    path = os.path.join(c.tmp, "short.pfp")
+    env = {**os.environ, "PYFLOW_REPORT_FOLLOW": "1", "PYFLOW_REPORT_FOLLOW_SAY": "1",
+           "PYFLOW_REPORT_FOLLOW_MIN_AVAILABLE": str(1 << 60)}
+    cp = run([c.pyflow, "run", "--python", c.python, "--exact", "--json", path + ".json", "-o", path,
+              prog("follow_steps.py")], env=env, timeout=240)
+    assert cp.returncode == 0, cp.stderr[-2000:]
+    said = [ln for ln in cp.stderr.splitlines() if ln.startswith("pyflow: report ")]
+    assert said == ["pyflow: report memory is short"], said
+    with open(path + ".json", encoding="utf-8", errors="replace") as f:
+        assert f.read() == rendered(c, path, "json"), "the JSON at exit differs"
