@@ -69,6 +69,8 @@ def case_report_follow_off(c):
     report at exit is then loaded after the run, as always. On two CPUs it follows."""
     if not shutil.which("taskset"):
         raise Skip("no taskset")
+    if len(os.sched_getaffinity(0)) < 2 or not {0, 1} <= os.sched_getaffinity(0):
+        raise Skip("CPUs 0 and 1 are not both this process's")
     path = os.path.join(c.tmp, "off.pfp")
     base = [c.pyflow, "run", "--python", c.python, "--exact", "-o", path, prog("leak_end.py"), "leak", "python"]
     say = {**os.environ, "PYFLOW_REPORT_FOLLOW_SAY": "1"}
