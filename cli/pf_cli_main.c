@@ -205,11 +205,16 @@ static int make_workdir(pf_workdir_t *wd, const pf_out_t *saved)
  * the launcher (pf_follow_start), where the program leaves a CPU to it: the report then has only the
  * profile's last chunks to read. PYFLOW_REPORT_FOLLOW=0 in pyflow's environment loads the profile after
  * the run, as without --exact (comparisons, tests); =1 follows on one CPU too. */
+/* 1 when `pyflow run` renders anything at exit (else the profile is all that was asked for). */
+static int report_wanted(const pf_outputs_t *out)
+{
+    return out->text || out->json.wanted || out->dot.wanted || out->html.wanted;
+}
+
 static pf_follow_t *follow_profile(const pf_run_opts_t *o, const pf_outputs_t *out, const char *profile)
 {
     const char *env = getenv("PYFLOW_REPORT_FOLLOW");
-    int wanted = out->text || out->json.wanted || out->dot.wanted || out->html.wanted;
-    if (!o->exact || !wanted || (env && strcmp(env, "0") == 0))
+    if (!o->exact || !report_wanted(out) || (env && strcmp(env, "0") == 0))
         return NULL;
     cpu_set_t set;
     if (!(env && strcmp(env, "1") == 0) && sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) < 2)
@@ -320,7 +325,7 @@ static int cmd_run(int argc, char **argv)
         out.topts = &topts;
         /* --no-report and no other rendering: the profile is all that was asked for, and loading a big one
          * costs seconds and about twice its size in memory */
-        int wanted = out.text || out.json.wanted || out.dot.wanted || out.html.wanted;
+        int wanted = report_wanted(&out);
         if (wanted && strcmp(followed, wd.profile) == 0) {
             out.follow = follow;    /* the profile is the one it followed (not a copy the launcher made) */
             follow = NULL;

@@ -148,9 +148,13 @@ int pf_cli_render_set(const char *const *profiles, size_t n_profiles, pf_outputs
     lo.merge_children = 1;
     pf_follow_t *follow = o->follow;
     o->follow = NULL;
+    if (follow && n_profiles != 1) {    /* it followed one profile: not this set */
+        pf_follow_free(follow);
+        follow = NULL;
+    }
     /* several profiles, or a directory of them (pyflow env's), load as one job; a profile followed while
      * its program ran is read to its end, unless the follower gave up on it */
-    int loaded = follow && n_profiles == 1 && pf_follow_finish(follow, &model) == 0 ? 0
+    int loaded = follow && pf_follow_finish(follow, &model) == 0 ? 0
                  : n_profiles > 1 || is_directory(profiles[0])
                      ? pf_model_load_set(profiles, n_profiles, &lo, &model, err, sizeof err)
                      : pf_model_load(profiles[0], &lo, &model, err, sizeof err);

@@ -132,7 +132,7 @@ static int memory_short(pf_follow_t *F)
         return 0;
     unsigned long long total = 0, available = 0, kb;
     char key[64];
-    while (fscanf(f, "%63s %llu kB\n", key, &kb) == 2) {
+    while ((!total || !available) && fscanf(f, "%63s %llu kB\n", key, &kb) == 2) {
         if (!strcmp(key, "MemTotal:"))
             total = kb << 10;
         else if (!strcmp(key, "MemAvailable:"))
