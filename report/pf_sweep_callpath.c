@@ -62,7 +62,9 @@ int32_t pf_sweep_stack_node(sweeper_t *S, uint32_t proc, const pf_rec_pyframe_t 
             o++;
         }
     W->proc = proc;
-    for (; o < n && k < PF_MAX_PY_FRAMES && nf < PF_MAX_PY_FRAMES; o++) {
+    /* o bounded too: frames that add no step (a comprehension on its caller's line) leave k and nf behind,
+     * and a corrupt STACK may claim more frames than the runtime ever captures */
+    for (; o < n && o < PF_MAX_PY_FRAMES && k < PF_MAX_PY_FRAMES && nf < PF_MAX_PY_FRAMES; o++) {
         W->frames[o] = frames[n - 1 - o];
         walk_frame(S, proc, &frames[n - 1 - o], W, &k, &nf);
         W->k_after[o] = (uint8_t)k;
