@@ -8,6 +8,7 @@
 #include "pf_loader_int.h"
 #include "pf_report_int.h"
 #include "pf_sweep_int.h"
+#include "pf_workers_int.h"
 
 /* The index of the first range whose key is above key. */
 static size_t range_upper(const pf_ranges_t *r, uint64_t key)
@@ -114,8 +115,21 @@ static int cmp_proc_end(const void *x, const void *y)
     return (a->t > b->t) - (a->t < b->t);
 }
 
-/* The processes that end before the root does, and the images replaced by an exec (the root's too), by when
- * (a sentinel at UINT64_MAX ends the list). */
+/* 1 when process i is known to have ended at its last event: its interpreter shut down, or it called _exit
+ * (its file says so), or it went quiet before the root did. A child that outlives the program and then
+ * ends (multiprocessing's forkserver and resource tracker end a few milliseconds after it) gives its memory
+ * back as one that ends before it does; only one killed after the root ended, or still running when the
+ * report was made, keeps what it held as live at exit. */
+static int process_ended(const sweeper_t *S, size_t i, uint64_t root_end)
+{
+    const pf_process_t *p = &S->m->procs[i];
+    if (p->root)
+        return 0;
+    return S->L->procs[i].last_t < root_end || p->end_kind == PF_END_SHUTDOWN || p->end_kind == PF_END_EXIT;
+}
+
+/* The processes that end (process_ended), and the images replaced by an exec (the root's too), by when (a
+ * sentinel at UINT64_MAX ends the list). */
 proc_end_t *pf_sweep_process_ends(const sweeper_t *S)
 {
     const pf_model_t *m = S->m;
@@ -126,7 +140,7 @@ proc_end_t *pf_sweep_process_ends(const sweeper_t *S)
         if (m->procs[i].root && S->L->procs[i].last_t > root_end)
             root_end = S->L->procs[i].last_t;
     for (size_t i = 0; i < m->n_procs; i++)
-        if (pf_report_process_replaced(m, i) || (!m->procs[i].root && S->L->procs[i].last_t < root_end))
+        if (pf_report_process_replaced(m, i) || process_ended(S, i, root_end))
             ends[n++] = (proc_end_t){S->L->procs[i].last_t, (uint32_t)i};
     qsort(ends, n, sizeof *ends, cmp_proc_end);
     ends[n] = (proc_end_t){UINT64_MAX, 0};

@@ -845,6 +845,33 @@ void pf_model_sweep(loader_t *L)
     pf_sweep_end(R);
 }
 
+typedef struct tail_end {
+    sweeper_t *S;
+    uint32_t proc;
+    uint64_t t;
+} tail_end_t;
+
+static void tail_end_one(void *arg, uint64_t key, pf_live_slot_t *slot)
+{
+    tail_end_t *a = arg;
+    if (release_object(a->S, a->proc, key, slot->idx, a->t, 1))
+        pf_live_del_at(&a->S->live, slot);
+}
+
+/* The processes that ended at the last event or after it (a child that outlived the program: its own last
+ * event was the run's), which the loop never reached: released as the loop releases the others. No event
+ * follows, so their objects' indices are not handed out again, and the map may be the one the merge thread
+ * handed over. */
+static void end_after_events(sweeper_t *S, const proc_end_t *e)
+{
+    for (; e->t != UINT64_MAX; e++) {
+        tail_end_t a = {S, e->proc, e->t};
+        pf_peak_advance(&S->peak, e->t);
+        pf_live_each_of_process(&S->live, e->proc, &S->proc_objs[e->proc], tail_end_one, &a);
+        pf_peak_after_event(&S->peak, &S->m->total.peak_est);
+    }
+}
+
 void pf_sweep_end(pf_sweep_run_t *R)
 {
     sweeper_t S = R->S;     /* the sweep's last steps, as they were written with a sweeper of their own */
@@ -852,6 +879,7 @@ void pf_sweep_end(pf_sweep_run_t *R)
     pf_model_t *m = L->m;
     double peak = R->peak, gpu_peak = R->gpu_peak;
     proc_end_t *ends = R->ends;
+    const proc_end_t *next_end = R->next_end;
     free(R);
     S.t_end = L->t_last;
     if (m->has_exit && (uint64_t)(m->elapsed_s * 1e9) > S.t_end)
@@ -861,6 +889,7 @@ void pf_sweep_end(pf_sweep_run_t *R)
         pf_live_ahead_finish(S.ahead, &S.live);
         S.ahead = NULL;
     }
+    end_after_events(&S, next_end);
     free(ends);
     m->total.peak_bytes = peak > 0 ? peak : 0;
     pf_sweep_copies_finish(m);

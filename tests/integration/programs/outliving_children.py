@@ -1,0 +1,18 @@
+"""Children that outlive the program, as multiprocessing's forkserver and resource tracker do: one that ends
+a moment after it (argument: how long it sleeps first, then allocates again), started with Popen and never
+waited for; and a forked child that execs twice (three images of one pid, in the order they ran)."""
+import os
+import subprocess
+import sys
+
+late = sys.argv[1] if len(sys.argv) > 1 else "0.3"
+kept = bytearray(3_000_000)                                          # the program's own, live at exit
+subprocess.Popen([sys.executable, "-c", "import time; x = bytearray(5_000_000); time.sleep(" + late + "); "
+                  "y = bytearray(2_000_000)"])                       # outlives the program
+pid = os.fork()
+if pid == 0:
+    first = bytearray(4_000_000)
+    inner = "import os, sys; z = bytearray(1_000_000); os.execv(sys.executable, [sys.executable, '-c', 'w = 1'])"
+    os.execv(sys.executable, [sys.executable, "-c", inner])
+os.waitpid(pid, 0)
+print("started")
