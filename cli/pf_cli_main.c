@@ -224,6 +224,42 @@ static pf_follow_t *follow_profile(const pf_run_opts_t *o, const pf_outputs_t *o
     return pf_follow_start(profile, &lo);
 }
 
+/* Processes the program started that outlive it (multiprocessing's forkserver and resource tracker end a few
+ * milliseconds after it) are waited for this long, so that the report reads their finished files. */
+#define PF_CHILDREN_GRACE_MS 1000u
+#define PF_RUNNING_NAMED 8
+
+static unsigned children_grace_ms(void)
+{
+    const char *v = getenv("PYFLOW_CHILDREN_GRACE_MS");     /* tests */
+    char *end;
+    unsigned long ms = v && *v ? strtoul(v, &end, 10) : PF_CHILDREN_GRACE_MS;
+    return v && *v && (*end || ms > 600000) ? PF_CHILDREN_GRACE_MS : (unsigned)ms;
+}
+
+/* Those still running after the wait: the report has what they recorded until then. */
+static void note_running(pf_notes_t *notes, const long *pids, size_t n)
+{
+    char line[256];
+    for (size_t i = 0; i < n && i < PF_RUNNING_NAMED; i++) {
+        char comm[32] = "?", path[64];
+        snprintf(path, sizeof path, "/proc/%ld/comm", pids[i]);
+        FILE *f = fopen(path, "re");
+        if (f) {
+            if (fgets(comm, sizeof comm, f))
+                comm[strcspn(comm, "\n")] = '\0';
+            fclose(f);
+        }
+        snprintf(line, sizeof line, "child process %ld (%s): still running %.1f s after the program ended; the "
+                 "report has what it recorded until then", pids[i], comm, children_grace_ms() / 1000.0);
+        pf_notes_add(notes, line);
+    }
+    if (n > PF_RUNNING_NAMED) {
+        snprintf(line, sizeof line, "... and %zu more child processes still running", n - PF_RUNNING_NAMED);
+        pf_notes_add(notes, line);
+    }
+}
+
 static int cmd_run(int argc, char **argv)
 {
     if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
@@ -290,8 +326,12 @@ static int cmd_run(int argc, char **argv)
     pf_follow_t *follow = follow_profile(&o, &out, wd.profile);
     int launched = pf_launch_run(&o, &py, libdir, wd.profile, &st);
     unsetenv(PF_ENV_RUN_ID);
+    long running[PF_RUNNING_NAMED];
+    size_t n_running = launched == 0 ? pf_workdir_wait_children(&wd, children_grace_ms(), running,
+                                                                PF_RUNNING_NAMED) : 0;
     pf_notes_t notes;
     pf_notes_collect(notes_fd, &notes);
+    note_running(&notes, running, n_running);
     if (launched != 0) {
         pf_follow_free(follow);
         pf_notes_print(&notes, stderr);

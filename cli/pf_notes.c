@@ -30,7 +30,7 @@ int pf_notes_open(unsigned long long run_id)
     return s;
 }
 
-static void add_line(pf_notes_t *out, const char *text)
+void pf_notes_add(pf_notes_t *out, const char *text)
 {
     char **grown = realloc(out->lines, (out->n + 1) * sizeof *grown);
     char *copy = strdup(text);
@@ -74,11 +74,11 @@ void pf_notes_collect(int fd, pf_notes_t *out)
         if (uid != (unsigned)getuid())
             snprintf(who, sizeof who, ", user id %u", uid);
         snprintf(line, sizeof line, "child process %u (%s%s): %s", pid, comm, who, msg + text);
-        add_line(out, line);
+        pf_notes_add(out, line);
     }
     if (more) {
         snprintf(line, sizeof line, "... and %u more messages from child processes", more);
-        add_line(out, line);
+        pf_notes_add(out, line);
     }
     close(fd);
 }

@@ -21,6 +21,9 @@ int pf_notes_open(unsigned long long run_id);
  * and closes the socket (fd -1: none). */
 void pf_notes_collect(int fd, pf_notes_t *out);
 
+/* Adds a line of the launcher's own (out of memory: dropped). */
+void pf_notes_add(pf_notes_t *out, const char *text);
+
 /* Each line, after "pyflow: ". */
 void pf_notes_print(const pf_notes_t *notes, FILE *out);
 

@@ -4,11 +4,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PF_ROOT_NAME "profile.pflow"
@@ -80,6 +83,7 @@ static size_t each_child(pf_workdir_t *w, void (*fn)(pf_workdir_t *, const char 
             close(fd);
         return 0;
     }
+    rewinddir(d);   /* a dup shares its offset with w->fd: where the last listing ended */
     size_t n = 0;
     struct dirent *de;
     while ((de = readdir(d))) {
@@ -92,6 +96,72 @@ static size_t each_child(pf_workdir_t *w, void (*fn)(pf_workdir_t *, const char 
     }
     closedir(d);
     return n;
+}
+
+/* 1 while process pid runs (a zombie has ended: its parent has not reaped it yet). */
+static int process_running(long pid)
+{
+    if (kill((pid_t)pid, 0) != 0 && errno != EPERM)
+        return 0;
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno != ENOENT;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 1;
+    buf[n] = '\0';
+    const char *state = strrchr(buf, ')');      /* the command name may hold spaces and parentheses */
+    return !state || (state[1] != ' ' || (state[2] != 'Z' && state[2] != 'X'));
+}
+
+typedef struct running {
+    long *pids;
+    size_t max, n;
+} running_t;
+
+static void note_running(long pid, running_t *r)
+{
+    for (size_t i = 0; i < r->n && i < r->max; i++)
+        if (r->pids[i] == pid)
+            return;     /* its files: one per image it exec'd */
+    if (process_running(pid)) {
+        if (r->n < r->max)
+            r->pids[r->n] = pid;
+        r->n++;
+    }
+}
+
+static void running_child(pf_workdir_t *w, const char *name, long pid, void *arg)
+{
+    (void)w, (void)name;
+    note_running(pid, arg);
+}
+
+static size_t children_running(pf_workdir_t *w, long *pids, size_t max)
+{
+    running_t r = {pids, max, 0};
+    pf_workdir_hold_new(w);     /* children created just now: held before they could be removed */
+    each_child(w, running_child, &r);
+    for (int i = 0; i < w->n_held; i++)
+        note_running(child_pid(w->held[i].name), &r);
+    return r.n;
+}
+
+size_t pf_workdir_wait_children(pf_workdir_t *w, unsigned grace_ms, long *running, size_t max)
+{
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (unsigned nap_us = 1000;; nap_us = nap_us < 16000 ? nap_us * 2 : nap_us) {
+        size_t n = children_running(w, running, max);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        int64_t waited_ns = (int64_t)(now.tv_sec - start.tv_sec) * 1000000000 + (now.tv_nsec - start.tv_nsec);
+        if (n == 0 || waited_ns >= (int64_t)grace_ms * 1000000)
+            return n;
+        usleep(nap_us);
+    }
 }
 
 /* Moves without replacing: renameat2's RENAME_NOREPLACE, or link + unlink where the file system lacks it. */
@@ -123,9 +193,11 @@ static void publish_child(pf_workdir_t *w, const char *name, long pid, void *arg
     pf_out_t *out = arg;
     char to[600];
     user_mode(w, name);
+    /* its own name's tail first (.<pid>, or .<pid>.<n> for an image the process exec'd into): named in the
+     * order the directory lists them, two images of one pid traded names, and their order in the report */
     for (int n = 0; n < 1000; n++) {
         if (n == 0)
-            snprintf(to, sizeof to, "%s.%ld", out->name, pid);
+            snprintf(to, sizeof to, "%s%s", out->name, name + strlen(PF_ROOT_NAME));
         else
             snprintf(to, sizeof to, "%s.%ld.%d", out->name, pid, n);
         if (move_noreplace(w->fd, name, out->dirfd, to) == 0)

@@ -286,3 +286,46 @@ def case_shell_scripts_read(c):
     cp = run([c.pyflow, "run", "--no-report", "--python", c.python, script], timeout=60)
     assert plain.returncode == cp.returncode == 0, (plain.returncode, cp.returncode, cp.stderr[-800:])
     assert cp.stdout == plain.stdout and "ldconfig_like [] 0 wrapper" in cp.stdout, (cp.stdout, plain.stdout)
+
+
+@per_version
+def case_children_outliving(c):
+    """Children that outlive the program (as multiprocessing's forkserver and resource tracker do): pyflow
+    waits for them, so the report at exit has what they recorded to their end and is the one a later `pyflow
+    report` of the saved profile gives; a child that ended gives its memory back (the program's live at exit
+    is the root's own). The images of a pid that exec'd twice keep their order in the saved files. The twin:
+    a child still running after the wait is named, and the report has what it recorded until then."""
+    script = prog("outliving_children.py")
+    saved, at_exit = os.path.join(c.tmp, "kept.pflow"), os.path.join(c.tmp, "at_exit.json")
+    cp = run([c.pyflow, "run", "--exact", "--python", c.python, "-o", saved, "--json", at_exit, script, "0.3"],
+             env={**os.environ, "PYFLOW_CHILDREN_GRACE_MS": "30000"})
+    assert cp.returncode == 0 and cp.stdout == "started\n", (cp.stdout, cp.stderr[-1500:])
+    assert "still running" not in cp.stderr, cp.stderr[-1500:]
+    later = run([c.pyflow, "report", "--format", "json", saved])
+    assert later.returncode == 0, later.stderr
+    with open(at_exit) as f:
+        d = json.load(f)
+    assert d == json.loads(later.stdout), "the report at exit differs from a later report of the saved profile"
+    root = [p for p in d["processes"] if p["root"]][0]
+    assert d["totals"]["leaked_bytes"] == root["leaked_bytes"], (d["totals"]["leaked_bytes"], d["processes"])
+    popen = row(d, "outliving_children.py", line_of(script, "subprocess.Popen"))
+    # its interpreter, x (5 MB) and y (2 MB), allocated after the program ended
+    assert popen["started_processes"] == 1 and popen["started_bytes"] >= 7_000_000, popen
+    chains = [p["pid"] for p in d["processes"] if p["argv"] == "-c w = 1"]
+    assert len(chains) == 1, d["processes"]
+    pid = chains[0]
+    images = [p for p in d["processes"] if p["pid"] == pid]
+    assert [p["replaced_by_exec"] for p in images] == [True, True, False], images
+    assert script in images[0]["argv"] and images[0]["alloc_bytes"] >= 4_000_000, images
+    assert "-c import os" in images[1]["argv"], images
+    for name in (f"kept.pflow.{pid}", f"kept.pflow.{pid}.1", f"kept.pflow.{pid}.2"):
+        assert os.path.exists(os.path.join(c.tmp, name)), sorted(os.listdir(c.tmp))
+
+    # the twin: the child sleeps 4 s, the wait is 0.2 s
+    cp, d = c.profile(script, "4", extra=("--exact",), env={"PYFLOW_CHILDREN_GRACE_MS": "200"})
+    assert cp.returncode == 0 and cp.stdout == "started\n", (cp.stdout, cp.stderr[-1500:])
+    assert re.search(r"child process \d+ \(python[^)]*\): still running 0\.2 s after the program ended", cp.stderr), \
+        cp.stderr[-1500:]
+    early = row(d, "outliving_children.py", line_of(script, "subprocess.Popen"))
+    # y and the child's shutdown are not in it
+    assert 2_000_000 <= popen["started_bytes"] - early["started_bytes"] < 3_000_000, (popen, early)
