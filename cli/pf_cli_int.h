@@ -106,12 +106,15 @@ char **pf_launch_argv(const pf_run_opts_t *o, const pf_python_t *py);
 int pf_launch_run(const pf_run_opts_t *o, const pf_python_t *py, const char *libdir, const char *profile,
                   pf_child_status_t *st);
 
-/* Appends the launcher's chunk with a PF_REC_EXIT record, the children's messages (PF_REC_NOTE; notes NULL:
+/* Appends the launcher's chunk with a PF_REC_EXIT record, the children still running (PF_REC_RUNNING: the n
+ * pids of running; running NULL: not known, no record), the children's messages (PF_REC_NOTE; notes NULL:
  * none) and the whole argv (PF_REC_ARGV; NULL: none), to the profile the runtime wrote (fd: the launcher's
  * own descriptor of it, never reopened by name). Returns 0, 1 when the profile is empty (nothing to append
  * to), or -errno. */
+#define PF_RUNNING_MAX 1024u    /* more still running: no PF_REC_RUNNING (the reader guesses, as before it) */
 struct pf_notes;
-int pf_trailer_append(int fd, const pf_child_status_t *st, char *const *argv, const struct pf_notes *notes);
+int pf_trailer_append(int fd, const pf_child_status_t *st, const long *running, size_t n_running,
+                      char *const *argv, const struct pf_notes *notes);
 
 /* pf_cli_render.c: one rendering's destination: stdout ("-") or a file written through pf_out. */
 typedef struct pf_target {

@@ -326,9 +326,9 @@ static int cmd_run(int argc, char **argv)
     pf_follow_t *follow = follow_profile(&o, &out, wd.profile);
     int launched = pf_launch_run(&o, &py, libdir, wd.profile, &st);
     unsetenv(PF_ENV_RUN_ID);
-    long running[PF_RUNNING_NAMED];
+    long running[PF_RUNNING_MAX];
     size_t n_running = launched == 0 ? pf_workdir_wait_children(&wd, children_grace_ms(), running,
-                                                                PF_RUNNING_NAMED) : 0;
+                                                                PF_RUNNING_MAX) : 0;
     pf_notes_t notes;
     pf_notes_collect(notes_fd, &notes);
     note_running(&notes, running, n_running);
@@ -352,7 +352,7 @@ static int cmd_run(int argc, char **argv)
         return finish_like(&st);
     }
     char **argv_run = pf_launch_argv(&o, &py);
-    int appended = pf_trailer_append(wd.profile_fd, &st, argv_run, &notes), keep = 0, notes_shown = 0;
+    int appended = pf_trailer_append(wd.profile_fd, &st, running, n_running, argv_run, &notes), keep = 0, notes_shown = 0;
     free(argv_run);
     if (appended < 0)
         fprintf(stderr, "pyflow: could not finish the profile (%s): the report may miss the exit status\n",

@@ -10,7 +10,8 @@
 #include "pf_format.h"
 #include "pf_notes.h"
 
-int pf_trailer_append(int fd, const pf_child_status_t *st, char *const *argv, const pf_notes_t *notes)
+int pf_trailer_append(int fd, const pf_child_status_t *st, const long *running, size_t n_running,
+                      char *const *argv, const pf_notes_t *notes)
 {
     struct stat sb;
     if (fstat(fd, &sb) != 0)
@@ -29,9 +30,19 @@ int pf_trailer_append(int fd, const pf_child_status_t *st, char *const *argv, co
     pf_rec_exit_t x = {st->elapsed_ns, st->code, st->signaled ? PF_EXIT_SIGNALED : 0};
     memcpy(chunk + PF_CHUNK_HEADER_BYTES + sizeof rh, &x, sizeof x);
     memcpy(chunk + PF_CHUNK_HEADER_BYTES, &rh, sizeof rh);
+    size_t at_argv = PF_CHUNK_HEADER_BYTES + rh.bytes;
+    if (running && n_running <= PF_RUNNING_MAX) {
+        pf_rec_header_t nh = {PF_REC_RUNNING, (uint16_t)n_running,
+                              (uint32_t)((sizeof nh + n_running * sizeof(uint32_t) + 7) & ~(size_t)7)};
+        for (size_t i = 0; i < n_running; i++) {
+            uint32_t pid = (uint32_t)running[i];
+            memcpy(chunk + at_argv + sizeof nh + i * sizeof pid, &pid, sizeof pid);
+        }
+        memcpy(chunk + at_argv, &nh, sizeof nh);
+        at_argv += nh.bytes;
+    }
     /* the children's messages (at most ~21 of 600 bytes: pf_notes.c), then the whole argv: the header has
      * room for 3 KiB of it; here up to the rest of the chunk */
-    size_t at_argv = PF_CHUNK_HEADER_BYTES + rh.bytes;
     for (size_t i = 0; notes && i < notes->n; i++) {
         size_t len = strlen(notes->lines[i]) + 1, bytes = (sizeof rh + len + 7) & ~(size_t)7;
         if (at_argv + bytes + sizeof rh > PF_CHUNK_BYTES / 2)

@@ -144,6 +144,10 @@ typedef enum pf_rec_type {
                                    STACK records with PF_STACK_NATIVE_BY_ID refer to (pf_rec_native_stack_t) */
     PF_REC_PACKED = 25,     /* many ALLOC_SHORT and FREE events of one thread, each delta-encoded against the one
                                before it, 5 to 12 bytes each (core/pf_packed.h); header bytes = valid length */
+    PF_REC_RUNNING = 26,    /* written by the launcher in its trailer, after it waited for the program's Python
+                               children that outlived it: the pids of those still running then (aux: how many;
+                               payload: uint32 each). Every other child had ended. Readers that do not know it
+                               skip it: no version change */
     PF_REC_TYPE_MAX
 } pf_rec_type_t;
 

@@ -199,6 +199,14 @@ static int on_record(void *ctx, const pf_record_t *r)
             m->notes[m->n_notes++] = pf_xstrndup(r->payload, strnlen(r->payload, r->payload_bytes));
         }
         return 0;
+    case PF_REC_RUNNING:
+        if (L->cur == 0 && !m->running_known) {
+            m->running_known = 1;
+            m->n_running = r->aux;
+            m->running = pf_xmalloc((r->aux + 1) * sizeof *m->running);
+            memcpy(m->running, r->payload, r->aux * sizeof *m->running);
+        }
+        return 0;
     case PF_REC_EXIT: {
         const pf_rec_exit_t *x = r->payload;
         if (L->cur == 0) {
@@ -729,6 +737,7 @@ void pf_model_free(pf_model_t *m)
     for (size_t i = 0; i < m->n_notes; i++)
         free(m->notes[i]);
     free(m->notes);
+    free(m->running);
     if (m->string_index)
         pf_map_free(m->string_index);
     free(m->string_index);

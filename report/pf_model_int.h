@@ -296,6 +296,9 @@ struct pf_model {
     size_t argc;
     char **notes;               /* messages from child processes the launcher kept (PF_REC_NOTE) */
     size_t n_notes;
+    uint32_t *running;          /* the children still running when the launcher wrote its trailer (PF_REC_RUNNING) */
+    size_t n_running;
+    int running_known;          /* the trailer said which: every other child had ended */
     uint64_t records, dropped;  /* records read; records the runtime could not write (file full or unwritable) */
     uint64_t unresolved_stacks; /* ALLOC/COPY records whose interned stack the file lacks: attributed without it */
     pf_sampling_step_t *sampling_steps; /* the root process's, in time order, factors increasing */

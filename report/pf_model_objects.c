@@ -115,16 +115,24 @@ static int cmp_proc_end(const void *x, const void *y)
     return (a->t > b->t) - (a->t < b->t);
 }
 
-/* 1 when process i is known to have ended at its last event: its interpreter shut down, or it called _exit
- * (its file says so), or it went quiet before the root did. A child that outlives the program and then
- * ends (multiprocessing's forkserver and resource tracker end a few milliseconds after it) gives its memory
- * back as one that ends before it does; only one killed after the root ended, or still running when the
- * report was made, keeps what it held as live at exit. */
+/* 1 when process i ended at its last event. The launcher's trailer says which children were still running
+ * when it had waited for them (PF_REC_RUNNING): every other one had ended. Without it (a profile of
+ * `pyflow env`, or one whose launcher was killed), a child ended when its file says so (its interpreter shut
+ * down, or it called _exit) or when it went quiet before the root did. A child that outlives the program
+ * and then ends (multiprocessing's forkserver and resource tracker end a few milliseconds after it) gives its
+ * memory back as one that ends before it does; only one still running keeps what it held as live at exit. */
 static int process_ended(const sweeper_t *S, size_t i, uint64_t root_end)
 {
-    const pf_process_t *p = &S->m->procs[i];
+    const pf_model_t *m = S->m;
+    const pf_process_t *p = &m->procs[i];
     if (p->root)
         return 0;
+    if (m->running_known) {
+        for (size_t k = 0; k < m->n_running; k++)
+            if (m->running[k] == p->pid)
+                return 0;
+        return 1;
+    }
     return S->L->procs[i].last_t < root_end || p->end_kind == PF_END_SHUTDOWN || p->end_kind == PF_END_EXIT;
 }
 

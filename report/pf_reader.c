@@ -285,6 +285,8 @@ static const char *check_payload(pf_record_t *r, int skim)
     }
     case PF_REC_EXIT:
         return n < sizeof(pf_rec_exit_t) ? "exit record too short" : NULL;
+    case PF_REC_RUNNING:
+        return n < (uint64_t)r->aux * sizeof(uint32_t) ? "running-children record shorter than its count" : NULL;
     case PF_REC_COPY: {
         if (n < sizeof(pf_rec_copy_t))
             return "copy record shorter than its fixed part";

@@ -199,19 +199,22 @@ static void test_reused_address_releases_the_unseen_block(void **state)
     pf_model_free(m);
 }
 
-/* A child starts 2 s after the root: its frees before its own finalization mark count, those after do
- * not, and its events land 2 s into the root's timeline. */
-static void test_child_finalization_on_root_clock(void **state)
+/* A child starts 2 s after the root and outlives it: its frees before its own finalization mark count, those
+ * after do not, and its events land 2 s into the root's timeline. While it runs (the launcher's trailer lists
+ * it), what it holds is live at exit; once it ended (no trailer: its file says it shut down), it gave that
+ * back, and only the process table keeps it. */
+static pf_model_t *child_outliving_root(int listed_running)
 {
-    (void)state;
     builder_t b;
     b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, 10);
     ((pf_file_header_t *)b.buf)->start_mono_ns = 1000000000ull;
     b_chunk(&b, 10);
     b_code(&b, 1, "/p/main.py", "<module>", 1);
-    uint32_t c = 1;
+    uint32_t c = 1, running = 11;
     b_alloc(&b, 1000, 0x1000, 64, 64, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &c);
     b_free(&b, 2000, 0x1000);
+    if (listed_running)
+        b_rec(&b, PF_REC_RUNNING, 1, &running, sizeof running);
     b_save(&b, "clock.pflow", 0);
     b_init(&b, PF_HDR_EXACT, 11);
     ((pf_file_header_t *)b.buf)->start_mono_ns = 3000000000ull;
@@ -228,15 +231,26 @@ static void test_child_finalization_on_root_clock(void **state)
     char path[256];
     snprintf(path, sizeof path, "%s/clock.pflow", tmpdir);
     pf_model_t *m = load_ok(path);
-    const pf_line_t *w = find_line(m, "/p/worker.py", 5);
-    assert_int_equal((int)w->s.leaked_bytes, 50);
-    assert_int_equal((int)m->total.leaked_bytes, 50);
     assert_int_equal((int)m->total.peak_bytes, 1050);
     assert_true(m->peak_ns >= 2000000000ull);   /* the child's peak, on the root's clock */
     assert_int_equal((int)m->n_procs, 2);
     assert_int_equal(m->procs[1].pid, 11);
     assert_int_equal(m->procs[1].ppid, 10);
     assert_false(m->procs[1].root);
+    assert_int_equal((int)m->procs[1].live, 50);
+    return m;
+}
+
+static void test_child_finalization_on_root_clock(void **state)
+{
+    (void)state;
+    pf_model_t *m = child_outliving_root(1);
+    assert_int_equal((int)find_line(m, "/p/worker.py", 5)->s.leaked_bytes, 50);
+    assert_int_equal((int)m->total.leaked_bytes, 50);
+    pf_model_free(m);
+    m = child_outliving_root(0);
+    assert_int_equal((int)find_line(m, "/p/worker.py", 5)->s.leaked_bytes, 0);
+    assert_int_equal((int)m->total.leaked_bytes, 0);
     pf_model_free(m);
 }
 

@@ -294,7 +294,8 @@ def case_children_outliving(c):
     waits for them, so the report at exit has what they recorded to their end and is the one a later `pyflow
     report` of the saved profile gives; a child that ended gives its memory back (the program's live at exit
     is the root's own). The images of a pid that exec'd twice keep their order in the saved files. The twin:
-    a child still running after the wait is named, and the report has what it recorded until then."""
+    a child still running after the wait is named, the report has what it recorded until then, and what it
+    holds counts as live at exit (the trailer lists it)."""
     script = prog("outliving_children.py")
     saved, at_exit = os.path.join(c.tmp, "kept.pflow"), os.path.join(c.tmp, "at_exit.json")
     cp = run([c.pyflow, "run", "--exact", "--python", c.python, "-o", saved, "--json", at_exit, script, "0.3"],
@@ -320,6 +321,22 @@ def case_children_outliving(c):
     assert "-c import os" in images[1]["argv"], images
     for name in (f"kept.pflow.{pid}", f"kept.pflow.{pid}.1", f"kept.pflow.{pid}.2"):
         assert os.path.exists(os.path.join(c.tmp, name)), sorted(os.listdir(c.tmp))
+    # without the launcher's trailer (its last chunk, writer 0), as `pyflow env` leaves a profile: a child
+    # whose file says it shut down still gave its memory back
+    bare = os.path.join(c.tmp, "bare")
+    os.makedirs(bare)
+    for name in os.listdir(c.tmp):
+        if name.startswith("kept.pflow"):
+            shutil.copy(os.path.join(c.tmp, name), bare)
+    with open(os.path.join(bare, "kept.pflow"), "r+b") as f:
+        size = f.seek(0, 2)
+        f.seek(size - 65536)
+        assert f.read(8)[4:8] == b"\0\0\0\0", "the last chunk is not the launcher's"
+        f.truncate(size - 65536)
+    cp = run([c.pyflow, "report", "--format", "json", os.path.join(bare, "kept.pflow")])
+    assert cp.returncode == 0, cp.stderr
+    b = json.loads(cp.stdout)
+    assert b["totals"]["leaked_bytes"] == b["processes"][0]["leaked_bytes"] == root["leaked_bytes"], b["totals"]
 
     # the twin: the child sleeps 4 s, the wait is 0.2 s
     cp, d = c.profile(script, "4", extra=("--exact",), env={"PYFLOW_CHILDREN_GRACE_MS": "200"})
@@ -329,3 +346,6 @@ def case_children_outliving(c):
     early = row(d, "outliving_children.py", line_of(script, "subprocess.Popen"))
     # y and the child's shutdown are not in it
     assert 2_000_000 <= popen["started_bytes"] - early["started_bytes"] < 3_000_000, (popen, early)
+    # what it holds (x, 5 MB) is live at exit with the program's own: it never gave it back
+    root = [p for p in d["processes"] if p["root"]][0]
+    assert d["totals"]["leaked_bytes"] >= root["leaked_bytes"] + 5_000_000, (d["totals"], d["processes"])
