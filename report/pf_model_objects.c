@@ -127,12 +127,8 @@ static int process_ended(const sweeper_t *S, size_t i, uint64_t root_end)
     const pf_process_t *p = &m->procs[i];
     if (p->root)
         return 0;
-    if (m->running_known) {
-        for (size_t k = 0; k < m->n_running; k++)
-            if (m->running[k] == p->pid)
-                return 0;
-        return 1;
-    }
+    if (m->running_known)
+        return !pf_report_process_running(m, i);
     return S->L->procs[i].last_t < root_end || p->end_kind == PF_END_SHUTDOWN || p->end_kind == PF_END_EXIT;
 }
 

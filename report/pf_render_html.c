@@ -185,7 +185,7 @@ static void processes(FILE *f, const pf_model_t *m)
         pf_html_num_cell(f, p->alloc_bytes);
         pf_html_num_cell(f, p->peak_bytes);
         pf_html_num_cell(f, p->live);
-        fputs(pf_report_process_replaced(m, i) ? "<td class=\"src\">(before exec) " : "<td class=\"src\">", f);
+        fprintf(f, "<td class=\"src\">%s", pf_report_process_tag(m, i));
         pf_html_esc(f, p->argv);
         fputs("</td></tr>\n", f);
     }

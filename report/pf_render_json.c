@@ -639,6 +639,8 @@ int pf_render_json(const pf_model_t *m, FILE *out)
         pf_json_bool(&j, p->root);
         pf_json_key(&j, "replaced_by_exec");
         pf_json_bool(&j, pf_report_process_replaced(m, i));
+        pf_json_key(&j, "still_running");
+        pf_json_bool(&j, pf_report_process_running(m, i));
         pf_json_key(&j, "argv");
         pf_json_string(&j, p->argv);
         pf_json_key(&j, "python");

@@ -606,7 +606,7 @@ static void processes(out_t *o, const pf_model_t *m)
         /* a process that exec'd keeps its pid: its first image's row says so */
         pf_text_line(o, "%-8u %-8s %9s %9s %9s  %s%s", p->pid, p->root ? "(root)" : parent,
                      pf_text_human(p->alloc_bytes, a), pf_text_human(p->peak_bytes, b), pf_text_human(p->live, c),
-                     pf_report_process_replaced(m, i) ? "(before exec) " : "", p->argv);
+                     pf_report_process_tag(m, i), p->argv);
     }
     if (via)
         pf_text_line(o, "* through a shell or another launcher that process ran");

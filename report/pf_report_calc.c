@@ -455,6 +455,21 @@ int pf_report_process_replaced(const pf_model_t *m, size_t i)
     return 0;
 }
 
+int pf_report_process_running(const pf_model_t *m, size_t i)
+{
+    if (!m->running_known || m->procs[i].root || pf_report_process_replaced(m, i))
+        return 0;
+    for (size_t k = 0; k < m->n_running; k++)
+        if (m->running[k] == m->procs[i].pid)
+            return 1;
+    return 0;
+}
+
+const char *pf_report_process_tag(const pf_model_t *m, size_t i)
+{
+    return pf_report_process_replaced(m, i) ? "(before exec) " : pf_report_process_running(m, i) ? "(still running) " : "";
+}
+
 int pf_report_process_shown(const pf_model_t *m, size_t i)
 {
     return m->procs[i].alloc_bytes >= 0.5 || !pf_report_process_replaced(m, i);

@@ -115,6 +115,13 @@ size_t pf_report_needed_copies(const pf_model_t *m, const pf_flow_t **top, size_
  * (subprocess, multiprocessing's spawn) leaves two images of one process. */
 int pf_report_process_replaced(const pf_model_t *m, size_t i);
 
+/* 1 when process image i (a child, its last image) was still running when the launcher wrote its trailer
+ * (PF_REC_RUNNING): the report has what it recorded until then. */
+int pf_report_process_running(const pf_model_t *m, size_t i);
+
+/* What the process tables put before image i's command: "(before exec) ", "(still running) " or "". */
+const char *pf_report_process_tag(const pf_model_t *m, size_t i);
+
 /* 0 for a forked child that only exec'd: two images of one pid, the first of which allocated nothing, are
  * one row in the process tables. */
 int pf_report_process_shown(const pf_model_t *m, size_t i);

@@ -307,6 +307,7 @@ def case_children_outliving(c):
     with open(at_exit) as f:
         d = json.load(f)
     assert d == json.loads(later.stdout), "the report at exit differs from a later report of the saved profile"
+    assert not [p for p in d["processes"] if p["still_running"]], d["processes"]
     root = [p for p in d["processes"] if p["root"]][0]
     assert d["totals"]["leaked_bytes"] == root["leaked_bytes"], (d["totals"]["leaked_bytes"], d["processes"])
     popen = row(d, "outliving_children.py", line_of(script, "subprocess.Popen"))
@@ -349,3 +350,6 @@ def case_children_outliving(c):
     # what it holds (x, 5 MB) is live at exit with the program's own: it never gave it back
     root = [p for p in d["processes"] if p["root"]][0]
     assert d["totals"]["leaked_bytes"] >= root["leaked_bytes"] + 5_000_000, (d["totals"], d["processes"])
+    running = [p for p in d["processes"] if p["still_running"]]
+    assert len(running) == 1 and "time.sleep(4)" in running[0]["argv"], d["processes"]
+    assert re.search(r"\n%d +\d+ .*\(still running\) -c import time" % running[0]["pid"], cp.stderr), cp.stderr[-1500:]
