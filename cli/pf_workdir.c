@@ -99,7 +99,7 @@ static size_t each_child(pf_workdir_t *w, void (*fn)(pf_workdir_t *, const char 
 }
 
 /* 1 while process pid runs (a zombie has ended: its parent has not reaped it yet). */
-static int process_running(long pid)
+static int process_alive(long pid)
 {
     if (kill((pid_t)pid, 0) != 0 && errno != EPERM)
         return 0;
@@ -117,17 +117,42 @@ static int process_running(long pid)
     return !state || (state[1] != ' ' || (state[2] != 'Z' && state[2] != 'X'));
 }
 
+/* 1 while the process writing this run's profile `name` runs: pid is alive and maps that file (a process
+ * keeps its profile's header mapped while it runs). So a pid the system has given to another process since,
+ * and an image that exec'd away (its file no longer mapped), do not count. Where its maps cannot be read
+ * (a child that became another user), alive is enough. */
+static int writer_running(const pf_workdir_t *w, long pid, const char *name)
+{
+    if (!process_alive(pid))
+        return 0;
+    char path[64], want[400];
+    snprintf(path, sizeof path, "/proc/%ld/maps", pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return 1;
+    int n = snprintf(want, sizeof want, "/%s/%s", w->name, name), found = 0;
+    char *line = NULL;
+    size_t cap = 0;
+    while (!found && getline(&line, &cap, f) > 0) {
+        const char *at = strstr(line, want);   /* the path ends the line, " (deleted)" after it if removed */
+        found = at && (at[n] == '\n' || at[n] == ' ' || at[n] == '\0');
+    }
+    free(line);
+    fclose(f);
+    return found;
+}
+
 typedef struct running {
     long *pids;
     size_t max, n;
 } running_t;
 
-static void note_running(long pid, running_t *r)
+static void note_running(const pf_workdir_t *w, long pid, const char *name, running_t *r)
 {
     for (size_t i = 0; i < r->n && i < r->max; i++)
         if (r->pids[i] == pid)
             return;     /* its files: one per image it exec'd */
-    if (process_running(pid)) {
+    if (writer_running(w, pid, name)) {
         if (r->n < r->max)
             r->pids[r->n] = pid;
         r->n++;
@@ -136,8 +161,7 @@ static void note_running(long pid, running_t *r)
 
 static void running_child(pf_workdir_t *w, const char *name, long pid, void *arg)
 {
-    (void)w, (void)name;
-    note_running(pid, arg);
+    note_running(w, pid, name, arg);
 }
 
 static size_t children_running(pf_workdir_t *w, long *pids, size_t max)
@@ -146,7 +170,7 @@ static size_t children_running(pf_workdir_t *w, long *pids, size_t max)
     pf_workdir_hold_new(w);     /* children created just now: held before they could be removed */
     each_child(w, running_child, &r);
     for (int i = 0; i < w->n_held; i++)
-        note_running(child_pid(w->held[i].name), &r);
+        note_running(w, child_pid(w->held[i].name), w->held[i].name, &r);
     return r.n;
 }
 

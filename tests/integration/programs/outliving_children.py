@@ -1,6 +1,7 @@
 """Children that outlive the program, as multiprocessing's forkserver and resource tracker do: one that ends
 a moment after it (argument: how long it sleeps first, then allocates again), started with Popen and never
-waited for; and a forked child that execs twice (three images of one pid, in the order they ran)."""
+waited for; a forked child that execs twice (three images of one pid, in the order they ran); and one that
+execs a program that is not Python and outlives the program too (its pid runs on, its Python image ended)."""
 import os
 import subprocess
 import sys
@@ -15,4 +16,6 @@ if pid == 0:
     inner = "import os, sys; z = bytearray(1_000_000); os.execv(sys.executable, [sys.executable, '-c', 'w = 1'])"
     os.execv(sys.executable, [sys.executable, "-c", inner])
 os.waitpid(pid, 0)
+if os.fork() == 0:
+    os.execvp("sleep", ["sleep", str(float(late) + 1)])          # not Python: not waited for
 print("started")
