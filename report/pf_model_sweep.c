@@ -480,14 +480,16 @@ static int release_object(sweeper_t *S, uint32_t proc, uint64_t k, uint32_t idx,
 }
 
 /* release_object for the object in slot (key k) of the sweep's own map, taken out of it when its life ended
- * (its index free again: free_objs has room). */
+ * (its index free again: free_objs has room). After the events, on the map the merge thread handed over,
+ * indices are not handed out again (there is no free_objs). */
 void pf_sweep_release(sweeper_t *S, uint32_t proc, uint64_t k, pf_live_slot_t *slot, uint64_t t, int ended)
 {
     const uint32_t idx = slot->idx;
     if (!release_object(S, proc, k, idx, t, ended))
         return;
     pf_live_del_at(&S->live, slot);
-    S->free_objs[S->n_free_objs++] = idx;
+    if (S->free_objs)
+        S->free_objs[S->n_free_objs++] = idx;
     if (pf_sweep_wants_range(&S->objs[idx]))
         pf_sweep_range_del(S, k);
 }
@@ -845,29 +847,14 @@ void pf_model_sweep(loader_t *L)
     pf_sweep_end(R);
 }
 
-typedef struct tail_end {
-    sweeper_t *S;
-    uint32_t proc;
-    uint64_t t;
-} tail_end_t;
-
-static void tail_end_one(void *arg, uint64_t key, pf_live_slot_t *slot)
-{
-    tail_end_t *a = arg;
-    if (release_object(a->S, a->proc, key, slot->idx, a->t, 1))
-        pf_live_del_at(&a->S->live, slot);
-}
-
 /* The processes that ended at the last event or after it (a child that outlived the program: its own last
- * event was the run's), which the loop never reached: released as the loop releases the others. No event
- * follows, so their objects' indices are not handed out again, and the map may be the one the merge thread
- * handed over. */
+ * event was the run's), which the loop never reached: released as the loop releases the others, from the
+ * map the sweep holds now (its own, or the one the merge thread handed over). */
 static void end_after_events(sweeper_t *S, const proc_end_t *e)
 {
     for (; e->t != UINT64_MAX; e++) {
-        tail_end_t a = {S, e->proc, e->t};
         pf_peak_advance(&S->peak, e->t);
-        pf_live_each_of_process(&S->live, e->proc, &S->proc_objs[e->proc], tail_end_one, &a);
+        pf_sweep_end_process(S, e->proc, e->t);
         pf_peak_after_event(&S->peak, &S->m->total.peak_est);
     }
 }

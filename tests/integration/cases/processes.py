@@ -339,6 +339,12 @@ def case_children_outliving(c):
     b = json.loads(cp.stdout)
     assert b["totals"]["leaked_bytes"] == b["processes"][0]["leaked_bytes"] == root["leaked_bytes"], b["totals"]
 
+    # sampled, the sweep keeps its own map of live objects (exact: the merge thread's): the same rule
+    cp, d = c.profile(script, "0.3", env={"PYFLOW_CHILDREN_GRACE_MS": "30000"})
+    assert cp.returncode == 0, cp.stderr[-1500:]
+    root = [p for p in d["processes"] if p["root"]][0]
+    assert d["totals"]["leaked_bytes"] == root["leaked_bytes"], (d["totals"]["leaked_bytes"], d["processes"])
+
     # the twin: the child sleeps 4 s, the wait is 0.2 s
     cp, d = c.profile(script, "4", extra=("--exact",), env={"PYFLOW_CHILDREN_GRACE_MS": "200"})
     assert cp.returncode == 0 and cp.stdout == "started\n", (cp.stdout, cp.stderr[-1500:])
