@@ -225,8 +225,11 @@ static pf_follow_t *follow_profile(const pf_run_opts_t *o, const pf_outputs_t *o
 }
 
 /* Processes the program started that outlive it (multiprocessing's forkserver and resource tracker end a few
- * milliseconds after it) are waited for this long, so that the report reads their finished files. */
+ * milliseconds after it; a child importing torch takes seconds) are waited for while they work, until they
+ * have used no CPU for this long, and at most PF_CHILDREN_MOST_MS: the report then reads their finished
+ * files. A server the program leaves running idle costs the run this long. */
 #define PF_CHILDREN_GRACE_MS 1000u
+#define PF_CHILDREN_MOST_MS 30000u
 #define PF_RUNNING_NAMED 8
 
 static unsigned children_grace_ms(void)
@@ -250,8 +253,8 @@ static void note_running(pf_notes_t *notes, const long *pids, size_t n)
                 comm[strcspn(comm, "\n")] = '\0';
             fclose(f);
         }
-        snprintf(line, sizeof line, "child process %ld (%s): still running %.1f s after the program ended; the "
-                 "report has what it recorded until then", pids[i], comm, children_grace_ms() / 1000.0);
+        snprintf(line, sizeof line, "child process %ld (%s): still running when the report was made (it outlived "
+                 "the program); the report has what it recorded until then", pids[i], comm);
         pf_notes_add(notes, line);
     }
     if (n > PF_RUNNING_NAMED) {
@@ -327,8 +330,9 @@ static int cmd_run(int argc, char **argv)
     int launched = pf_launch_run(&o, &py, libdir, wd.profile, &st);
     unsetenv(PF_ENV_RUN_ID);
     long running[PF_RUNNING_MAX];
-    size_t n_running = launched == 0 ? pf_workdir_wait_children(&wd, children_grace_ms(), running,
-                                                                PF_RUNNING_MAX) : 0;
+    unsigned grace = children_grace_ms();
+    size_t n_running = launched == 0 ? pf_workdir_wait_children(&wd, grace, grace > PF_CHILDREN_MOST_MS ? grace :
+                                                                PF_CHILDREN_MOST_MS, running, PF_RUNNING_MAX) : 0;
     pf_notes_t notes;
     pf_notes_collect(notes_fd, &notes);
     note_running(&notes, running, n_running);

@@ -98,12 +98,13 @@ static size_t each_child(pf_workdir_t *w, void (*fn)(pf_workdir_t *, const char 
     return n;
 }
 
-/* 1 while process pid runs (a zombie has ended: its parent has not reaped it yet). */
-static int process_alive(long pid)
+/* 1 while process pid runs (a zombie has ended: its parent has not reaped it yet); adds the CPU time it
+ * has used (clock ticks) to *cpu. */
+static int process_alive(long pid, uint64_t *cpu)
 {
     if (kill((pid_t)pid, 0) != 0 && errno != EPERM)
         return 0;
-    char path[64], buf[512];
+    char path[64], buf[1024];
     snprintf(path, sizeof path, "/proc/%ld/stat", pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -114,16 +115,22 @@ static int process_alive(long pid)
         return 1;
     buf[n] = '\0';
     const char *state = strrchr(buf, ')');      /* the command name may hold spaces and parentheses */
-    return !state || (state[1] != ' ' || (state[2] != 'Z' && state[2] != 'X'));
+    if (!state || state[1] != ' ')
+        return 1;
+    char st = 0;
+    unsigned long user = 0, sys = 0;            /* fields 14 and 15; the state is field 3 */
+    if (sscanf(state + 2, "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &st, &user, &sys) == 3)
+        *cpu += user + sys;
+    return st != 'Z' && st != 'X';
 }
 
 /* 1 while the process writing this run's profile `name` runs: pid is alive and maps that file (a process
  * keeps its profile's header mapped while it runs). So a pid the system has given to another process since,
  * and an image that exec'd away (its file no longer mapped), do not count. Where its maps cannot be read
  * (a child that became another user), alive is enough. */
-static int writer_running(const pf_workdir_t *w, long pid, const char *name)
+static int writer_running(const pf_workdir_t *w, long pid, const char *name, uint64_t *cpu)
 {
-    if (!process_alive(pid))
+    if (!process_alive(pid, cpu))
         return 0;
     char path[64], want[400];
     snprintf(path, sizeof path, "/proc/%ld/maps", pid);
@@ -145,6 +152,7 @@ static int writer_running(const pf_workdir_t *w, long pid, const char *name)
 typedef struct running {
     long *pids;
     size_t max, n;
+    uint64_t cpu;       /* the CPU time they have used, in clock ticks */
 } running_t;
 
 static void note_running(const pf_workdir_t *w, long pid, const char *name, running_t *r)
@@ -152,7 +160,7 @@ static void note_running(const pf_workdir_t *w, long pid, const char *name, runn
     for (size_t i = 0; i < r->n && i < r->max; i++)
         if (r->pids[i] == pid)
             return;     /* its files: one per image it exec'd */
-    if (writer_running(w, pid, name)) {
+    if (writer_running(w, pid, name, &r->cpu)) {
         if (r->n < r->max)
             r->pids[r->n] = pid;
         r->n++;
@@ -164,26 +172,48 @@ static void running_child(pf_workdir_t *w, const char *name, long pid, void *arg
     note_running(w, pid, name, arg);
 }
 
-static size_t children_running(pf_workdir_t *w, long *pids, size_t max)
+static size_t children_running(pf_workdir_t *w, long *pids, size_t max, uint64_t *cpu)
 {
-    running_t r = {pids, max, 0};
+    running_t r = {pids, max, 0, 0};
     pf_workdir_hold_new(w);     /* children created just now: held before they could be removed */
     each_child(w, running_child, &r);
     for (int i = 0; i < w->n_held; i++)
         note_running(w, child_pid(w->held[i].name), w->held[i].name, &r);
+    *cpu = r.cpu;
     return r.n;
 }
 
-size_t pf_workdir_wait_children(pf_workdir_t *w, unsigned grace_ms, long *running, size_t max)
+static int64_t ms_since(const struct timespec *then)
 {
-    struct timespec start, now;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)(now.tv_sec - then->tv_sec) * 1000 + (now.tv_nsec - then->tv_nsec) / 1000000;
+}
+
+size_t pf_workdir_wait_children(pf_workdir_t *w, unsigned grace_ms, unsigned most_ms, long *running, size_t max)
+{
+    struct timespec start, active;
     clock_gettime(CLOCK_MONOTONIC, &start);
+    active = start;
+    uint64_t cpu_then = 0;
+    int said = 0;
     for (unsigned nap_us = 1000;; nap_us = nap_us < 16000 ? nap_us * 2 : nap_us) {
-        size_t n = children_running(w, running, max);
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        int64_t waited_ns = (int64_t)(now.tv_sec - start.tv_sec) * 1000000000 + (now.tv_nsec - start.tv_nsec);
-        if (n == 0 || waited_ns >= (int64_t)grace_ms * 1000000)
+        uint64_t cpu;
+        size_t n = children_running(w, running, max, &cpu);
+        if (n == 0)
+            return 0;
+        if (cpu != cpu_then) {      /* one of them ran (or one ended): they are at work */
+            cpu_then = cpu;
+            clock_gettime(CLOCK_MONOTONIC, &active);
+        }
+        int64_t waited = ms_since(&start);
+        if (ms_since(&active) >= grace_ms || waited >= most_ms)
             return n;
+        if (!said && waited >= PF_CHILDREN_SAY_MS) {
+            said = 1;
+            fprintf(stderr, "pyflow: the program ended; waiting for %zu child process%s still at work (at most %.0f "
+                    "s more)\n", n, n == 1 ? "" : "es", (most_ms - (double)waited) / 1000);
+        }
         usleep(nap_us);
     }
 }

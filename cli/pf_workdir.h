@@ -35,10 +35,13 @@ int pf_workdir_make(pf_workdir_t *w, int parentfd, const char *parent_path, cons
 int pf_workdir_watch(pf_workdir_t *w);
 void pf_workdir_hold_new(void *w);
 
-/* After the program's main process ended: waits, up to grace_ms, for the processes whose profiles are here
- * (and those held) to end too, so that the report is made from finished files. Fills running (room for max)
- * with those still running then and returns how many there were. */
-size_t pf_workdir_wait_children(pf_workdir_t *w, unsigned grace_ms, long *running, size_t max);
+/* After the program's main process ended: waits for the processes whose profiles are here (and those held)
+ * to end too, so that the report is made from finished files. It waits while they are at work (one of them
+ * used CPU time in the last grace_ms), at most most_ms, and says so on stderr once the wait passes
+ * PF_CHILDREN_SAY_MS. Fills running (room for max) with those still running then and returns how many there
+ * were. */
+#define PF_CHILDREN_SAY_MS 2000
+size_t pf_workdir_wait_children(pf_workdir_t *w, unsigned grace_ms, unsigned most_ms, long *running, size_t max);
 
 /* Moves the run's profiles to the -o output: PROFILE.<pid> files to OUT.<pid> (OUT.<pid>.<n> when that
  * name is taken: no file is replaced), then the root over OUT in one rename. An output that is a device or
