@@ -192,30 +192,42 @@ static int64_t ms_since(const struct timespec *then)
 
 size_t pf_workdir_wait_children(pf_workdir_t *w, unsigned grace_ms, unsigned most_ms, long *running, size_t max)
 {
-    struct timespec start, active;
+    struct timespec start, active, nap;
     clock_gettime(CLOCK_MONOTONIC, &start);
     active = start;
     uint64_t cpu_then = 0;
     int said = 0;
-    for (unsigned nap_us = 1000;; nap_us = nap_us < 16000 ? nap_us * 2 : nap_us) {
+    sigset_t interrupt, old;    /* Ctrl-C ends the wait: the report is made at once */
+    sigemptyset(&interrupt);
+    sigaddset(&interrupt, SIGINT);
+    sigprocmask(SIG_BLOCK, &interrupt, &old);
+    size_t n;
+    for (long nap_us = 1000;; nap_us = nap_us < 16000 ? nap_us * 2 : nap_us) {
         uint64_t cpu;
-        size_t n = children_running(w, running, max, &cpu);
+        n = children_running(w, running, max, &cpu);
         if (n == 0)
-            return 0;
+            break;
         if (cpu != cpu_then) {      /* one of them ran (or one ended): they are at work */
             cpu_then = cpu;
             clock_gettime(CLOCK_MONOTONIC, &active);
         }
         int64_t waited = ms_since(&start);
         if (ms_since(&active) >= grace_ms || waited >= most_ms)
-            return n;
+            break;
         if (!said && waited >= PF_CHILDREN_SAY_MS) {
             said = 1;
             fprintf(stderr, "pyflow: the program ended; waiting for %zu child process%s still at work (at most %.0f "
-                    "s more)\n", n, n == 1 ? "" : "es", (most_ms - (double)waited) / 1000);
+                    "s more; Ctrl-C: report now)\n", n, n == 1 ? "" : "es", (most_ms - (double)waited) / 1000);
         }
-        usleep(nap_us);
+        nap = (struct timespec){0, nap_us * 1000};
+        if (sigtimedwait(&interrupt, NULL, &nap) == SIGINT)
+            break;
     }
+    struct timespec zero = {0, 0};
+    while (sigtimedwait(&interrupt, NULL, &zero) == SIGINT) {
+    }   /* one that came as the wait ended asked for the report too */
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    return n;
 }
 
 /* Moves without replacing: renameat2's RENAME_NOREPLACE, or link + unlink where the file system lacks it. */

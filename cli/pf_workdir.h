@@ -37,8 +37,8 @@ void pf_workdir_hold_new(void *w);
 
 /* After the program's main process ended: waits for the processes whose profiles are here (and those held)
  * to end too, so that the report is made from finished files. It waits while they are at work (one of them
- * used CPU time in the last grace_ms), at most most_ms, and says so on stderr once the wait passes
- * PF_CHILDREN_SAY_MS. Fills running (room for max) with those still running then and returns how many there
+ * used CPU time in the last grace_ms), at most most_ms, or until SIGINT (Ctrl-C), and says so on stderr
+ * once the wait passes PF_CHILDREN_SAY_MS. Fills running (room for max) with those still running then and returns how many there
  * were. */
 #define PF_CHILDREN_SAY_MS 2000
 size_t pf_workdir_wait_children(pf_workdir_t *w, unsigned grace_ms, unsigned most_ms, long *running, size_t max);

@@ -367,3 +367,38 @@ def case_children_outliving(c):
     running = [p for p in d["processes"] if p["still_running"]]
     assert len(running) == 1 and "time.sleep(4)" in running[0]["argv"], d["processes"]
     assert re.search(r"\n%d +\d+ .*\(still running\) -c import time" % running[0]["pid"], cp.stderr), cp.stderr[-1500:]
+
+
+@once
+def case_children_wait_interrupted(c):
+    """Ctrl-C while pyflow waits for a child still at work after the program ended: the wait ends, the
+    report is made at once (the child named as still running), and pyflow exits with the program's status."""
+    import signal
+    import subprocess
+    import time
+    out, said = os.path.join(c.tmp, "o.json"), os.path.join(c.tmp, "stderr.txt")
+    with open(said, "w") as err, open(os.path.join(c.tmp, "stdout.txt"), "w") as std:
+        # files, not pipes: the busy child holds them open as long as it runs
+        p = subprocess.Popen([c.pyflow, "run", "--python", c.python, "--json", out, prog("outliving_children.py"),
+                              "busy60"], stdout=std, stderr=err)
+    deadline = time.monotonic() + 60
+    while "Ctrl-C: report now" not in open(said).read():
+        assert p.poll() is None and time.monotonic() < deadline, open(said).read()[-1500:]
+        time.sleep(0.05)
+    p.send_signal(signal.SIGINT)
+    try:
+        p.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise AssertionError("pyflow went on waiting after Ctrl-C")
+    finally:
+        running = []
+        if os.path.exists(out):
+            with open(out) as f:
+                d = json.load(f)
+            running = [q for q in d["processes"] if q["still_running"]]
+            for q in running:
+                os.kill(q["pid"], signal.SIGKILL)
+    text = open(said).read()
+    assert p.returncode == 0 and open(os.path.join(c.tmp, "stdout.txt")).read() == "started\n", (p.returncode, text[-1500:])
+    assert len(running) == 1 and "still running when the report was made" in text, (d["processes"], text[-1500:])
