@@ -323,7 +323,8 @@ def case_children_outliving(c):
     for name in (f"kept.pflow.{pid}", f"kept.pflow.{pid}.1", f"kept.pflow.{pid}.2"):
         assert os.path.exists(os.path.join(c.tmp, name)), sorted(os.listdir(c.tmp))
     # without the launcher's trailer (its last chunk, writer 0), as `pyflow env` leaves a profile: a child
-    # whose file says it shut down still gave its memory back
+    # whose file says it shut down still gave its memory back (the one that exec'd sleep says nothing: if its
+    # last event, building exec's arguments, came after the program's, its few bytes stay live)
     bare = os.path.join(c.tmp, "bare")
     os.makedirs(bare)
     for name in os.listdir(c.tmp):
@@ -337,7 +338,9 @@ def case_children_outliving(c):
     cp = run([c.pyflow, "report", "--format", "json", os.path.join(bare, "kept.pflow")])
     assert cp.returncode == 0, cp.stderr
     b = json.loads(cp.stdout)
-    assert b["totals"]["leaked_bytes"] == b["processes"][0]["leaked_bytes"] == root["leaked_bytes"], b["totals"]
+    assert b["processes"][0]["leaked_bytes"] == root["leaked_bytes"], b["processes"]
+    assert root["leaked_bytes"] <= b["totals"]["leaked_bytes"] < root["leaked_bytes"] + 1_000_000, \
+        (b["totals"]["leaked_bytes"], b["processes"])
 
     # sampled, the sweep keeps its own map of live objects (exact: the merge thread's): the same rule
     cp, d = c.profile(script, "0.3", env={"PYFLOW_CHILDREN_GRACE_MS": "30000"})
