@@ -127,8 +127,8 @@ static int process_ended(const sweeper_t *S, size_t i, uint64_t root_end)
     const pf_process_t *p = &m->procs[i];
     if (p->root)
         return 0;
-    if (m->running_known)
-        return !pf_report_process_running(m, i);
+    if (m->running_known && S->L->procs[i].file.header.run_id == S->L->procs[0].file.header.run_id)
+        return !pf_report_process_running(m, i);    /* the trailer's run: not another job's file of a set */
     return S->L->procs[i].last_t < root_end || p->end_kind == PF_END_SHUTDOWN || p->end_kind == PF_END_EXIT;
 }
 
