@@ -570,6 +570,13 @@ int pf_loader_process_opened(loader_t *L, int root, uint64_t start_ns)
         pf_file_close(&P->file);   /* another run's file under a name like ours: not this program's */
         return -ESRCH;
     }
+    if (!root && P->file.size <= PF_HEADER_BYTES) {
+        /* a child that recorded nothing: a fork that exec'd another program or ended first (subprocess
+         * forks and execs in C on 3.8 and 3.9: each `subprocess.run(["git", ...])` left a row of nothing,
+         * named after the parent's script) */
+        pf_file_close(&P->file);
+        return -ESRCH;
+    }
     pf_process_t *pr = PF_VEC_PUSH(m->procs, m->n_procs, m->cap_procs);
     pr->pid = h->pid;
     pr->ppid = h->ppid;

@@ -405,3 +405,21 @@ def case_children_wait_interrupted(c):
     text = open(said).read()
     assert p.returncode == 0 and open(os.path.join(c.tmp, "stdout.txt")).read() == "started\n", (p.returncode, text[-1500:])
     assert len(running) == 1 and "still running when the report was made" in text, (d["processes"], text[-1500:])
+
+
+@per_version
+def case_children_exec_only(c):
+    """Children that only run another program (subprocess.run of a command that is not Python: a fork and
+    exec in C on 3.8 and 3.9) record nothing: they are not rows of the process table nor counted as the
+    program's processes, named after its script. A Python child is."""
+    script = os.path.join(c.tmp, "runs.py")
+    with open(script, "w") as f:
+        f.write("import subprocess, sys\n"
+                "for i in range(5):\n"
+                "    subprocess.run(['true'], check=True)\n"
+                "subprocess.run([sys.executable, '-c', 'x = bytearray(3_000_000)'], check=True)\n")
+    cp, d = c.profile(script)
+    assert cp.returncode == 0, cp.stderr[-1500:]
+    kids = [p for p in d["processes"] if not p["root"]]
+    assert kids and all(p["argv"].startswith("-c x = bytearray") for p in kids), d["processes"]
+    assert "processes: 2 (children merged)" in cp.stderr, cp.stderr[-1500:]
