@@ -373,9 +373,13 @@ typedef enum pf_mark_kind {
     PF_MARK_PROCESS_LABEL = 6, /* value = 0; note "key=value": what a distributed engine calls this process
                                (host=, rank=, local_rank=, world_size=, worker=, ...; recorder/pf_labels.c).
                                Readers that do not know it skip it: no version change */
-    PF_MARK_EXIT = 7        /* value = status: the process called _exit/_Exit (os._exit, a fork child of
+    PF_MARK_EXIT = 7,       /* value = status: the process called _exit/_Exit (os._exit, a fork child of
                                multiprocessing) and so skipped the interpreter's shutdown. A process with
                                neither this nor PF_MARK_FINALIZING was killed or crashed */
+    PF_MARK_EXEC = 8        /* value = 0; note = the command line it is about to exec (cut at
+                               PF_SPAWN_MAX_COMMAND bytes). Its image ends there unless records come after
+                               it (the exec failed: os.execvp tries one PATH entry after another). Readers
+                               that do not know it skip it: no version change */
 } pf_mark_kind_t;
 
 /* What a tracked object held when it was freed, written just before its FREE (same thread), or at exit for

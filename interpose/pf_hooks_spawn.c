@@ -140,14 +140,30 @@ static void note_vfork_exec(pf_tls_t *t, uint32_t pid, const child_t *c)
     pf_guard_leave(t);
 }
 
-/* Before exec(path, argv, envp): a vfork child notes its start for its parent; a process about to become
- * an unprofiled Python notes that in its own file (once: os.execvp tries one PATH entry after another). */
+/* A process about to exec: says so in its file, with the command, so the report can tell the image that
+ * ended there (into a program that is not Python, whose pid runs on) from one killed. */
+static void mark_exec(pf_tls_t *t, char *const argv[])
+{
+    char command[PF_SPAWN_MAX_COMMAND + 1];
+    pf_guard_enter(t);
+    size_t n = pf_command_line(command, sizeof command, argv);
+    command[n < sizeof command ? n : sizeof command - 1] = '\0';
+    pf_enter_recording(t);
+    pf_record_mark(t, PF_MARK_EXEC, 0, command);
+    pf_guard_leave(t);
+}
+
+/* Before exec(path, argv, envp): a vfork child notes its start for its parent; a process about to exec
+ * marks that in its own file, and one about to become an unprofiled Python notes that there too (once:
+ * os.execvp tries one PATH entry after another). */
 static void note_exec(const char *path, char *const argv[], char *const envp[], int search)
 {
     static uint32_t self_noted_pid;
     pf_tls_t *t = &pf_tls;
     if (t->guard || !__atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE))
         return;
+    if ((uint32_t)syscall(SYS_getpid) == pf_cfg.pid)
+        mark_exec(t, argv);
     child_t c;
     if (judge_child(&c, path, argv, envp, search) < 0)
         return;

@@ -92,6 +92,9 @@ typedef struct proc_state {
     pcode_t *pcodes;
     size_t n_pcodes, cap_pcodes;
     uint64_t fin_ns;        /* UINT64_MAX = never finalized */
+    uint64_t exec_t;        /* its latest PF_MARK_EXEC (0: none), and its command; */
+    char *exec_command;
+    uint64_t ended_t;       /* its latest FINALIZING or EXIT mark: an exec before it failed */
     const pf_rec_watch_stats_t **watch_last;    /* each watched thread's latest WATCH_STATS record */
     size_t n_watch_last, cap_watch_last;
     spawn_t *spawns;        /* the threads and processes this process started, in file order */

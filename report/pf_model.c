@@ -167,6 +167,13 @@ static int on_record(void *ctx, const pf_record_t *r)
             t = UINT64_MAX - 1;
         if (r->aux == PF_MARK_FINALIZING && t < P->fin_ns)
             P->fin_ns = t;
+        if ((r->aux == PF_MARK_FINALIZING || r->aux == PF_MARK_EXIT) && t > P->ended_t)
+            P->ended_t = t;
+        if (r->aux == PF_MARK_EXEC && t >= P->exec_t) {
+            P->exec_t = t;
+            free(P->exec_command);
+            P->exec_command = pf_utf8_clean((const char *)(mk + 1), mk->note_len);
+        }
         if (r->aux == PF_MARK_DROPPED)
             m->dropped += mk->value;
         if (r->aux == PF_MARK_PROCESS_LABEL || r->aux == PF_MARK_EXIT)
@@ -614,7 +621,15 @@ void pf_loader_process_walked(loader_t *L, int root)
     proc_state_t *P = &L->procs[L->cur];
     pf_events_settle_process(L, L->cur);
     pf_loader_index_stacks(P);
-    pf_workers_ended(&L->m->procs[L->cur], P->fin_ns != UINT64_MAX, root && L->m->has_exit);
+    pf_process_t *pr = &L->m->procs[L->cur];
+    pf_workers_ended(pr, P->fin_ns != UINT64_MAX, root && L->m->has_exit);
+    /* its image ended in an exec: the last thing it did (an exec that failed is followed by more) */
+    if (P->exec_t && P->exec_t >= P->last_t && P->exec_t > P->ended_t && !pr->exec_command) {
+        pr->exec_command = P->exec_command;
+        P->exec_command = NULL;
+        if (pr->end_kind == PF_END_NONE)
+            pr->end_kind = PF_END_EXEC;
+    }
 }
 
 /* start_ns: the file's start on the set's common clock (pf_model_dir.c), or 0 to take its header's */
@@ -717,6 +732,7 @@ void pf_loader_free(loader_t *L)
         for (size_t k = 0; k < L->procs[i].n_pcodes; k++)
             pf_linetable_index_free(L->procs[i].pcodes[k].line_index);
         free(L->procs[i].pcodes);
+        free(L->procs[i].exec_command);
         free(L->procs[i].modules);
         free(L->procs[i].watch_last);
         pf_origin_free(&L->procs[i]);
@@ -762,6 +778,7 @@ void pf_model_free(pf_model_t *m)
     for (size_t i = 0; i < m->n_procs; i++) {
         free(m->procs[i].argv);
         free(m->procs[i].python);
+        free(m->procs[i].exec_command);
     }
     free(m->procs);
     for (size_t i = 0; i < m->n_unprofiled; i++)

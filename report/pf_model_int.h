@@ -218,6 +218,7 @@ typedef struct pf_process {
     int dask_worker;        /* it ran Dask's worker code (pf_workers_code) */
     int end_kind;           /* pf_end_kind_t */
     int32_t end_code;       /* PF_END_EXIT: the status given to _exit */
+    char *exec_command;     /* its image ended exec'ing this command (PF_MARK_EXEC), or NULL */
 } pf_process_t;
 
 /* A Python process started with an environment without pyflow's variables (subprocess's env=, os.execve):

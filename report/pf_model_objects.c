@@ -129,7 +129,8 @@ static int process_ended(const sweeper_t *S, size_t i, uint64_t root_end)
         return 0;
     if (m->running_known && S->L->procs[i].file.header.run_id == S->L->procs[0].file.header.run_id)
         return !pf_report_process_running(m, i);    /* the trailer's run: not another job's file of a set */
-    return S->L->procs[i].last_t < root_end || p->end_kind == PF_END_SHUTDOWN || p->end_kind == PF_END_EXIT;
+    return S->L->procs[i].last_t < root_end || p->end_kind == PF_END_SHUTDOWN || p->end_kind == PF_END_EXIT ||
+           p->end_kind == PF_END_EXEC;
 }
 
 /* The processes that end (process_ended), and the images replaced by an exec (the root's too), by when (a

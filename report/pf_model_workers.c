@@ -234,6 +234,9 @@ void pf_workers_ending(const pf_model_t *m, const pf_process_t *p, char *buf, si
     case PF_END_EXIT:
         snprintf(buf, size, "_exit %d", p->end_code);
         return;
+    case PF_END_EXEC:
+        snprintf(buf, size, "exec'd %s", p->exec_command);
+        return;
     default:
         snprintf(buf, size, "killed or crashed");
     }

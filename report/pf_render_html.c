@@ -185,7 +185,9 @@ static void processes(FILE *f, const pf_model_t *m)
         pf_html_num_cell(f, p->alloc_bytes);
         pf_html_num_cell(f, p->peak_bytes);
         pf_html_num_cell(f, p->live);
-        fprintf(f, "<td class=\"src\">%s", pf_report_process_tag(m, i));
+        char tag[PF_REPORT_TAG_BYTES];
+        fputs("<td class=\"src\">", f);
+        pf_html_esc(f, pf_report_process_tag(m, i, tag, sizeof tag));
         pf_html_esc(f, p->argv);
         fputs("</td></tr>\n", f);
     }

@@ -641,6 +641,11 @@ int pf_render_json(const pf_model_t *m, FILE *out)
         pf_json_bool(&j, pf_report_process_replaced(m, i));
         pf_json_key(&j, "still_running");
         pf_json_bool(&j, pf_report_process_running(m, i));
+        pf_json_key(&j, "exec_command");
+        if (p->exec_command)
+            pf_json_string(&j, p->exec_command);
+        else
+            pf_json_null(&j);
         pf_json_key(&j, "argv");
         pf_json_string(&j, p->argv);
         pf_json_key(&j, "python");

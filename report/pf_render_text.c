@@ -600,13 +600,13 @@ static void processes(out_t *o, const pf_model_t *m)
         const pf_process_t *p = &m->procs[i];
         if (!pf_report_process_shown(m, i))
             continue;
-        char parent[16];
+        char parent[16], tag[PF_REPORT_TAG_BYTES];
         snprintf(parent, sizeof parent, p->via_pid ? "%u*" : "%u", p->via_pid ? p->via_pid : p->ppid);
         via |= p->via_pid != 0 && !p->root;
         /* a process that exec'd keeps its pid: its first image's row says so */
         pf_text_line(o, "%-8u %-8s %9s %9s %9s  %s%s", p->pid, p->root ? "(root)" : parent,
                      pf_text_human(p->alloc_bytes, a), pf_text_human(p->peak_bytes, b), pf_text_human(p->live, c),
-                     pf_report_process_tag(m, i), p->argv);
+                     pf_report_process_tag(m, i, tag, sizeof tag), p->argv);
     }
     if (via)
         pf_text_line(o, "* through a shell or another launcher that process ran");

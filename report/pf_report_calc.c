@@ -465,9 +465,15 @@ int pf_report_process_running(const pf_model_t *m, size_t i)
     return 0;
 }
 
-const char *pf_report_process_tag(const pf_model_t *m, size_t i)
+const char *pf_report_process_tag(const pf_model_t *m, size_t i, char *buf, size_t size)
 {
-    return pf_report_process_replaced(m, i) ? "(before exec) " : pf_report_process_running(m, i) ? "(still running) " : "";
+    if (pf_report_process_replaced(m, i))
+        snprintf(buf, size, "(before exec) ");
+    else if (m->procs[i].exec_command)
+        snprintf(buf, size, "(exec'd %s) ", m->procs[i].exec_command);
+    else
+        snprintf(buf, size, "%s", pf_report_process_running(m, i) ? "(still running) " : "");
+    return buf;
 }
 
 int pf_report_process_shown(const pf_model_t *m, size_t i)

@@ -119,8 +119,11 @@ int pf_report_process_replaced(const pf_model_t *m, size_t i);
  * (PF_REC_RUNNING): the report has what it recorded until then. */
 int pf_report_process_running(const pf_model_t *m, size_t i);
 
-/* What the process tables put before image i's command: "(before exec) ", "(still running) " or "". */
-const char *pf_report_process_tag(const pf_model_t *m, size_t i);
+#define PF_REPORT_TAG_BYTES 160
+/* What the process tables put before image i's command, in buf: "(before exec) " (a later image of its
+ * pid is profiled), "(exec'd COMMAND) " (it became a program that is not profiled), "(still running) " or
+ * "". Returns buf. */
+const char *pf_report_process_tag(const pf_model_t *m, size_t i, char *buf, size_t size);
 
 /* 0 for a forked child that only exec'd: two images of one pid, the first of which allocated nothing, are
  * one row in the process tables. */

@@ -19,7 +19,8 @@ typedef enum pf_end_kind {
     PF_END_NONE = 0,        /* neither shutdown nor _exit: killed by a signal, crashed, or still running */
     PF_END_SHUTDOWN = 1,    /* the interpreter shut down: the script ended, sys.exit, an uncaught exception */
     PF_END_EXIT = 2,        /* _exit(end_code): os._exit, a multiprocessing fork child */
-    PF_END_LAUNCHER = 3     /* the root of pyflow run: the launcher saw its status (model's exit_code) */
+    PF_END_LAUNCHER = 3,    /* the root of pyflow run: the launcher saw its status (model's exit_code) */
+    PF_END_EXEC = 4         /* it exec'd another program (pf_process_t.exec_command) */
 } pf_end_kind_t;
 
 typedef struct pf_proc_line {

@@ -254,6 +254,46 @@ static void test_child_finalization_on_root_clock(void **state)
     pf_model_free(m);
 }
 
+/* A child that exec'd a program that is not profiled (its last record an EXEC mark), after the root ended,
+ * in a profile without the launcher's trailer: its image ended there, so what it held is given back; one
+ * whose exec failed (an allocation after the mark) is not taken for ended. */
+static pf_model_t *child_execs(int exec_fails)
+{
+    builder_t b;
+    b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, 20);
+    b_chunk(&b, 20);
+    b_code(&b, 1, "/p/main.py", "<module>", 1);
+    uint32_t c = 1;
+    b_alloc(&b, 1000, 0x1000, 64, 64, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &c);
+    b_save(&b, "execs.pflow", 0);
+    b_init(&b, PF_HDR_EXACT, 21);
+    ((pf_file_header_t *)b.buf)->ppid = 20;
+    b_chunk(&b, 21);
+    b_code(&b, 7, "/p/main.py", "<module>", 9);
+    c = 7;
+    b_alloc(&b, 2000, 0x2000, 500, 500, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &c);
+    b_mark(&b, 3000, PF_MARK_EXEC);
+    if (exec_fails)
+        b_alloc(&b, 4000, 0x3000, 100, 100, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &c);
+    b_save(&b, "execs.pflow.21", 0);
+    char path[256];
+    snprintf(path, sizeof path, "%s/execs.pflow", tmpdir);
+    return load_ok(path);
+}
+
+static void test_child_exec_ends_its_image(void **state)
+{
+    (void)state;
+    pf_model_t *m = child_execs(0);
+    assert_non_null(m->procs[1].exec_command);
+    assert_int_equal((int)m->total.leaked_bytes, 64);      /* the root's alone */
+    pf_model_free(m);
+    m = child_execs(1);
+    assert_null(m->procs[1].exec_command);
+    assert_int_equal((int)m->total.leaked_bytes, 64 + 500 + 100);
+    pf_model_free(m);
+}
+
 /* Per-line peak is the line's live bytes at the instant the whole program peaked, not its own maximum. */
 static void test_peak_share_at_the_programs_peak(void **state)
 {
@@ -837,6 +877,7 @@ int main(void)
         cmocka_unit_test(test_timeline_independent_of_end),
         cmocka_unit_test(test_reused_address_releases_the_unseen_block),
         cmocka_unit_test(test_child_finalization_on_root_clock),
+        cmocka_unit_test(test_child_exec_ends_its_image),
         cmocka_unit_test(test_peak_share_at_the_programs_peak),
         cmocka_unit_test(test_walk_skips_zero_chunks_and_stops_at_zero_headers),
         cmocka_unit_test(test_corruption_named_with_offset),

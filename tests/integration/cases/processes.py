@@ -320,6 +320,12 @@ def case_children_outliving(c):
     assert [p["replaced_by_exec"] for p in images] == [True, True, False], images
     assert script in images[0]["argv"] and images[0]["alloc_bytes"] >= 4_000_000, images
     assert "-c import os" in images[1]["argv"], images
+    # each image says what it exec'd; the child that became sleep (not profiled) is tagged with it
+    assert images[0]["exec_command"].startswith("python") and images[1]["exec_command"].endswith("-c w = 1"), images
+    assert images[2]["exec_command"] is None, images
+    slept = [p for p in d["processes"] if (p["exec_command"] or "").startswith("sleep ")]
+    assert len(slept) == 1 and not slept[0]["replaced_by_exec"], d["processes"]
+    assert re.search(r"\n%d +\d+ .*\(exec'd sleep 1\.3\) " % slept[0]["pid"], cp.stderr), cp.stderr[-2500:]
     for name in (f"kept.pflow.{pid}", f"kept.pflow.{pid}.1", f"kept.pflow.{pid}.2"):
         assert os.path.exists(os.path.join(c.tmp, name)), sorted(os.listdir(c.tmp))
     # without the launcher's trailer (its last chunk, writer 0), as `pyflow env` leaves a profile: a child
