@@ -141,7 +141,9 @@ static void note_vfork_exec(pf_tls_t *t, uint32_t pid, const child_t *c)
 }
 
 /* A process about to exec: says so in its file, with the command, so the report can tell the image that
- * ended there (into a program that is not Python, whose pid runs on) from one killed. */
+ * ended there (into a program that is not Python, whose pid runs on) from one killed. Not where this
+ * thread has recorded nothing in this file: a fork child exec'ing from C (subprocess on 3.8 and 3.9) then
+ * leaves its file with its header alone, which the report skips. */
 static void mark_exec(pf_tls_t *t, char *const argv[])
 {
     char command[PF_SPAWN_MAX_COMMAND + 1];
@@ -162,7 +164,7 @@ static void note_exec(const char *path, char *const argv[], char *const envp[], 
     pf_tls_t *t = &pf_tls;
     if (t->guard || !__atomic_load_n(&pf_cfg.enabled, __ATOMIC_ACQUIRE))
         return;
-    if ((uint32_t)syscall(SYS_getpid) == pf_cfg.pid)
+    if ((uint32_t)syscall(SYS_getpid) == pf_cfg.pid && pf_recorder_thread_has_chunk(t))
         mark_exec(t, argv);
     child_t c;
     if (judge_child(&c, path, argv, envp, search) < 0)
