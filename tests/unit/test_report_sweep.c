@@ -266,9 +266,7 @@ static pf_model_t *child_execs(int exec_fails)
     uint32_t c = 1;
     b_alloc(&b, 1000, 0x1000, 64, 64, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &c);
     b_save(&b, "execs.pflow", 0);
-    b_init(&b, PF_HDR_EXACT, 21);
-    ((pf_file_header_t *)b.buf)->ppid = 20;
-    b_chunk(&b, 21);
+    b_child(&b, 21, 20);
     b_code(&b, 7, "/p/main.py", "<module>", 9);
     c = 7;
     b_alloc(&b, 2000, 0x2000, 500, 500, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &c);
@@ -355,9 +353,7 @@ static void test_child_corrupt_midway_keeps_what_came_before(void **state)
     uint32_t l1 = 1;
     b_alloc(&b, 5, 0x1000, 100, 100, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &l1);
     b_save(&b, "midway.pflow", 0);
-    b_init(&b, PF_HDR_EXACT, 7);
-    ((pf_file_header_t *)b.buf)->ppid = 1;
-    b_chunk(&b, 7);
+    b_child(&b, 7, 1);
     b_code(&b, 1, "/s/c.py", "f", 1);
     b_alloc(&b, 6, 0x1000, 10, 10, PF_DOMAIN_MALLOC, PF_ALLOC_EXACT, 1, &l1);
     size_t bad = b.pos;

@@ -58,6 +58,14 @@ static inline void b_chunk(builder_t *b, uint32_t tid)
     b->chunk_end = b->size;
 }
 
+/* An exact child process pid of ppid, its first chunk begun (its main thread's: tid = pid). */
+static inline void b_child(builder_t *b, uint32_t pid, uint32_t ppid)
+{
+    b_init(b, PF_HDR_EXACT, pid);
+    ((pf_file_header_t *)b->buf)->ppid = ppid;
+    b_chunk(b, pid);
+}
+
 static inline void b_rec(builder_t *b, uint16_t type, uint16_t aux, const void *payload, size_t n)
 {
     uint32_t bytes = pf_align8((uint32_t)(sizeof(pf_rec_header_t) + n));
