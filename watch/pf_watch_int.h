@@ -303,6 +303,8 @@ void pf_watch_slots_close(pf_watch_thread_t *t) PF_WATCH_HIDDEN;
 /* Checks that a breakpoint on a word actually counts writes to it. Returns 0, or -errno with why[]
  * (-EOPNOTSUPP: events open but never fire, as in VMs without debug-register virtualization). */
 int pf_watch_slots_selftest(char *why, size_t n) PF_WATCH_HIDDEN;
+/* The same, calling between() after the second watched write (tests: a stray trap there). */
+int pf_watch_slots_selftest_between(char *why, size_t n, void (*between)(void)) PF_WATCH_HIDDEN;
 
 /* Global table registration (indices for a thread's slots). Returns the first index or -1. */
 int pf_watch_table_take(pf_watch_thread_t *t) PF_WATCH_HIDDEN;
