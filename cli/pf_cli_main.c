@@ -241,7 +241,7 @@ static unsigned children_grace_ms(void)
 }
 
 /* Those still running after the wait: the report has what they recorded until then. */
-static void note_running(pf_notes_t *notes, const long *pids, size_t n)
+static void note_still_running(pf_notes_t *notes, const long *pids, size_t n)
 {
     char line[256];
     for (size_t i = 0; i < n && i < PF_RUNNING_NAMED; i++) {
@@ -335,7 +335,7 @@ static int cmd_run(int argc, char **argv)
                                                                 PF_CHILDREN_MOST_MS, running, PF_RUNNING_MAX) : 0;
     pf_notes_t notes;
     pf_notes_collect(notes_fd, &notes);
-    note_running(&notes, running, n_running);
+    note_still_running(&notes, running, n_running);
     if (launched != 0) {
         pf_follow_free(follow);
         pf_notes_print(&notes, stderr);

@@ -148,8 +148,7 @@ static void mark_exec(pf_tls_t *t, char *const argv[])
 {
     char command[PF_SPAWN_MAX_COMMAND + 1];
     pf_guard_enter(t);
-    size_t n = pf_command_line(command, sizeof command, argv);
-    command[n < sizeof command ? n : sizeof command - 1] = '\0';
+    pf_command_line(command, sizeof command, argv);    /* NUL-terminated, cut to fit */
     pf_enter_recording(t);
     pf_record_mark(t, PF_MARK_EXEC, 0, command);
     pf_guard_leave(t);

@@ -624,7 +624,7 @@ void pf_loader_process_walked(loader_t *L, int root)
     pf_process_t *pr = &L->m->procs[L->cur];
     pf_workers_ended(pr, P->fin_ns != UINT64_MAX, root && L->m->has_exit);
     /* its image ended in an exec: the last thing it did (an exec that failed is followed by more) */
-    if (P->exec_t && P->exec_t >= P->last_t && P->exec_t > P->ended_t && !pr->exec_command) {
+    if (P->exec_t && P->exec_t >= P->last_t && P->exec_t > P->ended_t) {
         pr->exec_command = P->exec_command;
         P->exec_command = NULL;
         if (pr->end_kind == PF_END_NONE)
