@@ -302,6 +302,8 @@ struct pf_model {
     int running_known;          /* the trailer said which: every other child had ended */
     uint64_t records, dropped;  /* records read; records the runtime could not write (file full or unwritable) */
     uint64_t unresolved_stacks; /* ALLOC/COPY records whose interned stack the file lacks: attributed without it */
+    uint64_t frees_unseen;      /* allocations at an address still live: the free of the block there is not in
+                                   the profile, or out of its order (the block counts as freed then) */
     pf_sampling_step_t *sampling_steps; /* the root process's, in time order, factors increasing */
     size_t n_sampling_steps, cap_sampling_steps;
     pf_test_result_t *tests;    /* the root process's tests, in the order they ran (pytest plugin) */

@@ -579,8 +579,10 @@ static void on_alloc(sweeper_t *S, const event_t *e)
     pf_live_slot_t *slot = NULL, *prev = NULL;
     int finalizing = e->t >= S->L->procs[e->proc].fin_ns;
     if (S->ahead) {     /* the merge thread found the address's object; a parked one needs nothing here */
-        if (S->ann->prev != PF_AHEAD_NONE && !finalizing)
+        if (S->ann->prev != PF_AHEAD_NONE && !finalizing) {
+            m->frees_unseen++;
             release_object(S, e->proc, key, S->ann->prev, e->t, 0);
+        }
     } else {
         slot = pf_live_alloc_slot(&S->live, key, &prev);
         if (prev && finalizing) {
@@ -588,6 +590,7 @@ static void on_alloc(sweeper_t *S, const event_t *e)
             if (pf_sweep_wants_range(&S->objs[idx]))
                 pf_sweep_range_del(S, key);
         } else if (prev) {  /* the allocator handed the address out again: the block there was freed unseen */
+            m->frees_unseen++;
             release(S, e->proc, key, prev, e->t);
         }
     }

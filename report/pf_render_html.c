@@ -306,7 +306,7 @@ int pf_render_html(const pf_model_t *m, FILE *f, const pf_html_opts_t *opts)
                 pf_report_human_bytes(m->total.gpu_peak_bytes, b));
     fprintf(f, "<tr><td>sampling</td><td>%s</td></tr>",
             m->exact ? "exact: every allocation recorded" : "Poisson by bytes; large allocations exact");
-    char lacks[200];
+    char lacks[PF_REPORT_INCOMPLETE_BYTES];
     if (pf_report_incomplete(m, lacks))
         fprintf(f, "<tr><td>incomplete</td><td class=\"bad\">%s</td></tr>", lacks);
     if (pf_report_sampling_steps(m, lacks))

@@ -429,6 +429,8 @@ int pf_render_json(const pf_model_t *m, FILE *out)
     pf_json_number(&j, (double)m->dropped);
     pf_json_key(&j, "stacks_unresolved");
     pf_json_number(&j, (double)m->unresolved_stacks);
+    pf_json_key(&j, "frees_unseen");
+    pf_json_number(&j, (double)m->frees_unseen);
     pf_json_key(&j, "coarsened");     /* steps taken near the size cap: from t_s on, means were factor x */
     pf_json_begin_array(&j);
     for (size_t i = 0; i < m->n_sampling_steps; i++) {

@@ -236,7 +236,7 @@ static void header(out_t *o, const pf_model_t *m, const pf_text_opts_t *opts)
     pf_text_line(o, "  memory over time %s  (peak at %.2f s of %.2f s)",
                  sparkline(m->total.timeline, PF_TIMELINE_POINTS, 40, spark, sizeof spark), (double)m->peak_ns / 1e9,
                  m->timeline_end_s);
-    char lacks[200];
+    char lacks[PF_REPORT_INCOMPLETE_BYTES];
     if (pf_waste_resident_text(m, lacks, sizeof lacks))
         pf_text_line(o, "  %s", lacks);
     if (pf_report_incomplete(m, lacks))

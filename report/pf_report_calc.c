@@ -333,14 +333,27 @@ const char *pf_report_watchpoints(uint32_t emulated, uint32_t budget_pct, char b
     return buf;
 }
 
-const char *pf_report_incomplete(const pf_model_t *m, char buf[200])
+const char *pf_report_incomplete(const pf_model_t *m, char buf[PF_REPORT_INCOMPLETE_BYTES])
 {
-    if (!m->dropped && !m->unresolved_stacks)
+    /* an exact profile records every free of what it recorded: one missing is worth saying (a sampled
+     * profile's may be, where its table of tracked blocks was full) */
+    uint64_t unseen = m->exact ? m->frees_unseen : 0;
+    if (!m->dropped && !m->unresolved_stacks && !unseen)
         return NULL;
-    snprintf(buf, 200,
-             "%llu records could not be written (file full or unwritable), %llu stacks missing from the file "
-             "(their bytes count without a line)",
-             (unsigned long long)m->dropped, (unsigned long long)m->unresolved_stacks);
+    size_t n = 0;
+    buf[0] = 0;
+    if (m->dropped)
+        n += (size_t)snprintf(buf + n, PF_REPORT_INCOMPLETE_BYTES - n,
+                              "%llu records could not be written (file full or unwritable)",
+                              (unsigned long long)m->dropped);
+    if (m->unresolved_stacks && n < PF_REPORT_INCOMPLETE_BYTES)
+        n += (size_t)snprintf(buf + n, PF_REPORT_INCOMPLETE_BYTES - n,
+                              "%s%llu stacks missing from the file (their bytes count without a line)",
+                              n ? "; " : "", (unsigned long long)m->unresolved_stacks);
+    if (unseen && n < PF_REPORT_INCOMPLETE_BYTES)
+        snprintf(buf + n, PF_REPORT_INCOMPLETE_BYTES - n,
+                 "%sfrees missing or out of order: %llu (those blocks count as freed where reused)",
+                 n ? "; " : "", (unsigned long long)unseen);
     return buf;
 }
 

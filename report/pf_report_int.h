@@ -89,9 +89,11 @@ const char *pf_report_address_source(uint32_t source);
  * "emulated by single steps[, within N% of CPU time]"; into buf, returned. */
 const char *pf_report_watchpoints(uint32_t emulated, uint32_t budget_pct, char buf[64]);
 
-/* What a profile lacks (records the runtime could not write, interned stacks the file does not define),
+/* What a profile lacks (records the runtime could not write, interned stacks the file does not define, in
+ * an exact profile frees missing or out of order),
  * in one sentence into buf; NULL when it is complete. */
-const char *pf_report_incomplete(const pf_model_t *m, char buf[200]);
+#define PF_REPORT_INCOMPLETE_BYTES 320
+const char *pf_report_incomplete(const pf_model_t *m, char buf[PF_REPORT_INCOMPLETE_BYTES]);
 
 /* How sampling coarsened as the profile neared its size cap (--max-profile), in one sentence into buf;
  * NULL when it never did. */

@@ -185,6 +185,21 @@ static void test_incomplete_profile_said(void **state)
     assert_null(strstr(text, "incomplete"));
     free(text);
     pf_model_free(m);
+
+    /* an exact profile whose block at 0x1000 was handed out again before its free: said, alone */
+    b_init(&b, PF_HDR_EXACT | PF_HDR_ROOT, 1);
+    b_chunk(&b, 1);
+    b_code(&b, 1, "/app/x.py", "f", 3);
+    b_alloc(&b, 1, 0x1000, 100, 100, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &c);
+    b_alloc(&b, 2, 0x1000, 100, 100, PF_DOMAIN_PYOBJ, PF_ALLOC_EXACT, 1, &c);
+    b_free(&b, 3, 0x1000);
+    m = load_ok(b_save(&b, "reused.pflow", 0));
+    assert_int_equal(m->frees_unseen, 1);
+    text = render(m, 200, 0, 20);
+    if (!strstr(text, "incomplete profile: frees missing or out of order: 1 ("))
+        fail_msg("no line for the missing free:\n%s", text);
+    free(text);
+    pf_model_free(m);
 }
 
 /* Memory whose stack holds no line of the user's code (a library's thread, a child process running a
