@@ -9,9 +9,19 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
 static inline uint64_t tsc_now(void) { return __rdtsc(); }
+/* A reading after everything before it: rdtsc alone may run ahead of the loads before it, by up to ~120 ns
+ * here, and so read a tick before the one another thread read and handed over (128,000 inversions in 1.5
+ * million turns between two threads without the fence, none with it). A thread's own order needs no fence
+ * (its times never go back); the order between threads' does. */
+static inline uint64_t tsc_now_ordered(void)
+{
+    _mm_lfence();
+    return __rdtsc();
+}
 #define PF_HAVE_TSC 1
 #else
 static inline uint64_t tsc_now(void) { return 0; }
+static inline uint64_t tsc_now_ordered(void) { return 0; }
 #define PF_HAVE_TSC 0
 #endif
 
@@ -19,6 +29,7 @@ static int use_tsc;
 static uint64_t first_tsc, first_ns;    /* the process's first pair */
 static uint32_t first_recorder;         /* the tid of the process's first recording thread */
 int pf_clock_many_recorders;            /* pf_clock.h */
+uint64_t pf_clock_latest;               /* pf_clock.h */
 
 static uint64_t mono_ns(void)
 {
@@ -54,27 +65,110 @@ void pf_clock_init(void)
         first_ns = pair_now(&first_tsc);
 }
 
-/* A new anchor for t (and the time now): the pair, the rate since the first pair, the anchor's span in
- * ticks. While the rate is not measurable yet, t has no anchor and the time is clock_gettime's. t->clk_ok is
- * down while the fields change, so a signal handler recording on this thread meanwhile calls clock_gettime. */
-static uint64_t reanchor(pf_tls_t *t)
+/* The process's mapping from the TSC to CLOCK_MONOTONIC ns (pf_clock.h): the segment that begins at the
+ * latest tsc0 at or before a reading maps it. The current one and the one before are kept (a thread that
+ * read the TSC just before another drew a new segment maps its reading by the old one), in four slots:
+ * the one drawn next goes where neither lies, and a reader that loads gen, the slots, then gen again
+ * unchanged read them whole. */
+typedef struct {
+    uint64_t tsc0;      /* where it begins */
+    uint64_t ns0;       /* the time there */
+    uint64_t mult;      /* ns per tick, 32.32 fixed point */
+    uint64_t span;      /* ticks after tsc0 when the next is drawn */
+} segment_t;
+
+#define SEGMENT_SLOTS 4u
+static struct {
+    segment_t slot[SEGMENT_SLOTS];
+    uint32_t gen;       /* slot[gen % SEGMENT_SLOTS] is the current segment; 0: none yet (not calibrated) */
+    int drawing;        /* a thread draws the next one (the others go on with the current) */
+} map __attribute__((aligned(64)));
+
+static inline segment_t load_segment(const segment_t *s)
 {
+    return (segment_t){__atomic_load_n(&s->tsc0, __ATOMIC_RELAXED), __atomic_load_n(&s->ns0, __ATOMIC_RELAXED),
+                       __atomic_load_n(&s->mult, __ATOMIC_RELAXED), __atomic_load_n(&s->span, __ATOMIC_RELAXED)};
+}
+
+/* s's time at tsc, also outside its span (a wide product: ticks times the rate overflow 64 bits after
+ * seconds). */
+static inline uint64_t segment_at(const segment_t *s, uint64_t tsc)
+{
+    if (tsc >= s->tsc0) {
+        uint64_t d = tsc - s->tsc0;
+        return s->ns0 + (d < s->span ? d * s->mult >> 32 : (uint64_t)(((unsigned __int128)d * s->mult) >> 32));
+    }
+    uint64_t back = (uint64_t)(((unsigned __int128)(s->tsc0 - tsc) * s->mult) >> 32);
+    return s->ns0 > back ? s->ns0 - back : 0;
+}
+
+/* The segment that maps tsc, and whether a new one is due (tsc is past the current one's span). Returns
+ * 0 when there is none yet. */
+static inline int segment_for(uint64_t tsc, segment_t *out, int *due)
+{
+    for (;;) {
+        uint32_t gen = __atomic_load_n(&map.gen, __ATOMIC_ACQUIRE);
+        if (!gen)
+            return 0;
+        segment_t cur = load_segment(&map.slot[gen % SEGMENT_SLOTS]);
+        int before = tsc < cur.tsc0 && gen > 1;
+        if (before)
+            cur = load_segment(&map.slot[(gen - 1) % SEGMENT_SLOTS]);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);    /* the slots' loads before gen's second */
+        if (__atomic_load_n(&map.gen, __ATOMIC_RELAXED) != gen)
+            continue;   /* a segment drawn meanwhile (the third would write over the one before): again */
+        *out = cur;
+        *due = !before && tsc - cur.tsc0 >= cur.span;
+        return 1;
+    }
+}
+
+/* Draws the next segment from a pair taken now, where no thread is drawing one. It begins at the pair's
+ * TSC at CLOCK_MONOTONIC, or at the current one's time there where that is later, and then runs slower by
+ * the lead over its span (at most half), so that CLOCK_MONOTONIC catches up with it. */
+static void draw_segment(void)
+{
+    if (__atomic_exchange_n(&map.drawing, 1, __ATOMIC_ACQUIRE))
+        return;
     uint64_t tsc, ns = pair_now(&tsc);
-    t->clk_ok = 0;
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    uint32_t gen = __atomic_load_n(&map.gen, __ATOMIC_RELAXED);
     if (ns - first_ns >= PF_CLOCK_CALIBRATE_NS && tsc > first_tsc) {
         /* ns per tick in 32.32 fixed point, over the whole time since the first pair */
         uint64_t mult = (uint64_t)(((unsigned __int128)(ns - first_ns) << 32) / (tsc - first_tsc));
+        uint64_t ns0 = ns;
+        if (gen) {
+            segment_t cur = load_segment(&map.slot[gen % SEGMENT_SLOTS]);
+            if (tsc > cur.tsc0) {
+                uint64_t at = segment_at(&cur, tsc);
+                ns0 = at > ns ? at : ns;
+            } else {
+                mult = 0;   /* the TSC went back (another CPU's, not synchronized after all): keep the current */
+            }
+        }
+        uint64_t lead = ns0 - ns, half = PF_CLOCK_ANCHOR_NS / 2;
+        mult = mult - (uint64_t)(((unsigned __int128)mult * (lead < half ? lead : half)) / PF_CLOCK_ANCHOR_NS);
         if (mult) {
-            t->clk_tsc = tsc;
-            t->clk_ns = ns;
-            t->clk_mult = mult;
-            t->clk_span = (uint64_t)(((unsigned __int128)PF_CLOCK_ANCHOR_NS << 32) / mult);
-            __atomic_signal_fence(__ATOMIC_SEQ_CST);
-            t->clk_ok = 1;
+            segment_t *next = &map.slot[(gen + 1) % SEGMENT_SLOTS];
+            __atomic_store_n(&next->tsc0, tsc, __ATOMIC_RELAXED);
+            __atomic_store_n(&next->ns0, ns0, __ATOMIC_RELAXED);
+            __atomic_store_n(&next->mult, mult, __ATOMIC_RELAXED);
+            __atomic_store_n(&next->span, (uint64_t)(((unsigned __int128)PF_CLOCK_ANCHOR_NS << 32) / mult),
+                             __ATOMIC_RELAXED);
+            __atomic_store_n(&map.gen, gen + 1, __ATOMIC_RELEASE);
         }
     }
-    return ns;
+    __atomic_store_n(&map.drawing, 0, __ATOMIC_RELEASE);
+}
+
+/* Raises pf_clock_latest to ns (a maximum: a plain store could put it back behind another thread's). Every
+ * reading of a process with several recording threads passes here, and while one thread records at a time
+ * the line stays in its cache: the exchange costs less than the readings it lets that thread save. */
+static inline void publish_latest(uint64_t ns)
+{
+    uint64_t seen = __atomic_load_n(&pf_clock_latest, __ATOMIC_RELAXED);
+    while (ns > seen &&
+           !__atomic_compare_exchange_n(&pf_clock_latest, &seen, ns, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
 }
 
 uint64_t pf_now_ns(void)
@@ -84,14 +178,23 @@ uint64_t pf_now_ns(void)
     if (!use_tsc) {
         ns = mono_ns();
     } else {
-        uint64_t ticks = tsc_now() - t->clk_tsc;
-        if (PF_LIKELY(t->clk_ok && ticks < t->clk_span))
-            ns = t->clk_ns + (ticks * t->clk_mult >> 32);
-        else
-            ns = reanchor(t);
+        int many = __atomic_load_n(&pf_clock_many_recorders, __ATOMIC_RELAXED);
+        uint64_t tsc = many ? tsc_now_ordered() : tsc_now();
+        segment_t seg;
+        int due = 0;
+        if (PF_LIKELY(segment_for(tsc, &seg, &due))) {
+            ns = segment_at(&seg, tsc);
+            if (PF_UNLIKELY(due))
+                draw_segment();     /* for the readings after this one */
+        } else {
+            ns = mono_ns();         /* not calibrated yet */
+            draw_segment();
+        }
         if (ns < t->clk_last)
-            ns = t->clk_last;   /* a new anchor may land a little behind the last extrapolation */
+            ns = t->clk_last;   /* clock_gettime's times before the first segment may pass its first */
         t->clk_last = ns;
+        if (many)
+            publish_latest(ns);
     }
     return ns > pf_cfg.start_mono_ns ? ns - pf_cfg.start_mono_ns : 0;
 }
@@ -119,5 +222,7 @@ void pf_clock_fork_child(pf_tls_t *t)
 {
     first_recorder = 0;
     pf_clock_many_recorders = 0;
+    pf_clock_latest = 0;
+    map.drawing = 0;    /* a thread of the parent's may have been drawing: the child has none */
     t->clk_reuses = 0;
 }

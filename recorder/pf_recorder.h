@@ -72,12 +72,7 @@ typedef struct pf_tls {
     uint32_t in_vfork_child;    /* writing from a vfork child on this thread's behalf: no file descriptor use */
     uintptr_t stack_low;        /* the thread's stack, [stack_low, stack_high), or 0, 0 when not known */
     uintptr_t stack_high;
-    /* the record clock's anchor (pf_clock.h) */
-    uint32_t clk_ok;            /* the fields below may be used */
-    uint64_t clk_tsc;           /* TSC at the anchor */
-    uint64_t clk_ns;            /* CLOCK_MONOTONIC at the anchor */
-    uint64_t clk_mult;          /* ns per tick, 32.32 fixed point */
-    uint64_t clk_span;          /* ticks the anchor is used for */
+    /* the record clock's (pf_clock.h) */
     uint64_t clk_last;          /* the last time given (CLOCK_MONOTONIC ns): times never go back */
     uint32_t clk_reuses;        /* small packed events that may still take clk_last again (pf_clock.h) */
     uint64_t clk_read;          /* the time pf_now_ns_small last read */

@@ -1,7 +1,9 @@
 /* Unit tests for the record clock's reuse of a thread's latest time (recorder/pf_clock.c,
  * pf_now_ns_small). Where the kernel's clocksource is not the TSC, or the run is sampled, no time is
  * reused, and the cases check that instead. */
+#include <pthread.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -111,16 +113,39 @@ static void test_reuse_follows_the_latest_time(void **state)
     }
 }
 
-/* Once a second thread records, no time is reused however dense the events; the same thread starting
- * again (a new writer generation) is not a second one; a fork child (one thread) reuses again. */
-static void test_second_thread_stops_reuse_until_fork(void **state)
+/* A time another thread takes (pf_now_ns on its own TLS) */
+static void *take_time(void *arg)
+{
+    *(uint64_t *)arg = pf_now_ns();
+    return NULL;
+}
+
+/* A second recording thread alone stops nothing: this thread goes on reusing its times while it is the
+ * only one taking any (a program's worker recording while the main thread waits). Once the other thread
+ * takes a later time, this thread's next small event reads the clock: its time is not before the other's
+ * (a free there and a new block here at the same address keep their order). A fork child (one thread)
+ * reuses again. */
+static void test_another_threads_later_time_stops_reuse(void **state)
 {
     (void)state;
     pf_clock_thread_recording(100);
     if (tsc)
         assert_true(ties_in(1000, 0) > 500);
     pf_clock_thread_recording(101);
-    assert_true(ties_in(1000, 0) < 100);     /* readings back to back may tie now and then */
+    if (tsc)
+        assert_true(ties_in(1000, 0) > 500);
+    else
+        assert_true(ties_in(1000, 0) < 100);
+    for (int i = 0; i < 8 && !pf_tls.clk_reuses; i++)
+        pf_now_ns_small(&pf_tls);
+    uint64_t mine = pf_now_ns_small(&pf_tls), other = 0;
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, take_time, &other), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_true(other > mine);
+    if (tsc)
+        assert_true(pf_tls.clk_reuses > 0);     /* it would have taken `mine` again */
+    assert_true(pf_now_ns_small(&pf_tls) >= other);
     pf_clock_thread_recording(100);
     uint64_t before_fork = pf_now_ns_small(&pf_tls);
     pf_tls.clk_reuses = PF_CLOCK_REUSES;    /* the parent's thread had reuses left */
@@ -132,6 +157,55 @@ static void test_second_thread_stops_reuse_until_fork(void **state)
         assert_true(ties_in(1000, 0) > 500);
     else
         assert_true(ties_in(1000, 0) < 100);
+}
+
+/* Two threads take turns reading the clock (each waits for the other's reading, a few hundred ns apart)
+ * for longer than many anchor periods: every reading comes after the one before it, whichever thread took
+ * it. Threads anchored apart disagreed by up to half a microsecond where the kernel slews its clock
+ * against the TSC, and a free on one thread then sorted after the new block another thread got at its
+ * address. */
+#define TURNS_NS (3 * PF_CLOCK_CALIBRATE_NS + 50 * PF_CLOCK_ANCHOR_NS)
+static _Atomic uint64_t turn_time;      /* the latest reading, its low bit: whose turn is next */
+static _Atomic int turns_out_of_order, turns_done;
+
+static void take_turns(int me)
+{
+    uint64_t start = pf_now_ns();
+    for (;;) {
+        uint64_t seen;
+        while (((seen = atomic_load(&turn_time)) & 1) != (uint64_t)me)
+            if (atomic_load(&turns_done))
+                return;
+        uint64_t now = pf_now_ns();
+        if ((now | 1) < (seen | 1))     /* the low bit is the turn's, not the time's */
+            atomic_fetch_add(&turns_out_of_order, 1);
+        atomic_store(&turn_time, (now & ~1ull) | (uint64_t)!me);
+        if (now - start > TURNS_NS) {
+            atomic_store(&turns_done, 1);
+            return;
+        }
+    }
+}
+
+static void *turns_thread(void *arg)
+{
+    (void)arg;
+    pf_clock_thread_recording(101);     /* a second recording thread */
+    take_turns(1);
+    return NULL;
+}
+
+static void test_threads_taking_turns_read_times_in_order(void **state)
+{
+    (void)state;
+    atomic_store(&turn_time, 0);
+    atomic_store(&turns_done, 0);
+    atomic_store(&turns_out_of_order, 0);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, turns_thread, NULL), 0);
+    take_turns(0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(atomic_load(&turns_out_of_order), 0);
 }
 
 /* Sampled (not --exact), a small event's time is always read: three records may be far apart. */
@@ -156,7 +230,8 @@ int main(void)
         cmocka_unit_test_setup(test_dense_events_reuse_at_most_three_in_a_row, setup),
         cmocka_unit_test_setup(test_sparse_events_read_the_clock, setup),
         cmocka_unit_test_setup(test_reuse_follows_the_latest_time, setup),
-        cmocka_unit_test_setup(test_second_thread_stops_reuse_until_fork, setup),
+        cmocka_unit_test_setup(test_another_threads_later_time_stops_reuse, setup),
+        cmocka_unit_test_setup(test_threads_taking_turns_read_times_in_order, setup),
         cmocka_unit_test_setup(test_sampled_never_reuses, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

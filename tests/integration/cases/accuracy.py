@@ -291,6 +291,21 @@ def case_threads_stress(c):
 
 
 @per_version
+def case_threads_handoff_order(c):
+    """Strings freed on one thread and made again at the same addresses on another while the interpreter
+    switches every microsecond: the exact profile has every free before the allocation that reuses its
+    block (threads' times are one clock, read in order), so the line's bytes live at exit are the 64
+    strings left. Threads anchored to the clock apart put 16-95 such frees after the reuse, each counted in
+    `frees_unseen`, and the text report says so."""
+    cp, d = c.profile(prog("threads_handoff.py"), extra=("--exact",))
+    assert cp.returncode == 0, (cp.returncode, cp.stderr[-800:])
+    held = int(cp.stdout.split()[-1])
+    assert d["sampling"]["frees_unseen"] == 0, f"{d['sampling']['frees_unseen']} frees out of order or missing"
+    assert row(d, "threads_handoff.py", 16)["leaked_bytes"] == held, (row(d, "threads_handoff.py", 16), held)
+    assert "free is missing" not in cp.stdout, cp.stdout[-1500:]
+
+
+@per_version
 def case_api_counters_threads(c):
     """The in-process counters (pyflow.runtime) under --exact while 4 threads churn 64 KiB blocks and blocks
     cross threads both ways: the counts each thread adds (the first thread's in cells of its own) sum to the
