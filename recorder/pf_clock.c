@@ -25,6 +25,8 @@ static inline uint64_t tsc_now_ordered(void) { return 0; }
 #define PF_HAVE_TSC 0
 #endif
 
+#define PF_CLOCK_PAIR_MOST_NS 20000u     /* a pair that took longer than this is not drawn from */
+
 static int use_tsc;
 static uint64_t first_tsc, first_ns;    /* the process's first pair */
 static uint32_t first_recorder;         /* the tid of the process's first recording thread */
@@ -38,12 +40,14 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* A TSC reading paired with CLOCK_MONOTONIC: the middle of the two readings around it. */
-static uint64_t pair_now(uint64_t *tsc)
+/* A TSC reading paired with CLOCK_MONOTONIC: the middle of the two readings around it; *width: the ticks
+ * between them (a pair the thread was preempted in is off by half of them). */
+static uint64_t pair_now(uint64_t *tsc, uint64_t *width)
 {
     uint64_t before = tsc_now();
     uint64_t ns = mono_ns();
-    *tsc = before + (tsc_now() - before) / 2;
+    *width = tsc_now() - before;
+    *tsc = before + *width / 2;
     return ns;
 }
 
@@ -61,8 +65,9 @@ static int clocksource_is_tsc(void)
 void pf_clock_init(void)
 {
     use_tsc = PF_HAVE_TSC && clocksource_is_tsc();
+    uint64_t width;
     if (use_tsc)
-        first_ns = pair_now(&first_tsc);
+        first_ns = pair_now(&first_tsc, &width);
 }
 
 /* The process's mapping from the TSC to CLOCK_MONOTONIC ns (pf_clock.h): the segment that begins at the
@@ -73,8 +78,10 @@ void pf_clock_init(void)
 typedef struct {
     uint64_t tsc0;      /* where it begins */
     uint64_t ns0;       /* the time there */
-    uint64_t mult;      /* ns per tick, 32.32 fixed point */
+    uint64_t mult;      /* ns per tick over its span, 32.32 fixed point */
     uint64_t span;      /* ticks after tsc0 when the next is drawn */
+    uint64_t rate;      /* ns per tick measured since the first pair (mult is less while it lets
+                           CLOCK_MONOTONIC catch up): after the span, where no reading came to draw the next */
 } segment_t;
 
 #define SEGMENT_SLOTS 4u
@@ -87,7 +94,8 @@ static struct {
 static inline segment_t load_segment(const segment_t *s)
 {
     return (segment_t){__atomic_load_n(&s->tsc0, __ATOMIC_RELAXED), __atomic_load_n(&s->ns0, __ATOMIC_RELAXED),
-                       __atomic_load_n(&s->mult, __ATOMIC_RELAXED), __atomic_load_n(&s->span, __ATOMIC_RELAXED)};
+                       __atomic_load_n(&s->mult, __ATOMIC_RELAXED), __atomic_load_n(&s->span, __ATOMIC_RELAXED),
+                       __atomic_load_n(&s->rate, __ATOMIC_RELAXED)};
 }
 
 /* s's time at tsc, also outside its span (a wide product: ticks times the rate overflow 64 bits after
@@ -96,7 +104,9 @@ static inline uint64_t segment_at(const segment_t *s, uint64_t tsc)
 {
     if (tsc >= s->tsc0) {
         uint64_t d = tsc - s->tsc0;
-        return s->ns0 + (d < s->span ? d * s->mult >> 32 : (uint64_t)(((unsigned __int128)d * s->mult) >> 32));
+        if (PF_LIKELY(d < s->span))
+            return s->ns0 + (d * s->mult >> 32);
+        return s->ns0 + (s->span * s->mult >> 32) + (uint64_t)(((unsigned __int128)(d - s->span) * s->rate) >> 32);
     }
     uint64_t back = (uint64_t)(((unsigned __int128)(s->tsc0 - tsc) * s->mult) >> 32);
     return s->ns0 > back ? s->ns0 - back : 0;
@@ -125,16 +135,19 @@ static inline int segment_for(uint64_t tsc, segment_t *out, int *due)
 
 /* Draws the next segment from a pair taken now, where no thread is drawing one. It begins at the pair's
  * TSC at CLOCK_MONOTONIC, or at the current one's time there where that is later, and then runs slower by
- * the lead over its span (at most half), so that CLOCK_MONOTONIC catches up with it. */
-static void draw_segment(void)
+ * the lead over its span (at most half), so that CLOCK_MONOTONIC catches up with it. Returns the pair's
+ * CLOCK_MONOTONIC time, or 0 when another thread was drawing. */
+static uint64_t draw_segment(void)
 {
     if (__atomic_exchange_n(&map.drawing, 1, __ATOMIC_ACQUIRE))
-        return;
-    uint64_t tsc, ns = pair_now(&tsc);
+        return 0;
+    uint64_t tsc, width, ns = pair_now(&tsc, &width);
     uint32_t gen = __atomic_load_n(&map.gen, __ATOMIC_RELAXED);
     if (ns - first_ns >= PF_CLOCK_CALIBRATE_NS && tsc > first_tsc) {
         /* ns per tick in 32.32 fixed point, over the whole time since the first pair */
-        uint64_t mult = (uint64_t)(((unsigned __int128)(ns - first_ns) << 32) / (tsc - first_tsc));
+        uint64_t rate = (uint64_t)(((unsigned __int128)(ns - first_ns) << 32) / (tsc - first_tsc)), mult = rate;
+        if ((uint64_t)(((unsigned __int128)width * rate) >> 32) > PF_CLOCK_PAIR_MOST_NS)
+            mult = 0;   /* preempted while pairing: the next reading draws instead */
         uint64_t ns0 = ns;
         if (gen) {
             segment_t cur = load_segment(&map.slot[gen % SEGMENT_SLOTS]);
@@ -154,10 +167,12 @@ static void draw_segment(void)
             __atomic_store_n(&next->mult, mult, __ATOMIC_RELAXED);
             __atomic_store_n(&next->span, (uint64_t)(((unsigned __int128)PF_CLOCK_ANCHOR_NS << 32) / mult),
                              __ATOMIC_RELAXED);
+            __atomic_store_n(&next->rate, rate, __ATOMIC_RELAXED);
             __atomic_store_n(&map.gen, gen + 1, __ATOMIC_RELEASE);
         }
     }
     __atomic_store_n(&map.drawing, 0, __ATOMIC_RELEASE);
+    return ns;
 }
 
 /* Raises pf_clock_latest to ns (a maximum: a plain store could put it back behind another thread's). Every
@@ -183,12 +198,15 @@ uint64_t pf_now_ns(void)
         segment_t seg;
         int due = 0;
         if (PF_LIKELY(segment_for(tsc, &seg, &due))) {
+            /* past its segment's span (the first reading after an idle spell): a new segment, and the
+             * reading again, mapped by it */
+            if (PF_UNLIKELY(due) && draw_segment()) {
+                tsc = many ? tsc_now_ordered() : tsc_now();
+                segment_for(tsc, &seg, &due);
+            }
             ns = segment_at(&seg, tsc);
-            if (PF_UNLIKELY(due))
-                draw_segment();     /* for the readings after this one */
-        } else {
-            ns = mono_ns();         /* not calibrated yet */
-            draw_segment();
+        } else if (!(ns = draw_segment())) {    /* not calibrated yet: the pair's time, or */
+            ns = mono_ns();                         /* clock_gettime's while another thread draws */
         }
         if (ns < t->clk_last)
             ns = t->clk_last;   /* clock_gettime's times before the first segment may pass its first */

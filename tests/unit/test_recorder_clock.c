@@ -208,6 +208,31 @@ static void test_threads_taking_turns_read_times_in_order(void **state)
     assert_int_equal(atomic_load(&turns_out_of_order), 0);
 }
 
+static uint64_t mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Readings between idle spells (sleeps of up to 4 ms, past a segment's span) agree with CLOCK_MONOTONIC
+ * read around them: the first reading after a spell is mapped by a segment drawn then, not by the old
+ * one stretched over the spell. */
+static void test_readings_after_idle_spells_agree_with_monotonic(void **state)
+{
+    (void)state;
+    int off = 0;
+    for (int i = 0; i < 60; i++) {
+        struct timespec nap = {0, (long)(i % 5) * 1000000L};
+        nanosleep(&nap, NULL);
+        uint64_t before = mono_now();
+        uint64_t t = pf_now_ns() + pf_cfg.start_mono_ns;
+        uint64_t after = mono_now();
+        off += t + 50000 < before || t > after + 50000;     /* 50 us either way: a pair's width at most */
+    }
+    assert_int_equal(off, 0);
+}
+
 /* Sampled (not --exact), a small event's time is always read: three records may be far apart. */
 static void test_sampled_never_reuses(void **state)
 {
@@ -232,6 +257,7 @@ int main(void)
         cmocka_unit_test_setup(test_reuse_follows_the_latest_time, setup),
         cmocka_unit_test_setup(test_another_threads_later_time_stops_reuse, setup),
         cmocka_unit_test_setup(test_threads_taking_turns_read_times_in_order, setup),
+        cmocka_unit_test_setup(test_readings_after_idle_spells_agree_with_monotonic, setup),
         cmocka_unit_test_setup(test_sampled_never_reuses, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
