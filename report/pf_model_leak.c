@@ -170,6 +170,13 @@ void pf_sweep_leak_freed(sweeper_t *S, uint64_t key, const live_obj_t *o, uint32
         .counted = counted, .origin = counted > 0 ? S->clock_origin[proc] : -1};
 }
 
+void pf_sweep_leak_by_realloc(sweeper_t *S, uint64_t key, uint64_t t)
+{
+    recent_grow_t *r = &S->recent_grows[grow_slot(key)];
+    if (r->key1 == key + 1 && (t == UINT64_MAX || r->t == t))  /* this very free's, not an older block's */
+        r->by_realloc = t != UINT64_MAX;
+}
+
 static int64_t push_piece(sweeper_t *S, double at, double bytes, int64_t prev)
 {
     *PF_VEC_PUSH(S->pieces, S->n_pieces, S->cap_pieces) = (leak_piece_t){at, bytes, prev};
@@ -179,7 +186,7 @@ static int64_t push_piece(sweeper_t *S, double at, double bytes, int64_t prev)
 void pf_sweep_leak_grew(sweeper_t *S, uint64_t old_key, live_obj_t *o, uint64_t t, uint64_t max_gap)
 {
     recent_grow_t *r = &S->recent_grows[grow_slot(old_key)];
-    if (r->key1 != old_key + 1 || r->line != o->line || r->t > t || t - r->t > max_gap)
+    if (r->key1 != old_key + 1 || r->line != o->line || r->t > t || (t - r->t > max_gap && !r->by_realloc))
         return;
     r->key1 = 0;    /* continued once */
     /* The old block's free was a move of what the line keeps, not work that came and went: off the clock.

@@ -419,7 +419,8 @@ void pf_sweep_set_gpu_live(sweeper_t *S, pf_stats_t *s, uint64_t t, double live)
 }
 
 /* A realloc frees its block and records the new one (at the same address when it grew in place) within
- * microseconds on one thread; a block of the same line at the same address after longer is a new object. */
+ * microseconds on one thread; a block of the same line at the same address after longer is a new object,
+ * unless the FREE says it was the realloc's (files since the flag: the realloc may have been preempted). */
 #define PF_REALLOC_GAP_NS 1000000u
 
 /* What a freed object takes from each of its three rows: its bytes, and its share of their variance. */
@@ -674,8 +675,10 @@ static void on_free(sweeper_t *S, const event_t *e)
         pf_sweep_release(S, e->proc, k, v, e->t, 0);
     else
         release_object(S, e->proc, k, idx, e->t, 0);
-    if (e->aux & PF_FREE_BY_REALLOC)
+    if (e->aux & PF_FREE_BY_REALLOC) {
         pf_recent_by_realloc(&S->recent, k);
+        pf_sweep_leak_by_realloc(S, k, e->t);
+    }
 }
 
 static void finish_stats(pf_stats_t *s, uint64_t t_end)

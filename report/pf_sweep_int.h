@@ -57,6 +57,8 @@ typedef struct recent_grow {
     int64_t chain;
     double counted;     /* what its free moved the leak clock on by (pf_sweep_leak_free), and the starter */
     int32_t origin;     /* line of its process credited with it too (pf_sweep_leak_step; -1: none) */
+    int by_realloc;     /* its FREE was a realloc's: the next block at its address is the realloc's, however
+                           long the realloc took (pf_sweep_leak_by_realloc) */
 } recent_grow_t;
 
 /* A live object copies may point into (GPU blocks: tensors are views into cached segments; large host
@@ -352,8 +354,13 @@ static inline double pf_sweep_leak_at(const sweeper_t *S, int32_t row)
 void pf_sweep_leak_freed(sweeper_t *S, uint64_t key, const live_obj_t *o, uint32_t proc, uint64_t t,
                          double counted);
 
+/* That free (at key, time t) was a realloc's (its FREE marked PF_FREE_BY_REALLOC): the next block at the
+ * address continues it whatever the gap. t UINT64_MAX: the realloc moved the block (its COPY): the gap
+ * rules again, for whatever comes at the old address. */
+void pf_sweep_leak_by_realloc(sweeper_t *S, uint64_t key, uint64_t t);
+
 /* Object o was made at time t by a realloc of the block whose key is old_key, freed at most max_gap ns
- * before (by the same line): o continues that block's chain, with the bytes it gained as a piece of its
+ * before, or at any time before when its FREE was marked the realloc's (by the same line): o continues that block's chain, with the bytes it gained as a piece of its
  * own. Nothing when no such block was freed lately. */
 void pf_sweep_leak_grew(sweeper_t *S, uint64_t old_key, live_obj_t *o, uint64_t t, uint64_t max_gap);
 
