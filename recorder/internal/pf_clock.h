@@ -12,8 +12,11 @@
  * time is a function of the TSC alone, whichever thread reads it. So two threads' events keep the order
  * they had (a free on one, then the new block at its address on another); a mapping of each thread's own,
  * re-anchored apart, put them out of order where the kernel slews its clock against the TSC (by half a
- * microsecond a millisecond: 67,000 of 1.5 million turns between two threads). A thread's times never go
- * back either (the reader keeps each thread's records in time order).
+ * microsecond a millisecond: 67,000 of 1.5 million turns between two threads). Once a second thread
+ * records, the TSC is read after an lfence (rdtsc alone runs ahead of the loads before it, by up to ~120 ns
+ * here). The first reading past its segment's span (after an idle spell) draws the next segment and reads
+ * the TSC again; a pair taken while preempted (wider than 20 us) is not drawn from. A thread's times never
+ * go back either (the reader keeps each thread's records in time order).
  */
 #ifndef PF_CLOCK_H
 #define PF_CLOCK_H
