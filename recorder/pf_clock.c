@@ -8,20 +8,19 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
-static inline uint64_t tsc_now(void) { return __rdtsc(); }
-/* A reading after everything before it: rdtsc alone may run ahead of the loads before it, by up to ~120 ns
- * here, and so read a tick before the one another thread read and handed over (128,000 inversions in 1.5
- * million turns between two threads without the fence, none with it). A thread's own order needs no fence
- * (its times never go back); the order between threads' does. */
-static inline uint64_t tsc_now_ordered(void)
+/* The TSC; ordered: read after everything before it. rdtsc alone may run ahead of the loads before it, by
+ * up to ~120 ns here, and so read a tick before the one another thread read and handed over (128,000
+ * inversions in 1.5 million turns between two threads without the fence, none with it). A thread's own
+ * order needs no fence (its times never go back); the order between threads' does. */
+static inline uint64_t tsc_read(int ordered)
 {
-    _mm_lfence();
+    if (ordered)
+        _mm_lfence();
     return __rdtsc();
 }
 #define PF_HAVE_TSC 1
 #else
-static inline uint64_t tsc_now(void) { return 0; }
-static inline uint64_t tsc_now_ordered(void) { return 0; }
+static inline uint64_t tsc_read(int ordered) { return (void)ordered, 0; }
 #define PF_HAVE_TSC 0
 #endif
 
@@ -40,15 +39,15 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* A TSC reading paired with CLOCK_MONOTONIC: the middle of the two readings around it; *width: the ticks
+/* A TSC reading paired with CLOCK_MONOTONIC: the middle of the two readings around it; returns the ticks
  * between them (a pair the thread was preempted in is off by half of them). */
-static uint64_t pair_now(uint64_t *tsc, uint64_t *width)
+static uint64_t pair_now(uint64_t *tsc, uint64_t *ns)
 {
-    uint64_t before = tsc_now();
-    uint64_t ns = mono_ns();
-    *width = tsc_now() - before;
-    *tsc = before + *width / 2;
-    return ns;
+    uint64_t before = tsc_read(0);
+    *ns = mono_ns();
+    uint64_t width = tsc_read(0) - before;
+    *tsc = before + width / 2;
+    return width;
 }
 
 static int clocksource_is_tsc(void)
@@ -65,9 +64,8 @@ static int clocksource_is_tsc(void)
 void pf_clock_init(void)
 {
     use_tsc = PF_HAVE_TSC && clocksource_is_tsc();
-    uint64_t width;
     if (use_tsc)
-        first_ns = pair_now(&first_tsc, &width);
+        pair_now(&first_tsc, &first_ns);
 }
 
 /* The process's mapping from the TSC to CLOCK_MONOTONIC ns (pf_clock.h): the segment that begins at the
@@ -141,7 +139,7 @@ static uint64_t draw_segment(void)
 {
     if (__atomic_exchange_n(&map.drawing, 1, __ATOMIC_ACQUIRE))
         return 0;
-    uint64_t tsc, width, ns = pair_now(&tsc, &width);
+    uint64_t tsc, ns, width = pair_now(&tsc, &ns);
     uint32_t gen = __atomic_load_n(&map.gen, __ATOMIC_RELAXED);
     if (ns - first_ns >= PF_CLOCK_CALIBRATE_NS && tsc > first_tsc) {
         /* ns per tick in 32.32 fixed point, over the whole time since the first pair */
@@ -194,14 +192,14 @@ uint64_t pf_now_ns(void)
         ns = mono_ns();
     } else {
         int many = __atomic_load_n(&pf_clock_many_recorders, __ATOMIC_RELAXED);
-        uint64_t tsc = many ? tsc_now_ordered() : tsc_now();
+        uint64_t tsc = tsc_read(many);
         segment_t seg;
         int due = 0;
         if (PF_LIKELY(segment_for(tsc, &seg, &due))) {
             /* past its segment's span (the first reading after an idle spell): a new segment, and the
              * reading again, mapped by it */
             if (PF_UNLIKELY(due) && draw_segment()) {
-                tsc = many ? tsc_now_ordered() : tsc_now();
+                tsc = tsc_read(many);
                 segment_for(tsc, &seg, &due);
             }
             ns = segment_at(&seg, tsc);

@@ -173,8 +173,15 @@ void pf_sweep_leak_freed(sweeper_t *S, uint64_t key, const live_obj_t *o, uint32
 void pf_sweep_leak_by_realloc(sweeper_t *S, uint64_t key, uint64_t t)
 {
     recent_grow_t *r = &S->recent_grows[grow_slot(key)];
-    if (r->key1 == key + 1 && (t == UINT64_MAX || r->t == t))  /* this very free's, not an older block's */
-        r->by_realloc = t != UINT64_MAX;
+    if (r->key1 == key + 1 && r->t == t)    /* this very free's, not an older block's at the address */
+        r->by_realloc = 1;
+}
+
+void pf_sweep_leak_moved(sweeper_t *S, uint64_t key)
+{
+    recent_grow_t *r = &S->recent_grows[grow_slot(key)];
+    if (r->key1 == key + 1)
+        r->by_realloc = 0;
 }
 
 static int64_t push_piece(sweeper_t *S, double at, double bytes, int64_t prev)

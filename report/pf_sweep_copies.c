@@ -98,7 +98,7 @@ void pf_sweep_copy(sweeper_t *S, const event_t *e)
         const recent_free_t *r = pf_recent_find(&S->recent, k);
         if (r)
             src = r->site;
-        pf_sweep_leak_by_realloc(S, k, UINT64_MAX);     /* it moved: its address is free for others now */
+        pf_sweep_leak_moved(S, k);      /* its address is free for others now */
         if (dst >= 0 && dst_offset == 0 && S->objs[dst].chain < 0)  /* the new block continues the old one */
             pf_sweep_leak_grew(S, k, &S->objs[dst], e->t, UINT64_MAX);
         if (dst >= 0 && dst_offset == 0)

@@ -355,9 +355,11 @@ void pf_sweep_leak_freed(sweeper_t *S, uint64_t key, const live_obj_t *o, uint32
                          double counted);
 
 /* That free (at key, time t) was a realloc's (its FREE marked PF_FREE_BY_REALLOC): the next block at the
- * address continues it whatever the gap. t UINT64_MAX: the realloc moved the block (its COPY): the gap
- * rules again, for whatever comes at the old address. */
+ * address continues it whatever the gap. */
 void pf_sweep_leak_by_realloc(sweeper_t *S, uint64_t key, uint64_t t);
+/* ... and the realloc moved the block (its COPY): the gap rules again for whatever comes at the old
+ * address. */
+void pf_sweep_leak_moved(sweeper_t *S, uint64_t key);
 
 /* Object o was made at time t by a realloc of the block whose key is old_key, freed at most max_gap ns
  * before, or at any time before when its FREE was marked the realloc's (by the same line): o continues that block's chain, with the bytes it gained as a piece of its
