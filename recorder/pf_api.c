@@ -4,29 +4,56 @@
  * frees of those it tracks: a free subtracts the estimate its allocation added, recomputed from its size
  * and flags (an exact one is its size; a sampled one size / P(sampled) at the mean in effect now, the one
  * at its allocation unless the profile coarsened in between). */
+#include <linux/membarrier.h>
+#include <sched.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "pf_objtable.h"
 #include "pf_rec_int.h"
 #include "pyflow_api.h"
 
-/* Each counter is two cells: one the first thread that records owns, written by it alone with a plain
- * store, and one every other thread adds to atomically. A `lock add` per allocation and per free (three a
- * pair) was 11.8% of an --exact recording of small objects on an Intel guest (2.7% on an AMD one), nearly
- * all of it on the program's main thread, which takes the owner's cells. A reader adds the two: the owner's
- * cell changes only on the owner's thread, so the sum the owner reads after its own update is the total at
- * that instant, as exact as the single shared cells were. The owner's load-add-store cannot be interrupted
- * by an update of its own: both callers run under the thread's recording guard, so an allocation in a
- * signal handler meanwhile is not recorded at all. A thread that later gets a dead owner's TLS block (glibc
- * reuses them) becomes the owner: still one writer at a time. */
+/* Each counter is two cells: one the owning thread writes alone with a plain store, and one every other
+ * thread adds to atomically. A `lock add` per allocation and per free (three a pair) was 11.8% of an --exact
+ * recording of small objects on an Intel guest (2.7% on an AMD one). A reader adds the two: the owned cell
+ * changes only on the owner's thread, so the sum the owner reads after its own update is the total at that
+ * instant, as exact as one shared cell. The owner's load-add-store cannot be interrupted by an update of its
+ * own: both callers run under the thread's recording guard, so an allocation in a signal handler meanwhile
+ * is not recorded at all.
+ *
+ * The owner is the first thread to count, until another takes the cells over: a program whose work runs in
+ * a worker thread while the main thread waits in join() paid the `lock add` on every event of its work. A
+ * thread counting on the shared cells looks every MIGRATE_AFTER counts at the owned ones; where they have
+ * not moved since (the owner is idle, or gone), it takes them over. Two busy threads keep their roles.
+ *
+ * The take-over must not let two threads update the owned cells at once, and the owner's path must stay
+ * free of locked instructions. So the two sides meet as in Dekker's algorithm, with the fence on the rare
+ * side only: the owner raises its flag (counting[slot]), then reads owner_slot again, and updates the
+ * owned cells only when it is still the owner; the taker raises its own flag, swaps owner_slot, runs
+ * membarrier(2), which puts a full barrier on every thread of the process that is running, then waits for
+ * the old owner's flag to fall. Either the old owner's second read sees the swap, or the taker sees its
+ * flag and waits for its update to end. One thread takes over at a time, and its flag, raised first, makes
+ * the next taker wait for its first update too. Where membarrier's private expedited command cannot be
+ * registered, nobody takes over. */
 typedef struct {
     int64_t owned;      /* the owner's thread alone writes it (relaxed atomic stores: plain moves) */
     int64_t shared;     /* every other thread: atomic adds */
 } counter_t;
 
+#ifndef PF_API_MIGRATE_AFTER
+#define PF_API_MIGRATE_AFTER 4096u      /* shared counts between two looks at the owner's progress */
+#endif
+#define PF_API_SLOTS 4096u              /* threads that may own the cells (the rest never take them over) */
+
 static counter_t allocated[2], live[2];
 static int64_t peak;
-static pf_tls_t *owner;   /* the thread that owns the `owned` cells: the first to count */
+static uint32_t owner_slot;             /* 1 + the owner's slot; 0: none yet */
+static uint32_t counting[PF_API_SLOTS]; /* a thread's flag, raised while it may update the owned cells */
+static uint32_t slots_given;
+static int membarrier_ok;               /* 1 registered, -1 not to be had, 0 not tried */
+static int taking_over;                 /* a thread is taking the cells over */
+uint32_t pf_api_takeovers;              /* pf_rec_int.h (tests) */
 
 static int layer(int domain)
 {
@@ -38,20 +65,104 @@ static int64_t counter_read(const counter_t *c)
     return __atomic_load_n(&c->owned, __ATOMIC_RELAXED) + __atomic_load_n(&c->shared, __ATOMIC_RELAXED);
 }
 
-static int owns(pf_tls_t *t)
+/* What the owner has added: it grows while the owner allocates. */
+static int64_t owner_progress(void)
 {
-    pf_tls_t *o = __atomic_load_n(&owner, __ATOMIC_RELAXED);
-    if (PF_LIKELY(o == t))
+    return __atomic_load_n(&allocated[0].owned, __ATOMIC_RELAXED) + __atomic_load_n(&allocated[1].owned, __ATOMIC_RELAXED);
+}
+
+static uint32_t slot_of(pf_tls_t *t)
+{
+    if (PF_UNLIKELY(!t->api_slot)) {
+        uint32_t n = __atomic_fetch_add(&slots_given, 1, __ATOMIC_RELAXED);
+        t->api_slot = n < PF_API_SLOTS ? n + 1 : UINT32_MAX;
+    }
+    return t->api_slot;
+}
+
+static int membarrier_registered(void)
+{
+    int ok = __atomic_load_n(&membarrier_ok, __ATOMIC_RELAXED);
+    if (!ok) {
+        ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0 ? 1 : -1;
+        __atomic_store_n(&membarrier_ok, ok, __ATOMIC_RELAXED);
+    }
+    return ok > 0;
+}
+
+/* The cells taken over from an owner whose cells stood still (see above), or from none. Returns 1 with the
+ * thread's flag raised when it now owns them. */
+static int take_over(uint32_t slot, uint32_t old)
+{
+    if ((old && !membarrier_registered()) || __atomic_exchange_n(&taking_over, 1, __ATOMIC_ACQUIRE))
+        return 0;   /* one at a time: two takers waiting for each other's flags would wait for ever */
+    int took = 0;
+    __atomic_store_n(&counting[slot - 1], 1, __ATOMIC_RELAXED);
+    if (__atomic_compare_exchange_n(&owner_slot, &old, slot, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+        took = 1;
+        if (old) {
+            syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+            for (int spins = 0; __atomic_load_n(&counting[old - 1], __ATOMIC_ACQUIRE); spins++)
+                if (spins > 100)
+                    sched_yield();   /* the old owner, preempted amid its update */
+            __atomic_add_fetch(&pf_api_takeovers, 1, __ATOMIC_RELAXED);
+        }
+    } else {
+        __atomic_store_n(&counting[slot - 1], 0, __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(&taking_over, 0, __ATOMIC_RELEASE);
+    return took;
+}
+
+#ifdef PF_API_TEST_PAUSE
+void pf_api_test_pause(void);   /* tests (recorder_api.cmake): now and then a pause where a take-over
+                                   would meet the owner's update: before its flag, amid its update */
+#define update_pause() pf_api_test_pause()
+#else
+#define update_pause() ((void)0)
+#endif
+
+/* Begins an update: 1 when the thread owns the cells (its flag is then raised: count_end lowers it). */
+static int count_begin(pf_tls_t *t)
+{
+    uint32_t slot = slot_of(t);
+    uint32_t o = __atomic_load_n(&owner_slot, __ATOMIC_RELAXED);
+    if (PF_LIKELY(o == slot)) {
+        update_pause();
+        __atomic_store_n(&counting[slot - 1], 1, __ATOMIC_RELAXED);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);   /* the flag's store, then the second read: membarrier fences */
+        if (PF_LIKELY(__atomic_load_n(&owner_slot, __ATOMIC_RELAXED) == slot))
+            return 1;
+        __atomic_store_n(&counting[slot - 1], 0, __ATOMIC_RELEASE);
+        return 0;
+    }
+    if (slot == UINT32_MAX)
+        return 0;
+    if (!o)
+        return take_over(slot, 0);
+    if (++t->api_run < PF_API_MIGRATE_AFTER)
+        return 0;
+    t->api_run = 0;
+    int64_t seen = owner_progress();
+    if (seen == t->api_owner_seen && take_over(slot, o))
         return 1;
-    pf_tls_t *none = NULL;
-    return !o && __atomic_compare_exchange_n(&owner, &none, t, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    t->api_owner_seen = seen;
+    return 0;
+}
+
+static void count_end(pf_tls_t *t, int mine)
+{
+    if (mine)
+        __atomic_store_n(&counting[t->api_slot - 1], 0, __ATOMIC_RELEASE);   /* after the cells' stores */
 }
 
 static void counter_add(counter_t *c, int mine, int64_t n)
 {
-    if (mine)
-        __atomic_store_n(&c->owned, __atomic_load_n(&c->owned, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
-    else
+    if (mine) {
+        int64_t v = __atomic_load_n(&c->owned, __ATOMIC_RELAXED);
+        update_pause();
+        __atomic_store_n(&c->owned, v + n, __ATOMIC_RELAXED);
+    } else
         __atomic_add_fetch(&c->shared, n, __ATOMIC_RELAXED);
 }
 
@@ -68,13 +179,23 @@ static void raise_peak(void)
         ;
 }
 
+void pf_api_fork_child(pf_tls_t *t)
+{
+    memset(counting, 0, sizeof counting);
+    owner_slot = t->api_slot != UINT32_MAX ? t->api_slot : 0;
+    membarrier_ok = 0;  /* the registration is the parent's address space's */
+    taking_over = 0;
+}
+
 void pf_api_on_alloc(int domain, uint64_t est)
 {
     if (domain == PF_DOMAIN_GPU)
         return;
-    int mine = owns(&pf_tls);
+    pf_tls_t *t = &pf_tls;
+    int mine = count_begin(t);
     counter_add(&allocated[layer(domain)], mine, (int64_t)est);
     counter_add(&live[layer(domain)], mine, (int64_t)est);
+    count_end(t, mine);
     raise_peak();
 }
 
@@ -88,7 +209,10 @@ void pf_api_on_free(const pf_objinfo_t *obj)
         pf_sampling_now(pf_cfg.mean_sample_bytes, pf_cfg.object_threshold, &mean, &threshold);
         est = pf_sampler_estimate(obj->size, mean);
     }
-    counter_add(&live[layer((int)obj->domain)], owns(&pf_tls), -(int64_t)est);
+    pf_tls_t *t = &pf_tls;
+    int mine = count_begin(t);
+    counter_add(&live[layer((int)obj->domain)], mine, -(int64_t)est);
+    count_end(t, mine);
 }
 
 PF_EXPORT int pyflow_counters(pyflow_counters_t *out, uint64_t size)

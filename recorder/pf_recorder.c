@@ -97,6 +97,7 @@ void pf_recorder_fork_child(pf_tls_t *t)
         pf_log("a forked child is not profiled: it cannot create its profile (%s)", strerror(-rc));
     }
     pf_record_thread_reset(t);
+    pf_api_fork_child(t);
     pf_watch_glue_fork_child(t);
 }
 

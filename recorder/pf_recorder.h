@@ -87,6 +87,10 @@ typedef struct pf_tls {
     uint32_t packed_due_at;     /* the events written before the last young free (as packed_events then) */
     uint32_t packed_due_alloc;  /* and the number of its allocation's event */
     pf_pk_young_slot_t packed_young[PF_PK_YOUNG_SLOTS];
+    /* the in-process counters' (pf_api.c) */
+    uint32_t api_slot;          /* 1 + the thread's flag in pf_api.c's table; 0 until it counts */
+    uint32_t api_run;           /* its counts on the shared cells since it last looked at the owner's */
+    int64_t api_owner_seen;     /* the owner's cells then */
 } pf_tls_t;
 
 extern __thread pf_tls_t pf_tls __attribute__((tls_model("initial-exec"))) PF_HIDDEN;

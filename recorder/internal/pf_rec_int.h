@@ -21,6 +21,9 @@ void pf_record_thread_reset(pf_tls_t *t) PF_HIDDEN;
  * of a tracked one). */
 void pf_api_on_alloc(int domain, uint64_t est) PF_HIDDEN;
 void pf_api_on_free(const struct pf_objinfo *obj) PF_HIDDEN;
+/* A fork child's one thread owns the counters' cells (a thread amid an update at the fork is gone). */
+void pf_api_fork_child(pf_tls_t *t) PF_HIDDEN;
+extern uint32_t pf_api_takeovers PF_HIDDEN;    /* the times a thread took the cells over (tests) */
 
 /* The sampling mean and object threshold in effect for the configured ones: the mean raised 4^L-fold at
  * the profile's fill level L (pf_writer.h), and from level 1 on the threshold never below it. */
