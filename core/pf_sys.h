@@ -101,6 +101,14 @@ static inline int pf_sys_read_own(const void *p, void *out, size_t n)
     return syscall(SYS_process_vm_readv, syscall(SYS_getpid), &local, 1UL, &remote, 1UL, 0UL) == (long)n ? 0 : -1;
 }
 
+/* The same for a caller that keeps its pid (getpid is a system call of its own): pid must be this
+ * process's. */
+static inline int pf_sys_read_pid(long pid, const void *p, void *out, size_t n)
+{
+    struct iovec local = {out, n}, remote = {(void *)p, n};
+    return syscall(SYS_process_vm_readv, pid, &local, 1UL, &remote, 1UL, 0UL) == (long)n ? 0 : -1;
+}
+
 static inline uint32_t pf_sys_gettid(void)
 {
     return (uint32_t)syscall(SYS_gettid);

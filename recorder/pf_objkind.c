@@ -150,8 +150,17 @@ static int read_words(int n, const uintptr_t from[], uintptr_t to[])
         local[i] = (struct iovec){&to[i], sizeof to[i]};
         remote[i] = (struct iovec){(void *)from[i], sizeof from[i]};
     }
-    return syscall(SYS_process_vm_readv, (long)getpid(), local, (unsigned long)n, remote, (unsigned long)n, 0UL) ==
+    return syscall(SYS_process_vm_readv, (long)pf_cfg.pid, local, (unsigned long)n, remote, (unsigned long)n, 0UL) ==
            (long)(n * sizeof(uintptr_t));
+}
+
+/* 1 when t is one of the type objects the kinds are told by (each is a type: its type is `type`). */
+static int known_type(uintptr_t t)
+{
+    for (int k = 0; k < PF_OBJ_KINDS; k++)
+        if (t && t == type_of_kind[k])
+            return 1;
+    return 0;
 }
 
 /* 1 when the block's first two words point at objects whose type is a type (its type being `type`, or a
@@ -167,12 +176,22 @@ static int object_pointers(const pf_objinfo_t *o)
             return 0;
         at[i] = p + sizeof(uintptr_t);
     }
-    if (!read_words(2, at, types))
+    if (!read_words(2, at, types) || !types[0] || !types[1])
         return 0;
-    for (int i = 0; i < 2; i++)
-        at[i] = types[i] + sizeof(uintptr_t);
-    if (!types[0] || !types[1] || !read_words(2, at, metas))
+    /* A type the runtime knows (str, int, tuple...: a list's items mostly) is a type: no second call */
+    int n = 0, ask[2];
+    for (int i = 0; i < 2; i++) {
+        metas[i] = known_type(types[i]) ? type_type : 0;
+        if (!metas[i]) {
+            ask[n] = i;
+            at[n++] = types[i] + sizeof(uintptr_t);
+        }
+    }
+    uintptr_t read[2];
+    if (n && !read_words(n, at, read))
         return 0;
+    for (int k = 0; k < n; k++)
+        metas[ask[k]] = read[k];
     for (int i = 0; i < 2; i++) {
         if (metas[i] == type_type)
             continue;
@@ -220,7 +239,7 @@ static int dict_entries_at(uintptr_t addr)
         pf_objinfo_t o;
         unsigned char hdr[PF_DICT_HEADER_BYTES];
         if (!pf_objtable_maybe((const void *)start) || !pf_objtable_lookup(start, &o) || o.addr + o.size <= addr ||
-            (o.domain != PF_DOMAIN_PYOBJ && o.domain != PF_DOMAIN_PYMEM) || pf_sys_read_own((const void *)start, hdr, sizeof hdr))
+            (o.domain != PF_DOMAIN_PYOBJ && o.domain != PF_DOMAIN_PYMEM) || pf_sys_read_pid((long)pf_cfg.pid, (const void *)start, hdr, sizeof hdr))
             continue;
         if (dict_keys(hdr, o.size))
             return 1;

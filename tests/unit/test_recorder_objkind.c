@@ -8,11 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "pf_objkind.h"
 #include "pf_objtable.h"
+
+pf_config_t pf_cfg;     /* the pid the list test's reads name (the runtime keeps it) */
 
 /* The interpreter's type objects, as dlsym finds them in a Python process (the test exports its symbols).
  * Each is a fake type object: its type word (at 8) is PyType_Type, as a real type's is. */
@@ -193,6 +196,7 @@ static void test_keys_table_from_entries(void **state)
 
 int main(void)
 {
+    pf_cfg.pid = (uint32_t)getpid();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_objects_by_type_word),
         cmocka_unit_test(test_dict_keys_311),
