@@ -92,21 +92,19 @@ static inline void *pf_sys_map_log(char op, void *p, size_t bytes, const char *f
 #define pf_sys_munmap(a, l) ((pf_sys_map_log)('U', (void *)(a), (l), __FILE__, __func__), (pf_sys_munmap)(a, l))
 #endif
 
-/* Copies n bytes at p of this process into out without faulting where p is unmapped: 0, or -1 (errno
- * EFAULT: not all readable; another errno: the read was refused, e.g. by a seccomp filter).
- * Async-signal-safe. */
-static inline int pf_sys_read_own(const void *p, void *out, size_t n)
-{
-    struct iovec local = {out, n}, remote = {(void *)p, n};
-    return syscall(SYS_process_vm_readv, syscall(SYS_getpid), &local, 1UL, &remote, 1UL, 0UL) == (long)n ? 0 : -1;
-}
-
-/* The same for a caller that keeps its pid (getpid is a system call of its own): pid must be this
- * process's. */
+/* Copies n bytes at p of this process, whose pid is pid, into out without faulting where p is unmapped:
+ * 0, or -1 (errno EFAULT: not all readable; another errno: the read was refused, e.g. by a seccomp filter).
+ * Async-signal-safe. A caller that keeps its pid saves a system call (getpid is one of its own). */
 static inline int pf_sys_read_pid(long pid, const void *p, void *out, size_t n)
 {
     struct iovec local = {out, n}, remote = {(void *)p, n};
     return syscall(SYS_process_vm_readv, pid, &local, 1UL, &remote, 1UL, 0UL) == (long)n ? 0 : -1;
+}
+
+/* The same, asking for the pid. */
+static inline int pf_sys_read_own(const void *p, void *out, size_t n)
+{
+    return pf_sys_read_pid(syscall(SYS_getpid), p, out, n);
 }
 
 static inline uint32_t pf_sys_gettid(void)

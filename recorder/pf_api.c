@@ -68,7 +68,8 @@ static int64_t counter_read(const counter_t *c)
 /* What the owner has added: it grows while the owner allocates. */
 static int64_t owner_progress(void)
 {
-    return __atomic_load_n(&allocated[0].owned, __ATOMIC_RELAXED) + __atomic_load_n(&allocated[1].owned, __ATOMIC_RELAXED);
+    return __atomic_load_n(&allocated[0].owned, __ATOMIC_RELAXED) +
+           __atomic_load_n(&allocated[1].owned, __ATOMIC_RELAXED);
 }
 
 static uint32_t slot_of(pf_tls_t *t)

@@ -239,7 +239,8 @@ static int dict_entries_at(uintptr_t addr)
         pf_objinfo_t o;
         unsigned char hdr[PF_DICT_HEADER_BYTES];
         if (!pf_objtable_maybe((const void *)start) || !pf_objtable_lookup(start, &o) || o.addr + o.size <= addr ||
-            (o.domain != PF_DOMAIN_PYOBJ && o.domain != PF_DOMAIN_PYMEM) || pf_sys_read_pid((long)pf_cfg.pid, (const void *)start, hdr, sizeof hdr))
+            (o.domain != PF_DOMAIN_PYOBJ && o.domain != PF_DOMAIN_PYMEM) ||
+            pf_sys_read_pid((long)pf_cfg.pid, (const void *)start, hdr, sizeof hdr))
             continue;
         if (dict_keys(hdr, o.size))
             return 1;

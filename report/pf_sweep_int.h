@@ -362,8 +362,9 @@ void pf_sweep_leak_by_realloc(sweeper_t *S, uint64_t key, uint64_t t);
 void pf_sweep_leak_moved(sweeper_t *S, uint64_t key);
 
 /* Object o was made at time t by a realloc of the block whose key is old_key, freed at most max_gap ns
- * before, or at any time before when its FREE was marked the realloc's (by the same line): o continues that block's chain, with the bytes it gained as a piece of its
- * own. Nothing when no such block was freed lately. */
+ * before, or at any time before when its FREE was marked the realloc's (by the same line): o continues
+ * that block's chain, with the bytes it gained as a piece of its own. Nothing when no such block was freed
+ * lately. */
 void pf_sweep_leak_grew(sweeper_t *S, uint64_t old_key, live_obj_t *o, uint64_t t, uint64_t max_gap);
 
 /* pf_model_leak.c: the leak test of every line (pf_leak_test_t), from the objects still live at the end of

@@ -31,7 +31,10 @@ void pf_sampling_now(uint64_t base_mean, uint64_t base_threshold, uint64_t *mean
 }
 uint64_t pf_now_ns(void) { return 0; }
 void pf_enter_recording(pf_tls_t *t) { (void)t; }
-void pf_record_mark(pf_tls_t *t, int kind, uint64_t value, const char *note) { (void)t, (void)kind, (void)value, (void)note; }
+void pf_record_mark(pf_tls_t *t, int kind, uint64_t value, const char *note)
+{
+    (void)t, (void)kind, (void)value, (void)note;
+}
 
 /* The owner's update, now and then paused (PF_API_TEST_PAUSE): a taker must wait for it to end, or the
  * update stores a total that misses the taker's. */
