@@ -110,7 +110,7 @@ static int launcher_kind(const char *path)
     static const char *const launchers[] = {"sh", "bash", "dash", "zsh", "ksh", /* the shells */
                                             "env", "nice", "nohup", "timeout", "time", "stdbuf", "xargs", "setsid",
                                             "taskset", "chrt", "ionice", "sudo", "su", "runuser", "make", "uv",
-                                            "pip", NULL};
+                                            "pip", "valgrind", "valgrind.bin", NULL};   /* valgrind.bin: Debian's */
     const int shells = 5;
     const char *base = pf_file_name(path);
     for (int i = 0; launchers[i]; i++)

@@ -115,6 +115,10 @@ static void test_launchers(void **state)
     assert_true(pf_is_launcher("env"));
     assert_false(pf_is_launcher("/usr/bin/python3"));
     assert_false(pf_is_launcher("/usr/bin/shell"));
+    /* valgrind runs its client with the environment it was given: `pyflow run valgrind python3 x.py` */
+    assert_true(pf_is_launcher("/usr/bin/valgrind.bin"));
+    char *valgrind_python[] = {"valgrind", "--tool=callgrind", "python3", "x.py", NULL};
+    assert_true(pf_launches_python("/usr/bin/valgrind.bin", valgrind_python, NULL));
     char *sh_python[] = {"/bin/sh", "-c", "cd /srv && /usr/bin/python3 -m app", NULL};
     char *bash_lc[] = {"bash", "-lc", "python3.12 job.py", NULL};
     char *sh_grep[] = {"/bin/sh", "-c", "grep -r python .", NULL};
