@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PF_PYFRAMES_ABI 5u
+#define PF_PYFRAMES_ABI 6u
 #define PF_PYFRAMES_ENTRY "pf_pyframes_get"  /* the one exported symbol of each per-version object */
 
 typedef struct pf_pyframe {
@@ -50,6 +50,11 @@ typedef struct pf_pyframes_api {
      * the calling process: the caller keeps it, as getpid() is a system call) and a walk that meets a bad
      * one stops there. Two system calls per frame. Returns -1 where no such read exists. */
     int (*capture_async)(long pid, pf_pyframe_t *out, int max, int *truncated);
+
+    /* As capture, faster for a thread that calls it again and again: *hint (the caller's, one per thread,
+     * NULL at first) keeps the thread state found last time, taken again without asking the interpreter
+     * when it is still this thread's current one. Its answers are capture's. */
+    int (*capture_hinted)(const void **hint, pf_pyframe_t *out, int max, int *truncated);
 
     /* Describes a code object seen in a captured frame. filename and name are transcoded to UTF-8 into
      * the caller's buffers (truncated to their sizes). Returns 0, or -1 when code is not a code object. */

@@ -248,7 +248,7 @@ static void stack_from_raw(pf_tls_t *t, pf_stack_t *st, const pf_pyframe_t *fram
 static int capture_python_raw(pf_tls_t *t, pf_stack_t *st, pf_pyframe_t *frames)
 {
     int truncated = 0;
-    int n_py = pf_cfg.py ? pf_cfg.py->capture(frames, PF_MAX_PY_FRAMES, &truncated) : -1;
+    int n_py = pf_cfg.py ? pf_cfg.py->capture_hinted(&t->py_state, frames, PF_MAX_PY_FRAMES, &truncated) : -1;
     st->flags = 0;
     if (n_py < 0) {
         /* No thread state. On the main thread that is interpreter start-up or shutdown, not a native

@@ -134,7 +134,7 @@ static int safe_read_v(long pid, int n, void *const dst[], const void *const src
 #if PY_MINOR_VERSION <= 10
 /* 3.8-3.10: a linked list of PyFrameObject; one eval call per frame, no shims. f_lasti is -1 before the
  * first instruction, bytes on 3.8/3.9 and code units on 3.10. */
-static inline int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, int *truncated, const int async,
+static inline __attribute__((always_inline)) int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, int *truncated, const int async,
                                  const long pid)
 {
     int n = 0, steps = 0;
@@ -172,7 +172,7 @@ static inline int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, 
  * the current cframe. prev_instr is the instruction being executed (updated at each instruction start).
  * 3.12 pushes a C-stack-owned shim at each C->Python entry; both skip incomplete frames (still copying
  * arguments, before RESUME) as frame.f_back does (_PyFrame_IsIncomplete, spelled out on loaded fields). */
-static inline int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, int *truncated, const int async,
+static inline __attribute__((always_inline)) int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, int *truncated, const int async,
                                  const long pid)
 {
     int n = 0, steps = 0;
@@ -217,7 +217,7 @@ static inline int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, 
 /* 3.13: tstate->current_frame; the executable is a code object or None (C-stack shims), instr_ptr is the
  * instruction being executed. The __init__ cleanup shim (_Py_InitCleanup) sits before its
  * _co_firsttraceable and is skipped as incomplete, like frame.f_back does. */
-static inline int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, int *truncated, const int async,
+static inline __attribute__((always_inline)) int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, int *truncated, const int async,
                                  const long pid)
 {
     int n = 0, steps = 0;
@@ -289,14 +289,14 @@ static void use_finalizing_word(const uintptr_t *word)
     __atomic_store_n(&finalizing_word, word, __ATOMIC_RELAXED);
 }
 
-/* Returns the number of frames, or -1 when this thread has no (trustworthy) Python thread state. */
-static inline int capture_common(pf_pyframe_t *out, int max, int *truncated, const int async, long pid)
+/* ts's frames: the number, or -1 when ts is no (trustworthy) Python thread state of this thread's. */
+static inline __attribute__((always_inline)) int capture_state(PyThreadState *ts, pf_pyframe_t *out, int max, int *truncated, const int async,
+                                long pid)
 {
     int dummy;
     if (!truncated)
         truncated = &dummy;
     *truncated = 0;
-    PyThreadState *ts = PyGILState_GetThisThreadState();
     if (!ts)
         return -1;
     /* During finalization the key of a daemon thread may point at a freed state (see the file comment). */
@@ -307,7 +307,43 @@ static inline int capture_common(pf_pyframe_t *out, int max, int *truncated, con
     return capture_frames(ts, out, max, truncated, async, pid);
 }
 
+/* Returns the number of frames, or -1 when this thread has no (trustworthy) Python thread state. */
+static inline int capture_common(pf_pyframe_t *out, int max, int *truncated, const int async, long pid)
+{
+    return capture_state(PyGILState_GetThisThreadState(), out, max, truncated, async, pid);
+}
+
 static int capture(pf_pyframe_t *out, int max, int *truncated) { return capture_common(out, max, truncated, 0, 0); }
+
+/* As capture, with the state capture found on this thread last time kept in *hint (the caller's, per
+ * thread; NULL at first). Where the interpreter's current state (PF_GIL_HOLDER_STATE: the GIL holder on
+ * 3.8-3.11, this thread's attached state on 3.12+) is that state and was bound to this thread, it is the
+ * one PyGILState_GetThisThreadState would return, and it passes the finalization check above (it is the
+ * current state): its frames are read without that function's two calls into the thread-specific key (a
+ * fifth of capture's instructions for a one-frame stack). The pointers are compared before anything is
+ * read through them. On 3.8-3.11 the GIL holder may be another thread's state made at the address of one
+ * this thread had and lost (PyGILState_Release): its thread id, PyThread_get_thread_ident() of the thread
+ * it is bound to (unique among live threads), rules that out. */
+#if PY_MINOR_VERSION >= 12
+#define PF_CURRENT_IS_MINE(ts) 1    /* this thread's attached state: thread-local */
+#else
+#define PF_CURRENT_IS_MINE(ts) ((ts)->thread_id == PyThread_get_thread_ident())  /* the GIL holder's */
+#endif
+
+static int capture_hinted(const void **hint, pf_pyframe_t *out, int max, int *truncated)
+{
+    PyThreadState *current = PF_GIL_HOLDER_STATE();
+    if (__builtin_expect(current && current == *hint, 1) && PF_CURRENT_IS_MINE(current)) {
+        int dummy;
+        if (!truncated)
+            truncated = &dummy;
+        *truncated = 0;
+        return capture_frames(current, out, out && max > 0 ? max : 0, truncated, 0, 0);
+    }
+    PyThreadState *ts = PyGILState_GetThisThreadState();
+    *hint = ts;
+    return capture_state(ts, out, max, truncated, 0, 0);
+}
 
 static int capture_async(long pid, pf_pyframe_t *out, int max, int *truncated)
 {
@@ -451,6 +487,7 @@ static pf_pyframes_api_t api = {   /* const but for the two fields pf_pyframes_g
     .py_minor = PY_MINOR_VERSION,
     .capture = capture,
     .capture_async = capture_async,
+    .capture_hinted = capture_hinted,
     .describe = describe,
     .identify = identify,
     .is_finalizing = is_finalizing,

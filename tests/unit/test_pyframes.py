@@ -229,7 +229,8 @@ def test_gil_released_other_thread_busy():
 
 
 def test_native_thread():
-    check(probe.native_thread_capture() == -1, "capture on a native thread did not return -1")
+    check(probe.native_thread_capture() == -1,
+          "capture or capture_hinted (without a hint, or with another thread's) on a native thread did not return -1")
 
 
 def test_is_finalizing():

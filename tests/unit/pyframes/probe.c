@@ -112,6 +112,26 @@ static PyObject *probe_capture(PyObject *self, PyObject *args)
     } else {
         n = api->capture(frames, max, &truncated);
     }
+    /* the hinted variant must give the same answer, on its first call on a thread and on later ones (the
+     * hint kept from one probe call to the next of the thread, as the recorder keeps it) */
+    static __thread const void *hint;
+    for (int k = 0; k < 2; k++) {
+        pf_pyframe_t hinted[PROBE_MAX_FRAMES];
+        int truncated_hinted = 0, n_hinted;
+        if (release) {
+            Py_BEGIN_ALLOW_THREADS
+            n_hinted = api->capture_hinted(&hint, hinted, max, &truncated_hinted);
+            Py_END_ALLOW_THREADS
+        } else {
+            n_hinted = api->capture_hinted(&hint, hinted, max, &truncated_hinted);
+        }
+        if (n_hinted != n || truncated_hinted != truncated)
+            return PyErr_Format(PyExc_AssertionError, "capture_hinted (call %d) gave %d frames (truncated %d), "
+                                "capture %d (%d)", k, n_hinted, truncated_hinted, n, truncated);
+        for (int i = 0; i < n; i++)
+            if (hinted[i].code != frames[i].code || hinted[i].lasti_bytes != frames[i].lasti_bytes)
+                return PyErr_Format(PyExc_AssertionError, "capture_hinted differs from capture at frame %d", i);
+    }
     /* the signal handlers' variant must see the same stack (read without faulting, field by field) */
     pf_pyframe_t again[PROBE_MAX_FRAMES];
     int truncated_again = 0;
@@ -170,7 +190,25 @@ static void *native_thread(void *arg)
     return NULL;
 }
 
-/* native_thread_capture() -> what capture returns on a pthread that never ran Python (expected -1). */
+typedef struct {
+    const void *hint;
+    int rc;
+} hinted_arg_t;
+
+static void *native_thread_hinted(void *arg)
+{
+    hinted_arg_t *a = arg;
+    pf_pyframe_t frames[8];
+    int truncated = 0;
+    a->rc = api->capture_hinted(&a->hint, frames, 8, &truncated);
+    return NULL;
+}
+
+/* native_thread_capture() -> what capture returns on a pthread that never ran Python (expected -1), and
+ * capture_hinted there too: with no hint, and with a hint that is the state of the thread holding the GIL
+ * (this one, waiting for it in pthread_join), as a hint is when the state its thread had was freed and
+ * another thread's was made at its address (the reader must check whose it is, not walk this thread's
+ * frames). Returns the first answer that is not -1, or -1. */
 static PyObject *probe_native_thread_capture(PyObject *self, PyObject *args)
 {
     if (!need_api())
@@ -185,7 +223,17 @@ static PyObject *probe_native_thread_capture(PyObject *self, PyObject *args)
     Py_END_ALLOW_THREADS
     if (err)
         return PyErr_Format(PyExc_OSError, "pthread_create: %d", err);
-    return PyLong_FromLong(rc);
+    if (rc != -1)
+        return PyLong_FromLong(rc);
+    hinted_arg_t hinted[2] = {{NULL, 12345}, {PyThreadState_Get(), 12345}};
+    for (int k = 0; k < 2; k++) {
+        if ((err = pthread_create(&th, NULL, native_thread_hinted, &hinted[k])) != 0)
+            return PyErr_Format(PyExc_OSError, "pthread_create: %d", err);
+        pthread_join(th, NULL);     /* the GIL held: this thread's state is the current one */
+        if (hinted[k].rc != -1)
+            return PyLong_FromLong(hinted[k].rc);
+    }
+    return PyLong_FromLong(-1);
 }
 
 static PyObject *probe_is_finalizing(PyObject *self, PyObject *args)
@@ -224,9 +272,10 @@ static PyObject *probe_spin_nogil(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     pf_pyframe_t frames[64];
     int truncated;
-    for (;;) {
+    const void *hint = NULL;
+    for (int k = 0;; k++) {
         int fin = api->is_finalizing();
-        int n = api->capture(frames, 64, &truncated);
+        int n = k % 2 ? api->capture_hinted(&hint, frames, 64, &truncated) : api->capture(frames, 64, &truncated);
         if (fin && n >= 0) {    /* our state may be freed by now: the reader must not have trusted it */
             static const char msg[] = "pf-spin: daemon thread got frames during finalization\n";
             if (write(2, msg, sizeof msg - 1) < 0)
