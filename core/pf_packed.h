@@ -252,46 +252,68 @@ static inline int pf_pk_span(const uint8_t *p, size_t n, int first_only, uint32_
     return rc < 0 ? -1 : 0;
 }
 
-/* The bytes pf_varint_put takes for v. */
+/* The bytes pf_varint_put takes for v: ceil(significant bits / 7), at least 1. x * 37 >> 8 is x / 7 for
+ * every x up to 70, in a multiply and a shift instead of the division's five instructions and the branch
+ * (these lengths were a twentieth of an --exact recording's instructions). */
 static inline unsigned pf_varint_len(uint64_t v)
 {
-    return v < 0x80 ? 1u : (unsigned)(70 - __builtin_clzll(v)) / 7u;
+    return (unsigned)((70 - __builtin_clzll(v | 1)) * 37) >> 8;
 }
 
-/* The bytes an ALLOC_SHORT-able allocation takes encoded against st (its tag included; young: as YOUNG,
- * its life byte last). The writer stores a record's new length before the event's bytes (above), so it
- * needs the length first. */
-static inline unsigned pf_pk_alloc_len(const pf_pk_state_t *st, uint64_t t_ns, uint64_t addr, uint32_t size,
-                                       uint32_t stack_id, int young)
+/* An ALLOC_SHORT-able allocation, encoded against a state: its tag, its fields as they are written, and
+ * its length, the tag included (young: as YOUNG, its life byte last). The writer stores a record's new
+ * length before the event's bytes (above), so it needs the length first; working the fields out once for
+ * both saves a second pass over them. */
+typedef struct pf_pk_alloc_fields {
+    uint64_t dt, daddr, size, dstack;
+    uint8_t tag;
+    uint8_t young;
+    uint16_t len;
+} pf_pk_alloc_fields_t;
+
+/* f for an allocation encoded against st. flags: its PF_ALLOC_NO_PYSTATE / PF_ALLOC_TRUNCATED. */
+static inline void pf_pk_alloc_prepare(pf_pk_alloc_fields_t *f, const pf_pk_state_t *st, uint64_t t_ns,
+                                       uint64_t addr, uint32_t size, uint32_t stack_id, unsigned domain,
+                                       unsigned flags, int young)
 {
-    return 1 + pf_varint_len(t_ns - st->t_ns) + pf_varint_len(pf_zigzag((int64_t)(addr - st->addr))) +
-           pf_varint_len(size) +
-           (stack_id == st->stack_id ? 0 : pf_varint_len(pf_zigzag((int64_t)stack_id - (int64_t)st->stack_id))) +
-           (young ? 1u : 0u);
+    f->tag = (uint8_t)((young ? PF_PK_YOUNG : PF_PK_ALLOC) | domain << PF_PK_DOMAIN_SHIFT |
+                       (flags & PF_ALLOC_NO_PYSTATE ? PF_PK_NO_PYSTATE : 0) |
+                       (flags & PF_ALLOC_TRUNCATED ? PF_PK_TRUNCATED : 0));
+    f->dt = t_ns - st->t_ns;
+    f->daddr = pf_zigzag((int64_t)(addr - st->addr));
+    f->size = size;
+    f->young = young ? 1 : 0;
+    unsigned len = 1 + pf_varint_len(f->dt) + pf_varint_len(f->daddr) + pf_varint_len(size) + f->young;
+    f->dstack = 0;
+    if (stack_id == st->stack_id) {
+        f->tag |= PF_PK_SAME_STACK;
+    } else {
+        f->dstack = pf_zigzag((int64_t)stack_id - (int64_t)st->stack_id);
+        len += pf_varint_len(f->dstack);
+    }
+    f->len = (uint16_t)len;
 }
 
-/* Writes the allocation's bytes after its tag at out + 1 (pf_pk_alloc_len - 1 of them) and updates st;
- * returns the tag, for the caller to store at out[0] (last: the writer publishes it with a release store).
- * flags: its PF_ALLOC_NO_PYSTATE / PF_ALLOC_TRUNCATED. young: as YOUNG, its life byte 0. */
-static inline uint8_t pf_pk_alloc_body(uint8_t *out, pf_pk_state_t *st, uint64_t t_ns, uint64_t addr,
-                                       uint32_t size, uint32_t stack_id, unsigned domain, unsigned flags, int young)
+/* Writes f's bytes after its tag at out + 1 (f->len - 1 of them); the caller stores f->tag at out[0] last
+ * (the writer publishes it with a release store). */
+static inline void pf_pk_alloc_put(uint8_t *out, const pf_pk_alloc_fields_t *f)
 {
-    uint8_t tag = (uint8_t)((young ? PF_PK_YOUNG : PF_PK_ALLOC) | domain << PF_PK_DOMAIN_SHIFT | (flags & PF_ALLOC_NO_PYSTATE ? PF_PK_NO_PYSTATE : 0) |
-                            (flags & PF_ALLOC_TRUNCATED ? PF_PK_TRUNCATED : 0));
     unsigned n = 1;
-    n += pf_varint_put(out + n, t_ns - st->t_ns);
-    n += pf_varint_put(out + n, pf_zigzag((int64_t)(addr - st->addr)));
-    n += pf_varint_put(out + n, size);
-    if (stack_id == st->stack_id)
-        tag |= PF_PK_SAME_STACK;
-    else
-        n += pf_varint_put(out + n, pf_zigzag((int64_t)stack_id - (int64_t)st->stack_id));
-    if (young)
+    n += pf_varint_put(out + n, f->dt);
+    n += pf_varint_put(out + n, f->daddr);
+    n += pf_varint_put(out + n, f->size);
+    if (!(f->tag & PF_PK_SAME_STACK))
+        n += pf_varint_put(out + n, f->dstack);
+    if (f->young)
         out[n] = 0;
+}
+
+/* st after an allocation at t_ns, addr, with stack_id. */
+static inline void pf_pk_alloc_advance(pf_pk_state_t *st, uint64_t t_ns, uint64_t addr, uint32_t stack_id)
+{
     st->t_ns = t_ns;
     st->addr = addr;
     st->stack_id = stack_id;
-    return tag;
 }
 
 /* Encodes an ALLOC_SHORT-able allocation against st (and updates st) into out (PF_PK_EVENT_MAX bytes).
@@ -300,9 +322,12 @@ static inline unsigned pf_pk_encode_alloc(uint8_t *out, pf_pk_state_t *st, uint6
                                           uint32_t size, uint32_t stack_id, unsigned domain, unsigned flags,
                                           int young)
 {
-    unsigned n = pf_pk_alloc_len(st, t_ns, addr, size, stack_id, young);
-    out[0] = pf_pk_alloc_body(out, st, t_ns, addr, size, stack_id, domain, flags, young);
-    return n;
+    pf_pk_alloc_fields_t f;
+    pf_pk_alloc_prepare(&f, st, t_ns, addr, size, stack_id, domain, flags, young);
+    pf_pk_alloc_put(out, &f);
+    out[0] = f.tag;
+    pf_pk_alloc_advance(st, t_ns, addr, stack_id);
+    return f.len;
 }
 
 /* The life byte of a young allocation freed after `between` events of its record (at most
@@ -312,35 +337,51 @@ static inline uint8_t pf_pk_life(unsigned between, unsigned kind)
     return (uint8_t)((between + 1) | kind << 4);
 }
 
-/* The bytes a FREE (aux as a PF_REC_FREE's) takes encoded against st, its tag included. */
-static inline unsigned pf_pk_free_len(const pf_pk_state_t *st, uint64_t t_ns, uint64_t addr, uint16_t aux)
+/* A FREE (aux as a PF_REC_FREE's: domain, kind, PF_FREE_BY_REALLOC), encoded against a state, as
+ * pf_pk_alloc_fields_t an allocation. */
+typedef struct pf_pk_free_fields {
+    uint64_t dt, daddr;
+    uint8_t tag;
+    uint8_t kind;
+    uint16_t len;
+} pf_pk_free_fields_t;
+
+static inline void pf_pk_free_prepare(pf_pk_free_fields_t *f, const pf_pk_state_t *st, uint64_t t_ns,
+                                      uint64_t addr, uint16_t aux)
 {
-    return 1 + pf_varint_len(t_ns - st->t_ns) + pf_varint_len(pf_zigzag((int64_t)(addr - st->addr))) +
-           (PF_FREE_KIND(aux) ? 1 : 0);
+    f->kind = (uint8_t)PF_FREE_KIND(aux);
+    f->tag = (uint8_t)(PF_PK_FREE | PF_FREE_DOMAIN(aux) << PF_PK_DOMAIN_SHIFT |
+                       (aux & PF_FREE_BY_REALLOC ? PF_PK_BY_REALLOC : 0) | (f->kind ? PF_PK_KIND : 0));
+    f->dt = t_ns - st->t_ns;
+    f->daddr = pf_zigzag((int64_t)(addr - st->addr));
+    f->len = (uint16_t)(1 + pf_varint_len(f->dt) + pf_varint_len(f->daddr) + (f->kind ? 1 : 0));
 }
 
-/* A FREE's bytes after its tag at out + 1, st updated; returns the tag (as pf_pk_alloc_body). */
-static inline uint8_t pf_pk_free_body(uint8_t *out, pf_pk_state_t *st, uint64_t t_ns, uint64_t addr, uint16_t aux)
+/* f's bytes after its tag at out + 1 (as pf_pk_alloc_put). */
+static inline void pf_pk_free_put(uint8_t *out, const pf_pk_free_fields_t *f)
 {
-    unsigned kind = PF_FREE_KIND(aux);
-    uint8_t tag = (uint8_t)(PF_PK_FREE | PF_FREE_DOMAIN(aux) << PF_PK_DOMAIN_SHIFT |
-                            (aux & PF_FREE_BY_REALLOC ? PF_PK_BY_REALLOC : 0) | (kind ? PF_PK_KIND : 0));
     unsigned n = 1;
-    n += pf_varint_put(out + n, t_ns - st->t_ns);
-    n += pf_varint_put(out + n, pf_zigzag((int64_t)(addr - st->addr)));
-    if (kind)
-        out[n] = (uint8_t)kind;
+    n += pf_varint_put(out + n, f->dt);
+    n += pf_varint_put(out + n, f->daddr);
+    if (f->kind)
+        out[n] = f->kind;
+}
+
+static inline void pf_pk_free_advance(pf_pk_state_t *st, uint64_t t_ns, uint64_t addr)
+{
     st->t_ns = t_ns;
     st->addr = addr;
-    return tag;
 }
 
-/* Encodes a FREE (aux as a PF_REC_FREE's: domain, kind, PF_FREE_BY_REALLOC) against st into out. */
+/* Encodes a FREE against st (and updates st) into out. Returns the bytes used. */
 static inline unsigned pf_pk_encode_free(uint8_t *out, pf_pk_state_t *st, uint64_t t_ns, uint64_t addr, uint16_t aux)
 {
-    unsigned n = pf_pk_free_len(st, t_ns, addr, aux);
-    out[0] = pf_pk_free_body(out, st, t_ns, addr, aux);
-    return n;
+    pf_pk_free_fields_t f;
+    pf_pk_free_prepare(&f, st, t_ns, addr, aux);
+    pf_pk_free_put(out, &f);
+    out[0] = f.tag;
+    pf_pk_free_advance(st, t_ns, addr);
+    return f.len;
 }
 
 /* 1 when a FREE's aux can be packed (decodes to the same aux): a domain below 8, no other bits. */

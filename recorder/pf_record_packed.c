@@ -81,10 +81,12 @@ int pf_packed_alloc(pf_tls_t *t, void *p, uint32_t size, int domain, uint8_t fla
     if (!dst)
         return -1;
     int young = size <= PF_PK_YOUNG_BYTES && pf_cfg.young_frees;
-    unsigned n = pf_pk_alloc_len(&t->packed_last, t_ns, addr, size, stack_id, young);
-    publish_len(t, n);
-    publish_tag(dst, pf_pk_alloc_body(dst, &t->packed_last, t_ns, addr, size, stack_id, (unsigned)domain, flags,
-                                      young));
+    pf_pk_alloc_fields_t f;
+    pf_pk_alloc_prepare(&f, &t->packed_last, t_ns, addr, size, stack_id, (unsigned)domain, flags, young);
+    publish_len(t, f.len);
+    pf_pk_alloc_put(dst, &f);
+    pf_pk_alloc_advance(&t->packed_last, t_ns, addr, stack_id);
+    publish_tag(dst, f.tag);
     if (young)
         *young_slot(t, addr) = (pf_pk_young_slot_t){addr, t->packed_serial, t->packed_len - 1, t->packed_events,
                                                      (uint32_t)domain};
@@ -125,8 +127,12 @@ int pf_packed_free(pf_tls_t *t, void *p, uint64_t size, uint16_t aux)
     uint8_t *dst = event_room(t, t_ns);
     if (!dst)
         return -1;
-    publish_len(t, pf_pk_free_len(&t->packed_last, t_ns, addr, aux));
-    publish_tag(dst, pf_pk_free_body(dst, &t->packed_last, t_ns, addr, aux));
+    pf_pk_free_fields_t f;
+    pf_pk_free_prepare(&f, &t->packed_last, t_ns, addr, aux);
+    publish_len(t, f.len);
+    pf_pk_free_put(dst, &f);
+    pf_pk_free_advance(&t->packed_last, t_ns, addr);
+    publish_tag(dst, f.tag);
     t->packed_events++;
     return 0;
 }

@@ -24,6 +24,13 @@ static void test_varint_and_zigzag(void **state)
         p = buf;     /* cut one byte short: refused, never read past the end */
         assert_int_equal(pf_varint_get(&p, buf + n - 1, &v), -1);
     }
+    /* the length the writer publishes before the bytes is the bytes' number, at every bit count's ends */
+    for (unsigned bits = 0; bits <= 64; bits++) {
+        uint64_t low = bits ? (uint64_t)1 << (bits - 1) : 0, high = bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
+        uint8_t buf[16];
+        assert_int_equal(pf_varint_len(low), pf_varint_put(buf, low));
+        assert_int_equal(pf_varint_len(high), pf_varint_put(buf, high));
+    }
     uint8_t overlong[11];
     memset(overlong, 0x80, sizeof overlong);
     const uint8_t *p = overlong;
