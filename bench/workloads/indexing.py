@@ -1,9 +1,9 @@
 """Small-object indexing: tuple and str keys built in a loop and looked up in dicts (many tiny, short-lived
-allocations: the heaviest load on `--exact` and on the profile's size). argv[1]: rounds of lookups (30;
+allocations: the heaviest load on `--exact` and on the profile's size). argv[1], a number: rounds of lookups (30;
 bench/instructions.py runs fewer)."""
 import sys
 
-rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 30
+rounds = int(sys.argv[1]) if sys.argv[1:] and sys.argv[1].isdigit() else 30
 index = {}
 for i in range(40_000):
     index[(i % 97, str(i))] = i
