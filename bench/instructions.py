@@ -48,7 +48,7 @@ def runtime_of(pyflow):
 
 
 def callgrind(python, program, env_extra, out):
-    env = dict(os.environ, **env_extra)
+    env = dict(os.environ, PYTHONHASHSEED="0", **env_extra)    # str hashes move the interpreter's own counts
     cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, python, *program]
     r = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:

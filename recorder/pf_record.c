@@ -468,9 +468,17 @@ void pf_on_alloc_slow(pf_tls_t *t, void *p, size_t size, int domain)
     }
     enter_recording(t);
 
+    if (pf_cfg.exact) {
+        /* --exact records everything (records past the cap are dropped, said): what the sampler would
+         * decide with a threshold of 1 byte, and the countdown it would arm (1: the next allocation comes
+         * here too), without its accounting of the bytes between samples, which nothing reads then. */
+        t->sampler.countdown = t->sampler.armed = 1;
+        record_alloc(t, p, size, domain, size, PF_ALLOC_EXACT);
+        pf_guard_leave(t);
+        return;
+    }
     uint64_t est, mean = pf_cfg.mean_sample_bytes, threshold = pf_cfg.object_threshold;
-    if (!pf_cfg.exact)     /* --exact keeps recording everything (records past the cap are dropped, said) */
-        pf_sampling_now(mean, threshold, &mean, &threshold);
+    pf_sampling_now(mean, threshold, &mean, &threshold);
     switch (pf_sampler_visit(&t->sampler, size, mean, threshold, &est)) {
     case PF_SAMPLE_EXACT:
         record_alloc(t, p, size, domain, est, PF_ALLOC_EXACT);
