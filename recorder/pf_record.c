@@ -468,27 +468,20 @@ void pf_on_alloc_slow(pf_tls_t *t, void *p, size_t size, int domain)
     }
     enter_recording(t);
 
+    uint64_t est, mean = pf_cfg.mean_sample_bytes, threshold = pf_cfg.object_threshold;
+    pf_sample_verdict_t verdict = PF_SAMPLE_EXACT;
     if (pf_cfg.exact) {
         /* --exact records everything (records past the cap are dropped, said): what the sampler would
          * decide with a threshold of 1 byte, and the countdown it would arm (1: the next allocation comes
          * here too), without its accounting of the bytes between samples, which nothing reads then. */
         t->sampler.countdown = t->sampler.armed = 1;
-        record_alloc(t, p, size, domain, size, PF_ALLOC_EXACT);
-        pf_guard_leave(t);
-        return;
+        est = size;
+    } else {
+        pf_sampling_now(mean, threshold, &mean, &threshold);
+        verdict = pf_sampler_visit(&t->sampler, size, mean, threshold, &est);
     }
-    uint64_t est, mean = pf_cfg.mean_sample_bytes, threshold = pf_cfg.object_threshold;
-    pf_sampling_now(mean, threshold, &mean, &threshold);
-    switch (pf_sampler_visit(&t->sampler, size, mean, threshold, &est)) {
-    case PF_SAMPLE_EXACT:
-        record_alloc(t, p, size, domain, est, PF_ALLOC_EXACT);
-        break;
-    case PF_SAMPLE_POISSON:
-        record_alloc(t, p, size, domain, est, PF_ALLOC_SAMPLED);
-        break;
-    case PF_SAMPLE_SKIP:
-        break;
-    }
+    if (verdict != PF_SAMPLE_SKIP)
+        record_alloc(t, p, size, domain, est, verdict == PF_SAMPLE_EXACT ? PF_ALLOC_EXACT : PF_ALLOC_SAMPLED);
     pf_guard_leave(t);
 }
 

@@ -289,22 +289,29 @@ static void use_finalizing_word(const uintptr_t *word)
     __atomic_store_n(&finalizing_word, word, __ATOMIC_RELAXED);
 }
 
-/* ts's frames: the number, or -1 when ts is no (trustworthy) Python thread state of this thread's. */
-static inline __attribute__((always_inline)) int capture_state(PyThreadState *ts, pf_pyframe_t *out, int max, int *truncated, const int async,
-                                long pid)
+/* The frames of ts, a state to be trusted, into out[0..max) (the arguments as capture's). */
+static inline __attribute__((always_inline)) int frames_of(PyThreadState *ts, pf_pyframe_t *out, int max,
+                                                           int *truncated, const int async, long pid)
 {
     int dummy;
     if (!truncated)
         truncated = &dummy;
     *truncated = 0;
+    return capture_frames(ts, out, out && max > 0 ? max : 0, truncated, async, pid);
+}
+
+/* ts's frames: the number, or -1 when ts is no (trustworthy) Python thread state of this thread's. */
+static inline __attribute__((always_inline)) int capture_state(PyThreadState *ts, pf_pyframe_t *out, int max,
+                                                               int *truncated, const int async, long pid)
+{
+    if (truncated)
+        *truncated = 0;
     if (!ts)
         return -1;
     /* During finalization the key of a daemon thread may point at a freed state (see the file comment). */
     if (PF_IS_FINALIZING() && ts != PF_GIL_HOLDER_STATE())
         return -1;
-    if (!out || max < 0)
-        max = 0;
-    return capture_frames(ts, out, max, truncated, async, pid);
+    return frames_of(ts, out, max, truncated, async, pid);
 }
 
 /* Returns the number of frames, or -1 when this thread has no (trustworthy) Python thread state. */
@@ -333,13 +340,8 @@ static int capture(pf_pyframe_t *out, int max, int *truncated) { return capture_
 static int capture_hinted(const void **hint, pf_pyframe_t *out, int max, int *truncated)
 {
     PyThreadState *current = PF_GIL_HOLDER_STATE();
-    if (__builtin_expect(current && current == *hint, 1) && PF_CURRENT_IS_MINE(current)) {
-        int dummy;
-        if (!truncated)
-            truncated = &dummy;
-        *truncated = 0;
-        return capture_frames(current, out, out && max > 0 ? max : 0, truncated, 0, 0);
-    }
+    if (__builtin_expect(current && current == *hint, 1) && PF_CURRENT_IS_MINE(current))
+        return frames_of(current, out, max, truncated, 0, 0);
     PyThreadState *ts = PyGILState_GetThisThreadState();
     *hint = ts;
     return capture_state(ts, out, max, truncated, 0, 0);
