@@ -1,6 +1,7 @@
 /* pf_modules.c - executable segments of loaded objects, written as PF_REC_MODULE records. */
 #include "pf_modules.h"
 
+#include <dlfcn.h>
 #include <link.h>
 #include <string.h>
 #include <unistd.h>
@@ -152,13 +153,31 @@ static int is_site(pf_tls_t *t, uint64_t ip, uint32_t *nr, int *scanned)
     return seg && !seg->runtime;
 }
 
+uint64_t pf_eval_lo, pf_eval_hi;
+
+void pf_modules_find_eval_loop(void)
+{
+    if (pf_eval_hi)
+        return;
+    void *eval = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    if (eval && dladdr1(eval, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size) {
+        pf_eval_lo = (uint64_t)(uintptr_t)eval;
+        pf_eval_hi = pf_eval_lo + sym->st_size;
+    }
+}
+
 int pf_modules_native_cut(pf_tls_t *t, const uint64_t *ips, int n)
 {
     int scanned = 0;
     uint32_t nr = __atomic_load_n(&n_runtime, __ATOMIC_ACQUIRE);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         if (is_site(t, ips[i], &nr, &scanned))
             return i + 1;
+        if (pf_modules_in_eval_loop(ips[i]))
+            return 0;   /* the frames beyond called the Python code that allocates: not its site */
+    }
     return 0;
 }
 
@@ -168,7 +187,8 @@ void pf_modules_sites(pf_tls_t *t, const uint64_t *ips, int n, uint8_t *site_at)
     uint32_t nr = __atomic_load_n(&n_runtime, __ATOMIC_ACQUIRE);
     site_at[n] = PF_NO_SITE;
     for (int i = n - 1; i >= 0; i--)
-        site_at[i] = is_site(t, ips[i], &nr, &scanned) ? (uint8_t)i : site_at[i + 1];
+        site_at[i] = is_site(t, ips[i], &nr, &scanned) ? (uint8_t)i
+                     : pf_modules_in_eval_loop(ips[i]) ? PF_NO_SITE : site_at[i + 1];
 }
 
 static uint64_t self_lo, self_hi;

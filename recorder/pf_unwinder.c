@@ -70,6 +70,7 @@ void pf_unwinder_start(void)
     const char *walk = getenv(PF_ENV_NATIVE_WALK);
     if (walk && !strcmp(walk, "libunwind"))
         fast_off = 1;
+    pf_modules_find_eval_loop();
     if (!pf_modules_text_range((const void *)unw_backtrace, &unwinder_lo, &unwinder_hi))
         return;
     pf_unwinder_set_up();   /* libunwind's one-time set-up, which opens the pipe, happens now */
@@ -353,6 +354,7 @@ __attribute__((noinline)) static int fast_walk(pf_tls_t *t, uint64_t *out, int m
     const uint64_t lo = sp, hi = t->stack_high;
     if (!hi || sp < t->stack_low || sp >= hi)
         return -1;  /* a signal stack, or a thread whose stack is not known */
+    const int stop_at_eval = !pf_cfg.whole_stacks;
     walk_memos_t *all = thread_memos();
     if (!all)
         return -1;
@@ -471,8 +473,8 @@ __attribute__((noinline)) static int fast_walk(pf_tls_t *t, uint64_t *out, int m
                 out[n++] = ip + 1;  /* unw_backtrace's IPs are the return addresses themselves */
         }
         nf++;
-        if (n == max)
-            break;
+        if (n == max || (stop_at_eval && pf_modules_in_eval_loop(ip + 1)))
+            break;  /* no IP past the interpreter's loop is kept (pf_modules_native_cut): no step from it */
         pf_cfi_rule_t r = pf_cfi_rule(ip);
         if (r.kind == PF_CFI_LAST)
             break;

@@ -77,9 +77,6 @@ static int g_hibernating(void) { return pf_tls.guard != 0; }
 
 /* The dynamic loader's text: an access trapped there may hold the loader's lock mid-update. */
 static uint64_t loader_lo, loader_hi;
-/* The interpreter loop's text: the walk ends there, where the Python frames (captured apart) take over. */
-static uint64_t eval_lo, eval_hi;
-
 /* The native frames of a watched access, walked from the signal context by the libraries' DWARF unwind
  * tables (numpy, BLAS and the interpreter are built without frame pointers, so following rbp gives junk
  * past the first frame, and the hybrid path never reaches the interpreter loop where the Python frames
@@ -97,19 +94,8 @@ static int g_native_unwind(const void *uc, uint64_t *ips, int max)
     uint64_t pc = (uint64_t)ctx->uc_mcontext.gregs[REG_RIP];
     if (pc >= loader_lo && pc < loader_hi)
         return -1;
-    int n = pf_unwinder_signal_walk(&pf_tls, uc, ips, max, eval_lo, eval_hi);
+    int n = pf_unwinder_signal_walk(&pf_tls, uc, ips, max, pf_eval_lo, pf_eval_hi);
     return n > 0 ? n : -1;
-}
-
-static void find_eval_loop(void)
-{
-    void *eval = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
-    Dl_info info;
-    const ElfW(Sym) *sym = NULL;
-    if (eval && dladdr1(eval, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size) {
-        eval_lo = (uint64_t)(uintptr_t)eval;
-        eval_hi = eval_lo + sym->st_size;
-    }
 }
 
 /* ---- callbacks from drain (normal context) ---- */
@@ -256,7 +242,7 @@ int pf_watch_glue_init(pf_tls_t *t)
     ignore_object_of(&c, 1, dlsym(RTLD_DEFAULT, "__tls_get_addr"));
     loader_lo = c.ignore[1].lo;
     loader_hi = c.ignore[1].hi;
-    find_eval_loop();
+    pf_modules_find_eval_loop();   /* the walk ends there, where the Python frames (captured apart) take over */
     c.native_unwind = g_native_unwind;     /* the rule table's walk: no set-up, no lock */
     ignore_object_of(&c, 2, dlsym(RTLD_DEFAULT, "Py_GetVersion"));
     type_type = dlsym(RTLD_DEFAULT, "PyType_Type");

@@ -7,8 +7,28 @@
 #include "pf_sweep_int.h"
 #include "pf_symbols_int.h"
 
+/* The native_cache value of an IP in the interpreter's loop: the search for a site ends there. */
+#define AT_EVAL_LOOP UINT64_MAX
+
+/* What native_cache keeps for ip, innermost-first index i, in module mo: the site's name interned, plus 1;
+ * 1 for a runtime frame; AT_EVAL_LOOP for a return into the interpreter's loop. */
+static uint64_t classify_frame(sweeper_t *S, const module_t *mo, uint64_t ip, uint16_t i)
+{
+    const char *path = S->m->strings[mo->path];
+    char name[512];
+    /* return addresses point after the call: look up the call itself */
+    pf_symbols_name(S->symbols, path, ip - mo->bias - (i > 0), name, sizeof name);
+    if (!pf_symbols_is_runtime_library(path))
+        return (uint64_t)pf_model_intern(S->m, name, strlen(name)) + 1;
+    static const char eval[] = "_PyEval_EvalFrameDefault (";
+    return !strncmp(name, eval, sizeof eval - 1) ? AT_EVAL_LOOP : 1;
+}
+
 /* The innermost native frame outside the interpreter, libc and pyflow, as an interned "symbol (library)";
- * 0 when there is none (or no native stack was captured). */
+ * 0 when there is none (or no native stack was captured). None past the innermost return into the
+ * interpreter's loop: the frames beyond called the Python code running there, and the recorder keeps none
+ * of them (recorder/pf_modules.c: pf_modules_native_cut), so a whole stack (PYFLOW_WHOLE_STACKS=1) and a
+ * profile from a recorder that kept a callback's caller read the same. */
 uint32_t pf_sweep_native_site(sweeper_t *S, uint32_t proc, const uint64_t *ips, uint16_t n)
 {
     const proc_state_t *P = &S->L->procs[proc];
@@ -19,19 +39,14 @@ uint32_t pf_sweep_native_site(sweeper_t *S, uint32_t proc, const uint64_t *ips, 
         if (created) {
             *v = 1;     /* none, unless a module below says otherwise */
             for (size_t k = 0; k < P->n_modules; k++) {
-                const module_t *mo = &P->modules[k];
-                if (ip < mo->start || ip >= mo->end)
-                    continue;
-                const char *path = S->m->strings[mo->path];
-                if (!pf_symbols_is_runtime_library(path)) {
-                    char name[512];
-                    /* return addresses point after the call: look up the call itself */
-                    pf_symbols_name(S->symbols, path, ip - mo->bias - (i > 0), name, sizeof name);
-                    *v = (uint64_t)pf_model_intern(S->m, name, strlen(name)) + 1;
+                if (ip >= P->modules[k].start && ip < P->modules[k].end) {
+                    *v = classify_frame(S, &P->modules[k], ip, i);
+                    break;
                 }
-                break;
             }
         }
+        if (*v == AT_EVAL_LOOP)
+            return 0;
         if (*v > 1)
             return (uint32_t)(*v - 1);
     }

@@ -258,6 +258,92 @@ static void test_signal_context_walk_takes_no_loader_lock(void **state)
     assert_true(r.nfast >= 5);
 }
 
+/* A native site past the interpreter's loop called the Python code there and made none of its memory: the
+ * cut keeps nothing past the loop, and without a loop known keeps the site. Synthetic IPs: a libc
+ * function's (the runtime), another's standing for the loop, this test's own code (a site). */
+static void test_cut_ends_at_eval_loop(void **state)
+{
+    (void)state;
+    void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+    assert_non_null(libc);
+    uint64_t runtime = (uint64_t)(uintptr_t)dlsym(libc, "qsort") + 5;
+    uint64_t loop = (uint64_t)(uintptr_t)dlsym(libc, "bsearch");
+    uint64_t site = (uint64_t)(uintptr_t)run_chain + 5;
+    const uint8_t none = 0xFF;  /* PF_NO_SITE */
+    walk_probe_eval_loop(loop, loop + 16);
+    uint64_t callback[] = {runtime, loop + 5, site};    /* the site called the loop: a callback */
+    uint64_t direct[] = {runtime, site, loop + 5};      /* the loop called the site, which allocated */
+    uint8_t at[4];
+    assert_int_equal(walk_probe_cut(callback, 3), 0);
+    walk_probe_sites(callback, 3, at);
+    assert_int_equal(at[0], none);
+    assert_int_equal(at[2], 2);
+    assert_int_equal(walk_probe_cut(direct, 3), 2);
+    walk_probe_sites(direct, 3, at);
+    assert_int_equal(at[0], 1);
+    walk_probe_eval_loop(0, 0);
+    assert_int_equal(walk_probe_cut(callback, 3), 3);
+    walk_probe_sites(callback, 3, at);
+    assert_int_equal(at[0], 2);
+    dlclose(libc);
+}
+
+typedef struct loop_walk {
+    walk_step_fn plugin;
+    int whole;
+    walk_result_t r[2];
+} loop_walk_t;
+
+/* On a thread of its own (no walk remembered from before the loop was set): the chain, twice. */
+static void *walk_through_loop(void *arg)
+{
+    loop_walk_t *w = arg;
+    walk_probe_whole_stacks(w->whole);
+    for (int round = 0; round < 2; round++) {
+        walk_chain_t c = {.steps = {shape_no_fp, w->plugin, shape_alloca}, .n = 3, .depth = 2, .r = &w->r[round]};
+        memset(&w->r[round], 0, sizeof w->r[round]);
+        run_chain(&c);
+    }
+    walk_probe_whole_stacks(0);
+    return NULL;
+}
+
+/* The fast walk ends at the interpreter's loop (here the plugin's step stands for it): the IPs up to the
+ * return into it, libunwind's first ones, fresh and from its remembered frames; its cut is the scan's.
+ * With whole stacks it walks on, as libunwind does. */
+static void test_walk_ends_at_eval_loop(void **state)
+{
+    (void)state;
+    void *h = dlopen(WALK_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(h);
+    loop_walk_t w = {.plugin = (walk_step_fn)dlsym(h, "plugin_step")};
+    assert_non_null(w.plugin);
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    assert_true(dladdr1((void *)w.plugin, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size);
+    walk_probe_eval_loop((uint64_t)(uintptr_t)w.plugin, (uint64_t)(uintptr_t)w.plugin + sym->st_size);
+    for (w.whole = 0; w.whole < 2; w.whole++) {
+        pthread_t th;
+        assert_int_equal(pthread_create(&th, NULL, walk_through_loop, &w), 0);
+        pthread_join(th, NULL);
+        for (int round = 0; round < 2; round++) {
+            const walk_result_t *r = &w.r[round];
+            int want = w.whole ? r->nlu : 2;    /* shape_alloca's frame, then the plugin's */
+            if (r->nfast != want || !r->used_fast || r->nlu <= 2 || memcmp(r->fast, r->lu, (size_t)want * 8) ||
+                r->cut != 1 || r->cut_scanned != 1)
+                print_stacks(r);
+            assert_true(r->used_fast);
+            assert_int_equal(r->nfast, want);
+            assert_true(r->nlu > 2);
+            assert_memory_equal(r->fast, r->lu, (size_t)want * sizeof r->lu[0]);
+            assert_int_equal(r->cut, 1);    /* shape_alloca: this test's code, a site */
+            assert_int_equal(r->cut_scanned, 1);
+        }
+    }
+    walk_probe_eval_loop(0, 0);
+    dlclose(h);
+}
+
 /* argv[1]: run only the tests whose names match it (one test alone, without the others' remembered walks). */
 int main(int argc, char **argv)
 {
@@ -268,6 +354,10 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_frame_shapes),
         cmocka_unit_test(test_deep_recursion),
         cmocka_unit_test(test_dlopened_object),
+        /* before an unload: libunwind's unw_step, which stands in for unw_backtrace after one, no longer
+         * steps through the plugin once it was unloaded and loaded again */
+        cmocka_unit_test(test_cut_ends_at_eval_loop),
+        cmocka_unit_test(test_walk_ends_at_eval_loop),
         cmocka_unit_test(test_changed_word_is_rewalked),
         cmocka_unit_test(test_rules_of_unloaded_code_dropped),
         cmocka_unit_test(test_no_fde_falls_back),

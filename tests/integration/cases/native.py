@@ -3,7 +3,7 @@ libunwind's unw_backtrace gives (PYFLOW_NATIVE_WALK=libunwind walks every stack 
 import os
 import shutil
 
-from .common import Skip, line_of, once, per_version, prog, run
+from .common import Skip, line_of, once, per_version, prog, row, run
 
 
 def native_paths(doc, min_bytes):
@@ -29,7 +29,8 @@ def case_native_walk_agrees(c):
     one holding 64 KiB or more, in either run) on the same paths, their bytes within 3% (the threads
     interleave differently from run to run), and no word from the runtime that the walk and libunwind
     disagreed on a stack (the runtime compares the first 4096 stacks new to the process with libunwind's,
-    then one in 64)."""
+    then one in 64). In both, a callback's allocations have no native site (the C that called the Python
+    code is not where its memory went), and ctypes' own allocations keep theirs."""
     runs = {}
     for walk in ("fast", "libunwind"):
         env = {"PYTHONHASHSEED": "0"}
@@ -42,10 +43,19 @@ def case_native_walk_agrees(c):
         runs[walk] = (cp.stdout.splitlines()[0], d)
     assert runs["fast"][0] == runs["libunwind"][0], (runs["fast"][0], runs["libunwind"][0])
     fast, slow = (native_paths(runs[w][1], 64 * 1024) for w in ("fast", "libunwind"))
-    # the qsort callback's strings are charged to a native frame below the Python line that called qsort
-    line = line_of(prog("native_paths.py"), "state.kept =")
-    under_callback = [p for p in fast if ("user", "compare", "native_paths.py", line) in p]
-    assert under_callback, sorted(fast)
+    # The qsort callback's strings are charged to its own line, with no native node under it: libffi's and
+    # libc's frames called that Python code and did not make its strings (the native part ends at the
+    # interpreter's loop, recorder/pf_modules.c). Its twin, ctypes' own C making the array and the
+    # pointer on work's lines, keeps its native node.
+    callback = line_of(prog("native_paths.py"), "state.kept =")
+    for walk in ("fast", "libunwind"):
+        kept = row(runs[walk][1], "native_paths.py", callback)["alloc_bytes"]
+        assert kept >= 100 * 1024, (walk, kept)
+    under_callback = [p for p in fast if ("user", "compare", "native_paths.py", callback) in p]
+    assert not under_callback, under_callback
+    ctypes_made = [p for p in fast if p[-1][0] == "native" and "_ctypes" in p[-1][1] and
+                   p[-2][:3] == ("user", "work", "native_paths.py")]
+    assert ctypes_made, sorted(fast)
     for path in set(fast) | set(slow):
         a, b = fast.get(path, 0), slow.get(path, 0)
         small = min(a, b) < 64 * 1024 * 1.5 and max(a, b) < 64 * 1024 * 1.5   # near the cut in both
@@ -224,7 +234,9 @@ def case_native_cut_at_site(c):
     qsort, numpy's C where installed, four threads) under --exact --native: every native part the profile
     holds ends in a library of the program's, where the same run with whole stacks (PYFLOW_WHOLE_STACKS=1)
     has parts ending in the runtime; and the report's native nodes are those of the whole stacks, on the
-    same paths, with their bytes (within 3%: the threads interleave differently from run to run)."""
+    same paths, with their bytes (within 3%: the threads interleave differently from run to run). Whole
+    stacks also hold the callback's callers (libffi's, _ctypes'): the report names no site past the
+    interpreter's loop, as the cut keeps none."""
     got = {}
     for whole in (False, True):
         pfl = os.path.join(c.tmp, f"cut_{whole}.pflow")

@@ -35,6 +35,15 @@ int walk_probe_signal(walk_result_t *r);
 /* What the dlclose hook tells the recorder once an object is unloaded (interpose/pf_hooks_dl.c). */
 void walk_probe_unloaded(void);
 
+/* The interpreter loop's text [lo, hi) the walk and the cut stop at (pf_modules.h); 0, 0: none. A thread's
+ * remembered walks were made with the loop it had then: walk on a fresh thread after a change. */
+void walk_probe_eval_loop(uint64_t lo, uint64_t hi);
+/* PYFLOW_WHOLE_STACKS: the walk goes past the loop. */
+void walk_probe_whole_stacks(int on);
+/* pf_modules_native_cut and pf_modules_sites of ips[0..n). */
+int walk_probe_cut(const uint64_t *ips, int n);
+void walk_probe_sites(const uint64_t *ips, int n, uint8_t *site_at);
+
 /* Calls the chain's next step, or the probe after the last. */
 static inline int walk_next(const walk_chain_t *c, int i)
 {

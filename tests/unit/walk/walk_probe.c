@@ -63,6 +63,30 @@ __attribute__((noinline)) int walk_probe(walk_result_t *r)
     return here + r->nfast;
 }
 
+/* The interpreter loop's text as pf_modules_find_eval_loop finds it in a Python process; 0, 0: none. */
+void walk_probe_eval_loop(uint64_t lo, uint64_t hi)
+{
+    pf_eval_lo = lo;
+    pf_eval_hi = hi;
+}
+
+void walk_probe_whole_stacks(int on)
+{
+    pf_cfg.whole_stacks = on;
+}
+
+int walk_probe_cut(const uint64_t *ips, int n)
+{
+    static __thread pf_tls_t t;
+    return pf_modules_native_cut(&t, ips, n);
+}
+
+void walk_probe_sites(const uint64_t *ips, int n, uint8_t *site_at)
+{
+    static __thread pf_tls_t t;
+    pf_modules_sites(&t, ips, n, site_at);
+}
+
 /* ---- from a signal handler's context (watch's traps: pf_unwinder_signal_walk) ---- */
 
 static __thread pf_tls_t signal_tls;
