@@ -1,17 +1,20 @@
-# Profile-guided optimization of the runtime (libpyflow.so and the frame readers).
+# Profile-guided optimization of the runtime (libpyflow.so and the frame readers) and of the report's reader
+# and model (pf_report_model).
 #
 # Why: an --exact recording spends most of its time in a thousand-odd instructions per allocation and free,
 # spread over twenty functions whose hot paths sit among their cold ones (errors, first calls, other
 # modes). GCC, told which branches a real recording takes, lays those paths out together and moves the rest
-# away, and the program's own code keeps more of the instruction cache. Measured in interleaved pairs
-# (docs/performance-log.md, session 39): `--exact` 17% faster on bench/workloads/indexing.py, `--exact
-# --native` 13-17% on indexing and churn; the default mode unchanged.
+# away, and the program's own code keeps more of the instruction cache. The report at exit of an --exact
+# run reads the profile while the program runs; what it has not read when the program ends is time the
+# user waits, so its reader is trained too. Measured in interleaved pairs (docs/performance-log.md, session
+# 39): `--exact` 7-20% faster, `--exact --native` 8-15%, `pyflow report` of a 90 MB profile 20%; the
+# default mode unchanged.
 #
 # How: the build configures a second tree (pgo-gen/ in the build directory) with PYFLOW_PGO_STAGE=generate,
-# builds its instrumented runtime, runs cmake/pgo_train.py under it in pyflow's recording modes
-# (cmake/pgo_train.cmake), and compiles this tree's runtime with the counts it wrote to pgo-data/. A change
-# to any runtime source trains again. The training program is not a bench workload: the benchmark measures
-# programs the profile was not taken from.
+# builds its instrumented runtime and CLI, runs cmake/pgo_train.py under them in pyflow's recording modes,
+# each with its report at exit (cmake/pgo_train.cmake), and compiles this tree's runtime and report model
+# with the counts they wrote to pgo-data/. A change to any of their sources trains again. The training
+# program is not a bench workload: the benchmark measures programs the profile was not taken from.
 #
 # Only GCC 11 or later (for -fprofile-prefix-path: the two trees' object paths differ), in Release and
 # RelWithDebInfo builds, without sanitizers. -DPYFLOW_PGO=OFF builds as before (quicker rebuilds while
@@ -67,6 +70,7 @@ if(pyflow_pgo_mode STREQUAL "use")
   file(GLOB_RECURSE pyflow_pgo_inputs CONFIGURE_DEPENDS
        ${CMAKE_SOURCE_DIR}/core/*.[ch] ${CMAKE_SOURCE_DIR}/watch/*.[ch] ${CMAKE_SOURCE_DIR}/recorder/*.[ch]
        ${CMAKE_SOURCE_DIR}/interpose/*.[ch] ${CMAKE_SOURCE_DIR}/interpose/*.txt ${CMAKE_SOURCE_DIR}/recorder/*.txt
+       ${CMAKE_SOURCE_DIR}/report/*.[ch] ${CMAKE_SOURCE_DIR}/report/*.txt
        ${CMAKE_SOURCE_DIR}/cmake/PyflowPgo.cmake ${CMAKE_SOURCE_DIR}/cmake/pgo_train.*)
   set(PYFLOW_PGO_STAMP ${PYFLOW_PGO_DATA}/trained.stamp)
   add_custom_command(
@@ -83,7 +87,18 @@ if(pyflow_pgo_mode STREQUAL "use")
   add_custom_target(pyflow_pgo_profile DEPENDS ${PYFLOW_PGO_STAMP})
 endif()
 
-# Compiles target (a part of the runtime) for the training tree, or with its profile.
+# Link options for target's link, or, for a library linked into others (object or static), for theirs.
+function(pyflow_pgo_link target)
+  get_target_property(type ${target} TYPE)
+  if(type STREQUAL "OBJECT_LIBRARY" OR type STREQUAL "STATIC_LIBRARY")
+    target_link_options(${target} INTERFACE ${ARGN})
+  else()
+    target_link_options(${target} PRIVATE ${ARGN})
+  endif()
+endfunction()
+
+# Compiles target (a part of the runtime, or the report's reader and model) for the training tree, or
+# with its profile.
 function(pyflow_pgo target)
   set(prefix -fprofile-prefix-path=${CMAKE_BINARY_DIR})
   if(pyflow_pgo_mode STREQUAL "generate")
@@ -91,19 +106,13 @@ function(pyflow_pgo target)
     # mmap hook, which it then profiles again, without end. Atomic counters: training runs threads.
     target_compile_options(${target} PRIVATE -fprofile-generate=${PYFLOW_PGO_DATA} ${prefix}
                            -fno-profile-values -fprofile-update=prefer-atomic)
-    get_target_property(type ${target} TYPE)
-    if(NOT type STREQUAL "OBJECT_LIBRARY")
-      target_link_options(${target} PRIVATE -fprofile-generate)
-    endif()
+    pyflow_pgo_link(${target} -fprofile-generate)    # libgcov
   elseif(pyflow_pgo_mode STREQUAL "use")
     # partial training: what the training did not run (other Pythons' readers, CUDA, rare paths) is
     # optimized as without a profile, not for size.
     set(use -fprofile-use=${PYFLOW_PGO_DATA} ${prefix} -fprofile-partial-training -fno-profile-values)
     target_compile_options(${target} PRIVATE ${use} -Wno-missing-profile -Wno-coverage-mismatch)
-    get_target_property(type ${target} TYPE)
-    if(NOT type STREQUAL "OBJECT_LIBRARY")
-      target_link_options(${target} PRIVATE ${use} -Wno-missing-profile)   # link-time optimization reads them too
-    endif()
+    pyflow_pgo_link(${target} ${use} -Wno-missing-profile)   # link-time optimization reads them too
     add_dependencies(${target} pyflow_pgo_profile)
     get_target_property(sources ${target} SOURCES)
     set_source_files_properties(${sources} PROPERTIES OBJECT_DEPENDS ${PYFLOW_PGO_STAMP})

@@ -35,13 +35,14 @@ if(NOT rc EQUAL 0)
 endif()
 
 # The modes users record in, each writing its own counts (merged into the same files): the exact ones
-# weigh most, being the ones whose per-allocation path is the cost.
+# weigh most, being the ones whose per-allocation path is the cost. Each with its report at exit, as users
+# run it: the reader's counts (the report model's) come from the same runs.
 set(modes "--exact" "--exact --native" "" "--native" "--aggregate" "--exact --aggregate")
 set(failed "")
 foreach(mode IN LISTS modes)
   separate_arguments(opts UNIX_COMMAND "${mode}")
   execute_process(
-    COMMAND ${GEN}/bin/pyflow run ${opts} --no-report -o ${GEN}/train.pflow ${PYTHON} ${SRC}/cmake/pgo_train.py
+    COMMAND ${GEN}/bin/pyflow run ${opts} -o ${GEN}/train.pflow ${PYTHON} ${SRC}/cmake/pgo_train.py
     RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err TIMEOUT 300)
   if(NOT rc EQUAL 0)
     list(APPEND failed "pyflow run ${mode}: ${rc} ${err}")

@@ -1,5 +1,6 @@
-# build.pgo_profile (tests/build/build.cmake): the training's counts for the runtime's hottest objects exist,
-# non-empty, under the names relative to the build tree that the objects of this tree are compiled against.
+# build.pgo_profile (tests/build/build.cmake): the training's counts for the runtime's and the reader's
+# hottest objects exist, non-empty, under the names relative to the build tree that the objects of this
+# tree are compiled against.
 #   cmake -DDATA=<pgo-data> -DSTAMP=<trained.stamp> -P check_pgo_profile.cmake
 if(NOT EXISTS ${STAMP})
   message(FATAL_ERROR "no training stamp ${STAMP}: the runtime was built before its training ran")
@@ -8,7 +9,9 @@ set(expected
     recorder/CMakeFiles/pf_recorder.dir/pf_record.c
     recorder/CMakeFiles/pf_recorder.dir/pf_record_packed.c
     recorder/CMakeFiles/pf_recorder.dir/pf_objtable.c
-    interpose/CMakeFiles/pyflow_runtime.dir/pf_pymem.c)
+    interpose/CMakeFiles/pyflow_runtime.dir/pf_pymem.c
+    report/CMakeFiles/pf_report_model.dir/pf_reader.c
+    report/CMakeFiles/pf_report_model.dir/pf_model_sweep.c)
 set(missing "")
 foreach(object IN LISTS expected)
   string(REPLACE "/" "#" mangled "${object}")
