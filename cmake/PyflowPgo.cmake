@@ -7,8 +7,8 @@
 # away, and the program's own code keeps more of the instruction cache. The report at exit of an --exact
 # run reads the profile while the program runs; what it has not read when the program ends is time the
 # user waits, so its reader is trained too. Measured in interleaved pairs (docs/performance-log.md, session
-# 39): `--exact` 7-20% faster, `--exact --native` 8-15%, `pyflow report` of a 90 MB profile 20%; the
-# default mode unchanged.
+# 39): `--exact` 7-20% faster on programs of Python objects (numeric, whose time is numpy's, unchanged),
+# `--exact --native` 8-15%, `pyflow report` of a 90 MB profile 20%; the default mode unchanged.
 #
 # How: the build configures a second tree (pgo-gen/ in the build directory) with PYFLOW_PGO_STAGE=generate,
 # builds its instrumented runtime and CLI, runs cmake/pgo_train.py under them in pyflow's recording modes,

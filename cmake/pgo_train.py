@@ -56,7 +56,7 @@ def nested(depth, width):
     return [nested(depth - 1, width) for _ in range(2)] + [depth]
 
 
-def collections(n):
+def containers(n):
     """Lists that grow (realloc), sets, sorting, comprehensions, generators."""
     grow = []
     for i in range(n):
@@ -68,7 +68,7 @@ def collections(n):
 
 
 def buffers(n):
-    """bytes, bytearray and memoryview copies (the copy hooks), some modified, some not."""
+    """bytes and bytearray copies and slices (the copy hooks), some modified, some not."""
     total = 0
     base = bytes(range(256)) * 1024
     for i in range(n):
@@ -117,7 +117,7 @@ def main():
     r += records(40_000 * scale)
     r += objects(60_000 * scale)
     r += sum(len(nested(6, 8)) for _ in range(300 * scale))
-    r += collections(50_000 * scale)
+    r += containers(50_000 * scale)
     r += buffers(40 * scale)
     r += threads(10_000 * scale)
     r += arrays(20 * scale)
