@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PF_PYFRAMES_ABI 6u
+#define PF_PYFRAMES_ABI 7u
 #define PF_PYFRAMES_ENTRY "pf_pyframes_get"  /* the one exported symbol of each per-version object */
 
 typedef struct pf_pyframe {
@@ -34,6 +34,13 @@ typedef struct pf_pycode_info {
     uint32_t name_len;
     const void *identity[3];     /* fields that change when a code object's address is reused */
 } pf_pycode_info_t;
+
+/* capture_hinted's per-thread memory, kept by the caller (zeroed at first). */
+typedef struct pf_pyframes_hint {
+    const void *state;           /* the thread state the last capture found */
+    unsigned long thread_ident;  /* this thread's pthread_self(), as CPython's thread states keep it (3.8-3.11
+                                    check the GIL holder's against it); 0: not known yet */
+} pf_pyframes_hint_t;
 
 typedef struct pf_pyframes_api {
     uint32_t abi;                /* PF_PYFRAMES_ABI */
@@ -52,9 +59,9 @@ typedef struct pf_pyframes_api {
     int (*capture_async)(long pid, pf_pyframe_t *out, int max, int *truncated);
 
     /* As capture, faster for a thread that calls it again and again: *hint (the caller's, one per thread,
-     * NULL at first) keeps the thread state found last time, taken again without asking the interpreter
+     * zeroed at first) keeps the thread state found last time, taken again without asking the interpreter
      * when it is still this thread's current one. Its answers are capture's. */
-    int (*capture_hinted)(const void **hint, pf_pyframe_t *out, int max, int *truncated);
+    int (*capture_hinted)(pf_pyframes_hint_t *hint, pf_pyframe_t *out, int max, int *truncated);
 
     /* Describes a code object seen in a captured frame. filename and name are transcoded to UTF-8 into
      * the caller's buffers (truncated to their sizes). Returns 0, or -1 when code is not a code object. */

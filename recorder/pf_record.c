@@ -281,7 +281,9 @@ static void stack_from_raw(pf_tls_t *t, pf_stack_t *st, const pf_pyframe_t *fram
 static int capture_python_raw(pf_tls_t *t, pf_stack_t *st, pf_pyframe_t *frames)
 {
     int truncated = 0;
-    int n_py = pf_cfg.py ? pf_cfg.py->capture_hinted(&t->py_state, frames, PF_MAX_PY_FRAMES, &truncated) : -1;
+    if (PF_UNLIKELY(!t->py_hint.thread_ident))
+        t->py_hint.thread_ident = (unsigned long)pthread_self();    /* a fork child's thread keeps it */
+    int n_py = pf_cfg.py ? pf_cfg.py->capture_hinted(&t->py_hint, frames, PF_MAX_PY_FRAMES, &truncated) : -1;
     st->flags = 0;
     if (n_py < 0) {
         /* No thread state. On the main thread that is interpreter start-up or shutdown, not a native

@@ -91,7 +91,7 @@ typedef struct pf_tls {
     uint32_t api_slot;          /* 1 + the thread's flag in pf_api.c's table; 0 until it counts */
     uint32_t api_run;           /* its counts on the shared cells since it last looked at the owner's */
     int64_t api_owner_seen;     /* the owner's cells then */
-    const void *py_state;       /* the thread's Python state its last capture found (pf_pyframes_api_t's
+    pf_pyframes_hint_t py_hint; /* the thread's Python state its last capture found (pf_pyframes_api_t's
                                    capture_hinted) */
 } pf_tls_t;
 

@@ -114,7 +114,8 @@ static PyObject *probe_capture(PyObject *self, PyObject *args)
     }
     /* the hinted variant must give the same answer, on its first call on a thread and on later ones (the
      * hint kept from one probe call to the next of the thread, as the recorder keeps it) */
-    static __thread const void *hint;
+    static __thread pf_pyframes_hint_t hint;
+    hint.thread_ident = (unsigned long)pthread_self();     /* as the recorder fills it */
     for (int k = 0; k < 2; k++) {
         pf_pyframe_t hinted[PROBE_MAX_FRAMES];
         int truncated_hinted = 0, n_hinted;
@@ -191,7 +192,8 @@ static void *native_thread(void *arg)
 }
 
 typedef struct {
-    const void *hint;
+    pf_pyframes_hint_t hint;
+    int own_ident;      /* the hint holds this thread's pthread_self(), as the recorder's does */
     int rc;
 } hinted_arg_t;
 
@@ -200,6 +202,8 @@ static void *native_thread_hinted(void *arg)
     hinted_arg_t *a = arg;
     pf_pyframe_t frames[8];
     int truncated = 0;
+    if (a->own_ident)
+        a->hint.thread_ident = (unsigned long)pthread_self();
     a->rc = api->capture_hinted(&a->hint, frames, 8, &truncated);
     return NULL;
 }
@@ -208,7 +212,7 @@ static void *native_thread_hinted(void *arg)
  * capture_hinted there too: with no hint, and with a hint that is the state of the thread holding the GIL
  * (this one, waiting for it in pthread_join), as a hint is when the state its thread had was freed and
  * another thread's was made at its address (the reader must check whose it is, not walk this thread's
- * frames). Returns the first answer that is not -1, or -1. */
+ * frames), with the thread's own ident in the hint and without. Returns the first answer that is not -1, or -1. */
 static PyObject *probe_native_thread_capture(PyObject *self, PyObject *args)
 {
     if (!need_api())
@@ -225,8 +229,9 @@ static PyObject *probe_native_thread_capture(PyObject *self, PyObject *args)
         return PyErr_Format(PyExc_OSError, "pthread_create: %d", err);
     if (rc != -1)
         return PyLong_FromLong(rc);
-    hinted_arg_t hinted[2] = {{NULL, 12345}, {PyThreadState_Get(), 12345}};
-    for (int k = 0; k < 2; k++) {
+    hinted_arg_t hinted[3] = {{{NULL, 0}, 0, 12345}, {{PyThreadState_Get(), 0}, 0, 12345},
+                              {{PyThreadState_Get(), 0}, 1, 12345}};
+    for (int k = 0; k < 3; k++) {
         if ((err = pthread_create(&th, NULL, native_thread_hinted, &hinted[k])) != 0)
             return PyErr_Format(PyExc_OSError, "pthread_create: %d", err);
         pthread_join(th, NULL);     /* the GIL held: this thread's state is the current one */
@@ -272,7 +277,7 @@ static PyObject *probe_spin_nogil(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     pf_pyframe_t frames[64];
     int truncated;
-    const void *hint = NULL;
+    pf_pyframes_hint_t hint = {NULL, (unsigned long)pthread_self()};
     for (int k = 0;; k++) {
         int fin = api->is_finalizing();
         int n = k % 2 ? api->capture_hinted(&hint, frames, 64, &truncated) : api->capture(frames, 64, &truncated);
