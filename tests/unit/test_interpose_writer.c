@@ -177,6 +177,50 @@ static void test_vfork_child_takes_only_reserved_chunks(void **state)
     parse_whole("vfork.pflow", n + 1, n * (n + 1) / 2 + n + 2, NULL);
 }
 
+/* Writes records until `chunks` chunks are full (the next record opens one more); returns the last tag. */
+static uint64_t fill_chunks(uint64_t chunks, uint64_t *sum)
+{
+    const uint64_t per_chunk = PF_CHUNK_PAYLOAD_MAX / 16;
+    uint64_t tag = 0;
+    for (; tag < chunks * per_chunk;) {
+        assert_int_equal(write_tagged(&pf_tls, ++tag), 0);
+        *sum += tag;
+    }
+    return tag;
+}
+
+/* Past its first chunks a process reserves the file's blocks many chunks ahead, in one call each time
+ * (pf_writer.c, reserve_blocks): the file is never sparse over what it holds, always has the chunk ahead
+ * (a vfork child's), and ends at most a batch past its last chunk. */
+static void test_long_writer_reserves_ahead(void **state)
+{
+    open_writer("long.pflow");
+    uint64_t sum = 0, n = fill_chunks(40, &sum);
+    uint64_t size;
+    parsed_t p = parse_whole("long.pflow", n, sum, &size);
+    assert_int_equal(p.chunks, 40);
+    assert_true(size >= PF_HEADER_BYTES + (p.chunks + 1) * PF_CHUNK_BYTES);
+    assert_true(size <= PF_HEADER_BYTES + (p.chunks + 16) * PF_CHUNK_BYTES);
+    char path[256];
+    snprintf(path, sizeof path, "%s/long.pflow", dir);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_true((uint64_t)st.st_blocks * 512 >= size - PF_HEADER_BYTES);    /* reserved, not sparse */
+}
+
+/* The chunk ahead of a long writer's last one, in the next segment of the file's mapping: a vfork child
+ * takes it (mapped and reserved by the parent's last take, though that take reserved nothing new). */
+static void test_vfork_child_takes_chunk_in_next_segment(void **state)
+{
+    open_writer("vfork-seg.pflow");
+    uint64_t sum = 0, n = fill_chunks(64, &sum);    /* chunks 0-63: the first segment */
+    pf_tls.in_vfork_child = 1;
+    assert_int_equal(write_tagged(&pf_tls, ++n), 0);    /* chunk 64 */
+    sum += n;
+    pf_tls.in_vfork_child = 0;
+    parse_whole("vfork-seg.pflow", n, sum, NULL);
+}
+
 static void test_oversized_record_is_dropped(void **state)
 {
     open_writer("big.pflow");
@@ -403,6 +447,8 @@ int main(void)
         cmocka_unit_test(test_size_cap),
         cmocka_unit_test(test_oversized_record_is_dropped),
         cmocka_unit_test(test_vfork_child_takes_only_reserved_chunks),
+        cmocka_unit_test(test_long_writer_reserves_ahead),
+        cmocka_unit_test(test_vfork_child_takes_chunk_in_next_segment),
         cmocka_unit_test(test_threads_do_not_mix),
         cmocka_unit_test(test_exited_threads_hand_chunks_on),
         cmocka_unit_test(test_exited_threads_leave_no_pages),
