@@ -253,7 +253,7 @@ static void keep_descriptor(void)
     pf_spin_unlock(&W.lock);
 }
 
-/* Maps segment s (address space only: the file grows a chunk at a time, reserve_blocks). Returns its base or
+/* Maps segment s (address space only: the file grows as chunks are reserved, reserve_blocks). Returns its base or
  * NULL. The mapping may run past the end of the file; only chunks whose blocks are reserved are touched. */
 static char *map_segment(unsigned s)
 {

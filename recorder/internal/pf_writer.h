@@ -1,6 +1,7 @@
 /* pf_writer.h - streams records into the profile file (layout: core/pf_format.h).
  *
- * The file is mapped MAP_SHARED one segment (64 chunks) at a time and grown one chunk at a time; a thread
+ * The file is mapped MAP_SHARED one segment (64 chunks) at a time and grown a chunk at a time (16 at a time
+ * once a process has written 16: pf_writer.c, reserve_blocks); a thread
  * takes a whole chunk with one atomic add and then writes records into it alone, so the hot path is
  * lock-free and what is written is in the page cache at once (it survives SIGKILL). A chunk a thread has
  * finished is dropped from the process's resident set with MADV_DONTNEED (its contents stay in the file), so

@@ -153,7 +153,8 @@ static void test_single_thread_many_chunks(void **state)
     uint64_t size;
     parsed_t p = parse_whole("one.pflow", n, sum, &size);
     assert_true(p.chunks >= 12);
-    /* grown a chunk at a time, one reserved ahead (for a vfork child, which may not touch the file) */
+    /* its first chunks: grown a chunk at a time, one reserved ahead (for a vfork child, which may not touch
+     * the file) */
     assert_int_equal(size, PF_HEADER_BYTES + (p.chunks + 1) * PF_CHUNK_BYTES);
 }
 
