@@ -52,6 +52,7 @@ static struct {
     uint32_t via_pid, via_child;
     uint64_t run_id;
     int full_reported;
+    int full;                   /* atomic: a reservation failed for want of room: no chunk is taken any more */
 } W = {.fd = -1};
 
 uint32_t pf_writer_generation(void)
@@ -174,6 +175,7 @@ static int open_and_start(int is_root)
     W.level = 0;
     memset(W.segs, 0, sizeof W.segs);
     memset(W.reserved, 0, sizeof W.reserved);
+    W.full = 0;
     W.n_spare = 0;
     __atomic_add_fetch(&W.gen, 1, __ATOMIC_RELEASE);
     return 0;
@@ -288,27 +290,45 @@ static int is_reserved(uint64_t idx)
  * chunk ahead is for a vfork child (take_chunk), which may not touch the file: its descriptors may be
  * closed already. Chunks are handed out in index order but may be reserved out of it (two threads may
  * reserve the same ones: harmless); one never reserved, or reserved and never handed out, reads as zeros.
- * Returns 0 or an errno. */
+ *
+ * A call reserves from the first chunk not reserved yet, never over one reserved before: a call that fails
+ * for want of room may give back what its range held that was never written (tmpfs does), and a chunk
+ * reserved before would become a hole inside the file, which a reader's page fault cannot fill on the
+ * full file system: SIGBUS in the launcher (integration.robustness.full_disk). A batch that does not fit
+ * is asked again as the chunk and the one ahead; where that fails too and idx itself was reserved, idx is
+ * still taken and the next take finds the file system full. Once full, no chunk is taken again (W.full):
+ * each take would move the next index on, and a later call far along, when some room came back, made the
+ * file gigabytes long and sparse (the same SIGBUS, reading its hole). Returns 0 or an errno. */
 #define RESERVE_SMALL_UNTIL 16u
 #define RESERVE_AHEAD 16u
 static int reserve_blocks(uint64_t idx)
 {
-    if (idx + 1 < W.max_chunks && is_reserved(idx) && is_reserved(idx + 1)) {
-        map_segment((unsigned)((idx + 1) / PF_CHUNKS_PER_SEGMENT));
+    int have = is_reserved(idx);
+    if (have && (idx + 1 >= W.max_chunks || is_reserved(idx + 1))) {
+        if (idx + 1 < W.max_chunks)
+            map_segment((unsigned)((idx + 1) / PF_CHUNKS_PER_SEGMENT));
         return 0;
     }
-    uint64_t n = idx < RESERVE_SMALL_UNTIL ? 2 : RESERVE_AHEAD;
-    if (n > W.max_chunks - idx)
-        n = W.max_chunks - idx;
-    int err = posix_fallocate(W.fd, (off_t)PF_HEADER_BYTES + (off_t)idx * PF_CHUNK_BYTES, (off_t)(n * PF_CHUNK_BYTES));
+    uint64_t from = have ? idx + 1 : idx, least = idx + 2 - from;
+    uint64_t n = idx < RESERVE_SMALL_UNTIL ? least : RESERVE_AHEAD;
+    if (n > W.max_chunks - from)
+        n = W.max_chunks - from;
+    const off_t at = (off_t)PF_HEADER_BYTES + (off_t)from * PF_CHUNK_BYTES;
+    int err = posix_fallocate(W.fd, at, (off_t)(n * PF_CHUNK_BYTES));
+    if (err != 0 && n > least) {
+        n = least < W.max_chunks - from ? least : W.max_chunks - from;
+        err = posix_fallocate(W.fd, at, (off_t)(n * PF_CHUNK_BYTES));
+    }
     if (err != 0) {
+        if (err == ENOSPC || err == EFBIG || err == EDQUOT)
+            __atomic_store_n(&W.full, 1, __ATOMIC_RELAXED);
         if (!__atomic_exchange_n(&W.full_reported, 1, __ATOMIC_RELAXED))
             pf_log("cannot grow the profile (%s): recording stops here, the program goes on", strerror(err));
-        return err;
+        return have ? 0 : err;
     }
-    for (uint64_t i = idx; i < idx + n; i++)
+    for (uint64_t i = from; i < from + n; i++)
         __atomic_or_fetch(&W.reserved[i / 64], 1ull << (i % 64), __ATOMIC_RELEASE);
-    if (n >= 2)
+    if (idx + 1 < W.max_chunks)
         map_segment((unsigned)((idx + 1) / PF_CHUNKS_PER_SEGMENT));
     return 0;
 }
@@ -446,7 +466,7 @@ static int take_chunk(pf_tls_t *t, uint32_t bytes)
         drop_written(t, t->chunk_end - PF_CHUNK_BYTES);
     t->chunk_pos = t->chunk_end = NULL;
     t->chunk_gen = gen;
-    if (W.fd < 0)
+    if (W.fd < 0 || __atomic_load_n(&W.full, __ATOMIC_RELAXED))
         return 0;
     if (W.exit_key_made)
         pthread_setspecific(W.exit_key, t);  /* again after thread_exiting ran: glibc then calls it again */
