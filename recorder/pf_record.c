@@ -89,6 +89,9 @@ static void thread_start(pf_tls_t *t)
         t->sampler.countdown = t->sampler.armed - pending;
         pf_sampler_seed(&t->copy_sampler, seed ^ 0x5DEECE66Dull, pf_cfg.copy_sample_bytes, pf_cfg.copy_threshold);
         t->copy_sampler.countdown = t->copy_sampler.armed - copy_pending;
+        /* the frame reader's check of the GIL holder (a fork child's thread keeps it; a capture before
+         * this, if any, asks the interpreter instead) */
+        t->py_hint.thread_ident = (unsigned long)pthread_self();
         t->ready = 1;
     }
     t->tid = pf_sys_gettid();
@@ -281,8 +284,6 @@ static void stack_from_raw(pf_tls_t *t, pf_stack_t *st, const pf_pyframe_t *fram
 static int capture_python_raw(pf_tls_t *t, pf_stack_t *st, pf_pyframe_t *frames)
 {
     int truncated = 0;
-    if (PF_UNLIKELY(!t->py_hint.thread_ident))
-        t->py_hint.thread_ident = (unsigned long)pthread_self();    /* a fork child's thread keeps it */
     int n_py = pf_cfg.py ? pf_cfg.py->capture_hinted(&t->py_hint, frames, PF_MAX_PY_FRAMES, &truncated) : -1;
     st->flags = 0;
     if (n_py < 0) {

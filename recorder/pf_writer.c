@@ -303,32 +303,29 @@ static int is_reserved(uint64_t idx)
 #define RESERVE_AHEAD 16u
 static int reserve_blocks(uint64_t idx)
 {
-    int have = is_reserved(idx);
-    if (have && (idx + 1 >= W.max_chunks || is_reserved(idx + 1))) {
-        if (idx + 1 < W.max_chunks)
-            map_segment((unsigned)((idx + 1) / PF_CHUNKS_PER_SEGMENT));
-        return 0;
+    int have = is_reserved(idx), ahead = idx + 1 < W.max_chunks;
+    if (!have || (ahead && !is_reserved(idx + 1))) {
+        uint64_t from = have ? idx + 1 : idx, least = idx + 2 - from;
+        uint64_t n = idx < RESERVE_SMALL_UNTIL ? least : RESERVE_AHEAD;
+        if (n > W.max_chunks - from)
+            n = W.max_chunks - from;
+        const off_t at = (off_t)PF_HEADER_BYTES + (off_t)from * PF_CHUNK_BYTES;
+        int err = posix_fallocate(W.fd, at, (off_t)(n * PF_CHUNK_BYTES));
+        if (err != 0 && n > least) {
+            n = least < W.max_chunks - from ? least : W.max_chunks - from;
+            err = posix_fallocate(W.fd, at, (off_t)(n * PF_CHUNK_BYTES));
+        }
+        if (err != 0) {
+            if (err == ENOSPC || err == EFBIG || err == EDQUOT)
+                __atomic_store_n(&W.full, 1, __ATOMIC_RELAXED);
+            if (!__atomic_exchange_n(&W.full_reported, 1, __ATOMIC_RELAXED))
+                pf_log("cannot grow the profile (%s): recording stops here, the program goes on", strerror(err));
+            return have ? 0 : err;
+        }
+        for (uint64_t i = from; i < from + n; i++)
+            __atomic_or_fetch(&W.reserved[i / 64], 1ull << (i % 64), __ATOMIC_RELEASE);
     }
-    uint64_t from = have ? idx + 1 : idx, least = idx + 2 - from;
-    uint64_t n = idx < RESERVE_SMALL_UNTIL ? least : RESERVE_AHEAD;
-    if (n > W.max_chunks - from)
-        n = W.max_chunks - from;
-    const off_t at = (off_t)PF_HEADER_BYTES + (off_t)from * PF_CHUNK_BYTES;
-    int err = posix_fallocate(W.fd, at, (off_t)(n * PF_CHUNK_BYTES));
-    if (err != 0 && n > least) {
-        n = least < W.max_chunks - from ? least : W.max_chunks - from;
-        err = posix_fallocate(W.fd, at, (off_t)(n * PF_CHUNK_BYTES));
-    }
-    if (err != 0) {
-        if (err == ENOSPC || err == EFBIG || err == EDQUOT)
-            __atomic_store_n(&W.full, 1, __ATOMIC_RELAXED);
-        if (!__atomic_exchange_n(&W.full_reported, 1, __ATOMIC_RELAXED))
-            pf_log("cannot grow the profile (%s): recording stops here, the program goes on", strerror(err));
-        return have ? 0 : err;
-    }
-    for (uint64_t i = from; i < from + n; i++)
-        __atomic_or_fetch(&W.reserved[i / 64], 1ull << (i % 64), __ATOMIC_RELEASE);
-    if (idx + 1 < W.max_chunks)
+    if (ahead)
         map_segment((unsigned)((idx + 1) / PF_CHUNKS_PER_SEGMENT));
     return 0;
 }
