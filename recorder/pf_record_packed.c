@@ -15,17 +15,12 @@ static inline __attribute__((always_inline)) int record_open(const pf_tls_t *t)
            t->chunk_pos == rec + pf_align8(t->packed_len);
 }
 
-/* Where the next event goes: the end of the thread's open packed record when it is still the last thing in
- * the chunk and has room for any event, else a new packed record (its header not yet stored). NULL when
- * no room could be had. */
-static uint8_t *event_room(pf_tls_t *t, uint64_t t_ns)
+/* A new packed record for the next event (its header not yet stored): where the event goes, or NULL when no
+ * room could be had. Out of line: event_room's callers inline its test alone. */
+static __attribute__((noinline)) uint8_t *open_record(pf_tls_t *t)
 {
-    char *rec = t->packed_rec;
-    if (record_open(t) && (size_t)(t->chunk_end - (rec + t->packed_len)) >= PF_PK_EVENT_MAX &&
-        t_ns >= t->packed_last.t_ns)
-        return (uint8_t *)rec + t->packed_len;
     t->packed_rec = NULL;
-    rec = pf_writer_reserve(t, (uint32_t)sizeof(pf_rec_header_t) + PF_PK_EVENT_MAX);
+    char *rec = pf_writer_reserve(t, (uint32_t)sizeof(pf_rec_header_t) + PF_PK_EVENT_MAX);
     if (!rec)
         return NULL;
     t->packed_rec = rec;
@@ -36,6 +31,18 @@ static uint8_t *event_room(pf_tls_t *t, uint64_t t_ns)
     t->packed_serial++;     /* the young slots of the record before are stale */
     memset(&t->packed_last, 0, sizeof t->packed_last);
     return (uint8_t *)rec + sizeof(pf_rec_header_t);
+}
+
+/* Where the next event goes: the end of the thread's open packed record when it is still the last thing in
+ * the chunk and has room for any event, else a new packed record. NULL when no room could be had. Inline:
+ * as a call of its own, with the new record's path in it, it was a twentieth of an event's instructions. */
+static inline __attribute__((always_inline)) uint8_t *event_room(pf_tls_t *t, uint64_t t_ns)
+{
+    char *rec = t->packed_rec;
+    if (PF_LIKELY(record_open(t) && (size_t)(t->chunk_end - (rec + t->packed_len)) >= PF_PK_EVENT_MAX &&
+                  t_ns >= t->packed_last.t_ns))
+        return (uint8_t *)rec + t->packed_len;
+    return open_record(t);
 }
 
 static inline pf_pk_young_slot_t *young_slot(pf_tls_t *t, uint64_t addr)
