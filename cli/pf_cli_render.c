@@ -135,6 +135,27 @@ static int is_directory(const char *path)
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* The text report rendered in memory, then written in one go: rendered straight to stderr, which stdio does
+ * not buffer, it took a write(2) for each character (1,500 for one screen of report, each a trip through the
+ * terminal's driver). Returns as pf_render_text, or -EIO when the stream refused the text. */
+static int render_text_at_once(const pf_model_t *model, FILE *out, const pf_text_opts_t *topts)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    if (!mem)
+        return pf_render_text(model, out, topts);
+    int rc = pf_render_text(model, mem, topts);
+    if (fclose(mem) != 0) {
+        free(text);
+        return pf_render_text(model, out, topts);
+    }
+    if (len && (fwrite(text, 1, len, out) != len || fflush(out) != 0) && rc == 0)
+        rc = -EIO;
+    free(text);
+    return rc;
+}
+
 int pf_cli_render(const char *profile, pf_outputs_t *o)
 {
     return pf_cli_render_set(&profile, 1, o);
@@ -163,7 +184,7 @@ int pf_cli_render_set(const char *const *profiles, size_t n_profiles, pf_outputs
         return -1;
     }
     int rc = 0;
-    if (o->text && pf_render_text(model, o->text_out, o->topts) < 0)
+    if (o->text && render_text_at_once(model, o->text_out, o->topts) < 0)
         rc = -1;
     if (o->json.wanted && write_rendering(model, &o->json, o, PF_R_JSON) < 0)
         rc = -1;

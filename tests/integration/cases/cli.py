@@ -4,6 +4,7 @@ import os
 import shutil
 import signal
 import stat
+import tempfile
 import threading
 
 from .common import PROGRAMS, Skip, exact_plus_samples, near, once, per_version, prog, row, run
@@ -33,6 +34,24 @@ def case_info(c):
         assert lines and lines[0][21:25].strip() in ("ok", "skip", "FAIL"), (probe, cp.stdout)
     assert "3.11" in cp.stdout
     assert f"SIGRTMIN+5 = {signal.SIGRTMIN + 5}" in cp.stdout, "info does not say which signals watch takes"
+
+
+@once
+def case_report_written_at_once(c):
+    """The text report reaches stderr in a few writes, not one per character: stderr has no stdio buffer,
+    and a report printed straight to it was 1,500 write(2) calls for one screen, each a trip through a
+    terminal's driver. Counted with strace."""
+    if not shutil.which("strace"):
+        raise Skip("strace is not installed (.ci/install-deps installs it)")
+    with tempfile.TemporaryDirectory(prefix="pyflow-writes-") as tmp:
+        log = os.path.join(tmp, "strace.log")
+        cp = run(["strace", "-o", log, "-e", "trace=write", c.pyflow, "run", "--python", c.python,
+                  prog("fidelity.py"), "ok"], input="x\n")
+        assert cp.returncode == 0, cp.stderr
+        assert "peak" in cp.stderr, cp.stderr
+        with open(log) as f:
+            writes = [l for l in f if l.startswith("write(2,")]
+        assert 1 <= len(writes) <= 5, f"{len(writes)} writes to stderr for the report:\n{''.join(writes[:20])}"
 
 
 @per_version
