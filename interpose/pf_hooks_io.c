@@ -5,9 +5,11 @@
  * watched (always, but with --watch where debug registers do not fire, or PYFLOW_WATCH_MECH=pages).
  *
  * Covered: read, write, pread64, pwrite64, readv, writev, recv, send, recvfrom, sendto (what CPython's
- * os, io and socket modules call). A call made inside libc (stdio's fread into a watched buffer) or
- * another library's raw system call is not seen: it could fail with EFAULT while a watch is on its page.
+ * os, io and socket modules call), and readdir, readdir64 and getdents64 (os.listdir, os.scandir). A
+ * call made inside libc (stdio's fread into a watched buffer) or another library's raw system call is not
+ * seen: it could fail with EFAULT while a watch is on its page.
  */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <sys/socket.h>
@@ -101,6 +103,46 @@ PF_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, const str
     PF_REAL(sendto);
     pf_watch_pages_before_io(buf, n);
     return real_sendto(fd, buf, n, flags, to, len);
+}
+
+/* readdir fills its DIR's buffer with getdents64 from inside libc, where the calls above do not see it: a
+ * watch on a page of that buffer failed the call with EFAULT, and Python's listdir then raised, so that
+ * an import found no module in the directory (`import numpy` under --watch=loads with page watches, now
+ * and then). glibc's opendir takes the DIR and its buffer in one malloc block, so the block's usable size
+ * bounds what the kernel writes. */
+static void before_readdir(DIR *d)
+{
+    if (__builtin_expect(__atomic_load_n(&pf_watch_pages_active, __ATOMIC_RELAXED) != 0, 0) && d)
+        pf_watch_pages_release_range_slow(d, pf_real.malloc_usable_size(d));
+}
+
+PF_EXPORT struct dirent *readdir(DIR *d)
+{
+    static __typeof__(&readdir) real_readdir;
+    if (PF_UNLIKELY(!real_readdir) && !(real_readdir = (__typeof__(&readdir))dlsym(RTLD_NEXT, "readdir"))) {
+        errno = ENOSYS;
+        return NULL;
+    }
+    before_readdir(d);
+    return real_readdir(d);
+}
+
+PF_EXPORT struct dirent64 *readdir64(DIR *d)
+{
+    static __typeof__(&readdir64) real_readdir64;
+    if (PF_UNLIKELY(!real_readdir64) && !(real_readdir64 = (__typeof__(&readdir64))dlsym(RTLD_NEXT, "readdir64"))) {
+        errno = ENOSYS;
+        return NULL;
+    }
+    before_readdir(d);
+    return real_readdir64(d);
+}
+
+PF_EXPORT ssize_t getdents64(int fd, void *buf, size_t n)
+{
+    PF_REAL(getdents64);
+    pf_watch_pages_before_io(buf, n);
+    return real_getdents64(fd, buf, n);
 }
 
 /* libunwind (--native, --watch) keeps a pipe for checking addresses: its descriptors are moved above the
