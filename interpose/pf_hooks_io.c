@@ -20,14 +20,17 @@
 #include "pf_hooks_int.h"
 #include "pf_watch.h"
 
-#define PF_REAL(name)                                                                                       \
+/* real_<name>, the next definition of name (libc's, or a later preload's); without one, the wrapper fails
+ * with ENOSYS, returning fail. */
+#define PF_REAL_OR(name, fail)                                                                              \
     static __typeof__(&name) real_##name;                                                               \
     if (PF_UNLIKELY(!real_##name))                                                                      \
         real_##name = (__typeof__(&name))dlsym(RTLD_NEXT, #name);                                       \
     if (PF_UNLIKELY(!real_##name)) {                                                                    \
         errno = ENOSYS;                                                                                 \
-        return -1;                                                                                      \
+        return fail;                                                                                    \
     }
+#define PF_REAL(name) PF_REAL_OR(name, -1)
 
 static void before_iov(const struct iovec *iov, int n)
 {
@@ -118,22 +121,14 @@ static void before_readdir(DIR *d)
 
 PF_EXPORT struct dirent *readdir(DIR *d)
 {
-    static __typeof__(&readdir) real_readdir;
-    if (PF_UNLIKELY(!real_readdir) && !(real_readdir = (__typeof__(&readdir))dlsym(RTLD_NEXT, "readdir"))) {
-        errno = ENOSYS;
-        return NULL;
-    }
+    PF_REAL_OR(readdir, NULL);
     before_readdir(d);
     return real_readdir(d);
 }
 
 PF_EXPORT struct dirent64 *readdir64(DIR *d)
 {
-    static __typeof__(&readdir64) real_readdir64;
-    if (PF_UNLIKELY(!real_readdir64) && !(real_readdir64 = (__typeof__(&readdir64))dlsym(RTLD_NEXT, "readdir64"))) {
-        errno = ENOSYS;
-        return NULL;
-    }
+    PF_REAL_OR(readdir64, NULL);
     before_readdir(d);
     return real_readdir64(d);
 }
