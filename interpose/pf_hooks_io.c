@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <malloc.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -116,7 +117,7 @@ PF_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, const str
 static void before_readdir(DIR *d)
 {
     if (__builtin_expect(__atomic_load_n(&pf_watch_pages_active, __ATOMIC_RELAXED) != 0, 0) && d)
-        pf_watch_pages_release_range_slow(d, pf_real.malloc_usable_size(d));
+        pf_watch_pages_release_range_slow(d, malloc_usable_size(d));   /* the hook's: a start-up block too */
 }
 
 PF_EXPORT struct dirent *readdir(DIR *d)
