@@ -39,7 +39,7 @@ static size_t probe_from(const pf_live_map_t *m, uint64_t key, size_t i)
 
 static pf_live_slot_t *new_slots(size_t cap)
 {
-    return on_huge_pages(cap) ? pf_xcalloc_huge(cap * sizeof(pf_live_slot_t)) : pf_xcalloc(cap, sizeof(pf_live_slot_t));
+    return pf_xcalloc_table(cap, sizeof(pf_live_slot_t), on_huge_pages(cap));
 }
 
 static void grow(pf_live_map_t *m)

@@ -8,7 +8,7 @@
 
 void pf_recent_init(pf_recent_frees_t *R)
 {
-    R->slots = pf_xcalloc_huge(PF_RECENT_FREES * sizeof *R->slots);
+    R->slots = pf_xcalloc_table(PF_RECENT_FREES, sizeof *R->slots, 1);
     R->pending_bits = pf_xcalloc(PF_RECENT_FREES / 64, sizeof *R->pending_bits);
     R->pending = 0;
 }

@@ -215,6 +215,22 @@ void pf_grow_free(void *p, size_t bytes)
         free(p);
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23      /* Linux 5.14 */
+#endif
+
+void *pf_xcalloc_table(size_t cap, size_t size, int huge)
+{
+    size_t bytes = cap * size;
+    char *p = huge ? pf_xcalloc_huge(bytes) : pf_xcalloc(cap, size);
+    /* whole pages inside the block (calloc's may share its first and last with other blocks); an older
+     * kernel refuses the advice, and the pages then come as they always did */
+    uintptr_t from = ((uintptr_t)p + 4095) & ~(uintptr_t)4095, to = ((uintptr_t)p + bytes) & ~(uintptr_t)4095;
+    if (bytes >= 65536 && to > from)
+        madvise((void *)from, to - from, MADV_POPULATE_WRITE);
+    return p;
+}
+
 void pf_free_huge(void *p, size_t bytes)
 {
     if (p && huge_sized(bytes))
@@ -226,8 +242,7 @@ void pf_free_huge(void *p, size_t bytes)
 /* Zeroed slots for a map: a big one on 2 MiB pages where the kernel allows (its lookups are scattered). */
 static pf_map_entry_t *map_slots(size_t cap)
 {
-    return map_on_huge_pages(cap) ? pf_xcalloc_huge(cap * sizeof(pf_map_entry_t))
-                                   : pf_xcalloc(cap, sizeof(pf_map_entry_t));
+    return pf_xcalloc_table(cap, sizeof(pf_map_entry_t), map_on_huge_pages(cap));
 }
 
 /* Puts key, absent from m, at empty slot i, the end of its probe; returns the slot. */

@@ -18,6 +18,12 @@ char *pf_xstrndup(const char *s, size_t n);
  * scattered places then costs no TLB miss per lookup. Freed with pf_free_huge, given the same bytes. */
 void *pf_xcalloc_huge(size_t bytes);
 void pf_free_huge(void *p, size_t bytes);
+/* A hash table's zeroed slots (cap of size bytes; huge: as pf_xcalloc_huge, freed as it says), their pages
+ * made present and writable now: a probe reads a slot before anything is written there, a read of a fresh
+ * page maps the shared zero page, and the write after it then faults again and flushes the page's old
+ * mapping from every CPU running the process (an interrupt to the other thread of the reader: a tenth of
+ * `pyflow report`'s time). A table's rehash touches every page of it anyway. */
+void *pf_xcalloc_table(size_t cap, size_t size, int huge);
 /* An array that only grows, from old_bytes (p NULL: none yet) to new_bytes, aligned to align (<= 4096), as
  * realloc keeps contents. From 2 MiB on it is whole 2 MiB pages of its own that the kernel moves as it
  * grows (mremap: no byte copied, and only the new pages are fresh), where realloc's copy faulted in and
