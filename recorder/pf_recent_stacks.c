@@ -17,15 +17,20 @@ typedef struct recent_frame {
     const void *identity[3];        /* the code object's identity fields when filed (pf_code_identity) */
 } recent_frame_t;
 
+/* A hit on a stack of one Python frame reads one cache line: the header and py[0] fill the entry's first
+ * (the lookup's lines are evicted by the program's own data between two allocations of a loop's line, and
+ * the native IPs first in the entry put its header and its Python frames on three lines). */
 typedef struct recent_entry {
     uint64_t key;                   /* pf_recent_key; 0: empty */
-    uint64_t cache_key;             /* the stack cache's key (pf_record.c) */
     uint32_t id;                    /* 0: still to be found (the pending entry), or never */
     uint16_t n_py, n_native;
     uint8_t flags;
-    uint64_t native[PF_MAX_NATIVE_FRAMES];  /* first: a hit reads on from the header's cache line */
     recent_frame_t py[PF_RECENT_MAX_PY];
-} recent_entry_t;
+    uint64_t cache_key;             /* the stack cache's key (pf_record.c) */
+    uint64_t native[PF_MAX_NATIVE_FRAMES];
+} __attribute__((aligned(64))) recent_entry_t;
+_Static_assert(__builtin_offsetof(recent_entry_t, py) + sizeof(recent_frame_t) <= 64,
+               "the header and the innermost Python frame share a cache line");
 
 typedef struct recent_table {
     recent_entry_t way[RECENT_SETS][2];
@@ -102,18 +107,23 @@ int pf_recent_find(uint64_t key, pf_stack_t *st, const pf_pyframe_t *frames, int
     if (!T || T == TABLE_GONE)
         return 0;
     uint32_t s = set_of(key);
-    for (int w = 0; w < 2; w++) {
-        const recent_entry_t *e = &T->way[s][w];
-        if (e->key != key || !e->id || !entry_is(e, st, frames, n_py))
-            continue;
-        T->mru[s] = (uint8_t)w;
-        st->id = e->id;
-        st->cache_key = e->cache_key;
-        for (int i = 0; i < n_py; i++)
-            st->py[i] = (pf_rec_pyframe_t){.code_id = e->py[i].code_id, .lasti_bytes = e->py[i].lasti_bytes};
-        return 1;
+    /* The way is picked by arithmetic, not a branch: which of the two holds a loop's stack is a coin toss
+     * the predictor missed (a third of this lookup's samples sat on that branch). The other way is tried
+     * only when the picked one fails (the same key filed twice: a collision, or a code object replaced). */
+    uint32_t w = T->way[s][1].key == key;
+    const recent_entry_t *e = &T->way[s][w];
+    if (PF_UNLIKELY(e->key != key || !e->id || !entry_is(e, st, frames, n_py))) {
+        e = &T->way[s][0];
+        if (!w || e->key != key || !e->id || !entry_is(e, st, frames, n_py))
+            return 0;
+        w = 0;
     }
-    return 0;
+    T->mru[s] = (uint8_t)w;
+    st->id = e->id;
+    st->cache_key = e->cache_key;
+    for (int i = 0; i < n_py; i++)
+        st->py[i] = (pf_rec_pyframe_t){.code_id = e->py[i].code_id, .lasti_bytes = e->py[i].lasti_bytes};
+    return 1;
 }
 
 void pf_recent_file(uint64_t key, const pf_stack_t *st, const pf_pyframe_t *frames, int n_py)
