@@ -154,8 +154,13 @@ static void test_table_pages_present(void **state)
         }
         long faults = minor_faults() - before;
         assert_int_equal(sum, 0);
-        /* without: two a page (510 here), or two a huge page (8) */
+        /* without: two a page (510 here), or two a huge page (8). Under AddressSanitizer the writes also
+         * fault in the shadow memory's pages: only the contents are checked there. */
+#ifndef __SANITIZE_ADDRESS__
         assert_true(faults < (cases[c].huge ? 2 : (long)(bytes / 4096 / 16)));
+#else
+        (void)faults;
+#endif
         if (cases[c].huge)
             pf_free_huge((void *)p, bytes);
         else
