@@ -223,8 +223,9 @@ void *pf_xcalloc_table(size_t cap, size_t size, int huge)
 {
     size_t bytes = cap * size;
     char *p = huge ? pf_xcalloc_huge(bytes) : pf_xcalloc(cap, size);
-    /* whole pages inside the block (calloc's may share its first and last with other blocks); an older
-     * kernel refuses the advice, and the pages then come as they always did */
+    /* whole pages inside the block (calloc's may share its first and last with other blocks); below 64 KiB
+     * calloc hands out heap memory, mostly present already; an older kernel refuses the advice, and the
+     * pages then come as they always did */
     uintptr_t from = ((uintptr_t)p + 4095) & ~(uintptr_t)4095, to = ((uintptr_t)p + bytes) & ~(uintptr_t)4095;
     if (bytes >= 65536 && to > from)
         madvise((void *)from, to - from, MADV_POPULATE_WRITE);
