@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PF_PYFRAMES_ABI 7u
+#define PF_PYFRAMES_ABI 8u
 #define PF_PYFRAMES_ENTRY "pf_pyframes_get"  /* the one exported symbol of each per-version object */
 
 typedef struct pf_pyframe {
@@ -60,8 +60,12 @@ typedef struct pf_pyframes_api {
 
     /* As capture, faster for a thread that calls it again and again: *hint (the caller's, one per thread,
      * zeroed at first) keeps the thread state found last time, taken again without asking the interpreter
-     * when it is still this thread's current one. Its answers are capture's. */
-    int (*capture_hinted)(pf_pyframes_hint_t *hint, pf_pyframe_t *out, int max, int *truncated);
+     * when it is still this thread's current one. Its answers are capture's, except that with drop_files
+     * (NULL: none) a frame whose code object's co_filename is drop_files[0] or drop_files[1] (two str
+     * objects; NULL matches nothing) is left out unless it is the innermost or the outermost, and max and
+     * *truncated count the frames kept. */
+    int (*capture_hinted)(pf_pyframes_hint_t *hint, pf_pyframe_t *out, int max, int *truncated,
+                          const void *const drop_files[2]);
 
     /* Describes a code object seen in a captured frame. filename and name are transcoded to UTF-8 into
      * the caller's buffers (truncated to their sizes). Returns 0, or -1 when code is not a code object. */

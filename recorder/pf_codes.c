@@ -136,24 +136,28 @@ int pf_codes_drop_machinery(pf_pyframe_t *frames, int n)
     uint32_t nm = __atomic_load_n(&n_machinery_files, __ATOMIC_ACQUIRE);
     if (!nm || n <= 2)
         return n;
-    /* This runs over every frame of every capture, and import-time stacks are 20-60 frames deep: with the
-     * field's offset loaded per frame and a loop over the files, it was a seventh of what recording an
-     * --exact `import numpy` added (callgrind). So the offset is loaded once, the usual two files are compared before the
-     * loop over any others (which then does not run), and each frame is copied whether kept or not (no
-     * branch on what the predictor cannot know). */
+    /* Only where more than two machinery files are known (the walk leaves out the first two's frames
+     * itself): rare, so one plain loop. */
     const size_t off = pf_cfg.py->identity_offset[0];
-    const void *m0 = machinery_files[0], *m1 = machinery_files[nm > 1];
     int kept = 1;
     for (int i = 1; i < n - 1; i++) {
         const void *file = *(const void *const *)((const char *)frames[i].code + off);
-        int machinery = (file == m0) | (file == m1);
-        for (uint32_t j = 2; j < nm; j++)
+        int machinery = 0;
+        for (uint32_t j = 0; j < nm; j++)
             machinery |= file == machinery_files[j];
         frames[kept] = frames[i];
         kept += !machinery;
     }
     frames[kept++] = frames[n - 1];
     return kept;
+}
+
+uint32_t pf_codes_machinery_files(const void *files[2])
+{
+    uint32_t nm = __atomic_load_n(&n_machinery_files, __ATOMIC_ACQUIRE);
+    files[0] = nm > 0 ? machinery_files[0] : NULL;
+    files[1] = nm > 1 ? machinery_files[1] : NULL;
+    return nm;
 }
 
 int pf_codes_same(uint32_t id, const void *code)

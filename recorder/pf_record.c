@@ -284,7 +284,11 @@ static void stack_from_raw(pf_tls_t *t, pf_stack_t *st, const pf_pyframe_t *fram
 static int capture_python_raw(pf_tls_t *t, pf_stack_t *st, pf_pyframe_t *frames)
 {
     int truncated = 0;
-    int n_py = pf_cfg.py ? pf_cfg.py->capture_hinted(&t->py_hint, frames, PF_MAX_PY_FRAMES, &truncated) : -1;
+    /* the import machinery's frames are left out by the walk itself (pf_codes.h says which and why) */
+    const void *drop[2];
+    uint32_t machinery = pf_cfg.whole_stacks ? 0 : pf_codes_machinery_files(drop);
+    int n_py = pf_cfg.py ? pf_cfg.py->capture_hinted(&t->py_hint, frames, PF_MAX_PY_FRAMES, &truncated,
+                                                     machinery ? drop : NULL) : -1;
     st->flags = 0;
     if (n_py < 0) {
         /* No thread state. On the main thread that is interpreter start-up or shutdown, not a native
@@ -295,7 +299,7 @@ static int capture_python_raw(pf_tls_t *t, pf_stack_t *st, pf_pyframe_t *frames)
     }
     if (truncated)
         st->flags |= PF_ALLOC_TRUNCATED;
-    return pf_cfg.whole_stacks ? n_py : pf_codes_drop_machinery(frames, n_py);
+    return machinery > 2 ? pf_codes_drop_machinery(frames, n_py) : n_py;
 }
 
 void pf_stack_capture_python(pf_tls_t *t, pf_stack_t *st)

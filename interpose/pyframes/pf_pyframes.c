@@ -129,15 +129,54 @@ static int safe_read_v(long pid, int n, void *const dst[], const void *const src
 
 /* ---- one function per version family: walk the frames ----
  * Each returns the number of frames written (0..max) and sets *truncated when frames remained; an async
- * walk that meets an unreadable pointer stops there and returns what it has. */
+ * walk that meets an unreadable pointer stops there and returns what it has. With drop (the
+ * synchronous walks), frames whose code's co_filename is drop[0] or drop[1] (the import machinery's, as the
+ * runtime found them: pf_pyframes_api_t) are left out between the innermost and the outermost frame. */
+
+typedef struct pf_drop {
+    int on;
+    const void *file[2];
+} pf_drop_t;
+
+/* Puts a frame at out[n]; 1 when it is kept (the caller advances n), 0 when it is one of drop's files and
+ * not the innermost. A frame left out stays at out[n] until the next one's: when it was the outermost, the
+ * caller keeps it after all (walk_end). Folded into the walk, the test is one load and two compares on a
+ * code object the walk has just read; as a pass over the captured frames after the walk it was a sixth of
+ * what an --exact `import numpy` added (deep stacks, four frames in five the machinery's). The test has no
+ * branch (which frames are the machinery's follows no pattern the predictor keeps across stacks); the
+ * innermost frame skips it, and its load, by a branch (one-frame stacks are the commonest). */
+static inline __attribute__((always_inline)) int put_frame(pf_pyframe_t *out, int n, PyCodeObject *co,
+                                                           uint32_t lasti_bytes, const pf_drop_t drop)
+{
+    out[n].code = co;
+    out[n].lasti_bytes = lasti_bytes;
+    if (!drop.on || n == 0)
+        return 1;
+    const void *file = co->co_filename;
+    return (file != drop.file[0]) & (file != drop.file[1]);
+}
+
+/* drop's files in registers for the walk (read through the pointer, they were loaded again for each frame:
+ * the frames' stores might have changed them, as far as the compiler knew). */
+static inline __attribute__((always_inline)) pf_drop_t drop_of(const void *const *files)
+{
+    return files ? (pf_drop_t){1, {files[0], files[1]}} : (pf_drop_t){0, {NULL, NULL}};
+}
+
+/* The count a walk returns: its kept frames, and the outermost when it was left out (still at out[n]). */
+static inline __attribute__((always_inline)) int walk_end(int n, int kept_last)
+{
+    return n + !kept_last;
+}
 
 #if PY_MINOR_VERSION <= 10
 /* 3.8-3.10: a linked list of PyFrameObject; one eval call per frame, no shims. f_lasti is -1 before the
  * first instruction, bytes on 3.8/3.9 and code units on 3.10. */
 static inline __attribute__((always_inline)) int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, int *truncated, const int async,
-                                 const long pid)
+                                 const long pid, const void *const *drop_files)
 {
-    int n = 0, steps = 0;
+    int n = 0, steps = 0, kept = 1;
+    const pf_drop_t drop = drop_of(drop_files);
     PyFrameObject *f;
     if (LOAD(f, ts->frame))
         return 0;
@@ -159,13 +198,12 @@ static inline __attribute__((always_inline)) int capture_frames(PyThreadState *t
 #if PY_MINOR_VERSION == 10
             lasti *= (int)sizeof(_Py_CODEUNIT);
 #endif
-            out[n].code = co;
-            out[n].lasti_bytes = (uint32_t)lasti;
-            n++;
+            kept = put_frame(out, n, co, (uint32_t)lasti, drop);
+            n += kept;
         }
         f = back;
     }
-    return n;
+    return walk_end(n, kept);
 }
 #elif PY_MINOR_VERSION <= 12
 /* 3.11/3.12: _PyInterpreterFrame records in the thread's data stack (or in generators), reached through
@@ -173,9 +211,10 @@ static inline __attribute__((always_inline)) int capture_frames(PyThreadState *t
  * 3.12 pushes a C-stack-owned shim at each C->Python entry; both skip incomplete frames (still copying
  * arguments, before RESUME) as frame.f_back does (_PyFrame_IsIncomplete, spelled out on loaded fields). */
 static inline __attribute__((always_inline)) int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, int *truncated, const int async,
-                                 const long pid)
+                                 const long pid, const void *const *drop_files)
 {
-    int n = 0, steps = 0;
+    int n = 0, steps = 0, kept = 1;
+    const pf_drop_t drop = drop_of(drop_files);
     _PyCFrame *cf;
     _PyInterpreterFrame *f;
     if (LOAD(cf, ts->cframe) || !cf || LOAD(f, cf->current_frame))
@@ -207,20 +246,20 @@ static inline __attribute__((always_inline)) int capture_frames(PyThreadState *t
             break;
         }
         ptrdiff_t units = prev_instr - _PyCode_CODE(co);
-        out[n].code = co;
-        out[n].lasti_bytes = (uint32_t)(units < 0 ? 0 : units * (ptrdiff_t)sizeof(_Py_CODEUNIT));
-        n++;
+        kept = put_frame(out, n, co, (uint32_t)(units < 0 ? 0 : units * (ptrdiff_t)sizeof(_Py_CODEUNIT)), drop);
+        n += kept;
     }
-    return n;
+    return walk_end(n, kept);
 }
 #else /* 3.13 */
 /* 3.13: tstate->current_frame; the executable is a code object or None (C-stack shims), instr_ptr is the
  * instruction being executed. The __init__ cleanup shim (_Py_InitCleanup) sits before its
  * _co_firsttraceable and is skipped as incomplete, like frame.f_back does. */
 static inline __attribute__((always_inline)) int capture_frames(PyThreadState *ts, pf_pyframe_t *out, int max, int *truncated, const int async,
-                                 const long pid)
+                                 const long pid, const void *const *drop_files)
 {
-    int n = 0, steps = 0;
+    int n = 0, steps = 0, kept = 1;
+    const pf_drop_t drop = drop_of(drop_files);
     _PyInterpreterFrame *f;
     if (LOAD(f, ts->current_frame))
         return 0;
@@ -254,11 +293,10 @@ static inline __attribute__((always_inline)) int capture_frames(PyThreadState *t
             break;
         }
         ptrdiff_t units = instr_ptr - _PyCode_CODE(co);
-        out[n].code = co;
-        out[n].lasti_bytes = (uint32_t)(units < 0 ? 0 : units * (ptrdiff_t)sizeof(_Py_CODEUNIT));
-        n++;
+        kept = put_frame(out, n, co, (uint32_t)(units < 0 ? 0 : units * (ptrdiff_t)sizeof(_Py_CODEUNIT)), drop);
+        n += kept;
     }
-    return n;
+    return walk_end(n, kept);
 }
 #endif
 
@@ -291,18 +329,20 @@ static void use_finalizing_word(const uintptr_t *word)
 
 /* The frames of ts, a state to be trusted, into out[0..max) (the arguments as capture's). */
 static inline __attribute__((always_inline)) int frames_of(PyThreadState *ts, pf_pyframe_t *out, int max,
-                                                           int *truncated, const int async, long pid)
+                                                           int *truncated, const int async, long pid,
+                                                           const void *const *drop)
 {
     int dummy;
     if (!truncated)
         truncated = &dummy;
     *truncated = 0;
-    return capture_frames(ts, out, out && max > 0 ? max : 0, truncated, async, pid);
+    return capture_frames(ts, out, out && max > 0 ? max : 0, truncated, async, pid, drop);
 }
 
 /* ts's frames: the number, or -1 when ts is no (trustworthy) Python thread state of this thread's. */
 static inline __attribute__((always_inline)) int capture_state(PyThreadState *ts, pf_pyframe_t *out, int max,
-                                                               int *truncated, const int async, long pid)
+                                                               int *truncated, const int async, long pid,
+                                                               const void *const *drop)
 {
     if (truncated)
         *truncated = 0;
@@ -311,13 +351,13 @@ static inline __attribute__((always_inline)) int capture_state(PyThreadState *ts
     /* During finalization the key of a daemon thread may point at a freed state (see the file comment). */
     if (PF_IS_FINALIZING() && ts != PF_GIL_HOLDER_STATE())
         return -1;
-    return frames_of(ts, out, max, truncated, async, pid);
+    return frames_of(ts, out, max, truncated, async, pid, drop);
 }
 
 /* Returns the number of frames, or -1 when this thread has no (trustworthy) Python thread state. */
 static inline int capture_common(pf_pyframe_t *out, int max, int *truncated, const int async, long pid)
 {
-    return capture_state(PyGILState_GetThisThreadState(), out, max, truncated, async, pid);
+    return capture_state(PyGILState_GetThisThreadState(), out, max, truncated, async, pid, NULL);
 }
 
 static int capture(pf_pyframe_t *out, int max, int *truncated) { return capture_common(out, max, truncated, 0, 0); }
@@ -340,14 +380,15 @@ static int capture(pf_pyframe_t *out, int max, int *truncated) { return capture_
     ((ts)->thread_id == ((hint)->thread_ident ? (hint)->thread_ident : PyThread_get_thread_ident()))
 #endif
 
-static int capture_hinted(pf_pyframes_hint_t *hint, pf_pyframe_t *out, int max, int *truncated)
+static int capture_hinted(pf_pyframes_hint_t *hint, pf_pyframe_t *out, int max, int *truncated,
+                          const void *const drop_files[2])
 {
     PyThreadState *current = PF_GIL_HOLDER_STATE();
     if (__builtin_expect(current && current == hint->state, 1) && PF_CURRENT_IS_MINE(current, hint))
-        return frames_of(current, out, max, truncated, 0, 0);
+        return frames_of(current, out, max, truncated, 0, 0, drop_files);
     PyThreadState *ts = PyGILState_GetThisThreadState();
     hint->state = ts;
-    return capture_state(ts, out, max, truncated, 0, 0);
+    return capture_state(ts, out, max, truncated, 0, 0, drop_files);
 }
 
 static int capture_async(long pid, pf_pyframe_t *out, int max, int *truncated)

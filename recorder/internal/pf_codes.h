@@ -26,8 +26,15 @@ uint32_t pf_codes_lookup(const void *code);
  * out too) and charges to one only when it is the innermost (the machinery itself allocated) or the
  * outermost (the interpreter's own start-up imports, whose stacks begin in the machinery): those two are
  * kept. They were 80% of the frames of the stacks importing numpy makes, each nested import adding six.
- * Known only once a machinery code object has been described (pf_codes_id): until then frames are kept. */
+ * Known only once a machinery code object has been described (pf_codes_id): until then frames are kept.
+ * The frame reader leaves out the first two files' frames as it walks (pf_codes_machinery_files); this
+ * pass is for a process that has more (and tests). */
 int pf_codes_drop_machinery(pf_pyframe_t *frames, int n);
+
+/* The machinery's first two file name objects into files[0..2) (NULL where fewer are known), for the frame
+ * reader to leave their frames out as it walks (pf_pyframes_api_t's capture_hinted). Returns how many are
+ * known: past two, pf_codes_drop_machinery leaves out the others' frames after the walk. */
+uint32_t pf_codes_machinery_files(const void *files[2]);
 
 /* 1 when id is the id of code as it is now (the same object, not another one at its address since). code
  * must be a code object (a captured frame's). */

@@ -190,6 +190,68 @@ def test_truncation():
     deep(300)
 
 
+DROPPING_A_SRC = """
+def a_outer(k):
+    return keep_mid(k)
+def a_inner(k):
+    return b_leaf(k) if k == 'leaf' else b_mid(k)
+"""
+DROPPING_B_SRC = """
+def b_mid(k):
+    return keep_leaf(k)
+def b_leaf(k):
+    return take(k)
+"""
+KEEP_SRC = """
+def keep_mid(k):
+    return a_inner(k)
+def keep_leaf(k):
+    return take(k)
+"""
+
+
+def test_dropping():
+    """capture_hinted with two files to leave out (the recorder's import machinery): every frame of theirs
+    goes but the innermost and the outermost, and max counts the frames kept."""
+    ns = {}
+    exec(compile(DROPPING_A_SRC, "<drop-a>", "exec"), ns)
+    exec(compile(DROPPING_B_SRC, "<drop-b>", "exec"), ns)
+    exec(compile(KEEP_SRC, "<kept>", "exec"), ns)
+    file_a = ns["a_outer"].__code__.co_filename
+    file_b = ns["b_mid"].__code__.co_filename
+    file_here = test_dropping.__code__.co_filename
+    check(file_a is not file_b, "two file objects")
+    got = {}
+
+    def take(k):
+        frames, f = [], sys._getframe()
+        while f is not None:
+            frames.append(f.f_code)
+            f = f.f_back
+        got[k] = (probe.capture_dropping(file_a, file_b), probe.capture_dropping(file_a, file_b, 3),
+                  probe.capture_dropping(None, None), probe.capture_dropping(file_here, file_a), frames)
+    ns["take"] = take
+
+    def expect(frames, files):
+        return [c for i, c in enumerate(frames)
+                if i == 0 or i == len(frames) - 1 or not any(c.co_filename is f for f in files)]
+    for k in ("mid", "leaf"):
+        ns["a_outer"](k)
+        dropped, three, none, here, frames = got[k]
+        codes = [c[0] for c in dropped[0]]
+        want = expect(frames, (file_a, file_b))
+        check(codes == want and not dropped[1], "dropping %s: %s, expected %s" % (
+            k, [c.co_name for c in codes], [c.co_name for c in want]))
+        check(len(want) < len(frames), "dropping %s: the case drops nothing" % k)
+        check([c[0] for c in three[0]] == want[:3] and three[1], "dropping %s, max=3: %r" % (k, three))
+        check([c[0] for c in none[0]] == frames and not none[1], "dropping nothing (%s)" % k)
+        # the outermost frames (main(), <module>) are this file's: the outermost is kept all the same
+        want = expect(frames, (file_here, file_a))
+        check([c[0] for c in here[0]] == want and want[-1] is frames[-1] and want[0] is frames[0],
+              "dropping this file's frames (%s): %s, expected %s" % (
+                  k, [c[0].co_name for c in here[0]], [c.co_name for c in want]))
+
+
 def test_threads():
     errors = []
 
@@ -361,7 +423,7 @@ def main():
     check(probe.load(a.reader) == a.minor, "py_minor")
     # a class body (module level, so the chain is <module> -> body -> snap)
     exec(compile("class Body:\n    captured = snap('class body')\n", __file__, "exec"), globals())
-    for t in (test_basic_shapes, test_odd_names, test_describe_identify, test_truncation, test_threads,
+    for t in (test_basic_shapes, test_odd_names, test_describe_identify, test_truncation, test_dropping, test_threads,
               test_gil_released_other_thread_busy, test_native_thread, test_is_finalizing):
         t()
     test_symbols(a.reader)

@@ -121,10 +121,10 @@ static PyObject *probe_capture(PyObject *self, PyObject *args)
         int truncated_hinted = 0, n_hinted;
         if (release) {
             Py_BEGIN_ALLOW_THREADS
-            n_hinted = api->capture_hinted(&hint, hinted, max, &truncated_hinted);
+            n_hinted = api->capture_hinted(&hint, hinted, max, &truncated_hinted, NULL);
             Py_END_ALLOW_THREADS
         } else {
-            n_hinted = api->capture_hinted(&hint, hinted, max, &truncated_hinted);
+            n_hinted = api->capture_hinted(&hint, hinted, max, &truncated_hinted, NULL);
         }
         if (n_hinted != n || truncated_hinted != truncated)
             return PyErr_Format(PyExc_AssertionError, "capture_hinted (call %d) gave %d frames (truncated %d), "
@@ -143,6 +143,28 @@ static PyObject *probe_capture(PyObject *self, PyObject *args)
     for (int i = 0; i < n; i++)
         if (again[i].code != frames[i].code || again[i].lasti_bytes != frames[i].lasti_bytes)
             return PyErr_Format(PyExc_AssertionError, "capture_async differs from capture at frame %d", i);
+    if (n < 0)
+        Py_RETURN_NONE;
+    return frames_list(frames, n, truncated);
+}
+
+/* capture_dropping(file0, file1, max=256) -> (frames, truncated), or None: capture_hinted told to leave out
+ * the frames whose code's co_filename is the object file0 or file1 (None: no object), as the recorder has
+ * it leave out the import machinery's. */
+static PyObject *probe_capture_dropping(PyObject *self, PyObject *args)
+{
+    PyObject *f0, *f1;
+    int max = 256;
+    if (!need_api() || !PyArg_ParseTuple(args, "OO|i", &f0, &f1, &max))
+        return NULL;
+    if (max < 0 || max > PROBE_MAX_FRAMES)
+        max = PROBE_MAX_FRAMES;
+    const void *drop[2] = {f0 == Py_None ? NULL : f0, f1 == Py_None ? NULL : f1};
+    pf_pyframe_t frames[PROBE_MAX_FRAMES];
+    pf_pyframes_hint_t hint = {NULL, (unsigned long)pthread_self()};
+    int truncated = 0, n = 0;
+    for (int k = 0; k < 2; k++)     /* the first call finds the state, the second takes the hint's */
+        n = api->capture_hinted(&hint, frames, max, &truncated, drop);
     if (n < 0)
         Py_RETURN_NONE;
     return frames_list(frames, n, truncated);
@@ -204,7 +226,7 @@ static void *native_thread_hinted(void *arg)
     int truncated = 0;
     if (a->own_ident)
         a->hint.thread_ident = (unsigned long)pthread_self();
-    a->rc = api->capture_hinted(&a->hint, frames, 8, &truncated);
+    a->rc = api->capture_hinted(&a->hint, frames, 8, &truncated, NULL);
     return NULL;
 }
 
@@ -280,7 +302,7 @@ static PyObject *probe_spin_nogil(PyObject *self, PyObject *args)
     pf_pyframes_hint_t hint = {NULL, (unsigned long)pthread_self()};
     for (int k = 0;; k++) {
         int fin = api->is_finalizing();
-        int n = k % 2 ? api->capture_hinted(&hint, frames, 64, &truncated) : api->capture(frames, 64, &truncated);
+        int n = k % 2 ? api->capture_hinted(&hint, frames, 64, &truncated, NULL) : api->capture(frames, 64, &truncated);
         if (fin && n >= 0) {    /* our state may be freed by now: the reader must not have trusted it */
             static const char msg[] = "pf-spin: daemon thread got frames during finalization\n";
             if (write(2, msg, sizeof msg - 1) < 0)
@@ -316,6 +338,7 @@ static PyObject *probe_report(PyObject *self, PyObject *args)
 static PyMethodDef methods[] = {
     {"load", probe_load, METH_VARARGS, NULL},
     {"capture", probe_capture, METH_VARARGS, NULL},
+    {"capture_dropping", probe_capture_dropping, METH_VARARGS, NULL},
     {"describe", probe_describe, METH_VARARGS, NULL},
     {"identify", probe_identify, METH_VARARGS, NULL},
     {"native_thread_capture", probe_native_thread_capture, METH_NOARGS, NULL},
