@@ -28,7 +28,9 @@ uint32_t pf_codes_lookup(const void *code);
  * kept. They were 80% of the frames of the stacks importing numpy makes, each nested import adding six.
  * Known only once a machinery code object has been described (pf_codes_id): until then frames are kept.
  * The frame reader leaves out the first two files' frames as it walks (pf_codes_machinery_files); this
- * pass is for a process that has more (and tests). */
+ * pass runs only for a process that has more (where several interpreters each load the machinery's
+ * modules with file name objects of their own, if ever). No test reaches it: the probe's test_dropping
+ * covers the walk's rule, which this loop repeats for the other files. */
 int pf_codes_drop_machinery(pf_pyframe_t *frames, int n);
 
 /* The machinery's first two file name objects into files[0..2) (NULL where fewer are known), for the frame
