@@ -199,7 +199,7 @@ void pf_api_fork_child(pf_tls_t *t)
     taking_over = 0;
 }
 
-void pf_api_on_alloc(int domain, uint64_t est)
+__attribute__((always_inline)) inline void pf_api_on_alloc(int domain, uint64_t est)
 {
     if (domain == PF_DOMAIN_GPU)
         return;

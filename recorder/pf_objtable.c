@@ -593,6 +593,35 @@ int pf_objtable_insert(const pf_objinfo_t *obj)
     return rc;
 }
 
+static __attribute__((noinline)) int insert_new_slow(uintptr_t addr, uint64_t size, uint32_t domain, uint32_t flags)
+{
+    pf_objinfo_t obj;
+    obj.addr = addr;
+    obj.size = size;
+    obj.domain = domain;
+    obj.flags = flags;
+    obj.site = 0;
+    obj.serial = 0;
+    for (int k = 0; k < PF_OBJ_LINKS; k++)
+        obj.link[k].copy_id = 0;
+    return pf_objtable_insert(&obj);
+}
+
+/* pf_objtable_insert's dense path for such a block, unrolled: the same tests, then the entry's store. */
+__attribute__((always_inline)) inline int pf_objtable_insert_new(uintptr_t addr, uint64_t size, uint32_t domain,
+                                                                 uint32_t flags)
+{
+    if (PF_LIKELY(pf_objtable_filter && addr >= 16 && pf_dense_fits(addr, size, domain, flags) && pf_dense_on() &&
+                  !__atomic_load_n(&pf_objtable_filter[pf_objtable_bucket(addr)], __ATOMIC_ACQUIRE))) {
+        pf_dense_t *e = dense_slot(addr);
+        if (PF_LIKELY(e != NULL)) {
+            __atomic_store_n(e, pf_dense_entry(size, domain, flags), __ATOMIC_RELEASE);
+            return 0;
+        }
+    }
+    return insert_new_slow(addr, size, domain, flags);
+}
+
 /* Locks addr's stripe and finds addr in it. Returns the locked stripe, or NULL (nothing locked) when there
  * is no table. */
 static pf_stripe_t *lock_and_find(uintptr_t addr, pf_found_t *f)

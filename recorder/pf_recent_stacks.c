@@ -101,7 +101,7 @@ static inline int entry_is(const recent_entry_t *e, const pf_stack_t *st, const 
     return 1;
 }
 
-int pf_recent_find(uint64_t key, pf_stack_t *st, const pf_pyframe_t *frames, int n_py)
+__attribute__((always_inline)) inline int pf_recent_find(uint64_t key, pf_stack_t *st, const pf_pyframe_t *frames, int n_py)
 {
     recent_table_t *T = table;
     if (!T || T == TABLE_GONE)

@@ -31,6 +31,10 @@ void pf_objtable_prefetch(uintptr_t addr, uint64_t size, uint32_t domain);
 /* Records a live object (obj->serial is ignored: serials are handed out below). An address already present is overwritten (its old object was freed without the
  * hooks seeing it). Returns 0, or -ENOMEM when the stripe could not grow (the object is then untracked). */
 int pf_objtable_insert(const pf_objinfo_t *obj);
+/* pf_objtable_insert of a block just allocated: no site, serial or copy links. Inlined where it is defined
+ * in its callers (link-time optimization): a small Python object's dense entry is a few loads and a store,
+ * where the call with its pf_objinfo_t to fill was 90 instructions of every --exact allocation. */
+int pf_objtable_insert_new(uintptr_t addr, uint64_t size, uint32_t domain, uint32_t flags);
 
 /* Removes addr; on success copies what was stored into *out (may be NULL) and returns 1; returns 0 when
  * addr was not tracked. */
