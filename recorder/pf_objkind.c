@@ -28,11 +28,63 @@ static uintptr_t type_of_kind[PF_OBJ_KINDS];
 static uintptr_t frozenset_type, type_type;
 static unsigned py_minor;
 
+/* The kinds an object's type word tells, found by a multiplicative hash of the word into a table where no
+ * two of those types share a slot. The tests one type after the other (five plain types, then four GC
+ * ones) were most of this function's instructions, run at every free under --exact, and its branch the
+ * worst predicted. */
+#define TYPE_SLOT_BITS 6u
+typedef struct type_slot {
+    uintptr_t type;
+    uint8_t kind;       /* PF_OBJ_UNKNOWN: an empty slot */
+    uint8_t gc;         /* the type word follows the garbage collector's header */
+} type_slot_t;
+static type_slot_t type_slots[1u << TYPE_SLOT_BITS];
+static uint64_t type_mult;  /* 0: no multiplier kept the types apart (never seen): the tests one by one */
+
 /* The smallest item array the list test reads (pymalloc serves 512 bytes and less). */
 #define PF_LIST_ITEMS_MIN 512u
 
 /* Kinds whose objects carry the garbage collector's header before them (16 bytes on 3.8-3.13). */
 #define PF_GC_HEAD_BYTES 16u
+
+static unsigned type_slot_of(uintptr_t type, uint64_t mult)
+{
+    return (unsigned)(((uint64_t)type * mult) >> (64 - TYPE_SLOT_BITS));
+}
+
+/* Fills type_slots with the types object_kind tells, under the first multiplier (of a fixed sequence) that
+ * gives each its own slot: ten types in 64 slots, one multiplier in five or so. */
+static void hash_types(void)
+{
+    static const pf_obj_kind_t plain[] = {PF_OBJ_STR, PF_OBJ_BYTES, PF_OBJ_BYTEARRAY, PF_OBJ_INT, PF_OBJ_FLOAT};
+    static const pf_obj_kind_t gc[] = {PF_OBJ_LIST, PF_OBJ_DICT, PF_OBJ_TUPLE, PF_OBJ_SET};
+    type_slot_t want[16];
+    int n = 0;
+    for (size_t i = 0; i < sizeof plain / sizeof *plain; i++)
+        want[n++] = (type_slot_t){type_of_kind[plain[i]], (uint8_t)plain[i], 0};
+    for (size_t i = 0; i < sizeof gc / sizeof *gc; i++)
+        want[n++] = (type_slot_t){type_of_kind[gc[i]], (uint8_t)gc[i], 1};
+    want[n++] = (type_slot_t){frozenset_type, PF_OBJ_SET, 1};
+    uint64_t m = 0x9E3779B97F4A7C15ull;
+    for (int tries = 0; tries < 4096; tries++, m = m * 6364136223846793005ull + 1442695040888963407ull) {
+        uint64_t mult = m | 1;
+        int ok = 1;
+        memset(type_slots, 0, sizeof type_slots);
+        for (int i = 0; i < n && ok; i++) {
+            type_slot_t *slot = &type_slots[type_slot_of(want[i].type, mult)];
+            if (!want[i].type)
+                continue;   /* not found in this interpreter: no object has it */
+            ok = slot->kind == PF_OBJ_UNKNOWN;
+            *slot = want[i];
+        }
+        if (ok) {
+            type_mult = mult;
+            return;
+        }
+    }
+    memset(type_slots, 0, sizeof type_slots);
+    type_mult = 0;
+}
 
 void pf_objkind_init(uint32_t python_hex)
 {
@@ -46,6 +98,7 @@ void pf_objkind_init(uint32_t python_hex)
     frozenset_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyFrozenSet_Type");
     type_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyType_Type");
     py_minor = python_hex >> 24 == 3 ? (python_hex >> 16 & 0xffu) : 0;
+    hash_types();
 }
 
 static uintptr_t word(const pf_objinfo_t *o, size_t i)
@@ -63,8 +116,20 @@ pf_obj_kind_t pf_objkind_str_bytes(const pf_objinfo_t *o)
     return type == type_of_kind[PF_OBJ_STR] ? PF_OBJ_STR : type == type_of_kind[PF_OBJ_BYTES] ? PF_OBJ_BYTES : PF_OBJ_UNKNOWN;
 }
 
-static pf_obj_kind_t object_kind(const pf_objinfo_t *o)
+/* Inline: its type tests are the whole of most calls. */
+static inline __attribute__((always_inline)) pf_obj_kind_t object_kind(const pf_objinfo_t *o)
 {
+    uint64_t mult = type_mult;
+    if (PF_LIKELY(mult)) {
+        const type_slot_t *e = &type_slots[type_slot_of(word(o, 1), mult)];
+        if (e->type == word(o, 1) && e->kind != PF_OBJ_UNKNOWN && !e->gc)
+            return (pf_obj_kind_t)e->kind;
+        if (o->size < PF_GC_HEAD_BYTES + 2 * sizeof(uintptr_t))
+            return PF_OBJ_UNKNOWN;
+        uintptr_t type = word(o, PF_GC_HEAD_BYTES / sizeof(uintptr_t) + 1);
+        e = &type_slots[type_slot_of(type, mult)];
+        return e->type == type && e->kind != PF_OBJ_UNKNOWN && e->gc ? (pf_obj_kind_t)e->kind : PF_OBJ_UNKNOWN;
+    }
     static const pf_obj_kind_t plain[] = {PF_OBJ_STR, PF_OBJ_BYTES, PF_OBJ_BYTEARRAY, PF_OBJ_INT, PF_OBJ_FLOAT};
     static const pf_obj_kind_t gc[] = {PF_OBJ_LIST, PF_OBJ_DICT, PF_OBJ_TUPLE, PF_OBJ_SET};
     uintptr_t type = word(o, 1);
@@ -202,16 +267,9 @@ static int object_pointers(const pf_objinfo_t *o)
     return 1;
 }
 
-pf_obj_kind_t pf_objkind_of(const pf_objinfo_t *o)
+/* pf_objkind_of past an object's type word: a dict's keys table, a list's item array. */
+static __attribute__((noinline)) pf_obj_kind_t storage_kind(const pf_objinfo_t *o)
 {
-    if ((o->domain != PF_DOMAIN_PYOBJ && o->domain != PF_DOMAIN_PYMEM) || o->size < 2 * sizeof(uintptr_t) ||
-        !type_of_kind[PF_OBJ_STR])
-        return PF_OBJ_UNKNOWN;
-    if (o->domain == PF_DOMAIN_PYOBJ) {
-        pf_obj_kind_t k = object_kind(o);
-        if (k != PF_OBJ_UNKNOWN)
-            return k;
-    }
     /* keys tables: PyObject_Malloc up to 3.12, PyMem_Malloc in 3.13 */
     if (o->size >= PF_DICT_HEADER_BYTES && dict_keys((const unsigned char *)o->addr, o->size))
         return PF_OBJ_DICT;
@@ -222,6 +280,21 @@ pf_obj_kind_t pf_objkind_of(const pf_objinfo_t *o)
     if (o->domain == PF_DOMAIN_PYMEM && o->size > PF_LIST_ITEMS_MIN && object_pointers(o))
         return PF_OBJ_LIST;
     return PF_OBJ_UNKNOWN;
+}
+
+/* Inlined in its callers (link-time optimization), the rarer tests apart: the free of every tracked block
+ * asks it, and its call saved and restored six registers for the tests only a few blocks reach. */
+__attribute__((always_inline)) inline pf_obj_kind_t pf_objkind_of(const pf_objinfo_t *o)
+{
+    if ((o->domain != PF_DOMAIN_PYOBJ && o->domain != PF_DOMAIN_PYMEM) || o->size < 2 * sizeof(uintptr_t) ||
+        !type_of_kind[PF_OBJ_STR])
+        return PF_OBJ_UNKNOWN;
+    if (o->domain == PF_DOMAIN_PYOBJ) {
+        pf_obj_kind_t k = object_kind(o);
+        if (k != PF_OBJ_UNKNOWN)
+            return k;
+    }
+    return storage_kind(o);
 }
 
 /* The tracked keys table whose entries start at addr (dictresize copies a table's entries into the next

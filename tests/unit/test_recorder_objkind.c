@@ -71,6 +71,41 @@ static void test_objects_by_type_word(void **state)
     assert_int_equal(pf_objkind_of(&o), PF_OBJ_UNKNOWN);
 }
 
+/* Every kind by its type word, each on its own side of the collector's header only, and words near a
+ * type's that are none (the kinds are looked up in a hashed table: pf_objkind.c). */
+static void test_every_type_word(void **state)
+{
+    (void)state;
+    set_types();
+    pf_objkind_init(0x030b02f0);
+    const struct { uintptr_t *type; pf_obj_kind_t kind; int gc; } types[] = {
+        {PyUnicode_Type, PF_OBJ_STR, 0},  {PyBytes_Type, PF_OBJ_BYTES, 0}, {PyByteArray_Type, PF_OBJ_BYTEARRAY, 0},
+        {PyLong_Type, PF_OBJ_INT, 0},     {PyFloat_Type, PF_OBJ_FLOAT, 0}, {PyList_Type, PF_OBJ_LIST, 1},
+        {PyDict_Type, PF_OBJ_DICT, 1},    {PyTuple_Type, PF_OBJ_TUPLE, 1}, {PySet_Type, PF_OBJ_SET, 1},
+        {PyFrozenSet_Type, PF_OBJ_SET, 1},
+    };
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
+        uintptr_t obj[8] = {0};
+        pf_objinfo_t o = block(obj, sizeof obj, PF_DOMAIN_PYOBJ);
+        obj[types[i].gc ? 3 : 1] = (uintptr_t)types[i].type;
+        assert_int_equal(pf_objkind_of(&o), types[i].kind);
+        memset(obj, 0, sizeof obj);
+        obj[types[i].gc ? 1 : 3] = (uintptr_t)types[i].type;     /* the other side: no object of that kind */
+        assert_int_equal(pf_objkind_of(&o), PF_OBJ_UNKNOWN);
+        for (int d = -16; d <= 16; d += 8) {
+            if (d == 0)
+                continue;
+            memset(obj, 0, sizeof obj);
+            obj[1] = obj[3] = (uintptr_t)types[i].type + (uintptr_t)(intptr_t)d;
+            assert_int_equal(pf_objkind_of(&o), PF_OBJ_UNKNOWN);
+        }
+    }
+    /* a GC header too short for a GC object's type word */
+    uintptr_t small[3] = {0, 0, 1};
+    pf_objinfo_t o = block(small, sizeof small, PF_DOMAIN_PYOBJ);
+    assert_int_equal(pf_objkind_of(&o), PF_OBJ_UNKNOWN);
+}
+
 /* A 3.11+ keys table of 2^log2 slots, kind 0 (general, 24-byte entries) or 1 (unicode, 16), as
  * new_keys_object allocates it; *size gets the allocation's size. */
 static unsigned char *keys_311(unsigned log2, unsigned kind, uint64_t *size)
@@ -199,6 +234,7 @@ int main(void)
     pf_cfg.pid = (uint32_t)getpid();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_objects_by_type_word),
+        cmocka_unit_test(test_every_type_word),
         cmocka_unit_test(test_dict_keys_311),
         cmocka_unit_test(test_dict_keys_38),
         cmocka_unit_test(test_list_items),
