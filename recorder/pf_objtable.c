@@ -593,6 +593,9 @@ int pf_objtable_insert(const pf_objinfo_t *obj)
     return rc;
 }
 
+/* pf_objtable_insert_new where the dense entry would not do. Field by field: an initializer zeroed the whole
+ * struct, its three copy links' 144 bytes included (a `rep stos` that took half of the allocation's path);
+ * the table reads a link's other fields only when its copy id is set. */
 static __attribute__((noinline)) int insert_new_slow(uintptr_t addr, uint64_t size, uint32_t domain, uint32_t flags)
 {
     pf_objinfo_t obj;

@@ -101,6 +101,8 @@ static inline int entry_is(const recent_entry_t *e, const pf_stack_t *st, const 
     return 1;
 }
 
+/* Inlined into the allocation path (link-time optimization; the header declares it extern, so this is also
+ * its external definition): most allocations end their stack's capture here. */
 __attribute__((always_inline)) inline int pf_recent_find(uint64_t key, pf_stack_t *st, const pf_pyframe_t *frames, int n_py)
 {
     recent_table_t *T = table;

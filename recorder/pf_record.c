@@ -468,8 +468,8 @@ static void record_alloc(pf_tls_t *t, void *p, size_t size, int domain, uint64_t
         return;     /* --aggregate: counted in its site's totals instead of a record */
     if (write_alloc(t, p, size, domain, est, flags, &st) != 0)
         return;
+    /* live only when tracked: an untracked block's free would not be seen */
     if (pf_objtable_insert_new((uintptr_t)p, size, (uint32_t)domain, flags | st.flags) == 0)
-        /* untracked, its free would not be seen: not live either */
         pf_api_on_alloc(domain, est);
 }
 
