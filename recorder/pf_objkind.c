@@ -39,7 +39,8 @@ typedef struct type_slot {
     uint8_t gc;         /* the type word follows the garbage collector's header */
 } type_slot_t;
 static type_slot_t type_slots[1u << TYPE_SLOT_BITS];
-static uint64_t type_mult;  /* 0: no multiplier kept the types apart (never seen): the tests one by one */
+static uint64_t type_mult;  /* 0 while none kept the types apart (never seen): the table stays empty and
+                               every kind unknown, as before the types are found */
 
 /* The smallest item array the list test reads (pymalloc serves 512 bytes and less). */
 #define PF_LIST_ITEMS_MIN 512u
@@ -71,9 +72,9 @@ static void hash_types(void)
         int ok = 1;
         memset(type_slots, 0, sizeof type_slots);
         for (int i = 0; i < n && ok; i++) {
-            type_slot_t *slot = &type_slots[type_slot_of(want[i].type, mult)];
             if (!want[i].type)
                 continue;   /* not found in this interpreter: no object has it */
+            type_slot_t *slot = &type_slots[type_slot_of(want[i].type, mult)];
             ok = slot->kind == PF_OBJ_UNKNOWN;
             *slot = want[i];
         }
@@ -116,33 +117,20 @@ pf_obj_kind_t pf_objkind_str_bytes(const pf_objinfo_t *o)
     return type == type_of_kind[PF_OBJ_STR] ? PF_OBJ_STR : type == type_of_kind[PF_OBJ_BYTES] ? PF_OBJ_BYTES : PF_OBJ_UNKNOWN;
 }
 
+/* The kind whose type object is `type`, where its type word lies (gc: after the collector's header). */
+static inline pf_obj_kind_t kind_of_type(uintptr_t type, int gc)
+{
+    const type_slot_t *e = &type_slots[type_slot_of(type, type_mult)];
+    return e->type == type && e->kind != PF_OBJ_UNKNOWN && e->gc == gc ? (pf_obj_kind_t)e->kind : PF_OBJ_UNKNOWN;
+}
+
 /* Inline: its type tests are the whole of most calls. */
 static inline __attribute__((always_inline)) pf_obj_kind_t object_kind(const pf_objinfo_t *o)
 {
-    uint64_t mult = type_mult;
-    if (PF_LIKELY(mult)) {
-        const type_slot_t *e = &type_slots[type_slot_of(word(o, 1), mult)];
-        if (e->type == word(o, 1) && e->kind != PF_OBJ_UNKNOWN && !e->gc)
-            return (pf_obj_kind_t)e->kind;
-        if (o->size < PF_GC_HEAD_BYTES + 2 * sizeof(uintptr_t))
-            return PF_OBJ_UNKNOWN;
-        uintptr_t type = word(o, PF_GC_HEAD_BYTES / sizeof(uintptr_t) + 1);
-        e = &type_slots[type_slot_of(type, mult)];
-        return e->type == type && e->kind != PF_OBJ_UNKNOWN && e->gc ? (pf_obj_kind_t)e->kind : PF_OBJ_UNKNOWN;
-    }
-    static const pf_obj_kind_t plain[] = {PF_OBJ_STR, PF_OBJ_BYTES, PF_OBJ_BYTEARRAY, PF_OBJ_INT, PF_OBJ_FLOAT};
-    static const pf_obj_kind_t gc[] = {PF_OBJ_LIST, PF_OBJ_DICT, PF_OBJ_TUPLE, PF_OBJ_SET};
-    uintptr_t type = word(o, 1);
-    for (size_t i = 0; i < sizeof plain / sizeof *plain; i++)
-        if (type == type_of_kind[plain[i]])
-            return plain[i];
-    if (o->size < PF_GC_HEAD_BYTES + 2 * sizeof(uintptr_t))
-        return PF_OBJ_UNKNOWN;
-    type = word(o, PF_GC_HEAD_BYTES / sizeof(uintptr_t) + 1);
-    for (size_t i = 0; i < sizeof gc / sizeof *gc; i++)
-        if (type == type_of_kind[gc[i]])
-            return gc[i];
-    return type == frozenset_type ? PF_OBJ_SET : PF_OBJ_UNKNOWN;
+    pf_obj_kind_t k = kind_of_type(word(o, 1), 0);
+    if (k != PF_OBJ_UNKNOWN || o->size < PF_GC_HEAD_BYTES + 2 * sizeof(uintptr_t))
+        return k;
+    return kind_of_type(word(o, PF_GC_HEAD_BYTES / sizeof(uintptr_t) + 1), 1);
 }
 
 /* USABLE_FRACTION of dictobject.c, the same on every version. */

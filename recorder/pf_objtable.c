@@ -564,14 +564,14 @@ static int hash_put(pf_stripe_t *s, const pf_objinfo_t *obj)
 
 /* The lock-free insert of a dense object (see the top of this file): 1 when its entry was stored, 0 when
  * the locked path must do it (a hashed slot may hold the address, or the leaf is not mapped yet). */
-static int dense_put_unlocked(const pf_objinfo_t *obj)
+static int dense_put_unlocked(uintptr_t addr, uint64_t size, uint32_t domain, uint32_t flags)
 {
-    if (__atomic_load_n(&pf_objtable_filter[pf_objtable_bucket(obj->addr)], __ATOMIC_ACQUIRE))
+    if (__atomic_load_n(&pf_objtable_filter[pf_objtable_bucket(addr)], __ATOMIC_ACQUIRE))
         return 0;
-    pf_dense_t *e = dense_slot(obj->addr);
+    pf_dense_t *e = dense_slot(addr);
     if (!e)
         return 0;
-    __atomic_store_n(e, pf_dense_entry(obj->size, obj->domain, obj->flags), __ATOMIC_RELEASE);
+    __atomic_store_n(e, pf_dense_entry(size, domain, flags), __ATOMIC_RELEASE);
     return 1;
 }
 
@@ -581,7 +581,7 @@ int pf_objtable_insert(const pf_objinfo_t *obj)
         return -ENOMEM;
     int dense = pf_dense_fits(obj->addr, obj->size, obj->domain, obj->flags) && obj->site == 0 &&
                 pf_dense_on() && links_empty(obj->link);
-    if (dense && dense_put_unlocked(obj))
+    if (dense && dense_put_unlocked(obj->addr, obj->size, obj->domain, obj->flags))
         return 0;
     pf_stripe_t *s = stripe_of(obj->addr);
     pf_spin_lock(&s->lock);
@@ -610,18 +610,13 @@ static __attribute__((noinline)) int insert_new_slow(uintptr_t addr, uint64_t si
     return pf_objtable_insert(&obj);
 }
 
-/* pf_objtable_insert's dense path for such a block, unrolled: the same tests, then the entry's store. */
+/* pf_objtable_insert's dense path for such a block (no site or links to test), without the call. */
 __attribute__((always_inline)) inline int pf_objtable_insert_new(uintptr_t addr, uint64_t size, uint32_t domain,
                                                                  uint32_t flags)
 {
     if (PF_LIKELY(pf_objtable_filter && addr >= 16 && pf_dense_fits(addr, size, domain, flags) && pf_dense_on() &&
-                  !__atomic_load_n(&pf_objtable_filter[pf_objtable_bucket(addr)], __ATOMIC_ACQUIRE))) {
-        pf_dense_t *e = dense_slot(addr);
-        if (PF_LIKELY(e != NULL)) {
-            __atomic_store_n(e, pf_dense_entry(size, domain, flags), __ATOMIC_RELEASE);
-            return 0;
-        }
-    }
+                  dense_put_unlocked(addr, size, domain, flags)))
+        return 0;
     return insert_new_slow(addr, size, domain, flags);
 }
 
