@@ -187,11 +187,11 @@ static inline void publish_latest(uint64_t ns)
 uint64_t pf_now_ns(void)
 {
     pf_tls_t *t = &pf_tls;
+    int many = __atomic_load_n(&pf_clock_many_recorders, __ATOMIC_RELAXED);
     uint64_t ns;
     if (!use_tsc) {
         ns = mono_ns();
     } else {
-        int many = __atomic_load_n(&pf_clock_many_recorders, __ATOMIC_RELAXED);
         uint64_t tsc = tsc_read(many);
         segment_t seg;
         int due = 0;
@@ -206,19 +206,21 @@ uint64_t pf_now_ns(void)
         } else if (!(ns = draw_segment())) {    /* not calibrated yet: the pair's time, or */
             ns = mono_ns();                         /* clock_gettime's while another thread draws */
         }
-        if (ns < t->clk_last)
-            ns = t->clk_last;   /* clock_gettime's times before the first segment may pass its first */
-        t->clk_last = ns;
-        if (many)
-            publish_latest(ns);
     }
+    /* clock_gettime's times before the first segment may pass its first; on other clocksources this
+     * keeps the thread's latest time, which small events reuse (pf_clock.h) */
+    if (ns < t->clk_last)
+        ns = t->clk_last;
+    t->clk_last = ns;
+    if (many)
+        publish_latest(ns);
     return ns > pf_cfg.start_mono_ns ? ns - pf_cfg.start_mono_ns : 0;
 }
 
 uint64_t pf_now_ns_small_read(pf_tls_t *t)
 {
     uint64_t ns = pf_now_ns();
-    t->clk_reuses = use_tsc && ns - t->clk_read < PF_CLOCK_DENSE_NS ? PF_CLOCK_REUSES : 0;
+    t->clk_reuses = ns - t->clk_read < PF_CLOCK_DENSE_NS ? PF_CLOCK_REUSES : 0;
     t->clk_read = ns;
     return ns;
 }

@@ -47,7 +47,10 @@
  * of PF_CLOCK_REUSES events (a few microseconds): below anything the timeline's hundred buckets or the
  * leak test can show. Seven reuses in 4 us, against three in 2 us before, halved the clock's share of an
  * --exact recording of small objects (3% -> 1.5%: events under it come ~350 ns apart, so eight span
- * 2.8 us). On any other clock source than the TSC, every event reads the clock. */
+ * 2.8 us). The reuse is the same on any other clocksource, where a reading is clock_gettime's: on a
+ * kvm-clock guest (28 ns a call in a loop, the vDSO's rdtsc and pvclock scaling) reading the clock at every
+ * event was a fifth of an --exact recording of small objects. CLOCK_MONOTONIC is one clock for every CPU,
+ * so the order argument above holds for it as for the TSC's mapping. */
 #define PF_CLOCK_SMALL_BYTES 512u
 #define PF_CLOCK_REUSES 7u
 #define PF_CLOCK_DENSE_NS 4000u

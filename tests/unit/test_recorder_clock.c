@@ -1,6 +1,6 @@
 /* Unit tests for the record clock's reuse of a thread's latest time (recorder/pf_clock.c,
- * pf_now_ns_small). Where the kernel's clocksource is not the TSC, or the run is sampled, no time is
- * reused, and the cases check that instead. */
+ * pf_now_ns_small), on whatever clocksource the kernel has (the TSC, read by pyflow, or another, read by
+ * clock_gettime). Where the run is sampled no time is reused, and a case checks that instead. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdatomic.h>
@@ -19,8 +19,6 @@
 
 pf_config_t pf_cfg;
 __thread pf_tls_t pf_tls __attribute__((tls_model("initial-exec")));
-
-static int tsc;     /* the clock reads the TSC here */
 
 static int setup(void **state)
 {
@@ -81,12 +79,8 @@ static void test_dense_events_reuse_at_most_reuses_in_a_row(void **state)
         }
         prev = now;
     }
-    if (tsc) {
-        assert_true(reused > 3000);     /* seven in eight, where the readings come within PF_CLOCK_DENSE_NS */
-        assert_int_equal(max_run, (int)PF_CLOCK_REUSES);
-    } else {
-        assert_int_equal(reused, 0);
-    }
+    assert_true(reused > 3000);     /* seven in eight, where the readings come within PF_CLOCK_DENSE_NS */
+    assert_int_equal(max_run, (int)PF_CLOCK_REUSES);
 }
 
 /* Events further apart than PF_CLOCK_DENSE_NS: every one reads the clock. */
@@ -107,10 +101,8 @@ static void test_reuse_follows_the_latest_time(void **state)
     spin_ns(500);
     uint64_t later = pf_now_ns();   /* a record of another kind, later */
     assert_true(later > other);
-    if (tsc) {
-        assert_true(pf_tls.clk_reuses > 0);
-        assert_true(pf_now_ns_small(&pf_tls) == later);
-    }
+    assert_true(pf_tls.clk_reuses > 0);
+    assert_true(pf_now_ns_small(&pf_tls) == later);
 }
 
 /* A time another thread takes (pf_now_ns on its own TLS) */
@@ -129,13 +121,9 @@ static void test_another_threads_later_time_stops_reuse(void **state)
 {
     (void)state;
     pf_clock_thread_recording(100);
-    if (tsc)
-        assert_true(ties_in(1000, 0) > 500);
+    assert_true(ties_in(1000, 0) > 500);
     pf_clock_thread_recording(101);
-    if (tsc)
-        assert_true(ties_in(1000, 0) > 500);
-    else
-        assert_true(ties_in(1000, 0) < 100);
+    assert_true(ties_in(1000, 0) > 500);
     for (int i = 0; i < 8 && !pf_tls.clk_reuses; i++)
         pf_now_ns_small(&pf_tls);
     uint64_t mine = pf_now_ns_small(&pf_tls), other = 0;
@@ -143,8 +131,7 @@ static void test_another_threads_later_time_stops_reuse(void **state)
     assert_int_equal(pthread_create(&th, NULL, take_time, &other), 0);
     assert_int_equal(pthread_join(th, NULL), 0);
     assert_true(other > mine);
-    if (tsc)
-        assert_true(pf_tls.clk_reuses > 0);     /* it would have taken `mine` again */
+    assert_true(pf_tls.clk_reuses > 0);     /* it would have taken `mine` again */
     assert_true(pf_now_ns_small(&pf_tls) >= other);
     pf_clock_thread_recording(100);
     uint64_t before_fork = pf_now_ns_small(&pf_tls);
@@ -153,10 +140,7 @@ static void test_another_threads_later_time_stops_reuse(void **state)
     spin_ns(1000);
     assert_true(pf_now_ns_small(&pf_tls) > before_fork);     /* the child's first small event reads */
     pf_clock_thread_recording(200);
-    if (tsc)
-        assert_true(ties_in(1000, 0) > 500);
-    else
-        assert_true(ties_in(1000, 0) < 100);
+    assert_true(ties_in(1000, 0) > 500);
 }
 
 /* Two threads take turns reading the clock (each waits for the other's reading, a few hundred ns apart)
@@ -246,7 +230,8 @@ int main(void)
     pf_clock_init();
     char buf[32] = {0};
     FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
-    tsc = f && fgets(buf, sizeof buf, f) && strncmp(buf, "tsc", 3) == 0;
+    if (f && fgets(buf, sizeof buf, f))
+        printf("clocksource: %s", buf);     /* the cases hold on each; the log says which one ran */
     if (f)
         fclose(f);
     /* the rate needs PF_CLOCK_CALIBRATE_NS after the first pair before the TSC is read */
