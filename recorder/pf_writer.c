@@ -404,8 +404,11 @@ static void thread_exiting(void *arg)
  * flushes the TLB on every CPU the process's threads run on: 6% of an --exact run when each chunk went
  * alone, measured when a chunk's pages still faulted in one by one). What waits for the drop is resident
  * at the program's peak: at 512 KiB that was 3% of a 16 MiB program's (bench/workloads/indexing.py); at
- * 128 KiB the recording's CPU time stayed within the noise of 512 KiB's (2026-11-26, docs/overhead.md). */
-#define PF_DROP_BATCH (128u * 1024u)
+ * 128 KiB the recording's CPU time stayed within the noise of 512 KiB's on a guest with the TSC as its
+ * clock (2026-11-26, docs/overhead.md). On a kvm-clock guest whose page-table changes are dear (shadow
+ * paging), each drop of 128 KiB cost ~100 us, 5% of that --exact run; 256 KiB took 4% off its time and
+ * ~0.1 MiB onto its peak RSS (of 19.9), 512 KiB 6% and 0.4 MiB (2026-11-29). */
+#define PF_DROP_BATCH (256u * 1024u)
 
 /* The thread's filled chunks not dropped yet leave the resident set. */
 static void drop_pending(pf_tls_t *t)
