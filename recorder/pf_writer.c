@@ -53,6 +53,8 @@ static struct {
     uint64_t run_id;
     int full_reported;
     int full;                   /* atomic: a reservation failed for want of room: no chunk is taken any more */
+    uint32_t first_writer;      /* atomic: the tid of the first thread that took a chunk */
+    int many_writers;           /* atomic: a second thread took one (drop_written's batch) */
 } W = {.fd = -1};
 
 uint32_t pf_writer_generation(void)
@@ -407,8 +409,11 @@ static void thread_exiting(void *arg)
  * 128 KiB the recording's CPU time stayed within the noise of 512 KiB's on a guest with the TSC as its
  * clock (2026-11-26, docs/overhead.md). On a kvm-clock guest whose page-table changes are dear (shadow
  * paging), each drop of 128 KiB cost ~100 us, 5% of that --exact run; 256 KiB took 4% off its time and
- * ~0.1 MiB onto its peak RSS (of 19.9), 512 KiB 6% and 0.4 MiB (2026-11-29). */
-#define PF_DROP_BATCH (256u * 1024u)
+ * ~0.1 MiB onto its peak RSS (of 19.9), 512 KiB 6% and 0.4 MiB (2026-11-29). What waits adds up over the
+ * threads, so the larger batch is only for a process that has had one recording thread (64 threads
+ * waiting together kept 16 MiB at 256 KiB each: integration.robustness.exact_rss_writer_threads). */
+#define PF_DROP_BATCH (128u * 1024u)
+#define PF_DROP_BATCH_ONE_THREAD (256u * 1024u)
 
 /* The thread's filled chunks not dropped yet leave the resident set. */
 static void drop_pending(pf_tls_t *t)
@@ -425,7 +430,8 @@ static void drop_written(pf_tls_t *t, char *chunk)
         t->written_from = chunk;
     }
     t->written_to = chunk + PF_CHUNK_BYTES;
-    if ((size_t)(t->written_to - t->written_from) >= PF_DROP_BATCH)
+    size_t batch = __atomic_load_n(&W.many_writers, __ATOMIC_RELAXED) ? PF_DROP_BATCH : PF_DROP_BATCH_ONE_THREAD;
+    if ((size_t)(t->written_to - t->written_from) >= batch)
         drop_pending(t);
 }
 
@@ -470,6 +476,12 @@ static int take_chunk(pf_tls_t *t, uint32_t bytes)
         return 0;
     if (W.exit_key_made)
         pthread_setspecific(W.exit_key, t);  /* again after thread_exiting ran: glibc then calls it again */
+    if (first) {
+        uint32_t none = 0;
+        if (!__atomic_compare_exchange_n(&W.first_writer, &none, t->tid, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED) &&
+            none != t->tid)
+            __atomic_store_n(&W.many_writers, 1, __ATOMIC_RELAXED);
+    }
     if (first && (!t->chunk_exited || t->chunk_handed_end) &&
         take_spare(t, bytes, t->chunk_exited ? t->chunk_handed_end : NULL))
         return 1;
