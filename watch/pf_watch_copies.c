@@ -99,18 +99,30 @@ void pf_watch_copies_expire(void)
         return;
     t->busy = 1;        /* the handlers leave the slots alone meanwhile */
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    uint64_t next = 0;
+    uint64_t next = 0, last_ended = 0;
+    int armed = 0;
     for (int i = 0; i < t->n_slots; i++) {
         pf_watch_slot_t *s = &t->slot[i];
-        if (s->state == PF_SLOT_FREE || s->mode != PF_WATCH_MODE_COPIES)
+        if (s->state == PF_SLOT_FREE)
             continue;
         uint64_t ends = s->armed_ns + PF_WATCH_COPY_LIFETIME_NS;
-        if (ends <= now)
+        if (s->mode == PF_WATCH_MODE_COPIES && ends <= now) {
             pf_watch_slot_disarm(t, i);
-        else if (!next || ends < next)
+            last_ended = ends > last_ended ? ends : last_ended;
+            continue;
+        }
+        armed = 1;
+        if (s->mode == PF_WATCH_MODE_COPIES && (!next || ends < next))
             next = ends;
     }
     t->copy_expiry_ns = next;
+    /* Emulated watchpoints: with nothing armed any more the chain is over, and was from the moment its
+     * last watch ran out. Left running, it refused the next copy its watch (one chain at a time) whenever
+     * no allocation came between the two copies' lifetimes: `a = bytearray(b); burn(); c = bytes(a)`,
+     * where c's source word went unwatched (integration.watch.watch_copies, a VM whose debug registers
+     * do not fire). */
+    if (last_ended && !armed)
+        pf_watch_emu_chain_end_ago(t, now - last_ended);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     t->busy = 0;
 }

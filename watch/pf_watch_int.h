@@ -254,6 +254,9 @@ int pf_watch_emu_budget_allows(uint64_t now, uint64_t last_start, uint64_t last_
 
 /* The chain ended (nothing armed any more, or it armed nothing): its CPU time counts against the next. */
 void pf_watch_emu_chain_end(pf_watch_thread_t *t) PF_WATCH_HIDDEN;
+/* The same for a chain whose last watch ran out ago_ns of wall time before now, seen only now (the
+ * thread's first visit after it): it ended then, not at this visit (never before it began). */
+void pf_watch_emu_chain_end_ago(pf_watch_thread_t *t, uint64_t ago_ns) PF_WATCH_HIDDEN;
 
 /* ---- pf_watch_pages.c: watchpoints by page protection (cfg.emulate_pages) ---- */
 
