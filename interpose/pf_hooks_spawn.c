@@ -33,6 +33,7 @@
 
 #include "pf_child_env.h"
 #include "pf_hooks_int.h"
+#include "pf_watch.h"   /* pf_watch_spawning */
 
 #define PF_SPAWN_FNS(X)                                                                                       \
     X(pthread_create, int, (pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))                  \
@@ -182,7 +183,9 @@ static void note_exec(const char *path, char *const argv[], char *const envp[], 
 PF_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
     uint64_t t0 = start_time();
+    pf_watch_spawning = 1;
     int rc = PF_REAL(pthread_create)(th, attr, fn, arg);
+    pf_watch_spawning = 0;
     if (rc == 0 && t0)
         note_start(PF_SPAWN_THREAD, (uint64_t)*th, t0, &plain_child);
     return rc;
@@ -191,7 +194,9 @@ PF_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*
 PF_EXPORT pid_t fork(void)
 {
     uint64_t t0 = start_time();
+    pf_watch_spawning = 1;
     pid_t pid = PF_REAL(fork)();
+    pf_watch_spawning = 0;      /* in the child too */
     if (pid > 0 && t0)
         note_start(PF_SPAWN_PROCESS, (uint64_t)pid, t0, &plain_child);
     return pid;
@@ -212,7 +217,10 @@ PF_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_a
     child_t c = plain_child;
     if (t0)
         judge_child(&c, path, argv, envp, 0);
-    return after_posix_spawn(PF_REAL(posix_spawn)(pid, path, fa, attr, argv, envp), pid, t0, &c);
+    pf_watch_spawning = 1;
+    int rc = PF_REAL(posix_spawn)(pid, path, fa, attr, argv, envp);
+    pf_watch_spawning = 0;
+    return after_posix_spawn(rc, pid, t0, &c);
 }
 
 PF_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
@@ -222,7 +230,10 @@ PF_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_
     child_t c = plain_child;
     if (t0)
         judge_child(&c, file, argv, envp, 1);
-    return after_posix_spawn(PF_REAL(posix_spawnp)(pid, file, fa, attr, argv, envp), pid, t0, &c);
+    pf_watch_spawning = 1;
+    int rc = PF_REAL(posix_spawnp)(pid, file, fa, attr, argv, envp);
+    pf_watch_spawning = 0;
+    return after_posix_spawn(rc, pid, t0, &c);
 }
 
 PF_EXPORT int execve(const char *path, char *const argv[], char *const envp[])

@@ -153,6 +153,14 @@ extern __thread uint32_t pf_watch_attention __attribute__((visibility("hidden"),
 /* 1 while the calling thread has pairs pending or a copy watch armed. */
 int pf_watch_needs_visit(void);
 
+/* Nonzero while the calling thread starts a thread or a process (the runtime's pthread_create, fork and
+ * posix_spawn hooks set it around the real call): it arms no watch meanwhile. glibc blocks every signal
+ * there and writes the new thread's descriptor (or the spawn child's stack) with them blocked, and a
+ * fault on a page watch had protected was forced and killed the program (emulated watchpoints: a store
+ * sampled in pthread_create armed the new thread's descriptor page; integration.robustness.fd_limit,
+ * 200 threads under load). */
+extern __thread uint32_t pf_watch_spawning __attribute__((visibility("hidden"), tls_model("initial-exec")));
+
 /* --watch=copies: puts write watches on the first words of dst and src of a copy just made (and on their
  * last words where slots are free), so that the first write that changes one is caught with its call
  * path and drained as a PF_REC_COPY_WRITE for copy_id. A watch lasts until that write, a free of the word,

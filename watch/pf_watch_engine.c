@@ -251,6 +251,7 @@ int pf_watch_pending(void)
 }
 
 __thread uint32_t pf_watch_attention __attribute__((tls_model("initial-exec")));
+__thread uint32_t pf_watch_spawning __attribute__((tls_model("initial-exec")));
 
 int pf_watch_needs_visit(void)
 {

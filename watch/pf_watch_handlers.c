@@ -74,7 +74,7 @@ int pf_watch_addr_ignored(const pf_watch_thread_t *t, uint64_t a)
 {
     return in_range(a, (uintptr_t)t, (uintptr_t)t + sizeof *t) || in_range(a, t->alt_lo, t->alt_hi) ||
            in_range(a, t->stack_lo, t->stack_hi) || in_range(a, t->fs_base - 65536, t->fs_base + 4096) ||
-           a < 4096;
+           a < 4096 || pf_watch_spawning;
 }
 
 static void capture_ctx(pf_watch_thread_t *t, const ucontext_t *uc, uint64_t ip, pf_watch_ctx_t *c)

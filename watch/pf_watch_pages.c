@@ -126,6 +126,16 @@ static int own_page(const pf_map_range_t *m)
 /* A thread's malloc arena: HEAP_MAX_SIZE-aligned, its reserved part no-access above its used part. */
 #define PF_MALLOC_HEAP (64ull << 20)
 
+/* 1 when page (in m, a mapping of pf_maps) is in a thread's stack: the mapping right above a guard. Its
+ * top holds the thread's descriptor and static TLS, which glibc writes with every signal blocked (a new
+ * thread in start_thread, its creator in pthread_create, a stack reused from glibc's cache), and a fault
+ * there is forced and kills the program: no watch of either kind protects it. Lock held. */
+static int in_thread_stack(const pf_map_range_t *m, uint64_t page)
+{
+    const pf_map_range_t *below = m > pf_maps && m[-1].hi == m->lo ? &m[-1] : NULL;
+    return below && below->guard && !own_page(below) && page < m->lo + PF_STACK_SPAN;
+}
+
 /* 1 when a read-write watch may make page (in m, a mapping of pf_maps) no-access. The kernel reads a futex
  * word itself (a lock's or a condition variable's wait): on a no-access page the wait fails with EFAULT,
  * which glibc takes for a broken kernel and aborts the program ("The futex facility returned an unexpected
@@ -145,7 +155,7 @@ static int rw_allowed(const pf_map_range_t *m, uint64_t page)
     const pf_map_range_t *above = m + 1 < pf_maps + pf_n_maps && m[1].lo == m->hi ? &m[1] : NULL;
     if (below && below->locks)
         return 0;   /* the .bss of the interpreter, libpython, libc */
-    if (below && below->guard && !own_page(below) && page < m->lo + PF_STACK_SPAN)
+    if (in_thread_stack(m, page))
         return 0;   /* a thread's stack */
     if (above && above->guard && !own_page(above) && above->hi % PF_MALLOC_HEAP == 0 &&
         page >= above->hi - PF_MALLOC_HEAP)
@@ -268,6 +278,8 @@ int pf_watch_pages_arm(int g, uint64_t addr, uint32_t len, int rw)
     const pf_map_range_t *m = ours ? NULL : mapping_of(addr);
     if (!ours && !(m && m->writable_private)) {
         rc = -EACCES;   /* a read-only or shared mapping: no protection of ours could be undone exactly */
+    } else if (!ours && m->anonymous && in_thread_stack(m, page)) {
+        rc = -EACCES;   /* a thread's stack (in_thread_stack) */
     } else if (rw && (ours ? !slot_on(page, 1) : !rw_allowed(m, page))) {
         rc = -EACCES;   /* a page that may hold a futex word (rw_allowed; a page of ours: judged when first armed) */
     } else {

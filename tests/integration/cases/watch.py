@@ -266,6 +266,23 @@ def case_watch_sampled_addresses(c):
 
 
 @once
+def case_watch_thread_starts(c):
+    """Page-protection watchpoints arm no watch while a thread starts a thread: glibc's pthread_create writes
+    the new thread's descriptor with every signal blocked, and a fault on a page a store sampled there had
+    armed was forced and killed the program (SIGSEGV in 2 of 2 runs of this program before the fix). The
+    program starts 2,000 threads under --watch=stores at a short period; it must end as it does plain."""
+    script = prog("watch_thread_starts.py")
+    plain = run([c.python, script])
+    r = run([c.pyflow, "run", "--python", c.python, "--watch=stores", "--period", "200000", "--watch-budget", "100",
+             "--no-report", "-o", os.path.join(c.tmp, "starts.pflow"), script],
+            env={**os.environ, "PYFLOW_WATCH_MECH": "pages"}, timeout=600)
+    if "emulating watchpoints by page protections" not in r.stderr:
+        raise Skip("watch is off here: " + r.stderr.strip()[-300:])
+    assert r.returncode == plain.returncode, f"exit {r.returncode} vs {plain.returncode}: {r.stderr[-800:]}"
+    assert r.stdout == plain.stdout, f"stdout differs: {r.stdout[-300:]!r} vs {plain.stdout[-300:]!r}"
+
+
+@once
 def case_watch_copies(c):
     """--watch=copies: a copy whose first word is written next is judged needed by the watch, with the
     writing line and which end was written (the copy, or its source); a copy nobody writes stays redundant by
