@@ -230,10 +230,7 @@ uint64_t pf_now_ns_small_read(pf_tls_t *t)
  * this store to the first thread before that event. */
 void pf_clock_thread_recording(uint32_t tid)
 {
-    uint32_t none = 0;
-    if (!__atomic_compare_exchange_n(&first_recorder, &none, tid, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED) &&
-        none != tid)
-        __atomic_store_n(&pf_clock_many_recorders, 1, __ATOMIC_RELAXED);
+    pf_note_thread(&first_recorder, &pf_clock_many_recorders, tid);
 }
 
 void pf_clock_fork_child(pf_tls_t *t)

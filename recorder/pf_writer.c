@@ -476,12 +476,8 @@ static int take_chunk(pf_tls_t *t, uint32_t bytes)
         return 0;
     if (W.exit_key_made)
         pthread_setspecific(W.exit_key, t);  /* again after thread_exiting ran: glibc then calls it again */
-    if (first) {
-        uint32_t none = 0;
-        if (!__atomic_compare_exchange_n(&W.first_writer, &none, t->tid, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED) &&
-            none != t->tid)
-            __atomic_store_n(&W.many_writers, 1, __ATOMIC_RELAXED);
-    }
+    if (first)
+        pf_note_thread(&W.first_writer, &W.many_writers, t->tid);
     if (first && (!t->chunk_exited || t->chunk_handed_end) &&
         take_spare(t, bytes, t->chunk_exited ? t->chunk_handed_end : NULL))
         return 1;

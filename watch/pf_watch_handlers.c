@@ -378,7 +378,7 @@ void pf_watch_emu_chain_end_ago(pf_watch_thread_t *t, uint64_t ago_ns)
     t->chain_stepping = 0;
     uint64_t now = pf_watch_thread_cpu_ns();
     /* the thread ran at most ago_ns of its CPU time since (wall time passes at least as fast) */
-    t->chain_end_ns = now - ago_ns > t->chain_start_ns && now > ago_ns ? now - ago_ns : t->chain_start_ns;
+    t->chain_end_ns = now > ago_ns && now - ago_ns > t->chain_start_ns ? now - ago_ns : t->chain_start_ns;
     if (pf_watch_cfg.emulate_pages) {
         /* page watches let the thread run at full speed between faults: the chain cost its fault cycles,
          * in wall time (more than the thread's CPU clock saw of them in a VM: pf_watch_pages.c) */

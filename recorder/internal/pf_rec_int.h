@@ -43,6 +43,15 @@ typedef struct pf_stack {
     uint64_t native[PF_MAX_NATIVE_FRAMES];
 } pf_stack_t;
 
+/* Thread tid does something (records, takes a chunk): the first to claims *first; another one raises
+ * *many for good. Relaxed: the callers' readers need no order with it (pf_clock.c, pf_writer.c). */
+static inline void pf_note_thread(uint32_t *first, int *many, uint32_t tid)
+{
+    uint32_t none = 0;
+    if (!__atomic_compare_exchange_n(first, &none, tid, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED) && none != tid)
+        __atomic_store_n(many, 1, __ATOMIC_RELAXED);
+}
+
 void pf_stack_capture(pf_tls_t *t, pf_stack_t *st) PF_HIDDEN;
 void pf_stack_capture_python(pf_tls_t *t, pf_stack_t *st) PF_HIDDEN;   /* n_native = 0 */
 static inline uint32_t pf_stack_bytes(const pf_stack_t *st)
