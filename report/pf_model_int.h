@@ -194,7 +194,9 @@ typedef struct pf_redundancy {
 typedef struct pf_watch_summary {
     int present;
     char event[32];
-    uint64_t period;
+    uint64_t period;                /* the configured period (the least of the threads') */
+    uint64_t period_max;            /* the widest any thread's became, */
+    uint32_t widened_threads;       /* and the threads whose sampling cost more than half their time */
     uint32_t source, modes;
     uint32_t emulated, budget_pct;  /* watchpoints emulated by single steps, within budget_pct of CPU (0: no cap) */
     uint64_t samples, samples_armed, dropped_filter, dropped_nomem, dropped_busy, dropped_reservoir;

@@ -31,6 +31,11 @@ void pf_model_watch_totals(loader_t *L)
                 w->budget_pct = s->budget_pct;
                 w->present = 1;
             }
+            if (s->period < w->period)
+                w->period = s->period;
+            if (s->period > w->period_max)
+                w->period_max = s->period;
+            w->widened_threads += s->widened ? 1 : 0;
             w->samples += s->samples;
             w->samples_armed += s->samples_armed;
             w->dropped_filter += s->dropped_filter;

@@ -64,6 +64,9 @@ void pf_html_watch_summary(FILE *f, const pf_model_t *m)
                 (unsigned long long)w->traps, (unsigned long long)w->dropped_filter,
                 (unsigned long long)w->dropped_nomem, (unsigned long long)w->dropped_busy,
                 (unsigned long long)w->dropped_reservoir);
+        if (w->widened_threads)
+            fprintf(f, "<tr><td>period widened</td><td>up to %llu on %u thread(s): their samples took more than half "
+                       "their time</td></tr>", (unsigned long long)w->period_max, w->widened_threads);
         fprintf(f, "<tr><td>watched accesses</td><td>stores %s, %.0f%% silent; loads %s, %.0f%% redundant</td></tr>",
                 pf_report_human_bytes((double)w->store_bytes, a), pct((double)w->silent_store_bytes, (double)w->store_bytes),
                 pf_report_human_bytes((double)w->load_bytes, b), pct((double)w->redundant_load_bytes, (double)w->load_bytes));

@@ -318,6 +318,10 @@ static void watch_summary(pf_json_t *j, const pf_model_t *m)
     pf_json_string(j, w->event);
     pf_json_key(j, "period");
     pf_json_number(j, (double)w->period);
+    pf_json_key(j, "period_max");
+    pf_json_number(j, (double)w->period_max);
+    pf_json_key(j, "widened_threads");
+    pf_json_number(j, (double)w->widened_threads);
     pf_json_key(j, "address_source");
     pf_json_string(j, pf_report_address_source(w->source));
     pf_json_key(j, "watchpoints");

@@ -281,6 +281,9 @@ static void header(out_t *o, const pf_model_t *m, const pf_text_opts_t *opts)
             (unsigned long long)w->samples, (unsigned long long)w->samples_armed, (unsigned long long)w->traps,
             (unsigned long long)w->dropped_filter, (unsigned long long)w->dropped_nomem,
             (unsigned long long)w->dropped_busy, (unsigned long long)w->dropped_reservoir);
+        if (w->widened_threads)
+            pf_text_line(o, "         period widened up to %llu on %u thread(s): their samples took more than half "
+                         "their time", (unsigned long long)w->period_max, w->widened_threads);
         pf_text_line(o, "         stores: %s, %.0f%% silent | loads: %s, %.0f%% redundant",
                      pf_text_human((double)w->store_bytes, a),
                      pf_text_share((double)w->silent_store_bytes, (double)w->store_bytes),

@@ -479,6 +479,26 @@ void pf_watch_pages_give_up(pf_watch_thread_t *t)
     pf_watch_emu_chain_end(t);
 }
 
+/* 1 when this sample is to be dropped before its work: it came within half the floor of the last handler's
+ * return (while that handler ran, or just after: its work would only feed the next). A sample within the
+ * floor counts as crowded; two in a row widen the thread's period, at most once per sample that did its
+ * work (a backlog of queued signals, each crowded, widens it once). pf_watch_int.h, the sampling's own
+ * cost. */
+static int sample_crowded(pf_watch_thread_t *t, uint64_t now)
+{
+    uint64_t gap = now - t->sample_exit_ns;
+    if (!t->sample_exit_ns || gap >= t->sample_floor_ns) {
+        t->crowded = 0;
+        return 0;
+    }
+    if (++t->crowded >= 2 && t->sample_worked) {
+        pf_watch_sample_widen(t);
+        t->crowded = 0;
+        t->sample_worked = 0;
+    }
+    return gap < t->sample_floor_ns / 2;
+}
+
 void pf_watch_sample_handler(int sig, siginfo_t *si, void *ucv)
 {
     int saved = errno;
@@ -491,6 +511,11 @@ void pf_watch_sample_handler(int sig, siginfo_t *si, void *ucv)
     if (!t || pf_watch_stopped)
         goto out;
     t->st.samples++;
+    if (sample_crowded(t, pf_watch_mono_ns())) {
+        t->st.dropped_busy++;
+        goto sampled;
+    }
+    t->sample_worked = 1;
     if (pf_watch_cfg.emulate_pages && !t->busy && !t->walking) {
         if (!any_armed(t))
             pf_watch_emu_chain_end(t);  /* its watches ended outside the handlers (a free of their object) */
@@ -502,11 +527,11 @@ void pf_watch_sample_handler(int sig, siginfo_t *si, void *ucv)
     if (t->busy || t->walking || (pf_watch_cfg.hibernating && pf_watch_cfg.hibernating()) ||
         sigismember(&uc->uc_sigmask, SIGTRAP) || (pf_watch_cfg.emulate_breakpoints && any_armed(t))) {
         t->st.dropped_busy++;
-        goto out;
+        goto sampled;
     }
     if (pf_watch_cfg.emulate_breakpoints && !pf_watch_emu_chain_begin(t, t->sample_ring.base != NULL)) {
         t->st.dropped_busy++;
-        goto out;
+        goto sampled;
     }
     t->busy = 1;
     uint64_t ip, addr;
@@ -537,6 +562,8 @@ void pf_watch_sample_handler(int sig, siginfo_t *si, void *ucv)
         pf_watch_emu_chain_end(t);     /* the sample armed nothing: no chain */
     t->busy = 0;
     step_safely(t, uc);
+sampled:
+    t->sample_exit_ns = pf_watch_mono_ns();
 out:
     errno = saved;
 }

@@ -14,11 +14,21 @@
 #define PF_WATCH_INT_H
 
 #include <signal.h>
+#include <string.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <ucontext.h>
 
 #include "pf_watch.h"
+
+/* watch never calls libpyflow.so's exported copy hooks: its copies run inside signal handlers and under its
+ * own locks, where the copy hook's sampled path would record the copy and start the thread's watch (a
+ * page-watch fault reading /proc/self/maps under the pages lock then waited on the slots lock, which a
+ * thread that was ending held while it waited on the pages lock). Every memcpy and memmove here, written
+ * out or emitted for a structure copy, is bound to pf_watch_mem.c's plain loops: watch copies a few bytes
+ * at a time (an instruction, a watched word, a line of the maps). */
+void *memcpy(void *dst, const void *src, size_t n) __asm__("pf_watch_memcpy") __attribute__((visibility("hidden")));
+void *memmove(void *dst, const void *src, size_t n) __asm__("pf_watch_memmove") __attribute__((visibility("hidden")));
 
 #define PF_WATCH_HIDDEN __attribute__((visibility("hidden")))
 #define PF_WATCH_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -206,6 +216,15 @@ void pf_watch_futile_repeated(pf_watch_futile_t *tab, uint64_t pc) PF_WATCH_HIDD
 typedef struct pf_watch_thread {
     volatile int busy;          /* a non-signal section or a handler is running */
     int sample_fd;
+    /* the sampling's own cost (below, pf_watch_sample_widen): the thread's period now, the shortest wall
+     * time between one sample's handler and the next while sampling costs at most half the thread's time,
+     * when the last handler returned, crowded samples in a row, and whether one did its work since the
+     * last widening */
+    uint64_t sample_period;
+    uint64_t sample_floor_ns;
+    uint64_t sample_exit_ns;
+    uint32_t crowded;
+    int sample_worked;
     int n_slots;
     int tid;
     int fds_reserved;           /* of the process's descriptor budget for watch (pf_watch_engine.c) */
@@ -245,6 +264,23 @@ typedef struct pf_watch_thread {
  * the budget allows one now, else 0. bursty: a source that needs the rate_hz limit too (page faults,
  * copies), unlike a clock whose period already says how often. */
 int pf_watch_emu_chain_begin(pf_watch_thread_t *t, int bursty) PF_WATCH_HIDDEN;
+
+/* ---- pf_watch_engine.c: the sampling's own cost ----
+ * A sample's signal and handler run on the thread's own time, which the sampling event counts too. In a VM
+ * they can cost more than a short period (tens of microseconds with page watches: mprotect, the thread's
+ * CPU clock), and then the next overflow comes while the handler runs: the thread does nothing but take
+ * samples, and the queued signals reach the user's limit of pending signals, where the kernel falls back
+ * to a plain SIGIO that kills the program. The handler reads the wall clock at entry and exit: the wall
+ * time between a handler's return and the next sample's entry is at least the thread's CPU time between
+ * them, the period minus what the last sample cost (its handler, and the steps and faults it started), so
+ * a gap shorter than half the period proves that sampling took more than half the thread's time. Two such
+ * samples in a row double the thread's period (up to PF_WATCH_SAMPLE_WIDEN_MAX times the configured one,
+ * never narrowed again); a sample that came within a quarter of the period is dropped before its work. */
+#define PF_WATCH_SAMPLE_WIDEN_MAX 1024u
+/* The floor for a period of this event (pf_watch_thread_t.sample_floor_ns). */
+uint64_t pf_watch_sample_floor_ns(uint64_t period) PF_WATCH_HIDDEN;
+/* Doubles t's period (PERF_EVENT_IOC_PERIOD): async-signal-safe. */
+void pf_watch_sample_widen(pf_watch_thread_t *t) PF_WATCH_HIDDEN;
 
 /* The decision, on thread CPU times: 1 when a chain may begin at now, the last one having run from
  * last_start to last_end (0, 0: none yet), at least min_gap_ns after it ended and with stepping kept

@@ -9,3 +9,11 @@ add_executable(watch_silent ${PROJECT_SOURCE_DIR}/tests/watch/watch_silent.c)
 target_link_libraries(watch_silent PRIVATE pf_watch)
 add_test(NAME watch.silent_store COMMAND watch_silent)
 set_tests_properties(watch.silent_store PROPERTIES LABELS watch SKIP_RETURN_CODE 77 TIMEOUT 60)
+
+# watch's own copies never reach libpyflow.so's exported copy hooks (pf_watch_int.h): a copy made inside a
+# watch handler or under a watch lock would be recorded there and could start the thread's watch (a deadlock
+# between the page and slot locks). Its objects must not call memcpy or memmove at all.
+add_test(NAME watch.no_copy_hooks
+         COMMAND sh -c "nm -A \"$1\" | grep -E ' U (memcpy|memmove|mempcpy|__memcpy_chk|__memmove_chk)$' && exit 1; exit 0"
+                 sh $<TARGET_FILE:pf_watch>)
+set_tests_properties(watch.no_copy_hooks PROPERTIES LABELS watch)
