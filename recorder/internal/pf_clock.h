@@ -43,16 +43,19 @@
  *  - only under --exact, where each of the thread's allocations and frees is an event: sampled, the
  *    events between two records are not recorded, and three records may span any time.
  * What it costs in truth: a small event just after an idle spell (a sleep) may carry the time before it,
- * for up to PF_CLOCK_REUSES such events (3.5 KB) a spell, and a dense run's times lag by up to the span
- * of PF_CLOCK_REUSES events (a few microseconds): below anything the timeline's hundred buckets or the
- * leak test can show. Seven reuses in 4 us, against three in 2 us before, halved the clock's share of an
- * --exact recording of small objects (3% -> 1.5%: events under it come ~350 ns apart, so eight span
- * 2.8 us). The reuse is the same on any other clocksource, where a reading is clock_gettime's: on a
+ * for up to PF_CLOCK_REUSES such events (7.5 KB) a spell, and a dense run's times lag by up to the span
+ * of PF_CLOCK_REUSES events (a few microseconds, never past the 4 us of density that allowed them): below
+ * anything the timeline's hundred buckets or the leak test can show. Seven reuses in 4 us, against three
+ * in 2 us before, halved the clock's share of an --exact recording of small objects (3% -> 1.5%: events
+ * under it come ~350 ns apart, so eight span 2.8 us). Fifteen, where a faster interpreter's events come
+ * ~100 ns apart (a Zen 5 kvm-clock guest, where the vDSO's clock was still 5% of the recording), made
+ * 7 interleaved --exact recordings of an indexing loop 3.7% faster (1.583 -> 1.525 s) and of object churn
+ * 2% (2.782 -> 2.728 s). The reuse is the same on any other clocksource, where a reading is clock_gettime's: on a
  * kvm-clock guest (28 ns a call in a loop, the vDSO's rdtsc and pvclock scaling) reading the clock at every
  * event was a fifth of an --exact recording of small objects. CLOCK_MONOTONIC is one clock for every CPU,
  * so the order argument above holds for it as for the TSC's mapping. */
 #define PF_CLOCK_SMALL_BYTES 512u
-#define PF_CLOCK_REUSES 7u
+#define PF_CLOCK_REUSES 15u
 #define PF_CLOCK_DENSE_NS 4000u
 extern int pf_clock_many_recorders PF_HIDDEN;   /* a second thread has recorded: readings are published */
 extern uint64_t pf_clock_latest PF_HIDDEN;      /* then: the latest time any thread took (CLOCK_MONOTONIC ns) */

@@ -79,7 +79,7 @@ static void test_dense_events_reuse_at_most_reuses_in_a_row(void **state)
         }
         prev = now;
     }
-    assert_true(reused > 3000);     /* seven in eight, where the readings come within PF_CLOCK_DENSE_NS */
+    assert_true(reused > 3000);     /* fifteen in sixteen, where the readings come within PF_CLOCK_DENSE_NS */
     assert_int_equal(max_run, (int)PF_CLOCK_REUSES);
 }
 
