@@ -594,8 +594,9 @@ typedef struct pf_rec_watch_stats {
                                    always 0 until then: files of either kind read the same) */
     uint8_t emulated;           /* 1: watchpoints emulated by single steps (debug registers do not fire) */
     uint8_t budget_pct;         /* emulated: most share of CPU time spent stepping (--watch-budget); 0: no cap */
-    uint8_t widened;            /* 1: the thread's period was raised from the configured one (its samples cost
-                                   more than a tenth of its time); period is then the raised one (0 before) */
+    uint8_t widened;            /* times the thread's period was doubled (its samples took more than half its
+                                   time): period is the doubled one, period >> widened the configured one
+                                   (0 in files from before) */
     char event[32];             /* sampling event name, NUL terminated ("cycles", "task-clock", "r0229") */
     uint64_t samples;           /* sampling signals received */
     uint64_t samples_armed;     /* samples that led to an armed watchpoint */

@@ -31,8 +31,8 @@ void pf_model_watch_totals(loader_t *L)
                 w->budget_pct = s->budget_pct;
                 w->present = 1;
             }
-            if (s->period < w->period)
-                w->period = s->period;
+            if (s->widened < 64 && s->period >> s->widened < w->period)
+                w->period = s->period >> s->widened;    /* the configured one (pf_format.h) */
             if (s->period > w->period_max)
                 w->period_max = s->period;
             w->widened_threads += s->widened ? 1 : 0;

@@ -201,6 +201,7 @@ static int start_events(pf_watch_thread_t *t, char *why, size_t n)
     t->sample_exit_ns = 0;
     t->crowded = 0;
     t->sample_worked = 0;
+    t->sample_doublings = 0;
     return 0;
 }
 
@@ -213,14 +214,13 @@ uint64_t pf_watch_sample_floor_ns(uint64_t period)
 
 void pf_watch_sample_widen(pf_watch_thread_t *t)
 {
-    uint64_t most = pf_pmu.period * PF_WATCH_SAMPLE_WIDEN_MAX, period = t->sample_period * 2;
-    if (t->sample_fd < 0 || t->sample_period >= most)
+    uint64_t period = t->sample_period * 2;
+    if (t->sample_fd < 0 || t->sample_period >= pf_pmu.period * PF_WATCH_SAMPLE_WIDEN_MAX)
         return;
-    if (period > most)
-        period = most;
     if (ioctl(t->sample_fd, PERF_EVENT_IOC_PERIOD, &period) != 0)
         return;
     t->sample_period = period;
+    t->sample_doublings++;
     t->sample_floor_ns = pf_watch_sample_floor_ns(period);
     t->st.period = period;
 }
@@ -295,7 +295,7 @@ static int write_stats(pf_watch_thread_t *t, const pf_watch_sink_t *sink, uint64
     memset(&s, 0, sizeof s);
     s.t_ns = now_rel;
     s.period = t->sample_period ? t->sample_period : pf_pmu.period;
-    s.widened = t->sample_period > pf_pmu.period;
+    s.widened = t->sample_period ? t->sample_doublings : 0;
     s.tid = (uint32_t)t->tid;
     s.source = (uint8_t)(pf_pmu.source ? pf_pmu.source : PF_WATCH_SRC_DECODE);
     s.emulated = pf_watch_cfg.emulate_breakpoints ? 1 : 0;

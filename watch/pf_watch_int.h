@@ -225,6 +225,7 @@ typedef struct pf_watch_thread {
     uint64_t sample_exit_ns;
     uint32_t crowded;
     int sample_worked;
+    uint8_t sample_doublings;   /* of sample_period over the configured one */
     int n_slots;
     int tid;
     int fds_reserved;           /* of the process's descriptor budget for watch (pf_watch_engine.c) */
