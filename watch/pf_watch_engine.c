@@ -196,33 +196,33 @@ static int start_events(pf_watch_thread_t *t, char *why, size_t n)
         return fd;
     }
     t->sample_fd = fd;
-    t->sample_period = pf_pmu.period;
-    t->sample_floor_ns = pf_watch_sample_floor_ns(pf_pmu.period);
+    t->sample_doublings = 0;
     t->sample_exit_ns = 0;
     t->crowded = 0;
     t->sample_worked = 0;
-    t->sample_doublings = 0;
     return 0;
 }
 
-uint64_t pf_watch_sample_floor_ns(uint64_t period)
+uint64_t pf_watch_sample_period(const pf_watch_thread_t *t)
+{
+    return pf_pmu.period << t->sample_doublings;
+}
+
+uint64_t pf_watch_sample_floor_ns(const pf_watch_thread_t *t)
 {
     /* half the fewest nanoseconds a period can take: a clock counts one event a nanosecond; a hardware
      * event (cycles, retired stores) at most ten (a 5 GHz core, two a cycle) */
+    uint64_t period = pf_watch_sample_period(t);
     return (pf_pmu.software ? period : period / 10) / 2;
 }
 
 void pf_watch_sample_widen(pf_watch_thread_t *t)
 {
-    uint64_t period = t->sample_period * 2;
-    if (t->sample_fd < 0 || t->sample_period >= pf_pmu.period * PF_WATCH_SAMPLE_WIDEN_MAX)
+    uint64_t period = pf_watch_sample_period(t) * 2;
+    if (t->sample_fd < 0 || (1u << t->sample_doublings) >= PF_WATCH_SAMPLE_WIDEN_MAX ||
+        ioctl(t->sample_fd, PERF_EVENT_IOC_PERIOD, &period) != 0)
         return;
-    if (ioctl(t->sample_fd, PERF_EVENT_IOC_PERIOD, &period) != 0)
-        return;
-    t->sample_period = period;
     t->sample_doublings++;
-    t->sample_floor_ns = pf_watch_sample_floor_ns(period);
-    t->st.period = period;
 }
 
 int pf_watch_thread_start(char *why, size_t n)
@@ -294,8 +294,8 @@ static int write_stats(pf_watch_thread_t *t, const pf_watch_sink_t *sink, uint64
     pf_rec_watch_stats_t s;
     memset(&s, 0, sizeof s);
     s.t_ns = now_rel;
-    s.period = t->sample_period ? t->sample_period : pf_pmu.period;
-    s.widened = t->sample_period ? t->sample_doublings : 0;
+    s.period = pf_watch_sample_period(t);
+    s.widened = t->sample_doublings;
     s.tid = (uint32_t)t->tid;
     s.source = (uint8_t)(pf_pmu.source ? pf_pmu.source : PF_WATCH_SRC_DECODE);
     s.emulated = pf_watch_cfg.emulate_breakpoints ? 1 : 0;

@@ -486,8 +486,8 @@ void pf_watch_pages_give_up(pf_watch_thread_t *t)
  * cost. */
 static int sample_crowded(pf_watch_thread_t *t, uint64_t now)
 {
-    uint64_t gap = now - t->sample_exit_ns;
-    if (!t->sample_exit_ns || gap >= t->sample_floor_ns) {
+    uint64_t gap = now - t->sample_exit_ns, floor_ns = pf_watch_sample_floor_ns(t);
+    if (!t->sample_exit_ns || gap >= floor_ns) {
         t->crowded = 0;
         return 0;
     }
@@ -496,7 +496,7 @@ static int sample_crowded(pf_watch_thread_t *t, uint64_t now)
         t->crowded = 0;
         t->sample_worked = 0;
     }
-    return gap < t->sample_floor_ns / 2;
+    return gap < floor_ns / 2;
 }
 
 void pf_watch_sample_handler(int sig, siginfo_t *si, void *ucv)

@@ -216,16 +216,13 @@ void pf_watch_futile_repeated(pf_watch_futile_t *tab, uint64_t pc) PF_WATCH_HIDD
 typedef struct pf_watch_thread {
     volatile int busy;          /* a non-signal section or a handler is running */
     int sample_fd;
-    /* the sampling's own cost (below, pf_watch_sample_widen): the thread's period now, the shortest wall
-     * time between one sample's handler and the next while sampling costs at most half the thread's time,
-     * when the last handler returned, crowded samples in a row, and whether one did its work since the
-     * last widening */
-    uint64_t sample_period;
-    uint64_t sample_floor_ns;
+    /* the sampling's own cost (below, pf_watch_sample_widen): times the thread's period was doubled from
+     * the configured one, when the last handler returned, crowded samples in a row, and whether one did
+     * its work since the last widening */
+    uint8_t sample_doublings;
     uint64_t sample_exit_ns;
     uint32_t crowded;
     int sample_worked;
-    uint8_t sample_doublings;   /* of sample_period over the configured one */
     int n_slots;
     int tid;
     int fds_reserved;           /* of the process's descriptor budget for watch (pf_watch_engine.c) */
@@ -278,8 +275,10 @@ int pf_watch_emu_chain_begin(pf_watch_thread_t *t, int bursty) PF_WATCH_HIDDEN;
  * samples in a row double the thread's period (up to PF_WATCH_SAMPLE_WIDEN_MAX times the configured one,
  * never narrowed again); a sample that came within a quarter of the period is dropped before its work. */
 #define PF_WATCH_SAMPLE_WIDEN_MAX 1024u
-/* The floor for a period of this event (pf_watch_thread_t.sample_floor_ns). */
-uint64_t pf_watch_sample_floor_ns(uint64_t period) PF_WATCH_HIDDEN;
+/* t's period now, and the shortest wall time between one sample's handler and the next while sampling
+ * takes at most half of t's time. */
+uint64_t pf_watch_sample_period(const pf_watch_thread_t *t) PF_WATCH_HIDDEN;
+uint64_t pf_watch_sample_floor_ns(const pf_watch_thread_t *t) PF_WATCH_HIDDEN;
 /* Doubles t's period (PERF_EVENT_IOC_PERIOD): async-signal-safe. */
 void pf_watch_sample_widen(pf_watch_thread_t *t) PF_WATCH_HIDDEN;
 
