@@ -43,6 +43,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "pf_format.h"
 
@@ -79,19 +80,24 @@ typedef struct pf_pk_young_free {
 
 /* The reader's state in one record: the deltas', the events it has read from the bytes, and the young
  * frees still to hand out (young_mask: the slots of young in use; at most one free per event of the last
- * PF_PK_YOUNG_GAP_MAX + 1 is pending). pf_pk_reader_start readies it. */
+ * PF_PK_YOUNG_GAP_MAX + 1 is pending). due_at[n % 16]: the slots of those due after event n (each due
+ * free is handed out before the next event is read, so the ring holds the next 15 events' frees alone).
+ * pf_pk_reader_start readies it. */
 typedef struct pf_pk_reader {
     pf_pk_state_t d;
     uint32_t n_read;
     uint32_t young_mask;
+    uint16_t due_at[16];
     pf_pk_young_free_t young[PF_PK_YOUNG_GAP_MAX + 1];
 } pf_pk_reader_t;
+_Static_assert(PF_PK_YOUNG_GAP_MAX + 1 <= 16, "a young free is due within the ring's 16 events; its slot fits 16 bits");
 
 /* Readies r for a record's first event (the young frees' slots are read only where young_mask says). */
 static inline void pf_pk_reader_start(pf_pk_reader_t *r)
 {
     r->d = (pf_pk_state_t){0};
     r->n_read = r->young_mask = 0;
+    memset(r->due_at, 0, sizeof r->due_at);
 }
 
 static inline uint64_t pf_zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
@@ -113,6 +119,10 @@ static inline unsigned pf_varint_put(uint8_t *p, uint64_t v)
  * past 10 bytes (64 bits). */
 static inline int pf_varint_get(const uint8_t **p, const uint8_t *end, uint64_t *v)
 {
+    if (__builtin_expect(*p < end && **p < 0x80u, 1)) {    /* most fields of an event are one byte */
+        *v = *(*p)++;
+        return 0;
+    }
     uint64_t out = 0;
     for (unsigned shift = 0; shift < 70 && *p < end; shift += 7) {
         uint8_t b = *(*p)++;
@@ -138,17 +148,19 @@ _Static_assert(offsetof(pf_rec_alloc_short_t, t_ns) == offsetof(pf_rec_free_t, t
                "a decoded FREE reads as the first fields of a short ALLOC");
 
 /* Hands out a young free due after the events read so far into ev, the latest allocation's first; 0 when
- * none is due. */
+ * none is due. (A look through every pending free at every event was a third of the decoding.) */
 static inline int pf_pk_young_due(pf_pk_reader_t *r, pf_pk_event_t *ev)
 {
-    int best = -1;
-    for (uint32_t m = r->young_mask; m; m &= m - 1) {
+    uint16_t *due = &r->due_at[r->n_read & 15u];
+    if (!*due)
+        return 0;
+    int best = __builtin_ctz(*due);
+    for (uint32_t m = *due & (*due - 1u); m; m &= m - 1) {
         int i = __builtin_ctz(m);
-        if (r->young[i].due <= r->n_read && (best < 0 || r->young[i].born > r->young[best].born))
+        if (r->young[i].born > r->young[best].born)
             best = i;
     }
-    if (best < 0)
-        return 0;
+    *due &= (uint16_t)~(1u << best);
     const pf_pk_young_free_t *y = &r->young[best];
     r->young_mask &= ~(1u << best);
     ev->type = PF_REC_FREE;
@@ -166,7 +178,7 @@ static inline int pf_pk_young_due(pf_pk_reader_t *r, pf_pk_event_t *ev)
  * distance, a young free due after events the record does not have). */
 static inline __attribute__((always_inline)) int pf_pk_decode(const uint8_t **p, const uint8_t *end, pf_pk_reader_t *r, pf_pk_event_t *ev)
 {
-    if (r->young_mask && pf_pk_young_due(r, ev))
+    if (pf_pk_young_due(r, ev))
         return 1;
     if (*p >= end || **p == 0)
         return r->young_mask ? -1 : 0;
@@ -211,6 +223,7 @@ static inline __attribute__((always_inline)) int pf_pk_decode(const uint8_t **p,
                 r->young_mask |= 1u << i;
                 r->young[i] = (pf_pk_young_free_t){st->addr, r->n_read + (life & 0xfu) - 1, r->n_read,
                                                    (uint16_t)PF_FREE_AUX(domain, life >> 4)};
+                r->due_at[r->young[i].due & 15u] |= (uint16_t)(1u << i);
             }
         }
         return 1;
