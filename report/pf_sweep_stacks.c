@@ -67,7 +67,7 @@ static stack_memo_slot_t *memo_slot(sweeper_t *S, uint32_t proc, const pf_stack_
     return &S->memo_at[proc][st->stack_id];
 }
 
-uint64_t *pf_sweep_stack_memo(sweeper_t *S, uint32_t proc, const pf_stack_view_t *st)
+uint64_t *pf_sweep_stack_memo_slow(sweeper_t *S, uint32_t proc, const pf_stack_view_t *st)
 {
     stack_memo_slot_t *slot = memo_slot(S, proc, st);
     if (slot && !slot->used) {
