@@ -40,6 +40,7 @@
  */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "pf_loader_int.h"
 #include "pf_origin_int.h"
@@ -53,12 +54,77 @@ typedef struct survivor {
     double bytes;
 } survivor_t;
 
-static int cmp_survivor(const void *x, const void *y)
+/* A survivor's time as an unsigned key in the same order (-0 as +0: equal times stay equal). */
+static uint64_t time_key(double t)
 {
-    const survivor_t *a = x, *b = y;
-    if (a->line != b->line)
-        return a->line < b->line ? -1 : 1;
-    return (a->t > b->t) - (a->t < b->t);
+    uint64_t bits;
+    if (t == 0)
+        t = 0;
+    memcpy(&bits, &t, sizeof bits);
+    return bits >> 63 ? ~bits : bits | (1ull << 63);
+}
+
+/* Sorts one line's survivors s[0..n) by time, keeping equal times in their order (as qsort's merge sort
+ * did: the line's bytes are added up in this order), with tmp and keys_tmp room for n. An LSD radix sort
+ * by bytes of the key, skipping the bytes every key shares (most: the times of one line lie close). */
+static void sort_by_time(survivor_t *s, survivor_t *tmp, uint64_t *keys, uint64_t *keys_tmp, size_t n)
+{
+    if (n < 2)
+        return;
+    uint64_t all_or = 0, all_and = ~0ull;
+    for (size_t i = 0; i < n; i++) {
+        keys[i] = time_key(s[i].t);
+        all_or |= keys[i];
+        all_and &= keys[i];
+    }
+    for (unsigned shift = 0; shift < 64; shift += 8) {
+        if (!(((all_or ^ all_and) >> shift) & 0xff))
+            continue;   /* every key has this byte */
+        size_t at[257] = {0};
+        for (size_t i = 0; i < n; i++)
+            at[((keys[i] >> shift) & 0xff) + 1]++;
+        for (int b = 0; b < 256; b++)
+            at[b + 1] += at[b];
+        for (size_t i = 0; i < n; i++) {
+            size_t to = at[(keys[i] >> shift) & 0xff]++;
+            tmp[to] = s[i];
+            keys_tmp[to] = keys[i];
+        }
+        memcpy(s, tmp, n * sizeof *s);
+        memcpy(keys, keys_tmp, n * sizeof *keys);
+    }
+}
+
+/* Sorts survivors by line, then time, in a stable order: by line with a counting sort (lines are the
+ * model's rows), then each line's by time. qsort with a comparison call per step was 4% of the
+ * instructions of an exact profile's report (100,000 survivors), and most of what follows the program's
+ * end where the report is built while it runs. */
+static void sort_survivors(survivor_t *sv, size_t n)
+{
+    if (n < 2)
+        return;
+    size_t n_lines = 0;
+    for (size_t i = 0; i < n; i++)
+        if ((size_t)sv[i].line >= n_lines)
+            n_lines = (size_t)sv[i].line + 1;     /* add_survivor: line >= 0 */
+    size_t *start = pf_xcalloc(n_lines + 1, sizeof *start);
+    for (size_t i = 0; i < n; i++)
+        start[sv[i].line + 1]++;
+    for (size_t l = 0; l < n_lines; l++)
+        start[l + 1] += start[l];
+    survivor_t *tmp = pf_xmalloc(n * sizeof *tmp);
+    uint64_t *keys = pf_xmalloc(2 * n * sizeof *keys);
+    size_t *next = pf_xmalloc((n_lines + 1) * sizeof *next);
+    memcpy(next, start, (n_lines + 1) * sizeof *next);
+    for (size_t i = 0; i < n; i++)
+        tmp[next[sv[i].line]++] = sv[i];
+    memcpy(sv, tmp, n * sizeof *sv);
+    for (size_t l = 0; l < n_lines; l++)
+        sort_by_time(sv + start[l], tmp, keys, keys + n, start[l + 1] - start[l]);
+    free(next);
+    free(keys);
+    free(tmp);
+    free(start);
 }
 
 /* The time below which a share q of the bytes of survivors s[0..n) (sorted by time) was allocated. */
@@ -270,7 +336,7 @@ void pf_sweep_leaks(sweeper_t *S)
     pf_sweep_aggregate_survivors(S, add_survivor, &agg);
     survivor_t *sv = agg.sv;
     size_t n = agg.n;
-    qsort(sv, n, sizeof *sv, cmp_survivor);
+    sort_survivors(sv, n);
     uint64_t end = run_end(S);
     double clock_end = S->clock_end >= 0 ? S->clock_end : S->leak_clock;
     double run = clock_end - (S->clock_start >= 0 ? S->clock_start : 0);
