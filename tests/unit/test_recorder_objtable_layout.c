@@ -257,6 +257,23 @@ static void test_dense_threads(void **state)
     assert_int_equal(pf_objtable_count(), 0);
 }
 
+/* A page of the filter covers 256 KiB of contiguous heap: the blocks of 1 MiB of it (16 bytes apart, as
+ * malloc hands them out) fall in at most two pages of buckets. With 16-byte granules they fell in 17, and
+ * under --exact every block outside the dense map is counted, so most of the filter became resident. */
+static void test_filter_pages_cover_the_heap_densely(void **state)
+{
+    (void)state;
+    const uintptr_t base = 0x55d4a3f00000ull;
+    uint8_t seen[(1u << PF_OBJTABLE_FILTER_BITS) / 4096] = {0};
+    unsigned pages = 0;
+    for (uintptr_t a = base; a < base + (1u << 20); a += 16) {
+        uint32_t page = pf_objtable_bucket(a) / 4096;
+        pages += !seen[page];
+        seen[page] = 1;
+    }
+    assert_true(pages <= 2);
+}
+
 /* The filter counts the hashed objects only: a dense object is found by pf_objtable_maybe through its own
  * entry, with its filter bucket untouched; moving it to a hashed slot (a lookup: a copy's end) counts it there
  * first; a dense object inserted over a hashed one at its address uncounts that one; a hashed one over a
@@ -308,6 +325,7 @@ int main(void)
         cmocka_unit_test_setup(test_dense_and_hashed_meet, setup_dense),
         cmocka_unit_test_setup(test_dense_threads, setup_dense),
         cmocka_unit_test_setup(test_dense_objects_outside_the_filter, setup_dense),
+        cmocka_unit_test(test_filter_pages_cover_the_heap_densely),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
