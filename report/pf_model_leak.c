@@ -65,33 +65,41 @@ static uint64_t time_key(double t)
 }
 
 /* Sorts one line's survivors s[0..n) by time, keeping equal times in their order (as qsort's merge sort
- * did: the line's bytes are added up in this order), with tmp and keys_tmp room for n. An LSD radix sort
- * by bytes of the key, skipping the bytes every key shares (most: the times of one line lie close). */
-static void sort_by_time(survivor_t *s, survivor_t *tmp, uint64_t *keys, uint64_t *keys_tmp, size_t n)
+ * did: the line's bytes are added up in this order), with tmp room for n. A few by insertion; more by an
+ * LSD radix sort on bytes of the time's key, skipping the bytes every key shares (most: the times of one
+ * line lie close). Each pass zeroes its counts, so a pass for a line of two survivors (most lines with
+ * more than one are import lines with a few) cost as much as for thousands. */
+#define PF_INSERTION_MAX 32
+
+static void sort_by_time(survivor_t *s, survivor_t *tmp, size_t n)
 {
-    if (n < 2)
+    if (n <= PF_INSERTION_MAX) {
+        for (size_t i = 1; i < n; i++) {
+            survivor_t x = s[i];
+            size_t j = i;
+            for (; j > 0 && s[j - 1].t > x.t; j--)
+                s[j] = s[j - 1];
+            s[j] = x;
+        }
         return;
+    }
     uint64_t all_or = 0, all_and = ~0ull;
     for (size_t i = 0; i < n; i++) {
-        keys[i] = time_key(s[i].t);
-        all_or |= keys[i];
-        all_and &= keys[i];
+        uint64_t k = time_key(s[i].t);
+        all_or |= k;
+        all_and &= k;
     }
     for (unsigned shift = 0; shift < 64; shift += 8) {
         if (!(((all_or ^ all_and) >> shift) & 0xff))
             continue;   /* every key has this byte */
         size_t at[257] = {0};
         for (size_t i = 0; i < n; i++)
-            at[((keys[i] >> shift) & 0xff) + 1]++;
+            at[((time_key(s[i].t) >> shift) & 0xff) + 1]++;
         for (int b = 0; b < 256; b++)
             at[b + 1] += at[b];
-        for (size_t i = 0; i < n; i++) {
-            size_t to = at[(keys[i] >> shift) & 0xff]++;
-            tmp[to] = s[i];
-            keys_tmp[to] = keys[i];
-        }
+        for (size_t i = 0; i < n; i++)
+            tmp[at[(time_key(s[i].t) >> shift) & 0xff]++] = s[i];
         memcpy(s, tmp, n * sizeof *s);
-        memcpy(keys, keys_tmp, n * sizeof *keys);
     }
 }
 
@@ -112,17 +120,15 @@ static void sort_survivors(survivor_t *sv, size_t n)
         start[sv[i].line + 1]++;
     for (size_t l = 0; l < n_lines; l++)
         start[l + 1] += start[l];
-    survivor_t *tmp = pf_xmalloc(n * sizeof *tmp);
-    uint64_t *keys = pf_xmalloc(2 * n * sizeof *keys);
+    survivor_t *tmp = pf_xcalloc_table(n, sizeof *tmp, 0);     /* present at once, as the survivors */
     size_t *next = pf_xmalloc((n_lines + 1) * sizeof *next);
     memcpy(next, start, (n_lines + 1) * sizeof *next);
     for (size_t i = 0; i < n; i++)
         tmp[next[sv[i].line]++] = sv[i];
     memcpy(sv, tmp, n * sizeof *sv);
     for (size_t l = 0; l < n_lines; l++)
-        sort_by_time(sv + start[l], tmp, keys, keys + n, start[l + 1] - start[l]);
+        sort_by_time(sv + start[l], tmp, start[l + 1] - start[l]);
     free(next);
-    free(keys);
     free(tmp);
     free(start);
 }
@@ -312,8 +318,10 @@ void pf_sweep_leaks(sweeper_t *S)
     size_t n_aggregated = pf_sweep_aggregate_survivors(S, NULL, NULL);
     /* sized for one survivor a live object or piece, but grown when needed: a profile whose blocks share a
      * chain of pieces (a realloc continuing a block still counted live, freed after finalization) has more */
-    survivors_t agg = {NULL, 0, 0};
-    PF_VEC_RESERVE(agg.sv, agg.cap, S->live.len + S->n_pieces + n_aggregated + 1);
+    survivors_t agg = {NULL, 0, S->live.len + S->n_pieces + n_aggregated + 1};
+    /* its pages made present at once: page by page, their faults were a third of the report's work after
+     * the program's end where the report is built while it runs (a guest's faults are dear) */
+    agg.sv = pf_xcalloc_table(agg.cap, sizeof *agg.sv, 0);
     for (size_t i = 0; i < S->live.cap; i++) {
         if (!S->live.slots[i].key1)
             continue;

@@ -55,15 +55,10 @@ char *pf_xstrndup(const char *s, size_t n)
     return d;
 }
 
-void *pf_vec_push(void **items, size_t *len, size_t *cap, size_t elem_size)
+void pf_vec_grow(void **items, size_t *cap, size_t elem_size)
 {
-    if (*len == *cap) {
-        *cap = *cap ? *cap * 2 : 16;
-        *items = pf_xrealloc(*items, *cap * elem_size);
-    }
-    void *slot = (char *)*items + (*len)++ * elem_size;
-    memset(slot, 0, elem_size);
-    return slot;
+    *cap = *cap ? *cap * 2 : 16;
+    *items = pf_xrealloc(*items, *cap * elem_size);
 }
 
 void pf_vec_reserve(void **items, size_t *cap, size_t want, size_t elem_size)

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 void *pf_xmalloc(size_t n);
 void *pf_xcalloc(size_t n, size_t size);
@@ -31,8 +32,21 @@ void *pf_xcalloc_table(size_t cap, size_t size, int huge);
 void *pf_xgrow(void *p, size_t old_bytes, size_t new_bytes, size_t align);
 void pf_grow_free(void *p, size_t bytes);
 
-/* Appends one element slot to a growable array (*items, *len, *cap) and returns it (zeroed). */
-void *pf_vec_push(void **items, size_t *len, size_t *cap, size_t elem_size);
+/* Doubles a growable array's room (pf_vec_push's rare path). */
+void pf_vec_grow(void **items, size_t *cap, size_t elem_size);
+
+/* Appends one element slot to a growable array (*items, *len, *cap) and returns it (zeroed). Inline, so
+ * that the zeroing of a slot of a size known where it is called is a few stores: as a call of its own
+ * with a call of memset in it, the leak test's 100,000 survivors of one exact profile took a fifth of the
+ * report's work after the program's end (perf). */
+static inline void *pf_vec_push(void **items, size_t *len, size_t *cap, size_t elem_size)
+{
+    if (__builtin_expect(*len == *cap, 0))
+        pf_vec_grow(items, cap, elem_size);
+    void *slot = (char *)*items + (*len)++ * elem_size;
+    memset(slot, 0, elem_size);
+    return slot;
+}
 #define PF_VEC_PUSH(vec, len, cap) ((__typeof__(vec))pf_vec_push((void **)&(vec), &(len), &(cap), sizeof *(vec)))
 /* Makes room for at least `want` items in all (no copying as the vector then grows to it), where memory
  * allows: it is only a hint. */
