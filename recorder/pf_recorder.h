@@ -198,12 +198,12 @@ static inline uint64_t pf_objtable_hash(uintptr_t addr)
     return (uint64_t)addr * 0x9E3779B97F4A7C15ull;
 }
 
-/* The filter bucket of an address: 64-byte granules in 64 MiB windows; each window starts at a scrambled
- * offset, so regions that are 64 MiB multiples apart (glibc's thread arenas are 64 MiB aligned) do not
- * share buckets. A granule of 64 bytes, not malloc's 16: a page of the filter then covers 256 KiB of the
- * heap, not 64, and under --exact every block outside the dense map is counted, so the pages written
- * were most of the filter (0.6-0.7 MiB of a 16 MiB program's RSS, bench/rss_breakdown.py); a free of an
- * untracked block beside a tracked one in its granule takes the locked lookup, which finds nothing. */
+/* The filter bucket of an address: 256-byte granules in 256 MiB windows; each window starts at a scrambled
+ * offset, so regions a multiple of 256 MiB apart do not share buckets (inside a window none do). A
+ * granule of 256 bytes, not malloc's 16: a page of the filter then covers 1 MiB of heap, not 64 KiB, and
+ * under --exact every block outside the dense map is counted, so the pages written were most of the
+ * filter (0.6-0.7 MiB of a 16 MiB program's RSS, bench/rss_breakdown.py); a free of an untracked block
+ * beside a tracked one in its granule takes the locked lookup, which finds nothing. */
 static inline uint32_t pf_objtable_bucket(uintptr_t addr)
 {
     uint64_t window = (uint64_t)(addr >> 28) * 0x9E3779B97F4A7C15ull;

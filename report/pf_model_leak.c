@@ -65,10 +65,10 @@ static uint64_t time_key(double t)
 }
 
 /* Sorts one line's survivors s[0..n) by time, keeping equal times in their order (as qsort's merge sort
- * did: the line's bytes are added up in this order), with tmp room for n. A few by insertion; more by an
- * LSD radix sort on bytes of the time's key, skipping the bytes every key shares (most: the times of one
- * line lie close). Each pass zeroes its counts, so a pass for a line of two survivors (most lines with
- * more than one are import lines with a few) cost as much as for thousands. */
+ * did: the line's bytes are added up in this order), with tmp room for n. More than a few by an LSD radix
+ * sort on bytes of the time's key, skipping the bytes every key shares (most: the times of one line lie
+ * close); a few (most lines with more than one are import lines with a handful) by insertion, as a radix
+ * pass zeroes and sums its 257 counts whatever the number it sorts. */
 #define PF_INSERTION_MAX 32
 
 static void sort_by_time(survivor_t *s, survivor_t *tmp, size_t n)
