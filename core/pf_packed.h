@@ -70,10 +70,10 @@ typedef struct pf_pk_state {
     uint32_t stack_id;
 } pf_pk_state_t;
 
-/* A young free the reader has read from a life byte and hands out after the event numbered due. */
+/* A young free the reader has read from a life byte, to hand out after the event its slot's bit in
+ * pf_pk_reader_t.due_at says. */
 typedef struct pf_pk_young_free {
     uint64_t addr;
-    uint32_t due;
     uint32_t born;      /* its allocation's event number */
     uint16_t aux;
 } pf_pk_young_free_t;
@@ -221,9 +221,8 @@ static inline __attribute__((always_inline)) int pf_pk_decode(const uint8_t **p,
                     return -1;
                 int i = __builtin_ctz(~r->young_mask);
                 r->young_mask |= 1u << i;
-                r->young[i] = (pf_pk_young_free_t){st->addr, r->n_read + (life & 0xfu) - 1, r->n_read,
-                                                   (uint16_t)PF_FREE_AUX(domain, life >> 4)};
-                r->due_at[r->young[i].due & 15u] |= (uint16_t)(1u << i);
+                r->young[i] = (pf_pk_young_free_t){st->addr, r->n_read, (uint16_t)PF_FREE_AUX(domain, life >> 4)};
+                r->due_at[(r->n_read + (life & 0xfu) - 1) & 15u] |= (uint16_t)(1u << i);   /* due after that event */
             }
         }
         return 1;
