@@ -2,8 +2,9 @@
  * interposed so that late-loaded CUDA is hooked and lookups stay truthful.
  *
  * Exporting was chosen over wrapping only what dlsym hands out: the PLT route is the one PyTorch's caching
- * allocator and every extension linked against libcudart take, and GOT patching would need a dlopen hook,
- * which cannot be written (glibc's dlopen searches the *caller's* RUNPATH, and a wrapper is the caller).
+ * allocator and every extension linked against libcudart take, and GOT patching would need a dlopen hook
+ * that sees each library as it loads (pf_hooks_paths.c's passes the call on untouched, by a tail call, so
+ * that glibc still searches the *caller's* RUNPATH).
  * The price of exporting is that pyflow's symbols could pose as a CUDA library, so the dlsym wrapper keeps
  * lookups truthful: when glibc's answer is pyflow's own hook (a global-scope lookup: RTLD_DEFAULT or the
  * main program's handle), the hook is returned only when a real definition is visible in the global scope
@@ -272,8 +273,6 @@ static PF_NOINLINE void *dlvsym_lookup(void *handle, const char *name, const cha
 
 /* The RTLD_NEXT branch must compile to a jump (glibc finds "next" from the return address), also in a
  * build without optimization: hence the attribute. */
-#define PF_TAIL_CALLS __attribute__((optimize("O2", "optimize-sibling-calls")))
-
 PF_EXPORT PF_TAIL_CALLS void *dlsym(void *handle, const char *name)
 {
     if (PF_UNLIKELY(!real_dlsym))

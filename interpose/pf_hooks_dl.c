@@ -2,8 +2,9 @@
  * fast native walk drops the unwind rules it keeps by address, which a library loaded later at the same
  * addresses would otherwise be walked with (recorder/pf_cfi.c), and the pages of call frame information
  * are no longer given back (recorder/pf_eh_pages.c: the range may hold another mapping). Everything else goes on to the next
- * dlclose. dlopen is not hooked (glibc's searches the caller's RUNPATH, and a wrapper would be the caller);
- * nothing needs it: new code's rules are read as its addresses are first met. */
+ * dlclose. dlopen needs nothing here (new code's rules are read as its addresses are first met); it is
+ * hooked only for page watches (pf_hooks_paths.c), passed on by a tail call so that glibc still searches
+ * its caller's RUNPATH. */
 #include <link.h>
 #include <stddef.h>
 #include <stdint.h>

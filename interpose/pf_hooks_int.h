@@ -4,6 +4,8 @@
 #ifndef PF_HOOKS_INT_H
 #define PF_HOOKS_INT_H
 
+#include <dlfcn.h>   /* PF_REAL_OR */
+#include <errno.h>
 #include <signal.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -53,6 +55,23 @@ int pf_rt_resolving(void) PF_HIDDEN;         /* 1 while dlsym runs: hooks must u
 /* pf_bootstrap.c: the few bytes dlsym may ask for before the real allocator is known. */
 void *pf_bootstrap_alloc(size_t size, size_t align) PF_HIDDEN;
 int pf_bootstrap_owns(const void *p) PF_HIDDEN;
+
+/* In a hook of a libc function not in the table above (pf_hooks_io.c, pf_hooks_paths.c): real_<name>, the
+ * next definition of name (libc's, or a later preload's), found on the first call; without one, the hook
+ * fails with ENOSYS, returning fail. */
+#define PF_REAL_OR(name, fail)                                                                              \
+    static __typeof__(&name) real_##name;                                                               \
+    if (PF_UNLIKELY(!real_##name))                                                                      \
+        real_##name = (__typeof__(&name))dlsym(RTLD_NEXT, #name);                                       \
+    if (PF_UNLIKELY(!real_##name)) {                                                                    \
+        errno = ENOSYS;                                                                                 \
+        return fail;                                                                                    \
+    }
+#define PF_REAL(name) PF_REAL_OR(name, -1)
+
+/* A hook whose call to the real function must be a tail call (forced, also at -O0): glibc's dlsym(RTLD_NEXT)
+ * and dlopen act on behalf of their caller, which they know by the return address. */
+#define PF_TAIL_CALLS __attribute__((optimize("O2", "optimize-sibling-calls")))
 
 /* pf_hooks_spawn.c: finds the real pthread_create, fork, posix_spawn and exec functions (constructor). */
 void pf_spawn_resolve(void) PF_HIDDEN;

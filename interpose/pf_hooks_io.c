@@ -5,8 +5,8 @@
  * watched (always, but with --watch where debug registers do not fire, or PYFLOW_WATCH_MECH=pages).
  *
  * Covered: read, write, pread64, pwrite64, readv, writev, recv, send, recvfrom, sendto (what CPython's
- * os, io and socket modules call), and readdir, readdir64 and getdents64 (os.listdir, os.scandir). A
- * call made inside libc (stdio's fread into a watched buffer) or another library's raw system call is not
+ * os, io and socket modules call), and readdir, readdir64 and getdents64 (os.listdir, os.scandir). The
+ * calls that take a path or fill a buffer of another kind are pf_hooks_paths.c's. A call made inside libc (stdio's fread into a watched buffer) or another library's raw system call is not
  * seen: it could fail with EFAULT while a watch is on its page.
  */
 #include <dirent.h>
@@ -20,18 +20,6 @@
 #include "pf_fd.h"
 #include "pf_hooks_int.h"
 #include "pf_watch.h"
-
-/* real_<name>, the next definition of name (libc's, or a later preload's); without one, the wrapper fails
- * with ENOSYS, returning fail. */
-#define PF_REAL_OR(name, fail)                                                                              \
-    static __typeof__(&name) real_##name;                                                               \
-    if (PF_UNLIKELY(!real_##name))                                                                      \
-        real_##name = (__typeof__(&name))dlsym(RTLD_NEXT, #name);                                       \
-    if (PF_UNLIKELY(!real_##name)) {                                                                    \
-        errno = ENOSYS;                                                                                 \
-        return fail;                                                                                    \
-    }
-#define PF_REAL(name) PF_REAL_OR(name, -1)
 
 static void before_iov(const struct iovec *iov, int n)
 {

@@ -178,13 +178,13 @@ static void note_exec(const char *path, char *const argv[], char *const envp[], 
     }
 }
 
-#define PF_REAL(name) (resolved ? (void)0 : pf_spawn_resolve(), real.name)
+#define REAL_SPAWN(name) (resolved ? (void)0 : pf_spawn_resolve(), real.name)
 
 PF_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
     uint64_t t0 = start_time();
     pf_watch_spawning = 1;
-    int rc = PF_REAL(pthread_create)(th, attr, fn, arg);
+    int rc = REAL_SPAWN(pthread_create)(th, attr, fn, arg);
     pf_watch_spawning = 0;
     if (rc == 0 && t0)
         note_start(PF_SPAWN_THREAD, (uint64_t)*th, t0, &plain_child);
@@ -195,7 +195,7 @@ PF_EXPORT pid_t fork(void)
 {
     uint64_t t0 = start_time();
     pf_watch_spawning = 1;
-    pid_t pid = PF_REAL(fork)();
+    pid_t pid = REAL_SPAWN(fork)();
     pf_watch_spawning = 0;      /* in the child too */
     if (pid > 0 && t0)
         note_start(PF_SPAWN_PROCESS, (uint64_t)pid, t0, &plain_child);
@@ -218,7 +218,7 @@ PF_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_a
     if (t0)
         judge_child(&c, path, argv, envp, 0);
     pf_watch_spawning = 1;
-    int rc = PF_REAL(posix_spawn)(pid, path, fa, attr, argv, envp);
+    int rc = REAL_SPAWN(posix_spawn)(pid, path, fa, attr, argv, envp);
     pf_watch_spawning = 0;
     return after_posix_spawn(rc, pid, t0, &c);
 }
@@ -231,7 +231,7 @@ PF_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_
     if (t0)
         judge_child(&c, file, argv, envp, 1);
     pf_watch_spawning = 1;
-    int rc = PF_REAL(posix_spawnp)(pid, file, fa, attr, argv, envp);
+    int rc = REAL_SPAWN(posix_spawnp)(pid, file, fa, attr, argv, envp);
     pf_watch_spawning = 0;
     return after_posix_spawn(rc, pid, t0, &c);
 }
@@ -239,31 +239,31 @@ PF_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_
 PF_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
     note_exec(path, argv, envp, 0);
-    return PF_REAL(execve)(path, argv, envp);
+    return REAL_SPAWN(execve)(path, argv, envp);
 }
 
 PF_EXPORT int execv(const char *path, char *const argv[])
 {
     note_exec(path, argv, environ, 0);
-    return PF_REAL(execv)(path, argv);
+    return REAL_SPAWN(execv)(path, argv);
 }
 
 PF_EXPORT int execvp(const char *file, char *const argv[])
 {
     note_exec(file, argv, environ, 1);
-    return PF_REAL(execvp)(file, argv);
+    return REAL_SPAWN(execvp)(file, argv);
 }
 
 PF_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
     note_exec(file, argv, envp, 1);
-    return PF_REAL(execvpe)(file, argv, envp);
+    return REAL_SPAWN(execvpe)(file, argv, envp);
 }
 
 PF_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
     note_exec(argv[0], argv, envp, 0);   /* the program's file name, as its caller gave it */
-    return PF_REAL(fexecve)(fd, argv, envp);
+    return REAL_SPAWN(fexecve)(fd, argv, envp);
 }
 
 PF_EXPORT int system(const char *command)
@@ -275,5 +275,5 @@ PF_EXPORT int system(const char *command)
         judge_child(&c, "/bin/sh", argv, environ, 0);
         note_start(PF_SPAWN_PROCESS, 0, t0, &c);
     }
-    return PF_REAL(system)(command);
+    return REAL_SPAWN(system)(command);
 }

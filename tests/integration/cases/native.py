@@ -93,6 +93,32 @@ def case_native_unload_noticed(c):
     print("60 unloads kept the fast walk, the 65th gave it up, said once; nothing said without --native")
 
 
+@once
+def case_native_dlopen_runpath(c):
+    """dlopen is hooked (interpose/pf_hooks_paths.c: page watches end on its path first), and glibc searches
+    the RUNPATH of dlopen's caller, found by the return address: the hook passes the call on by a tail call,
+    so a library that dlopens a sibling by bare name through its own RUNPATH ($ORIGIN/sub) still finds it,
+    in every mode."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        raise Skip("no C compiler to build the libraries")
+    sub = os.path.join(c.tmp, "sub")
+    os.makedirs(sub, exist_ok=True)
+    outer = os.path.join(c.tmp, "libpf_runpath_outer.so")
+    for cmd in ([cc, "-O2", "-shared", "-fPIC", "-DINNER", "-o", os.path.join(sub, "libpf_runpath_inner.so"),
+                 prog("dlopen_runpath.c")],
+                [cc, "-O2", "-shared", "-fPIC", "-Wl,--enable-new-dtags", "-Wl,-rpath,$ORIGIN/sub", "-o", outer,
+                 prog("dlopen_runpath.c"), "-ldl"]):
+        built = run(cmd)
+        assert built.returncode == 0, built.stderr
+    plain = run([c.python, prog("dlopen_runpath.py"), outer])
+    assert plain.returncode == 0 and plain.stdout == "42\n", (plain.stdout, plain.stderr[-800:])
+    for mode in ((), ("--exact", "--native")):
+        cp, _ = c.profile(prog("dlopen_runpath.py"), outer, extra=mode)
+        assert cp.returncode == 0 and cp.stdout == plain.stdout, (mode, cp.stdout, cp.stderr[-800:])
+    print("a library's dlopen by its own RUNPATH found its sibling under pyflow, as without it")
+
+
 def eh_pages_present(c, *args, pyflow_mode=None):
     """(present, pages) of the spans eh_pages.py counts, run plain or under pyflow_mode."""
     cmd = [c.python, prog("eh_pages.py"), *args]

@@ -434,7 +434,8 @@ def case_watch_pages(c):
     none. A crash under faulthandler prints and exits as without pyflow, and a buffer whose stores are
     watched, filled by readinto() each iteration while another thread runs, reads in full (the read hooks end
     the watches on its pages first: without them readinto returned short counts), and the two threads' waits
-    for the GIL never meet a page a load watch made no-access."""
+    for the GIL never meet a page a load watch made no-access, and paths on such pages reach the kernel
+    and the loader intact."""
     if not has_numpy(c.python):
         raise Skip("numpy is not importable by " + c.python)
     programs = [(os.path.join(WATCH_DIR, name), text) for name, text, _ in WATCH_PROGRAMS]
@@ -464,3 +465,7 @@ def case_watch_pages(c):
     # data once made no-access (glibc then aborted: 3 runs in 26 before rw_allowed, 0 in 28 since)
     for mode in ("stores", "loads", "loads", "loads"):
         pages_run(c, prog("watch_pages_io.py"), [], mode=mode)
+    # paths on pages a load watch made no-access, given to stat, open, listdir, readlink, dlopen...: each
+    # call failed with EFAULT now and then before interpose/pf_hooks_paths.c (stat 21-41 times a run)
+    r, _ = pages_run(c, prog("watch_pages_paths.py"), [])
+    assert r.stdout == "failures []\n", r.stdout
