@@ -20,7 +20,7 @@ typedef struct lib_rule {
 } lib_rule_t;
 
 static const lib_rule_t libs[] = {
-    {"libZydis.so", 1},     /* runs at start-up (the decoder's init), then only when a watch traps */
+    {"libZydis.so", 1},     /* loaded when watch starts (the decoder's init), then run only when a watch traps */
     {"liblzma.so", 1},      /* libunwind's dependency: its initializer only */
     {"libunwind.so", 0},    /* its code walks every --native stack */
 };

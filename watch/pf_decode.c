@@ -8,25 +8,56 @@
  * PF_WATCH_DEC_NOMEM and counted by the engine. Zydis looks registers up by exact name, so the 32-bit
  * aliases are filled too (an addr32 prefix uses them); FS/GS bases are added here because Zydis ignores
  * segments. Everything is async-signal-safe: the decoder is read-only after init, no allocation.
+ *
+ * libZydis is loaded by dlopen when watch starts (as libpfm4 is, pf_pfm.c), not linked: linked, it was
+ * mapped into every profiled program, its pages (0.1 MiB) in the RSS of runs that watch nothing.
  */
 #include "pf_watch_int.h"
 
 #include <Zydis/Zydis.h>
+#include <dlfcn.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
+
+#define PF_ZYDIS_SONAME "libZydis.so.4.0"   /* Zydis 4's ABI: the name Debian's libzydis4.0 installs */
 
 static ZydisDecoder pf_decoder;
 static int pf_decoder_ready;
+static struct {
+    __typeof__(&ZydisDecoderInit) init;
+    __typeof__(&ZydisDecoderDecodeFull) decode;
+    __typeof__(&ZydisCalcAbsoluteAddressEx) address;
+} zydis;
+static char failure[160];
 
 int pf_watch_decode_init(void)
 {
     if (pf_decoder_ready)
         return 0;
-    if (ZYAN_FAILED(ZydisDecoderInit(&pf_decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)))
+    void *lib = dlopen(PF_ZYDIS_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        snprintf(failure, sizeof failure, "%s cannot be loaded (%s): install libzydis4.0", PF_ZYDIS_SONAME,
+                 dlerror());
+        return -ENOENT;
+    }
+    zydis.init = (__typeof__(zydis.init))dlsym(lib, "ZydisDecoderInit");
+    zydis.decode = (__typeof__(zydis.decode))dlsym(lib, "ZydisDecoderDecodeFull");
+    zydis.address = (__typeof__(zydis.address))dlsym(lib, "ZydisCalcAbsoluteAddressEx");
+    if (!zydis.init || !zydis.decode || !zydis.address) {
+        snprintf(failure, sizeof failure, "%s lacks the functions pyflow uses", PF_ZYDIS_SONAME);
+        dlclose(lib);
+        return -ENOSYS;
+    }
+    if (ZYAN_FAILED(zydis.init(&pf_decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64))) {
+        snprintf(failure, sizeof failure, "the Zydis decoder could not be initialized");
         return -EINVAL;
-    pf_decoder_ready = 1;
+    }
+    pf_decoder_ready = 1;    /* the library stays loaded: the handlers decode with it */
     return 0;
 }
+
+const char *pf_watch_decode_failure(void) { return failure; }
 
 void pf_watch_regs_from_uc(const ucontext_t *uc, uint64_t fs_base, uint64_t gs_base, pf_watch_regs_t *r)
 {
@@ -99,7 +130,7 @@ static int access_of(const ZydisDecodedInstruction *in, const ZydisDecodedOperan
     ZydisRegisterContext ctx;
     fill_context(&ctx, regs);
     ZyanU64 ea = 0;
-    if (ZYAN_FAILED(ZydisCalcAbsoluteAddressEx(in, op, pc, &ctx, &ea)))
+    if (ZYAN_FAILED(zydis.address(in, op, pc, &ctx, &ea)))
         return PF_WATCH_DEC_NOMEM;
     if (op->mem.segment == ZYDIS_REGISTER_FS)
         ea += regs->fs_base;
@@ -133,7 +164,7 @@ int pf_watch_decode(const uint8_t *code, size_t len, uint64_t pc, const pf_watch
 {
     ZydisDecodedInstruction in;
     ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
-    if (!pf_decoder_ready || ZYAN_FAILED(ZydisDecoderDecodeFull(&pf_decoder, code, len, &in, ops)))
+    if (!pf_decoder_ready || ZYAN_FAILED(zydis.decode(&pf_decoder, code, len, &in, ops)))
         return PF_WATCH_DEC_BAD;
     const ZydisDecodedOperand *op = memory_operand(&in, ops);
     if (!op)
@@ -146,7 +177,7 @@ int pf_watch_decode_string_store(const uint8_t *code, size_t len, uint64_t pc, c
 {
     ZydisDecodedInstruction in;
     ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
-    if (!pf_decoder_ready || ZYAN_FAILED(ZydisDecoderDecodeFull(&pf_decoder, code, len, &in, ops)))
+    if (!pf_decoder_ready || ZYAN_FAILED(zydis.decode(&pf_decoder, code, len, &in, ops)))
         return PF_WATCH_DEC_BAD;
     for (unsigned i = 0; i < in.operand_count; i++) {
         const ZydisDecodedOperand *op = &ops[i];
@@ -177,7 +208,7 @@ unsigned pf_watch_decode_prev(const uint8_t before[15], uint64_t next_pc, const 
         ZydisDecodedInstruction in;
         ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
         const uint8_t *p = before + 15 - back;
-        if (ZYAN_FAILED(ZydisDecoderDecodeFull(&pf_decoder, p, back, &in, ops)) || in.length != back)
+        if (ZYAN_FAILED(zydis.decode(&pf_decoder, p, back, &in, ops)) || in.length != back)
             continue;
         const ZydisDecodedOperand *op = memory_operand(&in, ops);
         pf_watch_access_t acc;

@@ -67,13 +67,14 @@ int pf_watch_init(const pf_watch_config_t *cfg, char *why, size_t n)
         snprintf(why, n, "signal %d is already in use by the program: pick another with the signo setting", pf_signo);
         return -EBUSY;
     }
-    if (pf_watch_decode_init() != 0) {
-        snprintf(why, n, "the Zydis decoder could not be initialized");
-        return -EINVAL;
-    }
     int rc = pf_watch_slots_selftest(why, n);
     if (rc && !pf_watch_cfg.emulate_breakpoints)
         return rc;
+    /* after the test: a default watch refused here (debug registers that never fire) loads no decoder */
+    if (pf_watch_decode_init() != 0) {
+        snprintf(why, n, "%s", pf_watch_decode_failure());
+        return -EINVAL;
+    }
     if (pf_watch_cfg.modes & (PF_WATCH_MODE_STORES | PF_WATCH_MODE_LOADS)) {
         rc = pf_watch_pmu_setup(&pf_watch_cfg, &pf_pmu, why, n);
         if (rc)

@@ -72,8 +72,10 @@ typedef struct pf_watch_access {
 #define PF_WATCH_DEC_NOMEM -1       /* decoded, but no single explicit memory operand (or lea/MIB/VSIB) */
 #define PF_WATCH_DEC_BAD -2         /* not a valid instruction in these bytes */
 
-/* Initializes the shared decoder (64-bit mode). Returns 0, or -EINVAL when Zydis refuses. */
+/* Loads libZydis and initializes the shared decoder (64-bit mode); not in a signal handler. Returns 0, or
+ * -errno with pf_watch_decode_failure saying why (the library missing, or Zydis refusing). */
 int pf_watch_decode_init(void) PF_WATCH_HIDDEN;
+const char *pf_watch_decode_failure(void) PF_WATCH_HIDDEN;
 
 /* Decodes the instruction at code[0..len) that runs at address pc and computes its memory operand's
  * effective address from regs. Returns 0 and fills *out, or PF_WATCH_DEC_*. Async-signal-safe. */
