@@ -39,17 +39,7 @@ typedef struct cfi_slot {
 
 #define CFI_RENEWALS 64             /* empty tables made after unloads: 8 MiB at most */
 
-/* A rule's slot lies in the table page of its 64 KiB of code (32 pages, chosen by hashing ip >> 16), at a
- * hashed place there, probed within that page: the rules of a program's hot code, a few hundred addresses
- * in a few regions, fill a few pages. Hashed over the whole table they touched all 32 (128 KiB of RSS). */
-#define CFI_PAGES_LOG2 5
-#define CFI_PAGE_SLOTS_LOG2 8
-#define CFI_PAGE_SLOTS (1u << CFI_PAGE_SLOTS_LOG2)
-#define CFI_REGION_SHIFT 16
-_Static_assert(CFI_PAGE_SLOTS * sizeof(cfi_slot_t) == 4096 && CFI_SLOTS == CFI_PAGE_SLOTS << CFI_PAGES_LOG2 &&
-               CFI_PROBES < CFI_PAGE_SLOTS, "32 pages of 256 slots; a slot's probes stay in its page");
-
-static cfi_slot_t first_table[CFI_SLOTS] __attribute__((aligned(4096)));
+static cfi_slot_t first_table[CFI_SLOTS];
 static cfi_slot_t *table = first_table;    /* the one in use, replaced (release) by pf_cfi_forget */
 static uint32_t generation;                 /* pf_cfi_forget calls so far */
 static uint32_t renewals;
@@ -411,11 +401,10 @@ static void read_done(int in_signal)
 
 static pf_cfi_rule_t shared_rule(uint64_t ip, int in_signal)
 {
-    uint64_t page = ((ip >> CFI_REGION_SHIFT) * 0x9E3779B97F4A7C15ull) >> (64 - CFI_PAGES_LOG2);
-    uint64_t h = (ip * 0x9E3779B97F4A7C15ull) >> (64 - CFI_PAGE_SLOTS_LOG2);
-    cfi_slot_t *tab = __atomic_load_n(&table, __ATOMIC_ACQUIRE) + (page << CFI_PAGE_SLOTS_LOG2);
+    uint64_t h = (ip * 0x9E3779B97F4A7C15ull) >> 51;     /* 13 bits: CFI_SLOTS */
+    cfi_slot_t *tab = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
     for (int i = 0; i < CFI_PROBES; i++) {
-        cfi_slot_t *s = &tab[(h + (uint64_t)i) & (CFI_PAGE_SLOTS - 1)];
+        cfi_slot_t *s = &tab[(h + (uint64_t)i) & (CFI_SLOTS - 1)];
         uint64_t key = __atomic_load_n(&s->key, __ATOMIC_ACQUIRE);
         if (key == ip)
             return s->rule;
@@ -446,19 +435,6 @@ int pf_cfi_forget(void)
     __atomic_store_n(&table, fresh, __ATOMIC_RELEASE);
     __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
     return 1;
-}
-
-unsigned pf_cfi_pages_used(void)
-{
-    const cfi_slot_t *tab = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
-    unsigned used = 0;
-    for (unsigned p = 0; p < CFI_SLOTS / CFI_PAGE_SLOTS; p++)
-        for (unsigned i = 0; i < CFI_PAGE_SLOTS; i++)
-            if (__atomic_load_n(&tab[p * CFI_PAGE_SLOTS + i].key, __ATOMIC_RELAXED)) {
-                used++;
-                break;
-            }
-    return used;
 }
 
 int pf_cfi_renewed(void)

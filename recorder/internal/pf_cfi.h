@@ -36,9 +36,6 @@ pf_cfi_rule_t pf_cfi_rule_in_signal(uint64_t ip);
  * tables can be made: rules may then be stale, and the caller must stop using them. */
 int pf_cfi_forget(void);
 
-/* Pages of the shared table that hold a rule (tests: the table's resident pages follow the code's regions). */
-unsigned pf_cfi_pages_used(void);
-
 /* Call before a walk's first pf_cfi_rule: 1 (once per thread) when rules were dropped since this thread's
  * last call, its own cache emptied now; the caller forgets whatever else it keeps by address. */
 int pf_cfi_renewed(void);

@@ -157,23 +157,6 @@ static void test_rules_of_unloaded_code_dropped(void **state)
     dlclose(h);
 }
 
-/* The rules of one stretch of code fill few of the shared table's pages: 400 addresses in 40 KiB (the
- * functions of this test and the C library's code around them) touched 31 of its 32 pages (128 KiB of the
- * program's RSS) when the whole table was hashed, and touch at most 2 per 64 KiB of code now. */
-static void test_rules_of_nearby_code_share_pages(void **state)
-{
-    (void)state;
-    uint64_t ips[400];
-    int n = 0;
-    uint64_t starts[] = {(uint64_t)(uintptr_t)shape_no_fp, (uint64_t)(uintptr_t)&memcpy};
-    for (int s = 0; s < 2; s++)
-        for (int i = 0; i < 200; i++)
-            ips[n++] = starts[s] + (uint64_t)i * 101;   /* 20 KiB from each start */
-    unsigned pages = walk_probe_rule_pages(ips, n);
-    assert_true(pages != ~0u);
-    assert_in_range(pages, 1, 4);
-}
-
 static void test_no_fde_falls_back(void **state)
 {
     (void)state;
@@ -378,7 +361,6 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_changed_word_is_rewalked),
         cmocka_unit_test(test_rules_of_unloaded_code_dropped),
         cmocka_unit_test(test_no_fde_falls_back),
-        cmocka_unit_test(test_rules_of_nearby_code_share_pages),
         cmocka_unit_test(test_signal_frame_falls_back),
         cmocka_unit_test(test_signal_context_walk),
         cmocka_unit_test(test_signal_context_walk_takes_no_loader_lock),

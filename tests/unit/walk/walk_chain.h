@@ -34,9 +34,6 @@ int walk_probe(walk_result_t *r);
 int walk_probe_signal(walk_result_t *r);
 /* What the dlclose hook tells the recorder once an object is unloaded (interpose/pf_hooks_dl.c). */
 void walk_probe_unloaded(void);
-/* The shared rule table's pages that hold a rule after the rules of ips[0..n) were looked up in a fresh one;
- * ~0u when no fresh table could be made. */
-unsigned walk_probe_rule_pages(const uint64_t *ips, int n);
 
 /* The interpreter loop's text [lo, hi) the walk and the cut stop at (pf_modules.h); 0, 0: none. A thread's
  * remembered walks were made with the loop it had then: walk on a fresh thread after a change. */

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pf_cfi.h"
 #include "pf_thread_stack.h"
 #include "pf_modules.h"
 #include "pf_unwinder.h"
@@ -48,15 +47,6 @@ void *pf_writer_reserve(pf_tls_t *t, uint32_t bytes)
 void walk_probe_unloaded(void)
 {
     pf_recorder_code_unloaded(1);
-}
-
-unsigned walk_probe_rule_pages(const uint64_t *ips, int n)
-{
-    if (!pf_cfi_forget())
-        return ~0u;
-    for (int i = 0; i < n; i++)
-        (void)pf_cfi_rule(ips[i]);
-    return pf_cfi_pages_used();
 }
 
 __attribute__((noinline)) int walk_probe(walk_result_t *r)
