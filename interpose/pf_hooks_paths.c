@@ -12,7 +12,9 @@
  * so the watches on the at most two pages there end.
  *
  * Covered: the stat, open, access, readlink, directory, rename/link/unlink, mode/owner/time and truncate
- * families, fopen, realpath, getcwd, dlopen, getrandom, poll and epoll_wait, sendmsg and recvmsg. A call
+ * families, fopen, realpath, getcwd, dlopen, getrandom, poll and epoll_wait, sendmsg and recvmsg, and the
+ * checked entry points _FORTIFY_SOURCE builds call instead (__open64_2, __realpath_chk, ...: Debian's
+ * python3 opens by __open64_2 and resolves its own path by __realpath_chk). A call
  * made inside libc on a path it was given (glibc's opendir opens it by an internal call) is covered by
  * its outer function; one a library makes by a raw system call is not (docs/limitations.md).
  */
@@ -160,6 +162,34 @@ PF_OPEN_HOOK(open, (const char *p, int flags, ...), (p, flags, mode))
 PF_OPEN_HOOK(open64, (const char *p, int flags, ...), (p, flags, mode))
 PF_OPEN_HOOK(openat, (int dir, const char *p, int flags, ...), (dir, p, flags, mode))
 PF_OPEN_HOOK(openat64, (int dir, const char *p, int flags, ...), (dir, p, flags, mode))
+
+/* ---- the checked (_FORTIFY_SOURCE) entry points: glibc's ABI, declared by no header without fortification ---- */
+int __open_2(const char *p, int flags);
+int __open64_2(const char *p, int flags);
+int __openat_2(int dir, const char *p, int flags);
+int __openat64_2(int dir, const char *p, int flags);
+char *__realpath_chk(const char *p, char *out, size_t out_len);
+ssize_t __readlink_chk(const char *p, char *out, size_t n, size_t out_len);
+ssize_t __readlinkat_chk(int dir, const char *p, char *out, size_t n, size_t out_len);
+char *__getcwd_chk(char *out, size_t n, size_t out_len);
+int __poll_chk(struct pollfd *fds, nfds_t n, int ms, size_t fds_len);
+int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *t, const sigset_t *mask, size_t fds_len);
+
+PF_PATH1(__open_2, (const char *p, int flags), (p, flags), p)
+PF_PATH1(__open64_2, (const char *p, int flags), (p, flags), p)
+PF_PATH1(__openat_2, (int dir, const char *p, int flags), (dir, p, flags), p)
+PF_PATH1(__openat64_2, (int dir, const char *p, int flags), (dir, p, flags), p)
+PF_HOOK(char *, NULL, __realpath_chk, (const char *p, char *out, size_t out_len), (p, out, out_len), before_path(p))
+PF_HOOK(ssize_t, -1, __readlink_chk, (const char *p, char *out, size_t n, size_t out_len), (p, out, n, out_len),
+        (before_path(p), pf_watch_pages_before_io(out, n)))
+PF_HOOK(ssize_t, -1, __readlinkat_chk, (int dir, const char *p, char *out, size_t n, size_t out_len),
+        (dir, p, out, n, out_len), (before_path(p), pf_watch_pages_before_io(out, n)))
+PF_HOOK(char *, NULL, __getcwd_chk, (char *out, size_t n, size_t out_len), (out, n, out_len),
+        (out ? pf_watch_pages_before_io(out, n) : (void)0))
+PF_HOOK(int, -1, __poll_chk, (struct pollfd *fds, nfds_t n, int ms, size_t fds_len), (fds, n, ms, fds_len),
+        pf_watch_pages_before_io(fds, n * sizeof *fds))
+PF_HOOK(int, -1, __ppoll_chk, (struct pollfd *fds, nfds_t n, const struct timespec *t, const sigset_t *mask,
+                              size_t fds_len), (fds, n, t, mask, fds_len), pf_watch_pages_before_io(fds, n * sizeof *fds))
 
 /* ---- dlopen ---- */
 /* glibc's dlopen searches the RUNPATH of the object that called it, which it knows by the return address:
