@@ -69,6 +69,15 @@ int pf_bootstrap_owns(const void *p) PF_HIDDEN;
     }
 #define PF_REAL(name) PF_REAL_OR(name, -1)
 
+/* Such a hook of name returning ret (fail without a real function) that runs `before` and passes args on. */
+#define PF_HOOK(ret, fail, name, params, args, before)                                                     \
+    PF_EXPORT ret name params                                                                           \
+    {                                                                                                   \
+        PF_REAL_OR(name, fail);                                                                         \
+        before;                                                                                         \
+        return real_##name args;                                                                        \
+    }
+
 /* A hook whose call to the real function must be a tail call (forced, also at -O0): glibc's dlsym(RTLD_NEXT)
  * and dlopen act on behalf of their caller, which they know by the return address. */
 #define PF_TAIL_CALLS __attribute__((optimize("O2", "optimize-sibling-calls")))

@@ -6,8 +6,9 @@
  *
  * Covered: read, write, pread64, pwrite64, readv, writev, recv, send, recvfrom, sendto (what CPython's
  * os, io and socket modules call), their checked entry points (__read_chk, __pread64_chk, __recv_chk,
- * __recvfrom_chk: what _FORTIFY_SOURCE builds call), and readdir, readdir64 and getdents64 (os.listdir, os.scandir). The
- * calls that take a path or fill a buffer of another kind are pf_hooks_paths.c's. A call made inside libc (stdio's fread into a watched buffer) or another library's raw system call is not
+ * __recvfrom_chk: what _FORTIFY_SOURCE builds call), and readdir, readdir64 and getdents64 (os.listdir,
+ * os.scandir). The calls that take a path or fill a buffer of another kind are pf_hooks_paths.c's. A call
+ * made inside libc (stdio's fread into a watched buffer) or another library's raw system call is not
  * seen: it could fail with EFAULT while a watch is on its page.
  */
 #include <dirent.h>
@@ -105,34 +106,15 @@ PF_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, const str
     return real_sendto(fd, buf, n, flags, to, len);
 }
 
-PF_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buf_len)
-{
-    PF_REAL(__read_chk);
-    pf_watch_pages_before_io(buf, n);
-    return real___read_chk(fd, buf, n, buf_len);
-}
-
-PF_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buf_len)
-{
-    PF_REAL(__pread64_chk);
-    pf_watch_pages_before_io(buf, n);
-    return real___pread64_chk(fd, buf, n, off, buf_len);
-}
-
-PF_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buf_len, int flags)
-{
-    PF_REAL(__recv_chk);
-    pf_watch_pages_before_io(buf, n);
-    return real___recv_chk(fd, buf, n, buf_len, flags);
-}
-
-PF_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buf_len, int flags, struct sockaddr *from,
-                                 socklen_t *len)
-{
-    PF_REAL(__recvfrom_chk);
-    pf_watch_pages_before_io(buf, n);
-    return real___recvfrom_chk(fd, buf, n, buf_len, flags, from, len);
-}
+PF_HOOK(ssize_t, -1, __read_chk, (int fd, void *buf, size_t n, size_t buf_len), (fd, buf, n, buf_len),
+        pf_watch_pages_before_io(buf, n))
+PF_HOOK(ssize_t, -1, __pread64_chk, (int fd, void *buf, size_t n, off64_t off, size_t buf_len),
+        (fd, buf, n, off, buf_len), pf_watch_pages_before_io(buf, n))
+PF_HOOK(ssize_t, -1, __recv_chk, (int fd, void *buf, size_t n, size_t buf_len, int flags),
+        (fd, buf, n, buf_len, flags), pf_watch_pages_before_io(buf, n))
+PF_HOOK(ssize_t, -1, __recvfrom_chk,
+        (int fd, void *buf, size_t n, size_t buf_len, int flags, struct sockaddr *from, socklen_t *len),
+        (fd, buf, n, buf_len, flags, from, len), pf_watch_pages_before_io(buf, n))
 
 /* readdir fills its DIR's buffer with getdents64 from inside libc, where the calls above do not see it: a
  * watch on a page of that buffer failed the call with EFAULT, and Python's listdir then raised, so that

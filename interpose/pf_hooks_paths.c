@@ -14,9 +14,9 @@
  * Covered: the stat, open, access, readlink, directory, rename/link/unlink, mode/owner/time and truncate
  * families, fopen, realpath, getcwd, dlopen, getrandom, poll and epoll_wait, sendmsg and recvmsg, and the
  * checked entry points _FORTIFY_SOURCE builds call instead (__open64_2, __realpath_chk, ...: Debian's
- * python3 opens by __open64_2 and resolves its own path by __realpath_chk). A call
- * made inside libc on a path it was given (glibc's opendir opens it by an internal call) is covered by
- * its outer function; one a library makes by a raw system call is not (docs/limitations.md).
+ * python3 opens by __open64_2 and resolves its own path by __realpath_chk). A call made inside libc on a
+ * path it was given (glibc's opendir opens it by an internal call) is covered by its outer function; one a
+ * library makes by a raw system call is not (docs/limitations.md).
  */
 #include <dlfcn.h>
 #include <dirent.h>
@@ -43,15 +43,6 @@ static inline void before_path(const char *p)
     if (p)
         pf_watch_pages_before_io(p, PATH_MAX);
 }
-
-/* A hook of name returning ret (fail without a real function) that runs `before` and passes args on. */
-#define PF_HOOK(ret, fail, name, params, args, before)                                                     \
-    PF_EXPORT ret name params                                                                           \
-    {                                                                                                   \
-        PF_REAL_OR(name, fail);                                                                         \
-        before;                                                                                         \
-        return real_##name args;                                                                        \
-    }
 
 /* ---- one path ---- */
 #define PF_PATH1(name, params, args, path) PF_HOOK(int, -1, name, params, args, before_path(path))
