@@ -44,17 +44,17 @@ typedef struct libc_hook {
     void *hook;
 } libc_hook_t;
 
-#define PF_HOOK(n, field) {#n, offsetof(pf_real_fns_t, field), (void *)pf_self_##n}
+#define LIBC_HOOK(n, field) {#n, offsetof(pf_real_fns_t, field), (void *)pf_self_##n}
 static const libc_hook_t hooks[] = {
-    PF_HOOK(malloc, malloc),        PF_HOOK(free, free),
-    PF_HOOK(calloc, calloc),        PF_HOOK(realloc, realloc),
-    PF_HOOK(posix_memalign, posix_memalign), PF_HOOK(aligned_alloc, aligned_alloc),
-    PF_HOOK(memalign, memalign),    PF_HOOK(valloc, valloc),
-    PF_HOOK(pvalloc, pvalloc),      PF_HOOK(mmap, mmap),
-    PF_HOOK(mmap64, mmap64),        PF_HOOK(munmap, munmap),
-    PF_HOOK(mremap, mremap),        PF_HOOK(memcpy, memcpy),
-    PF_HOOK(memmove, memmove),      PF_HOOK(mempcpy, mempcpy),
-    PF_HOOK(__memcpy_chk, memcpy_chk), PF_HOOK(__memmove_chk, memmove_chk),
+    LIBC_HOOK(malloc, malloc),        LIBC_HOOK(free, free),
+    LIBC_HOOK(calloc, calloc),        LIBC_HOOK(realloc, realloc),
+    LIBC_HOOK(posix_memalign, posix_memalign), LIBC_HOOK(aligned_alloc, aligned_alloc),
+    LIBC_HOOK(memalign, memalign),    LIBC_HOOK(valloc, valloc),
+    LIBC_HOOK(pvalloc, pvalloc),      LIBC_HOOK(mmap, mmap),
+    LIBC_HOOK(mmap64, mmap64),        LIBC_HOOK(munmap, munmap),
+    LIBC_HOOK(mremap, mremap),        LIBC_HOOK(memcpy, memcpy),
+    LIBC_HOOK(memmove, memmove),      LIBC_HOOK(mempcpy, mempcpy),
+    LIBC_HOOK(__memcpy_chk, memcpy_chk), LIBC_HOOK(__memmove_chk, memmove_chk),
 };
 
 void *pf_libc_lookup(const char *name, void *f)
