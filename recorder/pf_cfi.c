@@ -11,14 +11,24 @@
  * written, then its key published with release order. A reader that meets a busy or foreign slot reads
  * the FDE itself (a miss, not a wrong answer).
  *
+ * The table starts small and doubles when half full, up to CFI_MAX_SLOTS: its slots are hashed over the
+ * whole table, so every page of a table of 8192 slots (128 KiB) was resident for a program that steps
+ * through a few hundred return addresses (all of --exact --native's lead over its 1.2x peak RSS goal on
+ * bench/workloads/indexing.py). The thread whose claim fills it to half copies the published rules into
+ * one twice as large and swaps it in; claims made in the old one meanwhile are read again later.
+ *
  * Rules are kept by address, and a library unloaded (dlclose) may be followed by another at the same
  * addresses: pf_cfi_forget (from the dlclose hook, once an object is really gone) puts an empty shared
  * table in place and bumps a generation, and each thread empties its own page when its next walk sees the
- * new generation (pf_cfi_renewed: one load per walk, none per frame). The old tables stay mapped (a reader
- * may still be probing one) and are bounded: past CFI_RENEWALS the fast walk is given up.
+ * new generation (pf_cfi_renewed: one load per walk, none per frame). A table replaced, by growth or by
+ * forgetting, stays mapped (a reader may still be probing it) with its pages given back: a reader there
+ * then finds zeros, an empty slot or a rule of kind PF_CFI_UNKNOWN (read in one load), and at worst asks
+ * libunwind. Past CFI_RENEWALS the fast walk is given up.
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
 
 #include "pf_cfi.h"
 #include "pf_eh_pages.h"
@@ -28,20 +38,29 @@
 /* glibc's lock-free lookup of the loaded object holding an address, with its .eh_frame_hdr (2.35 and later). */
 #include <dlfcn.h>
 
-#define CFI_SLOTS 8192u             /* a power of two; a program's hot return addresses are a few hundred */
+#define CFI_FIRST_SLOTS 256u        /* powers of two; a program's hot return addresses are a few hundred */
+#define CFI_MAX_SLOTS 8192u
 #define CFI_PROBES 8
 #define CFI_STATES 8                /* DW_CFA_remember_state depth */
 
 typedef struct cfi_slot {
     uint64_t key;                   /* ip, 0 empty, 1 being written */
-    pf_cfi_rule_t rule;
+    pf_cfi_rule_t rule;             /* read in one 8-byte load (rule_of): never half a rule */
 } cfi_slot_t;
+_Static_assert(sizeof(pf_cfi_rule_t) == sizeof(uint64_t), "rule_of reads a rule in one load");
 
-#define CFI_RENEWALS 64             /* empty tables made after unloads: 8 MiB at most */
+typedef struct cfi_table {
+    uint64_t mask;                  /* slots - 1 */
+    uint64_t used;                  /* slots claimed */
+    cfi_slot_t slot[];
+} cfi_table_t;
 
-static cfi_slot_t first_table[CFI_SLOTS];
-static cfi_slot_t *table = first_table;    /* the one in use, replaced (release) by pf_cfi_forget */
-static uint32_t generation;                 /* pf_cfi_forget calls so far */
+#define CFI_RENEWALS 64             /* empty tables made after unloads */
+
+static cfi_table_t *table;          /* the one in use (release): made at the first lookup, replaced by
+                                       grow_table and pf_cfi_forget */
+static uint32_t growing;            /* 1 while a thread grows the table */
+static uint32_t generation;         /* pf_cfi_forget calls so far */
 static uint32_t renewals;
 
 /* ---- reading the FDE ---- */
@@ -369,7 +388,7 @@ static pf_cfi_rule_t rule_from_fde(uint64_t ip)
     return out;
 }
 
-/* The shared table's slots are scattered over 128 KiB: a thread's stack steps through the same few dozen
+/* The shared table's slots are scattered over up to 128 KiB: a thread's stack steps through the same few dozen
  * return addresses again and again, so it keeps them in a page of its own first. */
 #define NEAR_SLOTS 64u
 static __thread cfi_slot_t near[NEAR_SLOTS];
@@ -399,15 +418,93 @@ static void read_done(int in_signal)
         pf_eh_pages_read_done();    /* may give pages back: a dl_iterate_phdr, not for signal handlers */
 }
 
+static size_t table_bytes(uint64_t slots)
+{
+    return sizeof(cfi_table_t) + slots * sizeof(cfi_slot_t);
+}
+
+static cfi_table_t *new_table(uint64_t slots)
+{
+    cfi_table_t *t = pf_sys_alloc_pages(table_bytes(slots));
+    if (t)
+        t->mask = slots - 1;
+    return t;
+}
+
+/* A table taken out of use: its pages back to the system, the mapping kept for readers still in it. */
+static void retire_table(cfi_table_t *t)
+{
+    if (t)
+        madvise(t, table_bytes(t->mask + 1), MADV_DONTNEED);
+}
+
+static cfi_table_t *current_table(void)
+{
+    cfi_table_t *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
+    if (PF_LIKELY(t))
+        return t;
+    cfi_table_t *fresh = new_table(CFI_FIRST_SLOTS), *expected = NULL;
+    if (!fresh)
+        return NULL;
+    if (__atomic_compare_exchange_n(&table, &expected, fresh, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return fresh;
+    pf_sys_munmap(fresh, table_bytes(CFI_FIRST_SLOTS));    /* another thread's came first */
+    return expected;
+}
+
+static pf_cfi_rule_t rule_of(const cfi_slot_t *s)
+{
+    uint64_t bits = __atomic_load_n((const uint64_t *)(const void *)&s->rule, __ATOMIC_RELAXED);
+    pf_cfi_rule_t r;
+    memcpy(&r, &bits, sizeof r);
+    return r;
+}
+
+static void put_rule(cfi_table_t *t, uint64_t ip, pf_cfi_rule_t r)
+{
+    for (uint64_t h = (ip * 0x9E3779B97F4A7C15ull) >> 32, i = 0; i < CFI_PROBES; i++) {
+        cfi_slot_t *s = &t->slot[(h + i) & t->mask];
+        if (!s->key) {
+            s->rule = r;
+            s->key = ip;
+            t->used++;
+            return;
+        }
+    }
+}
+
+/* Replaces old, half full, by a table twice its size holding its published rules. Not in a signal
+ * handler (the caller's test): the copy takes a while and the interrupted code may be the grower. */
+static void grow_table(cfi_table_t *old)
+{
+    uint64_t slots = old->mask + 1;
+    if (slots >= CFI_MAX_SLOTS || __atomic_exchange_n(&growing, 1, __ATOMIC_ACQUIRE))
+        return;
+    cfi_table_t *big = __atomic_load_n(&table, __ATOMIC_ACQUIRE) == old ? new_table(slots * 2) : NULL;
+    if (big) {
+        for (uint64_t i = 0; i < slots; i++) {
+            uint64_t key = __atomic_load_n(&old->slot[i].key, __ATOMIC_ACQUIRE);
+            if (key > 1)
+                put_rule(big, key, rule_of(&old->slot[i]));
+        }
+        cfi_table_t *expected = old;
+        if (__atomic_compare_exchange_n(&table, &expected, big, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+            retire_table(old);
+        else
+            pf_sys_munmap(big, table_bytes(slots * 2));    /* pf_cfi_forget replaced old meanwhile */
+    }
+    __atomic_store_n(&growing, 0, __ATOMIC_RELEASE);
+}
+
 static pf_cfi_rule_t shared_rule(uint64_t ip, int in_signal)
 {
-    uint64_t h = (ip * 0x9E3779B97F4A7C15ull) >> 51;     /* 13 bits: CFI_SLOTS */
-    cfi_slot_t *tab = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
-    for (int i = 0; i < CFI_PROBES; i++) {
-        cfi_slot_t *s = &tab[(h + (uint64_t)i) & (CFI_SLOTS - 1)];
+    cfi_table_t *tab = current_table();
+    uint64_t h = (ip * 0x9E3779B97F4A7C15ull) >> 32;
+    for (int i = 0; tab && i < CFI_PROBES; i++) {
+        cfi_slot_t *s = &tab->slot[(h + (uint64_t)i) & tab->mask];
         uint64_t key = __atomic_load_n(&s->key, __ATOMIC_ACQUIRE);
         if (key == ip)
-            return s->rule;
+            return rule_of(s);
         if (key == 0) {
             pf_cfi_rule_t r = rule_from_fde(ip);
             read_done(in_signal);
@@ -415,24 +512,57 @@ static pf_cfi_rule_t shared_rule(uint64_t ip, int in_signal)
             if (__atomic_compare_exchange_n(&s->key, &expect, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
                 s->rule = r;
                 __atomic_store_n(&s->key, ip, __ATOMIC_RELEASE);
+                uint64_t used = __atomic_add_fetch(&tab->used, 1, __ATOMIC_RELAXED);
+                if (used * 2 >= tab->mask + 1 && !in_signal)
+                    grow_table(tab);
             }
             return r;
         }
     }
-    pf_cfi_rule_t r = rule_from_fde(ip);   /* a crowded neighbourhood: read it each time */
+    pf_cfi_rule_t r = rule_from_fde(ip);   /* a crowded neighbourhood (or no table): read it each time */
     read_done(in_signal);
     return r;
+}
+
+/* Swapping a grown table for a small empty one pays off while the rules stepped by after the reads went
+ * quiet are far fewer than those read before: a program's start-up, whose imports step through thousands of
+ * return addresses once. One whose table grows back to the size it was swapped at (a large working set) is
+ * left alone from then on, as is every table past CFI_SHRINKS swaps. */
+#define CFI_SHRINKS 8
+static uint64_t shrunk_from;        /* slots of the table last swapped out (0: none yet) */
+static uint32_t shrinks;
+
+void pf_cfi_quiet(void)
+{
+    cfi_table_t *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
+    uint64_t slots = t ? t->mask + 1 : 0;
+    if (slots <= CFI_FIRST_SLOTS || __atomic_load_n(&shrinks, __ATOMIC_RELAXED) >= CFI_SHRINKS ||
+        __atomic_exchange_n(&growing, 1, __ATOMIC_ACQUIRE))
+        return;
+    if (shrunk_from && slots >= shrunk_from) {
+        __atomic_store_n(&shrinks, CFI_SHRINKS, __ATOMIC_RELAXED);    /* it needs them: keep it */
+    } else {
+        cfi_table_t *fresh = new_table(CFI_FIRST_SLOTS), *expected = t;
+        if (fresh && __atomic_compare_exchange_n(&table, &expected, fresh, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+            retire_table(t);
+            shrunk_from = slots;
+            __atomic_add_fetch(&shrinks, 1, __ATOMIC_RELAXED);
+        } else if (fresh) {
+            pf_sys_munmap(fresh, table_bytes(CFI_FIRST_SLOTS));   /* pf_cfi_forget replaced it meanwhile */
+        }
+    }
+    __atomic_store_n(&growing, 0, __ATOMIC_RELEASE);
 }
 
 int pf_cfi_forget(void)
 {
     if (__atomic_add_fetch(&renewals, 1, __ATOMIC_RELAXED) > CFI_RENEWALS)
         return 0;
-    cfi_slot_t *fresh = pf_sys_alloc_pages(sizeof first_table);
+    cfi_table_t *fresh = new_table(CFI_FIRST_SLOTS);
     if (!fresh)
         return 0;
     /* the table before the generation: a thread that sees the new generation looks rules up in it */
-    __atomic_store_n(&table, fresh, __ATOMIC_RELEASE);
+    retire_table(__atomic_exchange_n(&table, fresh, __ATOMIC_ACQ_REL));
     __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
     return 1;
 }
@@ -446,4 +576,10 @@ int pf_cfi_renewed(void)
         near[i].key = 0;
     near_generation = g;
     return 1;
+}
+
+uint64_t pf_cfi_table_slots(void)
+{
+    cfi_table_t *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
+    return t ? t->mask + 1 : 0;
 }

@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "pf_cfi.h"
 #include "pf_file_pages.h"
 #include "pf_recorder.h"
 #include "pf_sys.h"
@@ -195,7 +196,10 @@ void pf_eh_pages_quiet_step(void)
         coarse_ns() - __atomic_load_n(&last_read_ns, __ATOMIC_RELAXED) < PF_EH_PAGES_QUIET_NS)
         return;
     quiet_ticks = 0;
-    if (__atomic_exchange_n(&pf_eh_pages_pending, 0, __ATOMIC_ACQ_REL) && !__atomic_load_n(&off, __ATOMIC_RELAXED))
+    if (!__atomic_exchange_n(&pf_eh_pages_pending, 0, __ATOMIC_ACQ_REL))
+        return;
+    pf_cfi_quiet();     /* the rule table kept for the reads just ended may be far larger than needed now */
+    if (!__atomic_load_n(&off, __ATOMIC_RELAXED))
         release();
 }
 

@@ -31,6 +31,11 @@ pf_cfi_rule_t pf_cfi_rule(uint64_t ip);
  * no lock, nothing given back (pf_eh_pages.h). */
 pf_cfi_rule_t pf_cfi_rule_in_signal(uint64_t ip);
 
+/* The unwinders have read no call frame information for a while (pf_eh_pages.h): a shared table that grew
+ * on rules not stepped by since (a program's start-up) is swapped for a small empty one, which the rules
+ * still in use fill again from the FDEs, once each. Not from a signal handler. */
+void pf_cfi_quiet(void);
+
 /* Code was unloaded (dlclose): its addresses may hold another library's from now on, so every rule kept
  * is dropped (an empty shared table; each thread's own on its next pf_cfi_renewed). Returns 0 when no more
  * tables can be made: rules may then be stale, and the caller must stop using them. */
@@ -39,5 +44,8 @@ int pf_cfi_forget(void);
 /* Call before a walk's first pf_cfi_rule: 1 (once per thread) when rules were dropped since this thread's
  * last call, its own cache emptied now; the caller forgets whatever else it keeps by address. */
 int pf_cfi_renewed(void);
+
+/* Slots of the shared table in use now (tests). */
+uint64_t pf_cfi_table_slots(void);
 
 #endif /* PF_CFI_H */

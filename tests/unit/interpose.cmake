@@ -7,7 +7,7 @@ target_include_directories(test_interpose_sampler PRIVATE ${PROJECT_SOURCE_DIR}/
 # SIGKILL mid-stream whose committed records all survive.
 pf_unit_test(test_interpose_writer
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_interpose_writer.c ${PROJECT_SOURCE_DIR}/recorder/pf_writer.c
-          ${PROJECT_SOURCE_DIR}/recorder/pf_eh_pages.c
+          ${PROJECT_SOURCE_DIR}/recorder/pf_eh_pages.c ${PROJECT_SOURCE_DIR}/recorder/pf_cfi.c
   LIBS pf_core pthread)
 target_include_directories(test_interpose_writer PRIVATE ${PROJECT_SOURCE_DIR}/recorder ${PROJECT_SOURCE_DIR}/recorder/internal)
 
