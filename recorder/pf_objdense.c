@@ -1,5 +1,5 @@
 /* pf_objdense.c - the object table's dense map (pf_objdense.h): a directory of leaves, each leaf the
- * entries of 256 MiB of address space (32 MiB of reserved, unbacked memory: only the pages whose granules
+ * entries of 256 MiB of address space (16 MiB of reserved, unbacked memory: only the pages whose granules
  * hold objects become resident). The directory covers a 48-bit address space in 2^20 pointers (8 MiB
  * reserved, a page of it resident per 512 leaves). Memory comes from raw mmap: this code runs inside
  * malloc. */
@@ -62,20 +62,22 @@ pf_dense_t *pf_dense_at(uint64_t addr, int create)
             leaf = expected;
         }
     }
-    return &leaf[(addr >> 4) & (PF_DENSE_LEAF_ENTRIES - 1)];
+    return &leaf[pf_objdense_index(addr)];
 }
 
 void pf_dense_each_in(uint64_t lo, uint64_t hi, void (*fn)(uint64_t addr, pf_dense_t e, void *arg), void *arg)
 {
+    const uint64_t granule = 1ull << PF_DENSE_GRANULE_SHIFT;
     pf_dense_t **d = __atomic_load_n(&dir, __ATOMIC_ACQUIRE);
-    for (uint64_t a = lo & ~15ull; d && a < hi && !(a >> 48);) {
+    for (uint64_t a = lo & ~(granule - 1); d && a < hi && !(a >> 48);) {
         const pf_dense_t *leaf = __atomic_load_n(&d[a >> PF_DENSE_LEAF_SHIFT], __ATOMIC_ACQUIRE);
         uint64_t leaf_end = ((a >> PF_DENSE_LEAF_SHIFT) + 1) << PF_DENSE_LEAF_SHIFT;
         uint64_t end = leaf_end < hi ? leaf_end : hi;
-        for (; leaf && a < end; a += 16) {
-            pf_dense_t e = __atomic_load_n(&leaf[(a >> 4) & (PF_DENSE_LEAF_ENTRIES - 1)], __ATOMIC_RELAXED);
-            if (e)
-                fn(a, e, arg);
+        for (; leaf && a < end; a += granule) {
+            pf_dense_t e = __atomic_load_n(&leaf[pf_objdense_index(a)], __ATOMIC_RELAXED);
+            uint64_t at = pf_dense_addr(a, e);
+            if (e && at >= lo && at < hi)
+                fn(at, e, arg);
         }
         a = end;
     }
@@ -89,10 +91,10 @@ void pf_dense_each_leaf(void (*fn)(uint64_t lo, uint64_t hi, void *arg), void *a
             fn(i << PF_DENSE_LEAF_SHIFT, (i + 1) << PF_DENSE_LEAF_SHIFT, arg);
 }
 
-/* The entries of a 16-byte-aligned span of address space are the same span >> 3: a page of entries covers
+/* The entries of a granule-aligned span of address space are the same span >> 4: a page of entries covers
  * PF_DENSE_PAGE_SPAN bytes of it. */
 #define PF_DENSE_PAGE_BYTES 4096ull
-#define PF_DENSE_PAGE_SPAN (PF_DENSE_PAGE_BYTES / sizeof(pf_dense_t) * 16)
+#define PF_DENSE_PAGE_SPAN (PF_DENSE_PAGE_BYTES / sizeof(pf_dense_t) << PF_DENSE_GRANULE_SHIFT)
 
 static int page_is_zero(const pf_dense_t *page)
 {
@@ -118,7 +120,7 @@ uint32_t pf_dense_release(uint64_t addr, uint64_t bytes)
     pf_dense_t *run_start = NULL;
     for (uint64_t a = lo; d && a < hi && !(a >> 48); a += PF_DENSE_PAGE_SPAN) {
         pf_dense_t *leaf = __atomic_load_n(&d[a >> PF_DENSE_LEAF_SHIFT], __ATOMIC_ACQUIRE);
-        pf_dense_t *page = leaf ? &leaf[(a >> 4) & (PF_DENSE_LEAF_ENTRIES - 1)] : NULL;
+        pf_dense_t *page = leaf ? &leaf[pf_objdense_index(a)] : NULL;
         /* a run ends at a page that holds an entry, at a leaf's end (the next leaf lies elsewhere) */
         if (run && (!page || page != run_start + run * (PF_DENSE_PAGE_BYTES / sizeof *page))) {
             dropped += drop_run(run_start, run);

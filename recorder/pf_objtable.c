@@ -9,7 +9,7 @@
  * The table is resident in the program, and under --exact it holds every live object: at 24 bytes a
  * hashed slot it was 29 MB of bench/workloads/churn.py's 79 MB peak (46 MB plain). So under --exact the
  * small blocks of the Python domains, nearly all of a Python program's objects, go to the dense map
- * (pf_objdense.h: 2 bytes per 16-byte granule of pymalloc's packed arenas). A hashed slot is one 64-bit
+ * (pf_objdense.h: 2 bytes per 32-byte granule of pymalloc's packed arenas). A hashed slot is one 64-bit
  * word (pf_objslot.h): a small object (under 4 KiB, 16-byte aligned) keeps its size, domain and flags in
  * it. Any other object, and one that takes part in a copy or is counted against an --aggregate site, is
  * "wide": its word names a record in its stripe's pool of wide records (32 bytes: the full address and
@@ -27,9 +27,10 @@
  *    use, free and so let the allocator hand out the address again; the allocator's own synchronization
  *    (the hooks insert after the real malloc returns and remove before the real free) orders that count
  *    before this read. Any other insert takes the lock as before (dense_put drops the stale slot).
- *  - a remove claims a nonzero entry with an exchange to 0: whoever gets the nonzero value owns the
- *    object's end, so a free racing with a move to the hashed slots is told once. Only an entry found 0
- *    (a hashed object, or one just moved) takes the lock to search the slots.
+ *  - a remove claims its address's entry (nonzero, of its half of the granule) with a compare-exchange to
+ *    0: whoever gets the nonzero value owns the object's end, so a free racing with a move to the hashed
+ *    slots is told once. Only an entry found 0 or the other half's (a hashed object, or one just moved)
+ *    takes the lock to search the slots.
  *  - the only writer of a live object's entry other than its own allocation and free is found_widen (a
  *    lookup, from a copy on any thread, moves it to a hashed slot). Under the lock it counts the filter
  *    first, then claims the entry with a compare-exchange from the value it read: if a free claimed it
@@ -37,7 +38,8 @@
  *    finds 0, takes the lock (waiting for the widen to end) and finds the hashed slot. pf_objtable_maybe
  *    reads the entry before the filter (acquire), so a free that sees the cleared entry also sees the
  *    count made before it.
- *  - an insert at an address whose old object's free was never seen (a stale entry) may race with a
+ *  - an insert at an address whose granule holds an object whose free was never seen (a stale entry, at
+ *    the same address or overlapping the new object from the granule's other half) may race with a
  *    widen of that stale entry: at worst a stale hashed slot is left, which the next locked insert at the
  *    address drops (as stale slots always were), and which a lookup never prefers over a dense entry.
  *  - fork: the fork handlers hold every stripe lock; a lock-free update is one atomic store or exchange,
@@ -150,19 +152,21 @@ static inline pf_dense_t *dense_slot(uintptr_t addr)
     if (!d || (addr & 15) || (addr >> 48))
         return NULL;
     pf_dense_t *leaf = __atomic_load_n(&d[addr >> PF_DENSE_LEAF_SHIFT], __ATOMIC_ACQUIRE);
-    return leaf ? &leaf[(addr >> 4) & (PF_DENSE_LEAF_ENTRIES - 1)] : NULL;
+    return leaf ? &leaf[pf_objdense_index(addr)] : NULL;
 }
 
-static inline pf_dense_t dense_load(const pf_dense_t *e)
+/* The entry at e when it is the object's at addr, else 0 (none, or one of the granule's other half). */
+static inline pf_dense_t dense_load(const pf_dense_t *e, uintptr_t addr)
 {
-    return __atomic_load_n(e, __ATOMIC_ACQUIRE);
+    pf_dense_t v = __atomic_load_n(e, __ATOMIC_ACQUIRE);
+    return pf_objdense_holds(v, addr) ? v : 0;
 }
 
 /* addr's dense entry when it has an object there (whether or not the map is still on), else NULL. */
 static pf_dense_t *dense_of(uintptr_t addr)
 {
     pf_dense_t *e = dense_slot(addr);
-    return e && dense_load(e) ? e : NULL;
+    return e && dense_load(e, addr) ? e : NULL;
 }
 
 static void filter_inc(uintptr_t addr)
@@ -384,7 +388,7 @@ static int stripe_grow(pf_stripe_t *s)
 
 void pf_objtable_prefetch(uintptr_t addr, uint64_t size, uint32_t domain)
 {
-    if (pf_dense_on() && pf_dense_fits(addr, size, domain, 0)) {
+    if (pf_dense_on() && pf_dense_fits(addr, size, domain, PF_ALLOC_EXACT)) {
         const pf_dense_t *e = dense_slot(addr);
         if (e)
             __builtin_prefetch(e, 1);
@@ -485,7 +489,7 @@ typedef struct pf_found {
 static pf_found_t stripe_locate(const pf_stripe_t *s, uintptr_t addr)
 {
     pf_found_t f = {addr, dense_slot(addr), -1, 0};
-    if (f.dense && !(f.value = dense_load(f.dense)))
+    if (f.dense && !(f.value = dense_load(f.dense, addr)))
         f.dense = NULL;
     if (!f.dense)
         f.slot = stripe_find(s, addr);
@@ -528,7 +532,7 @@ static int dense_put(pf_stripe_t *s, const pf_objinfo_t *obj)
     pf_dense_t *e = dense_slot(obj->addr);
     if (!e && !(e = pf_dense_at(obj->addr, 1)))
         return -1;
-    __atomic_store_n(e, pf_dense_entry(obj->size, obj->domain, obj->flags), __ATOMIC_RELEASE);
+    __atomic_store_n(e, pf_dense_entry(obj->addr, obj->size, obj->domain, obj->flags), __ATOMIC_RELEASE);
     int64_t old = s->used ? stripe_find(s, obj->addr) : -1;
     if (old >= 0) {
         slot_release(s, s->slots[old]);
@@ -564,14 +568,15 @@ static int hash_put(pf_stripe_t *s, const pf_objinfo_t *obj)
 
 /* The lock-free insert of a dense object (see the top of this file): 1 when its entry was stored, 0 when
  * the locked path must do it (a hashed slot may hold the address, or the leaf is not mapped yet). */
-static int dense_put_unlocked(uintptr_t addr, uint64_t size, uint32_t domain, uint32_t flags)
+static inline __attribute__((always_inline)) int dense_put_unlocked(uintptr_t addr, uint64_t size, uint32_t domain,
+                                                                    uint32_t flags)
 {
     if (__atomic_load_n(&pf_objtable_filter[pf_objtable_bucket(addr)], __ATOMIC_ACQUIRE))
         return 0;
     pf_dense_t *e = dense_slot(addr);
     if (!e)
         return 0;
-    __atomic_store_n(e, pf_dense_entry(size, domain, flags), __ATOMIC_RELEASE);
+    __atomic_store_n(e, pf_dense_entry(addr, size, domain, flags), __ATOMIC_RELEASE);
     return 1;
 }
 
@@ -677,9 +682,11 @@ static pf_objwide_t *found_widen(pf_stripe_t *s, pf_found_t *f)
 static int dense_remove_unlocked(uintptr_t addr, pf_objinfo_t *out)
 {
     pf_dense_t *e = dense_slot(addr);
-    if (!e || !dense_load(e))
-        return 0;
-    pf_dense_t was = __atomic_exchange_n(e, 0, __ATOMIC_ACQ_REL);
+    pf_dense_t was = e ? dense_load(e, addr) : 0;
+    /* claimed from the value read: the granule's entry may be replaced meanwhile by a new object of its
+     * other half (this one's free was then seen already, or this is a free of an untracked block) */
+    while (was && !__atomic_compare_exchange_n(e, &was, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        was = pf_objdense_holds(was, addr) ? was : 0;
     if (!was)
         return 0;
     if (out)

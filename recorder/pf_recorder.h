@@ -211,11 +211,25 @@ static inline uint32_t pf_objtable_bucket(uintptr_t addr)
 }
 
 /* The dense map of small Python objects (--exact; recorder/internal/pf_objdense.h): a 16-bit entry per
- * 16-byte granule, nonzero where an object starts, in leaves of 256 MiB of address space under a directory
- * (NULL until the map is first turned on: the sampled default mode never has one). */
+ * 32-byte granule, nonzero where an object starts, with the granule's half it starts in, in leaves of 256
+ * MiB of address space under a directory (NULL until the map is first turned on: the sampled default mode
+ * never has one). */
 #define PF_DENSE_LEAF_SHIFT 28u
-#define PF_DENSE_LEAF_ENTRIES (1ull << (PF_DENSE_LEAF_SHIFT - 4))
+#define PF_DENSE_GRANULE_SHIFT 5u
+#define PF_DENSE_LEAF_ENTRIES (1ull << (PF_DENSE_LEAF_SHIFT - PF_DENSE_GRANULE_SHIFT))
+#define PF_DENSE_HALF_SHIFT 14u         /* the entry's bit: the object starts 16 bytes into its granule */
 extern uint16_t **pf_objdense_dir PF_HIDDEN;
+
+/* The index of addr's entry in its leaf, and 1 when entry e is that of an object starting at addr. */
+static inline uint64_t pf_objdense_index(uintptr_t addr)
+{
+    return (addr >> PF_DENSE_GRANULE_SHIFT) & (PF_DENSE_LEAF_ENTRIES - 1);
+}
+
+static inline int pf_objdense_holds(uint16_t e, uintptr_t addr)
+{
+    return e && !((e ^ (uint32_t)addr << (PF_DENSE_HALF_SHIFT - 4)) & 1u << PF_DENSE_HALF_SHIFT);
+}
 
 /* 1 when the dense map holds an object at addr. */
 static inline int pf_objdense_has(uintptr_t addr)
@@ -224,7 +238,7 @@ static inline int pf_objdense_has(uintptr_t addr)
     if (PF_LIKELY(!d) || (addr & 15) || (addr >> 48))
         return 0;
     const uint16_t *leaf = __atomic_load_n(&d[addr >> PF_DENSE_LEAF_SHIFT], __ATOMIC_ACQUIRE);
-    return leaf && __atomic_load_n(&leaf[(addr >> 4) & (PF_DENSE_LEAF_ENTRIES - 1)], __ATOMIC_ACQUIRE) != 0;
+    return leaf && pf_objdense_holds(__atomic_load_n(&leaf[pf_objdense_index(addr)], __ATOMIC_ACQUIRE), addr);
 }
 
 /* Gives back the dense map's all-zero entry pages of a span the program is about to unmap (pf_objdense.h). */

@@ -13,7 +13,7 @@
 
 #include "pf_objdense.h"
 
-#define SPAN_PER_PAGE (32u * 1024u)     /* a 4 KiB page of 2-byte entries covers 2048 granules of 16 bytes */
+#define SPAN_PER_PAGE (64u * 1024u)     /* a 4 KiB page of 2-byte entries covers 2048 granules of 32 bytes */
 static const uint64_t base = 0x7f3000000000ull;     /* a leaf boundary (256 MiB aligned) */
 
 static int setup(void **state)
@@ -42,15 +42,15 @@ static int entry_resident(uint64_t addr)
 /* Writes an entry in every granule of [lo, hi), then clears them all (as the frees of an arena's blocks do). */
 static void fill_and_free(uint64_t lo, uint64_t hi)
 {
-    for (uint64_t a = lo; a < hi; a += 16)
-        *pf_dense_at(a, 1) = pf_dense_entry(48, 2, 1);
-    for (uint64_t a = lo; a < hi; a += 16)
+    for (uint64_t a = lo; a < hi; a += 32)
+        *pf_dense_at(a, 1) = pf_dense_entry(a, 48, 2, PF_ALLOC_EXACT);
+    for (uint64_t a = lo; a < hi; a += 32)
         *pf_dense_at(a, 0) = 0;
 }
 
 static void test_freed_arena_pages_leave(void **state)
 {
-    const uint64_t arena = base + 4 * SPAN_PER_PAGE, bytes = 8 * SPAN_PER_PAGE;  /* 256 KiB, like 3.8's arenas */
+    const uint64_t arena = base + 4 * SPAN_PER_PAGE, bytes = 8 * SPAN_PER_PAGE;  /* 512 KiB */
     fill_and_free(arena, arena + bytes);
     for (uint64_t a = arena; a < arena + bytes; a += SPAN_PER_PAGE)
         assert_true(entry_resident(a));
@@ -59,7 +59,7 @@ static void test_freed_arena_pages_leave(void **state)
         assert_false(entry_resident(a));
     /* a new arena at the same addresses gets its entries back, starting from zero */
     assert_int_equal(*pf_dense_at(arena + 16, 0), 0);
-    *pf_dense_at(arena + 16, 1) = pf_dense_entry(32, 2, 1);
+    *pf_dense_at(arena + 16, 1) = pf_dense_entry(arena + 16, 32, 2, PF_ALLOC_EXACT);
     assert_int_equal(pf_dense_size(*pf_dense_at(arena + 16, 0)), 32);
 }
 
@@ -68,14 +68,14 @@ static void test_page_with_an_entry_stays(void **state)
     const uint64_t arena = base + 64 * SPAN_PER_PAGE, bytes = 4 * SPAN_PER_PAGE;
     fill_and_free(arena, arena + bytes);
     const uint64_t kept = arena + SPAN_PER_PAGE + 160;      /* a block whose free pyflow did not see */
-    *pf_dense_at(kept, 0) = pf_dense_entry(100, 1, 1);
+    *pf_dense_at(kept, 0) = pf_dense_entry(kept, 100, 1, PF_ALLOC_EXACT);
     assert_int_equal(pf_dense_release(arena, bytes), 3);
     assert_true(entry_resident(kept));
     assert_int_equal(pf_dense_size(*pf_dense_at(kept, 0)), 100);
     assert_false(entry_resident(arena));
 }
 
-/* An arena not aligned to the 32 KiB a page of entries covers: the pages at its ends also hold the entries of
+/* An arena not aligned to the 64 KiB a page of entries covers: the pages at its ends also hold the entries of
  * its neighbours, which another thread may be writing: they stay, even when zero. */
 static void test_edge_pages_stay(void **state)
 {

@@ -48,14 +48,26 @@ static void test_slot_word_fields(void **state)
     assert_false(pf_slot_fits(0x1000, 16, 0, 16, 0));
     assert_false(pf_slot_fits(0x1000, 16, 0, 0, 1));
     assert_false(pf_slot_fits(1ull << 48, 16, 0, 0, 0));
-    pf_dense_t e = pf_dense_entry(512, 2, 15);
+    const uint32_t all = PF_ALLOC_EXACT | PF_ALLOC_NO_PYSTATE | PF_ALLOC_TRUNCATED;
+    pf_dense_t e = pf_dense_entry(0x1010, 512, 2, all);
     assert_int_equal(pf_dense_size(e), 512);
     assert_int_equal(pf_dense_domain(e), 2);
-    assert_int_equal(pf_dense_flags(e), 15);
-    assert_int_equal(pf_dense_size(pf_dense_entry(0, 0, 0)), 0);
-    assert_int_not_equal(pf_dense_entry(0, 0, 0), 0);    /* a size-0 object is still there */
-    assert_false(pf_dense_fits(0x1000, 513, 2, 0));
-    assert_false(pf_dense_fits(0x1000, 16, 3, 0));
+    assert_int_equal(pf_dense_flags(e), all);
+    /* an entry is its granule's: it names the half its object starts in */
+    assert_true(pf_objdense_holds(e, 0x1010));
+    assert_false(pf_objdense_holds(e, 0x1000));
+    assert_true(pf_objdense_holds(pf_dense_entry(0x1000, 17, 0, PF_ALLOC_EXACT), 0x1000));
+    assert_false(pf_objdense_holds(pf_dense_entry(0x1000, 17, 0, PF_ALLOC_EXACT), 0x1010));
+    assert_int_equal(pf_dense_addr(0x1000, e), 0x1010);
+    assert_int_equal(pf_dense_flags(pf_dense_entry(0x1000, 17, 0, PF_ALLOC_EXACT)), PF_ALLOC_EXACT);
+    assert_true(pf_dense_fits(0x1000, 17, 2, all));
+    assert_false(pf_dense_fits(0x1000, 16, 2, PF_ALLOC_EXACT));   /* two could start in one granule */
+    assert_false(pf_dense_fits(0x1000, 0, 2, PF_ALLOC_EXACT));
+    assert_false(pf_dense_fits(0x1000, 513, 2, PF_ALLOC_EXACT));
+    assert_false(pf_dense_fits(0x1000, 32, 3, PF_ALLOC_EXACT));
+    assert_false(pf_dense_fits(0x1000, 32, 2, PF_ALLOC_SAMPLED));
+    assert_false(pf_dense_fits(0x1000, 32, 2, 0));
+    assert_false(pf_dense_fits(0x1008, 32, 2, PF_ALLOC_EXACT));
 }
 
 /* 100000 small malloc'd objects: at one word a slot and a load of 3/8 to 3/4, at most 8 * 8/3 bytes an
@@ -138,14 +150,17 @@ static void count_one(const pf_objinfo_t *o, void *arg)
     (*(uint64_t *)arg)++;
 }
 
-/* Under --exact, 200000 small Python objects packed in 16 MiB (as in pymalloc's arenas): none of them in
- * the hashed slots, every fact back at their free. */
+/* Under --exact, 200000 small Python objects packed in 16 MiB (as in pymalloc's arenas), 80 bytes apart (so
+ * in both halves of the map's 32-byte granules): none of them in the hashed slots, every fact back at their
+ * free. */
+#define DENSE_SIZE(i) (17u + (uint64_t)(i) % 496u)
+#define DENSE_FLAGS(i) (PF_ALLOC_EXACT | ((uint32_t)(i) % 4u) << 2)
 static void test_dense_small_python_objects(void **state)
 {
     enum { N = 200000 };
     for (int i = 0; i < N; i++) {
-        pf_objinfo_t o = {.addr = 0x7f1000000000ull + (uintptr_t)i * 80, .size = (uint64_t)(i % 513),
-                          .domain = (uint32_t)(i % 3), .flags = (uint32_t)(i % 16)};
+        pf_objinfo_t o = {.addr = 0x7f1000000000ull + (uintptr_t)i * 80, .size = DENSE_SIZE(i),
+                          .domain = (uint32_t)(i % 3), .flags = DENSE_FLAGS(i)};
         assert_int_equal(pf_objtable_insert(&o), 0);
     }
     assert_int_equal(pf_objtable_count(), N);
@@ -163,9 +178,9 @@ static void test_dense_small_python_objects(void **state)
         assert_int_equal(pf_objtable_maybe((void *)addr), 1);
         assert_int_equal(pf_objtable_remove(addr, &got), 1);
         assert_int_equal(got.addr, addr);
-        assert_int_equal(got.size, i % 513);
+        assert_int_equal(got.size, DENSE_SIZE(i));
         assert_int_equal(got.domain, i % 3);
-        assert_int_equal(got.flags, i % 16);
+        assert_int_equal(got.flags, DENSE_FLAGS(i));
         assert_int_equal(pf_objtable_remove(addr, &got), 0);
     }
     assert_int_equal(pf_objtable_count(), 0);
@@ -220,6 +235,51 @@ static void test_dense_and_hashed_meet(void **state)
     assert_int_equal(pf_objtable_count(), 0);
 }
 
+/* A granule of the dense map is 32 bytes: a block of 16 bytes or fewer (hashed) and a larger one in its
+ * other half (dense) are both found, each with its own facts; a dense object inserted in the other half of
+ * a granule whose entry's object overlaps it (freed unseen) takes the entry, and the old address is no
+ * longer tracked. */
+static void test_dense_granule_halves(void **state)
+{
+    const uintptr_t g = 0x7f4000000000ull;
+    pf_objinfo_t small = {.addr = g, .size = 16, .domain = 2, .flags = PF_ALLOC_EXACT};
+    pf_objinfo_t upper = {.addr = g + 16, .size = 40, .domain = 1, .flags = PF_ALLOC_EXACT | PF_ALLOC_TRUNCATED};
+    pf_objinfo_t got;
+    assert_int_equal(pf_objtable_insert(&small), 0);
+    assert_int_equal(pf_objtable_insert(&upper), 0);
+    assert_int_equal(pf_objtable_count(), 2);
+    assert_int_equal(pf_objtable_maybe((void *)g), 1);
+    assert_int_equal(pf_objtable_maybe((void *)(g + 16)), 1);
+    assert_int_equal(pf_objtable_lookup(g, &got), 1);
+    assert_int_equal(got.size, 16);
+    assert_int_equal(pf_objtable_remove(g + 16, &got), 1);
+    assert_int_equal(got.size, 40);
+    assert_int_equal(got.domain, 1);
+    assert_int_equal(got.flags, PF_ALLOC_EXACT | PF_ALLOC_TRUNCATED);
+    assert_int_equal(pf_objtable_remove(g + 16, &got), 0);
+    assert_int_equal(pf_objtable_maybe((void *)g), 1);
+    assert_int_equal(pf_objtable_remove(g, &got), 1);
+    assert_int_equal(got.size, 16);
+    assert_int_equal(got.domain, 2);
+    assert_int_equal(pf_objtable_count(), 0);
+    assert_int_equal(pf_objtable_maybe((void *)g), 0);
+
+    for (int upper_first = 0; upper_first < 2; upper_first++) {
+        pf_objinfo_t lower = {.addr = g + 64, .size = 40, .domain = 2, .flags = PF_ALLOC_EXACT};
+        pf_objinfo_t high = {.addr = g + 80, .size = 24, .domain = 0, .flags = PF_ALLOC_EXACT};
+        pf_objinfo_t *older = upper_first ? &high : &lower, *newer = upper_first ? &lower : &high;
+        assert_int_equal(pf_objtable_insert(older), 0);
+        assert_int_equal(pf_objtable_insert(newer), 0);    /* overlaps the older one: its free was not seen */
+        assert_int_equal(pf_objtable_count(), 1);
+        assert_int_equal(pf_objtable_maybe((void *)older->addr), 0);
+        assert_int_equal(pf_objtable_remove(older->addr, &got), 0);
+        assert_int_equal(pf_objtable_remove(newer->addr, &got), 1);
+        assert_int_equal(got.size, newer->size);
+        assert_int_equal(got.domain, newer->domain);
+        assert_int_equal(pf_objtable_count(), 0);
+    }
+}
+
 /* Threads inserting and freeing their own small Python objects in shared regions (their stripes'
  * locks keep the dense entries right). */
 enum { THREADS = 4, PER_THREAD = 50000 };
@@ -229,15 +289,15 @@ static void *dense_worker(void *arg)
     uintptr_t id = (uintptr_t)arg;
     for (int round = 0; round < 4; round++) {
         for (int i = 0; i < PER_THREAD; i++) {
-            pf_objinfo_t o = {.addr = 0x7f3000000000ull + ((uintptr_t)i * THREADS + id) * 16,
-                              .size = (uint64_t)(i % 500), .domain = 2, .flags = 2};
+            pf_objinfo_t o = {.addr = 0x7f3000000000ull + ((uintptr_t)i * THREADS + id) * 48,
+                              .size = 17u + (uint64_t)(i % 32), .domain = 2, .flags = 2};
             if (pf_objtable_insert(&o) != 0)
                 return (void *)1;
         }
         for (int i = 0; i < PER_THREAD; i++) {
             pf_objinfo_t got;
-            if (pf_objtable_remove(0x7f3000000000ull + ((uintptr_t)i * THREADS + id) * 16, &got) != 1 ||
-                got.size != (uint64_t)(i % 500))
+            if (pf_objtable_remove(0x7f3000000000ull + ((uintptr_t)i * THREADS + id) * 48, &got) != 1 ||
+                got.size != 17u + (uint64_t)(i % 32))
                 return (void *)1;
         }
     }
@@ -323,6 +383,7 @@ int main(void)
         cmocka_unit_test_setup(test_serials_on_lookup, setup),
         cmocka_unit_test_setup(test_dense_small_python_objects, setup_dense),
         cmocka_unit_test_setup(test_dense_and_hashed_meet, setup_dense),
+        cmocka_unit_test_setup(test_dense_granule_halves, setup_dense),
         cmocka_unit_test_setup(test_dense_threads, setup_dense),
         cmocka_unit_test_setup(test_dense_objects_outside_the_filter, setup_dense),
         cmocka_unit_test(test_filter_pages_cover_the_heap_densely),
