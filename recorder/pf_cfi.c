@@ -23,7 +23,8 @@
  * new generation (pf_cfi_renewed: one load per walk, none per frame). A table replaced, by growth or by
  * forgetting, stays mapped (a reader may still be probing it) with its pages given back: a reader there
  * then finds zeros, an empty slot or a rule of kind PF_CFI_UNKNOWN (read in one load), and at worst asks
- * libunwind. Past CFI_RENEWALS the fast walk is given up.
+ * libunwind; a claim it makes there writes one page back in, which stays (a page per walk under way at a
+ * swap, at most). Past CFI_RENEWALS the fast walk is given up.
  */
 #include <stddef.h>
 #include <stdint.h>
