@@ -57,17 +57,29 @@ void *pf_bootstrap_alloc(size_t size, size_t align) PF_HIDDEN;
 int pf_bootstrap_owns(const void *p) PF_HIDDEN;
 
 /* In a hook of a libc function not in the table above (pf_hooks_io.c, pf_hooks_paths.c): real_<name>, the
- * next definition of name (libc's, or a later preload's), found on the first call; without one, the hook
- * fails with ENOSYS, returning fail. */
+ * next definition of name (libc's, or a later preload's); without one, the hook fails with ENOSYS, returning
+ * fail. Each such pointer is filed in the section pf_real_slots, and pf_hooks_resolve_all finds them all
+ * from the constructor: dlsym takes the loader's lock, so a hook whose first call came from a signal
+ * handler while another thread was in dlopen (running a library's constructor) waited for that thread,
+ * which a program without pyflow never does. A call before the constructor still looks its own up. */
+typedef struct pf_real_slot {
+    const char *name;
+    void **fn;
+} pf_real_slot_t;
 #define PF_REAL_OR(name, fail)                                                                              \
     static __typeof__(&name) real_##name;                                                               \
-    if (PF_UNLIKELY(!real_##name))                                                                      \
-        real_##name = (__typeof__(&name))dlsym(RTLD_NEXT, #name);                                       \
+    static pf_real_slot_t pf_real_slot_##name                                                           \
+        __attribute__((section("pf_real_slots"), used, aligned(sizeof(void *)))) = {#name, (void **)&real_##name}; \
+    if (PF_UNLIKELY(!__atomic_load_n(&real_##name, __ATOMIC_ACQUIRE)))                                  \
+        __atomic_store_n(&real_##name, (__typeof__(&name))dlsym(RTLD_NEXT, #name), __ATOMIC_RELEASE);  \
     if (PF_UNLIKELY(!real_##name)) {                                                                    \
         errno = ENOSYS;                                                                                 \
         return fail;                                                                                    \
     }
 #define PF_REAL(name) PF_REAL_OR(name, -1)
+
+/* Finds every PF_REAL_OR hook's next function now (pf_rt_init). */
+void pf_hooks_resolve_all(void) PF_HIDDEN;
 
 /* Such a hook of name returning ret (fail without a real function) that runs `before` and passes args on. */
 #define PF_HOOK(ret, fail, name, params, args, before)                                                     \

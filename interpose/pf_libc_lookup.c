@@ -10,6 +10,7 @@
  * allocator's malloc, an old symbol version, a library's own memcpy) is passed on as it is: a hook that
  * forwarded elsewhere would change what the program runs.
  */
+#include <dlfcn.h>
 #include <stddef.h>
 #include <string.h>
 #include <malloc.h>
@@ -69,4 +70,15 @@ void *pf_libc_lookup(const char *name, void *f)
         return real == f ? hooks[i].hook : f;
     }
     return f;
+}
+
+/* The linker's bounds of the PF_REAL_OR slots (pf_hooks_int.h). */
+extern pf_real_slot_t __start_pf_real_slots[] __attribute__((weak, visibility("hidden")));
+extern pf_real_slot_t __stop_pf_real_slots[] __attribute__((weak, visibility("hidden")));
+
+void pf_hooks_resolve_all(void)
+{
+    for (pf_real_slot_t *s = __start_pf_real_slots; s && s < __stop_pf_real_slots; s++)
+        if (!__atomic_load_n(s->fn, __ATOMIC_ACQUIRE))
+            __atomic_store_n(s->fn, dlsym(RTLD_NEXT, s->name), __ATOMIC_RELEASE);
 }

@@ -23,6 +23,30 @@ def case_preload_chain(c):
     assert "next-preload: loaded" in cp.stderr, "the user's LD_PRELOAD was dropped"
 
 
+@once
+def case_signal_first_call(c):
+    """A hook's first call from a signal handler while another thread is in dlopen (signal_first_call.c, a C
+    program with the runtime preloaded, as the hooks are in every process pyflow starts): the loader holds
+    its lock while a library's constructor runs, and a hook that looked up its real function with dlsym at
+    its first call waited for that lock, where the program without pyflow does not wait at all (the
+    constructor, waiting for the handler, gave up after 3 s: "timed out"). Every such hook finds its
+    function when the runtime starts (pf_hooks_resolve_all)."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        raise Skip("no C compiler to build the program")
+    exe, spin = os.path.join(c.tmp, "pf_first_call"), os.path.join(c.tmp, "libpf_first_call_spin.so")
+    for cmd in ([cc, "-O2", "-rdynamic", "-o", exe, prog("signal_first_call.c"), "-ldl", "-lpthread"],
+                [cc, "-O2", "-shared", "-fPIC", "-DSPIN", "-o", spin, prog("signal_first_call.c")]):
+        built = run(cmd)
+        assert built.returncode == 0, built.stderr
+    runtime = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(c.pyflow))), "lib", "pyflow",
+                           "libpyflow.so")
+    for preload in ({}, {"LD_PRELOAD": runtime}):
+        cp = run([exe, spin], env=dict(os.environ, **preload))
+        assert cp.returncode == 0 and cp.stdout == "ok\n", (preload, cp.stdout, cp.stderr[-800:])
+    print("a hook's first call in a signal handler ran while another thread was in dlopen, as without pyflow")
+
+
 @per_version
 def case_lazy_libraries(c):
     """libpfm4 is loaded only when watch names an event: linked, its relocated event tables cost every
