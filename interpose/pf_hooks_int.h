@@ -81,14 +81,21 @@ typedef struct pf_real_slot {
 /* Finds every PF_REAL_OR hook's next function now (pf_rt_init). */
 void pf_hooks_resolve_all(void) PF_HIDDEN;
 
-/* Such a hook of name returning ret (fail without a real function) that runs `before` and passes args on. */
+/* Such a hook of name returning ret (fail without a real function) of a system call that reads or writes
+ * the program's memory: `before` hands each buffer of the call to pf_watch_pages_before_io, which keeps
+ * page watches off its pages until the call returns (pf_watch.h, included by the hooks' files). */
 #define PF_HOOK(ret, fail, name, params, args, before)                                                     \
     PF_EXPORT ret name params                                                                           \
     {                                                                                                   \
         PF_REAL_OR(name, fail);                                                                         \
-        before;                                                                                         \
-        return real_##name args;                                                                        \
+        PF_IO_CALL(ret, real_##name args, before);                                                      \
     }
+#define PF_IO_CALL(ret, call, before)                                                                      \
+    unsigned pf_io_mark = pf_watch_io_mark();                                                           \
+    before;                                                                                             \
+    ret pf_io_ret = call;                                                                               \
+    pf_watch_io_done(pf_io_mark);                                                                       \
+    return pf_io_ret
 
 /* A hook whose call to the real function must be a tail call (forced, also at -O0): glibc's dlsym(RTLD_NEXT)
  * and dlopen act on behalf of their caller, which they know by the return address. */

@@ -1,8 +1,10 @@
 /* pf_hooks_io.c - read/write-family system call wrappers, interposed for page-protection watchpoints
  * (watch/pf_watch_pages.c): a page watch protects a page the program uses, and the kernel's own access to
  * it in a system call would fail the call with EFAULT, where the program's access faults to watch's
- * handler. So before such a call, the watches on the pages of its buffer end. One load while no page is
- * watched (always, but with --watch where debug registers do not fire, or PYFLOW_WATCH_MECH=pages).
+ * handler. So the pages of such a call's buffer are fenced until it returns (watch/pf_watch_io.c): the
+ * watches on them end, and none armed meanwhile protects them. One load before the call and a thread-local
+ * one after it while no page can be watched (always, but with --watch where debug registers do not fire,
+ * or PYFLOW_WATCH_MECH=pages).
  *
  * Covered: read, write, pread64, pwrite64, readv, writev, recv, send, recvfrom, sendto (what CPython's
  * os, io and socket modules call), their checked entry points (__read_chk, __pread64_chk, __recv_chk,
@@ -36,85 +38,29 @@ static void before_iov(const struct iovec *iov, int n)
         pf_watch_pages_before_io(iov[i].iov_base, iov[i].iov_len);
 }
 
-PF_EXPORT ssize_t read(int fd, void *buf, size_t n)
-{
-    PF_REAL(read);
-    pf_watch_pages_before_io(buf, n);
-    return real_read(fd, buf, n);
-}
+#define PF_BUF_HOOK(name, params, args, buf, n) PF_HOOK(ssize_t, -1, name, params, args, pf_watch_pages_before_io(buf, n))
+PF_BUF_HOOK(read, (int fd, void *buf, size_t n), (fd, buf, n), buf, n)
+PF_BUF_HOOK(write, (int fd, const void *buf, size_t n), (fd, buf, n), buf, n)
+PF_BUF_HOOK(pread64, (int fd, void *buf, size_t n, off_t off), (fd, buf, n, off), buf, n)
+PF_BUF_HOOK(pwrite64, (int fd, const void *buf, size_t n, off_t off), (fd, buf, n, off), buf, n)
+PF_BUF_HOOK(recv, (int fd, void *buf, size_t n, int flags), (fd, buf, n, flags), buf, n)
+PF_BUF_HOOK(send, (int fd, const void *buf, size_t n, int flags), (fd, buf, n, flags), buf, n)
+PF_BUF_HOOK(recvfrom, (int fd, void *buf, size_t n, int flags, struct sockaddr *from, socklen_t *len),
+            (fd, buf, n, flags, from, len), buf, n)
+PF_BUF_HOOK(sendto, (int fd, const void *buf, size_t n, int flags, const struct sockaddr *to, socklen_t len),
+            (fd, buf, n, flags, to, len), buf, n)
+PF_BUF_HOOK(getdents64, (int fd, void *buf, size_t n), (fd, buf, n), buf, n)
+PF_HOOK(ssize_t, -1, readv, (int fd, const struct iovec *iov, int n), (fd, iov, n), before_iov(iov, n))
+PF_HOOK(ssize_t, -1, writev, (int fd, const struct iovec *iov, int n), (fd, iov, n), before_iov(iov, n))
 
-PF_EXPORT ssize_t write(int fd, const void *buf, size_t n)
-{
-    PF_REAL(write);
-    pf_watch_pages_before_io(buf, n);
-    return real_write(fd, buf, n);
-}
-
-PF_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off)
-{
-    PF_REAL(pread64);
-    pf_watch_pages_before_io(buf, n);
-    return real_pread64(fd, buf, n, off);
-}
-
-PF_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
-{
-    PF_REAL(pwrite64);
-    pf_watch_pages_before_io(buf, n);
-    return real_pwrite64(fd, buf, n, off);
-}
-
-PF_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
-{
-    PF_REAL(readv);
-    before_iov(iov, n);
-    return real_readv(fd, iov, n);
-}
-
-PF_EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
-{
-    PF_REAL(writev);
-    before_iov(iov, n);
-    return real_writev(fd, iov, n);
-}
-
-PF_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
-{
-    PF_REAL(recv);
-    pf_watch_pages_before_io(buf, n);
-    return real_recv(fd, buf, n, flags);
-}
-
-PF_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
-{
-    PF_REAL(send);
-    pf_watch_pages_before_io(buf, n);
-    return real_send(fd, buf, n, flags);
-}
-
-PF_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *from, socklen_t *len)
-{
-    PF_REAL(recvfrom);
-    pf_watch_pages_before_io(buf, n);
-    return real_recvfrom(fd, buf, n, flags, from, len);
-}
-
-PF_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *to, socklen_t len)
-{
-    PF_REAL(sendto);
-    pf_watch_pages_before_io(buf, n);
-    return real_sendto(fd, buf, n, flags, to, len);
-}
-
-PF_HOOK(ssize_t, -1, __read_chk, (int fd, void *buf, size_t n, size_t buf_len), (fd, buf, n, buf_len),
-        pf_watch_pages_before_io(buf, n))
-PF_HOOK(ssize_t, -1, __pread64_chk, (int fd, void *buf, size_t n, off64_t off, size_t buf_len),
-        (fd, buf, n, off, buf_len), pf_watch_pages_before_io(buf, n))
-PF_HOOK(ssize_t, -1, __recv_chk, (int fd, void *buf, size_t n, size_t buf_len, int flags),
-        (fd, buf, n, buf_len, flags), pf_watch_pages_before_io(buf, n))
-PF_HOOK(ssize_t, -1, __recvfrom_chk,
-        (int fd, void *buf, size_t n, size_t buf_len, int flags, struct sockaddr *from, socklen_t *len),
-        (fd, buf, n, buf_len, flags, from, len), pf_watch_pages_before_io(buf, n))
+PF_BUF_HOOK(__read_chk, (int fd, void *buf, size_t n, size_t buf_len), (fd, buf, n, buf_len), buf, n)
+PF_BUF_HOOK(__pread64_chk, (int fd, void *buf, size_t n, off64_t off, size_t buf_len), (fd, buf, n, off, buf_len),
+            buf, n)
+PF_BUF_HOOK(__recv_chk, (int fd, void *buf, size_t n, size_t buf_len, int flags), (fd, buf, n, buf_len, flags),
+            buf, n)
+PF_BUF_HOOK(__recvfrom_chk,
+            (int fd, void *buf, size_t n, size_t buf_len, int flags, struct sockaddr *from, socklen_t *len),
+            (fd, buf, n, buf_len, flags, from, len), buf, n)
 
 /* readdir fills its DIR's buffer with getdents64 from inside libc, where the calls above do not see it: a
  * watch on a page of that buffer failed the call with EFAULT, and Python's listdir then raised, so that
@@ -123,30 +69,12 @@ PF_HOOK(ssize_t, -1, __recvfrom_chk,
  * bounds what the kernel writes. */
 static void before_readdir(DIR *d)
 {
-    if (__builtin_expect(__atomic_load_n(&pf_watch_pages_active, __ATOMIC_RELAXED) != 0, 0) && d)
-        pf_watch_pages_release_range_slow(d, malloc_usable_size(d));   /* the hook's: a start-up block too */
+    if (__builtin_expect(__atomic_load_n(&pf_watch_io_fencing, __ATOMIC_RELAXED) != 0, 0) && d)
+        pf_watch_io_fence_slow(d, malloc_usable_size(d));   /* the hook's: a start-up block too */
 }
 
-PF_EXPORT struct dirent *readdir(DIR *d)
-{
-    PF_REAL_OR(readdir, NULL);
-    before_readdir(d);
-    return real_readdir(d);
-}
-
-PF_EXPORT struct dirent64 *readdir64(DIR *d)
-{
-    PF_REAL_OR(readdir64, NULL);
-    before_readdir(d);
-    return real_readdir64(d);
-}
-
-PF_EXPORT ssize_t getdents64(int fd, void *buf, size_t n)
-{
-    PF_REAL(getdents64);
-    pf_watch_pages_before_io(buf, n);
-    return real_getdents64(fd, buf, n);
-}
+PF_HOOK(struct dirent *, NULL, readdir, (DIR *d), (d), before_readdir(d))
+PF_HOOK(struct dirent64 *, NULL, readdir64, (DIR *d), (d), before_readdir(d))
 
 /* libunwind (--native, --watch) keeps a pipe for checking addresses: its descriptors are moved above the
  * program's (pf_fd.h), so a program counting on the lowest free numbers gets them. Everything else goes

@@ -1,8 +1,9 @@
 /* pf_hooks_paths.c - libc functions whose system call reads a path (or another buffer the program
  * passes) or writes a buffer, interposed for page-protection watchpoints like pf_hooks_io.c's: a load
  * watch makes its page no-access, a store watch read-only, and where the program's own access would fault
- * to watch's handler, the kernel's fails the call with EFAULT. So before the call, the watches on the
- * pages it reads or writes end. One load while no page is watched.
+ * to watch's handler, the kernel's fails the call with EFAULT. So the pages it reads or writes are fenced
+ * until it returns (watch/pf_watch_io.c): the watches on them end, and none armed meanwhile protects them.
+ * One load before the call and a thread-local one after it while no page can be watched.
  *
  * The paths are the ones that failed: `import numpy` under --watch=loads now and then raised
  * ModuleNotFoundError, the path of the file it looked for (a bytes object made fresh by os.stat from a
@@ -119,14 +120,14 @@ PF_HOOK(int, -1, epoll_pwait, (int ep, struct epoll_event *ev, int n, int ms, co
 /* A message's header, address, control data and every piece of its data. */
 static void before_msg(const struct msghdr *m)
 {
-    if (!__atomic_load_n(&pf_watch_pages_active, __ATOMIC_RELAXED) || !m)
+    if (!__atomic_load_n(&pf_watch_io_fencing, __ATOMIC_RELAXED) || !m)
         return;
-    pf_watch_pages_release_range_slow(m, sizeof *m);
-    pf_watch_pages_release_range_slow(m->msg_name, m->msg_namelen);
-    pf_watch_pages_release_range_slow(m->msg_control, m->msg_controllen);
-    pf_watch_pages_release_range_slow(m->msg_iov, m->msg_iovlen * sizeof *m->msg_iov);
+    pf_watch_io_fence_slow(m, sizeof *m);
+    pf_watch_io_fence_slow(m->msg_name, m->msg_namelen);
+    pf_watch_io_fence_slow(m->msg_control, m->msg_controllen);
+    pf_watch_io_fence_slow(m->msg_iov, m->msg_iovlen * sizeof *m->msg_iov);
     for (size_t i = 0; i < m->msg_iovlen; i++)
-        pf_watch_pages_release_range_slow(m->msg_iov[i].iov_base, m->msg_iov[i].iov_len);
+        pf_watch_io_fence_slow(m->msg_iov[i].iov_base, m->msg_iov[i].iov_len);
 }
 PF_HOOK(ssize_t, -1, sendmsg, (int fd, const struct msghdr *m, int flags), (fd, m, flags), before_msg(m))
 PF_HOOK(ssize_t, -1, recvmsg, (int fd, struct msghdr *m, int flags), (fd, m, flags), before_msg(m))
@@ -146,8 +147,7 @@ static mode_t open_mode(int flags, va_list ap)
         va_start(ap, flags);                                                                            \
         mode_t mode = open_mode(flags, ap);                                                             \
         va_end(ap);                                                                                     \
-        before_path(p);                                                                                 \
-        return real_##name args;                                                                        \
+        PF_IO_CALL(int, real_##name args, before_path(p));                                              \
     }
 PF_OPEN_HOOK(open, (const char *p, int flags, ...), (p, flags, mode))
 PF_OPEN_HOOK(open64, (const char *p, int flags, ...), (p, flags, mode))
@@ -184,12 +184,14 @@ PF_HOOK(int, -1, __ppoll_chk, (struct pollfd *fds, nfds_t n, const struct timesp
 
 /* ---- dlopen ---- */
 /* glibc's dlopen searches the RUNPATH of the object that called it, which it knows by the return address:
- * the call is passed on by a tail call, so glibc still sees the original caller. */
+ * the call is passed on by a tail call, so glibc still sees the original caller, and nothing runs after it
+ * to take a fence down: the watches on the path's pages end, unfenced. */
 PF_EXPORT PF_TAIL_CALLS void *dlopen(const char *p, int flags)
 {
     static __typeof__(&dlopen) real_dlopen;
     if (PF_UNLIKELY(!real_dlopen))
         real_dlopen = (__typeof__(&dlopen))dlsym(RTLD_NEXT, "dlopen");
-    before_path(p);
+    if (p)
+        pf_watch_pages_release(p, PATH_MAX);
     return real_dlopen(p, flags);
 }

@@ -215,14 +215,38 @@ int pf_watch_signal(void);
 /* 1 when watchpoints are page protections (emulate_pages): SIGSEGV is then watch's too. */
 int pf_watch_pages_on(void);
 
-/* Page-protection watches: ends every watch whose page overlaps [p, p+n) before a system call reads or
- * writes there (the kernel would fail it with EFAULT instead of faulting). One load while none is armed. */
-extern unsigned pf_watch_pages_active;
-void pf_watch_pages_release_range_slow(const void *p, size_t n);
+/* Page-protection watches and system calls: the kernel's own access to a protected page fails the call
+ * with EFAULT, where the program's would fault to watch's handler. So a hook notes pf_watch_io_mark()
+ * before its call, hands each buffer the kernel reads or writes to pf_watch_pages_before_io, and calls
+ * pf_watch_io_done(mark) after: the watches on those pages end, and no watch armed meanwhile (by a sample
+ * on any thread) protects them before the call returns (pf_watch_io.c). One load while watch protects no
+ * pages, one thread-local load after the call. */
+extern int pf_watch_io_fencing;
+extern __thread unsigned pf_watch_io_depth __attribute__((tls_model("initial-exec")));
+void pf_watch_io_fence_slow(const void *p, size_t n);
+void pf_watch_io_done_slow(unsigned mark);
+
+static inline unsigned pf_watch_io_mark(void) { return pf_watch_io_depth; }
+
 static inline void pf_watch_pages_before_io(const void *p, size_t n)
 {
-    if (__builtin_expect(__atomic_load_n(&pf_watch_pages_active, __ATOMIC_RELAXED) != 0, 0))
-        pf_watch_pages_release_range_slow(p, n);
+    if (__builtin_expect(__atomic_load_n(&pf_watch_io_fencing, __ATOMIC_RELAXED) != 0, 0))
+        pf_watch_io_fence_slow(p, n);
+}
+
+/* A call that must stay a tail call (dlopen): the watches on [p, p+n)'s pages end, but nothing keeps a
+ * watch armed meanwhile off them (docs/limitations.md). */
+void pf_watch_io_release_slow(const void *p, size_t n);
+static inline void pf_watch_pages_release(const void *p, size_t n)
+{
+    if (__builtin_expect(__atomic_load_n(&pf_watch_io_fencing, __ATOMIC_RELAXED) != 0, 0))
+        pf_watch_io_release_slow(p, n);
+}
+
+static inline void pf_watch_io_done(unsigned mark)
+{
+    if (__builtin_expect(pf_watch_io_depth != mark, 0))
+        pf_watch_io_done_slow(mark);
 }
 
 /* The sampling event actually used ("cycles", "task-clock", ...) and its period; "" before init. */

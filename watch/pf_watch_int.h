@@ -298,6 +298,11 @@ void pf_watch_emu_chain_end_ago(pf_watch_thread_t *t, uint64_t ago_ns) PF_WATCH_
 
 /* ---- pf_watch_pages.c: watchpoints by page protection (cfg.emulate_pages) ---- */
 
+#define PF_WATCH_PAGE 4096ull
+
+/* Slots with a protected page: 0 = every fault is the program's. */
+extern unsigned pf_watch_pages_active PF_WATCH_HIDDEN;
+
 /* A page watch's chain gives up after this much of the thread's CPU time without a hit (a word nobody
  * touches again costs nothing, but holds the thread's one chain). */
 #define PF_WATCH_PAGES_CHAIN_NS (20ull * 1000 * 1000)
@@ -317,6 +322,9 @@ int pf_watch_pages_rw_allowed_in(const char *maps, uint64_t addr) PF_WATCH_HIDDE
 int pf_watch_pages_stepping(void) PF_WATCH_HIDDEN;
 void pf_watch_pages_step_done(pf_watch_thread_t *t) PF_WATCH_HIDDEN;
 void pf_watch_segv_handler(int sig, siginfo_t *si, void *ucv) PF_WATCH_HIDDEN;
+/* Gives every watched page in [lo, hi) the protection its watches need now, a fence counted
+ * (pf_watch_io.c); takes the page lock only when such a page is watched. */
+void pf_watch_pages_reapply(uint64_t lo, uint64_t hi) PF_WATCH_HIDDEN;
 /* Measures a fault cycle's CPU cost, what each fault charges a chain (handlers installed, no thread yet). */
 void pf_watch_pages_calibrate(void) PF_WATCH_HIDDEN;
 /* A signal that is not watch's: the program's action (the runtime's), else the default. */
@@ -326,6 +334,15 @@ void pf_watch_foreign_signal(int sig, siginfo_t *si, void *ucv) PF_WATCH_HIDDEN;
 int pf_watch_slot_touched(pf_watch_thread_t *t, const ucontext_t *uc) PF_WATCH_HIDDEN;
 /* Ends every page watch of t that no access repeated in time (pf_watch_handlers.c). */
 void pf_watch_pages_give_up(pf_watch_thread_t *t) PF_WATCH_HIDDEN;
+
+/* ---- pf_watch_io.c: the pages of system calls under way, which no page watch protects ---- */
+
+/* From now on, the I/O hooks fence their calls' buffers (set before the first page watch is armed). */
+void pf_watch_io_fencing_on(void) PF_WATCH_HIDDEN;
+/* 1 when a call under way reads or writes page (page lock held by the caller). */
+int pf_watch_io_fenced(uint64_t page) PF_WATCH_HIDDEN;
+/* In a fork child: the fences of the threads that did not come along come down. */
+void pf_watch_io_fork_child(void) PF_WATCH_HIDDEN;
 
 /* ---- pf_watch_slots.c: breakpoint events and the global armed table ---- */
 

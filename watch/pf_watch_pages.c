@@ -28,7 +28,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define PF_PAGE 4096ull
 #define PF_PAGES_MAX (PF_WATCH_MAX_THREADS * PF_WATCH_MAX_SLOTS)
 #define PF_MAPS_MAX 8192
 
@@ -42,10 +41,12 @@ typedef struct pf_map_range {
                            and malloc's futex words (rw_allowed) */
 } pf_map_range_t;
 
-/* The page each armed slot (by its index in the global armed table) protects, 0: none; whether it watches
- * reads too; and the pages being stepped over (unprotected meanwhile), with how many threads step there. */
+/* The page each armed slot (by its index in the global armed table) protects, 0: none (written under the
+ * lock, seq_cst: pf_watch_io.c's fences read it without); whether it watches reads too; the slots ever
+ * used; and the pages being stepped over (unprotected meanwhile), with how many threads step there. */
 static uint64_t slot_page[PF_PAGES_MAX];
 static uint8_t slot_rw[PF_PAGES_MAX];
+static unsigned slot_hiwater;
 static struct {
     uint64_t page;
     uint32_t threads;
@@ -82,16 +83,18 @@ static int prot_now(uint64_t page)
         if (stepping[i].page == page && stepping[i].threads)
             return PROT_READ | PROT_WRITE;
     int prot = -1;
-    for (int g = 0; g < PF_PAGES_MAX; g++)
+    for (unsigned g = 0; g < slot_hiwater; g++)
         if (slot_page[g] == page)
             prot = slot_rw[g] ? PROT_NONE : prot == PROT_NONE ? PROT_NONE : PROT_READ;
+    if (prot >= 0 && pf_watch_io_fenced(page))
+        return PROT_READ | PROT_WRITE;  /* a system call under way reads or writes it (pf_watch_io.c) */
     return prot;
 }
 
 static void apply(uint64_t page)
 {
     int prot = prot_now(page);
-    syscall(SYS_mprotect, (void *)(uintptr_t)page, PF_PAGE, prot < 0 ? PROT_READ | PROT_WRITE : prot);
+    syscall(SYS_mprotect, (void *)(uintptr_t)page, PF_WATCH_PAGE, prot < 0 ? PROT_READ | PROT_WRITE : prot);
 }
 
 static uint64_t hex_field(const char **p)
@@ -118,7 +121,7 @@ static int slot_on(uint64_t page, int rw)
 /* 1 when the no-access mapping m is a page of watch's own (its protection splits the mapping), not a guard. */
 static int own_page(const pf_map_range_t *m)
 {
-    return m->hi - m->lo == PF_PAGE && slot_on(m->lo, 0);
+    return m->hi - m->lo == PF_WATCH_PAGE && slot_on(m->lo, 0);
 }
 
 /* A thread's stack lies above its guard: at most this far (8 MiB is glibc's default from RLIMIT_STACK). */
@@ -269,8 +272,8 @@ static int writable_private(uint64_t addr)
 
 int pf_watch_pages_arm(int g, uint64_t addr, uint32_t len, int rw)
 {
-    uint64_t page = addr & ~(PF_PAGE - 1);
-    if (g < 0 || g >= PF_PAGES_MAX || (addr + len - 1) / PF_PAGE != page / PF_PAGE)
+    uint64_t page = addr & ~(PF_WATCH_PAGE - 1);
+    if (g < 0 || g >= PF_PAGES_MAX || (addr + len - 1) / PF_WATCH_PAGE != page / PF_WATCH_PAGE)
         return -EINVAL;     /* aligned words never cross a page */
     int rc = 0;
     lock();
@@ -283,16 +286,18 @@ int pf_watch_pages_arm(int g, uint64_t addr, uint32_t len, int rw)
     } else if (rw && (ours ? !slot_on(page, 1) : !rw_allowed(m, page))) {
         rc = -EACCES;   /* a page that may hold a futex word (rw_allowed; a page of ours: judged when first armed) */
     } else {
+        /* the count and the page are published before apply reads the fences (pf_watch_io.c) */
         if (!slot_page[g])
-            __atomic_fetch_add(&pf_watch_pages_active, 1, __ATOMIC_RELAXED);
+            __atomic_fetch_add(&pf_watch_pages_active, 1, __ATOMIC_SEQ_CST);
         else if (slot_page[g] != page) {
             uint64_t old = slot_page[g];
-            slot_page[g] = 0;
+            __atomic_store_n(&slot_page[g], 0, __ATOMIC_SEQ_CST);
             apply(old);
-            __atomic_fetch_add(&pf_watch_pages_active, 1, __ATOMIC_RELAXED);
         }
-        slot_page[g] = page;
+        if ((unsigned)g >= slot_hiwater)
+            __atomic_store_n(&slot_hiwater, (unsigned)g + 1, __ATOMIC_SEQ_CST);
         slot_rw[g] = (uint8_t)(rw != 0);
+        __atomic_store_n(&slot_page[g], page, __ATOMIC_SEQ_CST);
         apply(page);
     }
     unlock();
@@ -306,7 +311,7 @@ void pf_watch_pages_disarm(int g)
     lock();
     uint64_t page = slot_page[g];
     if (page) {
-        slot_page[g] = 0;
+        __atomic_store_n(&slot_page[g], 0, __ATOMIC_SEQ_CST);
         __atomic_fetch_sub(&pf_watch_pages_active, 1, __ATOMIC_RELAXED);
         apply(page);
     }
@@ -329,7 +334,7 @@ static int writable_now(uint64_t addr)
  * two watched pages) unprotects the second page too. */
 static int begin_step(uint64_t addr)
 {
-    uint64_t page = addr & ~(PF_PAGE - 1);
+    uint64_t page = addr & ~(PF_WATCH_PAGE - 1);
     int ours = 0;
     lock();
     if (prot_now(page) >= 0) {
@@ -374,7 +379,7 @@ void pf_watch_pages_step_done(pf_watch_thread_t *t)
 void pf_watch_pages_calibrate(void)
 {
     enum { CYCLES = 64 };
-    volatile uint64_t *word = mmap(NULL, PF_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    volatile uint64_t *word = mmap(NULL, PF_WATCH_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (word == MAP_FAILED)
         return;
     int g = PF_PAGES_MAX - 1;
@@ -390,7 +395,7 @@ void pf_watch_pages_calibrate(void)
         if (spent / CYCLES > 1000)
             cycle_ns = spent / CYCLES;
     }
-    munmap((void *)word, PF_PAGE);
+    munmap((void *)word, PF_WATCH_PAGE);
 }
 
 /* SIGSEGV: a protection fault on a watched page is stepped over (and judged when it touched a watched
@@ -413,7 +418,7 @@ void pf_watch_segv_handler(int sig, siginfo_t *si, void *ucv)
         /* the code blocks SIGTRAP: a single step's trap would arrive blocked, and the kernel kills a thread
          * whose forced trap is blocked. End every watch on the page instead; the access then runs. */
         pf_watch_pages_step_done(NULL);
-        pf_watch_on_free_slow((void *)(uintptr_t)(addr & ~(PF_PAGE - 1)), PF_PAGE);
+        pf_watch_on_free_slow((void *)(uintptr_t)(addr & ~(PF_WATCH_PAGE - 1)), PF_WATCH_PAGE);
         errno = saved;
         return;
     }
@@ -429,15 +434,30 @@ void pf_watch_segv_handler(int sig, siginfo_t *si, void *ucv)
     errno = saved;
 }
 
-/* Before a system call that reads or writes [p, p+n): every watch on those pages ends (the kernel's own
- * access to a protected page fails the call with EFAULT, where a program's access would fault to us). */
-void pf_watch_pages_release_range_slow(const void *p, size_t n)
+void pf_watch_pages_reapply(uint64_t lo, uint64_t hi)
 {
-    if (!n)
+    /* most calls' pages hold no watch: found without the lock (seq_cst, against an arm's publication) */
+    unsigned n = __atomic_load_n(&slot_hiwater, __ATOMIC_SEQ_CST);
+    int any = 0;
+    for (unsigned g = 0; g < n && !any; g++) {
+        uint64_t page = __atomic_load_n(&slot_page[g], __ATOMIC_SEQ_CST);
+        any = page && page >= lo && page < hi;
+    }
+    if (!any)
         return;
-    uint64_t lo = (uint64_t)(uintptr_t)p & ~(PF_PAGE - 1);
-    uint64_t hi = ((uint64_t)(uintptr_t)p + n + PF_PAGE - 1) & ~(PF_PAGE - 1);
-    pf_watch_on_free_slow((void *)(uintptr_t)lo, hi - lo);
+    pf_watch_thread_t *self = pf_watch_self;
+    int was_busy = self ? self->busy : 0;
+    if (self)
+        self->busy = 1;     /* no sample handler of ours may wait for the page lock */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    lock();
+    for (unsigned g = 0; g < slot_hiwater; g++)
+        if (slot_page[g] && slot_page[g] >= lo && slot_page[g] < hi)
+            apply(slot_page[g]);
+    unlock();
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (self)
+        self->busy = was_busy;
 }
 
 int pf_watch_pages_on(void) { return pf_watch_cfg.emulate_pages; }
@@ -448,7 +468,7 @@ int pf_watch_pages_rw_allowed_in(const char *maps, uint64_t addr)
     pf_n_maps = 0;
     add_lines(maps);
     const pf_map_range_t *m = find_mapping(addr);
-    int ok = m ? rw_allowed(m, addr & ~(PF_PAGE - 1)) : -1;
+    int ok = m ? rw_allowed(m, addr & ~(PF_WATCH_PAGE - 1)) : -1;
     pf_n_maps = 0;      /* the next arm reads the process's own maps */
     unlock();
     return ok;
