@@ -439,18 +439,28 @@ static void retire_table(cfi_table_t *t)
         madvise(t, table_bytes(t->mask + 1), MADV_DONTNEED);
 }
 
+/* Puts fresh in use in old's place and retires old; 1 when it did. 0: another thread replaced old first
+ * (pf_cfi_forget, or a first table), and fresh is unmapped. */
+static int replace_table(cfi_table_t *old, cfi_table_t *fresh)
+{
+    cfi_table_t *expected = old;
+    if (__atomic_compare_exchange_n(&table, &expected, fresh, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        retire_table(old);
+        return 1;
+    }
+    pf_sys_munmap(fresh, table_bytes(fresh->mask + 1));
+    return 0;
+}
+
 static cfi_table_t *current_table(void)
 {
     cfi_table_t *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
     if (PF_LIKELY(t))
         return t;
-    cfi_table_t *fresh = new_table(CFI_FIRST_SLOTS), *expected = NULL;
-    if (!fresh)
-        return NULL;
-    if (__atomic_compare_exchange_n(&table, &expected, fresh, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-        return fresh;
-    pf_sys_munmap(fresh, table_bytes(CFI_FIRST_SLOTS));    /* another thread's came first */
-    return expected;
+    cfi_table_t *fresh = new_table(CFI_FIRST_SLOTS);
+    if (fresh)
+        replace_table(NULL, fresh);
+    return __atomic_load_n(&table, __ATOMIC_ACQUIRE);
 }
 
 static pf_cfi_rule_t rule_of(const cfi_slot_t *s)
@@ -488,11 +498,7 @@ static void grow_table(cfi_table_t *old)
             if (key > 1)
                 put_rule(big, key, rule_of(&old->slot[i]));
         }
-        cfi_table_t *expected = old;
-        if (__atomic_compare_exchange_n(&table, &expected, big, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-            retire_table(old);
-        else
-            pf_sys_munmap(big, table_bytes(slots * 2));    /* pf_cfi_forget replaced old meanwhile */
+        replace_table(old, big);
     }
     __atomic_store_n(&growing, 0, __ATOMIC_RELEASE);
 }
@@ -543,13 +549,10 @@ void pf_cfi_quiet(void)
     if (shrunk_from && slots >= shrunk_from) {
         __atomic_store_n(&shrinks, CFI_SHRINKS, __ATOMIC_RELAXED);    /* it needs them: keep it */
     } else {
-        cfi_table_t *fresh = new_table(CFI_FIRST_SLOTS), *expected = t;
-        if (fresh && __atomic_compare_exchange_n(&table, &expected, fresh, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
-            retire_table(t);
+        cfi_table_t *fresh = new_table(CFI_FIRST_SLOTS);
+        if (fresh && replace_table(t, fresh)) {
             shrunk_from = slots;
             __atomic_add_fetch(&shrinks, 1, __ATOMIC_RELAXED);
-        } else if (fresh) {
-            pf_sys_munmap(fresh, table_bytes(CFI_FIRST_SLOTS));   /* pf_cfi_forget replaced it meanwhile */
         }
     }
     __atomic_store_n(&growing, 0, __ATOMIC_RELEASE);
