@@ -66,10 +66,13 @@ typedef struct pf_real_slot {
     const char *name;
     void **fn;
 } pf_real_slot_t;
+/* Files the pointer fn, which the next definition of name fills (the spawn hooks' too). */
+#define PF_REAL_SLOT(name, fn)                                                                              \
+    static pf_real_slot_t pf_real_slot_##name                                                           \
+        __attribute__((section("pf_real_slots"), used, aligned(sizeof(void *)))) = {#name, (void **)&(fn)}
 #define PF_REAL_OR(name, fail)                                                                              \
     static __typeof__(&name) real_##name;                                                               \
-    static pf_real_slot_t pf_real_slot_##name                                                           \
-        __attribute__((section("pf_real_slots"), used, aligned(sizeof(void *)))) = {#name, (void **)&real_##name}; \
+    PF_REAL_SLOT(name, real_##name);                                                                    \
     if (PF_UNLIKELY(!__atomic_load_n(&real_##name, __ATOMIC_ACQUIRE)))                                  \
         __atomic_store_n(&real_##name, (__typeof__(&name))dlsym(RTLD_NEXT, #name), __ATOMIC_RELEASE);  \
     if (PF_UNLIKELY(!real_##name)) {                                                                    \
@@ -100,9 +103,6 @@ void pf_hooks_resolve_all(void) PF_HIDDEN;
 /* A hook whose call to the real function must be a tail call (forced, also at -O0): glibc's dlsym(RTLD_NEXT)
  * and dlopen act on behalf of their caller, which they know by the return address. */
 #define PF_TAIL_CALLS __attribute__((optimize("O2", "optimize-sibling-calls")))
-
-/* pf_hooks_spawn.c: finds the real pthread_create, fork, posix_spawn and exec functions (constructor). */
-void pf_spawn_resolve(void) PF_HIDDEN;
 
 /* pf_self_<fn>: this library's own definition of an exported hook, whatever another preload defines first
  * (the address dlsym hands out for a libc function looked up through a library handle, pf_libc_lookup.c). */

@@ -55,19 +55,11 @@
 static struct {
     PF_SPAWN_FNS(PF_SPAWN_FIELD)
 } real;
-static int resolved;
-
-/* From the constructor (pf_rt_init), so that a vfork child never has to: dlsym takes the loader's lock. A
- * hook reached before it (another library's constructor starting a thread) resolves here itself. */
-void pf_spawn_resolve(void)
-{
-    if (__atomic_load_n(&resolved, __ATOMIC_ACQUIRE))
-        return;
-#define PF_SPAWN_RESOLVE(name, ret, args) \
-    __atomic_store_n((void **)&real.name, dlsym(RTLD_NEXT, #name), __ATOMIC_RELEASE);
-    PF_SPAWN_FNS(PF_SPAWN_RESOLVE)
-    __atomic_store_n(&resolved, 1, __ATOMIC_RELEASE);
-}
+/* Filled from the constructor (pf_hooks_resolve_all, pf_rt_init), so that a vfork child never has to:
+ * dlsym takes the loader's lock. A hook reached before it (another library's constructor starting a
+ * thread) fills them itself. */
+#define PF_SPAWN_SLOT(name, ret, args) PF_REAL_SLOT(name, real.name);
+PF_SPAWN_FNS(PF_SPAWN_SLOT)
 
 /* A process start's program, when it will run Python unprofiled (pf_child_env.h). */
 typedef struct child {
@@ -178,7 +170,7 @@ static void note_exec(const char *path, char *const argv[], char *const envp[], 
     }
 }
 
-#define REAL_SPAWN(name) (resolved ? (void)0 : pf_spawn_resolve(), real.name)
+#define REAL_SPAWN(name) (__atomic_load_n(&real.name, __ATOMIC_ACQUIRE) ? (void)0 : pf_hooks_resolve_all(), real.name)
 
 PF_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {

@@ -177,7 +177,6 @@ static void leave_environment_clean(void)
 __attribute__((constructor)) static void pf_rt_init(void)
 {
     pf_rt_resolve_real();
-    pf_spawn_resolve();
     pf_hooks_resolve_all();
     /* what the recorder calls instead of the hooks (pf_recorder.h), before it can run */
     pf_host = (pf_recorder_host_t){
