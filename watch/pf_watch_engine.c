@@ -395,6 +395,8 @@ int pf_watch_drain(const pf_watch_sink_t *sink)
 
 void pf_watch_thread_end(const pf_watch_sink_t *sink)
 {
+    if (pf_watch_io_depth)
+        pf_watch_io_done_slow(0);   /* a call the thread never returned from (pthread_cancel in a read) */
     pf_watch_thread_t *t = pf_watch_self;
     if (!t)
         return;

@@ -450,7 +450,7 @@ static int kernel_writes(int fds[2], char *p)
 /* A page a system call under way reads or writes (a hook fenced it, pf_watch_io.c) stays unprotected
  * whatever watch is armed on it meanwhile, as when a sample arms one between the hook and the call (CI:
  * os.listdir failed with EFAULT); the watch protects it once the call returns, and not before the outer
- * call of a nested one returns. */
+ * call of a nested one returns, or its thread ends. */
 static void test_io_fence(void **state)
 {
     (void)state;
@@ -486,6 +486,12 @@ static void test_io_fence(void **state)
     pf_watch_io_done(mark);
     assert_false(kernel_writes(fds, pages + 64));
     assert_int_equal(pf_watch_io_depth, mark);
+
+    pf_watch_io_fence_slow(pages, 8);                         /* a call its thread never returned from */
+    assert_true(kernel_writes(fds, pages + 64));
+    pf_watch_thread_end(NULL);                                /* (pthread_cancel): its fences come down */
+    assert_int_equal(pf_watch_io_depth, 0);
+    assert_false(kernel_writes(fds, pages + 64));
 
     pf_watch_pages_disarm(G);
     assert_true(kernel_writes(fds, pages + 64));
