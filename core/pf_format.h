@@ -583,6 +583,10 @@ typedef struct pf_rec_copy_write {
 #define PF_WATCH_SRC_PRECISE 2u     /* the data address of a PEBS or IBS sample */
 #define PF_WATCH_SRC_SAMPLED 3u     /* the data address of a kernel event's sample (page faults) */
 
+/* pf_rec_watch_stats_t.emulated */
+#define PF_WATCH_EMU_STEPS 1u   /* single steps from a sample until the word is touched */
+#define PF_WATCH_EMU_PAGES 2u   /* the word's page protected; a fault and one step per access to the page */
+
 /* PF_REC_WATCH_STATS payload: one thread's running totals (each record supersedes that thread's previous
  * one; the reporter sums the last record of every thread). aux = PF_WATCH_MODE_* bits.
  * Fractions: store fraction = redundant store bytes / store bytes (both credited), likewise loads. */
@@ -592,7 +596,8 @@ typedef struct pf_rec_watch_stats {
     uint32_t tid;
     uint8_t source;             /* PF_WATCH_SRC_* (a uint32 before emulated and budget_pct took its upper bytes,
                                    always 0 until then: files of either kind read the same) */
-    uint8_t emulated;           /* 1: watchpoints emulated by single steps (debug registers do not fire) */
+    uint8_t emulated;           /* PF_WATCH_EMU_*: how watchpoints were emulated (debug registers do not fire);
+                                   0: debug registers (files from before the pages value wrote 1 for both) */
     uint8_t budget_pct;         /* emulated: most share of CPU time spent stepping (--watch-budget); 0: no cap */
     uint8_t widened;            /* times the thread's period was doubled (its samples took more than half its
                                    time): period is the doubled one, period >> widened the configured one

@@ -198,7 +198,7 @@ typedef struct pf_watch_summary {
     uint64_t period_max;            /* the widest any thread's became, */
     uint32_t widened_threads;       /* and the threads whose sampling cost more than half their time */
     uint32_t source, modes;
-    uint32_t emulated, budget_pct;  /* watchpoints emulated by single steps, within budget_pct of CPU (0: no cap) */
+    uint32_t emulated, budget_pct;  /* PF_WATCH_EMU_* (0: debug registers), within budget_pct of CPU (0: no cap) */
     uint64_t samples, samples_armed, dropped_filter, dropped_nomem, dropped_busy, dropped_reservoir;
     uint64_t traps, same_call, header_words;
     uint64_t store_pairs, store_bytes, silent_store_bytes, load_pairs, load_bytes, redundant_load_bytes;

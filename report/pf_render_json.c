@@ -326,6 +326,11 @@ static void watch_summary(pf_json_t *j, const pf_model_t *m)
     pf_json_string(j, pf_report_address_source(w->source));
     pf_json_key(j, "watchpoints");
     pf_json_string(j, w->emulated ? "emulated" : "hardware");
+    pf_json_key(j, "emulation");
+    if (w->emulated)
+        pf_json_string(j, pf_report_emulation(w->emulated));
+    else
+        pf_json_null(j);
     pf_json_key(j, "emulation_budget_pct");
     if (w->emulated && w->budget_pct)
         pf_json_number(j, (double)w->budget_pct);

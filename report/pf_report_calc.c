@@ -323,13 +323,20 @@ const char *pf_report_address_source(uint32_t source)
     return source == PF_WATCH_SRC_PRECISE ? "precise" : source == PF_WATCH_SRC_SAMPLED ? "sampled" : "decode";
 }
 
+const char *pf_report_emulation(uint32_t emulated)
+{
+    return !emulated ? NULL : emulated == PF_WATCH_EMU_PAGES ? "pages" : "steps";
+}
+
 const char *pf_report_watchpoints(uint32_t emulated, uint32_t budget_pct, char buf[64])
 {
     if (!emulated)
         return strcpy(buf, "debug registers");
+    const char *by = emulated == PF_WATCH_EMU_PAGES ? "page protections" : "single steps";
     if (!budget_pct)
-        return strcpy(buf, "emulated by single steps");
-    snprintf(buf, 64, "emulated by single steps, within %u%% of CPU time", (unsigned)budget_pct);
+        snprintf(buf, 64, "emulated by %s", by);
+    else
+        snprintf(buf, 64, "emulated by %s, within %u%% of CPU time", by, (unsigned)budget_pct);
     return buf;
 }
 

@@ -86,8 +86,10 @@ const char *pf_report_copy_kind_name(unsigned kind);
 const char *pf_report_address_source(uint32_t source);
 
 /* How watch's watchpoints worked (pf_rec_watch_stats_t.emulated, budget_pct): "debug registers", or
- * "emulated by single steps[, within N% of CPU time]"; into buf, returned. */
+ * "emulated by single steps|page protections[, within N% of CPU time]"; into buf, returned. */
 const char *pf_report_watchpoints(uint32_t emulated, uint32_t budget_pct, char buf[64]);
+/* The JSON's name for an emulation: "steps" or "pages"; NULL for debug registers. */
+const char *pf_report_emulation(uint32_t emulated);
 
 /* What a profile lacks (records the runtime could not write, interned stacks the file does not define, in
  * an exact profile frees missing or out of order),

@@ -300,7 +300,9 @@ static int write_stats(pf_watch_thread_t *t, const pf_watch_sink_t *sink, uint64
     s.widened = t->sample_doublings;
     s.tid = (uint32_t)t->tid;
     s.source = (uint8_t)(pf_pmu.source ? pf_pmu.source : PF_WATCH_SRC_DECODE);
-    s.emulated = pf_watch_cfg.emulate_breakpoints ? 1 : 0;
+    s.emulated = !pf_watch_cfg.emulate_breakpoints ? 0
+                 : pf_watch_cfg.emulate_pages  ? PF_WATCH_EMU_PAGES
+                                               : PF_WATCH_EMU_STEPS;
     s.budget_pct = pf_watch_cfg.emulate_budget_pct < 100 ? (uint8_t)pf_watch_cfg.emulate_budget_pct : 0;
     snprintf(s.event, sizeof s.event, "%s", pf_pmu.name);
     const pf_watch_totals_t *c = &t->st;
