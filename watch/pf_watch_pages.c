@@ -23,6 +23,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -445,19 +447,17 @@ void pf_watch_pages_reapply(uint64_t lo, uint64_t hi)
     }
     if (!any)
         return;
-    pf_watch_thread_t *self = pf_watch_self;
-    int was_busy = self ? self->busy : 0;
-    if (self)
-        self->busy = 1;     /* no sample handler of ours may wait for the page lock */
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    /* a hook's thread, outside watch's handlers: no handler may run while it holds the lock, neither
+     * watch's nor the program's (whose access to a watched page would fault to a handler waiting on it) */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
     lock();
     for (unsigned g = 0; g < slot_hiwater; g++)
         if (slot_page[g] && slot_page[g] >= lo && slot_page[g] < hi)
             apply(slot_page[g]);
     unlock();
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    if (self)
-        self->busy = was_busy;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 int pf_watch_pages_on(void) { return pf_watch_cfg.emulate_pages; }
