@@ -51,7 +51,9 @@ static const char *option_value(int argc, char **argv, int *i, const char *name)
     size_t n = strlen(name);
     if (argv[*i][n] == '=')
         return argv[*i] + n + 1;
-    if (*i + 1 >= argc)
+    /* a next argument that is an option is not this one's value: `--json -o F prog` forgot --json's file,
+     * and taking "-o" for it ran F as the program (a value that starts with '-' can follow '=') */
+    if (*i + 1 >= argc || (argv[*i + 1][0] == '-' && argv[*i + 1][1] != '\0'))
         return NULL;
     return argv[++*i];
 }

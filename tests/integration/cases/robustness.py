@@ -178,6 +178,9 @@ def case_bad_input(c):
         ([c.pyflow, "run", "--python", c.python, "-o", "/proc/nope/p.pflow", prog("fidelity.py")], 2,
          "cannot write the profile"),
         ([c.pyflow, "run", "--bogus", prog("fidelity.py")], 2, "unknown option --bogus"),
+        # an option where a value belongs: --json's file forgotten (it took "-o" and ran the profile's path)
+        ([c.pyflow, "run", "--python", c.python, "--json", "-o", os.path.join(c.tmp, "j.pflow"), prog("fidelity.py")],
+         2, "--json needs a file name"),
         ([c.pyflow, "run", "--sample-bytes", "12q", prog("fidelity.py")], 2, "--sample-bytes"),
         ([c.pyflow, "run", "--python", c.python], 2, "nothing to run"),
         ([c.pyflow, "frob"], 2, "unknown command"),
@@ -199,6 +202,7 @@ def case_bad_input(c):
         assert len(cp.stderr.splitlines()) == 1, f"{cmd}: more than one line: {cp.stderr!r}"
         assert cp.stdout == "", cp.stdout
     assert not os.path.exists("/proc/nope"), "nothing may be created for a rejected run"
+    assert not os.path.exists(os.path.join(c.tmp, "j.pflow")) and not os.path.exists("-o"), "nor for --json -o"
     # a directory with a __main__.py is a program, as for python
     cp = run([c.pyflow, "run", "--python", c.python, os.path.join(PROGRAMS, "pkgmod"), "d"])
     assert cp.returncode == 0 and cp.stdout == "module main ['d']\n", (cp.returncode, cp.stdout, cp.stderr)
