@@ -69,7 +69,7 @@ PF_BUF_HOOK(__recvfrom_chk,
  * bounds what the kernel writes. */
 static void before_readdir(DIR *d)
 {
-    if (__builtin_expect(__atomic_load_n(&pf_watch_io_fencing, __ATOMIC_RELAXED) != 0, 0) && d)
+    if (pf_watch_io_on() && d)
         pf_watch_io_fence_slow(d, malloc_usable_size(d));   /* the hook's: a start-up block too */
 }
 

@@ -120,7 +120,7 @@ PF_HOOK(int, -1, epoll_pwait, (int ep, struct epoll_event *ev, int n, int ms, co
 /* A message's header, address, control data and every piece of its data. */
 static void before_msg(const struct msghdr *m)
 {
-    if (!__atomic_load_n(&pf_watch_io_fencing, __ATOMIC_RELAXED) || !m)
+    if (!pf_watch_io_on() || !m)
         return;
     pf_watch_io_fence_slow(m, sizeof *m);
     pf_watch_io_fence_slow(m->msg_name, m->msg_namelen);
@@ -188,9 +188,7 @@ PF_HOOK(int, -1, __ppoll_chk, (struct pollfd *fds, nfds_t n, const struct timesp
  * to take a fence down: the watches on the path's pages end, unfenced. */
 PF_EXPORT PF_TAIL_CALLS void *dlopen(const char *p, int flags)
 {
-    static __typeof__(&dlopen) real_dlopen;
-    if (PF_UNLIKELY(!real_dlopen))
-        real_dlopen = (__typeof__(&dlopen))dlsym(RTLD_NEXT, "dlopen");
+    PF_REAL_OR(dlopen, NULL);
     if (p)
         pf_watch_pages_release(p, PATH_MAX);
     return real_dlopen(p, flags);

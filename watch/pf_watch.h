@@ -228,9 +228,16 @@ void pf_watch_io_done_slow(unsigned mark);
 
 static inline unsigned pf_watch_io_mark(void) { return pf_watch_io_depth; }
 
+/* 1 while page watches may protect pages: the hooks' one load (a hook whose buffers need working out,
+ * sendmsg's or readdir's, asks first). */
+static inline int pf_watch_io_on(void)
+{
+    return __builtin_expect(__atomic_load_n(&pf_watch_io_fencing, __ATOMIC_RELAXED) != 0, 0);
+}
+
 static inline void pf_watch_pages_before_io(const void *p, size_t n)
 {
-    if (__builtin_expect(__atomic_load_n(&pf_watch_io_fencing, __ATOMIC_RELAXED) != 0, 0))
+    if (pf_watch_io_on())
         pf_watch_io_fence_slow(p, n);
 }
 
@@ -239,7 +246,7 @@ static inline void pf_watch_pages_before_io(const void *p, size_t n)
 void pf_watch_io_release_slow(const void *p, size_t n);
 static inline void pf_watch_pages_release(const void *p, size_t n)
 {
-    if (__builtin_expect(__atomic_load_n(&pf_watch_io_fencing, __ATOMIC_RELAXED) != 0, 0))
+    if (pf_watch_io_on())
         pf_watch_io_release_slow(p, n);
 }
 
