@@ -1,6 +1,7 @@
-/* pf_hooks_signal.c - sigaction and signal, interposed so that watch/ keeps the two signals it needs
- * (SIGTRAP for watchpoints and single steps, a real-time signal for samples) while the program believes
- * it owns them.
+/* pf_hooks_signal.c - sigaction and signal, interposed so that watch/ keeps the signals it needs
+ * (SIGTRAP for watchpoints and single steps, a real-time signal for samples, SIGSEGV for page watches)
+ * while the program believes it owns them; and the mask calls, through which watch learns which threads
+ * block SIGSEGV.
  *
  * While watch is on, a program that installs a handler for one of those signals has it recorded here
  * instead of installed, and sees its own previous action when it asks. Watch's handlers pass on every
@@ -57,6 +58,25 @@ PF_EXPORT sighandler_t signal(int sig, sighandler_t handler)
     if (sigaction(sig, &sa, &old) != 0)
         return SIG_ERR;
     return old.sa_handler;
+}
+
+/* The mask calls: a thread that blocks SIGSEGV is counted while page watches are on (pf_watch.h). */
+PF_EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+    PF_REAL_OR(pthread_sigmask, ENOSYS);
+    pf_watch_masked_before(how, set);
+    int rc = real_pthread_sigmask(how, set, old);
+    pf_watch_masked_after();
+    return rc;
+}
+
+PF_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+    PF_REAL(sigprocmask);
+    pf_watch_masked_before(how, set);
+    int rc = real_sigprocmask(how, set, old);
+    pf_watch_masked_after();
+    return rc;
 }
 
 void pf_signal_foreign(int sig, siginfo_t *si, void *uc)

@@ -33,7 +33,7 @@
 
 #include "pf_child_env.h"
 #include "pf_hooks_int.h"
-#include "pf_watch.h"   /* pf_watch_spawning */
+#include "pf_watch.h"   /* pf_watch_spawning, pf_watch_masked_birth */
 
 #define PF_SPAWN_FNS(X)                                                                                       \
     X(pthread_create, int, (pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))                  \
@@ -176,8 +176,11 @@ PF_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*
 {
     uint64_t t0 = start_time();
     pf_watch_spawning = 1;
+    void *masked = pf_watch_masked_birth(attr, &fn, &arg);
     int rc = REAL_SPAWN(pthread_create)(th, attr, fn, arg);
     pf_watch_spawning = 0;
+    if (rc != 0 && masked)
+        pf_watch_masked_unborn(masked);
     if (rc == 0 && t0)
         note_start(PF_SPAWN_THREAD, (uint64_t)*th, t0, &plain_child);
     return rc;

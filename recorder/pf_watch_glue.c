@@ -295,6 +295,15 @@ int pf_watch_glue_init(pf_tls_t *t)
     return 0;
 }
 
+/* A note watch raised (*flag 1), said once, on the log and in the profile. */
+static void say_once(pf_tls_t *t, int *flag, const char *why)
+{
+    if (PF_UNLIKELY(__atomic_load_n(flag, __ATOMIC_RELAXED) == 1) && __atomic_exchange_n(flag, 2, __ATOMIC_RELAXED) == 1) {
+        pf_log("%s", why);
+        pf_record_mark(t, PF_MARK_NOTE, 0, why);
+    }
+}
+
 void pf_watch_glue_slow(pf_tls_t *t)
 {
     if (PF_UNLIKELY(pf_watch_glue_note[0])) {
@@ -305,13 +314,12 @@ void pf_watch_glue_slow(pf_tls_t *t)
     }
     if (PF_LIKELY(!watch_on))
         return;
-    if (PF_UNLIKELY(__atomic_load_n(&pf_watch_copies_blocked, __ATOMIC_RELAXED) == 1) &&
-        __atomic_exchange_n(&pf_watch_copies_blocked, 2, __ATOMIC_RELAXED) == 1) {
-        static const char why[] = "watch: the program blocks SIGTRAP (in a thread that blocks every signal), "
-                                  "through which copy watches report: copies made there are not watched";
-        pf_log("%s", why);
-        pf_record_mark(t, PF_MARK_NOTE, 0, why);
-    }
+    say_once(t, &pf_watch_copies_blocked,
+             "watch: the program blocks SIGTRAP (in a thread that blocks every signal), through which copy "
+             "watches report: copies made there are not watched");
+    say_once(t, &pf_watch_masked_seen,
+             "watch: the program blocks SIGSEGV in a thread, through which page watches report: no page "
+             "is watched while it does");
     if (PF_UNLIKELY(!t->watch_started)) {
         char why[256];
         t->watch_started = 1;

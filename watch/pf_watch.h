@@ -20,6 +20,7 @@
 #ifndef PF_WATCH_H
 #define PF_WATCH_H
 
+#include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -255,6 +256,39 @@ static inline void pf_watch_io_done(unsigned mark)
     if (__builtin_expect(pf_watch_io_depth != mark, 0))
         pf_watch_io_done_slow(mark);
 }
+
+/* Threads that block SIGSEGV (pf_watch_masked.c): the kernel kills a process whose fault on a protected
+ * page arrives blocked, so no page watch protects a page while any thread does. The signal hooks call
+ * pf_watch_masked_before(how, set) before a pthread_sigmask or sigprocmask call and
+ * pf_watch_masked_after() after it; pthread_create hands its start routine and argument to
+ * pf_watch_masked_birth, which counts a thread that will start so (and wraps its start), and gives the
+ * handle it returned to pf_watch_masked_unborn when the start failed. One load each while watch protects
+ * no pages. */
+void pf_watch_masked_before_slow(int how, const sigset_t *set);
+void pf_watch_masked_after_slow(void);
+void *pf_watch_masked_birth_slow(const pthread_attr_t *attr, void *(**fn)(void *), void **arg);
+void pf_watch_masked_unborn(void *birth);
+
+static inline void pf_watch_masked_before(int how, const sigset_t *set)
+{
+    if (pf_watch_io_on())
+        pf_watch_masked_before_slow(how, set);
+}
+
+static inline void pf_watch_masked_after(void)
+{
+    if (pf_watch_io_on())
+        pf_watch_masked_after_slow();
+}
+
+static inline void *pf_watch_masked_birth(const pthread_attr_t *attr, void *(**fn)(void *), void **arg)
+{
+    return pf_watch_io_on() ? pf_watch_masked_birth_slow(attr, fn, arg) : NULL;
+}
+
+/* 1 once a thread's blocking SIGSEGV left page watches blind or refused one: for the caller to say so once
+ * (and set it to 2), as pf_watch_copies_blocked. */
+extern int pf_watch_masked_seen;
 
 /* The sampling event actually used ("cycles", "task-clock", ...) and its period; "" before init. */
 const char *pf_watch_event_name(uint64_t *period);

@@ -112,6 +112,7 @@ int pf_watch_init(const pf_watch_config_t *cfg, char *why, size_t n)
             if (sigaction(SIGSEGV, &sa, NULL) != 0)
                 goto sigfail;
             pf_watch_io_fencing_on();
+            pf_watch_masked_init();     /* before calibrating: a first thread that blocks SIGSEGV must not */
             pf_watch_pages_calibrate();
         }
     }
@@ -452,6 +453,7 @@ int pf_watch_fork_child(void)
     pf_fds_held = 0;
     pf_watch_table_reset();
     pf_watch_io_fork_child();
+    pf_watch_masked_fork_child();
     if (!self || !pf_ready)
         return 0;
     memset(&self->st, 0, sizeof self->st);

@@ -17,7 +17,9 @@
 #include <string.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/syscall.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #include "pf_watch.h"
 
@@ -343,6 +345,24 @@ void pf_watch_io_fencing_on(void) PF_WATCH_HIDDEN;
 int pf_watch_io_fenced(uint64_t page) PF_WATCH_HIDDEN;
 /* In a fork child: the fences of the threads that did not come along come down. */
 void pf_watch_io_fork_child(void) PF_WATCH_HIDDEN;
+
+/* ---- pf_watch_masked.c: threads that block SIGSEGV ---- */
+
+/* Counts the calling thread if it blocks SIGSEGV now (the process's start), and readies thread ends. */
+void pf_watch_masked_init(void) PF_WATCH_HIDDEN;
+/* 1 while a thread blocks SIGSEGV (or is about to): no page may be protected (page lock held or not). */
+int pf_watch_masked(void) PF_WATCH_HIDDEN;
+/* 1 (and the run says so) when a new page watch must not be armed now, pf_watch_masked(). */
+int pf_watch_masked_refuses(void) PF_WATCH_HIDDEN;
+/* In a fork child: only this thread's count stays. */
+void pf_watch_masked_fork_child(void) PF_WATCH_HIDDEN;
+
+/* The thread's signal mask by the system call itself: watch's own masking never reaches the runtime's
+ * pthread_sigmask hook, which counts the program's (pf_watch_masked.c). */
+static inline int pf_watch_sigmask_raw(int how, const sigset_t *set, sigset_t *old)
+{
+    return (int)syscall(SYS_rt_sigprocmask, how, set, old, _NSIG / 8);
+}
 
 /* ---- pf_watch_slots.c: breakpoint events and the global armed table ---- */
 

@@ -88,8 +88,9 @@ static int prot_now(uint64_t page)
     for (unsigned g = 0; g < slot_hiwater; g++)
         if (slot_page[g] == page)
             prot = slot_rw[g] ? PROT_NONE : prot == PROT_NONE ? PROT_NONE : PROT_READ;
-    if (prot >= 0 && pf_watch_io_fenced(page))
-        return PROT_READ | PROT_WRITE;  /* a system call under way reads or writes it (pf_watch_io.c) */
+    if (prot >= 0 && (pf_watch_masked() || pf_watch_io_fenced(page)))
+        return PROT_READ | PROT_WRITE;  /* a thread blocks SIGSEGV (pf_watch_masked.c), or a system call
+                                           under way reads or writes it (pf_watch_io.c) */
     return prot;
 }
 
@@ -281,7 +282,9 @@ int pf_watch_pages_arm(int g, uint64_t addr, uint32_t len, int rw)
     lock();
     int ours = prot_now(page) >= 0;
     const pf_map_range_t *m = ours ? NULL : mapping_of(addr);
-    if (!ours && !(m && m->writable_private)) {
+    if (pf_watch_masked_refuses()) {
+        rc = -EBUSY;    /* a thread blocks SIGSEGV: its access would kill the process (pf_watch_masked.c) */
+    } else if (!ours && !(m && m->writable_private)) {
         rc = -EACCES;   /* a read-only or shared mapping: no protection of ours could be undone exactly */
     } else if (!ours && m->anonymous && in_thread_stack(m, page)) {
         rc = -EACCES;   /* a thread's stack (in_thread_stack) */
@@ -451,13 +454,13 @@ void pf_watch_pages_reapply(uint64_t lo, uint64_t hi)
      * watch's nor the program's (whose access to a watched page would fault to a handler waiting on it) */
     sigset_t all, old;
     sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
+    pf_watch_sigmask_raw(SIG_BLOCK, &all, &old);
     lock();
     for (unsigned g = 0; g < slot_hiwater; g++)
         if (slot_page[g] && slot_page[g] >= lo && slot_page[g] < hi)
             apply(slot_page[g]);
     unlock();
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pf_watch_sigmask_raw(SIG_SETMASK, &old, NULL);
 }
 
 int pf_watch_pages_on(void) { return pf_watch_cfg.emulate_pages; }

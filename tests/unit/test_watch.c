@@ -8,6 +8,8 @@
 #include <cmocka.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -500,6 +502,86 @@ static void test_io_fence(void **state)
     munmap(pages, 2 * PF_WATCH_PAGE);
 }
 
+static volatile int child_may_end;
+
+static void *masked_child(void *arg)
+{
+    (void)arg;
+    while (!__atomic_load_n(&child_may_end, __ATOMIC_ACQUIRE))
+        sched_yield();
+    return NULL;
+}
+
+/* While a thread blocks SIGSEGV (pf_watch_masked.c), every page is left unprotected and no page watch is
+ * armed: the kernel kills a process whose fault arrives blocked (CI: a worker that blocked every signal died
+ * under --watch=all). Counted from before the mask call until after the one that unblocks it; a thread born
+ * blocking it (its creator's mask, or its attributes') is counted before it starts, until it ends. */
+static void test_masked(void **state)
+{
+    (void)state;
+    enum { G = 3, G2 = 4 };
+    pf_watch_masked_init();
+    char *page = mmap(NULL, PF_WATCH_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(page != MAP_FAILED);
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    uint64_t word = (uint64_t)(uintptr_t)page + 8;
+    sigset_t segv, old;
+    sigemptyset(&segv);
+    sigaddset(&segv, SIGSEGV);
+
+    assert_int_equal(pf_watch_pages_arm(G, word, 8, 0), 0);
+    assert_false(kernel_writes(fds, page + 64));
+    pf_watch_masked_before_slow(SIG_BLOCK, &segv);
+    assert_int_equal(pthread_sigmask(SIG_BLOCK, &segv, &old), 0);
+    pf_watch_masked_after_slow();
+    assert_true(pf_watch_masked());
+    assert_true(kernel_writes(fds, page + 64));               /* its protection is off */
+    page[64] = 1;                                             /* this thread's touch would have killed it */
+    assert_int_equal(pf_watch_pages_arm(G2, word + 8, 8, 0), -EBUSY);
+    pf_watch_masked_before_slow(SIG_UNBLOCK, &segv);
+    assert_int_equal(pthread_sigmask(SIG_SETMASK, &old, NULL), 0);
+    pf_watch_masked_after_slow();
+    assert_false(pf_watch_masked());
+    assert_false(kernel_writes(fds, page + 64));              /* back */
+
+    pthread_attr_t attr;                                      /* a start that fails gives the count back */
+    assert_int_equal(pthread_attr_init(&attr), 0);
+    assert_int_equal(pthread_attr_setsigmask_np(&attr, &segv), 0);
+    void *(*fn)(void *) = masked_child;
+    void *arg = NULL;
+    void *birth = pf_watch_masked_birth_slow(&attr, &fn, &arg);
+    assert_non_null(birth);
+    assert_true(fn != masked_child);
+    assert_true(pf_watch_masked());
+    pf_watch_masked_unborn(birth);
+    assert_false(pf_watch_masked());
+    assert_false(kernel_writes(fds, page + 64));
+    pthread_attr_destroy(&attr);
+    fn = masked_child;
+    assert_null(pf_watch_masked_birth_slow(NULL, &fn, &arg)); /* nothing blocked: nothing counted */
+
+    pf_watch_masked_before_slow(SIG_BLOCK, &segv);           /* born of a thread that blocks it */
+    assert_int_equal(pthread_sigmask(SIG_BLOCK, &segv, &old), 0);
+    birth = pf_watch_masked_birth_slow(NULL, &fn, &arg);
+    assert_non_null(birth);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, fn, arg), 0);
+    assert_int_equal(pthread_sigmask(SIG_SETMASK, &old, NULL), 0);
+    pf_watch_masked_after_slow();
+    assert_true(pf_watch_masked());                           /* the child still blocks it */
+    assert_true(kernel_writes(fds, page + 64));
+    __atomic_store_n(&child_may_end, 1, __ATOMIC_RELEASE);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_false(pf_watch_masked());                          /* its end gave the count back */
+    assert_false(kernel_writes(fds, page + 64));
+
+    pf_watch_pages_disarm(G);
+    close(fds[0]);
+    close(fds[1]);
+    munmap(page, PF_WATCH_PAGE);
+}
+
 /* libpfm4 is not linked (pf_pfm.h): loaded on first use, it names events until released; released, it is
  * unmapped (its tables were 2.3 MiB of the program's memory), and the next use loads it again. */
 static void test_pfm_on_demand(void **state)
@@ -543,7 +625,7 @@ int main(void)
         cmocka_unit_test(test_reservoir), cmocka_unit_test(test_selftest_survives_a_stray_trap),
         cmocka_unit_test(test_copy_slots_oldest_first), cmocka_unit_test(test_copy_watch_lifetime), cmocka_unit_test(test_emu_budget), cmocka_unit_test(test_futile), cmocka_unit_test(test_pair_encoding), cmocka_unit_test(test_ring_parse),
         cmocka_unit_test(test_pfm_on_demand), cmocka_unit_test(test_pages_rw_allowed),
-        cmocka_unit_test(test_io_fence),
+        cmocka_unit_test(test_io_fence), cmocka_unit_test(test_masked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -473,3 +473,17 @@ def case_watch_pages(c):
     # call failed with EFAULT now and then before interpose/pf_hooks_paths.c (stat 21-41 times a run)
     r, _ = pages_run(c, prog("watch_pages_paths.py"), [])
     assert r.stdout == "failures []\n", r.stdout
+
+
+@once
+def case_watch_sigsegv_masked(c):
+    """Page-protection watches (forced) while a thread blocks SIGSEGV, itself or from its start: the kernel
+    would kill the process at that thread's first touch of a protected page, so no page stays protected
+    while one does (without it, both runs died of SIGSEGV). The run says so once, and when no thread blocks
+    it any more the main thread's copies are watched again and proved needed by its writes."""
+    script = prog("watch_sigsegv_masked.py")
+    said = "watch: the program blocks SIGSEGV"
+    for how in ("mask", "born"):
+        r, doc = pages_run(c, script, [how], mode="copies")
+        assert r.stderr.count(said) == 1, r.stderr[-800:]
+        assert doc["watch"]["copy_writes"] >= 1, doc["watch"]
