@@ -329,6 +329,8 @@ void pf_watch_segv_handler(int sig, siginfo_t *si, void *ucv) PF_WATCH_HIDDEN;
 void pf_watch_pages_reapply(uint64_t lo, uint64_t hi) PF_WATCH_HIDDEN;
 /* Measures a fault cycle's CPU cost, what each fault charges a chain (handlers installed, no thread yet). */
 void pf_watch_pages_calibrate(void) PF_WATCH_HIDDEN;
+/* 1 while a thread holds the page lock (tests: no handler may ever run on the thread that holds it). */
+int pf_watch_pages_locked(void) PF_WATCH_HIDDEN;
 /* A signal that is not watch's: the program's action (the runtime's), else the default. */
 void pf_watch_foreign_signal(int sig, siginfo_t *si, void *ucv) PF_WATCH_HIDDEN;
 /* The armed slot of t that the instruction about to run (at uc's pc) touches: a store for a write watch,

@@ -66,15 +66,24 @@ static __thread uint64_t step_page[2] __attribute__((tls_model("initial-exec")))
  * kernel's and the hypervisor's part. */
 static uint64_t cycle_ns = 20000;
 
-/* Taken only by code that touches no watched page while holding it, and, outside handlers, with watch's
- * signals blocked, so no handler of this thread can spin on it. */
-static void lock(void)
+/* Taken only by code that touches no watched page while holding it, and with every signal blocked (the
+ * mask before goes to *old): a handler running on this thread meanwhile, watch's or the program's, whose
+ * access to a watched page faults to pf_watch_segv_handler, would spin on it for ever. Two system calls;
+ * a fault cycle (calibrated with them) pays four beside its fault, two deliveries and two mprotects. */
+static void lock(sigset_t *old)
 {
+    sigset_t all;
+    sigfillset(&all);
+    pf_watch_sigmask_raw(SIG_BLOCK, &all, old);
     while (__atomic_exchange_n(&pf_pages_lock, 1, __ATOMIC_ACQUIRE))
         __builtin_ia32_pause();
 }
 
-static void unlock(void) { __atomic_store_n(&pf_pages_lock, 0, __ATOMIC_RELEASE); }
+static void unlock(const sigset_t *old)
+{
+    __atomic_store_n(&pf_pages_lock, 0, __ATOMIC_RELEASE);
+    pf_watch_sigmask_raw(SIG_SETMASK, old, NULL);
+}
 
 /* The protection page must have now: none while a thread steps an instruction there, else the strictest
  * its watches need (no access for a read-write watch, read-only for a write watch); -1: not watch's. Lock
@@ -279,7 +288,8 @@ int pf_watch_pages_arm(int g, uint64_t addr, uint32_t len, int rw)
     if (g < 0 || g >= PF_PAGES_MAX || (addr + len - 1) / PF_WATCH_PAGE != page / PF_WATCH_PAGE)
         return -EINVAL;     /* aligned words never cross a page */
     int rc = 0;
-    lock();
+    sigset_t old_mask;
+    lock(&old_mask);
     int ours = prot_now(page) >= 0;
     const pf_map_range_t *m = ours ? NULL : mapping_of(addr);
     if (pf_watch_masked_refuses()) {
@@ -305,7 +315,7 @@ int pf_watch_pages_arm(int g, uint64_t addr, uint32_t len, int rw)
         __atomic_store_n(&slot_page[g], page, __ATOMIC_SEQ_CST);
         apply(page);
     }
-    unlock();
+    unlock(&old_mask);
     return rc;
 }
 
@@ -313,24 +323,26 @@ void pf_watch_pages_disarm(int g)
 {
     if (g < 0 || g >= PF_PAGES_MAX)
         return;
-    lock();
+    sigset_t old_mask;
+    lock(&old_mask);
     uint64_t page = slot_page[g];
     if (page) {
         __atomic_store_n(&slot_page[g], 0, __ATOMIC_SEQ_CST);
         __atomic_fetch_sub(&pf_watch_pages_active, 1, __ATOMIC_RELAXED);
         apply(page);
     }
-    unlock();
+    unlock(&old_mask);
 }
 
 /* 1 when addr's mapping, read afresh, is private and writable: a protection fault there is no longer any
  * protection's (one of watch's that ended after the fault). */
 static int writable_now(uint64_t addr)
 {
-    lock();
+    sigset_t old_mask;
+    lock(&old_mask);
     read_maps();
     int w = writable_private(addr);
-    unlock();
+    unlock(&old_mask);
     return w;
 }
 
@@ -341,7 +353,8 @@ static int begin_step(uint64_t addr)
 {
     uint64_t page = addr & ~(PF_WATCH_PAGE - 1);
     int ours = 0;
-    lock();
+    sigset_t old_mask;
+    lock(&old_mask);
     if (prot_now(page) >= 0) {
         for (int i = 0; i < PF_WATCH_MAX_THREADS; i++)
             if (stepping[i].page == page || !stepping[i].threads) {
@@ -352,7 +365,7 @@ static int begin_step(uint64_t addr)
             }
         apply(page);
     }
-    unlock();
+    unlock(&old_mask);
     if (ours)
         step_page[step_page[0] ? 1 : 0] = page;
     return ours;
@@ -364,7 +377,8 @@ int pf_watch_pages_stepping(void) { return step_page[0] != 0; }
  * cycle's CPU time charged to the thread's chain. */
 void pf_watch_pages_step_done(pf_watch_thread_t *t)
 {
-    lock();
+    sigset_t old_mask;
+    lock(&old_mask);
     for (int k = 0; k < 2 && step_page[k]; k++) {
         for (int i = 0; i < PF_WATCH_MAX_THREADS; i++)
             if (stepping[i].page == step_page[k] && stepping[i].threads) {
@@ -373,7 +387,7 @@ void pf_watch_pages_step_done(pf_watch_thread_t *t)
             }
         apply(step_page[k]);
     }
-    unlock();
+    unlock(&old_mask);
     step_page[0] = step_page[1] = 0;
     if (t)
         t->pages_cost_ns += cycle_ns;
@@ -450,29 +464,27 @@ void pf_watch_pages_reapply(uint64_t lo, uint64_t hi)
     }
     if (!any)
         return;
-    /* a hook's thread, outside watch's handlers: no handler may run while it holds the lock, neither
-     * watch's nor the program's (whose access to a watched page would fault to a handler waiting on it) */
-    sigset_t all, old;
-    sigfillset(&all);
-    pf_watch_sigmask_raw(SIG_BLOCK, &all, &old);
-    lock();
+    sigset_t old;
+    lock(&old);
     for (unsigned g = 0; g < slot_hiwater; g++)
         if (slot_page[g] && slot_page[g] >= lo && slot_page[g] < hi)
             apply(slot_page[g]);
-    unlock();
-    pf_watch_sigmask_raw(SIG_SETMASK, &old, NULL);
+    unlock(&old);
 }
 
 int pf_watch_pages_on(void) { return pf_watch_cfg.emulate_pages; }
 
+int pf_watch_pages_locked(void) { return __atomic_load_n(&pf_pages_lock, __ATOMIC_RELAXED); }
+
 int pf_watch_pages_rw_allowed_in(const char *maps, uint64_t addr)
 {
-    lock();
+    sigset_t old_mask;
+    lock(&old_mask);
     pf_n_maps = 0;
     add_lines(maps);
     const pf_map_range_t *m = find_mapping(addr);
     int ok = m ? rw_allowed(m, addr & ~(PF_WATCH_PAGE - 1)) : -1;
     pf_n_maps = 0;      /* the next arm reads the process's own maps */
-    unlock();
+    unlock(&old_mask);
     return ok;
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <linux/perf_event.h>
 #include <sys/mman.h>
+#include <sys/time.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -582,6 +583,43 @@ static void test_masked(void **state)
     munmap(page, PF_WATCH_PAGE);
 }
 
+static volatile sig_atomic_t ticks, ticks_in_lock;
+
+static void count_tick(int sig)
+{
+    (void)sig;
+    ticks++;
+    ticks_in_lock += pf_watch_pages_locked();
+}
+
+/* No signal handler runs on a thread while it holds the page lock: the program's handler touching a watched
+ * page would fault to pf_watch_segv_handler, which takes the lock, and spin for ever. A timer's signals
+ * land inside the arms' and disarms' mprotect calls, where the lock is held. */
+static void test_pages_lock_blocks_signals(void **state)
+{
+    (void)state;
+    enum { G = 3 };
+    char *page = mmap(NULL, PF_WATCH_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(page != MAP_FAILED);
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = count_tick;
+    sigemptyset(&sa.sa_mask);
+    assert_int_equal(sigaction(SIGALRM, &sa, &old), 0);
+    struct itimerval every = {{0, 50}, {0, 50}}, off = {{0, 0}, {0, 0}};
+    assert_int_equal(setitimer(ITIMER_REAL, &every, NULL), 0);
+    uint64_t t0 = pf_watch_mono_ns();
+    while (pf_watch_mono_ns() - t0 < 300000000ull && ticks < 2000) {
+        assert_int_equal(pf_watch_pages_arm(G, (uint64_t)(uintptr_t)page + 8, 8, 0), 0);
+        pf_watch_pages_disarm(G);
+    }
+    setitimer(ITIMER_REAL, &off, NULL);
+    sigaction(SIGALRM, &old, NULL);
+    assert_true(ticks > 50);
+    assert_int_equal(ticks_in_lock, 0);
+    munmap(page, PF_WATCH_PAGE);
+}
+
 /* libpfm4 is not linked (pf_pfm.h): loaded on first use, it names events until released; released, it is
  * unmapped (its tables were 2.3 MiB of the program's memory), and the next use loads it again. */
 static void test_pfm_on_demand(void **state)
@@ -626,6 +664,7 @@ int main(void)
         cmocka_unit_test(test_copy_slots_oldest_first), cmocka_unit_test(test_copy_watch_lifetime), cmocka_unit_test(test_emu_budget), cmocka_unit_test(test_futile), cmocka_unit_test(test_pair_encoding), cmocka_unit_test(test_ring_parse),
         cmocka_unit_test(test_pfm_on_demand), cmocka_unit_test(test_pages_rw_allowed),
         cmocka_unit_test(test_io_fence), cmocka_unit_test(test_masked),
+        cmocka_unit_test(test_pages_lock_blocks_signals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
