@@ -33,6 +33,31 @@ static int watch_owns(int sig)
     return sampling && (sig == SIGTRAP || sig == sampling || (sig == SIGSEGV && pf_watch_pages_on()));
 }
 
+/* Signals whose program handler's sa_mask named SIGSEGV, taken out while page watches are on: a fault on a
+ * watched page in such a handler would arrive blocked, and the kernel kills the process then
+ * (watch/pf_watch_masked.c has the threads' masks). The program still reads its own mask back. What
+ * changes: a SIGSEGV sent by kill while such a handler runs is not held until it returns. */
+static uint8_t segv_taken_out[_NSIG];
+
+static int program_masked_action(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    struct sigaction mine;
+    int take_out = act && sig > 0 && sig < _NSIG && pf_watch_io_on() && sigismember(&act->sa_mask, SIGSEGV) == 1;
+    if (take_out) {
+        mine = *act;
+        sigdelset(&mine.sa_mask, SIGSEGV);
+        act = &mine;
+    }
+    int rc = real_sigaction(sig, act, old);
+    if (rc != 0 || sig <= 0 || sig >= _NSIG)
+        return rc;
+    if (old && segv_taken_out[sig])
+        sigaddset(&old->sa_mask, SIGSEGV);
+    if (act)
+        segv_taken_out[sig] = (uint8_t)take_out;
+    return rc;
+}
+
 PF_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
     if (resolve() != 0) {
@@ -40,7 +65,7 @@ PF_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *
         return -1;
     }
     if (!watch_owns(sig))
-        return real_sigaction(sig, act, old);
+        return program_masked_action(sig, act, old);
     if (old)
         *old = program_action[sig];
     if (act)
