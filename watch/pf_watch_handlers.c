@@ -776,6 +776,7 @@ void pf_watch_trap_handler(int sig, siginfo_t *si, void *ucv)
         if (paged)
             pf_watch_pages_step_done(t);
         step_safely(t, uc);
+        pf_watch_pages_step_mask(uc);
     } else if (si->si_code == TRAP_PERF) {
         uint64_t data;
         memcpy(&data, (const char *)si + 24, sizeof data);     /* si_perf_data */

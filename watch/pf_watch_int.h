@@ -323,6 +323,8 @@ int pf_watch_pages_rw_allowed_in(const char *maps, uint64_t addr) PF_WATCH_HIDDE
 /* 1 while the calling thread steps over a fault on a watched page; then _step_done re-protects it. */
 int pf_watch_pages_stepping(void) PF_WATCH_HIDDEN;
 void pf_watch_pages_step_done(pf_watch_thread_t *t) PF_WATCH_HIDDEN;
+/* At the end of the step's SIGTRAP handler: the program's own mask back in uc, for the return. */
+void pf_watch_pages_step_mask(ucontext_t *uc) PF_WATCH_HIDDEN;
 void pf_watch_segv_handler(int sig, siginfo_t *si, void *ucv) PF_WATCH_HIDDEN;
 /* Gives every watched page in [lo, hi) the protection its watches need now, a fence counted
  * (pf_watch_io.c); takes the page lock only when such a page is watched. */

@@ -65,6 +65,11 @@ static __thread uint64_t step_page[2] __attribute__((tls_model("initial-exec")))
  * in wall time, measured once at start (pf_watch_pages_calibrate): the handlers' own clock would miss the
  * kernel's and the hypervisor's part. */
 static uint64_t cycle_ns = 20000;
+/* A fault cycle blocks signals once (begin_step), not at each of its locks: from then until the step's
+ * SIGTRAP handler ends (pf_watch_pages_step_mask), every asynchronous signal stays blocked on the thread,
+ * the stepped instruction running with the program's mask plus those (held_mask is the program's own). */
+static __thread uint8_t signals_held __attribute__((tls_model("initial-exec")));
+static __thread sigset_t held_mask __attribute__((tls_model("initial-exec")));
 
 /* Taken only by code that touches no watched page while holding it, and with every signal blocked (the
  * mask before goes to *old): a handler running on this thread meanwhile, watch's or the program's, whose
@@ -72,17 +77,21 @@ static uint64_t cycle_ns = 20000;
  * a fault cycle (calibrated with them) pays four beside its fault, two deliveries and two mprotects. */
 static void lock(sigset_t *old)
 {
-    sigset_t all;
-    sigfillset(&all);
-    pf_watch_sigmask_raw(SIG_BLOCK, &all, old);
+    if (!signals_held) {
+        sigset_t all;
+        sigfillset(&all);
+        pf_watch_sigmask_raw(SIG_BLOCK, &all, old);
+    }
     while (__atomic_exchange_n(&pf_pages_lock, 1, __ATOMIC_ACQUIRE))
         __builtin_ia32_pause();
 }
 
+/* (With signals_held raised since lock, the signals stay blocked: the step's cycle keeps them.) */
 static void unlock(const sigset_t *old)
 {
     __atomic_store_n(&pf_pages_lock, 0, __ATOMIC_RELEASE);
-    pf_watch_sigmask_raw(SIG_SETMASK, old, NULL);
+    if (!signals_held)
+        pf_watch_sigmask_raw(SIG_SETMASK, old, NULL);
 }
 
 /* The protection page must have now: none while a thread steps an instruction there, else the strictest
@@ -365,10 +374,31 @@ static int begin_step(uint64_t addr)
             }
         apply(page);
     }
+    if (ours && !signals_held)
+        signals_held = 1;   /* unlock leaves them blocked: the step's mask (hold_for_step) keeps them so */
     unlock(&old_mask);
     if (ours)
         step_page[step_page[0] ? 1 : 0] = page;
     return ours;
+}
+
+/* The stepped instruction runs with every asynchronous signal blocked besides the program's mask (its own
+ * faults and the step's SIGTRAP stay deliverable); the program's mask is kept for the trap's handler. */
+static void hold_for_step(ucontext_t *uc)
+{
+    held_mask = uc->uc_sigmask;
+    for (int sig = 1; sig < _NSIG; sig++)
+        if (sig != SIGSEGV && sig != SIGBUS && sig != SIGILL && sig != SIGFPE && sig != SIGTRAP && sig != SIGSYS &&
+            sig != SIGKILL && sig != SIGSTOP)
+            sigaddset(&uc->uc_sigmask, sig);
+}
+
+void pf_watch_pages_step_mask(ucontext_t *uc)
+{
+    if (!signals_held)
+        return;
+    uc->uc_sigmask = held_mask;
+    signals_held = 0;
 }
 
 int pf_watch_pages_stepping(void) { return step_page[0] != 0; }
@@ -438,9 +468,12 @@ void pf_watch_segv_handler(int sig, siginfo_t *si, void *ucv)
          * whose forced trap is blocked. End every watch on the page instead; the access then runs. */
         pf_watch_pages_step_done(NULL);
         pf_watch_on_free_slow((void *)(uintptr_t)(addr & ~(PF_WATCH_PAGE - 1)), PF_WATCH_PAGE);
+        signals_held = 0;   /* no step: the access runs with the program's mask, uc's as it came */
         errno = saved;
         return;
     }
+    if (!step_page[1])
+        hold_for_step(uc);  /* the first page's fault (a second one's context has it already) */
     pf_watch_thread_t *t = pf_watch_self;
     if (t && !t->busy && t->emu_pending < 0) {
         t->emu_pending = pf_watch_slot_touched(t, uc);
