@@ -16,8 +16,9 @@
  *    (interpose/pf_hooks_spawn.c) counts it before it exists, and a starter of ours hands it the count;
  *  - the process's first thread, which may have been started so (the mask survives exec): at start-up.
  * A counted thread that ends gives its count back in a thread-specific destructor, after unblocking SIGSEGV
- * for the rest of its exit. Not seen: a mask set by a raw system call, by sigreturn (a handler that blocked
- * it, returning), or by a handler's sa_mask while it runs (docs/limitations.md).
+ * for the rest of its exit. Not seen: a mask set by a raw system call, or by sigreturn (a handler that
+ * unblocked it, returning): docs/limitations.md. A handler's sa_mask never blocks it while page watches are
+ * on (interpose/pf_hooks_signal.c takes SIGSEGV out).
  *
  * Ordering is the fences' (pf_watch_io.c): the count is raised (seq_cst) before the thread takes every
  * page's protection off (pf_watch_pages_reapply reads the armed pages seq_cst), and an arm publishes its

@@ -23,7 +23,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -73,8 +72,9 @@ static __thread sigset_t held_mask __attribute__((tls_model("initial-exec")));
 
 /* Taken only by code that touches no watched page while holding it, and with every signal blocked (the
  * mask before goes to *old): a handler running on this thread meanwhile, watch's or the program's, whose
- * access to a watched page faults to pf_watch_segv_handler, would spin on it for ever. Two system calls;
- * a fault cycle (calibrated with them) pays four beside its fault, two deliveries and two mprotects. */
+ * access to a watched page faults to pf_watch_segv_handler, would spin on it for ever. Two system calls,
+ * none while a fault cycle holds the signals (signals_held): the cycle pays one beside its fault, two
+ * deliveries and two mprotects. */
 static void lock(sigset_t *old)
 {
     if (!signals_held) {
